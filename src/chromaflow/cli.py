@@ -1,0 +1,73 @@
+"""The ``chromaflow`` command line: one subcommand per pipeline stage.
+
+Each subcommand lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int``.
+Only the chosen subcommand's module is imported, so ``chromaflow fasta2h5`` never pays for torch.
+Errors a user can fix (:class:`~chromaflow.common.ChromaflowError`, and OS errors such as a full
+disk) print one line ``chromaflow <command>: error: <message>`` and exit non-zero.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from . import __version__
+from .common import ChromaflowError
+
+#: subcommand -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "samplesheet": ("chromaflow.samplesheet", "validate a --genomes samplesheet and print it as normalised TSV"),
+    "fasta2h5": ("chromaflow.fasta2h5", "FASTA -> Helixer-layout HDF5 (one-hot, chunked, both strands)"),
+    "predict": ("chromaflow.predict.cli_predict", "Predmoter-compatible coverage prediction from a genome h5"),
+    "predict-merge": ("chromaflow.predict.cli_merge", "join --shard outputs into one predictions h5"),
+    "make-test-model": ("chromaflow.predict.cli_testmodel", "write a tiny seeded Predmoter-layout checkpoint (meaningless weights, for tests)"),
+    "bigwig": ("chromaflow.bigwig", "predictions h5 -> bigWig/bedGraph tracks, chrom.sizes, IGV session, UCSC hub"),
+    "genie3": ("chromaflow.genie3.cli", "GENIE3 gene-regulatory-network inference from an expression matrix"),
+    "genie3-merge": ("chromaflow.genie3.cli_merge", "merge GENIE3 target-chunk results into one ranked link list"),
+    "bench": ("chromaflow.bench", "sweep settings on this machine (batch size, workers, threads) and print the best"),
+    "benchmark-report": ("chromaflow.benchreport", "collect metrics JSONs + Nextflow trace into the benchmark report"),
+}
+
+
+def _build_parser(chosen: str | None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chromaflow",
+        description="chromaflow stages. Run 'chromaflow <command> --help' for a command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"chromaflow {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="<command>")
+    sub.required = True
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            importlib.import_module(module).add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    if chosen not in COMMANDS:
+        chosen = None
+    parser = _build_parser(chosen)
+    args = parser.parse_args(argv)
+    module = importlib.import_module(COMMANDS[args.command][0])
+    prefix = f"chromaflow {args.command}: error:"
+    try:
+        rc = module.run(args)
+    except ChromaflowError as exc:
+        print(f"{prefix} {exc}", file=sys.stderr)
+        return exc.exit_code
+    except OSError as exc:  # disk full, permission denied, ...: one line naming the file
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"{prefix} {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{prefix} interrupted", file=sys.stderr)
+        return 130
+    return int(rc or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,216 @@
+"""Helpers shared by every stage: one-line errors, atomic outputs, terminal progress, metrics JSON.
+
+Nothing here knows about Nextflow. Stages raise :class:`ChromaflowError` for every bad input; the CLI
+turns it into a single line on stderr and a non-zero exit code.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import resource
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from . import __version__
+
+
+class ChromaflowError(Exception):
+    """A user-facing error: the message is printed as one line, naming the file/record/line at fault."""
+
+    exit_code = 1
+
+    def __init__(self, message: str):
+        # keep the message on one line whatever the caller passed in
+        super().__init__(" ".join(str(message).split()))
+
+
+class OutputExistsError(ChromaflowError):
+    """An output already exists and the caller did not ask to overwrite it."""
+
+
+# --------------------------------------------------------------------------------------------------
+# atomic outputs
+# --------------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike, *, force: bool = True, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds.
+
+    On any exception (including KeyboardInterrupt) the temporary file is removed, so no half-written
+    file is ever left under the final name. The temporary name starts with ``.`` and ends with
+    ``.part`` so pipeline output globs never match it.
+    """
+    path = Path(path)
+    if path.exists() and not force:
+        raise OutputExistsError(f"{path}: output exists (use --force to overwrite)")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise ChromaflowError(f"{parent}: output directory does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f"{suffix}.part", dir=parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.chmod(tmp_path, 0o644)
+        os.replace(tmp_path, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp_path.unlink()
+        raise
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` through :func:`atomic_output`."""
+    with atomic_output(path) as tmp:
+        tmp.write_text(text)
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
+    """Write ``obj`` as indented, key-sorted JSON through :func:`atomic_output`."""
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+# --------------------------------------------------------------------------------------------------
+# progress on a terminal, silence elsewhere
+# --------------------------------------------------------------------------------------------------
+class Progress:
+    """A small progress bar on stderr, drawn only when stderr is a terminal.
+
+    In Nextflow task logs (stderr is a file) it prints nothing. ``CHROMAFLOW_PROGRESS=1`` forces it
+    on, ``=0`` off. The bar redraws at most ~5 times per second, so it costs nothing in hot loops.
+    """
+
+    def __init__(self, total: float, desc: str, unit: str = "", enabled: bool | None = None):
+        env = os.environ.get("CHROMAFLOW_PROGRESS")
+        if enabled is None:
+            enabled = env == "1" if env in ("0", "1") else sys.stderr.isatty()
+        self.enabled = enabled
+        self.total = max(float(total), 1e-12)
+        self.desc = desc
+        self.unit = unit
+        self.done = 0.0
+        self.t0 = time.perf_counter()
+        self._last = 0.0
+
+    def update(self, n: float = 1) -> None:
+        self.done += n
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if now - self._last < 0.2 and self.done < self.total:
+            return
+        self._last = now
+        frac = min(self.done / self.total, 1.0)
+        width = 30
+        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
+        rate = self.done / max(now - self.t0, 1e-9)
+        sys.stderr.write(f"\r{self.desc} [{bar}] {frac * 100:5.1f}% {_human(rate)}{self.unit}/s ")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self._last = 0.0
+            self.update(0)
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _human(x: float) -> str:
+    for unit in ("", "k", "M", "G", "T"):
+        if abs(x) < 1000:
+            return f"{x:.1f}{unit}"
+        x /= 1000.0
+    return f"{x:.1f}P"
+
+
+# --------------------------------------------------------------------------------------------------
+# metrics JSON (collected by the BENCHMARK stage)
+# --------------------------------------------------------------------------------------------------
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process and its waited-for children, in bytes (Linux: ru_maxrss is KiB)."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return int(max(own, children) * 1024)
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its waited-for children."""
+    s = resource.getrusage(resource.RUSAGE_SELF)
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+class StageMetrics:
+    """Measures one stage run and writes the metrics JSON every stage shares.
+
+    Common fields: ``stage``, ``wall_s``, ``cpu_s``, ``peak_rss_bytes``, ``device``, ``threads``,
+    ``started``/``finished`` (UTC ISO), ``host``, ``chromaflow_version``, ``python``. Stages add their
+    counts with :meth:`set` (``bp``, ``subsequences``, ``records``, ``data_wait_fraction``, ...);
+    ``bp_per_s`` and ``subsequences_per_s`` are derived from ``wall_s`` when the counts are present.
+
+    Use ``with StageMetrics("fasta2h5", path) as m: ...; m.set(bp=...)``. The JSON is written (atomically)
+    only when the block succeeds and ``path`` is not None.
+    """
+
+    def __init__(self, stage: str, path: str | os.PathLike | None, **fields: Any):
+        self.stage = stage
+        self.path = path
+        self.fields: dict[str, Any] = {"device": "cpu", "threads": None}
+        self.fields.update(fields)
+
+    def set(self, **fields: Any) -> None:
+        self.fields.update(fields)
+
+    def __enter__(self) -> "StageMetrics":
+        self._t0 = time.perf_counter()
+        self._c0 = cpu_seconds()
+        self._started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            return
+        self.result = self.finish()
+        if self.path is not None:
+            write_json_atomic(self.path, self.result)
+
+    def finish(self) -> dict[str, Any]:
+        wall = time.perf_counter() - self._t0
+        out: dict[str, Any] = {
+            "stage": self.stage,
+            "chromaflow_version": __version__,
+            "started": self._started,
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "wall_s": round(wall, 6),
+            "cpu_s": round(cpu_seconds() - self._c0, 6),
+            "peak_rss_bytes": peak_rss_bytes(),
+            "host": socket.gethostname(),
+            "python": platform.python_version(),
+        }
+        out.update(self.fields)
+        if out.get("bp") is not None and wall > 0:
+            out["bp_per_s"] = out["bp"] / wall
+        if out.get("subsequences") is not None and wall > 0:
+            out["subsequences_per_s"] = out["subsequences"] / wall
+        return out
+
+
+def resolve_threads(threads: int | None) -> int:
+    """Number of worker threads: ``threads`` if > 0, else the CPUs this process may use."""
+    if threads and threads > 0:
+        return int(threads)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)

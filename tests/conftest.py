@@ -1,0 +1,46 @@
+"""Shared pytest fixtures.
+
+``reference_dir`` points at ``../shared/reference`` (read in place, never copied). Where it is absent
+the tests that need it are skipped with the reason stated, except under ``CI=true``, where a missing
+reference folder is a failure.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = (ROOT / ".." / "shared" / "reference").resolve()
+
+
+def _ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def reference_dir() -> Path:
+    if not REFERENCE.is_dir():
+        msg = f"reference data folder {REFERENCE} is absent (expected ../shared/reference beside the checkout)"
+        if _ci():
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return REFERENCE
+
+
+@pytest.fixture(scope="session")
+def nextflow_bin() -> str:
+    nf = shutil.which("nextflow")
+    if nf is None:
+        msg = "nextflow not on PATH (run: source scripts/env.sh)"
+        if _ci():
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return nf
