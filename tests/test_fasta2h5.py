@@ -1,0 +1,320 @@
+"""Tests for ``chromaflow fasta2h5`` (FORMATS.md §1) and its FASTA reader."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from chromaflow.fasta2h5 import convert
+
+DATASETS = ("X", "seqids", "species", "start_ends")
+
+# (fasta, reference h5, L, species, compression)
+FIXTURES = [
+    ("predmoter/pred_data.fa", "predmoter/pred_data_1.h5", 21384, "Species_artificialis_9", "gzip"),
+    ("predmoter/pred_data.fa", "predmoter/pred_data_2.h5", 42768, "Species_artificialis_9", "gzip"),
+    ("helixer/iupac_L10.fa", "helixer/iupac_L10.h5", 10, "sp", "gzip"),
+    ("helixer/multichunk_L1000.fa", "helixer/multichunk_L1000.h5", 1000, "sp", "gzip"),
+    ("helixer/exactmultiple_L10_lzf.fa", "helixer/exactmultiple_L10_lzf.h5", 10, "sp", "lzf"),
+]
+
+
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, CHROMAFLOW_PROGRESS="0")
+    return subprocess.run([sys.executable, "-m", "chromaflow", "fasta2h5", *args], capture_output=True,
+                          text=True, env=env, cwd=cwd)
+
+
+def _props(d: h5py.Dataset) -> tuple:
+    return (d.shape, d.dtype.str, d.chunks, d.maxshape, d.compression, d.compression_opts, d.shuffle,
+            d.fletcher32, d.scaleoffset, d.fillvalue)
+
+
+def _assert_same_h5(ours: Path, ref: Path) -> None:
+    with h5py.File(ours, "r") as a, h5py.File(ref, "r") as b:
+        assert list(a.keys()) == list(b.keys()) == ["data"]
+        assert sorted(a["data"].keys()) == sorted(b["data"].keys()) == sorted(DATASETS)
+        for k in DATASETS:
+            x, y = a["data"][k], b["data"][k]
+            assert _props(x) == _props(y), k
+            tx, ty = x.id.get_type(), y.id.get_type()
+            if k in ("seqids", "species"):
+                assert (tx.get_size(), tx.get_strpad(), tx.get_cset()) == (ty.get_size(), ty.get_strpad(), ty.get_cset())
+            vx, vy = x[()], y[()]
+            if k == "X":  # compare float16 bit patterns, not values
+                vx, vy = vx.view(np.uint16), vy.view(np.uint16)
+            np.testing.assert_array_equal(vx, vy, err_msg=k)
+
+
+def _datasets(path: Path) -> dict[str, np.ndarray]:
+    with h5py.File(path, "r") as f:
+        return {k: f["data"][k][()] for k in DATASETS}
+
+
+def _chunk_bytes(path: Path) -> list[bytes]:
+    with h5py.File(path, "r") as f:
+        X = f["data/X"]
+        return [X.id.read_direct_chunk((i, 0, 0))[1] for i in range(X.shape[0])]
+
+
+# --------------------------------------------------------------------------------------------------
+# acceptance: equality with Helixer's outputs
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.reference
+@pytest.mark.parametrize("deflate", ["isal", "zlib"])
+@pytest.mark.parametrize("fa,ref,L,species,compression", FIXTURES, ids=[f[1] for f in FIXTURES])
+def test_reference_fixtures(reference_dir, tmp_path, fa, ref, L, species, compression, deflate):
+    out = tmp_path / "out.h5"
+    r = _cli("--fasta", str(reference_dir / fa), "--species", species, "--out", str(out),
+             "--subsequence-length", str(L), "--compression", compression, "--deflate", deflate)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    _assert_same_h5(out, reference_dir / ref)
+    with h5py.File(out, "r") as f:
+        assert f.attrs["tool"] == "chromaflow fasta2h5"
+        assert f.attrs["input_path"] == str(reference_dir / fa)
+        assert int(f.attrs["subsequence_length"]) == L
+        assert "helixer_commit" not in f.attrs
+
+
+@pytest.mark.reference
+def test_zlib_chunks_byte_identical_to_helixer(reference_dir, tmp_path):
+    out = tmp_path / "z.h5"
+    convert(str(reference_dir / "predmoter/pred_data.fa"), out, "Species_artificialis_9", 21384, deflate="zlib")
+    assert _chunk_bytes(out) == _chunk_bytes(reference_dir / "predmoter/pred_data_1.h5")
+
+
+@pytest.mark.reference
+def test_pieces_and_threads_do_not_change_result(reference_dir, tmp_path):
+    """Tiny read blocks and one-chunk tasks (records spanning many pieces) give the same chunks."""
+    fa = str(reference_dir / "helixer/multichunk_L1000.fa")
+    a, b = tmp_path / "a.h5", tmp_path / "b.h5"
+    convert(fa, a, "sp", 1000, threads=1)
+    convert(fa, b, "sp", 1000, threads=2, read_block=7, task_bp=1000)
+    assert _chunk_bytes(a) == _chunk_bytes(b)
+    _assert_same_h5(b, reference_dir / "helixer/multichunk_L1000.h5")
+
+
+# --------------------------------------------------------------------------------------------------
+# encoding, strands and input variants (independent of the reference folder)
+# --------------------------------------------------------------------------------------------------
+F16 = {"1": 0x3C00, "h": 0x3800, "q": 0x3400, "t": 0x3548, "0": 0}
+TABLE = {  # C A T G
+    "C": "1000", "A": "0100", "T": "0010", "G": "0001", "Y": "h0h0", "R": "0h0h", "W": "0hh0", "S": "h00h",
+    "K": "00hh", "M": "hh00", "D": "0ttt", "V": "tt0t", "H": "ttt0", "B": "t0tt", "N": "qqqq",
+}
+
+
+def _expected(records: list[tuple[str, str]], L: int) -> dict[str, np.ndarray]:
+    """Independent slow implementation of FORMATS.md §1.5 for small inputs."""
+    comp = str.maketrans("ACGTYRWSKMDVHBN", "TGCARYWSMKHBDVN")
+    X, seqids, se = [], [], []
+    for name, seq in records:
+        seq = seq.upper()
+        n = len(seq)
+        bounds = [(s, min(s + L, n)) for s in range(0, n, L)]
+        rows = [(seq[s:e], (s, e)) for s, e in bounds]
+        rows += [(seq[s:e][::-1].translate(comp), (e, s)) for s, e in reversed(bounds)]
+        for part, pair in rows:
+            m = np.zeros((L, 4), dtype=np.uint16)
+            for i, c in enumerate(part):
+                m[i] = [F16[v] for v in TABLE[c]]
+            X.append(m)
+            seqids.append(name.encode())
+            se.append(pair)
+    return {"X": np.array(X), "seqids": np.array(seqids, dtype="S50"), "start_ends": np.array(se, dtype=np.int64)}
+
+
+RECORDS = [("r1", "ACGTNYRWSKMDVHBacgtnyrwskmdvhbAC"), ("r2", "A"), ("chr3", "GATTACA" * 5), ("r4", "NNNNNNNNNN")]
+
+
+def _fasta_text(records, width=7, eol="\n") -> str:
+    out = []
+    for name, seq in records:
+        out.append(f">{name} some description{eol}")
+        out += [seq[i:i + width] + eol for i in range(0, len(seq), width)]
+    return "".join(out)
+
+
+def _check(path: Path, records, L: int) -> None:
+    got = _datasets(path)
+    exp = _expected(records, L)
+    np.testing.assert_array_equal(got["X"].view(np.uint16), exp["X"])
+    np.testing.assert_array_equal(got["seqids"], exp["seqids"])
+    np.testing.assert_array_equal(got["start_ends"], exp["start_ends"])
+    assert set(got["species"].tolist()) == {b"spec"}
+
+
+@pytest.mark.parametrize("L", [1, 4, 10, 35, 100])
+def test_encoding_against_independent_model(tmp_path, L):
+    fa = tmp_path / "in.fa"
+    fa.write_text(_fasta_text(RECORDS))
+    out = tmp_path / "o.h5"
+    convert(str(fa), out, "spec", L)
+    _check(out, RECORDS, L)
+
+
+def test_input_variants_give_identical_datasets(tmp_path):
+    """lowercase, CRLF, blank lines, trailing whitespace, unwrapped lines, gzip, multi-member gzip, bgzip."""
+    L = 10
+    base = _fasta_text(RECORDS)
+    variants = {
+        "plain.fa": base.encode(),
+        "lower.fa": _fasta_text([(n, s.lower()) for n, s in RECORDS]).encode(),
+        "crlf.fa": _fasta_text(RECORDS, eol="\r\n").encode(),
+        "blank.fa": ("\n\n" + base.replace("\n>", "\n\n  \t\n>") + "\n\n").encode(),
+        "trailing_ws.fa": base.replace("\n", " \t\n").encode(),
+        "oneline_noeol.fa": _fasta_text(RECORDS, width=10**6).rstrip("\n").encode(),
+        "gz.fa.gz": gzip.compress(base.encode()),
+        "multimember.fa.gz": b"".join(gzip.compress(base.encode()[i:i + 13]) for i in range(0, len(base), 13)),
+    }
+    for name, data in variants.items():
+        (tmp_path / name).write_bytes(data)
+    if shutil.which("bgzip"):
+        shutil.copy(tmp_path / "plain.fa", tmp_path / "bg.fa")
+        subprocess.run(["bgzip", "-f", str(tmp_path / "bg.fa")], check=True)
+        assert (tmp_path / "bg.fa.gz").read_bytes()[12:14] == b"BC"  # BGZF extra field
+        variants["bg.fa.gz"] = b""
+    ref = None
+    for name in variants:
+        out = tmp_path / (name + ".h5")
+        convert(str(tmp_path / name), out, "spec", L, read_block=5)
+        _check(out, RECORDS, L)
+        got = _datasets(out)
+        if ref is None:
+            ref = got
+        for k in DATASETS:
+            np.testing.assert_array_equal(got[k], ref[k], err_msg=f"{name}: {k}")
+
+
+def test_long_unwrapped_line_spanning_blocks(tmp_path):
+    rng = np.random.default_rng(3)
+    seq = "".join(rng.choice(list("ACGTNacgtn"), 5000))
+    fa = tmp_path / "u.fa"
+    fa.write_text(f">u\n{seq}\n>v\nAC\n")
+    a, b = tmp_path / "a.h5", tmp_path / "b.h5"
+    convert(str(fa), a, "spec", 300)
+    convert(str(fa), b, "spec", 300, read_block=64, task_bp=300)
+    _check(a, [("u", seq), ("v", "AC")], 300)
+    assert _chunk_bytes(a) == _chunk_bytes(b)
+
+
+def test_threads_give_identical_chunk_bytes(tmp_path):
+    rng = np.random.default_rng(7)
+    recs = [(f"c{i}", "".join(rng.choice(list("ACGTN"), int(n)))) for i, n in enumerate(rng.integers(1, 3000, 40))]
+    fa = tmp_path / "t.fa"
+    fa.write_text(_fasta_text(recs, width=60))
+    outs = []
+    for threads in (1, 2):
+        out = tmp_path / f"t{threads}.h5"
+        r = _cli("--fasta", str(fa), "--species", "spec", "--out", str(out), "--subsequence-length", "500",
+                 "--threads", str(threads))
+        assert r.returncode == 0, r.stderr
+        outs.append(out)
+    assert _chunk_bytes(outs[0]) == _chunk_bytes(outs[1])
+    a, b = _datasets(outs[0]), _datasets(outs[1])
+    for k in DATASETS:
+        np.testing.assert_array_equal(a[k], b[k])
+    _check(outs[0], recs, 500)
+
+
+def test_metrics_json(tmp_path):
+    fa = tmp_path / "m.fa"
+    fa.write_text(_fasta_text(RECORDS))
+    out, met = tmp_path / "m.h5", tmp_path / "m.json"
+    r = _cli("--fasta", str(fa), "--species", "spec", "--out", str(out), "--subsequence-length", "10",
+             "--threads", "2", "--metrics", str(met))
+    assert r.returncode == 0, r.stderr
+    m = json.loads(met.read_text())
+    assert m["stage"] == "fasta2h5"
+    assert m["bp"] == sum(len(s) for _, s in RECORDS)
+    assert m["records"] == 4
+    assert m["subsequences"] == 2 * (4 + 1 + 4 + 1)
+    assert m["threads"] == 2
+    assert m["compression"] == "gzip" and m["deflate"] == "isal"
+    assert m["bp_per_s"] > 0 and m["wall_s"] > 0 and m["cpu_s"] >= 0
+
+
+def test_existing_output_needs_force(tmp_path):
+    fa = tmp_path / "e.fa"
+    fa.write_text(_fasta_text(RECORDS))
+    out = tmp_path / "e.h5"
+    out.write_bytes(b"keep")
+    r = _cli("--fasta", str(fa), "--species", "spec", "--out", str(out))
+    assert r.returncode != 0
+    assert "--force" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert out.read_bytes() == b"keep"
+    r = _cli("--fasta", str(fa), "--species", "spec", "--out", str(out), "--force", "--subsequence-length", "10")
+    assert r.returncode == 0, r.stderr
+    _check(out, RECORDS, 10)
+
+
+# --------------------------------------------------------------------------------------------------
+# bad inputs: one clear line naming file + line/record, exit != 0, nothing left behind
+# --------------------------------------------------------------------------------------------------
+BAD = [
+    # name, file bytes, substrings the message must contain, extra CLI args
+    ("empty", b"", ["empty file"], []),
+    ("blank_only", b"\n \n\r\n", ["empty file"], []),
+    ("no_header", b"ACGT\n>r\nAC\n", ["line 1", "first line does not start with '>'"], []),
+    ("invalid_U", b">r1\nACGT\nACUG\n", ["'r1'", "line 3", "column 3", "'U'"], []),
+    ("invalid_space_inside", b">r1\nAC GT\n", ["line 2", "column 3", "space"], []),
+    ("invalid_digit_crlf", b">r1\r\nACGT\r\n>r2\r\nAC1\r\n", ["'r2'", "line 4", "column 3", "'1'"], []),
+    ("invalid_gzip", gzip.compress(b">r1\nACGT\nAC*G\n"), ["line 3", "column 3", "'*'"], []),
+    ("empty_record", b">r1\nACGT\n>r2\n>r3\nAC\n", ["'r2'", "line 3", "empty"], []),
+    ("empty_last_record", b">r1\nACGT\n>r2\n", ["'r2'", "line 3", "empty"], []),
+    ("duplicate", b">a x\nAC\n>b\nAC\n>a y\nGG\n", ["line 5", "duplicate", "'a'", "line 1"], []),
+    ("long_id", b">" + b"x" * 51 + b"\nAC\n", ["line 1", "51 bytes"], []),
+    ("non_ascii_id", ">chr\u00e9\nAC\n".encode(), ["line 1", "not ASCII"], []),
+    ("empty_id", b">r1\nAC\n> chr2\nAC\n", ["line 3", "empty record id"], []),
+    ("long_species", b">r1\nAC\n", ["species", "26 bytes"], ["--species", "s" * 26]),
+    ("non_ascii_species", b">r1\nAC\n", ["species", "ASCII"], ["--species", "esp\u00e8ce"]),
+    ("zip", b"PK\x03\x04rest", ["zip"], []),
+]
+
+
+@pytest.mark.parametrize("name,data,needles,extra", BAD, ids=[b[0] for b in BAD])
+def test_bad_input(tmp_path, name, data, needles, extra):
+    fa = tmp_path / f"{name}.fa"
+    fa.write_bytes(data)
+    out = tmp_path / "out" / "bad.h5"
+    out.parent.mkdir()
+    args = ["--fasta", str(fa), "--out", str(out)]
+    args += extra if "--species" in extra else ["--species", "spec"] + extra
+    r = _cli(*args)
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    msg = lines[0]
+    assert msg.startswith("chromaflow fasta2h5: error: ")
+    if "species" not in name:
+        assert str(fa) in msg
+    for needle in needles:
+        assert needle in msg, (needle, msg)
+    assert list(out.parent.iterdir()) == []  # no output, no .part file
+
+
+def test_id_of_50_bytes_and_species_of_25_are_accepted(tmp_path):
+    fa = tmp_path / "ok.fa"
+    fa.write_bytes(b">" + b"x" * 50 + b" and description\nAC\n")
+    out = tmp_path / "ok.h5"
+    convert(str(fa), out, "s" * 25, 10)
+    d = _datasets(out)
+    assert d["seqids"].tolist() == [b"x" * 50] * 2 and d["species"].tolist() == [b"s" * 25] * 2
+
+
+def test_tab_is_not_an_id_separator(tmp_path):
+    """Helixer's rule: the id is the header up to the first space; tabs stay in the id."""
+    fa = tmp_path / "tab.fa"
+    fa.write_bytes(b">a\tb c\nAC\n")
+    out = tmp_path / "tab.h5"
+    convert(str(fa), out, "spec", 10)
+    assert _datasets(out)["seqids"].tolist() == [b"a\tb"] * 2
