@@ -51,6 +51,12 @@ class SlurmUnavailable(RuntimeError):
     """SLURM could not be started here; the message says why."""
 
 
+def _search_path() -> str:
+    """PATH plus the sbin directories (daemons live in /usr/sbin, which a non-login PATH may lack)."""
+    parts = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    return os.pathsep.join(parts + [d for d in ("/usr/sbin", "/sbin", "/usr/bin", "/bin") if d not in parts])
+
+
 def _ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -123,7 +129,7 @@ class SlurmCluster:
 
     # ------------------------------------------------------------------ set-up
     def _check_prerequisites(self) -> None:
-        missing = [b for b in REQUIRED_BINARIES if shutil.which(b) is None]
+        missing = [b for b in REQUIRED_BINARIES if shutil.which(b, path=_search_path()) is None]
         if missing:
             raise SlurmUnavailable(f"SLURM/munge binaries not found: {', '.join(missing)} "
                                    "(run scripts/install-system-deps as root)")
@@ -219,6 +225,7 @@ PartitionName=gpu Nodes={h} Default=NO MaxTime=INFINITE State=UP
             if k.startswith(("SLURM_", "SBATCH_", "SQUEUE_", "SINFO_", "SALLOC_", "SRUN_")):
                 del env[k]
         env.update(self.env)
+        env["PATH"] = _search_path()
         return env
 
     def _start_munged(self) -> None:
@@ -232,7 +239,8 @@ PartitionName=gpu Nodes={h} Default=NO MaxTime=INFINITE State=UP
             os.chown(p, munge.pw_uid, munge.pw_gid)
         log = open(self.log_dir / "munged.stdout", "wb")
         self.procs["munged"] = subprocess.Popen(
-            ["munged", "--foreground", f"--socket={self.munge_socket}", f"--key-file={key}",
+            [shutil.which("munged", path=_search_path()), "--foreground", f"--socket={self.munge_socket}",
+             f"--key-file={key}",
              f"--pid-file={self.munge_dir / 'munged.pid'}", f"--log-file={self.munge_dir / 'munged.log'}",
              f"--seed-file={self.munge_dir / 'munged.seed'}", "--num-threads=2"],
             user=munge.pw_uid, group=munge.pw_gid, extra_groups=[], stdin=subprocess.DEVNULL,
@@ -245,7 +253,7 @@ PartitionName=gpu Nodes={h} Default=NO MaxTime=INFINITE State=UP
                                        + self._tail(self.munge_dir / "munged.log"))
             if self.munge_socket.exists():
                 r = subprocess.run(f"munge -S '{self.munge_socket}' -n | unmunge -S '{self.munge_socket}'",
-                                   shell=True, capture_output=True, text=True)
+                                   shell=True, capture_output=True, text=True, env=self._subprocess_env())
                 if r.returncode == 0 and "Success" in r.stdout:
                     return
             time.sleep(0.1)
@@ -254,7 +262,8 @@ PartitionName=gpu Nodes={h} Default=NO MaxTime=INFINITE State=UP
 
     def _start_daemon(self, name: str) -> None:
         log = open(self.log_dir / f"{name}.stdout", "wb")
-        cmd = [name, "-D"] + (["-c", "-i"] if name == "slurmctld" else ["-N", self.hostname])
+        cmd = [shutil.which(name, path=_search_path()), "-D"]
+        cmd += ["-c", "-i"] if name == "slurmctld" else ["-N", self.hostname]
         self.procs[name] = subprocess.Popen(cmd, env=self._subprocess_env(), stdin=subprocess.DEVNULL,
                                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                             cwd=self.root)
@@ -359,7 +368,7 @@ PartitionName=gpu Nodes={h} Default=NO MaxTime=INFINITE State=UP
 
     # ------------------------------------------------------------------ job records
     def jobs(self, wait: float = 10.0) -> list[dict[str, str]]:
-        """One dict per finished job, oldest first.
+        """One dict per finished job, in the order the jobs finished.
 
         Keys (strings): ``JobId``, ``JobName``, ``Partition``, ``State`` (COMPLETED, FAILED, CANCELLED,
         TIMEOUT...), ``ExitCode``, ``NodeList``, ``StartTime``, ``EndTime``, ``Gres`` (e.g. ``gpu:1``,
@@ -411,8 +420,8 @@ PartitionName=gpu Nodes={h} Default=NO MaxTime=INFINITE State=UP
 
     def jobs_matching(self, pattern: str, **kw) -> list[dict[str, str]]:
         """Finished jobs whose JobName matches the regular expression ``pattern`` (``re.search``).
-        Nextflow names its jobs ``nf-<PROCESS_NAME>_(<tag>)`` with characters outside ``[A-Za-z0-9_-]``
-        replaced by ``_`` -- e.g. ``cluster.jobs_matching(r"^nf-.*PREDICT")``."""
+        Nextflow 24.10 names a task's job ``nf-`` + the task name with spaces replaced by ``_``, e.g.
+        process GPU_TASK with tag s1 -> ``nf-GPU_TASK_(s1)``; so ``cluster.jobs_matching(r"^nf-.*PREDICT")``."""
         rx = re.compile(pattern)
         return [j for j in self.jobs(**kw) if rx.search(j["JobName"])]
 
