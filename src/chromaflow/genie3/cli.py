@@ -1,0 +1,101 @@
+"""``chromaflow genie3``: GENIE3 network inference from an expression matrix (see docs/genie3.md)."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from ..common import ChromaflowError, StageMetrics, resolve_threads
+from . import io as gio
+from .core import ENGINES, METHODS, Options, chunk_bounds, compute_weights, parse_chunk, parse_max_features
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--expression", required=True, help="expression matrix, TSV or CSV (optionally .gz)")
+    p.add_argument("--layout", required=True, choices=gio.LAYOUTS,
+                   help="orientation of the matrix (checked): genes-x-samples or samples-x-genes")
+    p.add_argument("--regulators", help="file of candidate regulator names, one per line (default: all genes)")
+    p.add_argument("--tree-method", default="RF", choices=METHODS, help="RF (bootstrap) or ET (extra-trees)")
+    p.add_argument("--max-features", default="sqrt", help="features per split: sqrt (floor), all, or an integer")
+    p.add_argument("--n-trees", type=int, default=1000, help="trees per target (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="run seed; each target's RNG derives from (seed, gene index)")
+    p.add_argument("--threads", type=int, default=0, help="worker threads (0 = all usable CPUs)")
+    p.add_argument("--engine", default="fast", choices=ENGINES,
+                   help="fast (compiled kernel; falls back to sklearn without a C compiler) or sklearn")
+    p.add_argument("--targets-chunk", metavar="i/n",
+                   help="compute only the i-th of n contiguous target slices; OUT is then a part (.npz) for genie3-merge")
+    p.add_argument("--out", required=True, help="ranked link list (.tsv.gz), or the part file with --targets-chunk")
+    p.add_argument("--weights", help="also write the full regulator x target weight matrix (.tsv.gz)")
+    p.add_argument("--summary", help="summary JSON (edge count, top regulators)")
+    p.add_argument("--plot", help="PNG: weight histogram (log) + rank plot")
+    p.add_argument("--top", type=int, default=1000, help="top-N edges used by --summary (default 1000)")
+    p.add_argument("--max-links", type=int, default=0, help="write only the first M links (0 = all)")
+    p.add_argument("--metrics", help="metrics JSON")
+
+
+def _warn(msg: str) -> None:
+    print(f"chromaflow genie3: warning: {msg}", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.n_trees < 1:
+        raise ChromaflowError(f"--n-trees must be >= 1 (got {args.n_trees})")
+    if args.top < 0 or args.max_links < 0:
+        raise ChromaflowError("--top and --max-links must be >= 0")
+    max_features = parse_max_features(args.max_features)
+    chunk = parse_chunk(args.targets_chunk)
+    if chunk and (args.weights or args.summary or args.plot):
+        raise ChromaflowError("--weights/--summary/--plot are written by genie3-merge when --targets-chunk is used")
+    threads = resolve_threads(args.threads)
+    with StageMetrics("genie3", args.metrics, threads=threads) as m:
+        expr = gio.read_expression(args.expression, args.layout)
+        if args.regulators:
+            reg_idx = np.asarray(gio.read_regulators(args.regulators, expr), dtype=np.int64)
+        else:
+            reg_idx = np.arange(expr.n_genes, dtype=np.int64)
+        all_targets = np.arange(expr.n_genes, dtype=np.int64)
+        lo, hi = chunk_bounds(len(all_targets), *chunk) if chunk else (0, len(all_targets))
+        tgt_idx = all_targets[lo:hi]
+        engine = args.engine
+        if engine == "fast":
+            from .fast import KernelUnavailable, load_kernel
+            try:
+                load_kernel()
+                if args.tree_method == "RF" and expr.n_samples > 65535:
+                    raise KernelUnavailable("more than 65535 samples")
+            except KernelUnavailable as exc:
+                _warn(f"fast engine unavailable ({exc}); using --engine sklearn")
+                engine = "sklearn"
+        opts = Options(tree_method=args.tree_method, max_features=max_features, n_trees=args.n_trees,
+                       seed=args.seed, engine=engine)
+        t0 = time.perf_counter()
+        W, info = compute_weights(expr.values, expr.genes, reg_idx, tgt_idx, opts, threads, warn=_warn)
+        elapsed = time.perf_counter() - t0
+        meta = {
+            "genes": expr.genes,
+            "regulators": reg_idx.tolist(),
+            "targets": tgt_idx.tolist(),
+            "n_targets_total": int(len(all_targets)),
+            "target_range": [int(lo), int(hi)],
+            "chunk": list(chunk) if chunk else [1, 1],
+            "options": opts.as_dict(),
+            "fingerprint": expr.fingerprint(),
+            "samples": int(expr.n_samples),
+            "expression": str(args.expression),
+            "constant_targets": info["constant_targets"],
+        }
+        if chunk:
+            gio.write_part(args.out, W, meta)
+        else:
+            from .report import finish_outputs
+            finish_outputs(W, meta, args.out, weights=args.weights, summary=args.summary, plot=args.plot,
+                           top=args.top, max_links=args.max_links)
+        m.set(genes=expr.n_genes, samples=expr.n_samples, regulators=int(len(reg_idx)),
+              targets=int(len(tgt_idx)), trees=args.n_trees, engine=engine, engine_requested=args.engine,
+              tree_method=args.tree_method, max_features=max_features, seed=args.seed,
+              chunk=args.targets_chunk, compute_s=round(elapsed, 6),
+              targets_per_s=(len(tgt_idx) / elapsed if elapsed > 0 else None),
+              constant_targets=len(info["constant_targets"]))
+    return 0

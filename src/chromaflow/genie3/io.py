@@ -1,0 +1,295 @@
+"""Input parsing and output writing for the genie3 stages.
+
+Every malformed input raises :class:`ChromaflowError` with a one-line message naming the file and the
+line / column / gene at fault.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io as _io
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..common import ChromaflowError, atomic_output
+
+LAYOUTS = ("genes-x-samples", "samples-x-genes")
+MIN_SAMPLES = 3
+_NUMERIC = re.compile(r"^[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|nan|inf|infinity)$", re.I)
+
+
+def looks_numeric(s: str) -> bool:
+    return bool(_NUMERIC.match(s.strip()))
+
+
+@dataclass
+class Expression:
+    """Expression matrix, gene-major float32 (genes x samples), with names."""
+
+    values: np.ndarray  # (n_genes, n_samples) float32, C-contiguous
+    genes: list[str]
+    samples: list[str]
+    path: str
+
+    @property
+    def n_genes(self) -> int:
+        return self.values.shape[0]
+
+    @property
+    def n_samples(self) -> int:
+        return self.values.shape[1]
+
+    def fingerprint(self) -> str:
+        h = hashlib.sha256()
+        h.update("\n".join(self.genes).encode())
+        h.update(b"\0")
+        h.update(np.ascontiguousarray(self.values).tobytes())
+        return h.hexdigest()
+
+
+def _open_text(path: Path):
+    if str(path).endswith(".gz"):
+        return gzip.open(path, "rt", newline="")
+    return open(path, "r", newline="")
+
+
+def _sniff_delimiter(path: Path, first_line: str) -> str:
+    name = str(path).lower().removesuffix(".gz")
+    if name.endswith(".csv"):
+        return ","
+    if name.endswith((".tsv", ".txt", ".tab")):
+        return "\t" if "\t" in first_line or "," not in first_line else ","
+    if "\t" in first_line:
+        return "\t"
+    if "," in first_line:
+        return ","
+    raise ChromaflowError(f"{path}: cannot tell the delimiter (expected TAB- or comma-separated values)")
+
+
+def read_expression(path: str | Path, layout: str) -> Expression:
+    """Read a TSV/CSV (optionally .gz) expression matrix in the stated ``layout``.
+
+    samples-x-genes: the header names the genes; an optional first column of sample labels is
+    recognised (header one field shorter than the rows, an empty corner cell, or non-numeric first
+    column). genes-x-samples: the first column names the genes; the header names the samples (with or
+    without a corner cell).
+    """
+    path = Path(path)
+    if layout not in LAYOUTS:
+        raise ChromaflowError(f"--layout must be one of {', '.join(LAYOUTS)} (got {layout!r})")
+    if not path.is_file():
+        raise ChromaflowError(f"{path}: expression file not found")
+    try:
+        with _open_text(path) as fh:
+            first = fh.readline()
+            if not first.strip():
+                raise ChromaflowError(f"{path}: line 1: empty file or empty header")
+            delim = _sniff_delimiter(path, first)
+            fh.seek(0)
+            rows = list(csv.reader(fh, delimiter=delim))
+    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
+        raise ChromaflowError(f"{path}: not a readable text table ({exc})") from None
+    except csv.Error as exc:
+        raise ChromaflowError(f"{path}: malformed CSV/TSV ({exc})") from None
+    # drop blank lines but keep line numbers
+    numbered = [(i + 1, [c.strip() for c in r]) for i, r in enumerate(rows) if any(c.strip() for c in r)]
+    if len(numbered) < 2:
+        raise ChromaflowError(f"{path}: needs a header line and at least one data line")
+    hline, header = numbered[0]
+    data = numbered[1:]
+    width = len(data[0][1])
+    for ln, r in data:
+        if len(r) != width:
+            raise ChromaflowError(f"{path}: line {ln}: {len(r)} fields, expected {width} (as on line {data[0][0]})")
+    # does the table carry a label column?
+    if len(header) == width - 1:
+        has_label, col_names = True, header
+    elif len(header) == width:
+        first_col_text = any(not looks_numeric(r[0]) for _, r in data)
+        has_label = header[0] == "" or first_col_text
+        col_names = header[1:] if has_label else header
+    else:
+        raise ChromaflowError(f"{path}: line {hline}: header has {len(header)} fields but data lines have {width}")
+    row_labels = [r[0] for _, r in data] if has_label else [str(i + 1) for i in range(len(data))]
+    cells = [r[1:] if has_label else r for _, r in data]
+    if not col_names:
+        raise ChromaflowError(f"{path}: no data columns")
+    mat = np.empty((len(cells), len(col_names)), dtype=np.float32)
+    for k, ((ln, _), row) in enumerate(zip(data, cells)):
+        try:
+            mat[k] = np.array(row, dtype=np.float64)
+        except ValueError:
+            for c, v in enumerate(row):
+                try:
+                    float(v)
+                except ValueError:
+                    raise ChromaflowError(
+                        f"{path}: line {ln}, column {c + 1 + has_label} ({col_names[c]!r}): "
+                        f"non-numeric value {v!r}") from None
+            raise ChromaflowError(f"{path}: line {ln}: unparsable numbers") from None
+    bad = ~np.isfinite(mat)
+    if bad.any():
+        k, c = map(int, np.argwhere(bad)[0])
+        raise ChromaflowError(f"{path}: line {data[k][0]}, column {c + 1 + has_label} ({col_names[c]!r}): "
+                              f"non-finite value {cells[k][c]!r} (NaN/inf are not allowed; impute or drop first)")
+
+    if layout == "samples-x-genes":
+        genes, samples = list(col_names), row_labels
+        if all(looks_numeric(g) for g in genes):
+            raise ChromaflowError(
+                f"{path}: line {hline}: the header holds numbers ({', '.join(genes[:3])}, ...), not gene names; "
+                f"if genes are rows use --layout genes-x-samples, else add a header of gene names")
+        values = np.ascontiguousarray(mat.T)
+        gene_axis = f"line {hline} (header)"
+    else:
+        if not has_label:
+            raise ChromaflowError(
+                f"{path}: the first column holds numbers, not gene names; with --layout genes-x-samples "
+                f"each line must start with a gene name (if genes are columns use --layout samples-x-genes)")
+        genes, samples = row_labels, list(col_names)
+        values = np.ascontiguousarray(mat)
+        gene_axis = "column 1"
+    for i, g in enumerate(genes):
+        if g == "":
+            raise ChromaflowError(f"{path}: {gene_axis}: gene {i + 1} has an empty name")
+        if looks_numeric(g):
+            hint = ("genes-x-samples" if layout == "samples-x-genes" else "samples-x-genes")
+            raise ChromaflowError(f"{path}: {gene_axis}: gene name {g!r} looks like a number; gene names must be "
+                                  f"non-numeric labels (wrong layout? try --layout {hint})")
+    seen: dict[str, int] = {}
+    for i, g in enumerate(genes):
+        if g in seen:
+            raise ChromaflowError(f"{path}: {gene_axis}: duplicated gene name {g!r} (genes {seen[g] + 1} and {i + 1})")
+        seen[g] = i
+    if values.shape[1] < MIN_SAMPLES:
+        raise ChromaflowError(f"{path}: only {values.shape[1]} samples; GENIE3 needs at least {MIN_SAMPLES} "
+                              f"(is --layout {layout} right?)")
+    if values.shape[0] < 2:
+        raise ChromaflowError(f"{path}: only {values.shape[0]} gene; GENIE3 needs at least 2")
+    return Expression(values=values, genes=genes, samples=samples, path=str(path))
+
+
+def read_regulators(path: str | Path, expr: Expression) -> list[int]:
+    """Regulator names, one per line (blank lines and '#' comments ignored) -> gene indices (file order)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ChromaflowError(f"{path}: regulators file not found")
+    index = {g: i for i, g in enumerate(expr.genes)}
+    out: list[int] = []
+    seen: dict[str, int] = {}
+    unknown: list[tuple[int, str]] = []
+    with open(path) as fh:
+        for ln, line in enumerate(fh, 1):
+            name = line.split("#", 1)[0].strip().strip('"').strip("'")
+            if not name:
+                continue
+            if "\t" in name or "," in name:
+                name = re.split(r"[\t,]", name)[0].strip().strip('"')
+            if name in seen:
+                raise ChromaflowError(f"{path}: line {ln}: regulator {name!r} listed twice (first on line {seen[name]})")
+            seen[name] = ln
+            if name not in index:
+                unknown.append((ln, name))
+                continue
+            out.append(index[name])
+    if unknown:
+        ln, name = unknown[0]
+        more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
+        hint = ""
+        if name in set(expr.samples):
+            hint = " (it is a sample label: wrong --layout?)"
+        raise ChromaflowError(f"{path}: line {ln}: regulator {name!r} is not a gene of {expr.path}{more}{hint}")
+    if not out:
+        raise ChromaflowError(f"{path}: no regulator names")
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# outputs
+# --------------------------------------------------------------------------------------------------
+def _gzip_writer(tmp: Path):
+    raw = open(tmp, "wb")
+    gz = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6)
+    return raw, gz
+
+
+def ranked_links(W: np.ndarray, reg_names: list[str], tgt_names: list[str], reg_idx: np.ndarray,
+                 tgt_idx: np.ndarray, max_links: int = 0):
+    """Order of the (regulator, target) pairs of W (R x T), self-links excluded.
+
+    Sort key: importance descending, then regulator name, then target name (byte order) - a total,
+    deterministic order. Returns (rows, cols) index arrays into W.
+    """
+    R, T = W.shape
+    rows, cols = np.divmod(np.arange(R * T, dtype=np.int64), T)
+    keep = reg_idx[rows] != tgt_idx[cols]
+    rows, cols = rows[keep], cols[keep]
+    vals = W[rows, cols]
+    rrank = np.argsort(np.argsort(np.array(reg_names, dtype=object), kind="stable"), kind="stable")
+    trank = np.argsort(np.argsort(np.array(tgt_names, dtype=object), kind="stable"), kind="stable")
+    order = np.lexsort((trank[cols], rrank[rows], -vals))
+    if max_links and max_links > 0:
+        order = order[:max_links]
+    return rows[order], cols[order]
+
+
+def write_links(path: str | Path, W: np.ndarray, reg_names: list[str], tgt_names: list[str],
+                reg_idx: np.ndarray, tgt_idx: np.ndarray, max_links: int = 0) -> int:
+    """Write the gzip TSV link list ``regulator<TAB>target<TAB>importance`` (header line, %.9g)."""
+    rows, cols = ranked_links(W, reg_names, tgt_names, reg_idx, tgt_idx, max_links)
+    regs = np.array(reg_names, dtype=object)
+    tgts = np.array(tgt_names, dtype=object)
+    with atomic_output(path) as tmp:
+        raw, gz = _gzip_writer(tmp)
+        with raw, gz:
+            gz.write(b"regulator\ttarget\timportance\n")
+            step = 1 << 18
+            for s in range(0, len(rows), step):
+                r, c = rows[s:s + step], cols[s:s + step]
+                v = W[r, c]
+                lines = [f"{a}\t{b}\t{x:.9g}\n" for a, b, x in zip(regs[r], tgts[c], v.tolist())]
+                gz.write("".join(lines).encode())
+    return len(rows)
+
+
+def write_weights(path: str | Path, W: np.ndarray, reg_names: list[str], tgt_names: list[str]) -> None:
+    """Full weight matrix as gzip TSV: rows = regulators, columns = targets, corner cell 'regulator'."""
+    with atomic_output(path) as tmp:
+        raw, gz = _gzip_writer(tmp)
+        with raw, gz:
+            gz.write(("regulator\t" + "\t".join(tgt_names) + "\n").encode())
+            for i, name in enumerate(reg_names):
+                gz.write((name + "\t" + "\t".join(f"{x:.9g}" for x in W[i].tolist()) + "\n").encode())
+
+
+PART_FORMAT = "chromaflow-genie3-part/1"
+
+
+def write_part(path: str | Path, W: np.ndarray, meta: dict) -> None:
+    """A target-chunk result: .npz with the float64 weight columns and a JSON metadata string."""
+    meta = dict(meta, format=PART_FORMAT)
+    buf = _io.BytesIO()
+    np.savez_compressed(buf, weights=np.ascontiguousarray(W, dtype=np.float64),
+                        meta=np.array(json.dumps(meta, sort_keys=True)))
+    with atomic_output(path) as tmp:
+        tmp.write_bytes(buf.getvalue())
+
+
+def read_part(path: str | Path) -> tuple[np.ndarray, dict]:
+    path = Path(path)
+    if not path.is_file():
+        raise ChromaflowError(f"{path}: part file not found")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            W = z["weights"]
+            meta = json.loads(str(z["meta"]))
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is a user error here
+        raise ChromaflowError(f"{path}: not a chromaflow genie3 part file ({type(exc).__name__}: {exc})") from None
+    if meta.get("format") != PART_FORMAT:
+        raise ChromaflowError(f"{path}: not a chromaflow genie3 part file (format {meta.get('format')!r})")
+    return W, meta

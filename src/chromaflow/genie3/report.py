@@ -1,0 +1,88 @@
+"""Final outputs shared by ``genie3`` and ``genie3-merge``: link list, weight matrix, summary, plot."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..common import atomic_output, write_json_atomic
+from . import io as gio
+
+
+def finish_outputs(W: np.ndarray, meta: dict, out, weights=None, summary=None, plot=None, top: int = 1000,
+                   max_links: int = 0) -> int:
+    genes = meta["genes"]
+    reg_idx = np.asarray(meta["regulators"], dtype=np.int64)
+    tgt_idx = np.asarray(meta["targets"], dtype=np.int64)
+    reg_names = [genes[i] for i in reg_idx]
+    tgt_names = [genes[i] for i in tgt_idx]
+    n_links = gio.write_links(out, W, reg_names, tgt_names, reg_idx, tgt_idx, max_links)
+    if weights:
+        gio.write_weights(weights, W, reg_names, tgt_names)
+    if summary or plot:
+        rows, cols = gio.ranked_links(W, reg_names, tgt_names, reg_idx, tgt_idx)
+        vals = W[rows, cols]
+        if summary:
+            write_json_atomic(summary, make_summary(W, vals, rows, cols, reg_names, tgt_names, meta, top, n_links))
+        if plot:
+            make_plot(plot, vals)
+    return n_links
+
+
+def make_summary(W, vals, rows, cols, reg_names, tgt_names, meta, top, n_links) -> dict:
+    top = int(max(0, min(top, len(vals))))
+    outdeg = np.bincount(rows[:top], minlength=len(reg_names))
+    total = W.sum(axis=1) - np.array([W[r, tgt_names.index(reg_names[r])] if reg_names[r] in tgt_names else 0.0
+                                      for r in range(len(reg_names))])
+    by_deg = sorted(range(len(reg_names)), key=lambda r: (-int(outdeg[r]), reg_names[r]))[:20]
+    by_w = sorted(range(len(reg_names)), key=lambda r: (-float(total[r]), reg_names[r]))[:20]
+    return {
+        "edges": int(len(vals)),
+        "edges_written": int(n_links),
+        "edges_nonzero": int(np.count_nonzero(vals > 0)),
+        "regulators": len(reg_names),
+        "targets": len(tgt_names),
+        "genes": len(meta["genes"]),
+        "top_n": top,
+        "top_n_min_importance": float(vals[top - 1]) if top else None,
+        "top_regulators_by_out_degree_in_top_n": [
+            {"regulator": reg_names[r], "out_degree": int(outdeg[r])} for r in by_deg if outdeg[r] > 0],
+        "top_regulators_by_total_weight": [
+            {"regulator": reg_names[r], "total_weight": round(float(total[r]), 9)} for r in by_w],
+        "importance_quantiles": {q: float(np.quantile(vals, float(q))) for q in ("0.5", "0.9", "0.99")}
+        if len(vals) else {},
+        "options": meta.get("options", {}),
+        "constant_targets": meta.get("constant_targets", []),
+    }
+
+
+def make_plot(path, vals: np.ndarray) -> None:
+    """Histogram of the positive weights (log x) and rank plot (log y); byte-deterministic PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["svg.hashsalt"] = "chromaflow"
+    pos = vals[vals > 0]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4), dpi=100)
+    if pos.size:
+        lo, hi = float(pos.min()), float(pos.max())
+        bins = np.logspace(np.log10(lo), np.log10(hi) if hi > lo else np.log10(lo) + 1, 60)
+        a1.hist(pos, bins=bins, color="#4477aa")
+        a1.set_xscale("log")
+        a1.set_yscale("log")
+        a2.plot(np.arange(1, pos.size + 1), pos, color="#aa3377", lw=1)
+        a2.set_xscale("log")
+        a2.set_yscale("log")
+    a1.set_xlabel("importance (positive links)")
+    a1.set_ylabel("links")
+    a1.set_title(f"weight distribution ({pos.size} > 0 of {vals.size})")
+    a2.set_xlabel("rank")
+    a2.set_ylabel("importance")
+    a2.set_title("rank plot")
+    fig.tight_layout()
+    with atomic_output(path, suffix=Path(path).suffix) as tmp:
+        fig.savefig(tmp, format="png", metadata={"Software": None})
+    plt.close(fig)

@@ -1,0 +1,227 @@
+"""chromaflow genie3 / genie3-merge: parsing, errors, determinism, chunk merge, outputs (fast tests)."""
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chromaflow.cli import main
+from chromaflow.common import ChromaflowError
+from chromaflow.genie3 import io as gio
+from chromaflow.genie3.core import Options, chunk_bounds, compute_weights, resolve_k, target_seed
+from chromaflow.genie3.skengine import unnormalised_mdi
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX = ROOT / "assets" / "test" / "genie3"
+EXPR = FIX / "expression.tsv"
+REGS = FIX / "regulators.txt"
+
+
+def run_cli(argv, capsys=None):
+    rc = main(argv)
+    err = capsys.readouterr().err if capsys else ""
+    return rc, err
+
+
+def base(tmp_path, *extra, out="links.tsv.gz"):
+    return ["genie3", "--expression", str(EXPR), "--layout", "samples-x-genes", "--regulators", str(REGS),
+            "--n-trees", "50", "--out", str(tmp_path / out), *extra]
+
+
+def read_links(path):
+    with gzip.open(path, "rt") as fh:
+        return [line.rstrip("\n").split("\t") for line in fh]
+
+
+# ------------------------------------------------------------------ options / seeding
+def test_resolve_k_matches_python_reference():
+    assert resolve_k("sqrt", 99) == 9  # floor, like the Python GENIE3 (MATLAB ceil = 10, R round = 10)
+    assert resolve_k("sqrt", 4) == 2
+    assert resolve_k("all", 99) == 99
+    assert resolve_k("5", 3) == 3
+    assert resolve_k("sqrt", 1) == 1
+
+
+def test_chunk_bounds_cover_targets_once():
+    for T in (1, 7, 20, 101):
+        for n in (1, 2, 3, 7):
+            spans = [chunk_bounds(T, i, n) for i in range(1, n + 1)]
+            assert spans[0][0] == 0 and spans[-1][1] == T
+            assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+
+
+def test_target_seed_depends_on_seed_and_gene():
+    assert target_seed(0, 3) == target_seed(0, 3)
+    assert len({target_seed(0, g) for g in range(50)}) == 50
+    assert target_seed(1, 3) != target_seed(0, 3)
+
+
+# ------------------------------------------------------------------ parsing
+def test_read_fixture_both_layouts(tmp_path):
+    e = gio.read_expression(EXPR, "samples-x-genes")
+    assert e.values.shape == (20, 30) and e.genes[:2] == ["TF1", "TF2"]
+    # transpose to genes x samples CSV with a corner cell
+    p = tmp_path / "gxs.csv"
+    lines = ["gene," + ",".join(f"S{i}" for i in range(30))]
+    lines += [g + "," + ",".join(f"{v:.7f}" for v in row) for g, row in zip(e.genes, e.values)]
+    p.write_text("\n".join(lines) + "\n")
+    e2 = gio.read_expression(p, "genes-x-samples")
+    assert e2.genes == e.genes
+    np.testing.assert_array_equal(e2.values, e.values)
+
+
+@pytest.mark.parametrize("content,layout,fragment", [
+    ("1\t2\t3\n0.1\t0.2\t0.3\n0.2\t0.3\t0.4\n0.5\t0.1\t0.2\n", "samples-x-genes", "use --layout genes-x-samples"),
+    ("a\tb\n0.1\t0.2\n", "genes-x-samples", "samples-x-genes"),
+    ('"A"\t"B"\t"A"\n1\t2\t3\n2\t3\t4\n3\t1\t2\n', "samples-x-genes", "duplicated gene name 'A'"),
+    ('"A"\t"B"\n1\tx\n2\t3\n3\t1\n', "samples-x-genes", "line 2, column 2 ('B'): non-numeric value 'x'"),
+    ('"A"\t"B"\n1\tNaN\n2\t3\n3\t1\n', "samples-x-genes", "non-finite"),
+    ('"A"\t"B"\n1\t2\n2\t3\n', "samples-x-genes", "needs at least 3"),
+    ('"A"\t"B"\n1\t2\t3\n2\t3\n', "samples-x-genes", "line 3: 2 fields, expected 3"),
+])
+def test_bad_expression_one_line_errors(tmp_path, capsys, content, layout, fragment):
+    p = tmp_path / "bad.tsv"
+    p.write_text(content)
+    rc = main(["genie3", "--expression", str(p), "--layout", layout, "--out", str(tmp_path / "o.tsv.gz")])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert err.startswith("chromaflow genie3: error: ") and err.count("\n") == 1, err
+    assert fragment in err, err
+    assert not (tmp_path / "o.tsv.gz").exists()
+
+
+def test_unknown_and_duplicate_regulators(tmp_path, capsys):
+    r = tmp_path / "r.txt"
+    r.write_text("TF1\n# comment\n\nNOPE\n")
+    rc, err = run_cli(["genie3", "--expression", str(EXPR), "--layout", "samples-x-genes", "--regulators", str(r),
+                       "--out", str(tmp_path / "o.tsv.gz")], capsys)
+    assert rc == 1 and "line 4: regulator 'NOPE' is not a gene" in err
+    r.write_text("TF1\nTF1\n")
+    rc, err = run_cli(["genie3", "--expression", str(EXPR), "--layout", "samples-x-genes", "--regulators", str(r),
+                       "--out", str(tmp_path / "o.tsv.gz")], capsys)
+    assert rc == 1 and "listed twice" in err
+
+
+def test_bad_options(tmp_path, capsys):
+    rc, err = run_cli(base(tmp_path, "--max-features", "zero"), capsys)
+    assert rc == 1 and "--max-features" in err
+    rc, err = run_cli(base(tmp_path, "--targets-chunk", "3/2"), capsys)
+    assert rc == 1 and "--targets-chunk" in err
+
+
+# ------------------------------------------------------------------ outputs
+def test_links_format_ranked_and_recovers_fixture_network(tmp_path):
+    assert main(base(tmp_path, "--n-trees", "300", "--weights", str(tmp_path / "w.tsv.gz"))) == 0
+    rows = read_links(tmp_path / "links.tsv.gz")
+    assert rows[0] == ["regulator", "target", "importance"]
+    body = rows[1:]
+    assert len(body) == 5 * 20 - 5  # 5 regulators x 20 targets minus 5 self-links
+    assert all(a != b for a, b, _ in body)
+    vals = [float(v) for _, _, v in body]
+    assert vals == sorted(vals, reverse=True)
+    gold = {tuple(line.split("\t")[:2]) for line in (FIX / "gold.tsv").read_text().splitlines()}
+    top = {(a, b) for a, b, _ in body[:len(gold)]}
+    assert len(top & gold) >= 0.6 * len(gold)  # the simulated edges dominate the top of the list
+    w = read_links(tmp_path / "w.tsv.gz")
+    assert w[0][0] == "regulator" and len(w) == 6 and len(w[0]) == 21
+
+
+def test_deterministic_and_thread_independent(tmp_path):
+    assert main(base(tmp_path, "--threads", "1", out="a.tsv.gz")) == 0
+    assert main(base(tmp_path, "--threads", "2", out="b.tsv.gz")) == 0
+    assert main(base(tmp_path, "--threads", "2", "--seed", "7", out="c.tsv.gz")) == 0
+    a, b, c = ((tmp_path / f).read_bytes() for f in ("a.tsv.gz", "b.tsv.gz", "c.tsv.gz"))
+    assert a == b
+    assert a != c
+
+
+@pytest.mark.parametrize("engine", ["fast", "sklearn"])
+def test_chunked_merge_is_byte_identical(tmp_path, engine):
+    common = ["--engine", engine, "--n-trees", "20"]
+    assert main(base(tmp_path, *common, "--weights", str(tmp_path / "w1.tsv.gz"),
+                     "--summary", str(tmp_path / "s1.json"), "--plot", str(tmp_path / "p1.png"), out="single.tsv.gz")) == 0
+    parts = []
+    for i in (1, 2, 3):
+        parts.append(str(tmp_path / f"part{i}.npz"))
+        assert main(base(tmp_path, *common, "--targets-chunk", f"{i}/3", out=f"part{i}.npz")) == 0
+    assert main(["genie3-merge", "--out", str(tmp_path / "merged.tsv.gz"), "--weights", str(tmp_path / "w2.tsv.gz"),
+                 "--summary", str(tmp_path / "s2.json"), "--plot", str(tmp_path / "p2.png"),
+                 "--metrics", str(tmp_path / "m.json"), *reversed(parts)]) == 0
+    for a, b in (("single.tsv.gz", "merged.tsv.gz"), ("w1.tsv.gz", "w2.tsv.gz"), ("s1.json", "s2.json"),
+                 ("p1.png", "p2.png")):
+        assert (tmp_path / a).read_bytes() == (tmp_path / b).read_bytes(), a
+    m = json.loads((tmp_path / "m.json").read_text())
+    assert m["stage"] == "genie3-merge" and m["targets"] == 20 and m["parts"] == 3
+
+
+def test_merge_rejects_bad_part_sets(tmp_path, capsys):
+    for i in (1, 2):
+        assert main(base(tmp_path, "--n-trees", "5", "--targets-chunk", f"{i}/2", out=f"p{i}.npz")) == 0
+    assert main(base(tmp_path, "--n-trees", "5", "--seed", "3", "--targets-chunk", "2/2", out="q2.npz")) == 0
+    out = str(tmp_path / "m.tsv.gz")
+    rc, err = run_cli(["genie3-merge", "--out", out, str(tmp_path / "p1.npz")], capsys)
+    assert rc == 1 and "chunk(s) 2/2 missing" in err
+    rc, err = run_cli(["genie3-merge", "--out", out, str(tmp_path / "p1.npz"), str(tmp_path / "p1.npz")], capsys)
+    assert rc == 1 and "given twice" in err
+    rc, err = run_cli(["genie3-merge", "--out", out, str(tmp_path / "p1.npz"), str(tmp_path / "q2.npz")], capsys)
+    assert rc == 1 and "options differs" in err
+    junk = tmp_path / "junk.npz"
+    junk.write_text("not a part")
+    rc, err = run_cli(["genie3-merge", "--out", out, str(junk)], capsys)
+    assert rc == 1 and "not a chromaflow genie3 part file" in err
+
+
+def test_summary_plot_metrics(tmp_path):
+    assert main(base(tmp_path, "--summary", str(tmp_path / "s.json"), "--plot", str(tmp_path / "p.png"),
+                     "--top", "10", "--metrics", str(tmp_path / "m.json"))) == 0
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["edges"] == 95 and s["top_n"] == 10
+    assert sum(d["out_degree"] for d in s["top_regulators_by_out_degree_in_top_n"]) == 10
+    assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    m = json.loads((tmp_path / "m.json").read_text())
+    for key in ("genes", "samples", "regulators", "targets", "trees", "engine", "wall_s", "cpu_s",
+                "targets_per_s", "peak_rss_bytes"):
+        assert key in m
+    assert (m["genes"], m["samples"], m["regulators"], m["targets"]) == (20, 30, 5, 20)
+
+
+def test_constant_genes(tmp_path, capsys):
+    e = gio.read_expression(EXPR, "samples-x-genes")
+    vals = e.values.copy()
+    vals[0] = 0.5   # TF1 constant (regulator: never split on)
+    vals[7] = 1.0   # G3 constant (target: all-zero column + warning)
+    for engine in ("fast", "sklearn"):
+        W, info = compute_weights(vals, e.genes, np.arange(5), np.arange(20), Options(n_trees=20, engine=engine), 1)
+        assert info["constant_targets"] == ["TF1", "G3"]  # TF1 is a target too
+        assert np.all(W[:, 7] == 0)
+        assert np.all(W[0] == 0)
+        assert W[1:, 5:].sum() > 0
+    assert "constant across samples" in capsys.readouterr().err
+
+
+def test_fast_engine_falls_back_without_compiler(tmp_path):
+    env = dict(**__import__("os").environ, CHROMAFLOW_GENIE3_NO_CC="1")
+    cmd = [sys.executable, "-m", "chromaflow", *base(tmp_path, "--n-trees", "5", "--metrics", str(tmp_path / "m.json"))]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "fast engine unavailable" in proc.stderr
+    assert json.loads((tmp_path / "m.json").read_text())["engine"] == "sklearn"
+
+
+def test_unnormalised_mdi_matches_sklearn_up_to_normalisation():
+    from sklearn.ensemble import RandomForestRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 6)).astype(np.float32)
+    y = X[:, 0] * 2 + X[:, 1] + rng.normal(0, 0.1, 60)
+    rf = RandomForestRegressor(n_estimators=1, random_state=0, max_features=3).fit(X, y)
+    imp = unnormalised_mdi(rf, 6)
+    np.testing.assert_allclose(imp / imp.sum(), rf.feature_importances_, rtol=1e-10, atol=1e-12)
+    # fully grown: total decrease = root impurity (variance of y)
+    t = rf.estimators_[0].tree_
+    assert imp.sum() == pytest.approx(t.impurity[0], rel=1e-9)
