@@ -1,0 +1,582 @@
+"""``chromaflow bigwig``: predictions h5 -> bigWig / bedGraph tracks with Predmoter's semantics.
+
+Semantics follow FORMATS.md §5 (chromosome map, + / − assembly, padding removal, half-to-even strand
+average in float32, per-block smoothing with numpy ``convolve`` 'same' semantics in float64, run-length
+intervals merged across blocks, file naming). Deliberate deviations (see docs/bigwig.md):
+
+* a block that only continues the previous run emits nothing (the reference writes a blank bedGraph line
+  and crashes when writing bigWig);
+* smoothed intervals are clipped to the chromosome size (the reference emits intervals past the end of
+  chromosomes shorter than the window); ``--no-clip`` restores the reference behaviour.
+
+Implementation notes: every chunk is decompressed once per call (all datasets and strands come from one
+read), in a thread pool straight from the raw HDF5 chunks when the layout allows it; run-length encoding
+and bedGraph text formatting are vectorised in numpy; gzip members are compressed in threads; memory is
+bounded by one block (≤ 1000 chunks per strand and dataset, float32).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .common import ChromaflowError, OutputExistsError, Progress, StageMetrics, atomic_output, resolve_threads
+
+#: Predmoter's conversion block: 21,384,000 // L chunks (FORMATS §5.3)
+BLOCK_BP = 21_384_000
+#: unsmoothed tracks are streamed in pieces of at most this many chunks (the result does not depend on it)
+PIECE_CHUNKS = 128
+#: gzip level of .bg.gz output (Predmoter uses 9; decompressed text is identical, see docs/bigwig.md)
+GZIP_LEVEL = 6
+
+STRAND_TAGS = {"avg": "avg", "+": "+", "-": "-"}
+
+
+# --------------------------------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------------------------------
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--predictions", required=True, metavar="P.h5",
+                   help="predictions h5 (or, with --experimental, a training-style h5 with evaluation/<ds>_coverage)")
+    p.add_argument("--outdir", required=True, metavar="D", help="output directory (must exist)")
+    p.add_argument("--basename", required=True, metavar="B", help="file name prefix")
+    p.add_argument("--format", choices=["bigwig", "bw", "bedgraph", "bg"], default="bigwig",
+                   help="bigwig -> .bw, bedgraph -> .bg.gz (default: bigwig)")
+    p.add_argument("--strand", choices=["avg", "+", "-", "all"], default="avg",
+                   help="avg (rounded half-to-even mean of both strands, default), + , - or all three")
+    p.add_argument("--window-size", type=int, default=None, metavar="W",
+                   help="smooth with a W-bp moving average per 21.384 Mbp block (Predmoter semantics)")
+    p.add_argument("--blacklist", metavar="FILE", default=None,
+                   help="text file; first whitespace-separated column = seqids to leave out")
+    p.add_argument("--datasets", nargs="+", metavar="DS", default=None,
+                   help="datasets to convert (default: all, in file order)")
+    p.add_argument("--experimental", action="store_true",
+                   help="convert evaluation/<ds>_coverage (mean over BAMs) of a training-style h5")
+    p.add_argument("--no-clip", action="store_true",
+                   help="with --window-size: keep the reference's intervals past the end of chromosomes "
+                        "shorter than the window (breaks genome browsers)")
+    p.add_argument("--force", action="store_true", help="overwrite existing outputs")
+    p.add_argument("--metrics", metavar="M.json", default=None, help="write stage metrics JSON here")
+    p.add_argument("--no-browser-files", action="store_true",
+                   help="do not write chrom.sizes, igv_session.xml and the UCSC hub files")
+    p.add_argument("--genome", default=None, metavar="NAME",
+                   help="genome name for the UCSC hub / IGV session (default: chrom.sizes placeholder)")
+    p.add_argument("--threads", type=int, default=0, metavar="N", help="worker threads (default: all CPUs)")
+
+
+# --------------------------------------------------------------------------------------------------
+# input layout
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class Chrom:
+    name: str
+    size: int
+    plus: np.ndarray   # file rows, ascending genome
+    minus: np.ndarray  # file rows, element k covers the same window as plus[k]
+    length: int = 0    # bp covered by the valid part of the rows (== size for well-formed files)
+
+
+def _decode(x: bytes | np.bytes_) -> str:
+    return bytes(x).decode("ascii", errors="replace")
+
+
+def chromosome_map(seqids: np.ndarray, start_ends: np.ndarray, blacklist: set[str]) -> list[Chrom]:
+    """FORMATS §5.2: order of first appearance, size = max of start_ends, + rows in file order, − reversed."""
+    uniq, first, inverse = np.unique(seqids, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rows_by = np.argsort(inverse, kind="stable")  # rows grouped by seqid, file order within a group
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=len(uniq)))])
+    chroms = []
+    for u in order:
+        name = _decode(uniq[u])
+        if name in blacklist:
+            continue
+        rows = rows_by[bounds[u]:bounds[u + 1]]
+        se = start_ends[rows]
+        is_plus = se[:, 0] <= se[:, 1]
+        plus = rows[is_plus]
+        minus = rows[~is_plus][::-1]
+        if len(plus) != len(minus):
+            raise ChromaflowError(f"seqid {name!r}: {len(plus)} plus rows but {len(minus)} minus rows; "
+                                  "not a Helixer-layout predictions file")
+        chroms.append(Chrom(name=name, size=int(se.max()), plus=plus.astype(np.int64),
+                            minus=minus.astype(np.int64)))
+    return chroms
+
+
+class ChunkReader:
+    """Reads rows of a (N, L, C) dataset for some channels as float32 arrays shaped (C, rows, L).
+
+    Fast path (Predmoter's layout: chunks (1, L, 1), deflate only): raw chunks are read with
+    ``read_direct_chunk`` and inflated by ``zlib`` in a thread pool (zlib releases the GIL). Any other
+    layout is read through h5py. ``reduce_mean`` averages the last axis (BAM replicates) in float32 and
+    rounds half-to-even (--experimental); then each dataset is one channel of its own dataset object.
+    """
+
+    def __init__(self, dsets: list, channels: list[int], pool: ThreadPoolExecutor | None, reduce_mean: bool):
+        self.dsets = dsets
+        self.channels = channels
+        self.pool = pool
+        self.reduce_mean = reduce_mean
+        d0 = dsets[0]
+        self.L = int(d0.shape[1])
+        self.fast = False
+        if not reduce_mean and len(dsets) == 1:
+            try:
+                plist = d0.id.get_create_plist()
+                filters = [plist.get_filter(i)[0] for i in range(plist.get_nfilters())]
+                self.fast = (d0.chunks == (1, self.L, 1) and filters == [1] and d0.dtype.kind == "i")
+            except Exception:  # pragma: no cover - exotic h5py builds
+                self.fast = False
+            if self.fast:
+                self.dtype = d0.dtype
+                self.fill = d0.fillvalue
+
+    def read(self, rows: np.ndarray) -> np.ndarray:
+        m = len(rows)
+        out = np.empty((len(self.channels), m, self.L), dtype=np.float32)
+        if self.fast:
+            did = self.dsets[0].id
+            jobs = []
+            for i, r in enumerate(rows.tolist()):
+                for c, ch in enumerate(self.channels):
+                    try:
+                        mask, raw = did.read_direct_chunk((r, 0, ch))
+                    except Exception:  # unallocated chunk: fill value
+                        out[c, i] = self.fill
+                        continue
+                    jobs.append((c, i, mask, raw))
+
+            def work(job):
+                c, i, mask, raw = job
+                data = raw if mask & 1 else zlib.decompress(raw)
+                out[c, i] = np.frombuffer(data, dtype=self.dtype)
+
+            if self.pool is not None and len(jobs) > 1:
+                for _ in self.pool.map(work, jobs, chunksize=max(1, len(jobs) // 32)):
+                    pass
+            else:
+                for job in jobs:
+                    work(job)
+            return out
+        # generic path: contiguous slice when possible, else sorted fancy index
+        srt = np.sort(rows)
+        inv = np.argsort(np.argsort(rows))
+        if m and srt[-1] - srt[0] + 1 == m:
+            sel = slice(int(srt[0]), int(srt[-1]) + 1)
+        else:
+            sel = srt
+        if self.reduce_mean:
+            for c, d in enumerate(self.dsets):
+                a = np.asarray(d[sel]).astype(np.float32)
+                out[c] = np.rint(a.mean(axis=-1, dtype=np.float32))[inv]
+        else:
+            a = np.asarray(self.dsets[0][sel][:, :, self.channels])
+            out[:] = np.moveaxis(a.astype(np.float32), 2, 0)[:, inv]
+        return out
+
+
+# --------------------------------------------------------------------------------------------------
+# track maths
+# --------------------------------------------------------------------------------------------------
+def smooth(track: np.ndarray, w: int, clip: bool) -> np.ndarray:
+    """round_half_even(numpy.convolve(track, ones(w)/w, 'same')) in float64 (FORMATS §5.4)."""
+    out = np.rint(np.convolve(track.astype(np.float64), np.ones(w) / w, mode="same"))
+    if clip:
+        out = out[: len(track)]
+    return out
+
+
+def runs(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Maximal runs of equal values: (starts, ends, values), block coordinates."""
+    n = len(v)
+    cut = np.flatnonzero(v[1:] != v[:-1]) + 1
+    starts = np.empty(len(cut) + 1, dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = cut
+    ends = np.empty_like(starts)
+    ends[:-1] = cut
+    ends[-1] = n
+    return starts, ends, v[starts]
+
+
+@dataclass
+class TrackState:
+    """Cross-piece merge state of one output track within one chromosome."""
+    pending: tuple[int, float] | None = None  # (start, value) of the held-back last run
+    end: int = 0
+
+    def feed(self, v: np.ndarray, offset: int, final: bool):
+        """Return (starts, ends, values) to emit for piece ``v`` starting at chromosome coordinate ``offset``."""
+        if len(v) == 0:
+            if final and self.pending is not None:
+                s, val = self.pending
+                self.pending = None
+                return (np.array([s], np.int64), np.array([self.end], np.int64), np.array([val], v.dtype))
+            return None
+        starts, ends, vals = runs(v)
+        starts += offset
+        ends += offset
+        if self.pending is not None:
+            ps, pv = self.pending
+            if vals[0] == pv:
+                starts[0] = ps
+            else:
+                starts = np.concatenate([[ps], starts])
+                ends = np.concatenate([[offset], ends])
+                vals = np.concatenate([np.array([pv], dtype=vals.dtype), vals])
+            self.pending = None
+        if not final:
+            self.pending = (int(starts[-1]), vals[-1])
+            self.end = int(ends[-1])
+            starts, ends, vals = starts[:-1], ends[:-1], vals[:-1]
+        if len(starts) == 0:  # empty-block defect of the reference: emit nothing
+            return None
+        return starts, ends, vals
+
+
+# --------------------------------------------------------------------------------------------------
+# writers
+# --------------------------------------------------------------------------------------------------
+class BigWigWriter:
+    def __init__(self, path: Path, header: list[tuple[str, int]]):
+        import pyBigWig
+
+        self.bw = pyBigWig.open(str(path), "w")
+        if self.bw is None:
+            raise ChromaflowError(f"{path}: cannot open for writing")
+        self.bw.addHeader(header)
+
+    def write(self, chrom: str, starts, ends, vals) -> None:
+        n = len(starts)
+        if n:
+            self.bw.addEntries([chrom] * n, starts, ends=ends, values=vals.astype(np.float64))
+
+    def close(self) -> None:
+        self.bw.close()
+
+
+def format_bedgraph(chrom: str, starts: np.ndarray, ends: np.ndarray, vals: np.ndarray) -> bytes:
+    """``chrom\\tstart\\tend\\tstr(value)\\n`` per interval, vectorised (value strings as Python's str())."""
+    n = len(starts)
+    if n == 0:
+        return b""
+    cb = chrom.encode()
+    lc = len(cb)
+    uniq, inv = np.unique(vals, return_inverse=True)
+    vstr = [str(u).encode() for u in uniq]  # numpy scalar str(): 2.0, 0.0, ... exactly as Predmoter
+    vlen_u = np.array([len(s) for s in vstr], dtype=np.int64)
+    vmat = np.zeros((len(vstr), int(vlen_u.max())), dtype=np.uint8)
+    for i, s in enumerate(vstr):
+        vmat[i, : len(s)] = np.frombuffer(s, dtype=np.uint8)
+    vlen = vlen_u[inv]
+    ds = _ndigits(starts)
+    de = _ndigits(ends)
+    linelen = lc + ds + de + vlen + 4
+    off = np.empty(n, dtype=np.int64)
+    off[0] = 0
+    np.cumsum(linelen[:-1], out=off[1:])
+    total = int(off[-1] + linelen[-1])
+    buf = np.empty(total, dtype=np.uint8)
+    for i, b in enumerate(cb):
+        buf[off + i] = b
+    p = off + lc
+    buf[p] = 9
+    _put_digits(buf, p + ds, starts, ds)
+    p = p + ds + 1
+    buf[p] = 9
+    _put_digits(buf, p + de, ends, de)
+    p = p + de + 1
+    buf[p] = 9
+    p = p + 1
+    for k in range(vmat.shape[1]):
+        sel = vlen > k
+        if sel.all():
+            buf[p + k] = vmat[inv, k]
+        else:
+            buf[(p + k)[sel]] = vmat[inv[sel], k]
+    buf[p + vlen] = 10
+    return buf.tobytes()
+
+
+def _ndigits(x: np.ndarray) -> np.ndarray:
+    nd = np.ones(len(x), dtype=np.int64)
+    t = 10
+    mx = int(x.max()) if len(x) else 0
+    while t <= mx:
+        nd += x >= t
+        t *= 10
+    return nd
+
+
+def _put_digits(buf: np.ndarray, last: np.ndarray, x: np.ndarray, nd: np.ndarray) -> None:
+    """Write decimal digits of x so that the last digit lands at ``last`` (exclusive end position - 1 + 1)."""
+    lo = int(nd.min())
+    hi = int(nd.max())
+    q = x.copy()
+    for k in range(hi):
+        digit = (q % 10).astype(np.uint8) + 48
+        if k < lo:
+            buf[last - k] = digit
+        else:
+            sel = nd > k
+            buf[(last - k)[sel]] = digit[sel]
+        q //= 10
+
+
+class BedGraphWriter:
+    """gzip'ed bedGraph; one gzip member per written piece, compressed in a thread pool, in order.
+
+    Lines are joined with newlines and the file has no trailing newline (FORMATS §5.7).
+    """
+
+    def __init__(self, path: Path, pool: ThreadPoolExecutor | None, level: int = GZIP_LEVEL):
+        self.fh = open(path, "wb")
+        self.pool = pool
+        self.level = level
+        self.started = False
+        self.queue: list = []
+        self.buffer: list[bytes] = []
+        self.buffered = 0
+
+    def write(self, chrom: str, starts, ends, vals) -> None:
+        text = format_bedgraph(chrom, starts, ends, vals)
+        if not text:
+            return
+        # hold back each line's newline until the next line exists -> no trailing newline at the end
+        self.buffer.append(b"\n" + text[:-1] if self.started else text[:-1])
+        self.started = True
+        self.buffered += len(text)
+        if self.buffered >= 8 << 20:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self.buffer:
+            return
+        data = b"".join(self.buffer)
+        self.buffer, self.buffered = [], 0
+        if self.pool is not None:
+            self.queue.append(self.pool.submit(_gzip_member, data, self.level))
+            while len(self.queue) > 4:
+                self.fh.write(self.queue.pop(0).result())
+        else:
+            self.fh.write(_gzip_member(data, self.level))
+
+    def close(self) -> None:
+        self._flush()
+        for fut in self.queue:
+            self.fh.write(fut.result())
+        self.queue = []
+        if not self.started:  # an empty file is still a valid (empty) gzip stream
+            self.fh.write(_gzip_member(b"", self.level))
+        self.fh.close()
+
+
+def _gzip_member(data: bytes, level: int) -> bytes:
+    c = zlib.compressobj(level, zlib.DEFLATED, 31)
+    return c.compress(data) + c.flush()
+
+
+# --------------------------------------------------------------------------------------------------
+# run
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class Track:
+    dataset: str
+    channel: int  # index into the reader's channel list
+    strand: str   # avg, +, -
+    path: Path
+    writer: object = None
+    state: TrackState = field(default_factory=TrackState)
+
+
+def output_name(basename: str, dataset: str, strand: str, bl: bool, ws: int | None, fmt: str) -> str:
+    ext = "bw" if fmt == "bigwig" else "bg.gz"
+    return f"{basename}_{dataset}_{strand}_strand{'_bl' if bl else ''}{'' if ws is None else f'_ws={ws}'}.{ext}"
+
+
+def _read_blacklist(path: str) -> set[str]:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ChromaflowError(f"{path}: cannot read blacklist ({exc.strerror or exc})") from None
+    return {line.split()[0] for line in text.splitlines() if line.split()}
+
+
+def _open_input(args):
+    import h5py
+
+    path = args.predictions
+    if not os.path.isfile(path):
+        raise ChromaflowError(f"{path}: no such file")
+    try:
+        h5 = h5py.File(path, "r")
+    except OSError:
+        raise ChromaflowError(f"{path}: not an HDF5 file") from None
+    need = ["data/seqids", "data/start_ends"]
+    if not args.experimental:
+        need += ["prediction/predictions", "prediction/datasets"]
+    missing = [k for k in need if k not in h5]
+    if missing:
+        h5.close()
+        kind = "training-style h5 (--experimental)" if args.experimental else "predictions file"
+        raise ChromaflowError(f"{path}: not a {kind} (missing {', '.join(missing)})")
+    return h5
+
+
+def run(args: argparse.Namespace) -> int:
+    fmt = {"bw": "bigwig", "bg": "bedgraph"}.get(args.format, args.format)
+    ws = args.window_size
+    if ws is not None and ws <= 0:
+        raise ChromaflowError(f"--window-size must be a positive integer (got {ws})")
+    if "/" in args.basename or not args.basename:
+        raise ChromaflowError(f"--basename {args.basename!r}: must be a non-empty file name without '/'")
+    outdir = Path(args.outdir)
+    if not outdir.is_dir():
+        raise ChromaflowError(f"{outdir}: output directory does not exist")
+    threads = resolve_threads(args.threads)
+    blacklist = _read_blacklist(args.blacklist) if args.blacklist else set()
+
+    with StageMetrics("bigwig", args.metrics, threads=threads) as metrics:
+        h5 = _open_input(args)
+        with contextlib.ExitStack() as stack:
+            stack.callback(h5.close)
+            # ---- datasets
+            if args.experimental:
+                avail = sorted(k[: -len("_coverage")] for k in h5.get("evaluation", {}).keys()
+                               if k.endswith("_coverage")) if "evaluation" in h5 else []
+                if not avail:
+                    raise ChromaflowError(f"{args.predictions}: no evaluation/<dataset>_coverage datasets "
+                                          "(not a training-style h5)")
+                if not args.datasets:
+                    raise ChromaflowError(f"--experimental needs --datasets (available: {' '.join(avail)})")
+            else:
+                avail = [_decode(x) for x in h5["prediction/datasets"][()]]
+            datasets = list(args.datasets) if args.datasets else list(avail)
+            bad = [d for d in datasets if d not in avail]
+            if bad:
+                raise ChromaflowError(f"dataset(s) {' '.join(bad)} not in {args.predictions} "
+                                      f"(available: {' '.join(avail)})")
+            if len(set(datasets)) != len(datasets):
+                raise ChromaflowError("--datasets names a dataset twice")
+            # ---- chromosome map
+            seqids = np.asarray(h5["data/seqids"][()])
+            start_ends = np.asarray(h5["data/start_ends"][()], dtype=np.int64)
+            present = {_decode(s) for s in np.unique(seqids)}
+            absent = sorted(blacklist - present)
+            if absent:
+                print(f"chromaflow bigwig: WARNING: blacklisted seqid(s) not in {args.predictions}: "
+                      f"{' '.join(absent)}", file=sys.stderr)
+            chroms = chromosome_map(seqids, start_ends, blacklist)
+            if not chroms:
+                raise ChromaflowError("nothing to convert: every seqid is blacklisted")
+            # ---- reader
+            pool = ThreadPoolExecutor(threads) if threads > 1 else None
+            if pool is not None:
+                stack.callback(pool.shutdown)
+            if args.experimental:
+                dsets = [h5[f"evaluation/{d}_coverage"] for d in datasets]
+                reader = ChunkReader(dsets, list(range(len(datasets))), pool, reduce_mean=True)
+            else:
+                dset = h5["prediction/predictions"]
+                if dset.ndim != 3:
+                    raise ChromaflowError(f"{args.predictions}: prediction/predictions is not (N, L, D)")
+                reader = ChunkReader([dset], [avail.index(d) for d in datasets], pool, reduce_mean=False)
+            L = reader.L
+            n_block = BLOCK_BP // L
+            # ---- outputs (all or none: every file is renamed into place only if the whole call succeeds)
+            strands = ["avg", "+", "-"] if args.strand == "all" else [args.strand]
+            tracks = [Track(d, c, s, outdir / output_name(args.basename, d, s, bool(args.blacklist), ws, fmt))
+                      for c, d in enumerate(datasets) for s in strands]
+            browser = [] if args.no_browser_files else _browser_paths(outdir, fmt)
+            if not args.force:
+                for p in [t.path for t in tracks] + browser:
+                    if p.exists():
+                        raise OutputExistsError(f"{p}: output exists (use --force to overwrite)")
+            header = [(c.name, c.size) for c in chroms]
+            for t in tracks:
+                tmp = stack.enter_context(atomic_output(t.path, force=True))
+                t.writer = BigWigWriter(tmp, header) if fmt == "bigwig" else BedGraphWriter(tmp, pool)
+            need_plus = any(t.strand in ("avg", "+") for t in tracks)
+            need_minus = any(t.strand in ("avg", "-") for t in tracks)
+            total_bp = sum(c.size for c in chroms)
+            piece = n_block if ws is not None else min(n_block, PIECE_CHUNKS)
+            with Progress(total_bp, "bigwig", "bp") as prog:
+                for chrom in chroms:
+                    _convert_chrom(chrom, tracks, reader, n_block, piece, ws, not args.no_clip,
+                                   need_plus, need_minus, prog)
+            for t in tracks:
+                t.writer.close()
+            if browser:
+                from .browser import write_browser_files
+
+                write_browser_files(outdir, chroms=header, tracks=[(t.dataset, t.strand, t.path.name) for t in tracks],
+                                    fmt=fmt, basename=args.basename, genome=args.genome, force=True)
+        metrics.set(bp=total_bp, chromosomes=len(chroms), datasets=datasets, tracks=len(tracks), format=fmt,
+                    strand=args.strand, window_size=ws, experimental=bool(args.experimental),
+                    outputs=[t.path.name for t in tracks])
+    return 0
+
+
+def _browser_paths(outdir: Path, fmt: str) -> list[Path]:
+    from .browser import browser_file_names
+
+    return [outdir / n for n in browser_file_names(fmt)]
+
+
+def _convert_chrom(chrom: Chrom, tracks: list[Track], reader: ChunkReader, n_block: int, piece: int,
+                   ws: int | None, clip: bool, need_plus: bool, need_minus: bool, prog: Progress) -> None:
+    k = len(chrom.plus)
+    for t in tracks:
+        t.state = TrackState()
+    offset = 0
+    j = 0
+    while j < k:
+        block_end = min(j + n_block, k)
+        while j < block_end:
+            e = min(j + piece, block_end)
+            final = e == k
+            plus = reader.read(chrom.plus[j:e]) if need_plus else None
+            minus = reader.read(chrom.minus[j:e]) if need_minus else None
+            length = None
+            cache: dict = {}
+            for t in tracks:
+                key = (t.channel, t.strand)
+                if key not in cache:
+                    p = m = None
+                    if plus is not None and t.strand in ("avg", "+"):
+                        p = plus[t.channel].ravel()
+                        p = p[p != -1]
+                    if minus is not None and t.strand in ("avg", "-"):
+                        m = minus[t.channel][:, ::-1].ravel()
+                        m = m[m != -1]
+                    if p is not None and m is not None and len(p) != len(m):
+                        raise ChromaflowError(f"seqid {chrom.name!r}: plus and minus strands differ in length "
+                                              f"near {offset} ({len(p)} vs {len(m)} bp)")
+                    if t.strand == "avg":
+                        v = np.rint((p + m) / np.float32(2))
+                    else:
+                        v = p if t.strand == "+" else m
+                    if ws is not None:
+                        v = smooth(v, ws, clip)
+                    cache[key] = v
+                v = cache[key]
+                length = len(v) if ws is None or clip else None
+                res = t.state.feed(v, offset, final)
+                if res is not None:
+                    t.writer.write(chrom.name, *res)
+            if length is None:  # unclipped smoothing: the valid length comes from the unsmoothed data
+                arr = plus if plus is not None else minus
+                length = int(np.count_nonzero(arr[0] != -1))
+            offset += length
+            prog.update(length)
+            j = e
+    if offset != chrom.size:
+        raise ChromaflowError(f"seqid {chrom.name!r}: rows cover {offset} bp but start_ends say {chrom.size} bp")

@@ -1,0 +1,101 @@
+"""Genome-browser companion files for ``chromaflow bigwig``: chrom.sizes, an IGV session, a UCSC track hub.
+
+* ``chrom.sizes``: ``seqid<TAB>size`` in the chromosome order of the converted file.
+* ``igv_session.xml``: IGV desktop session; every track is a Resource with a path relative to the XML.
+  The genome attribute is ``chrom.sizes`` (relative) unless ``--genome`` names one (e.g. ``hg38``).
+* ``hub.txt`` / ``genomes.txt`` / ``trackDb.txt`` (bigWig output only): a UCSC track hub. Every track is a
+  separate ``type bigWig`` track with ``autoScale on`` and ``visibility full``; the tracks of one dataset
+  share a colour (a fixed palette, in dataset order). ``genome`` is ``--genome`` or the basename; for a
+  genome UCSC does not know, turn the hub into an assembly hub (``twoBitPath``) - see docs/bigwig.md.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+from .common import write_text_atomic
+
+#: colour per dataset, in dataset order (Okabe-Ito, colour-blind safe)
+PALETTE = [(0, 114, 178), (213, 94, 0), (0, 158, 115), (204, 121, 167), (230, 159, 0), (86, 180, 233),
+           (240, 228, 66), (0, 0, 0)]
+
+STRAND_WORD = {"avg": "strand average", "+": "plus strand", "-": "minus strand"}
+STRAND_ID = {"avg": "avg", "+": "plus", "-": "minus"}
+
+
+def browser_file_names(fmt: str) -> list[str]:
+    names = ["chrom.sizes", "igv_session.xml"]
+    if fmt == "bigwig":
+        names += ["hub.txt", "genomes.txt", "trackDb.txt"]
+    return names
+
+
+def write_browser_files(outdir: str | os.PathLike, *, chroms: list[tuple[str, int]],
+                        tracks: list[tuple[str, str, str]], fmt: str, basename: str,
+                        genome: str | None = None, force: bool = True) -> list[Path]:
+    """Write the browser files; ``tracks`` = (dataset, strand, file name relative to outdir)."""
+    outdir = Path(outdir)
+    written = []
+    datasets = list(dict.fromkeys(d for d, _, _ in tracks))
+    colour = {d: PALETTE[i % len(PALETTE)] for i, d in enumerate(datasets)}
+
+    def put(name: str, text: str) -> None:
+        write_text_atomic(outdir / name, text)
+        written.append(outdir / name)
+
+    put("chrom.sizes", "".join(f"{c}\t{s}\n" for c, s in chroms))
+
+    # ---- IGV session
+    first, size = chroms[0]
+    lines = ['<?xml version="1.0" encoding="UTF-8" standalone="no"?>',
+             f'<Session genome={quoteattr(genome or "chrom.sizes")} locus={quoteattr(f"{first}:1-{size}")} '
+             'version="8">',
+             "    <Resources>"]
+    for _, _, path in tracks:
+        lines.append(f"        <Resource path={quoteattr(path)} type={quoteattr('bw' if fmt == 'bigwig' else 'bedgraph')}/>")
+    lines += ["    </Resources>", '    <Panel name="DataPanel">']
+    for ds, strand, path in tracks:
+        r, g, b = colour[ds]
+        lines.append(f"        <Track attributeKey={quoteattr(path)} autoScale=\"true\" clazz=\"org.broad.igv.track.DataSourceTrack\" "
+                     f"color=\"{r},{g},{b}\" id={quoteattr(path)} name={quoteattr(f'{basename} {ds} {strand}')} "
+                     f"renderer=\"BAR_CHART\" visible=\"true\" windowFunction=\"mean\"/>")
+    lines += ["    </Panel>", "</Session>", ""]
+    put("igv_session.xml", "\n".join(lines))
+
+    # ---- UCSC track hub (bigWig only: UCSC hubs cannot serve bedGraph)
+    if fmt == "bigwig":
+        put("hub.txt", "\n".join([
+            f"hub {_ident(basename)}_chromaflow",
+            f"shortLabel {basename[:17]} coverage",
+            f"longLabel chromaflow predicted coverage tracks of {basename}",
+            "genomesFile genomes.txt",
+            "email nobody@example.org",
+            "descriptionUrl https://github.com/weberlab-hhu/Predmoter",
+            ""]))
+        put("genomes.txt", "\n".join([
+            "# set 'genome' to the UCSC assembly name of the sequences (e.g. hg38), or make this an assembly hub",
+            "# by adding twoBitPath/organism/defaultPos lines (see docs/bigwig.md)",
+            f"genome {genome or basename}",
+            "trackDb trackDb.txt",
+            ""]))
+        stanzas = []
+        for ds, strand, path in tracks:
+            r, g, b = colour[ds]
+            stanzas.append("\n".join([
+                f"track {_ident(basename)}_{_ident(ds)}_{STRAND_ID[strand]}",
+                f"bigDataUrl {path}",
+                f"shortLabel {ds[:9]} {STRAND_ID[strand]}",
+                f"longLabel {basename} {ds} predicted coverage, {STRAND_WORD[strand]}",
+                "type bigWig",
+                "autoScale on",
+                "visibility full",
+                "maxHeightPixels 100:48:8",
+                f"color {r},{g},{b}",
+                ""]))
+        put("trackDb.txt", "\n".join(stanzas))
+    return written
+
+
+def _ident(s: str) -> str:
+    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in s)

@@ -1,0 +1,153 @@
+"""Bad input and browser files of ``chromaflow bigwig`` (subprocess, like a pipeline task)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import h5py
+import pytest
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "chromaflow", "bigwig", *map(str, args)],
+                          capture_output=True, text=True)
+
+
+@pytest.fixture
+def pred(reference_dir):
+    return reference_dir / "predmoter" / "pred_data_1_predictions.h5"
+
+
+def _one_error_line(proc, *words):
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("chromaflow bigwig: error: ")
+    for w in words:
+        assert w in lines[0]
+
+
+def test_not_a_predictions_file(reference_dir, tmp_path):
+    txt = tmp_path / "x.h5"
+    txt.write_text("hello\n")
+    _one_error_line(cli("--predictions", txt, "--outdir", tmp_path, "--basename", "b"), "not an HDF5 file")
+    genome = reference_dir / "predmoter" / "pred_data_1.h5"
+    _one_error_line(cli("--predictions", genome, "--outdir", tmp_path, "--basename", "b"),
+                    "not a predictions file", "prediction/predictions")
+    _one_error_line(cli("--predictions", tmp_path / "nope.h5", "--outdir", tmp_path, "--basename", "b"),
+                    "no such file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.h5"]
+
+
+def test_dataset_not_present(pred, tmp_path):
+    _one_error_line(cli("--predictions", pred, "--outdir", tmp_path, "--basename", "b", "--datasets", "dnase"),
+                    "dnase", "available: atacseq h3k4me3")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("w", [0, -5])
+def test_bad_window(pred, tmp_path, w):
+    _one_error_line(cli("--predictions", pred, "--outdir", tmp_path, "--basename", "b", "--window-size", w),
+                    "--window-size")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_existing_output_and_force(pred, tmp_path):
+    existing = tmp_path / "b_h3k4me3_avg_strand.bw"
+    existing.write_text("old")
+    proc = cli("--predictions", pred, "--outdir", tmp_path, "--basename", "b")
+    _one_error_line(proc, "output exists", "--force")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [existing.name]  # nothing else written
+    assert existing.read_text() == "old"
+    proc = cli("--predictions", pred, "--outdir", tmp_path, "--basename", "b", "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert existing.read_bytes()[:4] == bytes.fromhex("26fc8f88")  # bigWig magic, little-endian
+
+
+def test_blacklist_absent_seqid_warns(pred, tmp_path):
+    bl = tmp_path / "bl.txt"
+    bl.write_text("Chrom2 some comment\nChrUn\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = cli("--predictions", pred, "--outdir", out, "--basename", "b", "--blacklist", bl, "--format", "bg")
+    assert proc.returncode == 0
+    assert proc.stderr.strip().splitlines() == [
+        f"chromaflow bigwig: WARNING: blacklisted seqid(s) not in {pred}: ChrUn"]
+    assert (out / "chrom.sizes").read_text() == "Chrom1\t51321\n"
+    assert (out / "b_atacseq_avg_strand_bl.bg.gz").exists()
+
+
+def test_no_partial_output_on_failure(pred, tmp_path):
+    """A file that breaks mid-conversion leaves no output at all (not even the tracks already done)."""
+    bad = tmp_path / "bad.h5"
+    with h5py.File(pred) as src, h5py.File(bad, "w") as dst:
+        for k in ("data/seqids", "prediction/datasets"):
+            src.copy(k, dst, name=k)
+        se = src["data/start_ends"][()]
+        se[6:, :] *= 2  # Chrom2 rows now claim twice the bp they hold
+        dst["data/start_ends"] = se
+        src.copy("prediction/predictions", dst, name="prediction/predictions")
+    out = tmp_path / "out"
+    out.mkdir()
+    _one_error_line(cli("--predictions", bad, "--outdir", out, "--basename", "b", "--strand", "all"), "Chrom2")
+    assert list(out.iterdir()) == []
+
+
+def test_browser_files(pred, tmp_path):
+    proc = cli("--predictions", pred, "--outdir", tmp_path, "--basename", "pd1", "--strand", "all")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "chrom.sizes").read_text() == "Chrom1\t51321\nChrom2\t102642\n"
+    # IGV session: parses, every Resource exists relative to the XML
+    xml = tmp_path / "igv_session.xml"
+    root = ET.parse(xml).getroot()
+    assert root.tag == "Session" and root.get("genome")
+    paths = [r.get("path") for r in root.iter("Resource")]
+    assert len(paths) == 6
+    for p in paths:
+        assert (xml.parent / p).is_file()
+    assert {t.get("id") for t in root.iter("Track")} == set(paths)
+    # UCSC hub: required fields, every bigDataUrl exists
+    hub = _stanzas(tmp_path / "hub.txt")
+    assert len(hub) == 1 and {"hub", "shortLabel", "longLabel", "genomesFile", "email"} <= hub[0].keys()
+    assert len(hub[0]["shortLabel"]) <= 17
+    genomes = _stanzas(tmp_path / hub[0]["genomesFile"])
+    assert len(genomes) == 1 and {"genome", "trackDb"} <= genomes[0].keys()
+    tracks = _stanzas(tmp_path / genomes[0]["trackDb"])
+    assert len(tracks) == 6
+    names = set()
+    for t in tracks:
+        assert {"track", "bigDataUrl", "shortLabel", "longLabel", "type"} <= t.keys()
+        assert t["type"] == "bigWig" and t["autoScale"] == "on" and t["visibility"] == "full"
+        assert (tmp_path / t["bigDataUrl"]).is_file()
+        assert len(t["shortLabel"]) <= 17
+        names.add(t["track"])
+    assert len(names) == 6
+    colours = {t["bigDataUrl"].split("_")[1]: set() for t in tracks}
+    for t in tracks:
+        colours[t["bigDataUrl"].split("_")[1]].add(t["color"])
+    assert all(len(c) == 1 for c in colours.values()) and len({c.pop() for c in colours.values()}) == 2
+
+
+def test_no_browser_files(pred, tmp_path):
+    proc = cli("--predictions", pred, "--outdir", tmp_path, "--basename", "x", "--no-browser-files",
+               "--format", "bg", "--datasets", "h3k4me3")
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["x_h3k4me3_avg_strand.bg.gz"]
+
+
+def _stanzas(path: Path) -> list[dict[str, str]]:
+    out, cur = [], {}
+    for line in path.read_text().splitlines() + [""]:
+        line = line.strip()
+        if line.startswith("#"):
+            continue
+        if not line:
+            if cur:
+                out.append(cur)
+            cur = {}
+            continue
+        key, _, value = line.partition(" ")
+        cur[key] = value.strip()
+    return out
