@@ -114,26 +114,60 @@ def _make_compressor(deflate: str) -> Callable[[memoryview], bytes]:
     raise ChromaflowError(f"unknown --deflate {deflate!r}")
 
 
-def _encode_jobs_deflate(jobs: list[tuple], L: int, compress: Callable) -> list[bytes]:
-    """Shuffled + deflated chunk bytes for a batch of (seq, n, k, strand, j0, j1) jobs, in row order."""
+def _shuffled_start_ends(n: int, L: int, k: int, strand: int, j0: int, j1: int) -> np.ndarray:
+    """start_ends rows j0..j1-1 of one strand, shuffled (element size 8) as HDF5 stores them: (G, 16) uint8."""
+    if strand > 0:
+        starts = np.arange(j0, j1, dtype=np.int64) * L
+        se = np.stack([starts, np.minimum(starts + L, n)], axis=1)
+    else:
+        starts = (k - 1 - np.arange(j0, j1, dtype=np.int64)) * L
+        se = np.stack([np.minimum(starts + L, n), starts], axis=1)
+    return np.ascontiguousarray(se.astype("<i8").view(np.uint8).reshape(-1, 2, 8).transpose(0, 2, 1)).reshape(-1, 16)
+
+
+def _encode_jobs_deflate(jobs: list[tuple], L: int, compress: Callable) -> tuple[list[bytes], list[bytes]]:
+    """Deflated chunks of data/X and data/start_ends for a batch of (seq, n, k, strand, j0, j1) jobs, in row order.
+
+    X chunks are built already shuffled (low bytes, then high bytes) straight from the lookup tables. Only
+    the valid bases of a padded row are looked up; its padding stays zero.
+    """
     out: list[bytes] = []
+    se_out: list[bytes] = []
     for seq, n, k, strand, j0, j1 in jobs:
-        codes = _chunk_codes(seq, n, L, k, strand, j0, j1)
+        r = n - (k - 1) * L
+        padded_row = (k - 1 if strand > 0 else 0) if r < L else -1
         lo_t, hi_t = (LO, HI) if strand > 0 else (LO_RC, HI_RC)
         G = j1 - j0
-        sh = np.empty((G, 2, L), dtype="<u4")
-        np.take(lo_t, codes, out=sh[:, 0, :], mode="clip")
-        np.take(hi_t, codes, out=sh[:, 1, :], mode="clip")
+        if j0 <= padded_row < j1:
+            sh = np.zeros((G, 2, L), dtype="<u4")
+            if strand > 0:  # padded row is the last one
+                full, pr = (j0, j1 - 1), G - 1
+            else:  # padded row is the first one
+                full, pr = (1, j1), 0
+            tail = seq[(k - 1) * L:n]
+            idx = (tail if strand > 0 else tail[::-1]).astype(np.intp)
+            np.take(lo_t, idx, out=sh[pr, 0, :r], mode="clip")
+            np.take(hi_t, idx, out=sh[pr, 1, :r], mode="clip")
+            fs = slice(1, G) if strand < 0 else slice(0, G - 1)
+        else:
+            sh = np.empty((G, 2, L), dtype="<u4")
+            full, fs = (j0, j1), slice(0, G)
+        if full[1] > full[0]:
+            idx = _chunk_codes(seq, n, L, k, strand, full[0], full[1]).astype(np.intp)
+            np.take(lo_t, idx, out=sh[fs, 0, :], mode="clip")
+            np.take(hi_t, idx, out=sh[fs, 1, :], mode="clip")
         for g in range(G):
             out.append(compress(sh[g]))
-    return out
+        for row in _shuffled_start_ends(n, L, k, strand, j0, j1):
+            se_out.append(compress(row))
+    return out, se_out
 
 
 def _encode_jobs_raw(jobs: list[tuple], L: int) -> np.ndarray:
     """Uncompressed float16 rows (as uint16) for a batch of jobs: (rows, L, 4)."""
     parts = []
     for seq, n, k, strand, j0, j1 in jobs:
-        codes = _chunk_codes(seq, n, L, k, strand, j0, j1)
+        codes = _chunk_codes(seq, n, L, k, strand, j0, j1).astype(np.intp)
         parts.append(np.take(LUT64 if strand > 0 else LUT64_RC, codes, mode="clip"))
     arr = parts[0] if len(parts) == 1 else np.concatenate(parts)
     return arr.view("<u2").reshape(-1, L, 4)
@@ -197,70 +231,90 @@ def convert(fasta: str, out_path: str | os.PathLike, species: str, L: int = DEFA
             bar.update(pos - last_pos[0])
             last_pos[0] = pos
 
+        dsets = (X, d_species, d_seqids, d_se)
+        sp_chunk = compress(np.array(sp, dtype="S25").tobytes()) if direct else None
+
         def drain_one() -> None:
             nonlocal cap
-            row0, rows, fut = pending.popleft()
+            row0, rows, fut, seqid_chunks = pending.popleft()
             res = fut.result()
             if row0 + rows > cap:
                 cap = max(row0 + rows, 2 * cap)
-                X.resize((cap, L, 4))
+                for d in dsets if direct else (X,):
+                    d.resize((cap,) + d.shape[1:])
             if direct:
-                wdc = X.id.write_direct_chunk
-                for i, chunk in enumerate(res):
-                    wdc((row0 + i, 0, 0), chunk)
+                xs, ses = res
+                w_x, w_se = X.id.write_direct_chunk, d_se.id.write_direct_chunk
+                w_sp, w_id = d_species.id.write_direct_chunk, d_seqids.id.write_direct_chunk
+                for i in range(rows):
+                    row = row0 + i
+                    w_x((row, 0, 0), xs[i])
+                    w_sp((row,), sp_chunk)
+                    w_id((row,), seqid_chunks[i])
+                    w_se((row, 0), ses[i])
             else:
                 X[row0:row0 + rows] = res.view("<f2")
 
         def submit() -> None:
-            nonlocal batch, batch_rows, batch_row0
+            nonlocal batch, batch_rows, batch_row0, batch_ids
             if not batch:
                 return
             if direct:
                 fut = pool.submit(_encode_jobs_deflate, batch, L, compress)
             else:
                 fut = pool.submit(_encode_jobs_raw, batch, L)
-            pending.append((batch_row0, batch_rows, fut))
+            pending.append((batch_row0, batch_rows, fut, batch_ids))
             batch_row0 += batch_rows
-            batch, batch_rows = [], 0
+            batch, batch_rows, batch_ids = [], 0, []
             while len(pending) > max_pending:
                 drain_one()
 
+        batch_ids: list[bytes] = []
         for rec in FastaReader(fasta, block_size=read_block, on_progress=on_progress):
             seq = np.frombuffer(rec.seq, dtype=np.uint8)
             n = seq.size
             k = -(-n // L)
+            sid = rec.seqid.encode("ascii")
+            id_chunk = compress(np.array(sid, dtype="S50").tobytes()) if direct else None
             for strand in (1, -1):
                 j = 0
                 while j < k:
                     take = min(k - j, chunks_per_task - batch_rows)
                     batch.append((seq, n, k, strand, j, j + take))
                     batch_rows += take
+                    if direct:
+                        batch_ids.extend([id_chunk] * take)
                     j += take
                     if batch_rows >= chunks_per_task:
                         submit()
-            starts = np.arange(k, dtype=np.int64) * L
-            ends = np.minimum(starts + L, n)
-            se = np.empty((2 * k, 2), dtype=np.int64)
-            se[:k, 0], se[:k, 1] = starts, ends
-            se[k:, 0], se[k:, 1] = ends[::-1], starts[::-1]
-            se_parts.append(se)
-            seqid_rows.append((rec.seqid.encode("ascii"), 2 * k))
+            if not direct:
+                starts = np.arange(k, dtype=np.int64) * L
+                ends = np.minimum(starts + L, n)
+                se = np.empty((2 * k, 2), dtype=np.int64)
+                se[:k, 0], se[:k, 1] = starts, ends
+                se[k:, 0], se[k:, 1] = ends[::-1], starts[::-1]
+                se_parts.append(se)
+                seqid_rows.append((sid, 2 * k))
             n_rows += 2 * k
             bp += n
             records += 1
         submit()
         while pending:
             drain_one()
-        if n_rows != cap:
-            X.resize((n_rows, L, 4))
-
-        # the three small datasets: one h5py write each (HDF5 applies the filters itself)
-        for d in (d_species, d_seqids, d_se):
-            d.resize((n_rows,) + d.shape[1:])
-        d_species[:] = np.full(n_rows, sp, dtype="S25")
-        d_seqids[:] = np.repeat(np.array([s for s, _ in seqid_rows], dtype="S50"),
-                                [c for _, c in seqid_rows])
-        d_se[:] = np.concatenate(se_parts)
+        if direct:
+            if n_rows != cap:
+                for d in dsets:
+                    d.resize((n_rows,) + d.shape[1:])
+        else:
+            # lzf: the three small datasets in one h5py write each (HDF5 applies the filters itself)
+            if n_rows != cap:
+                X.resize((n_rows, L, 4))
+            for d in (d_species, d_seqids, d_se):
+                d.resize((n_rows,) + d.shape[1:])
+            d_species[:] = np.full(n_rows, sp, dtype="S25")
+            d_seqids[:] = np.repeat(np.array([s for s, _ in seqid_rows], dtype="S50"),
+                                    [c for _, c in seqid_rows])
+            d_se[:] = np.concatenate(se_parts)
 
         f.attrs["tool"] = "chromaflow fasta2h5"
         f.attrs["chromaflow_version"] = __version__
