@@ -125,6 +125,7 @@ class SlurmCluster:
         self.ctld_port = 0
         self.slurmd_port = 0
         self.procs: dict[str, subprocess.Popen] = {}
+        self._logs: list = []
         self.env: dict[str, str] = {}
 
     # ------------------------------------------------------------------ set-up
@@ -238,6 +239,7 @@ PartitionName=gpu Nodes={h} Default=NO MaxTime=INFINITE State=UP
         for p in (self.munge_dir, key):
             os.chown(p, munge.pw_uid, munge.pw_gid)
         log = open(self.log_dir / "munged.stdout", "wb")
+        self._logs.append(log)
         self.procs["munged"] = subprocess.Popen(
             [shutil.which("munged", path=_search_path()), "--foreground", f"--socket={self.munge_socket}",
              f"--key-file={key}",
@@ -262,6 +264,7 @@ PartitionName=gpu Nodes={h} Default=NO MaxTime=INFINITE State=UP
 
     def _start_daemon(self, name: str) -> None:
         log = open(self.log_dir / f"{name}.stdout", "wb")
+        self._logs.append(log)
         cmd = [shutil.which(name, path=_search_path()), "-D"]
         cmd += ["-c", "-i"] if name == "slurmctld" else ["-N", self.hostname]
         self.procs[name] = subprocess.Popen(cmd, env=self._subprocess_env(), stdin=subprocess.DEVNULL,
@@ -304,8 +307,8 @@ PartitionName=gpu Nodes={h} Default=NO MaxTime=INFINITE State=UP
         return f"\n--- {path.name} (last {len(lines)} lines) ---\n" + "\n".join(lines)
 
     def start(self) -> "SlurmCluster":
-        self._check_prerequisites()
         try:
+            self._check_prerequisites()
             self._write_files()
             self._start_munged()
             self._start_daemon("slurmctld")
@@ -343,6 +346,9 @@ PartitionName=gpu Nodes={h} Default=NO MaxTime=INFINITE State=UP
                     p.kill()
                     p.wait(timeout=5)
         self._kill_leftover_stepds()
+        for log in self._logs:
+            log.close()
+        self._logs.clear()
         if self._own_root and not keep_files:
             shutil.rmtree(self.root, ignore_errors=True)
 
