@@ -1,0 +1,43 @@
+/*
+ * Predictions h5 → bigWig/bedGraph tracks (Predmoter semantics) plus chrom.sizes, an IGV session and a UCSC hub.
+ */
+process BIGWIG {
+    tag "${meta.id}"
+    label 'process_low'
+
+    input:
+    tuple val(meta), path(predictions)
+
+    output:
+    tuple val(meta), path("tracks/*")                       , emit: tracks
+    tuple val(meta), path("${prefix}.bigwig.metrics.json")  , emit: metrics
+    path "versions.yml"                                     , emit: versions
+
+    script:
+    def args = task.ext.args ?: ''
+    prefix   = task.ext.prefix ?: "${meta.id}"
+    """
+    mkdir -p tracks
+    chromaflow bigwig \\
+        --predictions ${predictions} \\
+        --outdir tracks \\
+        --basename ${prefix} \\
+        --threads ${task.cpus} \\
+        --metrics ${prefix}.bigwig.metrics.json \\
+        ${args}
+
+    cat <<-END_VERSIONS > versions.yml
+    "${task.process}":
+        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
+        pyBigWig: \$(python3 -c 'import importlib.metadata as m; print(m.version("pyBigWig"))')
+    END_VERSIONS
+    """
+
+    stub:
+    prefix = task.ext.prefix ?: "${meta.id}"
+    """
+    mkdir -p tracks && touch tracks/${prefix}_stub_avg_strand.bw
+    echo '{"stage": "bigwig", "stub": true}' > ${prefix}.bigwig.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
+    """
+}

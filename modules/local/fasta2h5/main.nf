@@ -1,0 +1,40 @@
+process FASTA2H5 {
+    tag "${meta.id}"
+    label 'process_medium'
+
+    input:
+    tuple val(meta), path(fasta)
+
+    output:
+    tuple val(meta), path("${prefix}.h5")                     , emit: h5
+    tuple val(meta), path("${prefix}.fasta2h5.metrics.json")  , emit: metrics
+    path "versions.yml"                                       , emit: versions
+
+    script:
+    def args = task.ext.args ?: ''
+    prefix   = task.ext.prefix ?: "${meta.id}"
+    """
+    chromaflow fasta2h5 \\
+        --fasta ${fasta} \\
+        --species '${meta.species}' \\
+        --out ${prefix}.h5 \\
+        --threads ${task.cpus} \\
+        --metrics ${prefix}.fasta2h5.metrics.json \\
+        ${args}
+
+    cat <<-END_VERSIONS > versions.yml
+    "${task.process}":
+        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
+        h5py: \$(python3 -c 'import h5py; print(h5py.__version__)')
+        hdf5: \$(python3 -c 'import h5py; print(h5py.version.hdf5_version)')
+    END_VERSIONS
+    """
+
+    stub:
+    prefix = task.ext.prefix ?: "${meta.id}"
+    """
+    touch ${prefix}.h5
+    echo '{"stage": "fasta2h5", "stub": true}' > ${prefix}.fasta2h5.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
+    """
+}

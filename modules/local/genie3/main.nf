@@ -1,0 +1,46 @@
+/*
+ * GENIE3 for one contiguous chunk of target genes of one expression matrix. Each target's random stream
+ * derives from (seed, target), so the merged result equals a single-task run.
+ */
+process GENIE3 {
+    tag "${meta.id} ${meta.chunk}/${meta.chunks}"
+    label 'process_medium'
+
+    input:
+    tuple val(meta), path(expression), path(regulators)
+
+    output:
+    tuple val(meta), path("${prefix}.genie3.part.npz")         , emit: part
+    tuple val(meta), path("${prefix}.genie3.metrics.json")     , emit: metrics
+    path "versions.yml"                                        , emit: versions
+
+    script:
+    def args = task.ext.args ?: ''
+    prefix   = task.ext.prefix ?: "${meta.id}.chunk${meta.chunk}of${meta.chunks}"
+    def regs = regulators ? "--regulators ${regulators}" : ''
+    """
+    chromaflow genie3 \\
+        --expression ${expression} \\
+        --layout ${meta.expression_layout} \\
+        ${regs} \\
+        --targets-chunk ${meta.chunk}/${meta.chunks} \\
+        --threads ${task.cpus} \\
+        --out ${prefix}.genie3.part.npz \\
+        --metrics ${prefix}.genie3.metrics.json \\
+        ${args}
+
+    cat <<-END_VERSIONS > versions.yml
+    "${task.process}":
+        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
+        scikit-learn: \$(python3 -c 'import sklearn; print(sklearn.__version__)')
+    END_VERSIONS
+    """
+
+    stub:
+    prefix = task.ext.prefix ?: "${meta.id}.chunk${meta.chunk}of${meta.chunks}"
+    """
+    touch ${prefix}.genie3.part.npz
+    echo '{"stage": "genie3", "stub": true}' > ${prefix}.genie3.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
+    """
+}

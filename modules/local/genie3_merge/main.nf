@@ -1,0 +1,45 @@
+/*
+ * Merges the GENIE3 target chunks of one assembly: ranked links (gzip TSV), summary, weight plot.
+ */
+process GENIE3_MERGE {
+    tag "${meta.id}"
+    label 'process_single'
+
+    input:
+    tuple val(meta), path(parts, stageAs: 'parts/*')
+
+    output:
+    tuple val(meta), path("${prefix}.genie3_links.tsv.gz")         , emit: links
+    tuple val(meta), path("${prefix}.genie3_summary.json")         , emit: summary
+    tuple val(meta), path("${prefix}.genie3_weights.png")          , emit: plot
+    tuple val(meta), path("${prefix}.genie3_merge.metrics.json")   , emit: metrics
+    path "versions.yml"                                            , emit: versions
+
+    script:
+    def args = task.ext.args ?: ''
+    prefix   = task.ext.prefix ?: "${meta.id}"
+    """
+    chromaflow genie3-merge \\
+        --out ${prefix}.genie3_links.tsv.gz \\
+        --summary ${prefix}.genie3_summary.json \\
+        --plot ${prefix}.genie3_weights.png \\
+        --metrics ${prefix}.genie3_merge.metrics.json \\
+        ${args} \\
+        ${parts}
+
+    cat <<-END_VERSIONS > versions.yml
+    "${task.process}":
+        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
+    END_VERSIONS
+    """
+
+    stub:
+    prefix = task.ext.prefix ?: "${meta.id}"
+    """
+    echo | gzip > ${prefix}.genie3_links.tsv.gz
+    echo '{}' > ${prefix}.genie3_summary.json
+    touch ${prefix}.genie3_weights.png
+    echo '{"stage": "genie3-merge", "stub": true}' > ${prefix}.genie3_merge.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
+    """
+}

@@ -1,0 +1,33 @@
+/*
+ * Builds a tiny seeded Predmoter-layout checkpoint for -profile test: the real model code runs end to end,
+ * the numbers it predicts are meaningless.
+ */
+process MAKE_TEST_MODEL {
+    tag "seed ${seed}"
+    label 'process_single'
+
+    input:
+    val seed
+
+    output:
+    path "chromaflow_tiny_seed${seed}.ckpt", emit: ckpt
+    path "versions.yml"                    , emit: versions
+
+    script:
+    def args = task.ext.args ?: ''
+    """
+    chromaflow make-test-model --out chromaflow_tiny_seed${seed}.ckpt --seed ${seed} ${args}
+
+    cat <<-END_VERSIONS > versions.yml
+    "${task.process}":
+        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
+        torch: \$(python3 -c 'import torch; print(torch.__version__)')
+    END_VERSIONS
+    """
+
+    stub:
+    """
+    touch chromaflow_tiny_seed${seed}.ckpt
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
+    """
+}

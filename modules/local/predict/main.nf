@@ -1,0 +1,47 @@
+/*
+ * Predmoter-compatible prediction of one shard (a contiguous range of subsequences) of one assembly.
+ * Labelled process_gpu: profiles route it to a GPU (SLURM --gres, container GPU flags); with
+ * --device auto it falls back to the CPU where no GPU is visible.
+ */
+process PREDICT {
+    tag "${meta.id} ${meta.shard}/${meta.shards}"
+    label 'process_gpu'
+
+    input:
+    tuple val(meta), path(h5)
+    path model
+
+    output:
+    tuple val(meta), path("${prefix}.predictions.h5")        , emit: predictions
+    tuple val(meta), path("${prefix}.predict.metrics.json")  , emit: metrics
+    path "versions.yml"                                      , emit: versions
+
+    script:
+    def args  = task.ext.args ?: ''
+    prefix    = task.ext.prefix ?: "${meta.id}.shard${meta.shard}of${meta.shards}"
+    def shard = meta.shards > 1 ? "--shard ${meta.shard}/${meta.shards}" : ''
+    """
+    chromaflow predict \\
+        --h5 ${h5} \\
+        --model ${model} \\
+        --out ${prefix}.predictions.h5 \\
+        --threads ${task.cpus} \\
+        --metrics ${prefix}.predict.metrics.json \\
+        ${shard} \\
+        ${args}
+
+    cat <<-END_VERSIONS > versions.yml
+    "${task.process}":
+        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
+        torch: \$(python3 -c 'import torch; print(torch.__version__)')
+    END_VERSIONS
+    """
+
+    stub:
+    prefix = task.ext.prefix ?: "${meta.id}.shard${meta.shard}of${meta.shards}"
+    """
+    touch ${prefix}.predictions.h5
+    echo '{"stage": "predict", "stub": true}' > ${prefix}.predict.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
+    """
+}

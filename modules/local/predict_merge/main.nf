@@ -1,0 +1,39 @@
+/*
+ * Joins the prediction shards of one assembly into <id>_predictions.h5, identical to an unsharded run.
+ */
+process PREDICT_MERGE {
+    tag "${meta.id}"
+    label 'process_single'
+
+    input:
+    tuple val(meta), path(shards, stageAs: 'shards/*')
+
+    output:
+    tuple val(meta), path("${prefix}_predictions.h5")             , emit: predictions
+    tuple val(meta), path("${prefix}.predict_merge.metrics.json") , emit: metrics
+    path "versions.yml"                                           , emit: versions
+
+    script:
+    def args = task.ext.args ?: ''
+    prefix   = task.ext.prefix ?: "${meta.id}"
+    """
+    chromaflow predict-merge \\
+        --out ${prefix}_predictions.h5 \\
+        --metrics ${prefix}.predict_merge.metrics.json \\
+        ${args} \\
+        ${shards}
+
+    cat <<-END_VERSIONS > versions.yml
+    "${task.process}":
+        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
+    END_VERSIONS
+    """
+
+    stub:
+    prefix = task.ext.prefix ?: "${meta.id}"
+    """
+    touch ${prefix}_predictions.h5
+    echo '{"stage": "predict-merge", "stub": true}' > ${prefix}.predict_merge.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
+    """
+}
