@@ -278,6 +278,9 @@ BAD = [
     ("long_species", b">r1\nAC\n", ["species", "26 bytes"], ["--species", "s" * 26]),
     ("non_ascii_species", b">r1\nAC\n", ["species", "ASCII"], ["--species", "esp\u00e8ce"]),
     ("zip", b"PK\x03\x04rest", ["zip"], []),
+    ("truncated_gzip", gzip.compress(b">r1\n" + np.frombuffer(b"ACGT", np.uint8)[
+        np.random.default_rng(0).integers(0, 4, 200000)].tobytes() + b"\n")[:30000], ["cannot read input"], []),
+    ("corrupt_gzip", gzip.compress(b">r1\nACGT\n")[:12] + b"x" * 500, ["cannot read input"], []),
 ]
 
 

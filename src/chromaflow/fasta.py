@@ -105,8 +105,8 @@ class FastaReader:
             while True:
                 try:
                     block = stream.read(self.block_size)
-                except (OSError, EOFError, ValueError) as exc:
-                    raise self._err(f"corrupt compressed input near line {self.line}: {exc}") from None
+                except Exception as exc:  # zlib/isal errors, truncated streams, I/O errors
+                    raise self._err(f"cannot read input near line {self.line}: {exc}") from None
                 if not block:
                     break
                 buf = carry + block if carry else block
