@@ -1,0 +1,1 @@
+"""Predmoter-compatible prediction: model rebuild, safe checkpoint loading, streaming engine, sharding."""

@@ -1,0 +1,98 @@
+"""Input validation and the Predmoter predictions-h5 layout (FORMATS.md §4)."""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+
+import h5py
+import numpy as np
+
+from ..common import ChromaflowError
+
+#: root attributes of a shard file (absent from a complete predictions file)
+SHARD_ATTRS = ("chromaflow_shard_index", "chromaflow_shard_count", "chromaflow_row_start", "chromaflow_row_end",
+               "chromaflow_total_rows", "chromaflow_input_fingerprint", "chromaflow_input_path",
+               "chromaflow_model_sha256")
+
+
+@dataclass
+class InputInfo:
+    path: str
+    n_rows: int
+    length: int
+    species0: bytes
+    fingerprint: str
+
+
+def open_input(path: str) -> tuple[h5py.File, InputInfo]:
+    """Open a Helixer-layout genome h5 and validate what prediction needs."""
+    if not os.path.exists(path):
+        raise ChromaflowError(f"{path}: input h5 does not exist")
+    if not os.path.isfile(path):
+        raise ChromaflowError(f"{path}: input h5 is not a regular file")
+    try:
+        fh = h5py.File(path, "r")
+    except OSError as exc:
+        raise ChromaflowError(f"{path}: not a readable HDF5 file ({str(exc).splitlines()[0]})") from None
+    try:
+        info = _inspect(fh, path)
+    except ChromaflowError:
+        fh.close()
+        raise
+    except (OSError, KeyError, ValueError, RuntimeError) as exc:
+        fh.close()
+        raise ChromaflowError(f"{path}: corrupt or truncated HDF5 file ({str(exc).splitlines()[0]})") from None
+    return fh, info
+
+
+def _inspect(fh: h5py.File, path: str) -> InputInfo:
+    for name in ("data/X", "data/seqids", "data/start_ends"):
+        if name not in fh or not isinstance(fh[name], h5py.Dataset):
+            raise ChromaflowError(f"{path}: dataset {name} is missing (not a Helixer genome h5?)")
+    X = fh["data/X"]
+    if X.ndim != 3 or X.shape[2] != 4:
+        raise ChromaflowError(f"{path}: data/X has shape {X.shape}, expected (N, L, 4)")
+    n, length = int(X.shape[0]), int(X.shape[1])
+    if n == 0:
+        raise ChromaflowError(f"{path}: data/X has no rows")
+    if X.dtype.kind != "f":
+        raise ChromaflowError(f"{path}: data/X has dtype {X.dtype}, expected float16")
+    seqids = fh["data/seqids"][()]
+    start_ends = fh["data/start_ends"][()]
+    if seqids.shape != (n,) or start_ends.shape != (n, 2):
+        raise ChromaflowError(f"{path}: data/seqids {seqids.shape} / data/start_ends {start_ends.shape} "
+                              f"do not match data/X rows ({n})")
+    species0 = b""
+    if "data/species" in fh and fh["data/species"].shape[0] > 0:
+        species0 = bytes(fh["data/species"][0])
+    h = hashlib.sha256()
+    h.update(f"{n}:{length}:".encode())
+    h.update(np.asarray(seqids, dtype="S50").tobytes())
+    h.update(np.asarray(start_ends, dtype="<i8").tobytes())
+    h.update(species0)
+    return InputInfo(path=path, n_rows=n, length=length, species0=species0, fingerprint=h.hexdigest())
+
+
+def create_predictions(fh: h5py.File, *, n_rows: int, length: int, datasets: list[str], species0: bytes,
+                       model_name: str, seqids: np.ndarray, start_ends: np.ndarray) -> h5py.Dataset:
+    """Create Predmoter's predictions layout in an open, empty file; return prediction/predictions."""
+    d = len(datasets)
+    data = fh.create_group("data")
+    pred = fh.create_group("prediction")
+    # species: never written, the value lives in the fill value (input species[0])
+    data.create_dataset("species", shape=(n_rows,), dtype="S50", chunks=(1,), maxshape=(None,),
+                        fillvalue=np.bytes_(species0[:50]))
+    sq = data.create_dataset("seqids", shape=(n_rows,), dtype="S50", chunks=(1,), maxshape=(None,))
+    se = data.create_dataset("start_ends", shape=(n_rows, 2), dtype="int64", chunks=(1, 2), maxshape=(None, 2))
+    if n_rows:
+        sq[:] = np.asarray(seqids).astype("S50")
+        se[:] = np.asarray(start_ends).astype("int64")
+    preds = pred.create_dataset("predictions", shape=(n_rows, length, d), dtype="int64", chunks=(1, length, 1),
+                                maxshape=(None, length, None), compression="gzip", compression_opts=9,
+                                shuffle=False, fillvalue=-1)
+    pred.create_dataset("model_name", shape=(1,), dtype="S256", chunks=(1,), maxshape=(None,),
+                        fillvalue=np.bytes_(model_name.encode("utf-8")[:256]))
+    ds = pred.create_dataset("datasets", shape=(d,), dtype="S25", chunks=True, maxshape=(None,))
+    ds[:] = np.array([n.encode("utf-8")[:25] for n in datasets], dtype="S25")
+    return preds

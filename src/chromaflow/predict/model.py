@@ -1,0 +1,211 @@
+"""Predmoter-compatible network (``cnn``, ``hybrid``, ``bi-hybrid``) rebuilt from ``hyper_parameters``.
+
+Written from the specification in FORMATS.md §2.4–2.7 (no Predmoter code). The module tree uses
+``down_layer_list`` / ``lstm_layer_list`` / ``up_layer_list`` / ``out`` so that ``state_dict()`` keys,
+shapes and list indices (including the shifts caused by BatchNorm and Dropout) equal Predmoter's.
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..common import ChromaflowError
+
+MODEL_TYPES = ("cnn", "hybrid", "bi-hybrid")
+#: the 16 keys Predmoter always stores in ``hyper_parameters``
+HPARAM_KEYS = (
+    "model_type", "cnn_layers", "filter_size", "kernel_size", "step", "up", "dilation", "lstm_layers",
+    "hidden_size", "bnorm", "dropout", "learning_rate", "seq_len", "input_size", "output_size", "datasets",
+)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    model_type: str
+    cnn_layers: int
+    filter_size: int
+    kernel_size: int
+    step: int
+    up: int
+    dilation: int
+    lstm_layers: int
+    hidden_size: int
+    bnorm: bool
+    dropout: float
+    datasets: tuple[str, ...]
+    input_size: int = 4
+    seq_len: int = 21384
+    learning_rate: float = 0.001
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_hparams(cls, hp: dict[str, Any], where: str = "checkpoint") -> "ModelConfig":
+        missing = [k for k in HPARAM_KEYS if k not in hp and k not in ("learning_rate", "seq_len", "output_size")]
+        if missing:
+            raise ChromaflowError(f"{where}: hyper_parameters lack {', '.join(missing)}")
+        try:
+            cfg = cls(
+                model_type=str(hp["model_type"]),
+                cnn_layers=int(hp["cnn_layers"]),
+                filter_size=int(hp["filter_size"]),
+                kernel_size=int(hp["kernel_size"]),
+                step=int(hp["step"]),
+                up=int(hp["up"]),
+                dilation=int(hp["dilation"]),
+                lstm_layers=int(hp["lstm_layers"]),
+                hidden_size=int(hp["hidden_size"]),
+                bnorm=bool(hp["bnorm"]),
+                dropout=float(hp["dropout"]),
+                datasets=tuple(str(d) for d in hp["datasets"]),
+                input_size=int(hp["input_size"]),
+                seq_len=int(hp.get("seq_len", 21384)),
+                learning_rate=float(hp.get("learning_rate", 0.001)),
+            )
+        except (TypeError, ValueError) as exc:
+            raise ChromaflowError(f"{where}: invalid hyper_parameters ({exc})") from None
+        cfg.validate(where)
+        if "output_size" in hp and int(hp["output_size"]) != len(cfg.datasets):
+            raise ChromaflowError(
+                f"{where}: hyper_parameters output_size {hp['output_size']} != number of datasets {len(cfg.datasets)}")
+        return cfg
+
+    def validate(self, where: str = "checkpoint") -> None:
+        if self.model_type not in MODEL_TYPES:
+            raise ChromaflowError(f"{where}: unknown model_type {self.model_type!r} (expected one of {', '.join(MODEL_TYPES)})")
+        if self.input_size != 4:
+            raise ChromaflowError(f"{where}: input_size {self.input_size} is not 4")
+        for name in ("cnn_layers", "filter_size", "kernel_size", "step", "up", "dilation", "hidden_size"):
+            if getattr(self, name) < 1:
+                raise ChromaflowError(f"{where}: hyper_parameter {name} must be >= 1, got {getattr(self, name)}")
+        if self.model_type != "cnn" and self.lstm_layers < 1:
+            raise ChromaflowError(f"{where}: lstm_layers must be >= 1 for model_type {self.model_type}")
+        if not self.datasets:
+            raise ChromaflowError(f"{where}: hyper_parameters list no datasets")
+        if self.step == 1 and self.kernel_size % 2 == 0:
+            raise ChromaflowError(f"{where}: step 1 with an even kernel_size is not supported (as in Predmoter)")
+        if self.conv_padding() < 0 or self.transposed_padding() < 0:
+            raise ChromaflowError(f"{where}: kernel_size {self.kernel_size}, step {self.step}, dilation "
+                                  f"{self.dilation} give a negative padding")
+
+    # --- derived geometry (FORMATS.md §2.4) ------------------------------------------------------
+    @property
+    def downsample(self) -> int:
+        return self.step ** self.cnn_layers
+
+    def filters(self) -> list[int]:
+        """Input channels of each down layer: [4, f, f*up, ...] (n entries)."""
+        out = [self.input_size]
+        for layer in range(1, self.cnn_layers):
+            out.append(self.filter_size * self.up ** (layer - 1))
+        return out
+
+    def out_channels(self, layer: int) -> int:
+        return self.filter_size * self.up ** layer
+
+    @property
+    def c_last(self) -> int:
+        return self.out_channels(self.cnn_layers - 1)
+
+    @property
+    def width(self) -> int:
+        return {"cnn": self.c_last, "hybrid": self.hidden_size, "bi-hybrid": 2 * self.hidden_size}[self.model_type]
+
+    def conv_padding(self) -> int:
+        d, k, s = self.dilation, self.kernel_size, self.step
+        return math.ceil((d * (k - 1) + 1 - s) / 2)
+
+    def output_padding(self) -> int:
+        d, k, s = self.dilation, self.kernel_size, self.step
+        if d % 2 == 0 and k % 2 == 0:
+            return 1 if (s + k) % 2 == 0 else 0
+        return 0 if (s + k) % 2 == 0 else 1
+
+    def transposed_padding(self) -> int:
+        d, k, s = self.dilation, self.kernel_size, self.step
+        return int((d * (k - 1) + self.output_padding() + 1 - s) / 2)  # trunc, not floor
+
+    def check_length(self, length: int, where: str) -> None:
+        if length % self.downsample != 0:
+            raise ChromaflowError(
+                f"{where}: chunk length L={length} is not divisible by step**cnn_layers = "
+                f"{self.step}**{self.cnn_layers} = {self.downsample}")
+
+    def hparams(self) -> dict[str, Any]:
+        return {
+            "model_type": self.model_type, "cnn_layers": self.cnn_layers, "filter_size": self.filter_size,
+            "kernel_size": self.kernel_size, "step": self.step, "up": self.up, "dilation": self.dilation,
+            "lstm_layers": self.lstm_layers, "hidden_size": self.hidden_size, "bnorm": self.bnorm,
+            "dropout": self.dropout, "learning_rate": self.learning_rate, "seq_len": self.seq_len,
+            "input_size": self.input_size, "output_size": len(self.datasets), "datasets": list(self.datasets),
+        }
+
+
+class PredmoterNet(nn.Module):
+    """U-Net (+ optional (Bi)LSTMs) with Predmoter's module layout; input (B, L, 4) → log-rate (B, L, D)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        k, s, d = cfg.kernel_size, cfg.step, cfg.dilation
+        pad, tpad, opad = cfg.conv_padding(), cfg.transposed_padding(), cfg.output_padding()
+        filters = cfg.filters()
+
+        self.down_layer_list = nn.ModuleList()
+        for layer in range(cfg.cnn_layers):
+            out_ch = cfg.out_channels(layer)
+            self.down_layer_list.append(nn.Conv1d(filters[layer], out_ch, k, stride=s, padding=pad, dilation=d))
+            if cfg.bnorm:
+                self.down_layer_list.append(nn.BatchNorm1d(out_ch))
+
+        self.lstm_layer_list = nn.ModuleList()
+        if cfg.model_type != "cnn":
+            for m in range(cfg.lstm_layers):
+                self.lstm_layer_list.append(nn.LSTM(
+                    input_size=cfg.c_last if m == 0 else cfg.width, hidden_size=cfg.hidden_size, num_layers=1,
+                    batch_first=True, bidirectional=cfg.model_type == "bi-hybrid"))
+                if cfg.dropout > 0 and m < cfg.lstm_layers - 1:
+                    self.lstm_layer_list.append(nn.Dropout(cfg.dropout))
+
+        self.up_layer_list = nn.ModuleList()
+        in_ch = cfg.width
+        for layer in range(cfg.cnn_layers, 0, -1):
+            out_ch = filters[layer - 1]
+            self.up_layer_list.append(nn.ConvTranspose1d(in_ch, out_ch, k, stride=s, padding=tpad,
+                                                         output_padding=opad, dilation=d))
+            if cfg.bnorm:
+                self.up_layer_list.append(nn.BatchNorm1d(out_ch))
+            in_ch = out_ch
+
+        self.out = nn.Linear(cfg.input_size, len(cfg.datasets))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        length = x.shape[1]
+        h = x.transpose(1, 2)
+        for module in self.down_layer_list:
+            h = module(h)
+            if isinstance(module, nn.Conv1d):
+                h = torch.relu(h)
+        if len(self.lstm_layer_list):
+            h = h.transpose(1, 2)
+            for module in self.lstm_layer_list:
+                if isinstance(module, nn.LSTM):
+                    h = module(h)[0]
+                # Dropout: identity in eval mode
+            h = h.transpose(1, 2)
+        for module in self.up_layer_list:
+            h = module(h)
+            if isinstance(module, nn.ConvTranspose1d):
+                h = torch.relu(h)
+        if h.shape[2] != length:
+            raise ChromaflowError(f"model output length {h.shape[2]} != input length {length}")
+        return self.out(h.transpose(1, 2))
+
+
+def expected_state_shapes(cfg: ModelConfig) -> "OrderedDict[str, tuple[int, ...]]":
+    """Key → shape of Predmoter's state_dict for ``cfg`` (FORMATS.md §2.7), in module order."""
+    return OrderedDict((k, tuple(v.shape)) for k, v in PredmoterNet(cfg).state_dict().items())
