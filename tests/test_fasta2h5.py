@@ -321,3 +321,17 @@ def test_tab_is_not_an_id_separator(tmp_path):
     out = tmp_path / "tab.h5"
     convert(str(fa), out, "spec", 10)
     assert _datasets(out)["seqids"].tolist() == [b"a\tb"] * 2
+
+
+@pytest.mark.parametrize("read_block,task_bp", [(1, 1), (13, 50), (97, 1), (1 << 20, 200)])
+def test_records_spanning_pieces_match_model(tmp_path, read_block, task_bp):
+    """Records cut into many read blocks and segments (incl. lengths at multiples of L) match the model."""
+    L = 50
+    rng = np.random.default_rng(11)
+    lengths = [L - 1, L, L + 1, 3 * L, 3 * L + 1, 1, 7 * L - 3]
+    recs = [(f"s{i}", "".join(rng.choice(list("ACGTNRYKMacgt"), n))) for i, n in enumerate(lengths)]
+    fa = tmp_path / "p.fa"
+    fa.write_text(_fasta_text(recs, width=17, eol="\r\n"))
+    out = tmp_path / "p.h5"
+    convert(str(fa), out, "spec", L, read_block=read_block, task_bp=task_bp, threads=2)
+    _check(out, recs, L)

@@ -44,6 +44,15 @@ class Record(NamedTuple):
     seq: bytes | bytearray  # bases as in the file, line breaks removed
 
 
+class Piece(NamedTuple):
+    """A consecutive part of one record's bases; ``last`` marks the record's final piece."""
+
+    seqid: str
+    line: int
+    seq: bytes
+    last: bool
+
+
 def _describe_byte(b: int) -> str:
     if 0x21 <= b < 0x7F:
         return f"'{chr(b)}'"
@@ -91,7 +100,7 @@ class FastaReader:
         self.cur_parts: list[bytes] = []
         self.cur_len = 0
         self.seen: dict[str, int] = {}
-        self.done: list[Record] = []
+        self.done: list[Piece] = []
         self.n_records = 0
 
     # ---------------------------------------------------------------------------------------------
@@ -99,6 +108,17 @@ class FastaReader:
         return ChromaflowError(f"{self.path}: {msg}")
 
     def __iter__(self) -> Iterator[Record]:
+        """Whole records (the bases of a record are joined in memory)."""
+        parts: list[bytes] = []
+        for piece in self.pieces():
+            parts.append(piece.seq)
+            if piece.last:
+                yield Record(piece.seqid, piece.line, b"".join(parts) if len(parts) > 1 else parts[0])
+                parts = []
+
+    def pieces(self) -> Iterator[Piece]:
+        """Records as consecutive pieces (about one read block each), so a consumer can start on a long
+        record before it has been read to its end. Defects are raised when they are reached."""
         stream, raw = open_binary(self.path)
         try:
             carry = b""
@@ -124,6 +144,11 @@ class FastaReader:
                     carry = buf[m:]
                 if self.on_progress is not None:
                     self.on_progress(raw.tell())
+                if self.cur_id is not None and self.cur_parts:  # flush the open record's bases so far
+                    parts = self.cur_parts
+                    self.done.append(Piece(self.cur_id, self.cur_line,
+                                           parts[0] if len(parts) == 1 else b"".join(parts), False))
+                    self.cur_parts = []
                 if self.done:
                     yield from self.done
                     self.done = []
@@ -222,7 +247,7 @@ class FastaReader:
         if self.cur_len == 0:
             raise self._err(f"record {self.cur_id!r} (line {self.cur_line}) is empty: no sequence after the header")
         parts = self.cur_parts
-        seq = parts[0] if len(parts) == 1 else b"".join(parts)
-        self.done.append(Record(self.cur_id, self.cur_line, seq))
+        seq = b"" if not parts else parts[0] if len(parts) == 1 else b"".join(parts)
+        self.done.append(Piece(self.cur_id, self.cur_line, seq, True))
         self.n_records += 1
         self.cur_id, self.cur_parts, self.cur_len = None, [], 0

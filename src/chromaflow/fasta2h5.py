@@ -77,9 +77,10 @@ LUT64 = np.ascontiguousarray(LUT16.astype("<u2")).view("<u8").reshape(256)
 LUT64_RC = np.ascontiguousarray(LUT16_RC.astype("<u2")).view("<u8").reshape(256)
 
 
-def _chunk_codes(seq: np.ndarray, n: int, L: int, k: int, strand: int, j0: int, j1: int) -> np.ndarray:
+def _chunk_codes(seq: np.ndarray, base: int, n: int, L: int, k: int, strand: int, j0: int, j1: int) -> np.ndarray:
     """Bytes of rows j0..j1-1 of one strand of a record, as a (j1-j0, L) uint8 array incl. padding.
 
+    ``seq`` holds the record's bases from genomic position ``base`` on (a segment of the record).
     Plus row j covers [j·L, min((j+1)·L, n)); minus row j is plus chunk k-1-j, reversed (the caller
     complements it through the *_RC tables). Only one row per strand can be short: the last plus row and
     the first minus row, each padded at its end.
@@ -87,14 +88,14 @@ def _chunk_codes(seq: np.ndarray, n: int, L: int, k: int, strand: int, j0: int, 
     G = j1 - j0
     r = n - (k - 1) * L  # length of the short chunk, 1..L
     if strand > 0:
-        sub = seq[j0 * L:min(j1 * L, n)]
+        sub = seq[j0 * L - base:min(j1 * L, n) - base]
         if sub.size == G * L:
             return sub.reshape(G, L)
         codes = np.full(G * L, PAD, dtype=np.uint8)
         codes[:sub.size] = sub
         return codes.reshape(G, L)
-    lo = (k - j1) * L
-    hi = min((k - j0) * L, n)
+    lo = (k - j1) * L - base
+    hi = min((k - j0) * L, n) - base
     rev = seq[lo:hi][::-1]
     if j0 == 0 and r < L:
         codes = np.full(G * L, PAD, dtype=np.uint8)
@@ -126,14 +127,14 @@ def _shuffled_start_ends(n: int, L: int, k: int, strand: int, j0: int, j1: int) 
 
 
 def _encode_jobs_deflate(jobs: list[tuple], L: int, compress: Callable) -> tuple[list[bytes], list[bytes]]:
-    """Deflated chunks of data/X and data/start_ends for a batch of (seq, n, k, strand, j0, j1) jobs, in row order.
+    """Deflated chunks of data/X and data/start_ends for a batch of (seq, base, n, k, strand, j0, j1) jobs, in row order.
 
     X chunks are built already shuffled (low bytes, then high bytes) straight from the lookup tables. Only
     the valid bases of a padded row are looked up; its padding stays zero.
     """
     out: list[bytes] = []
     se_out: list[bytes] = []
-    for seq, n, k, strand, j0, j1 in jobs:
+    for seq, base, n, k, strand, j0, j1 in jobs:
         r = n - (k - 1) * L
         padded_row = (k - 1 if strand > 0 else 0) if r < L else -1
         lo_t, hi_t = (LO, HI) if strand > 0 else (LO_RC, HI_RC)
@@ -144,7 +145,7 @@ def _encode_jobs_deflate(jobs: list[tuple], L: int, compress: Callable) -> tuple
                 full, pr = (j0, j1 - 1), G - 1
             else:  # padded row is the first one
                 full, pr = (1, j1), 0
-            tail = seq[(k - 1) * L:n]
+            tail = seq[(k - 1) * L - base:n - base]
             idx = (tail if strand > 0 else tail[::-1]).astype(np.intp)
             np.take(lo_t, idx, out=sh[pr, 0, :r], mode="clip")
             np.take(hi_t, idx, out=sh[pr, 1, :r], mode="clip")
@@ -153,7 +154,7 @@ def _encode_jobs_deflate(jobs: list[tuple], L: int, compress: Callable) -> tuple
             sh = np.empty((G, 2, L), dtype="<u4")
             full, fs = (j0, j1), slice(0, G)
         if full[1] > full[0]:
-            idx = _chunk_codes(seq, n, L, k, strand, full[0], full[1]).astype(np.intp)
+            idx = _chunk_codes(seq, base, n, L, k, strand, full[0], full[1]).astype(np.intp)
             np.take(lo_t, idx, out=sh[fs, 0, :], mode="clip")
             np.take(hi_t, idx, out=sh[fs, 1, :], mode="clip")
         for g in range(G):
@@ -166,8 +167,8 @@ def _encode_jobs_deflate(jobs: list[tuple], L: int, compress: Callable) -> tuple
 def _encode_jobs_raw(jobs: list[tuple], L: int) -> np.ndarray:
     """Uncompressed float16 rows (as uint16) for a batch of jobs: (rows, L, 4)."""
     parts = []
-    for seq, n, k, strand, j0, j1 in jobs:
-        codes = _chunk_codes(seq, n, L, k, strand, j0, j1).astype(np.intp)
+    for seq, base, n, k, strand, j0, j1 in jobs:
+        codes = _chunk_codes(seq, base, n, L, k, strand, j0, j1).astype(np.intp)
         parts.append(np.take(LUT64 if strand > 0 else LUT64_RC, codes, mode="clip"))
     arr = parts[0] if len(parts) == 1 else np.concatenate(parts)
     return arr.view("<u2").reshape(-1, L, 4)
@@ -270,23 +271,56 @@ def convert(fasta: str, out_path: str | os.PathLike, species: str, L: int = DEFA
                 drain_one()
 
         batch_ids: list[bytes] = []
-        for rec in FastaReader(fasta, block_size=read_block, on_progress=on_progress):
-            seq = np.frombuffer(rec.seq, dtype=np.uint8)
-            n = seq.size
-            k = -(-n // L)
-            sid = rec.seqid.encode("ascii")
-            id_chunk = compress(np.array(sid, dtype="S50").tobytes()) if direct else None
-            for strand in (1, -1):
-                j = 0
-                while j < k:
-                    take = min(k - j, chunks_per_task - batch_rows)
-                    batch.append((seq, n, k, strand, j, j + take))
-                    batch_rows += take
-                    if direct:
-                        batch_ids.extend([id_chunk] * take)
-                    j += take
-                    if batch_rows >= chunks_per_task:
-                        submit()
+
+        def add_jobs(seq: np.ndarray, base: int, n: int, k: int, strand: int, j0: int, j1: int,
+                     id_chunk: bytes | None) -> None:
+            nonlocal batch_rows
+            j = j0
+            while j < j1:
+                take = min(j1 - j, chunks_per_task - batch_rows)
+                batch.append((seq, base, n, k, strand, j, j + take))
+                batch_rows += take
+                if direct:
+                    batch_ids.extend([id_chunk] * take)
+                j += take
+                if batch_rows >= chunks_per_task:
+                    submit()
+
+        # A record arrives in pieces. Its bases are cut into segments at multiples of L; plus-strand jobs
+        # are submitted as soon as a segment is complete (only full chunks before the record's end), the
+        # minus strand once the record length n (hence the chunk boundaries) is known.
+        segs: list[tuple[int, np.ndarray]] = []  # (genomic start, bases) of the current record
+        parts: list[bytes] = []
+        plen = 0
+        base = 0
+        for piece in FastaReader(fasta, block_size=read_block, on_progress=on_progress).pieces():
+            if piece.seq:
+                parts.append(piece.seq)
+                plen += len(piece.seq)
+            if not piece.last and plen < chunks_per_task * L:
+                continue
+            data = parts[0] if len(parts) == 1 else b"".join(parts)
+            cut = plen if piece.last else (plen // L) * L
+            seg = np.frombuffer(data, dtype=np.uint8, count=cut)
+            parts = [data[cut:]] if cut < plen else []
+            plen -= cut
+            if piece.last:
+                n = base + cut
+                k = -(-n // L)
+                sid = piece.seqid.encode("ascii")
+                id_chunk = compress(np.array(sid, dtype="S50").tobytes()) if direct else None
+            else:
+                n = base + cut  # only full chunks so far: k and n are exact for these rows
+                k = n // L
+                id_chunk = compress(np.array(piece.seqid.encode("ascii"), dtype="S50").tobytes()) if direct else None
+            add_jobs(seg, base, n, k, 1, base // L, -(-(base + cut) // L), id_chunk)
+            segs.append((base, seg))
+            base += cut
+            if not piece.last:
+                continue
+            for sbase, sseq in reversed(segs):
+                i0, i1 = sbase // L, -(-(sbase + sseq.size) // L)
+                add_jobs(sseq, sbase, n, k, -1, k - i1, k - i0, id_chunk)
             if not direct:
                 starts = np.arange(k, dtype=np.int64) * L
                 ends = np.minimum(starts + L, n)
@@ -298,6 +332,7 @@ def convert(fasta: str, out_path: str | os.PathLike, species: str, L: int = DEFA
             n_rows += 2 * k
             bp += n
             records += 1
+            segs, parts, plen, base = [], [], 0, 0
         submit()
         while pending:
             drain_one()
