@@ -2,8 +2,8 @@
 
 Checks what a user gets: per-assembly outputs, the reports in pipeline_info/, and that every stage's output
 inside the pipeline equals the same stage run directly through the CLI (so sharding, merging and chunking
-inside Nextflow change nothing). The run also injects an OOM-like exit 137 into the first BIGWIG attempt and
-checks that the task was retried with more memory and the run still succeeded.
+inside Nextflow change nothing). The run (fixture ``test_run`` in conftest.py) also injects an OOM-like exit 137 into the first BIGWIG
+attempt; a test checks that the task was retried with more memory and the run still succeeded.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import numpy as np
 import pyBigWig
 import pytest
 
-from pipeline_utils import ROOT, read_trace, run_nextflow
+from pipeline_utils import ROOT, read_trace
 
 pytestmark = pytest.mark.pipeline
 
@@ -27,15 +27,6 @@ TEST_DIR = ROOT / "assets" / "test"
 
 def cli(*args: str, cwd: Path | None = None) -> None:
     subprocess.run([sys.executable, "-m", "chromaflow", *args], check=True, cwd=cwd, capture_output=True)
-
-
-@pytest.fixture(scope="session")
-def test_run(tmp_path_factory, nextflow_bin):
-    work = tmp_path_factory.mktemp("pipeline")
-    outdir = work / "results"
-    res = run_nextflow(["-profile", "test", "--outdir", str(outdir),
-                        "--inject_failure_process", "BIGWIG", "--inject_failure_exit", "137"], cwd=work)
-    return work, outdir, res
 
 
 def test_run_succeeds_and_reports_exist(test_run):
