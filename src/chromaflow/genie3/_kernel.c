@@ -2,11 +2,15 @@
  * and return only the mean unnormalised impurity-decrease importances. No tree is stored.
  *
  * Written for chromaflow from the algorithm description (Breiman 2001; Geurts et al. 2006;
- * Huynh-Thu et al. 2010); mirrors scikit-learn's documented split rules: squared error, best split over
+ * Huynh-Thu et al. 2010); follows scikit-learn's documented split rules: squared error, best split over
  * K features drawn without replacement per node (drawing continues while only constant features were
- * seen), min_samples_split 2, min_samples_leaf 1, bootstrap multiplicities as sample weights.
+ * seen), min_samples_split 2, min_samples_leaf 1, bootstrap multiplicities as (integer) sample weights.
  *
- * Inputs: dense per-gene ranks (uint16, gene-major, ties share a rank) for RF, float32 values for ET.
+ * Sort-free split search (RF): for every gene we keep its samples' order (order[g][pos] = sample) and the
+ * inverse (pos[g][sample]), uint16. A node's samples, in feature order, are read by setting one bit per
+ * sample at its position in a bitmap of n bits and walking the set bits (ctz): O(m + n/64) per feature,
+ * no comparison sort. Tied values (exactly equal float32) are never separated.
+ *
  * Build: cc -O3 -shared -fPIC -o libgenie3k.so _kernel.c -lm   (done at run time by fast.py)
  */
 #include <stdint.h>
@@ -14,7 +18,7 @@
 #include <string.h>
 #include <math.h>
 
-#define KERNEL_VERSION 3
+#define KERNEL_VERSION 6
 
 typedef struct { uint64_t s[4]; } rng_t;
 
@@ -48,110 +52,100 @@ int genie3_kernel_version(void) { return KERNEL_VERSION; }
 
 typedef struct { int start, end; } node_t;
 
-/* sort keys (rank << 16 | local position) ascending */
-static void sort_keys(uint32_t *key, uint32_t *tmp, int m, uint32_t rmin, uint32_t rmax, int *cnt) {
-    if (m <= 24) {
-        for (int i = 1; i < m; i++) {
-            uint32_t v = key[i]; int j = i - 1;
-            while (j >= 0 && key[j] > v) { key[j + 1] = key[j]; j--; }
-            key[j + 1] = v;
-        }
-        return;
-    }
-    uint32_t range = rmax - rmin + 1;
-    if (range <= (uint32_t)(8 * m)) {                     /* counting sort on rank */
-        memset(cnt, 0, sizeof(int) * (range + 1));
-        for (int i = 0; i < m; i++) cnt[(key[i] >> 16) - rmin + 1]++;
-        for (uint32_t b = 1; b <= range; b++) cnt[b] += cnt[b - 1];
-        for (int i = 0; i < m; i++) tmp[cnt[(key[i] >> 16) - rmin]++] = key[i];
-        memcpy(key, tmp, sizeof(uint32_t) * m);
-        return;
-    }
-    /* LSD radix, two 8-bit passes over the 16-bit rank (positions are already ascending) */
-    int c[257];
-    for (int pass = 0; pass < 2; pass++) {
-        int shift = 16 + 8 * pass;
-        memset(c, 0, sizeof c);
-        for (int i = 0; i < m; i++) c[((key[i] >> shift) & 255) + 1]++;
-        for (int b = 1; b <= 256; b++) c[b] += c[b - 1];
-        for (int i = 0; i < m; i++) tmp[c[(key[i] >> shift) & 255]++] = key[i];
-        memcpy(key, tmp, sizeof(uint32_t) * m);
-    }
-}
-
 /* One target, n_trees trees. Returns 0 on success, <0 on allocation failure / bad sizes.
- *   ranks : n_genes*n uint16, row g = dense ranks of gene g (RF)      (may be NULL for ET)
- *   values: n_genes*n float32, row g = values of gene g (ET)         (may be NULL for RF)
+ *   values: n_genes*n float32, row g = values of gene g
+ *   order, pos: n_genes*n uint16 (RF only; may be NULL for ET): stable argsort of each row and its inverse
  *   feat  : p gene indices of the inputs; y: n doubles (scaled target)
  *   method: 0 = RF (bootstrap, best split), 1 = ET (no bootstrap, one random threshold per feature)
  *   out   : p doubles, receives the mean over trees of sum(decrease)/w_root per input
  */
-int genie3_target(const uint16_t *ranks, const float *values, int n, const int32_t *feat, int p,
-                  const double *y, int n_trees, int K, int method, uint64_t seed, double *out) {
+int genie3_target(const float *values, const uint16_t *order, const uint16_t *pos, int n,
+                  const int32_t *feat, int p, const double *y, int n_trees, int K, int method,
+                  uint64_t seed, double *out) {
     if (n < 2 || n > 65535 || p < 1 || K < 1) return -2;
+    if (method == 0 && (!order || !pos)) return -3;
     if (K > p) K = p;
     rng_t rng; rng_seed(&rng, seed);
-    double *w = malloc(sizeof(double) * n), *wy = malloc(sizeof(double) * n);
+    const int nwords = (n + 63) / 64;
+    double *wy = malloc(sizeof(double) * n), *inv = malloc(sizeof(double) * (n + 1));
     double *acc = calloc((size_t)p, sizeof(double));
+    int *wi = malloc(sizeof(int) * n);
     int32_t *idx = malloc(sizeof(int32_t) * n), *perm = malloc(sizeof(int32_t) * p);
-    uint32_t *key = malloc(sizeof(uint32_t) * n), *tmp = malloc(sizeof(uint32_t) * n);
-    int *cnt = malloc(sizeof(int) * (n + 2));
+    uint64_t *bm = calloc((size_t)nwords, sizeof(uint64_t));
     node_t *stack = malloc(sizeof(node_t) * (n + 2));
-    int ok = w && wy && acc && idx && perm && key && tmp && cnt && stack;
+    int ok = wy && inv && acc && wi && idx && perm && bm && stack;
     if (!ok) goto done;
     for (int f = 0; f < p; f++) perm[f] = f;
+    inv[0] = 0.0;
+    for (int c = 1; c <= n; c++) inv[c] = 1.0 / (double)c;
+    const double inv_root = 1.0 / (double)n;   /* w_root = n (sum of bootstrap counts, or n) */
 
     for (int t = 0; t < n_trees; t++) {
         int m0 = 0;
         if (method == 0) {
-            for (int i = 0; i < n; i++) w[i] = 0.0;
-            for (int i = 0; i < n; i++) w[rand_below(&rng, (uint32_t)n)] += 1.0;
-            for (int i = 0; i < n; i++) if (w[i] > 0) idx[m0++] = i;
+            memset(wi, 0, sizeof(int) * n);
+            for (int i = 0; i < n; i++) wi[rand_below(&rng, (uint32_t)n)] += 1;
+            for (int i = 0; i < n; i++) if (wi[i] > 0) idx[m0++] = i;
         } else {
-            for (int i = 0; i < n; i++) { w[i] = 1.0; idx[m0++] = i; }
+            for (int i = 0; i < n; i++) { wi[i] = 1; idx[m0++] = i; }
         }
-        for (int i = 0; i < n; i++) wy[i] = w[i] * y[i];
-        const double inv_root = 1.0 / (double)n;   /* w_root = n (sum of bootstrap counts, or n) */
+        for (int i = 0; i < n; i++) wy[i] = (double)wi[i] * y[i];
         int sp = 0;
         stack[sp].start = 0; stack[sp].end = m0; sp++;
         while (sp > 0) {
             sp--;
             const int start = stack[sp].start, end = stack[sp].end, m = end - start;
             if (m < 2) continue;
-            double W = 0, S = 0, S2 = 0;
-            for (int k = start; k < end; k++) { int s = idx[k]; W += w[s]; S += wy[s]; S2 += wy[s] * y[s]; }
-            double imp = S2 / W - (S / W) * (S / W);
-            if (imp <= 2.220446049250313e-16) continue;
+            double S = 0, S2 = 0; int Wi = 0;
+            for (int k = start; k < end; k++) { int s = idx[k]; Wi += wi[s]; S += wy[s]; S2 += wy[s] * y[s]; }
+            const double W = (double)Wi;
+            const double imp = S2 / W - (S / W) * (S / W);
+            if (imp <= 2.220446049250313e-16) continue;     /* pure node: leaf (as sklearn's EPSILON) */
             const double parent = S * S / W;
-            double best = -INFINITY; int bestf = -1; uint32_t bthr_r = 0; double bthr_v = 0;
+            double best = -INFINITY, bthr_v = 0; int bestf = -1, bthr_p = 0;
             int f_i = p, visited = 0, nconst = 0;
             while (f_i > 0 && (visited < K || visited <= nconst)) {
                 int j = (int)rand_below(&rng, (uint32_t)f_i);
                 int f = perm[j]; perm[j] = perm[f_i - 1]; perm[f_i - 1] = f; f_i--;
                 visited++;
                 const size_t g = (size_t)feat[f] * (size_t)n;
+                const float *xv = values + g;
                 if (method == 0) {
-                    const uint16_t *rk = ranks + g;
-                    uint32_t rmin = 0xFFFFFFFFu, rmax = 0;
-                    for (int k = 0; k < m; k++) {
-                        uint32_t r = rk[idx[start + k]];
-                        key[k] = (r << 16) | (uint32_t)k;
-                        if (r < rmin) rmin = r;
-                        if (r > rmax) rmax = r;
+                    const uint16_t *pf = pos + g, *of = order + g;
+                    if (m == 2) {        /* the only possible split; every non-constant feature gives it */
+                        int s0 = idx[start], s1 = idx[start + 1];
+                        if (xv[s0] == xv[s1]) { nconst++; continue; }
+                        best = wy[s0] * wy[s0] * inv[wi[s0]] + wy[s1] * wy[s1] * inv[wi[s1]];
+                        bestf = f; bthr_p = pf[s0] < pf[s1] ? pf[s0] : pf[s1];
+                        break;
                     }
-                    if (rmin == rmax) { nconst++; continue; }
-                    sort_keys(key, tmp, m, rmin, rmax, cnt);
-                    double wl = 0, sl = 0;
-                    for (int k = 0; k < m - 1; k++) {
-                        int s = idx[start + (key[k] & 0xFFFFu)];
-                        wl += w[s]; sl += wy[s];
-                        if ((key[k] >> 16) == (key[k + 1] >> 16)) continue;
-                        double wr = W - wl, sr = S - sl;
-                        double proxy = sl * sl / wl + sr * sr / wr;
-                        if (proxy > best) { best = proxy; bestf = f; bthr_r = key[k] >> 16; }
+                    int wlo = nwords, whi = -1;
+                    for (int k = start; k < end; k++) {
+                        int q = pf[idx[k]], wd = q >> 6;
+                        bm[wd] |= 1ULL << (q & 63);
+                        if (wd < wlo) wlo = wd;
+                        if (wd > whi) whi = wd;
                     }
+                    int wl = 0, prevq = -1, boundary = 0; double sl = 0; float prev = 0;
+                    for (int wd = wlo; wd <= whi; wd++) {
+                        uint64_t bits = bm[wd];
+                        bm[wd] = 0;
+                        while (bits) {
+                            int q = (wd << 6) | __builtin_ctzll(bits);
+                            bits &= bits - 1;
+                            int s = of[q];
+                            float v = xv[s];
+                            if (prevq >= 0 && v != prev) {
+                                boundary = 1;
+                                double sr = S - sl;
+                                double proxy = sl * sl * inv[wl] + sr * sr * inv[Wi - wl];
+                                if (proxy > best) { best = proxy; bestf = f; bthr_p = prevq; }
+                            }
+                            wl += wi[s]; sl += wy[s]; prev = v; prevq = q;
+                        }
+                    }
+                    if (!boundary) nconst++;
                 } else {
-                    const float *xv = values + g;
                     float vmin = INFINITY, vmax = -INFINITY;
                     for (int k = start; k < end; k++) {
                         float v = xv[idx[k]];
@@ -161,26 +155,26 @@ int genie3_target(const uint16_t *ranks, const float *values, int n, const int32
                     if (vmax <= vmin + 1e-7f) { nconst++; continue; }
                     double thr = (double)vmin + rand01(&rng) * ((double)vmax - (double)vmin);
                     if (thr >= (double)vmax) thr = (double)vmin;
-                    double wl = 0, sl = 0;
+                    int wl = 0; double sl = 0;
                     for (int k = start; k < end; k++) {
                         int s = idx[k];
-                        if ((double)xv[s] <= thr) { wl += w[s]; sl += wy[s]; }
+                        if ((double)xv[s] <= thr) { wl += wi[s]; sl += wy[s]; }
                     }
-                    double wr = W - wl, sr = S - sl;
-                    if (wl <= 0 || wr <= 0) continue;
-                    double proxy = sl * sl / wl + sr * sr / wr;
+                    if (wl <= 0 || wl >= Wi) continue;
+                    double sr = S - sl;
+                    double proxy = sl * sl * inv[wl] + sr * sr * inv[Wi - wl];
                     if (proxy > best) { best = proxy; bestf = f; bthr_v = thr; }
                 }
             }
             if (bestf < 0) continue;                     /* only constant features: leaf */
             acc[bestf] += (best - parent) * inv_root;
-            /* partition idx[start:end) into <= threshold | > threshold */
+            /* partition idx[start:end) into left (<= threshold) | right */
             const size_t g = (size_t)feat[bestf] * (size_t)n;
             int i = start, j = end - 1;
             if (method == 0) {
-                const uint16_t *rk = ranks + g;
+                const uint16_t *pf = pos + g;
                 while (i <= j) {
-                    if (rk[idx[i]] <= bthr_r) i++;
+                    if (pf[idx[i]] <= bthr_p) i++;
                     else { int tmpi = idx[i]; idx[i] = idx[j]; idx[j] = tmpi; j--; }
                 }
             } else {
@@ -196,6 +190,6 @@ int genie3_target(const uint16_t *ranks, const float *values, int n, const int32
     }
     for (int f = 0; f < p; f++) out[f] = acc[f] / (double)n_trees;
 done:
-    free(w); free(wy); free(acc); free(idx); free(perm); free(key); free(tmp); free(cnt); free(stack);
+    free(wy); free(inv); free(acc); free(wi); free(idx); free(perm); free(bm); free(stack);
     return ok ? 0 : -1;
 }

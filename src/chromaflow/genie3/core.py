@@ -88,12 +88,13 @@ def compute_weights(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, t
     reg_pos = {int(g): r for r, g in enumerate(reg_idx)}
     info = {"constant_targets": [], "engine": opts.engine}
 
-    lib = ranks = None
+    lib = order = pos = None
     if opts.engine == "fast":
         from . import fast
         lib = fast.load_kernel()  # KernelUnavailable handled by the caller
-        ranks = fast.dense_ranks(values) if opts.tree_method == "RF" else None
-    vals_for_kernel = np.ascontiguousarray(values, dtype=np.float32) if opts.tree_method == "ET" else None
+        values = np.ascontiguousarray(values, dtype=np.float32)  # no copy when already so
+        if opts.tree_method == "RF":
+            order, pos = fast.sort_orders(values)
 
     def one(t: int):
         j = int(tgt_idx[t])
@@ -109,7 +110,7 @@ def compute_weights(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, t
         K = resolve_k(opts.max_features, len(inputs))
         s64 = target_seed(opts.seed, j)
         if opts.engine == "fast":
-            imp = fast.target_importances(lib, ranks, vals_for_kernel, inputs, y, opts.n_trees, K,
+            imp = fast.target_importances(lib, values, order, pos, inputs, y, opts.n_trees, K,
                                           opts.tree_method, s64)
         else:
             from . import skengine

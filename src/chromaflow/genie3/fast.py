@@ -79,38 +79,41 @@ def load_kernel():
         raise KernelUnavailable(f"cannot load {so}: {exc}") from None
     lib.genie3_target.restype = ctypes.c_int
     lib.genie3_target.argtypes = [
-        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
+        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
         ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_uint64, ctypes.c_void_p,
     ]
     _lib = lib
     return lib
 
 
-def dense_ranks(values: np.ndarray) -> np.ndarray:
-    """Per-gene dense ranks (ties share a rank) as uint16, gene-major; values (genes x samples) float32."""
-    n = values.shape[1]
+def sort_orders(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per gene: stable argsort of its samples (order[g, q] = sample at position q) and the inverse
+    (pos[g, s] = position of sample s), both uint16 gene-major; values is genes x samples float32.
+    Built in blocks of genes so the temporary int64 argsort stays small."""
+    G, n = values.shape
     if n > 65535:
         raise KernelUnavailable(f"{n} samples: the fast kernel supports at most 65535")
-    order = np.argsort(values, axis=1, kind="stable")
-    sv = np.take_along_axis(values, order, axis=1)
-    newval = np.ones_like(sv, dtype=np.uint16)
-    newval[:, 0] = 0
-    np.not_equal(sv[:, 1:], sv[:, :-1], out=newval[:, 1:], casting="unsafe")
-    dr = np.cumsum(newval, axis=1, dtype=np.uint16)
-    ranks = np.empty_like(dr)
-    np.put_along_axis(ranks, order, dr, axis=1)
-    return ranks
+    order = np.empty((G, n), dtype=np.uint16)
+    pos = np.empty((G, n), dtype=np.uint16)
+    ar = np.arange(n, dtype=np.uint16)
+    step = max(1, (1 << 22) // max(n, 1))
+    for a in range(0, G, step):
+        o = np.argsort(values[a:a + step], axis=1, kind="stable")
+        order[a:a + step] = o
+        np.put_along_axis(pos[a:a + step], o, np.broadcast_to(ar, o.shape), axis=1)
+    return order, pos
 
 
-def target_importances(lib, ranks, values, inputs: np.ndarray, y: np.ndarray, n_trees: int, K: int,
+def target_importances(lib, values, order, pos, inputs: np.ndarray, y: np.ndarray, n_trees: int, K: int,
                        method: str, seed64: int) -> np.ndarray:
     n = y.shape[0]
     inputs = np.ascontiguousarray(inputs, dtype=np.int32)
     y = np.ascontiguousarray(y, dtype=np.float64)
     out = np.zeros(inputs.shape[0], dtype=np.float64)
     rc = lib.genie3_target(
-        ranks.ctypes.data if ranks is not None else None,
-        values.ctypes.data if values is not None else None,
+        values.ctypes.data,
+        order.ctypes.data if order is not None else None,
+        pos.ctypes.data if pos is not None else None,
         n, inputs.ctypes.data, int(inputs.shape[0]), y.ctypes.data, int(n_trees), int(K),
         0 if method == "RF" else 1, ctypes.c_uint64(seed64), out.ctypes.data)
     if rc != 0:
