@@ -91,52 +91,62 @@ def read_expression(path: str | Path, layout: str) -> Expression:
                 raise ChromaflowError(f"{path}: line 1: empty file or empty header")
             delim = _sniff_delimiter(path, first)
             fh.seek(0)
-            rows = list(csv.reader(fh, delimiter=delim))
+            header, hline, data_lines, labels, arrays, width = None, 0, [], [], [], None
+            reader = csv.reader(fh, delimiter=delim)
+            has_label = False
+            for r in reader:  # streamed: one row of strings in memory at a time
+                ln = reader.line_num
+                r = [c.strip() for c in r]
+                if not any(r):
+                    continue
+                if header is None:
+                    header, hline = r, ln
+                    continue
+                if width is None:
+                    width = len(r)
+                    if len(header) == width - 1:
+                        has_label, col_names = True, header
+                    elif len(header) == width:
+                        has_label = header[0] == "" or not looks_numeric(r[0])
+                        col_names = header[1:] if has_label else header
+                    else:
+                        raise ChromaflowError(f"{path}: line {hline}: header has {len(header)} fields but "
+                                              f"data line {ln} has {width}")
+                    if not col_names:
+                        raise ChromaflowError(f"{path}: no data columns")
+                elif len(r) != width:
+                    raise ChromaflowError(f"{path}: line {ln}: {len(r)} fields, expected {width} "
+                                          f"(as on line {data_lines[0]})")
+                row = r[1:] if has_label else r
+                try:
+                    arr = np.array(row, dtype=np.float32)
+                except ValueError:
+                    for c, v in enumerate(row):
+                        try:
+                            float(v)
+                        except ValueError:
+                            raise ChromaflowError(
+                                f"{path}: line {ln}, column {c + 1 + has_label} ({col_names[c]!r}): "
+                                f"non-numeric value {v!r}") from None
+                    raise ChromaflowError(f"{path}: line {ln}: unparsable numbers") from None
+                if not np.isfinite(arr).all():
+                    c = int(np.flatnonzero(~np.isfinite(arr))[0])
+                    raise ChromaflowError(
+                        f"{path}: line {ln}, column {c + 1 + has_label} ({col_names[c]!r}): non-finite value "
+                        f"{row[c]!r} (NaN/inf are not allowed; impute or drop first)")
+                data_lines.append(ln)
+                labels.append(r[0] if has_label else str(len(labels) + 1))
+                arrays.append(arr)
     except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
         raise ChromaflowError(f"{path}: not a readable text table ({exc})") from None
     except csv.Error as exc:
         raise ChromaflowError(f"{path}: malformed CSV/TSV ({exc})") from None
-    # drop blank lines but keep line numbers
-    numbered = [(i + 1, [c.strip() for c in r]) for i, r in enumerate(rows) if any(c.strip() for c in r)]
-    if len(numbered) < 2:
+    if header is None or not arrays:
         raise ChromaflowError(f"{path}: needs a header line and at least one data line")
-    hline, header = numbered[0]
-    data = numbered[1:]
-    width = len(data[0][1])
-    for ln, r in data:
-        if len(r) != width:
-            raise ChromaflowError(f"{path}: line {ln}: {len(r)} fields, expected {width} (as on line {data[0][0]})")
-    # does the table carry a label column?
-    if len(header) == width - 1:
-        has_label, col_names = True, header
-    elif len(header) == width:
-        first_col_text = any(not looks_numeric(r[0]) for _, r in data)
-        has_label = header[0] == "" or first_col_text
-        col_names = header[1:] if has_label else header
-    else:
-        raise ChromaflowError(f"{path}: line {hline}: header has {len(header)} fields but data lines have {width}")
-    row_labels = [r[0] for _, r in data] if has_label else [str(i + 1) for i in range(len(data))]
-    cells = [r[1:] if has_label else r for _, r in data]
-    if not col_names:
-        raise ChromaflowError(f"{path}: no data columns")
-    mat = np.empty((len(cells), len(col_names)), dtype=np.float32)
-    for k, ((ln, _), row) in enumerate(zip(data, cells)):
-        try:
-            mat[k] = np.array(row, dtype=np.float64)
-        except ValueError:
-            for c, v in enumerate(row):
-                try:
-                    float(v)
-                except ValueError:
-                    raise ChromaflowError(
-                        f"{path}: line {ln}, column {c + 1 + has_label} ({col_names[c]!r}): "
-                        f"non-numeric value {v!r}") from None
-            raise ChromaflowError(f"{path}: line {ln}: unparsable numbers") from None
-    bad = ~np.isfinite(mat)
-    if bad.any():
-        k, c = map(int, np.argwhere(bad)[0])
-        raise ChromaflowError(f"{path}: line {data[k][0]}, column {c + 1 + has_label} ({col_names[c]!r}): "
-                              f"non-finite value {cells[k][c]!r} (NaN/inf are not allowed; impute or drop first)")
+    row_labels = labels
+    mat = np.vstack(arrays)  # peak: the rows + the matrix (2 x float32 size), never Python floats per cell
+    del arrays
+
 
     if layout == "samples-x-genes":
         genes, samples = list(col_names), row_labels
@@ -145,6 +155,7 @@ def read_expression(path: str | Path, layout: str) -> Expression:
                 f"{path}: line {hline}: the header holds numbers ({', '.join(genes[:3])}, ...), not gene names; "
                 f"if genes are rows use --layout genes-x-samples, else add a header of gene names")
         values = np.ascontiguousarray(mat.T)
+        del mat
         gene_axis = f"line {hline} (header)"
     else:
         if not has_label:
