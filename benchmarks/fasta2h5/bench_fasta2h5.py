@@ -7,7 +7,8 @@ Usage (from the repository root, after ``source scripts/env.sh``)::
 
 Cases: 5 x 10 Mbp, 1 x 50 Mbp, 10,000 x 5 kbp (random ACGT, 60-column lines, seed 42), default settings,
 plus ``--deflate zlib`` and ``--compression lzf`` on 5 x 10 Mbp. Each run is a fresh ``python -m chromaflow``
-process; wall, user+sys CPU and peak RSS come from ``os.wait4``. The machine is shared, so the 1-minute
+process; wall, user+sys CPU and peak RSS come from ``os.wait4`` (the FASTAs are generated in separate
+processes because ru_maxrss survives exec). The machine is shared, so the 1-minute
 load average is recorded before every run, and CPU seconds are the more robust number.
 Reference numbers are Helixer's fasta2h5 measured on this machine type (FORMATS.md §6.1).
 """
@@ -84,7 +85,11 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="10x smaller inputs (smoke test); does not write RESULTS.md")
     ap.add_argument("--keep", default=None, help="generate the FASTAs in this directory and keep them")
     ap.add_argument("--results", default=str(HERE / "RESULTS.md"))
+    ap.add_argument("--generate", nargs=2, metavar=("FASTA", "CASE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.generate:
+        write_fasta(Path(args.generate[0]), (QUICK if args.quick else CASES)[args.generate[1]])
+        return 0
 
     sizes = QUICK if args.quick else CASES
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench_fasta2h5."))
@@ -95,7 +100,9 @@ def main() -> int:
         for case, lengths in sizes.items():
             fa = tmp / f"{case}.fa"
             if not fa.exists():
-                write_fasta(fa, lengths)
+                # in a child process: ru_maxrss survives exec, so a big parent would inflate the runs' RSS
+                subprocess.run([sys.executable, __file__, "--generate", str(fa), case] + (["--quick"] if args.quick else []),
+                               check=True)
             fastas[case] = (fa, sum(lengths), len(lengths))
         for case, variant in PLAN:
             fa, bp, nrec = fastas[case]

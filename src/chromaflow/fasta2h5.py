@@ -385,7 +385,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not args.force:
         raise ChromaflowError(f"{out}: output exists (use --force to overwrite)")
-    if not os.path.isfile(args.fasta):
+    if not os.path.exists(args.fasta) or os.path.isdir(args.fasta):
         raise ChromaflowError(f"{args.fasta}: no such file")
     with StageMetrics("fasta2h5", args.metrics, threads=threads) as m:
         with atomic_output(out, force=args.force) as tmp:
