@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""GENIE3 benchmark: DREAM4 size-100 accuracy/time for both engines, and cost scaling.
+
+usage (from the repo, after `source scripts/env.sh`):
+  python benchmarks/genie3/run_benchmark.py dream4 --engine fast --n-trees 1000 [--nets 1 2 3 4 5]
+  python benchmarks/genie3/run_benchmark.py dream4 --engine sklearn --n-trees 1000 --nets 1
+  python benchmarks/genie3/run_benchmark.py scale            # time per target vs samples / regulators
+  python benchmarks/genie3/run_benchmark.py bigmem           # 20,000 genes x 2,000 samples, a few targets: RSS
+
+Each run is a `chromaflow genie3` subprocess (seed = network number, like the anchors), timed by its
+metrics JSON (wall_s, cpu_s, peak RSS); the 1-minute load average is recorded before and after,
+since other jobs share the machine. Results are printed as Markdown table rows.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+REF = Path(os.environ.get("CHROMAFLOW_REFERENCE", ROOT.parent / "shared" / "reference")) / "dream4"
+sys.path.insert(0, str(HERE))
+from score import score  # noqa: E402
+
+ANCHOR = {1: (0.7475, 0.1571), 2: (0.7281, 0.1526), 3: (0.7631, 0.2290), 4: (0.7865, 0.2097), 5: (0.7948, 0.2045)}
+
+
+def run_genie3(args: list[str], tmp: Path) -> dict:
+    metrics = tmp / "m.json"
+    t0 = time.perf_counter()
+    subprocess.run(["chromaflow", "genie3", *args, "--metrics", str(metrics)], check=True)
+    m = json.loads(metrics.read_text())
+    m["process_wall_s"] = time.perf_counter() - t0
+    return m
+
+
+def dream4(ns) -> None:
+    print(f"| engine | net | trees | AUROC | AUPR | ref AUROC | ref AUPR | wall s (process) | in-stage wall s | "
+          f"CPU s | CPU % | peak RSS MB | load 1-min before/after |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        for net in ns.nets:
+            la0 = os.getloadavg()[0]
+            out = tmp / f"links{net}.tsv.gz"
+            m = run_genie3(["--expression", str(REF / f"insilico_size100_{net}_multifactorial.tsv"),
+                            "--layout", "samples-x-genes", "--engine", ns.engine, "--n-trees", str(ns.n_trees),
+                            "--seed", str(net), "--threads", str(ns.threads), "--out", str(out)], tmp)
+            la1 = os.getloadavg()[0]
+            auroc, aupr = score(str(out), str(REF / f"DREAM4_GoldStandard_InSilico_Size100_multifactorial_{net}.tsv"))
+            rows.append((auroc, aupr, m["process_wall_s"], m["cpu_s"]))
+            print(f"| {m['engine']} | {net} | {ns.n_trees} | {auroc:.4f} | {aupr:.4f} | {ANCHOR[net][0]:.4f} | "
+                  f"{ANCHOR[net][1]:.4f} | {m['process_wall_s']:.2f} | {m['wall_s']:.2f} | {m['cpu_s']:.2f} | "
+                  f"{100 * m['cpu_s'] / m['wall_s']:.0f} | {m['peak_rss_bytes'] / 2**20:.0f} | {la0:.2f} / {la1:.2f} |",
+                  flush=True)
+    a = np.array(rows)
+    ref = np.array([ANCHOR[n] for n in ns.nets])
+    print(f"| **mean** | | | **{a[:, 0].mean():.4f}** | **{a[:, 1].mean():.4f}** | {ref[:, 0].mean():.4f} | "
+          f"{ref[:, 1].mean():.4f} | {a[:, 2].mean():.2f} | | {a[:, 3].mean():.2f} | | | |")
+
+
+def _write_synthetic(path: Path, genes: int, samples: int, seed: int = 0) -> None:
+    """samples x genes TSV; genes depend on a few 'regulators' so trees are realistic (not pure noise)."""
+    rng = np.random.default_rng(seed)
+    n_reg = max(2, genes // 10)
+    R = rng.uniform(0, 1, size=(samples, n_reg)).astype(np.float32)
+    with open(path, "w") as fh:
+        fh.write("\t".join(f"g{i}" for i in range(genes)) + "\n")
+        block = 256
+        parents = rng.integers(0, n_reg, size=(genes, 2))
+        for s0 in range(0, samples, block):
+            r = R[s0:s0 + block]
+            X = r[:, parents[:, 0]] * 0.6 + r[:, parents[:, 1]] ** 2 * 0.4
+            X += rng.normal(0, 0.05, X.shape).astype(np.float32)
+            X[:, :n_reg] = r
+            np.savetxt(fh, X, fmt="%.5f", delimiter="\t")
+
+
+def scale(ns) -> None:
+    """Time per target (fast engine, RF, K=sqrt) vs samples and #regulators; few targets, 100 trees."""
+    print("| samples | regulators (inputs) | K | trees | targets | CPU s per target | CPU ms per tree | "
+          "in-stage wall s | load before |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        for genes, samples in ((100, 100), (1000, 100), (4000, 100), (100, 500), (100, 2000), (1000, 500),
+                               (1000, 2000), (4000, 2000)):
+            f = tmp / f"x{genes}_{samples}.tsv"
+            _write_synthetic(f, genes, samples)
+            T = 20 if samples >= 1000 else 40
+            chunk = f"1/{max(1, genes // T)}"
+            la0 = os.getloadavg()[0]
+            m = run_genie3(["--expression", str(f), "--layout", "samples-x-genes", "--n-trees", str(ns.n_trees),
+                            "--targets-chunk", chunk, "--threads", "1", "--out", str(tmp / "p.npz")], tmp)
+            k = int(np.floor(np.sqrt(genes - 1)))
+            per_t = m["compute_s"] / m["targets"]  # single thread: compute wall ~ CPU
+            print(f"| {samples} | {genes - 1} | {k} | {ns.n_trees} | {m['targets']} | {per_t:.3f} | "
+                  f"{1000 * per_t / ns.n_trees:.3f} | {m['wall_s']:.1f} | {la0:.2f} |", flush=True)
+            f.unlink()
+
+
+def bigmem(ns) -> None:
+    """20,000 genes x 2,000 samples: parse + order tables + a few targets; report wall and peak RSS."""
+    with tempfile.TemporaryDirectory(dir=ns.tmpdir) as d:
+        tmp = Path(d)
+        f = tmp / "big.tsv"
+        t0 = time.perf_counter()
+        _write_synthetic(f, 20000, 2000)
+        print(f"wrote {f.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - t0:.0f} s", flush=True)
+        m = run_genie3(["--expression", str(f), "--layout", "samples-x-genes", "--n-trees", str(ns.n_trees),
+                        "--targets-chunk", "1/2000", "--threads", "2", "--out", str(tmp / "p.npz")], tmp)
+        print(json.dumps({k: m[k] for k in ("genes", "samples", "targets", "trees", "wall_s", "compute_s", "cpu_s",
+                                            "peak_rss_bytes", "targets_per_s")}, indent=1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("dream4")
+    p.add_argument("--engine", default="fast")
+    p.add_argument("--n-trees", type=int, default=1000)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--nets", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    p = sub.add_parser("scale")
+    p.add_argument("--n-trees", type=int, default=100)
+    p = sub.add_parser("bigmem")
+    p.add_argument("--n-trees", type=int, default=100)
+    p.add_argument("--tmpdir", default=None)
+    ns = ap.parse_args()
+    {"dream4": dream4, "scale": scale, "bigmem": bigmem}[ns.cmd](ns)
+
+
+if __name__ == "__main__":
+    main()
