@@ -207,7 +207,7 @@ def test_format_bedgraph_matches_python():
 def test_runs_and_merge():
     st = bigwig.TrackState()
     a = np.array([1, 1, 2, 2], np.float32)
-    assert [x.tolist() for x in st.feed(a, 0, False)] == [[0], [2], [1.0]]
-    assert st.feed(np.array([2, 2], np.float32), 4, False) is None  # empty-block: nothing
-    out = st.feed(np.array([2, 3], np.float32), 6, True)
+    assert [x.tolist() for x in st.feed(a, None, 0, False)] == [[0], [2], [1.0]]
+    assert st.feed(np.array([2, 2], np.float32), None, 4, False) is None  # empty-block: nothing
+    out = st.feed(np.array([2, 3], np.float32), None, 6, True)
     assert [x.tolist() for x in out] == [[2, 7], [7, 8], [2.0, 3.0]]

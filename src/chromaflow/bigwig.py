@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import os
 import sys
+import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -139,9 +141,15 @@ class ChunkReader:
                 self.dtype = d0.dtype
                 self.fill = d0.fillvalue
 
-    def read(self, rows: np.ndarray) -> np.ndarray:
+    def read(self, rows: np.ndarray, reverse: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Rows -> (float32 array (C, rows, L), per-channel bool "contains -1").
+
+        With ``reverse`` every row is reversed, so flattening the result gives the minus-strand vector in
+        ascending genome order (FORMATS §5.3: flatten in file order, then reverse the whole vector).
+        """
         m = len(rows)
-        out = np.empty((len(self.channels), m, self.L), dtype=np.float32)
+        C = len(self.channels)
+        out = np.empty((C, m, self.L), dtype=np.float32)
         if self.fast:
             did = self.dsets[0].id
             jobs = []
@@ -153,34 +161,210 @@ class ChunkReader:
                         out[c, i] = self.fill
                         continue
                     jobs.append((c, i, mask, raw))
+            inflate = _inflater(self.L * self.dtype.itemsize)
+            step = -1 if reverse else 1
 
             def work(job):
                 c, i, mask, raw = job
-                data = raw if mask & 1 else zlib.decompress(raw)
-                out[c, i] = np.frombuffer(data, dtype=self.dtype)
+                data = np.frombuffer(raw, dtype=self.dtype) if mask & 1 else inflate(raw).view(self.dtype)
+                out[c, i] = data[::step]
 
             if self.pool is not None and len(jobs) > 1:
-                for _ in self.pool.map(work, jobs, chunksize=max(1, len(jobs) // 32)):
+                for _ in self.pool.map(work, jobs, chunksize=max(1, len(jobs) // 16)):
                     pass
             else:
                 for job in jobs:
                     work(job)
-            return out
-        # generic path: contiguous slice when possible, else sorted fancy index
-        srt = np.sort(rows)
-        inv = np.argsort(np.argsort(rows))
-        if m and srt[-1] - srt[0] + 1 == m:
-            sel = slice(int(srt[0]), int(srt[-1]) + 1)
         else:
-            sel = srt
-        if self.reduce_mean:
-            for c, d in enumerate(self.dsets):
-                a = np.asarray(d[sel]).astype(np.float32)
-                out[c] = np.rint(a.mean(axis=-1, dtype=np.float32))[inv]
+            # generic path: contiguous slice when possible, else sorted fancy index
+            srt = np.sort(rows)
+            inv = np.argsort(np.argsort(rows))
+            sel = slice(int(srt[0]), int(srt[-1]) + 1) if m and srt[-1] - srt[0] + 1 == m else srt
+            if self.reduce_mean:
+                for c, d in enumerate(self.dsets):
+                    a = np.asarray(d[sel]).astype(np.float32)
+                    out[c] = np.rint(a.mean(axis=-1, dtype=np.float32))[inv]
+            else:
+                a = np.asarray(self.dsets[0][sel][:, :, self.channels])
+                out[:] = np.moveaxis(a.astype(np.float32), 2, 0)[:, inv]
+            if reverse:
+                out = np.ascontiguousarray(out[:, :, ::-1])
+        # padding check on the last row first: in well-formed files only a chromosome's last chunk is padded
+        dirty = np.array([bool(np.any(out[c, -1] == -1)) or bool(np.any(out[c, :-1] == -1)) for c in range(C)])
+        return out, dirty
+
+
+    def load_piece(self, plus_rows: np.ndarray, minus_rows: np.ndarray, keys: list[tuple[int, str]],
+                   want_cuts: bool) -> dict:
+        """Track vectors of one piece: {(channel, strand): (vector, cuts or None)}.
+
+        ``vector`` is the padding-free track in ascending genome order (strand avg/+/-); ``cuts`` are the
+        positions i ≥ 1 where vector[i] != vector[i-1] (the run boundaries), or None if not computed.
+        On the fast path all O(bp) work (inflate, cast, reverse, average, run boundaries) happens per
+        chunk in the thread pool; the caller only touches O(intervals) data.
+        """
+        need_p = sorted({c for c, s in keys if s in ("avg", "+")})
+        need_m = sorted({c for c, s in keys if s in ("avg", "-")})
+        if not self.fast:
+            P = self.read(plus_rows) if need_p else None
+            M = self.read(minus_rows, reverse=True) if need_m else None
+            return {k: (_track_vector(P, M, *k), None) for k in keys}
+        m = len(plus_rows)
+        L = self.L
+        C = len(self.channels)
+        P = np.empty((C, m, L), np.float32) if need_p else None
+        M = np.empty((C, m, L), np.float32) if need_m else None
+        A = np.empty((C, m, L), np.float32) if any(s == "avg" for _, s in keys) else None
+        strands_of = {c: [s for cc, s in keys if cc == c] for c in range(C)}
+        did = self.dsets[0].id
+        inflate = _inflater(L * self.dtype.itemsize)
+
+        def raw(row, ch):
+            try:
+                mask, data = did.read_direct_chunk((row, 0, ch))
+            except Exception:  # unallocated chunk: every value is the fill value
+                return np.full(L, self.fill, dtype=self.dtype)
+            return np.frombuffer(data, dtype=self.dtype) if mask & 1 else data
+
+        jobs = []
+        pr = plus_rows.tolist()
+        mr = minus_rows.tolist()
+        for i in range(m):
+            for c in range(C):
+                ch = self.channels[c]
+                jobs.append((i, c, raw(pr[i], ch) if c in need_p else None, raw(mr[i], ch) if c in need_m else None))
+
+        def work(job):
+            i, c, rp, rm = job
+            dirty = False
+            if rp is not None:
+                a = rp if isinstance(rp, np.ndarray) else inflate(rp).view(self.dtype)
+                P[c, i] = a
+                dirty |= bool(a.min() < 0)
+            if rm is not None:
+                a = rm if isinstance(rm, np.ndarray) else inflate(rm).view(self.dtype)
+                M[c, i] = a[::-1]
+                dirty |= bool(a.min() < 0)
+            if dirty:  # padding (or other negative values): exact masking later, on the whole piece
+                return c, None
+            cuts = {}
+            for s in strands_of[c]:
+                if s == "avg":
+                    row = A[c, i]
+                    np.add(P[c, i], M[c, i], out=row)
+                    row *= np.float32(0.5)  # exactly / 2
+                    np.rint(row, out=row)
+                else:
+                    row = P[c, i] if s == "+" else M[c, i]
+                if want_cuts:
+                    cuts[s] = np.flatnonzero(row[1:] != row[:-1]) + 1
+            return c, cuts
+
+        if self.pool is not None and len(jobs) > 1:
+            results = list(self.pool.map(work, jobs, chunksize=max(1, len(jobs) // 16)))
         else:
-            a = np.asarray(self.dsets[0][sel][:, :, self.channels])
-            out[:] = np.moveaxis(a.astype(np.float32), 2, 0)[:, inv]
+            results = [work(j) for j in jobs]
+        out = {}
+        for c in range(C):
+            res = results[c::C]
+            if any(r[1] is None for r in res):
+                for s in strands_of[c]:
+                    out[(c, s)] = (_track_vector((P, _dirty_flags(P)) if P is not None else None,
+                                                 (M, _dirty_flags(M)) if M is not None else None, c, s), None)
+                continue
+            for s in strands_of[c]:
+                X = A if s == "avg" else (P if s == "+" else M)
+                v = X[c].reshape(-1)
+                cuts = None
+                if want_cuts:
+                    parts = []
+                    Xc = X[c]
+                    boundary = np.flatnonzero(Xc[1:, 0] != Xc[:-1, -1]) + 1  # rows whose first value differs
+                    bset = set(boundary.tolist())
+                    for i in range(m):
+                        if i in bset:
+                            parts.append(np.array([i * L], dtype=np.int64))
+                        parts.append(res[i][1][s] + i * L)
+                    cuts = np.concatenate(parts) if parts else np.empty(0, np.int64)
+                out[(c, s)] = (v, cuts)
         return out
+
+
+def _dirty_flags(X: np.ndarray) -> np.ndarray:
+    return np.array([bool(np.any(X[c] == -1)) for c in range(X.shape[0])])
+
+
+def _track_vector(P, M, c: int, strand: str) -> np.ndarray:
+    """Exact FORMATS §5.3 track of channel c from (array, dirty) pairs: remove -1, then + / − / avg."""
+    p = _strand_vector(P, c) if strand in ("avg", "+") else None
+    m = _strand_vector(M, c) if strand in ("avg", "-") else None
+    if strand == "+":
+        return p
+    if strand == "-":
+        return m
+    if len(p) != len(m):
+        raise ChromaflowError(f"plus and minus strands differ in length ({len(p)} vs {len(m)} bp)")
+    v = np.add(p, m)
+    v *= np.float32(0.5)  # exactly / 2 in float32
+    np.rint(v, out=v)
+    return v
+
+
+def _strand_vector(arr_dirty, c: int) -> np.ndarray:
+    arr, dirty = arr_dirty
+    v = arr[c].reshape(-1)
+    return v[v != -1] if dirty[c] else v
+
+
+_tls = threading.local()
+
+
+def _inflater(nbytes: int):
+    """zlib-format inflate of one chunk into a fresh buffer; libdeflate (ctypes, GIL released) if present."""
+    lib = _libdeflate()
+    if lib is None:
+        return lambda raw: np.frombuffer(zlib.decompress(raw), dtype=np.uint8)
+
+    def inflate(raw: bytes) -> np.ndarray:
+        d = getattr(_tls, "dec", None)
+        if d is None:
+            d = _tls.dec = lib.libdeflate_alloc_decompressor()
+        buf = np.empty(nbytes, dtype=np.uint8)
+        got = ctypes.c_size_t()
+        rc = lib.libdeflate_zlib_decompress(d, raw, len(raw), buf.ctypes.data, nbytes, ctypes.byref(got))
+        if rc != 0:  # not exactly nbytes or corrupt: let zlib decide/raise with its own message
+            return np.frombuffer(zlib.decompress(raw), dtype=np.uint8)
+        return buf
+
+    return inflate
+
+
+_LIBDEFLATE: list = []
+
+
+def _libdeflate():
+    """The system libdeflate through ctypes (2-4x faster inflate than zlib), or None.
+
+    Optional: used only when the shared library is installed; CHROMAFLOW_LIBDEFLATE=0 disables it.
+    """
+    if not _LIBDEFLATE:
+        lib = None
+        if os.environ.get("CHROMAFLOW_LIBDEFLATE", "1") != "0":
+            import ctypes.util
+
+            name = ctypes.util.find_library("deflate")
+            try:
+                lib = ctypes.CDLL(name or "libdeflate.so.0")
+                lib.libdeflate_alloc_decompressor.restype = ctypes.c_void_p
+                lib.libdeflate_alloc_decompressor.argtypes = []
+                lib.libdeflate_zlib_decompress.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                                                           ctypes.c_void_p, ctypes.c_size_t,
+                                                           ctypes.POINTER(ctypes.c_size_t)]
+                lib.libdeflate_zlib_decompress.restype = ctypes.c_int
+            except (OSError, AttributeError):
+                lib = None
+        _LIBDEFLATE.append(lib)
+    return _LIBDEFLATE[0]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -194,10 +378,11 @@ def smooth(track: np.ndarray, w: int, clip: bool) -> np.ndarray:
     return out
 
 
-def runs(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Maximal runs of equal values: (starts, ends, values), block coordinates."""
+def runs(v: np.ndarray, cut: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Maximal runs of equal values: (starts, ends, values), block coordinates (``cut``: known boundaries)."""
     n = len(v)
-    cut = np.flatnonzero(v[1:] != v[:-1]) + 1
+    if cut is None:
+        cut = np.flatnonzero(v[1:] != v[:-1]) + 1
     starts = np.empty(len(cut) + 1, dtype=np.int64)
     starts[0] = 0
     starts[1:] = cut
@@ -213,7 +398,7 @@ class TrackState:
     pending: tuple[int, float] | None = None  # (start, value) of the held-back last run
     end: int = 0
 
-    def feed(self, v: np.ndarray, offset: int, final: bool):
+    def feed(self, v: np.ndarray, cuts: np.ndarray | None, offset: int, final: bool):
         """Return (starts, ends, values) to emit for piece ``v`` starting at chromosome coordinate ``offset``."""
         if len(v) == 0:
             if final and self.pending is not None:
@@ -221,7 +406,7 @@ class TrackState:
                 self.pending = None
                 return (np.array([s], np.int64), np.array([self.end], np.int64), np.array([val], v.dtype))
             return None
-        starts, ends, vals = runs(v)
+        starts, ends, vals = runs(v, cuts)
         starts += offset
         ends += offset
         if self.pending is not None:
@@ -253,9 +438,11 @@ class BigWigWriter:
         if self.bw is None:
             raise ChromaflowError(f"{path}: cannot open for writing")
         self.bw.addHeader(header)
+        self.count = 0
 
     def write(self, chrom: str, starts, ends, vals) -> None:
         n = len(starts)
+        self.count += n
         if n:
             self.bw.addEntries([chrom] * n, starts, ends=ends, values=vals.astype(np.float64))
 
@@ -345,8 +532,10 @@ class BedGraphWriter:
         self.queue: list = []
         self.buffer: list[bytes] = []
         self.buffered = 0
+        self.count = 0
 
     def write(self, chrom: str, starts, ends, vals) -> None:
+        self.count += len(starts)
         text = format_bedgraph(chrom, starts, ends, vals)
         if not text:
             return
@@ -504,14 +693,10 @@ def run(args: argparse.Namespace) -> int:
             for t in tracks:
                 tmp = stack.enter_context(atomic_output(t.path, force=True))
                 t.writer = BigWigWriter(tmp, header) if fmt == "bigwig" else BedGraphWriter(tmp, pool)
-            need_plus = any(t.strand in ("avg", "+") for t in tracks)
-            need_minus = any(t.strand in ("avg", "-") for t in tracks)
             total_bp = sum(c.size for c in chroms)
             piece = n_block if ws is not None else min(n_block, PIECE_CHUNKS)
             with Progress(total_bp, "bigwig", "bp") as prog:
-                for chrom in chroms:
-                    _convert_chrom(chrom, tracks, reader, n_block, piece, ws, not args.no_clip,
-                                   need_plus, need_minus, prog)
+                _convert(chroms, tracks, reader, n_block, piece, ws, not args.no_clip, prog)
             for t in tracks:
                 t.writer.close()
             if browser:
@@ -521,7 +706,7 @@ def run(args: argparse.Namespace) -> int:
                                     fmt=fmt, basename=args.basename, genome=args.genome, force=True)
         metrics.set(bp=total_bp, chromosomes=len(chroms), datasets=datasets, tracks=len(tracks), format=fmt,
                     strand=args.strand, window_size=ws, experimental=bool(args.experimental),
-                    outputs=[t.path.name for t in tracks])
+                    outputs=[t.path.name for t in tracks], intervals=sum(t.writer.count for t in tracks))
     return 0
 
 
@@ -531,52 +716,81 @@ def _browser_paths(outdir: Path, fmt: str) -> list[Path]:
     return [outdir / n for n in browser_file_names(fmt)]
 
 
-def _convert_chrom(chrom: Chrom, tracks: list[Track], reader: ChunkReader, n_block: int, piece: int,
-                   ws: int | None, clip: bool, need_plus: bool, need_minus: bool, prog: Progress) -> None:
-    k = len(chrom.plus)
-    for t in tracks:
-        t.state = TrackState()
+def _pieces(chroms: list[Chrom], n_block: int, piece: int):
+    """(chrom, j, e, final) for each piece of at most ``piece`` chunks, never crossing a block boundary."""
+    for chrom in chroms:
+        k = len(chrom.plus)
+        j = 0
+        while j < k:
+            block_end = min(j + n_block, k)
+            while j < block_end:
+                e = min(j + piece, block_end)
+                yield chrom, j, e, e == k
+                j = e
+
+
+def _convert(chroms: list[Chrom], tracks: list[Track], reader: ChunkReader, n_block: int, piece: int,
+             ws: int | None, clip: bool, prog: Progress) -> None:
+    keys = list(dict.fromkeys((t.channel, t.strand) for t in tracks))
+
+    def load(desc):
+        chrom, j, e, _ = desc
+        try:
+            return reader.load_piece(chrom.plus[j:e], chrom.minus[j:e], keys, want_cuts=ws is None)
+        except ChromaflowError as exc:
+            raise ChromaflowError(f"seqid {chrom.name!r}: {exc}") from None
+
+    # read the next piece while this one is computed and written (only for small pieces: bounded memory)
+    prefetch = ThreadPoolExecutor(1) if piece <= PIECE_CHUNKS else None
+    it = _pieces(chroms, n_block, piece)
+    nxt = next(it, None)
+    fut = prefetch.submit(load, nxt) if (prefetch and nxt is not None) else None
+    cur = None
     offset = 0
-    j = 0
-    while j < k:
-        block_end = min(j + n_block, k)
-        while j < block_end:
-            e = min(j + piece, block_end)
-            final = e == k
-            plus = reader.read(chrom.plus[j:e]) if need_plus else None
-            minus = reader.read(chrom.minus[j:e]) if need_minus else None
-            length = None
-            cache: dict = {}
-            for t in tracks:
-                key = (t.channel, t.strand)
-                if key not in cache:
-                    p = m = None
-                    if plus is not None and t.strand in ("avg", "+"):
-                        p = plus[t.channel].ravel()
-                        p = p[p != -1]
-                    if minus is not None and t.strand in ("avg", "-"):
-                        m = minus[t.channel][:, ::-1].ravel()
-                        m = m[m != -1]
-                    if p is not None and m is not None and len(p) != len(m):
-                        raise ChromaflowError(f"seqid {chrom.name!r}: plus and minus strands differ in length "
-                                              f"near {offset} ({len(p)} vs {len(m)} bp)")
-                    if t.strand == "avg":
-                        v = np.rint((p + m) / np.float32(2))
-                    else:
-                        v = p if t.strand == "+" else m
-                    if ws is not None:
-                        v = smooth(v, ws, clip)
-                    cache[key] = v
-                v = cache[key]
-                length = len(v) if ws is None or clip else None
-                res = t.state.feed(v, offset, final)
-                if res is not None:
-                    t.writer.write(chrom.name, *res)
-            if length is None:  # unclipped smoothing: the valid length comes from the unsmoothed data
-                arr = plus if plus is not None else minus
-                length = int(np.count_nonzero(arr[0] != -1))
+    try:
+        while nxt is not None:
+            desc = nxt
+            piece_data = fut.result() if fut is not None else load(desc)
+            nxt = next(it, None)
+            fut = prefetch.submit(load, nxt) if (prefetch and nxt is not None) else None
+            chrom, j, e, final = desc
+            if chrom is not cur:
+                if cur is not None:
+                    _check_size(cur, offset)
+                cur, offset = chrom, 0
+                for t in tracks:
+                    t.state = TrackState()
+            length = _process_piece(chrom, tracks, piece_data, offset, final, ws, clip)
             offset += length
             prog.update(length)
-            j = e
+        if cur is not None:
+            _check_size(cur, offset)
+        for c in chroms:  # a seqid without plus rows (malformed) covers nothing
+            if len(c.plus) == 0:
+                _check_size(c, 0)
+    finally:
+        if prefetch is not None:
+            prefetch.shutdown(wait=True, cancel_futures=True)
+
+
+def _check_size(chrom: Chrom, offset: int) -> None:
     if offset != chrom.size:
         raise ChromaflowError(f"seqid {chrom.name!r}: rows cover {offset} bp but start_ends say {chrom.size} bp")
+
+
+def _process_piece(chrom: Chrom, tracks: list[Track], piece: dict, offset: int, final: bool,
+                   ws: int | None, clip: bool) -> int:
+    cache: dict = {}
+    length = None
+    for t in tracks:
+        key = (t.channel, t.strand)
+        if key not in cache:
+            v, cuts = piece[key]
+            length = len(v)
+            if ws is not None:
+                v, cuts = smooth(v, ws, clip), None
+            cache[key] = (v, cuts)
+        res = t.state.feed(*cache[key], offset, final)
+        if res is not None:
+            t.writer.write(chrom.name, *res)
+    return length
