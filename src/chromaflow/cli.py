@@ -8,8 +8,9 @@ disk) print one line ``chromaflow <command>: error: <message>`` and exit non-zer
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
-import os
+import re
 import sys
 
 from . import __version__
@@ -45,6 +46,23 @@ def _build_parser(chosen: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+_PART = re.compile(r"(?P<dir>[^\s'\"]*/)?\.(?P<name>[^/\s'\"]+?)\.[A-Za-z0-9_]{8}(?:\.[A-Za-z0-9]+)?\.part")
+
+
+def _os_error_line(exc: OSError) -> str:
+    """One line for an OS-level failure, naming the final output (not its temporary ``.part`` name)."""
+    text = " ".join(str(exc).split())
+    filename = getattr(exc, "filename", None)
+    if exc.errno == errno.ENOSPC or "errno = 28" in text or "No space left on device" in text:
+        m = re.search(r"filename = '([^']+)'", text)
+        filename = filename or (m.group(1) if m else None)
+        text = "No space left on device"
+    elif exc.strerror:
+        text = exc.strerror
+    line = f"{filename}: {text}" if filename else text
+    return _PART.sub(lambda m: (m.group("dir") or "") + m.group("name"), line)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)
@@ -60,8 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prefix} {exc}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # disk full, permission denied, ...: one line naming the file
-        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"{prefix} {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"{prefix} {_os_error_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"{prefix} interrupted", file=sys.stderr)

@@ -1,0 +1,313 @@
+"""Reliability sweep across stages (docs/reliability.md): corrupt or foreign inputs, full disks, hostile
+checkpoints and determinism, each through the real CLI. Every error must be exactly one line on stderr naming
+the file and the problem, a non-zero exit code, and no output (nor temporary file) left behind."""
+from __future__ import annotations
+
+import gzip
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pyBigWig
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TEST = ROOT / "assets" / "test"
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, CHROMAFLOW_PROGRESS="0")
+    return subprocess.run([sys.executable, "-m", "chromaflow", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=600)
+
+
+def ok(*args: str) -> subprocess.CompletedProcess:
+    res = run(*args)
+    assert res.returncode == 0, res.stderr
+    return res
+
+
+def assert_one_line_error(res: subprocess.CompletedProcess, *needles: str) -> str:
+    assert res.returncode != 0, res.stdout + res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, f"expected one stderr line, got:\n{res.stderr}"
+    line = lines[0]
+    assert "error:" in line and "Traceback" not in res.stderr
+    for n in needles:
+        assert n in line, f"{n!r} not in {line!r}"
+    return line
+
+
+def assert_nothing_left(directory: Path, keep: set[str]) -> None:
+    left = {p.name for p in directory.iterdir()} - keep
+    assert not left, f"left behind: {sorted(left)}"
+
+
+# --------------------------------------------------------------------------------------------------
+# shared small inputs, made with the real stages
+# --------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    d = tmp_path_factory.mktemp("small")
+    ok("fasta2h5", "--fasta", str(TEST / "asmA.fa"), "--species", "Sp", "--out", str(d / "g.h5"),
+       "--subsequence-length", "2000")
+    ok("make-test-model", "--out", str(d / "m.ckpt"), "--seed", "3")
+    ok("predict", "--h5", str(d / "g.h5"), "--model", str(d / "m.ckpt"), "--out", str(d / "p.h5"), "--device", "cpu")
+    return d
+
+
+def _half(src: Path, dst: Path) -> Path:
+    data = src.read_bytes()
+    dst.write_bytes(data[: len(data) // 2])
+    return dst
+
+
+# --------------------------------------------------------------------------------------------------
+# truncated / foreign h5 files
+# --------------------------------------------------------------------------------------------------
+def test_truncated_genome_h5_to_predict(small, tmp_path):
+    bad = _half(small / "g.h5", tmp_path / "cut.h5")
+    res = run("predict", "--h5", str(bad), "--model", str(small / "m.ckpt"), "--out", str(tmp_path / "o.h5"))
+    assert_one_line_error(res, str(bad))
+    assert_nothing_left(tmp_path, {"cut.h5"})
+
+
+def test_truncated_predictions_h5_to_bigwig(small, tmp_path):
+    bad = _half(small / "p.h5", tmp_path / "cut.h5")
+    out = tmp_path / "tracks"
+    out.mkdir()
+    res = run("bigwig", "--predictions", str(bad), "--outdir", str(out), "--basename", "x")
+    assert_one_line_error(res, str(bad))
+    assert_nothing_left(out, set())
+
+
+def test_h5_from_another_tool(tmp_path, small):
+    foreign = tmp_path / "foreign.h5"
+    with h5py.File(foreign, "w") as f:
+        f.create_dataset("matrix", data=np.arange(10))
+    res = run("predict", "--h5", str(foreign), "--model", str(small / "m.ckpt"), "--out", str(tmp_path / "o.h5"))
+    assert_one_line_error(res, str(foreign), "data/X")
+    out = tmp_path / "tracks"
+    out.mkdir()
+    res = run("bigwig", "--predictions", str(foreign), "--outdir", str(out), "--basename", "x")
+    assert_one_line_error(res, str(foreign))
+    assert_nothing_left(out, set())
+    # a genome h5 is not a predictions file either
+    res = run("bigwig", "--predictions", str(small / "g.h5"), "--outdir", str(out), "--basename", "x")
+    assert_one_line_error(res, "g.h5")
+
+
+def test_not_hdf5_at_all(tmp_path, small):
+    txt = tmp_path / "notes.h5"
+    txt.write_text("hello\n")
+    res = run("predict", "--h5", str(txt), "--model", str(small / "m.ckpt"), "--out", str(tmp_path / "o.h5"))
+    assert_one_line_error(res, str(txt))
+
+
+# --------------------------------------------------------------------------------------------------
+# checkpoints
+# --------------------------------------------------------------------------------------------------
+def test_checkpoint_wrong_file(small, tmp_path):
+    res = run("predict", "--h5", str(small / "g.h5"), "--model", str(TEST / "asmA.fa"), "--out", str(tmp_path / "o.h5"))
+    assert_one_line_error(res, "asmA.fa")
+    assert_nothing_left(tmp_path, set())
+
+
+def test_checkpoint_truncated_zip(small, tmp_path):
+    bad = _half(small / "m.ckpt", tmp_path / "cut.ckpt")
+    res = run("predict", "--h5", str(small / "g.h5"), "--model", str(bad), "--out", str(tmp_path / "o.h5"))
+    assert_one_line_error(res, "cut.ckpt")
+    assert_nothing_left(tmp_path, {"cut.ckpt"})
+
+
+def test_checkpoint_wrong_architecture_keys(small, tmp_path):
+    import torch
+
+    ckpt = torch.load(small / "m.ckpt", weights_only=True)
+    sd = ckpt["state_dict"]
+    first = next(iter(sd))
+    sd[first.replace("down_layer_list", "encoder")] = sd.pop(first)
+    bad = tmp_path / "renamed.ckpt"
+    torch.save(ckpt, bad)
+    res = run("predict", "--h5", str(small / "g.h5"), "--model", str(bad), "--out", str(tmp_path / "o.h5"))
+    line = assert_one_line_error(res, "renamed.ckpt")
+    assert first in line or "encoder" in line
+    assert_nothing_left(tmp_path, {"renamed.ckpt"})
+
+
+class _Boom:
+    """Unpickling this object would create the file named in ``target``."""
+
+    def __init__(self, target: str):
+        self.target = target
+
+    def __reduce__(self):
+        return (open, (self.target, "w"))
+
+
+def test_malicious_pickle_is_refused_and_runs_nothing(small, tmp_path):
+    import torch
+
+    marker = tmp_path / "PWNED"
+    ckpt = torch.load(small / "m.ckpt", weights_only=True)
+    ckpt["callbacks"] = {"evil": _Boom(str(marker))}
+    evil = tmp_path / "evil.ckpt"
+    torch.save(ckpt, evil)
+    # sanity: plain unsafe unpickling really would run the payload
+    probe = tmp_path / "probe"
+    pickle.loads(pickle.dumps(_Boom(str(probe))))
+    assert probe.exists()
+    probe.unlink()
+    res = run("predict", "--h5", str(small / "g.h5"), "--model", str(evil), "--out", str(tmp_path / "o.h5"))
+    assert_one_line_error(res, "evil.ckpt")
+    assert not marker.exists(), "code from the checkpoint was executed"
+    assert_nothing_left(tmp_path, {"evil.ckpt"})
+
+
+def test_chunk_length_the_model_cannot_take(tmp_path):
+    ok("fasta2h5", "--fasta", str(TEST / "asmA.fa"), "--species", "Sp", "--out", str(tmp_path / "odd.h5"),
+       "--subsequence-length", "2001")
+    ok("make-test-model", "--out", str(tmp_path / "m.ckpt"), "--seed", "1")
+    res = run("predict", "--h5", str(tmp_path / "odd.h5"), "--model", str(tmp_path / "m.ckpt"),
+              "--out", str(tmp_path / "o.h5"))
+    assert_one_line_error(res, "2001")
+    assert_nothing_left(tmp_path, {"odd.h5", "m.ckpt"})
+
+
+# --------------------------------------------------------------------------------------------------
+# expression matrices
+# --------------------------------------------------------------------------------------------------
+MATRIX_OK = "gene\ts1\ts2\ts3\ts4\nA\t1\t2\t3\t4\nB\t2\t1\t4\t3\nC\t0.5\t0.7\t0.1\t0.9\n"
+
+
+@pytest.mark.parametrize("case,text,needle", [
+    ("nan", MATRIX_OK.replace("\t0.7\t", "\tNaN\t"), "NaN"),
+    ("non_numeric", MATRIX_OK.replace("\t0.7\t", "\tabc\t"), "abc"),
+    ("duplicate_gene", MATRIX_OK + "A\t1\t1\t2\t2\n", "A"),
+])
+def test_bad_expression_matrix(tmp_path, case, text, needle):
+    m = tmp_path / f"{case}.tsv"
+    m.write_text(text)
+    res = run("genie3", "--expression", str(m), "--layout", "genes-x-samples", "--n-trees", "10",
+              "--out", str(tmp_path / "links.tsv.gz"))
+    assert_one_line_error(res, m.name, needle)
+    assert_nothing_left(tmp_path, {m.name})
+
+
+def test_constant_gene_is_handled_not_crashed(tmp_path):
+    m = tmp_path / "const.tsv"
+    m.write_text(MATRIX_OK + "K\t5\t5\t5\t5\n")
+    res = run("genie3", "--expression", str(m), "--layout", "genes-x-samples", "--n-trees", "10",
+              "--out", str(tmp_path / "links.tsv.gz"))
+    if res.returncode == 0:
+        # documented handling: a constant gene is never a useful regulator, and as a target it has no links
+        lines = gzip.decompress((tmp_path / "links.tsv.gz").read_bytes()).decode().splitlines()
+        assert not any(ln.split("\t")[0] == "K" and float(ln.split("\t")[2]) > 0 for ln in lines)
+    else:
+        assert_one_line_error(res, "K")
+
+
+# --------------------------------------------------------------------------------------------------
+# disk full: a 256 KiB tmpfs as output directory
+# --------------------------------------------------------------------------------------------------
+@pytest.fixture
+def full_disk(tmp_path, request):
+    size = getattr(request, "param", "256k")
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True, text=True)
+    if res.returncode != 0:
+        msg = f"cannot mount a small tmpfs here ({res.stderr.strip()}); needs root"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_disk_full_fasta2h5(full_disk, tmp_path):
+    big = tmp_path / "big.fa"
+    rng = np.random.default_rng(0)
+    seq = np.frombuffer(b"ACGT", dtype=np.uint8)[rng.integers(0, 4, 600_000)].tobytes().decode()
+    big.write_text(">big\n" + "\n".join(seq[i:i + 80] for i in range(0, len(seq), 80)) + "\n")
+    out = full_disk / "big.h5"
+    res = run("fasta2h5", "--fasta", str(big), "--species", "Sp", "--out", str(out), "--subsequence-length", "2000",
+              "--compression", "lzf")
+    assert_one_line_error(res)
+    assert "space" in res.stderr.lower() or "No space" in res.stderr
+    assert_nothing_left(full_disk, set())
+
+
+@pytest.mark.parametrize("full_disk", ["16k"], indirect=True)
+def test_disk_full_bigwig(full_disk, small):
+    res = run("bigwig", "--predictions", str(small / "p.h5"), "--outdir", str(full_disk), "--basename", "x",
+              "--strand", "all", "--format", "bedgraph")
+    assert_one_line_error(res, "No space left on device")
+    assert not [p for p in full_disk.iterdir() if p.name.endswith(".part") or p.name.startswith(".")]
+
+
+# --------------------------------------------------------------------------------------------------
+# determinism
+# --------------------------------------------------------------------------------------------------
+def _datasets(path: Path) -> dict:
+    out = {}
+    with h5py.File(path) as f:
+        f.visititems(lambda n, o: out.__setitem__(n, o[()]) if isinstance(o, h5py.Dataset) else None)
+    return out
+
+
+def _assert_same_h5(a: Path, b: Path) -> None:
+    da, db = _datasets(a), _datasets(b)
+    assert da.keys() == db.keys()
+    for k in da:
+        np.testing.assert_array_equal(da[k], db[k], err_msg=k)
+
+
+def test_fasta2h5_same_content_for_any_thread_count(tmp_path):
+    for t in ("1", "2"):
+        ok("fasta2h5", "--fasta", str(TEST / "asmB.fa.gz"), "--species", "Sp", "--out", str(tmp_path / f"t{t}.h5"),
+           "--subsequence-length", "1000", "--threads", t)
+    _assert_same_h5(tmp_path / "t1.h5", tmp_path / "t2.h5")
+
+
+def test_predict_same_numbers_for_any_shard_count_and_batch(small, tmp_path):
+    shards = [tmp_path / f"s{i}.h5" for i in (1, 2, 3)]
+    for i, s in enumerate(shards, 1):
+        ok("predict", "--h5", str(small / "g.h5"), "--model", str(small / "m.ckpt"), "--out", str(s),
+           "--shard", f"{i}/3", "--batch-size", "3", "--threads", "1", "--device", "cpu")
+    ok("predict-merge", "--out", str(tmp_path / "merged.h5"), *map(str, reversed(shards)))
+    _assert_same_h5(tmp_path / "merged.h5", small / "p.h5")
+
+
+def test_bigwig_byte_identical_across_runs(small, tmp_path):
+    for run_dir in ("r1", "r2"):
+        (tmp_path / run_dir).mkdir()
+        ok("bigwig", "--predictions", str(small / "p.h5"), "--outdir", str(tmp_path / run_dir), "--basename", "x",
+           "--strand", "all", "--threads", "1" if run_dir == "r1" else "2")
+    names = sorted(p.name for p in (tmp_path / "r1").glob("*.bw"))
+    assert len(names) == 6
+    for n in names:
+        assert (tmp_path / "r1" / n).read_bytes() == (tmp_path / "r2" / n).read_bytes(), n
+
+
+def test_genie3_identical_for_threads_and_chunks(tmp_path):
+    expr = TEST / "genie3" / "expression.tsv"
+    common = ["--expression", str(expr), "--layout", "samples-x-genes", "--n-trees", "50", "--seed", "7"]
+    ok("genie3", *common, "--threads", "1", "--out", str(tmp_path / "t1.tsv.gz"))
+    ok("genie3", *common, "--threads", "2", "--out", str(tmp_path / "t2.tsv.gz"))
+    parts = []
+    for i in (1, 2, 3):
+        parts.append(tmp_path / f"p{i}.npz")
+        ok("genie3", *common, "--targets-chunk", f"{i}/3", "--out", str(parts[-1]))
+    ok("genie3-merge", "--out", str(tmp_path / "merged.tsv.gz"), *map(str, parts))
+    t1 = gzip.decompress((tmp_path / "t1.tsv.gz").read_bytes())
+    assert t1 == gzip.decompress((tmp_path / "t2.tsv.gz").read_bytes())
+    assert t1 == gzip.decompress((tmp_path / "merged.tsv.gz").read_bytes())
