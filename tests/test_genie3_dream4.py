@@ -54,14 +54,19 @@ def test_fast_engine_matches_reference_accuracy(reference_dir, nets):
     assert np.mean(aupr) >= np.mean(ref_aupr) - 0.01
 
 
-def test_engines_agree(reference_dir):
-    """5 targets x 2000 trees: fast vs sklearn importance ranking as close as fast vs fast (other seed)."""
+@pytest.mark.parametrize("method,trees", [("RF", 2000), ("ET", 1000)])
+def test_engines_agree(reference_dir, method, trees):
+    """5 targets: fast vs sklearn importance ranking as close as fast vs fast with another seed
+    (measured: RF/2000 trees 0.954 vs 0.956; ET/1000 trees 0.939 vs 0.924)."""
     expr, _ = _load(reference_dir, 1)
     targets = np.arange(0, 100, 20)
     regs = np.arange(100)
-    sk, _ = compute_weights(expr.values, expr.genes, regs, targets, Options(n_trees=2000, seed=1, engine="sklearn"), 2)
-    f1, _ = compute_weights(expr.values, expr.genes, regs, targets, Options(n_trees=2000, seed=1, engine="fast"), 2)
-    f2, _ = compute_weights(expr.values, expr.genes, regs, targets, Options(n_trees=2000, seed=2, engine="fast"), 2)
+
+    def run(engine, seed):
+        opts = Options(n_trees=trees, seed=seed, engine=engine, tree_method=method)
+        return compute_weights(expr.values, expr.genes, regs, targets, opts, 2)[0]
+
+    sk, f1, f2 = run("sklearn", 1), run("fast", 1), run("fast", 2)
     mask = np.ones(sk.shape, dtype=bool)
     mask[targets, np.arange(len(targets))] = False
     rho_engines = spearmanr(sk[mask], f1[mask])[0]

@@ -142,6 +142,9 @@ def _store(W, t, keep, imp, genes, tgt_idx, info, warn):
     if isinstance(imp, str):  # constant target
         g = genes[int(tgt_idx[t])]
         info["constant_targets"].append(g)
-        warn(f"target gene {g!r} is constant across samples: its incoming importances are all 0")
+        if len(info["constant_targets"]) <= 10:
+            warn(f"target gene {g!r} is constant across samples: its incoming importances are all 0"
+                 + (" (further constant targets are counted in the metrics, not listed)"
+                    if len(info["constant_targets"]) == 10 else ""))
         return
     W[keep, t] = imp

@@ -33,8 +33,8 @@ def finish_outputs(W: np.ndarray, meta: dict, out, weights=None, summary=None, p
 def make_summary(W, vals, rows, cols, reg_names, tgt_names, meta, top, n_links) -> dict:
     top = int(max(0, min(top, len(vals))))
     outdeg = np.bincount(rows[:top], minlength=len(reg_names))
-    total = W.sum(axis=1) - np.array([W[r, tgt_names.index(reg_names[r])] if reg_names[r] in tgt_names else 0.0
-                                      for r in range(len(reg_names))])
+    tpos = {g: t for t, g in enumerate(tgt_names)}
+    total = W.sum(axis=1) - np.array([W[r, tpos[g]] if g in tpos else 0.0 for r, g in enumerate(reg_names)])
     by_deg = sorted(range(len(reg_names)), key=lambda r: (-int(outdeg[r]), reg_names[r]))[:20]
     by_w = sorted(range(len(reg_names)), key=lambda r: (-float(total[r]), reg_names[r]))[:20]
     return {
