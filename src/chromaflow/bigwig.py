@@ -371,7 +371,12 @@ def _libdeflate():
 # track maths
 # --------------------------------------------------------------------------------------------------
 def smooth(track: np.ndarray, w: int, clip: bool) -> np.ndarray:
-    """round_half_even(numpy.convolve(track, ones(w)/w, 'same')) in float64 (FORMATS §5.4)."""
+    """round_half_even(numpy.convolve(track, ones(w)/w, 'same')) in float64 (FORMATS §5.4).
+
+    numpy.convolve itself defines the reference semantics, including its floating-point behaviour at
+    exact .5 ties (FORMATS §5.4 tie caveat), so it is used as is; it releases the GIL, and blocks / tracks
+    are smoothed in worker threads. ``clip`` drops the values past the end of a block shorter than w.
+    """
     out = np.rint(np.convolve(track.astype(np.float64), np.ones(w) / w, mode="same"))
     if clip:
         out = out[: len(track)]
@@ -696,7 +701,7 @@ def run(args: argparse.Namespace) -> int:
             total_bp = sum(c.size for c in chroms)
             piece = n_block if ws is not None else min(n_block, PIECE_CHUNKS)
             with Progress(total_bp, "bigwig", "bp") as prog:
-                _convert(chroms, tracks, reader, n_block, piece, ws, not args.no_clip, prog)
+                _convert(chroms, tracks, reader, n_block, piece, ws, not args.no_clip, prog, pool)
             for t in tracks:
                 t.writer.close()
             if browser:
@@ -730,18 +735,25 @@ def _pieces(chroms: list[Chrom], n_block: int, piece: int):
 
 
 def _convert(chroms: list[Chrom], tracks: list[Track], reader: ChunkReader, n_block: int, piece: int,
-             ws: int | None, clip: bool, prog: Progress) -> None:
+             ws: int | None, clip: bool, prog: Progress, pool: ThreadPoolExecutor | None) -> None:
     keys = list(dict.fromkeys((t.channel, t.strand) for t in tracks))
 
     def load(desc):
         chrom, j, e, _ = desc
         try:
-            return reader.load_piece(chrom.plus[j:e], chrom.minus[j:e], keys, want_cuts=ws is None)
+            data = reader.load_piece(chrom.plus[j:e], chrom.minus[j:e], keys, want_cuts=ws is None)
         except ChromaflowError as exc:
             raise ChromaflowError(f"seqid {chrom.name!r}: {exc}") from None
+        if ws is None:
+            return {k: (v, cuts, len(v)) for k, (v, cuts) in data.items()}
+        # smoothing happens here, i.e. in the prefetch thread / pool, overlapping the writing of the last piece
+        def sm(k):
+            return k, (smooth(data[k][0], ws, clip), None, len(data[k][0]))
+        mapper = pool.map if (pool is not None and len(keys) > 1) else map
+        return dict(mapper(sm, keys))
 
-    # read the next piece while this one is computed and written (only for small pieces: bounded memory)
-    prefetch = ThreadPoolExecutor(1) if piece <= PIECE_CHUNKS else None
+    # read (and smooth) the next piece while this one is run-length encoded and written
+    prefetch = ThreadPoolExecutor(1)
     it = _pieces(chroms, n_block, piece)
     nxt = next(it, None)
     fut = prefetch.submit(load, nxt) if (prefetch and nxt is not None) else None
@@ -760,7 +772,7 @@ def _convert(chroms: list[Chrom], tracks: list[Track], reader: ChunkReader, n_bl
                 cur, offset = chrom, 0
                 for t in tracks:
                     t.state = TrackState()
-            length = _process_piece(chrom, tracks, piece_data, offset, final, ws, clip)
+            length = _process_piece(chrom, tracks, piece_data, offset, final)
             offset += length
             prog.update(length)
         if cur is not None:
@@ -778,19 +790,11 @@ def _check_size(chrom: Chrom, offset: int) -> None:
         raise ChromaflowError(f"seqid {chrom.name!r}: rows cover {offset} bp but start_ends say {chrom.size} bp")
 
 
-def _process_piece(chrom: Chrom, tracks: list[Track], piece: dict, offset: int, final: bool,
-                   ws: int | None, clip: bool) -> int:
-    cache: dict = {}
-    length = None
+def _process_piece(chrom: Chrom, tracks: list[Track], piece: dict, offset: int, final: bool) -> int:
+    length = 0
     for t in tracks:
-        key = (t.channel, t.strand)
-        if key not in cache:
-            v, cuts = piece[key]
-            length = len(v)
-            if ws is not None:
-                v, cuts = smooth(v, ws, clip), None
-            cache[key] = (v, cuts)
-        res = t.state.feed(*cache[key], offset, final)
+        v, cuts, length = piece[(t.channel, t.strand)]
+        res = t.state.feed(v, cuts, offset, final)
         if res is not None:
             t.writer.write(chrom.name, *res)
     return length
