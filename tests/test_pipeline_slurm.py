@@ -1,0 +1,104 @@
+"""The real pipeline under ``-profile test,slurm_gpu`` on a real single-node SLURM cluster (tests/slurm_cluster.py).
+
+Nextflow's SLURM executor submits every task with the real ``sbatch``; the per-job records written by
+slurmctld show where each job ran and what it asked for. Checks: PREDICT (label process_gpu) jobs ran in
+partition ``gpu`` with GRES ``gpu:1``; every other job ran in ``cpu`` without a GRES; every job completed; the
+trace's ``native_id`` is the SLURM job id of that task; the outputs exist.
+
+The cluster's "GPU" is an empty file that SLURM counts (see docs/slurm-testing.md): PREDICT runs with
+``--predict_device auto`` and so on the CPU -- this tests the routing, not CUDA. GENIE3 and the benchmark are
+skipped, and prediction is not sharded, to keep the run short (~2 min: the single GPU GRES serialises the
+PREDICT jobs); sharding and merging under the local executor are covered by tests/test_pipeline.py.
+"""
+from __future__ import annotations
+
+import re
+
+import h5py
+import pytest
+
+from pipeline_utils import read_trace, run_nextflow
+from slurm_cluster import slurm_cluster  # noqa: F401  (session fixture)
+
+pytestmark = [pytest.mark.slurm, pytest.mark.pipeline]
+
+# test-only tuning: poll the scheduler every second instead of every 5 s (conf/slurm.config)
+FAST_POLL = """
+executor {
+    pollInterval      = '1 sec'
+    queueStatInterval = '2 sec'
+    submitRateLimit   = '50/1s'
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def slurm_run(slurm_cluster, nextflow_bin, tmp_path_factory):  # noqa: F811
+    work = tmp_path_factory.mktemp("pipeline_slurm")
+    outdir = work / "results"
+    (work / "fast_poll.config").write_text(FAST_POLL)
+    before = {j["JobId"] for j in slurm_cluster.jobs()}
+    res = run_nextflow(
+        ["-profile", "test,slurm_gpu", "-c", str(work / "fast_poll.config"), "--outdir", str(outdir),
+         "--max_cpus", "2", "--max_memory", "8.GB", "--predict_shards", "1", "--skip_genie3", "--skip_benchmark"],
+        cwd=work, env=slurm_cluster.env, timeout=600)
+    jobs = [j for j in slurm_cluster.jobs() if j["JobId"] not in before and j["JobName"].startswith("nf-")]
+    return work, outdir, res, jobs
+
+
+def test_run_succeeds_and_outputs_exist(slurm_run):
+    _, outdir, res, _ = slurm_run
+    assert "chromaflow: done" in res.stdout
+    for asm in ("asmA", "asmB"):
+        with h5py.File(outdir / asm / "h5" / f"{asm}.h5") as h5:
+            assert h5["data/X"].shape[1] == 2000
+        with h5py.File(outdir / asm / "predictions" / f"{asm}_predictions.h5") as h5:
+            assert list(h5["prediction/datasets"][()]) == [b"atacseq", b"h3k4me3"]
+            assert h5["prediction/predictions"].shape[0] > 2
+        names = {p.name for p in (outdir / asm / "tracks").glob("*.bw")}
+        assert names == {f"{asm}_{ds}_{s}_strand.bw" for ds in ("atacseq", "h3k4me3") for s in ("avg", "+", "-")}
+    assert not (outdir / "asmA" / "network").exists()       # --skip_genie3
+    versions = (outdir / "pipeline_info" / "software_versions.yml").read_text()
+    assert "CHROMAFLOW:PREDICT\":" in versions
+
+
+def test_predict_jobs_ran_in_gpu_partition_with_one_gpu(slurm_run):
+    _, _, _, jobs = slurm_run
+    predict = [j for j in jobs if re.search(r"^nf-CHROMAFLOW_PREDICT_\(", j["JobName"])]
+    # one shard per assembly (--predict_shards 1); Nextflow turns the tag 'asmA 1/1' into 'asmA_1_1'
+    assert sorted(j["JobName"] for j in predict) == ["nf-CHROMAFLOW_PREDICT_(asmA_1_1)",
+                                                     "nf-CHROMAFLOW_PREDICT_(asmB_1_1)"]
+    for j in predict:
+        assert j["Partition"] == "gpu", j
+        assert j["Gres"] == "gpu:1", j
+        assert j["State"] == "COMPLETED" and j["ExitCode"] == "0:0", j
+    # the node has one GPU GRES: the scheduler ran the two GPU jobs one after the other
+    spans = sorted((j["StartTime"], j["EndTime"]) for j in predict)
+    assert spans[0][1] <= spans[1][0], spans
+
+
+def test_cpu_jobs_ran_in_cpu_partition_without_gres(slurm_run):
+    _, _, _, jobs = slurm_run
+    others = [j for j in jobs if not re.search(r"^nf-CHROMAFLOW_PREDICT_\(", j["JobName"])]
+    kinds = {re.sub(r"^nf-CHROMAFLOW_([A-Z0-9_]+?)(_\(.*\))?$", r"\1", j["JobName"]) for j in others}
+    assert kinds == {"FASTA2H5", "MAKE_TEST_MODEL", "BIGWIG"}, kinds
+    for j in others:
+        assert j["Partition"] == "cpu", j
+        assert j["Gres"] == "", j
+        assert "gpu" not in j["Tres"], j
+        assert j["State"] == "COMPLETED" and j["ExitCode"] == "0:0", j
+
+
+def test_trace_native_ids_are_the_slurm_job_ids(slurm_run):
+    _, outdir, _, jobs = slurm_run
+    by_id = {j["JobId"]: j for j in jobs}
+    trace = read_trace(outdir)
+    assert len(trace) == len(jobs) == 7       # 2 FASTA2H5, 1 test model, 2 PREDICT, 2 BIGWIG
+    for row in trace:
+        assert row["status"] == "COMPLETED", row
+        assert row["native_id"].isdigit(), row
+        job = by_id[row["native_id"]]
+        # Nextflow names the job nf-<task name> with ':', ' ' and '/' made '_'
+        assert job["JobName"] == "nf-" + re.sub(r"[:\s/]", "_", row["name"]), (row["name"], job)
+        expected_queue = "gpu" if row["process"].endswith(":PREDICT") else "cpu"
+        assert row["queue"] == expected_queue == job["Partition"]
