@@ -211,3 +211,41 @@ def test_runs_and_merge():
     assert st.feed(np.array([2, 2], np.float32), None, 4, False) is None  # empty-block: nothing
     out = st.feed(np.array([2, 3], np.float32), None, 6, True)
     assert [x.tolist() for x in out] == [[2, 7], [7, 8], [2.0, 3.0]]
+
+
+def test_fallback_paths_equal(reference_dir, tmp_path):
+    """zlib instead of libdeflate, and the generic h5py reader (other chunking), give identical output."""
+    import os
+
+    import h5py
+
+    ref = reference_dir / "predmoter"
+    src = ref / "pred_data_1_predictions.h5"
+    rechunked = tmp_path / "rechunked.h5"
+    with h5py.File(src) as a, h5py.File(rechunked, "w") as b:
+        for k in ("data/seqids", "data/start_ends", "prediction/datasets"):
+            a.copy(k, b, name=k)
+        p = a["prediction/predictions"][()]
+        b.create_dataset("prediction/predictions", data=p, chunks=(3, 1000, 2), compression="lzf", fillvalue=-1)
+    env = dict(os.environ, CHROMAFLOW_LIBDEFLATE="0")
+    for name, pred, extra_env in (("zlib", src, env), ("generic", rechunked, None)):
+        d = tmp_path / name
+        d.mkdir()
+        proc = subprocess.run([sys.executable, "-m", "chromaflow", "bigwig", "--predictions", str(pred),
+                               "--outdir", str(d), "--basename", "pred_data_1", "--format", "bg", "--strand", "all",
+                               "--no-browser-files", "--threads", "2"], capture_output=True, text=True, env=extra_env)
+        assert proc.returncode == 0, proc.stderr
+        for ds in ("atacseq", "h3k4me3"):
+            for s in ("avg", "+", "-"):
+                n = f"pred_data_1_{ds}_{s}_strand.bg.gz"
+                assert bg_text(d / n) == bg_text(ref / "converted" / n)
+
+
+def test_smooth_is_numpy_convolve():
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 5, 5000).astype(np.float32)
+    for w in (150, 10, 7):
+        assert np.array_equal(bigwig.smooth(x, w, True),
+                              np.rint(np.convolve(x.astype(np.float64), np.ones(w) / w, "same")))
+    assert len(bigwig.smooth(x[:100], 150, True)) == 100
+    assert len(bigwig.smooth(x[:100], 150, False)) == 150
