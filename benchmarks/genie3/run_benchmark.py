@@ -68,58 +68,63 @@ def dream4(ns) -> None:
           f"{ref[:, 1].mean():.4f} | {a[:, 2].mean():.2f} | | {a[:, 3].mean():.2f} | | | |")
 
 
-def _write_synthetic(path: Path, genes: int, samples: int, seed: int = 0) -> None:
-    """samples x genes TSV; genes depend on a few 'regulators' so trees are realistic (not pure noise)."""
+def _synthetic(genes: int, samples: int, seed: int = 0) -> np.ndarray:
+    """genes x samples float32; genes depend on a few 'regulators' so trees are realistic (not pure noise)."""
     rng = np.random.default_rng(seed)
     n_reg = max(2, genes // 10)
-    R = rng.uniform(0, 1, size=(samples, n_reg)).astype(np.float32)
-    with open(path, "w") as fh:
-        fh.write("\t".join(f"g{i}" for i in range(genes)) + "\n")
-        block = 256
-        parents = rng.integers(0, n_reg, size=(genes, 2))
-        for s0 in range(0, samples, block):
-            r = R[s0:s0 + block]
-            X = r[:, parents[:, 0]] * 0.6 + r[:, parents[:, 1]] ** 2 * 0.4
-            X += rng.normal(0, 0.05, X.shape).astype(np.float32)
-            X[:, :n_reg] = r
-            np.savetxt(fh, X, fmt="%.5f", delimiter="\t")
+    R = rng.uniform(0, 1, size=(n_reg, samples)).astype(np.float32)
+    parents = rng.integers(0, n_reg, size=(genes, 2))
+    X = R[parents[:, 0]] * 0.6 + R[parents[:, 1]] ** 2 * 0.4 + rng.normal(0, 0.05, (genes, samples)).astype(np.float32)
+    X[:n_reg] = R
+    return np.round(X, 5).astype(np.float32)
 
 
 def scale(ns) -> None:
-    """Time per target (fast engine, RF, K=sqrt) vs samples and #regulators; few targets, 100 trees."""
-    print("| samples | regulators (inputs) | K | trees | targets | CPU s per target | CPU ms per tree | "
-          "in-stage wall s | load before |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d)
-        for genes, samples in ((100, 100), (1000, 100), (4000, 100), (100, 500), (100, 2000), (1000, 500),
-                               (1000, 2000), (4000, 2000)):
-            f = tmp / f"x{genes}_{samples}.tsv"
-            _write_synthetic(f, genes, samples)
-            T = 20 if samples >= 1000 else 40
-            chunk = f"1/{max(1, genes // T)}"
-            la0 = os.getloadavg()[0]
-            m = run_genie3(["--expression", str(f), "--layout", "samples-x-genes", "--n-trees", str(ns.n_trees),
-                            "--targets-chunk", chunk, "--threads", "1", "--out", str(tmp / "p.npz")], tmp)
-            k = int(np.floor(np.sqrt(genes - 1)))
-            per_t = m["compute_s"] / m["targets"]  # single thread: compute wall ~ CPU
-            print(f"| {samples} | {genes - 1} | {k} | {ns.n_trees} | {m['targets']} | {per_t:.3f} | "
-                  f"{1000 * per_t / ns.n_trees:.3f} | {m['wall_s']:.1f} | {la0:.2f} |", flush=True)
-            f.unlink()
+    """CPU time per target (fast engine, RF, K=sqrt, one thread, in-process, thread CPU clock) vs samples and
+    #regulators. Few targets, 100 trees; cost is linear in trees."""
+    import resource
+
+    from chromaflow.genie3.core import Options, compute_weights
+
+    def cpu():
+        r = resource.getrusage(resource.RUSAGE_THREAD)
+        return r.ru_utime + r.ru_stime
+
+    print("| samples | inputs (regulators − 1) | K | trees | targets | CPU s per target | CPU µs per tree | load before |")
+    print("|---|---|---|---|---|---|---|---|")
+    for genes, samples in ((100, 100), (1000, 100), (4000, 100), (20000, 100), (100, 500), (1000, 500),
+                           (100, 2000), (1000, 2000), (4000, 2000)):
+        X = _synthetic(genes, samples)
+        names = [f"g{i}" for i in range(genes)]
+        T = 5 if samples >= 2000 else 10
+        la0 = os.getloadavg()[0]
+        c0 = cpu()
+        W, _ = compute_weights(X, names, np.arange(genes), np.arange(genes - T, genes), Options(n_trees=ns.n_trees), 1)
+        per_t = (cpu() - c0) / T
+        k = int(np.floor(np.sqrt(genes - 1)))
+        print(f"| {samples} | {genes - 1} | {k} | {ns.n_trees} | {T} | {per_t:.4f} | {1e6 * per_t / ns.n_trees:.0f} | "
+              f"{la0:.2f} |", flush=True)
 
 
 def bigmem(ns) -> None:
-    """20,000 genes x 2,000 samples: parse + order tables + a few targets; report wall and peak RSS."""
+    """20,000 genes x 2,000 samples through the CLI (genes-x-samples TSV, ~300 MB): parse + order tables +
+    2 targets; reports wall, CPU and peak RSS (memory bound check)."""
     with tempfile.TemporaryDirectory(dir=ns.tmpdir) as d:
         tmp = Path(d)
         f = tmp / "big.tsv"
         t0 = time.perf_counter()
-        _write_synthetic(f, 20000, 2000)
+        genes, samples = 20000, 2000
+        with open(f, "w") as fh:
+            fh.write("gene\t" + "\t".join(f"s{i}" for i in range(samples)) + "\n")
+            for a in range(0, genes, 1000):
+                X = _synthetic(1000, samples, seed=a)
+                for i, row in enumerate(X):
+                    fh.write(f"g{a + i}\t" + "\t".join(f"{v:.5f}" for v in row.tolist()) + "\n")
         print(f"wrote {f.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - t0:.0f} s", flush=True)
-        m = run_genie3(["--expression", str(f), "--layout", "samples-x-genes", "--n-trees", str(ns.n_trees),
-                        "--targets-chunk", "1/2000", "--threads", "2", "--out", str(tmp / "p.npz")], tmp)
-        print(json.dumps({k: m[k] for k in ("genes", "samples", "targets", "trees", "wall_s", "compute_s", "cpu_s",
-                                            "peak_rss_bytes", "targets_per_s")}, indent=1))
+        m = run_genie3(["--expression", str(f), "--layout", "genes-x-samples", "--n-trees", str(ns.n_trees),
+                        "--targets-chunk", "1/10000", "--threads", "2", "--out", str(tmp / "p.npz")], tmp)
+        print(json.dumps({k: m[k] for k in ("genes", "samples", "regulators", "targets", "trees", "wall_s",
+                                            "compute_s", "cpu_s", "peak_rss_bytes", "targets_per_s")}, indent=1))
 
 
 def main() -> None:
@@ -133,7 +138,7 @@ def main() -> None:
     p = sub.add_parser("scale")
     p.add_argument("--n-trees", type=int, default=100)
     p = sub.add_parser("bigmem")
-    p.add_argument("--n-trees", type=int, default=100)
+    p.add_argument("--n-trees", type=int, default=10)
     p.add_argument("--tmpdir", default=None)
     ns = ap.parse_args()
     {"dream4": dream4, "scale": scale, "bigmem": bigmem}[ns.cmd](ns)

@@ -88,13 +88,16 @@ def compute_weights(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, t
     reg_pos = {int(g): r for r, g in enumerate(reg_idx)}
     info = {"constant_targets": [], "engine": opts.engine}
 
-    lib = order = pos = None
+    lib = order = pos = feat_values = None
     if opts.engine == "fast":
         from . import fast
         lib = fast.load_kernel()  # KernelUnavailable handled by the caller
         values = np.ascontiguousarray(values, dtype=np.float32)  # no copy when already so
+        # feature tables cover the regulators only (row r = regulator r); no copy when regulators = all genes
+        identity = len(reg_idx) == values.shape[0] and np.array_equal(reg_idx, np.arange(values.shape[0]))
+        feat_values = values if identity else np.ascontiguousarray(values[reg_idx])
         if opts.tree_method == "RF":
-            order, pos = fast.sort_orders(values)
+            order, pos = fast.sort_orders(feat_values)
 
     def one(t: int):
         j = int(tgt_idx[t])
@@ -110,8 +113,8 @@ def compute_weights(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, t
         K = resolve_k(opts.max_features, len(inputs))
         s64 = target_seed(opts.seed, j)
         if opts.engine == "fast":
-            imp = fast.target_importances(lib, values, order, pos, inputs, y, opts.n_trees, K,
-                                          opts.tree_method, s64)
+            imp = fast.target_importances(lib, feat_values, order, pos, np.asarray(keep, dtype=np.int32), y,
+                                          opts.n_trees, K, opts.tree_method, s64)
         else:
             from . import skengine
             X_in = np.ascontiguousarray(values[inputs].T)  # one n x |inputs| float32 copy per target in flight
