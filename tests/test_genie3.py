@@ -225,3 +225,15 @@ def test_unnormalised_mdi_matches_sklearn_up_to_normalisation():
     # fully grown: total decrease = root impurity (variance of y)
     t = rf.estimators_[0].tree_
     assert imp.sum() == pytest.approx(t.impurity[0], rel=1e-9)
+
+
+def test_layout_warning_when_labelled_rows_outnumber_gene_columns(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    p = tmp_path / "gxs.tsv"
+    lines = ["\t".join(f"S{i}" for i in range(10))]
+    lines += [f"gene{g}\t" + "\t".join(f"{v:.4f}" for v in rng.random(10)) for g in range(40)]
+    p.write_text("\n".join(lines) + "\n")
+    e = gio.read_expression(p, "samples-x-genes")  # cannot be proven wrong: warn, do not fail
+    assert e.n_genes == 10
+    assert "use --layout genes-x-samples" in capsys.readouterr().err
+    assert gio.read_expression(p, "genes-x-samples").n_genes == 40

@@ -177,6 +177,12 @@ def read_expression(path: str | Path, layout: str) -> Expression:
         if g in seen:
             raise ChromaflowError(f"{path}: {gene_axis}: duplicated gene name {g!r} (genes {seen[g] + 1} and {i + 1})")
         seen[g] = i
+    # both axes carry text labels: the layout cannot be proven; flag the unusual shape
+    if layout == "samples-x-genes" and has_label and not all(looks_numeric(x) for x in samples) \
+            and len(samples) > 2 * len(genes):
+        import sys
+        print(f"chromaflow genie3: warning: {path}: {len(samples)} labelled rows (samples) but only {len(genes)} "
+              f"gene columns; if rows are genes use --layout genes-x-samples", file=sys.stderr)
     if values.shape[1] < MIN_SAMPLES:
         raise ChromaflowError(f"{path}: only {values.shape[1]} samples; GENIE3 needs at least {MIN_SAMPLES} "
                               f"(is --layout {layout} right?)")
