@@ -135,6 +135,11 @@ def test_tsv_one_row_per_task_with_measured_fields_only(report, real_run):
     assert merge["bp"] == "" and int(merge["subsequences"]) == 36
     fa = next(r for r in rows if r["stage"] == "fasta2h5" and r["assembly"] == "asmA")
     assert int(fa["bp"]) == 33156 and int(fa["subsequences"]) == 36
+    # prediction covers both strands: its bp are twice the genome's (the extrapolation's s = 2)
+    fb = next(r for r in rows if r["stage"] == "fasta2h5" and r["assembly"] == "asmB")
+    pb = next(r for r in pred if r["assembly"] == "asmB")
+    assert int(pb["bp"]) == br.STRANDS["predict"] * int(fb["bp"])
+    assert sum(int(r["bp"]) for r in pred if r["assembly"] == "asmA") == 2 * int(fa["bp"])
 
 
 def test_trace_join_prefers_completed_attempt_and_skips_partial_row(report):
@@ -161,8 +166,12 @@ def test_json_extrapolation_matches_measured_rates(report):
     rate = sum(t["bp"] for t in pred) / sum(t["wall_s"] for t in pred)
     assert stages["predict"]["bp_per_s"] == pytest.approx(rate)
     row = next(r for r in ex["rows"] if r["stage"] == "predict")
-    assert row["hours_per_genome"] == pytest.approx(2.2e9 / rate / 3600)
-    assert row["hours_total"] == pytest.approx(10 * 2.2e9 / rate / 3600 / 4)
+    assert row["strands"] == 2  # prediction's bp count both strands
+    assert row["hours_per_genome"] == pytest.approx(2 * 2.2e9 / rate / 3600)
+    assert row["hours_total"] == pytest.approx(10 * 2 * 2.2e9 / rate / 3600 / 4)
+    fa = next(r for r in ex["rows"] if r["stage"] == "fasta2h5")
+    assert fa["strands"] == 1
+    assert fa["hours_per_genome"] == pytest.approx(2.2e9 / stages["fasta2h5"]["bp_per_s"] / 3600)
     g = next(r for r in ex["rows"] if r["stage"] == "genie3")
     assert g["hours_total"] is None and g["why_na"]
     fit = stages["predict"]["fit"]
@@ -191,7 +200,7 @@ def test_html_sections_and_embedded_plots(report):
     for alt in ("throughput per stage", "wall time vs subsequences", "data-wait per task", "peak memory per task"):
         assert f"<img alt='{alt}' src='data:image/png;base64," in text, alt
     assert "http://" not in text and "https://" not in text and "<script" not in text  # self-contained
-    assert "N × t_genome ÷ K" in text and "Predmoter GPU" in text
+    assert "N × t_genome ÷ K" in text and "Predmoter GPU" in text and "× s ÷ r" in text
     assert "torch" in text and "2.13.0" in text  # versions
     assert "CPU model" in text
 

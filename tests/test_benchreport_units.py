@@ -36,6 +36,21 @@ def test_zero_or_missing_rate_is_na_not_a_crash(rate):
     assert br.fmt_rate(br.rate_bp_per_s(rate, 10)) == "n/a"
 
 
+def test_prediction_counts_both_strands():
+    # predict's bp/s counts + and - strand rows: a 2.2 Gbp genome is 4.4e9 bp of prediction.
+    # 4.4e9 bp / 2.2e6 bp/s = 2000 s = 0.5556 h; 10 genomes on 4 GPUs = 10 * 0.5556 / 4 = 1.3889 h
+    assert br.genome_hours(2.2, 2.2e6, strands=2) == pytest.approx(2000 / 3600)
+    assert br.fleet_hours(10, 2.2, 2.2e6, 4, strands=2) == pytest.approx(1.38889, abs=1e-5)
+    ex = br.extrapolate([{"stage": "predict", "bp_per_s": 2.2e6, "bp": 1.0, "devices": ["cuda"]},
+                         {"stage": "fasta2h5", "bp_per_s": 2.2e6, "bp": 1.0, "devices": ["cpu"]}], 2.2, 10, 4)
+    p, f = ex["rows"]
+    assert (p["strands"], f["strands"]) == (2, 1)
+    assert p["hours_per_genome"] == pytest.approx(2 * f["hours_per_genome"])
+    # Predmoter reference: 2 x 102,881 subsequences x 9.5 ms = 1954.7 s = 0.543 h per 2.2 Gbp genome
+    assert ex["reference"]["hours_per_genome"] == pytest.approx(2 * 2.2e9 / 21384 * 0.0095 / 3600)
+    assert ex["reference"]["hours_per_genome"] == pytest.approx(0.543, abs=1e-3)
+
+
 def test_zero_workers_is_na():
     assert br.fleet_hours(10, 2.2, 2.2e6, 0) is None
 
@@ -52,7 +67,7 @@ def test_predmoter_reference_rate():
     r = br.predmoter_reference_bp_per_s()
     assert r == pytest.approx(21384 / 0.0095)
     assert r == pytest.approx(2.2509e6, rel=1e-4)
-    assert br.genome_hours(2.2, r) == pytest.approx(977.37 / 3600, rel=1e-4)
+    assert br.genome_hours(2.2, r) == pytest.approx(977.37 / 3600, rel=1e-4)  # one strand
 
 
 def test_linear_fit_exact_line_and_too_few_points():
@@ -88,8 +103,8 @@ def test_extrapolate_rows_and_na_reasons():
     ex = br.extrapolate(stages, 2.2, 10, 4)
     p, g, m = ex["rows"]
     assert p["worker_kind"] == "GPUs"
-    assert p["hours_per_genome"] == pytest.approx(0.27778, abs=1e-5)
-    assert p["hours_total"] == pytest.approx(0.69444, abs=1e-5)
+    assert p["hours_per_genome"] == pytest.approx(2 * 0.27778, abs=1e-5)  # both strands
+    assert p["hours_total"] == pytest.approx(2 * 0.69444, abs=1e-5)
     assert g["hours_total"] is None and "genes" in g["why_na"]
     assert m["hours_total"] is None and "no bp" in m["why_na"]
     assert "N × t_genome ÷ K" in ex["formula"] and "3600" in ex["formula"]

@@ -87,18 +87,23 @@ def hours_per_gbp(bp_per_s: float | None) -> float | None:
     return seconds_to_hours(seconds_for_bp(BP_PER_GBP, bp_per_s))
 
 
-def genome_hours(genome_gbp: float, bp_per_s: float | None) -> float | None:
-    """Hours for one worker to process one genome of ``genome_gbp`` Gbp: G·1e9 bp / r / 3600."""
-    return seconds_to_hours(seconds_for_bp(gbp_to_bp(genome_gbp), bp_per_s))
+def genome_hours(genome_gbp: float, bp_per_s: float | None, strands: int = 1) -> float | None:
+    """Hours for one worker to process one genome of ``genome_gbp`` Gbp: G·1e9 bp · s / r / 3600.
+
+    ``strands`` (s) is how many bp the stage processes per genome bp: 2 for prediction, which runs on both
+    strands (its ``bp`` and ``bp/s`` count both), 1 for the other stages.
+    """
+    return seconds_to_hours(seconds_for_bp(gbp_to_bp(genome_gbp) * strands, bp_per_s))
 
 
-def fleet_hours(n_genomes: float, genome_gbp: float, bp_per_s: float | None, workers: float) -> float | None:
+def fleet_hours(n_genomes: float, genome_gbp: float, bp_per_s: float | None, workers: float,
+                strands: int = 1) -> float | None:
     """Wall hours for ``n_genomes`` genomes spread over ``workers`` identical workers: N·t_genome / K.
 
     No ceiling: assumes the work splits evenly (shards), ignores queueing and per-task start-up.
     None when the rate is missing/zero or ``workers`` is not > 0.
     """
-    t = genome_hours(genome_gbp, bp_per_s)
+    t = genome_hours(genome_gbp, bp_per_s, strands)
     k = _positive(workers)
     n = float(n_genomes)
     if t is None or k is None or n < 0:
@@ -230,6 +235,9 @@ def read_trace(path: str | os.PathLike | None) -> tuple[list[dict], str | None]:
     note = f"trace {p}: skipped {bad} incomplete row(s)" if bad else None
     return rows, note
 
+
+#: bp a stage processes per genome bp: prediction runs on both strands (fasta2h5 writes + and - rows)
+STRANDS = {"predict": 2}
 
 #: metrics ``stage`` -> Nextflow process name
 STAGE_PROCESS = {"fasta2h5": "FASTA2H5", "predict": "PREDICT", "predict-merge": "PREDICT_MERGE",
@@ -432,24 +440,26 @@ def extrapolate(stages: list[dict], genome_gbp: float, genomes: int, workers: in
         if r is None:
             reason = ("scales with genes × samples × trees, not bp" if s["stage"].startswith("genie3")
                       else "stage reports no bp count" if s["bp"] is None else "zero rate")
+        k = STRANDS.get(s["stage"], 1)
         rows.append({
-            "stage": s["stage"], "bp_per_s": r, "worker_kind": kind,
+            "stage": s["stage"], "bp_per_s": r, "worker_kind": kind, "strands": k,
             "hours_per_gbp": hours_per_gbp(r),
-            "hours_per_genome": genome_hours(genome_gbp, r),
-            "hours_total": fleet_hours(genomes, genome_gbp, r, workers),
+            "hours_per_genome": genome_hours(genome_gbp, r, k),
+            "hours_total": fleet_hours(genomes, genome_gbp, r, workers, k),
             "why_na": reason,
         })
     ref = predmoter_reference_bp_per_s()
     return {
         "genome_gbp": genome_gbp, "genomes": genomes, "workers": workers,
-        "formula": ("t_genome [h] = G [Gbp] × 1e9 [bp/Gbp] ÷ r [bp/s] ÷ 3600 [s/h];  "
-                    "T [h] = N × t_genome ÷ K  (even split, no ceiling, no queueing or start-up)"),
+        "formula": ("t_genome [h] = G [Gbp] × 1e9 [bp/Gbp] × s ÷ r [bp/s] ÷ 3600 [s/h];  "
+                    "T [h] = N × t_genome ÷ K  (s = strands processed: 2 for predict, else 1; "
+                    "even split, no ceiling, no queueing or start-up)"),
         "rows": rows,
         "reference": {
             "name": "Predmoter GPU (GTX 1050 Ti, published: 9.5 ms per 21,384-bp subsequence)",
-            "bp_per_s": ref, "hours_per_gbp": hours_per_gbp(ref),
-            "hours_per_genome": genome_hours(genome_gbp, ref),
-            "hours_total": fleet_hours(genomes, genome_gbp, ref, workers),
+            "bp_per_s": ref, "hours_per_gbp": hours_per_gbp(ref), "strands": 2,
+            "hours_per_genome": genome_hours(genome_gbp, ref, 2),
+            "hours_total": fleet_hours(genomes, genome_gbp, ref, workers, 2),
         },
     }
 
@@ -843,12 +853,12 @@ def render_html(rep: dict) -> str:
     parts.append("<h2 id='extrapolation'>Extrapolation</h2>")
     parts.append(f"<p>For N = {ex['genomes']} genomes of G = {ex['genome_gbp']} Gbp on K = {ex['workers']} "
                  f"workers, from each stage's measured rate r:</p><span class='formula'>{_e(ex['formula'])}</span>")
-    xr = [[r["stage"], r["worker_kind"], fmt_rate(r["bp_per_s"]), fmt_hours(r["hours_per_gbp"]),
+    xr = [[r["stage"], r["worker_kind"], fmt_rate(r["bp_per_s"]), r["strands"], fmt_hours(r["hours_per_gbp"]),
            fmt_hours(r["hours_per_genome"]), fmt_hours(r["hours_total"]), r["why_na"] or ""] for r in ex["rows"]]
     ref = ex["reference"]
-    xr.append([ref["name"], "GPUs", fmt_rate(ref["bp_per_s"]), fmt_hours(ref["hours_per_gbp"]),
+    xr.append([ref["name"], "GPUs", fmt_rate(ref["bp_per_s"]), ref["strands"], fmt_hours(ref["hours_per_gbp"]),
                fmt_hours(ref["hours_per_genome"]), fmt_hours(ref["hours_total"]), "published, not measured here"])
-    parts.append(_table(["stage", "worker", "rate r", "h per Gbp", f"h per {ex['genome_gbp']} Gbp genome",
+    parts.append(_table(["stage", "worker", "rate r", "s", "h per Gbp processed", f"h per {ex['genome_gbp']} Gbp genome",
                          f"h for {ex['genomes']} genomes on {ex['workers']} workers", "note"], xr, 2))
     parts.append("<p class='note'>Rates from tiny inputs include start-up cost and understate throughput; "
                  "CPU rates depend on the task's threads. For planning use rates from <code>chromaflow bench</code> "

@@ -119,12 +119,20 @@ int genie3_target(const float *values, const uint16_t *order, const uint16_t *po
                         bestf = f; bthr_p = pf[s0] < pf[s1] ? pf[s0] : pf[s1];
                         break;
                     }
-                    int wlo = nwords, whi = -1;
-                    for (int k = start; k < end; k++) {
-                        int q = pf[idx[k]], wd = q >> 6;
-                        bm[wd] |= 1ULL << (q & 63);
-                        if (wd < wlo) wlo = wd;
-                        if (wd > whi) whi = wd;
+                    int wlo = 0, whi = nwords - 1;
+                    if (nwords <= 8) {               /* small n: scan every word, no min/max tracking */
+                        for (int k = start; k < end; k++) {
+                            int q = pf[idx[k]];
+                            bm[q >> 6] |= 1ULL << (q & 63);
+                        }
+                    } else {
+                        wlo = nwords; whi = -1;
+                        for (int k = start; k < end; k++) {
+                            int q = pf[idx[k]], wd = q >> 6;
+                            bm[wd] |= 1ULL << (q & 63);
+                            wlo = wd < wlo ? wd : wlo;
+                            whi = wd > whi ? wd : whi;
+                        }
                     }
                     int wl = 0, prevq = -1, boundary = 0; double sl = 0; float prev = 0;
                     for (int wd = wlo; wd <= whi; wd++) {
