@@ -220,23 +220,23 @@ def convert(fasta: str, out_path: str | os.PathLike, species: str, L: int = DEFA
                                 shuffle=True, **comp)
 
         cap = 0
-        pending: deque = deque()  # (first row, number of rows, future)
+        pending: deque = deque()  # (first row, rows, future, seqid chunks, input position)
         max_pending = 2 * threads + 2
         batch: list[tuple] = []
         batch_rows = 0
         batch_row0 = 0
-        last_pos = [0]
+        # progress = input bytes whose chunks have been written (not merely read)
+        read_pos = [0, 0]  # [bytes read so far, bytes shown on the bar]
 
         def on_progress(pos: int) -> None:
-            bar.update(pos - last_pos[0])
-            last_pos[0] = pos
+            read_pos[0] = pos
 
         dsets = (X, d_species, d_seqids, d_se)
         sp_chunk = compress(np.array(sp, dtype="S25").tobytes()) if direct else None
 
         def drain_one() -> None:
             nonlocal cap
-            row0, rows, fut, seqid_chunks = pending.popleft()
+            row0, rows, fut, seqid_chunks, pos = pending.popleft()
             res = fut.result()
             if row0 + rows > cap:
                 cap = max(row0 + rows, 2 * cap)
@@ -254,6 +254,9 @@ def convert(fasta: str, out_path: str | os.PathLike, species: str, L: int = DEFA
                     w_se((row, 0), ses[i])
             else:
                 X[row0:row0 + rows] = res.view("<f2")
+            if pos > read_pos[1]:
+                bar.update(pos - read_pos[1])
+                read_pos[1] = pos
 
         def submit() -> None:
             nonlocal batch, batch_rows, batch_row0, batch_ids
@@ -263,7 +266,7 @@ def convert(fasta: str, out_path: str | os.PathLike, species: str, L: int = DEFA
                 fut = pool.submit(_encode_jobs_deflate, batch, L, compress)
             else:
                 fut = pool.submit(_encode_jobs_raw, batch, L)
-            pending.append((batch_row0, batch_rows, fut, batch_ids))
+            pending.append((batch_row0, batch_rows, fut, batch_ids, read_pos[0]))
             batch_row0 += batch_rows
             batch, batch_rows, batch_ids = [], 0, []
             while len(pending) > max_pending:
