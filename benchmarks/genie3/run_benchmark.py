@@ -5,7 +5,8 @@ usage (from the repo, after `source scripts/env.sh`):
   python benchmarks/genie3/run_benchmark.py dream4 --engine fast --n-trees 1000 [--nets 1 2 3 4 5]
   python benchmarks/genie3/run_benchmark.py dream4 --engine sklearn --n-trees 1000 --nets 1
   python benchmarks/genie3/run_benchmark.py scale            # time per target vs samples / regulators
-  python benchmarks/genie3/run_benchmark.py bigmem           # 20,000 genes x 2,000 samples, a few targets: RSS
+  python benchmarks/genie3/run_benchmark.py bigmem           # 20,000 genes x 2,000 samples via the CLI: RSS
+  python benchmarks/genie3/run_benchmark.py bigcpu           # same size in-process: CPU per tree
 
 Each run is a `chromaflow genie3` subprocess (seed = network number, like the anchors), timed by its
 metrics JSON (wall_s, cpu_s, peak RSS); the 1-minute load average is recorded before and after,
@@ -127,6 +128,32 @@ def bigmem(ns) -> None:
                                             "compute_s", "cpu_s", "peak_rss_bytes", "targets_per_s")}, indent=1))
 
 
+def bigcpu(ns) -> None:
+    """In-process CPU per tree at 20,000 genes x 2,000 samples (all genes or 1,600 regulators), 2 targets."""
+    import resource
+
+    from chromaflow.genie3 import fast
+    from chromaflow.genie3.core import Options, compute_weights
+
+    def cpu():
+        r = resource.getrusage(resource.RUSAGE_THREAD)
+        return r.ru_utime + r.ru_stime
+
+    genes = 20000
+    X = np.vstack([_synthetic(1000, 2000, seed=a) for a in range(0, genes, 1000)])
+    for regs in (20000, 1600):
+        c0 = cpu()
+        compute_weights(X, [f"g{i}" for i in range(genes)], np.arange(regs), np.arange(genes - 2, genes),
+                        Options(n_trees=ns.n_trees), 1)
+        c1 = cpu()
+        fast.sort_orders(X[:regs])
+        c2 = cpu()
+        per_tree = ((c1 - c0) - (c2 - c1)) / (2 * ns.n_trees)
+        print(f"genes {genes} regulators {regs} samples 2000: tables {c2 - c1:.1f} CPU-s, {per_tree * 1e3:.1f} "
+              f"CPU-ms per tree -> {per_tree * 1000:.0f} CPU-s per target at 1000 trees; peak RSS "
+              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -140,8 +167,10 @@ def main() -> None:
     p = sub.add_parser("bigmem")
     p.add_argument("--n-trees", type=int, default=10)
     p.add_argument("--tmpdir", default=None)
+    p = sub.add_parser("bigcpu")
+    p.add_argument("--n-trees", type=int, default=10)
     ns = ap.parse_args()
-    {"dream4": dream4, "scale": scale, "bigmem": bigmem}[ns.cmd](ns)
+    {"dream4": dream4, "scale": scale, "bigmem": bigmem, "bigcpu": bigcpu}[ns.cmd](ns)
 
 
 if __name__ == "__main__":
