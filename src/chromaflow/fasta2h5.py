@@ -114,15 +114,20 @@ def _make_compressor(deflate: str) -> Callable[[memoryview], bytes]:
     raise ChromaflowError(f"unknown --deflate {deflate!r}")
 
 
-def _shuffled_start_ends(n: int, L: int, k: int, strand: int, j0: int, j1: int) -> np.ndarray:
-    """start_ends rows j0..j1-1 of one strand, shuffled (element size 8) as HDF5 stores them: (G, 16) uint8."""
-    if strand > 0:
-        starts = np.arange(j0, j1, dtype=np.int64) * L
-        se = np.stack([starts, np.minimum(starts + L, n)], axis=1)
-    else:
-        starts = (k - 1 - np.arange(j0, j1, dtype=np.int64)) * L
-        se = np.stack([np.minimum(starts + L, n), starts], axis=1)
-    return np.ascontiguousarray(se.astype("<i8").view(np.uint8).reshape(-1, 2, 8).transpose(0, 2, 1)).reshape(-1, 16)
+def _shuffled_start_ends(n: int, L: int, k: int, strand: int, j0: int, j1: int) -> list[bytes]:
+    """start_ends rows j0..j1-1 of one strand as HDF5 stores them after shuffle (element size 8): 16 bytes
+    each, byte i of the first value followed by byte i of the second. Plain Python: jobs of small contigs
+    have one row, where numpy's per-call overhead would dominate."""
+    rows = []
+    buf = bytearray(16)
+    for j in range(j0, j1):
+        i = j if strand > 0 else k - 1 - j
+        start, end = i * L, min((i + 1) * L, n)
+        first, second = (start, end) if strand > 0 else (end, start)
+        buf[0::2] = first.to_bytes(8, "little", signed=True)
+        buf[1::2] = second.to_bytes(8, "little", signed=True)
+        rows.append(bytes(buf))
+    return rows
 
 
 def _encode_jobs_deflate(jobs: list[tuple], L: int, compress: Callable) -> tuple[list[bytes], list[bytes]]:
