@@ -339,3 +339,29 @@ def test_records_spanning_pieces_match_model(tmp_path, read_block, task_bp):
     out = tmp_path / "p.h5"
     convert(str(fa), out, "spec", L, read_block=read_block, task_bp=task_bp, threads=2)
     _check(out, recs, L)
+
+
+@pytest.mark.parametrize("read_block", [1, 2, 3, 5, 8, 1 << 20])
+def test_error_position_independent_of_read_blocks(tmp_path, read_block):
+    from chromaflow.common import ChromaflowError
+
+    fa = tmp_path / "pos.fa"
+    fa.write_bytes(b">r1 d\r\nACGTACGT  \r\n\r\nACG\r\n>r2\r\nAAAAAAAAAAAAA\r\nAAAAAAAXAA\r\n")
+    with pytest.raises(ChromaflowError) as exc:
+        convert(str(fa), tmp_path / "pos.h5", "spec", 10, read_block=read_block)
+    msg = str(exc.value)
+    assert "record 'r2' (header line 5): line 7, column 8: invalid character 'X'" in msg, msg
+
+
+@pytest.mark.parametrize("read_block", [1, 4, 7, 1 << 20])
+def test_unwrapped_line_error_column_and_trailing_space(tmp_path, read_block):
+    from chromaflow.common import ChromaflowError
+
+    ok = tmp_path / "ok.fa"
+    ok.write_bytes(b">r1\n" + b"ACGT" * 10 + b"   \t \nAC   \n")  # trailing blanks split across blocks
+    convert(str(ok), tmp_path / "ok.h5", "spec", 10, read_block=read_block)
+    _check(tmp_path / "ok.h5", [("r1", "ACGT" * 10 + "AC")], 10)
+    bad = tmp_path / "bad.fa"
+    bad.write_bytes(b">r1\n" + b"ACGT" * 9 + b"A C\n")
+    with pytest.raises(ChromaflowError, match=r"line 2, column 38: invalid character space"):
+        convert(str(bad), tmp_path / "bad.h5", "spec", 10, read_block=read_block)
