@@ -237,3 +237,22 @@ def test_layout_warning_when_labelled_rows_outnumber_gene_columns(tmp_path, caps
     assert e.n_genes == 10
     assert "use --layout genes-x-samples" in capsys.readouterr().err
     assert gio.read_expression(p, "genes-x-samples").n_genes == 40
+
+
+def test_max_links_is_the_head_of_the_full_list(tmp_path):
+    assert main(base(tmp_path, out="all.tsv.gz")) == 0
+    assert main(base(tmp_path, "--max-links", "17", "--summary", str(tmp_path / "s.json"), "--top", "30",
+                     out="head.tsv.gz")) == 0
+    full, head = read_links(tmp_path / "all.tsv.gz"), read_links(tmp_path / "head.tsv.gz")
+    assert head == full[:18]
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["edges"] == 95 and s["edges_written"] == 17 and s["top_n"] == 30
+
+
+def test_ranked_links_ties_by_names():
+    W = np.array([[0.0, 0.5, 0.5], [0.5, 0.0, 0.2]])
+    rows, cols = gio.ranked_links(W, ["B", "A"], ["B", "A", "C"], np.array([0, 1]), np.array([0, 1, 2]))
+    pairs = [(["B", "A"][r], ["B", "A", "C"][c]) for r, c in zip(rows, cols)]
+    assert pairs == [("A", "B"), ("B", "A"), ("B", "C"), ("A", "C")]
+    rows2, cols2 = gio.ranked_links(W, ["B", "A"], ["B", "A", "C"], np.array([0, 1]), np.array([0, 1, 2]), limit=2)
+    assert list(zip(rows2, cols2)) == list(zip(rows, cols))[:2]

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
             from .fast import KernelUnavailable, load_kernel
             try:
                 load_kernel()
-                if args.tree_method == "RF" and expr.n_samples > 65535:
+                if expr.n_samples > 65535:
                     raise KernelUnavailable("more than 65535 samples")
             except KernelUnavailable as exc:
                 _warn(f"fast engine unavailable ({exc}); using --engine sklearn")

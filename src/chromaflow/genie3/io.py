@@ -235,30 +235,45 @@ def _gzip_writer(tmp: Path):
     return raw, gz
 
 
+def self_mask(reg_idx: np.ndarray, tgt_idx: np.ndarray) -> np.ndarray:
+    """Boolean R x T matrix, True where regulator == target (self-links, never reported)."""
+    return reg_idx[:, None] == tgt_idx[None, :]
+
+
 def ranked_links(W: np.ndarray, reg_names: list[str], tgt_names: list[str], reg_idx: np.ndarray,
-                 tgt_idx: np.ndarray, max_links: int = 0):
-    """Order of the (regulator, target) pairs of W (R x T), self-links excluded.
+                 tgt_idx: np.ndarray, limit: int = 0):
+    """Order of the (regulator, target) pairs of W (R x T), self-links excluded; the first ``limit``
+    (0 = all).
 
     Sort key: importance descending, then regulator name, then target name (byte order) - a total,
-    deterministic order. Returns (rows, cols) index arrays into W.
+    deterministic order. Returns (rows, cols) index arrays into W. With a limit only the entries >= the
+    limit-th largest value are sorted (exact: every tie at the cut is included before sorting).
     """
     R, T = W.shape
-    rows, cols = np.divmod(np.arange(R * T, dtype=np.int64), T)
+    flat = W.ravel()
+    n_self = int(np.count_nonzero(np.isin(tgt_idx, reg_idx)))
+    if limit and 0 < limit < R * T - n_self:
+        k = min(limit + n_self, R * T)  # self entries could be among the k largest; never more than n_self
+        thr = np.partition(flat, R * T - k)[R * T - k]
+        cand = np.flatnonzero(flat >= thr)
+    else:
+        cand = np.arange(R * T, dtype=np.int64)
+    rows, cols = np.divmod(cand, T)
     keep = reg_idx[rows] != tgt_idx[cols]
     rows, cols = rows[keep], cols[keep]
     vals = W[rows, cols]
     rrank = np.argsort(np.argsort(np.array(reg_names, dtype=object), kind="stable"), kind="stable")
     trank = np.argsort(np.argsort(np.array(tgt_names, dtype=object), kind="stable"), kind="stable")
     order = np.lexsort((trank[cols], rrank[rows], -vals))
-    if max_links and max_links > 0:
-        order = order[:max_links]
+    if limit and limit > 0:
+        order = order[:limit]
     return rows[order], cols[order]
 
 
 def write_links(path: str | Path, W: np.ndarray, reg_names: list[str], tgt_names: list[str],
-                reg_idx: np.ndarray, tgt_idx: np.ndarray, max_links: int = 0) -> int:
-    """Write the gzip TSV link list ``regulator<TAB>target<TAB>importance`` (header line, %.9g)."""
-    rows, cols = ranked_links(W, reg_names, tgt_names, reg_idx, tgt_idx, max_links)
+                rows: np.ndarray, cols: np.ndarray) -> int:
+    """Write the gzip TSV link list ``regulator<TAB>target<TAB>importance`` (header line, %.9g) for the
+    ranked pairs (rows, cols) of W."""
     regs = np.array(reg_names, dtype=object)
     tgts = np.array(tgt_names, dtype=object)
     with atomic_output(path) as tmp:

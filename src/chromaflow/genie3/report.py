@@ -12,46 +12,50 @@ from . import io as gio
 
 def finish_outputs(W: np.ndarray, meta: dict, out, weights=None, summary=None, plot=None, top: int = 1000,
                    max_links: int = 0) -> int:
+    """Link list (+ optional weight matrix, summary, plot) from the full weight block W (R x T)."""
     genes = meta["genes"]
     reg_idx = np.asarray(meta["regulators"], dtype=np.int64)
     tgt_idx = np.asarray(meta["targets"], dtype=np.int64)
     reg_names = [genes[i] for i in reg_idx]
     tgt_names = [genes[i] for i in tgt_idx]
-    n_links = gio.write_links(out, W, reg_names, tgt_names, reg_idx, tgt_idx, max_links)
+    limit = 0 if max_links == 0 else max(max_links, top if summary else 0)
+    rows, cols = gio.ranked_links(W, reg_names, tgt_names, reg_idx, tgt_idx, limit)
+    n_write = len(rows) if max_links == 0 else min(max_links, len(rows))
+    n_links = gio.write_links(out, W, reg_names, tgt_names, rows[:n_write], cols[:n_write])
     if weights:
         gio.write_weights(weights, W, reg_names, tgt_names)
     if summary or plot:
-        rows, cols = gio.ranked_links(W, reg_names, tgt_names, reg_idx, tgt_idx)
-        vals = W[rows, cols]
+        vals_all = W[~gio.self_mask(reg_idx, tgt_idx)]
         if summary:
-            write_json_atomic(summary, make_summary(W, vals, rows, cols, reg_names, tgt_names, meta, top, n_links))
+            write_json_atomic(summary, make_summary(W, vals_all, rows, cols, reg_names, tgt_names, meta, top,
+                                                    n_links))
         if plot:
-            make_plot(plot, vals)
+            make_plot(plot, vals_all)
     return n_links
 
 
-def make_summary(W, vals, rows, cols, reg_names, tgt_names, meta, top, n_links) -> dict:
-    top = int(max(0, min(top, len(vals))))
+def make_summary(W, vals_all, rows, cols, reg_names, tgt_names, meta, top, n_links) -> dict:
+    top = int(max(0, min(top, len(rows))))
     outdeg = np.bincount(rows[:top], minlength=len(reg_names))
     tpos = {g: t for t, g in enumerate(tgt_names)}
     total = W.sum(axis=1) - np.array([W[r, tpos[g]] if g in tpos else 0.0 for r, g in enumerate(reg_names)])
     by_deg = sorted(range(len(reg_names)), key=lambda r: (-int(outdeg[r]), reg_names[r]))[:20]
     by_w = sorted(range(len(reg_names)), key=lambda r: (-float(total[r]), reg_names[r]))[:20]
     return {
-        "edges": int(len(vals)),
+        "edges": int(len(vals_all)),
         "edges_written": int(n_links),
-        "edges_nonzero": int(np.count_nonzero(vals > 0)),
+        "edges_nonzero": int(np.count_nonzero(vals_all > 0)),
         "regulators": len(reg_names),
         "targets": len(tgt_names),
         "genes": len(meta["genes"]),
         "top_n": top,
-        "top_n_min_importance": float(vals[top - 1]) if top else None,
+        "top_n_min_importance": float(W[rows[top - 1], cols[top - 1]]) if top else None,
         "top_regulators_by_out_degree_in_top_n": [
             {"regulator": reg_names[r], "out_degree": int(outdeg[r])} for r in by_deg if outdeg[r] > 0],
         "top_regulators_by_total_weight": [
             {"regulator": reg_names[r], "total_weight": round(float(total[r]), 9)} for r in by_w],
-        "importance_quantiles": {q: float(np.quantile(vals, float(q))) for q in ("0.5", "0.9", "0.99")}
-        if len(vals) else {},
+        "importance_quantiles": {q: float(np.quantile(vals_all, float(q))) for q in ("0.5", "0.9", "0.99")}
+        if len(vals_all) else {},
         "options": meta.get("options", {}),
         "constant_targets": meta.get("constant_targets", []),
     }
@@ -65,7 +69,7 @@ def make_plot(path, vals: np.ndarray) -> None:
     import matplotlib.pyplot as plt
 
     plt.rcParams["svg.hashsalt"] = "chromaflow"
-    pos = vals[vals > 0]
+    pos = np.sort(vals[vals > 0])[::-1]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4), dpi=100)
     if pos.size:
         lo, hi = float(pos.min()), float(pos.max())
