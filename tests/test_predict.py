@@ -88,6 +88,7 @@ def test_reference_predictions_exact(reference_dir, tmp_path, stem, batch):
 
 def test_near_ties_reproduced(reference_dir, tmp_path):
     """The 10 near-.5 positions come out as Predmoter's integers (in-process, batch 16)."""
+    torch.set_num_threads(1)  # OpenMP spin-waiting makes 2 threads slow on a shared machine
     ckpt = load_checkpoint(predmoter(reference_dir, "mini_model.ckpt"))
     model = build_model(ckpt)
     rows = np.loadtxt(predmoter(reference_dir, "extra/pred_data_1_near_ties.tsv"), skiprows=1)

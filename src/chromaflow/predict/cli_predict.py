@@ -22,6 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="fp32 = exact (default); bf16 = autocast, faster where supported, not exact")
     p.add_argument("--num-workers", type=int, default=2,
                    help="prefetch depth of the background h5 reader, in batches (default 2)")
+    p.add_argument("--streams", type=int, default=None,
+                   help="CPU: concurrent model streams, each with threads/streams torch threads "
+                        "(default = --threads, i.e. one torch thread per stream; CUDA always 1)")
     p.add_argument("--metrics", default=None, help="write stage metrics JSON here")
     p.add_argument("--force", action="store_true", help="overwrite an existing --out")
 
@@ -52,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
         raise ChromaflowError(f"--batch-size must be >= 1, got {args.batch_size}")
     if args.num_workers < 1:
         raise ChromaflowError(f"--num-workers must be >= 1, got {args.num_workers}")
+    if args.streams is not None and args.streams < 1:
+        raise ChromaflowError(f"--streams must be >= 1, got {args.streams}")
     shard = parse_shard(args.shard)
     if os.path.exists(args.out) and not args.force:
         raise OutputExistsError(f"{args.out}: output exists (use --force to overwrite)")
@@ -100,13 +105,14 @@ def _predict(args, shard, fh, info) -> int:
                     })
                 stats = run_prediction(model, fh["data/X"], dset, row_start=row_start, row_end=row_end,
                                        batch_size=args.batch_size, device=device, precision=args.precision,
-                                       threads=threads, num_workers=args.num_workers)
+                                       threads=threads, num_workers=args.num_workers,
+                                       streams=args.streams or threads)
         loop = stats.loop_s
         metrics.set(
             subsequences=stats.rows, bp=stats.bp, bp_rows=stats.rows * info.length, seq_len=info.length,
             data_wait_fraction=(stats.wait_s / loop) if loop > 0 else 0.0, loop_s=loop,
             write_wait_s=stats.write_wait_s, device=stats.device, precision=stats.precision,
-            batch_size_final=stats.final_batch, peak_gpu_bytes=stats.peak_gpu_bytes,
+            batch_size_final=stats.final_batch, streams=stats.streams, intra_threads=stats.intra_threads, peak_gpu_bytes=stats.peak_gpu_bytes,
             rows=[row_start, row_end], total_rows=info.n_rows, model_type=cfg.model_type,
             datasets=list(cfg.datasets), notes=stats.notes,
         )
