@@ -5,7 +5,6 @@ import gzip
 import json
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,8 @@ import pytest
 pyBigWig = pytest.importorskip("pyBigWig")
 
 from chromaflow import bigwig  # noqa: E402
+
+pytestmark = pytest.mark.reference
 
 
 def cli(*args, check=True):

@@ -9,6 +9,8 @@ from pathlib import Path
 import h5py
 import pytest
 
+pytestmark = pytest.mark.reference
+
 
 def cli(*args):
     return subprocess.run([sys.executable, "-m", "chromaflow", "bigwig", *map(str, args)],

@@ -38,9 +38,6 @@ PIECE_CHUNKS = 128
 #: gzip level of .bg.gz output (Predmoter uses 9; decompressed text is identical, see docs/bigwig.md)
 GZIP_LEVEL = 6
 
-STRAND_TAGS = {"avg": "avg", "+": "+", "-": "-"}
-
-
 # --------------------------------------------------------------------------------------------------
 # CLI
 # --------------------------------------------------------------------------------------------------
@@ -117,7 +114,8 @@ class ChunkReader:
     """Reads rows of a (N, L, C) dataset for some channels as float32 arrays shaped (C, rows, L).
 
     Fast path (Predmoter's layout: chunks (1, L, 1), deflate only): raw chunks are read with
-    ``read_direct_chunk`` and inflated by ``zlib`` in a thread pool (zlib releases the GIL). Any other
+    ``read_direct_chunk`` and inflated in a thread pool (libdeflate via ctypes, else zlib; both release
+    the GIL). Any other
     layout is read through h5py. ``reduce_mean`` averages the last axis (BAM replicates) in float32 and
     rounds half-to-even (--experimental); then each dataset is one channel of its own dataset object.
     """
