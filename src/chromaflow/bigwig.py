@@ -430,15 +430,19 @@ class TrackState:
 
     def feed(self, v: np.ndarray, cuts: np.ndarray | None, offset: int, final: bool):
         """Return (starts, ends, values) to emit for piece ``v`` starting at chromosome coordinate ``offset``."""
-        if len(v) == 0:
+        return self.feed_runs(runs(v, cuts) if len(v) else None, v.dtype, offset, final)
+
+    def feed_runs(self, piece_runs, dtype, offset: int, final: bool):
+        """Like :meth:`feed`, for the piece's runs (block coordinates) computed beforehand (None: empty)."""
+        if piece_runs is None:
             if final and self.pending is not None:
                 s, val = self.pending
                 self.pending = None
-                return (np.array([s], np.int64), np.array([self.end], np.int64), np.array([val], v.dtype))
+                return (np.array([s], np.int64), np.array([self.end], np.int64), np.array([val], dtype))
             return None
-        starts, ends, vals = runs(v, cuts)
-        starts += offset
-        ends += offset
+        starts, ends, vals = piece_runs
+        starts = starts + offset
+        ends = ends + offset
         if self.pending is not None:
             ps, pv = self.pending
             if vals[0] == pv:
@@ -782,15 +786,19 @@ def _convert(chroms: list[Chrom], tracks: list[Track], reader: ChunkReader, n_bl
             data = reader.load_piece(chrom.plus[j:e], chrom.minus[j:e], keys, want_cuts=ws is None)
         except ChromaflowError as exc:
             raise ChromaflowError(f"seqid {chrom.name!r}: {exc}") from None
-        if ws is None:
-            return {k: (v, cuts, len(v)) for k, (v, cuts) in data.items()}
-        # smoothing happens here, i.e. in the prefetch thread / pool, overlapping the writing of the last piece
-        def sm(k):
-            return k, (smooth(data[k][0], ws, clip), None, len(data[k][0]))
-        mapper = pool.map if (pool is not None and len(keys) > 1) else map
-        return dict(mapper(sm, keys))
+        # smoothing and run-length encoding happen here, i.e. in the prefetch thread / pool, overlapping
+        # the writing of the previous piece; only the (small) runs are kept, not the dense vectors
+        def encode(k):
+            v, cuts = data[k]
+            length = len(v)
+            if ws is not None:
+                v, cuts = smooth(v, ws, clip), None
+            return k, (runs(v, cuts) if len(v) else None, v.dtype, length)
 
-    # read (and smooth) the next piece while this one is run-length encoded and written
+        mapper = pool.map if (pool is not None and len(keys) > 1) else map
+        return dict(mapper(encode, keys))
+
+    # read, smooth and run-length encode the next piece while this one is written
     prefetch = ThreadPoolExecutor(1)
     it = _pieces(chroms, n_block, piece)
     nxt = next(it, None)
@@ -831,8 +839,8 @@ def _check_size(chrom: Chrom, offset: int) -> None:
 def _process_piece(chrom: Chrom, tracks: list[Track], piece: dict, offset: int, final: bool) -> int:
     length = 0
     for t in tracks:
-        v, cuts, length = piece[(t.channel, t.strand)]
-        res = t.state.feed(v, cuts, offset, final)
+        piece_runs, dtype, length = piece[(t.channel, t.strand)]
+        res = t.state.feed_runs(piece_runs, dtype, offset, final)
         if res is not None:
             t.writer.write(chrom.name, *res)
     return length
