@@ -192,6 +192,19 @@ class ChunkReader:
         return out, dirty
 
 
+    def _buffer(self, shape) -> np.ndarray:
+        free = getattr(self, "_free", None)
+        if free is None:
+            free = self._free = {}
+        lst = free.get(shape)
+        return lst.pop() if lst else np.empty(shape, np.float32)
+
+    def recycle(self) -> None:
+        """The arrays of the last load_piece are no longer referenced: reuse them (no page faults)."""
+        for x in getattr(self, "_in_use", []):
+            self._free.setdefault(x.shape, []).append(x)
+        self._in_use = []
+
     def load_piece(self, plus_rows: np.ndarray, minus_rows: np.ndarray, keys: list[tuple[int, str]],
                    want_cuts: bool) -> dict:
         """Track vectors of one piece: {(channel, strand): (vector, cuts or None)}.
@@ -210,9 +223,10 @@ class ChunkReader:
         m = len(plus_rows)
         L = self.L
         C = len(self.channels)
-        P = np.empty((C, m, L), np.float32) if need_p else None
-        M = np.empty((C, m, L), np.float32) if need_m else None
-        A = np.empty((C, m, L), np.float32) if any(s == "avg" for _, s in keys) else None
+        P = self._buffer((C, m, L)) if need_p else None
+        M = self._buffer((C, m, L)) if need_m else None
+        A = self._buffer((C, m, L)) if any(s == "avg" for _, s in keys) else None
+        self._in_use = [x for x in (P, M, A) if x is not None]
         strands_of = {c: [s for cc, s in keys if cc == c] for c in range(C)}
         did = self.dsets[0].id
         inflate = _inflater(L * self.dtype.itemsize)
@@ -796,7 +810,10 @@ def _convert(chroms: list[Chrom], tracks: list[Track], reader: ChunkReader, n_bl
             return k, (runs(v, cuts) if len(v) else None, v.dtype, length)
 
         mapper = pool.map if (pool is not None and len(keys) > 1) else map
-        return dict(mapper(encode, keys))
+        out = dict(mapper(encode, keys))
+        del data
+        reader.recycle()
+        return out
 
     # read, smooth and run-length encode the next piece while this one is written
     prefetch = ThreadPoolExecutor(1)
