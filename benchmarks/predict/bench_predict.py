@@ -114,6 +114,26 @@ def deviation(a: Path, b: Path) -> dict:
     return {"values": n, "differ": diff, "fraction": diff / n, "max_abs": maxd}
 
 
+def raw_bf16_deviation(h5: Path, ckpt: Path, rows: int) -> dict:
+    """Float-level bf16-vs-fp32 deviation of exp(model(x)) on the first ``rows`` subsequences."""
+    import torch
+
+    from chromaflow.predict.checkpoint import build_model, load_checkpoint
+
+    torch.set_num_threads(1)
+    model = build_model(load_checkpoint(ckpt))
+    with h5py.File(h5) as f:
+        x = torch.from_numpy(f["data/X"][:rows].astype(np.float32))
+    with torch.inference_mode():
+        a = torch.exp(model(x))
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            b = torch.exp(model(x).float())
+    d = (a - b).abs()
+    return {"subsequences": rows, "fp32_exp_min": float(a.min()), "fp32_exp_max": float(a.max()),
+            "max_abs_exp": float(d.max()), "mean_abs_exp": float(d.mean()),
+            "rounded_differ_fraction": float((torch.round(a) != torch.round(b)).float().mean())}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=24, help="subsequences of 21384 bp (default 24)")
@@ -127,7 +147,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     h5, ckpt = make_inputs(work, args.rows)
     py = sys.executable
-    runs: dict[str, list] = {"naive": [], "fp32": [], "bf16": []}
+    runs: dict[str, list] = {"naive": [], "fp32": [], "fp32_streams1": [], "bf16": []}
     for rep in range(args.repeats):
         for name in runs:
             out = work / f"{name}_{rep}.h5"
@@ -136,8 +156,10 @@ def main() -> None:
                 cmd = [py, "-c", NAIVE, str(h5), str(ckpt), str(out), str(args.batch_size), str(args.threads)]
             else:
                 cmd = [py, "-m", "chromaflow", "predict", "--h5", str(h5), "--model", str(ckpt), "--out", str(out),
-                       "--batch-size", str(args.batch_size), "--threads", str(args.threads), "--precision", name,
-                       "--device", "cpu", "--metrics", str(work / f"{name}_{rep}.json")]
+                       "--batch-size", str(args.batch_size), "--threads", str(args.threads),
+                       "--precision", name.split("_")[0], "--device", "cpu", "--metrics", str(work / f"{name}_{rep}.json")]
+                if name == "fp32_streams1":
+                    cmd += ["--streams", "1"]
             res = timed(cmd)
             if name != "naive":
                 m = json.loads((work / f"{name}_{rep}.json").read_text())
@@ -156,7 +178,9 @@ def main() -> None:
     # Predmoter reference (FORMATS.md / brief): 120 x 21384 in 24.6 s wall end to end = 104 kbp/s
     result["predmoter_ref_kbp_per_s"] = round(120 * L / 24.6 / 1000, 1)
     result["fp32_equals_naive"] = deviation(work / "fp32_0.h5", work / "naive_0.h5")["differ"] == 0
+    result["fp32_streams1_equals_naive"] = deviation(work / "fp32_streams1_0.h5", work / "naive_0.h5")["differ"] == 0
     result["bf16_vs_fp32_fullsize"] = deviation(work / "bf16_0.h5", work / "fp32_0.h5")
+    result["bf16_vs_fp32_fullsize_raw"] = raw_bf16_deviation(h5, ckpt, rows=min(4, args.rows))
     if (REF / "pred_data_1.h5").exists():
         out = work / "mini_bf16.h5"
         out.unlink(missing_ok=True)
