@@ -374,3 +374,53 @@ def test_shards_merge_equal_unsharded(reference_dir, tmp_path):
     proc = run_cli("predict-merge", "--out", str(bad), str(shards[1]), str(other), str(shards[0]), check=False)
     assert proc.returncode != 0 and "different input" in proc.stderr
     assert not bad.exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# engine: OOM halving and bf16 fallback (simulated; no GPU here)
+# --------------------------------------------------------------------------------------------------
+def _engine_run(tmp_path, model, X, **kw):
+    from chromaflow.predict import engine, h5io
+
+    g = tmp_path / "g.h5"
+    with h5py.File(g, "r") as f, h5py.File(tmp_path / "o.h5", "w") as out:
+        dset = h5io.create_predictions(out, n_rows=X.shape[0], length=X.shape[1], datasets=["a"], species0=b"s",
+                                       model_name="m", seqids=f["data/seqids"][()], start_ends=f["data/start_ends"][()])
+        stats = engine.run_prediction(model, f["data/X"], dset, row_start=0, row_end=X.shape[0],
+                                      device=torch.device("cpu"), threads=1, num_workers=1, **kw)
+    with h5py.File(tmp_path / "o.h5") as out:
+        return stats, out["prediction/predictions"][()]
+
+
+class _Const(torch.nn.Module):
+    """log-rate = 3 * first one-hot column (so exp → 1 or 20); raises CUDA OOM above ``limit`` rows."""
+
+    def __init__(self, limit):
+        super().__init__()
+        self.limit = limit
+
+    def forward(self, x):
+        if x.shape[0] > self.limit:
+            raise torch.cuda.OutOfMemoryError("simulated")
+        return 3 * x[:, :, :1]
+
+
+def test_oom_halves_batch_and_retries(tmp_path):
+    X = write_genome_h5(tmp_path / "g.h5", 7, 16)
+    stats, got = _engine_run(tmp_path, _Const(limit=2), X, batch_size=7, precision="fp32", streams=1)
+    assert stats.final_batch == 1 or stats.final_batch == 2
+    assert any("OOM" in n for n in stats.notes)
+    want = np.round(np.exp(3 * X[:, :, :1].astype(np.float32))).astype(np.int64)
+    want[X.max(axis=2) == 0] = -1
+    assert np.array_equal(got, want)
+
+
+def test_bf16_fallback_message(tmp_path, monkeypatch, capsys):
+    from chromaflow.predict import engine
+
+    monkeypatch.setattr(engine, "bf16_supported", lambda device: False)
+    X = write_genome_h5(tmp_path / "g.h5", 3, 16)
+    stats, got = _engine_run(tmp_path, _Const(limit=100), X, batch_size=2, precision="bf16", streams=2)
+    assert stats.precision == "fp32"
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bf16 not supported" in err[0]
