@@ -100,5 +100,7 @@ def test_trace_native_ids_are_the_slurm_job_ids(slurm_run):
         job = by_id[row["native_id"]]
         # Nextflow names the job nf-<task name> with ':', ' ' and '/' made '_'
         assert job["JobName"] == "nf-" + re.sub(r"[:\s/]", "_", row["name"]), (row["name"], job)
-        expected_queue = "gpu" if row["process"].endswith(":PREDICT") else "cpu"
-        assert row["queue"] == expected_queue == job["Partition"]
+        gpu = row["process"].endswith(":PREDICT")
+        assert row["queue"] == ("gpu" if gpu else "cpu") == job["Partition"]
+        # the profile adds to conf/base.config's process_gpu settings instead of replacing them
+        assert row["container"] == ("chromaflow:0.1.0-cuda" if gpu else "chromaflow:0.1.0"), row
