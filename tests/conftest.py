@@ -29,7 +29,9 @@ def repo_root() -> Path:
 def reference_dir() -> Path:
     if not REFERENCE.is_dir():
         msg = f"reference data folder {REFERENCE} is absent (expected ../shared/reference beside the checkout)"
-        if _ci():
+        # CI=true makes a missing reference folder a failure, unless CHROMAFLOW_REQUIRE_REFERENCE=0 says this CI
+        # (e.g. a public mirror's) has no reference folder by design
+        if _ci() and os.environ.get("CHROMAFLOW_REQUIRE_REFERENCE", "1") != "0":
             pytest.fail(msg)
         pytest.skip(msg)
     return REFERENCE

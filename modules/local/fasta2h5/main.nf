@@ -34,7 +34,7 @@ process FASTA2H5 {
     prefix = task.ext.prefix ?: "${meta.id}"
     """
     touch ${prefix}.h5
-    echo '{"stage": "fasta2h5", "stub": true}' > ${prefix}.fasta2h5.metrics.json
+    echo '{"stage": "fasta2h5", "stub": true, "subsequences": 1}' > ${prefix}.fasta2h5.metrics.json
     printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
     """
 }
