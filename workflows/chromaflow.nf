@@ -11,9 +11,6 @@ include { GENIE3_MERGE    } from '../modules/local/genie3_merge'
 include { BENCHMARK       } from '../modules/local/benchmark'
 include { countGenes      } from '../subworkflows/local/samplesheet'
 
-import groovy.json.JsonSlurper
-import groovy.json.JsonOutput
-
 // Number of prediction shards for an assembly of `rows` subsequences.
 def shardCount(rows) {
     def p = params.predict_shards.toString()
@@ -25,10 +22,10 @@ def shardCount(rows) {
 
 // Annotate one metrics JSON with the assembly/shard it belongs to (for the BENCHMARK stage).
 def annotateMetrics(meta, json, extra = [:]) {
-    def m = new JsonSlurper().parse(json.toFile())
+    def m = new groovy.json.JsonSlurper().parse(json.toFile())
     m.assembly = meta.id
     extra.each { k, v -> m[k] = v }
-    return JsonOutput.toJson(m)
+    return groovy.json.JsonOutput.toJson(m)
 }
 
 workflow CHROMAFLOW {
@@ -63,7 +60,7 @@ workflow CHROMAFLOW {
         ch_shards = FASTA2H5.out.h5
             .join(FASTA2H5.out.metrics)
             .flatMap { meta, h5, json ->
-                def rowsN = new JsonSlurper().parse(json.toFile()).subsequences as long
+                def rowsN = new groovy.json.JsonSlurper().parse(json.toFile()).subsequences as long
                 def n = shardCount(rowsN)
                 (1..n).collect { i -> [meta + [shard: i, shards: n], h5] }
             }

@@ -28,15 +28,24 @@ List<String> splitCsvLine(String line, String where) {
         char c = line.charAt(i)
         if (quoted) {
             if (c == '"' as char) {
-                if (i + 1 < line.length() && line.charAt(i + 1) == '"' as char) { cur.append('"'); i++ }
-                else quoted = false
-            } else cur.append(c)
+                if (i + 1 < line.length() && line.charAt(i + 1) == '"' as char) {
+                    cur.append('"')
+                    i += 1
+                } else {
+                    quoted = false
+                }
+            } else {
+                cur.append(c)
+            }
         } else if (c == '"' as char) {
             quoted = true
         } else if (c == ',' as char) {
-            fields << cur.toString().trim(); cur.setLength(0)
-        } else cur.append(c)
-        i++
+            fields << cur.toString().trim()
+            cur.setLength(0)
+        } else {
+            cur.append(c)
+        }
+        i += 1
     }
     if (quoted) sheetError("${where}: unterminated quoted field")
     fields << cur.toString().trim()
@@ -75,7 +84,9 @@ def parseSamplesheet(sheetPath) {
     if (text.startsWith('\uFEFF')) text = text.substring(1)        // UTF-8 byte-order mark (Excel)
     def lines = text.split(/\r?\n|\r/, -1) as List
     // drop trailing empty lines only
-    while (lines && lines[-1].trim() == '') lines.remove(lines.size() - 1)
+    while (lines && lines[-1].trim() == '') {
+        lines.remove(lines.size() - 1)
+    }
     if (!lines) sheetError("samplesheet ${name}: file is empty (expected a header line 'id,fasta,...')")
     def header = splitCsvLine(lines[0], "samplesheet ${name} line 1").collect { it.toLowerCase() }
     def dup = header.findAll { h -> header.count(h) > 1 }.unique()
@@ -133,8 +144,13 @@ int countGenes(expression, String layout) {
             n = fields.size() - ((fields && (fields[0].replace('"', '').trim() == '' )) ? 1 : 0)
         } else {
             r.readLine()
-            String line
-            while ((line = r.readLine()) != null) { if (line.trim()) n++ }
+            def line = r.readLine()
+            while (line != null) {
+                if (line.trim()) {
+                    n += 1
+                }
+                line = r.readLine()
+            }
         }
     }
     return Math.max(n, 1)
