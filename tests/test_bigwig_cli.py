@@ -34,12 +34,12 @@ def _one_error_line(proc, *words):
 def test_not_a_predictions_file(reference_dir, tmp_path):
     txt = tmp_path / "x.h5"
     txt.write_text("hello\n")
-    _one_error_line(cli("--predictions", txt, "--outdir", tmp_path, "--basename", "b"), "not an HDF5 file")
+    _one_error_line(cli("--predictions", txt, "--outdir", tmp_path, "--basename", "b"), "not a readable HDF5 file")
     genome = reference_dir / "predmoter" / "pred_data_1.h5"
     _one_error_line(cli("--predictions", genome, "--outdir", tmp_path, "--basename", "b"),
                     "not a predictions file", "prediction/predictions")
     _one_error_line(cli("--predictions", tmp_path / "nope.h5", "--outdir", tmp_path, "--basename", "b"),
-                    "no such file")
+                    "predictions file does not exist")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.h5"]
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import ChromaflowError, OutputExistsError, Progress, StageMetrics, atomic_output, resolve_threads
+from .common import ChromaflowError, OutputExistsError, Progress, StageMetrics, atomic_output, open_h5_input, resolve_threads
 
 #: Predmoter's conversion block: 21,384,000 // L chunks (FORMATS §5.3)
 BLOCK_BP = 21_384_000
@@ -648,15 +648,8 @@ def _read_blacklist(path: str) -> set[str]:
 
 
 def _open_input(args):
-    import h5py
-
     path = args.predictions
-    if not os.path.isfile(path):
-        raise ChromaflowError(f"{path}: no such file")
-    try:
-        h5 = h5py.File(path, "r")
-    except OSError:
-        raise ChromaflowError(f"{path}: not an HDF5 file") from None
+    h5 = open_h5_input(path, "predictions file")
     need = ["data/seqids", "data/start_ends"]
     if not args.experimental:
         need += ["prediction/predictions", "prediction/datasets"]

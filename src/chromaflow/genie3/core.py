@@ -85,7 +85,6 @@ def compute_weights(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, t
     R, T = len(reg_idx), len(tgt_idx)
     n = values.shape[1]
     W = np.zeros((R, T), dtype=np.float64)
-    reg_pos = {int(g): r for r, g in enumerate(reg_idx)}
     info = {"constant_targets": [], "engine": opts.engine}
 
     lib = order = pos = feat_values = None

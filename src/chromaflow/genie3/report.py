@@ -1,7 +1,6 @@
 """Final outputs shared by ``genie3`` and ``genie3-merge``: link list, weight matrix, summary, plot."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..common import ChromaflowError, OutputExistsError, StageMetrics, atomic_output
+from ..common import ChromaflowError, OutputExistsError, StageMetrics, atomic_output, open_h5_input
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,16 +21,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _read_shard(path: str):
-    import h5py
-
     from .h5io import SHARD_ATTRS
 
-    if not os.path.isfile(path):
-        raise ChromaflowError(f"{path}: shard file does not exist")
-    try:
-        fh = h5py.File(path, "r")
-    except OSError as exc:
-        raise ChromaflowError(f"{path}: not a readable HDF5 file ({str(exc).splitlines()[0]})") from None
+    fh = open_h5_input(path, "shard file")
     missing = [a for a in SHARD_ATTRS if a not in fh.attrs]
     if missing:
         fh.close()

@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 
 import h5py
 import numpy as np
 
-from ..common import ChromaflowError
+from ..common import ChromaflowError, open_h5_input
 
 #: root attributes of a shard file (absent from a complete predictions file)
 SHARD_ATTRS = ("chromaflow_shard_index", "chromaflow_shard_count", "chromaflow_row_start", "chromaflow_row_end",
@@ -27,14 +26,7 @@ class InputInfo:
 
 def open_input(path: str) -> tuple[h5py.File, InputInfo]:
     """Open a Helixer-layout genome h5 and validate what prediction needs."""
-    if not os.path.exists(path):
-        raise ChromaflowError(f"{path}: input h5 does not exist")
-    if not os.path.isfile(path):
-        raise ChromaflowError(f"{path}: input h5 is not a regular file")
-    try:
-        fh = h5py.File(path, "r")
-    except OSError as exc:
-        raise ChromaflowError(f"{path}: not a readable HDF5 file ({str(exc).splitlines()[0]})") from None
+    fh = open_h5_input(path, "input h5")
     try:
         info = _inspect(fh, path)
     except ChromaflowError:
