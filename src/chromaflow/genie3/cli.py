@@ -10,6 +10,7 @@ import numpy as np
 from ..common import ChromaflowError, StageMetrics, resolve_threads
 from . import io as gio
 from .core import ENGINES, METHODS, Options, chunk_bounds, compute_weights, parse_chunk, parse_max_features
+from .report import add_output_arguments
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,13 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="fast (compiled kernel; falls back to sklearn without a C compiler) or sklearn")
     p.add_argument("--targets-chunk", metavar="i/n",
                    help="compute only the i-th of n contiguous target slices; OUT is then a part (.npz) for genie3-merge")
-    p.add_argument("--out", required=True, help="ranked link list (.tsv.gz), or the part file with --targets-chunk")
-    p.add_argument("--weights", help="also write the full regulator x target weight matrix (.tsv.gz)")
-    p.add_argument("--summary", help="summary JSON (edge count, top regulators)")
-    p.add_argument("--plot", help="PNG: weight histogram (log) + rank plot")
-    p.add_argument("--top", type=int, default=1000, help="top-N edges used by --summary (default 1000)")
-    p.add_argument("--max-links", type=int, default=0, help="write only the first M links (0 = all)")
-    p.add_argument("--metrics", help="metrics JSON")
+    add_output_arguments(p, "ranked link list (.tsv.gz), or the part file with --targets-chunk")
 
 
 def _warn(msg: str) -> None:

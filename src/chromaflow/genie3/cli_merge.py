@@ -8,20 +8,14 @@ import numpy as np
 
 from ..common import ChromaflowError, StageMetrics
 from . import io as gio
-from .report import finish_outputs
+from .report import add_output_arguments, finish_outputs
 
 _SAME = ("genes", "regulators", "n_targets_total", "options", "fingerprint", "samples")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("parts", nargs="+", metavar="PART", help="part files written by genie3 --targets-chunk")
-    p.add_argument("--out", required=True, help="ranked link list (.tsv.gz)")
-    p.add_argument("--weights", help="full regulator x target weight matrix (.tsv.gz)")
-    p.add_argument("--summary", help="summary JSON")
-    p.add_argument("--plot", help="PNG: weight histogram (log) + rank plot")
-    p.add_argument("--top", type=int, default=1000, help="top-N edges used by --summary (default 1000)")
-    p.add_argument("--max-links", type=int, default=0, help="write only the first M links (0 = all)")
-    p.add_argument("--metrics", help="metrics JSON")
+    add_output_arguments(p, "ranked link list (.tsv.gz)")
 
 
 def merge_parts(paths: list[str]) -> tuple[np.ndarray, dict]:

@@ -89,3 +89,14 @@ def make_plot(path, vals: np.ndarray) -> None:
     with atomic_output(path, suffix=Path(path).suffix) as tmp:
         fig.savefig(tmp, format="png", metadata={"Software": None})
     plt.close(fig)
+
+
+def add_output_arguments(p, out_help: str) -> None:
+    """The output options ``genie3`` and ``genie3-merge`` share (both finish through :func:`finish_outputs`)."""
+    p.add_argument("--out", required=True, help=out_help)
+    p.add_argument("--weights", help="also write the full regulator x target weight matrix (.tsv.gz)")
+    p.add_argument("--summary", help="summary JSON (edge count, top regulators)")
+    p.add_argument("--plot", help="PNG: weight histogram (log) + rank plot")
+    p.add_argument("--top", type=int, default=1000, help="top-N edges used by --summary (default 1000)")
+    p.add_argument("--max-links", type=int, default=0, help="write only the first M links (0 = all)")
+    p.add_argument("--metrics", help="metrics JSON")
