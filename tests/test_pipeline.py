@@ -141,3 +141,18 @@ def test_genie3_chunks_merge_to_the_single_task_result(test_run, tmp_path):
     assert not (outdir / "asmB" / "network").exists()
     trace = read_trace(outdir)
     assert len([r for r in trace if r["process"].endswith(":GENIE3") and r["status"] == "COMPLETED"]) == 3
+
+
+def test_benchmark_stage_reports_every_stage(test_run):
+    _, outdir, _ = test_run
+    bench = outdir / "benchmark"
+    tasks = json.loads((bench / "benchmark.json").read_text())["tasks"]
+    stages = {t["stage"] for t in tasks}
+    assert {"fasta2h5", "predict", "predict-merge", "bigwig", "genie3", "genie3-merge"} <= stages
+    predict = [t for t in tasks if t["stage"] == "predict"]
+    assert len(predict) == 4 and all(t["assembly"] in ("asmA", "asmB") and t["device"] == "cpu" for t in predict)
+    html = (bench / "report.html").read_text()
+    assert "data:image/png;base64," in html and "<h2 id='extrapolation'>Extrapolation</h2>" in html
+    assert all(t["trace_status"] == "COMPLETED" for t in predict)   # joined with Nextflow's trace
+    assert (bench / "benchmark.tsv").read_text().count("\n") >= len(tasks)
+    assert list(bench.glob("*_mqc.tsv"))
