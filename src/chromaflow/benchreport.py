@@ -49,15 +49,21 @@ PREDMOTER_SUBSEQ_BP = 21384
 NA = "n/a"
 
 
-def _positive(x: Any) -> float | None:
-    """``x`` as a float if it is a finite number > 0, else None (missing, zero, negative, NaN, text)."""
+def _num(x: Any) -> float | None:
+    """``x`` as a finite float, else None (missing, bool, NaN, inf, text)."""
     if x is None or isinstance(x, bool):
         return None
     try:
         v = float(x)
     except (TypeError, ValueError):
         return None
-    return v if math.isfinite(v) and v > 0 else None
+    return v if math.isfinite(v) else None
+
+
+def _positive(x: Any) -> float | None:
+    """``x`` as a float if it is a finite number > 0, else None (missing, zero, negative, NaN, text)."""
+    v = _num(x)
+    return v if v is not None and v > 0 else None
 
 
 def rate_bp_per_s(bp: float | None, seconds: float | None) -> float | None:
@@ -168,12 +174,16 @@ _DUR = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _MEM = {"B": 1, "KB": 1024, "MB": 1024 ** 2, "GB": 1024 ** 3, "TB": 1024 ** 4, "PB": 1024 ** 5}
 
 
+def _trace_field(text: str | None) -> str | None:
+    """A trace cell stripped, or None where Nextflow wrote nothing (``-`` or empty)."""
+    t = (text or "").strip()
+    return None if t in ("", "-") else t
+
+
 def parse_duration_s(text: str | None) -> float | None:
     """Nextflow trace durations (``250ms``, ``1.5s``, ``2m 3s``, ``1h 2m``) -> seconds; ``-``/empty -> None."""
-    if text is None:
-        return None
-    t = text.strip()
-    if not t or t == "-":
+    t = _trace_field(text)
+    if t is None:
         return None
     parts = re.findall(r"([\d.]+)\s*(ms|s|m|h|d)\b", t)
     if not parts:
@@ -186,10 +196,8 @@ def parse_duration_s(text: str | None) -> float | None:
 
 def parse_memory_bytes(text: str | None) -> float | None:
     """Nextflow trace memory (``123.4 MB``, ``1 GB``, ``0``) -> bytes (Nextflow units are powers of 1024)."""
-    if text is None:
-        return None
-    t = text.strip()
-    if not t or t == "-":
+    t = _trace_field(text)
+    if t is None:
         return None
     m = re.fullmatch(r"([\d.]+)\s*([KMGTP]?B)?", t)
     if not m:
@@ -198,10 +206,9 @@ def parse_memory_bytes(text: str | None) -> float | None:
 
 
 def parse_percent(text: str | None) -> float | None:
-    if text is None:
-        return None
-    t = text.strip().rstrip("%")
-    if not t or t == "-":
+    """Nextflow trace percentages (``98.5%``) -> 98.5; ``-``/empty -> None."""
+    t = _trace_field((text or "").strip().rstrip("%"))
+    if t is None:
         return None
     try:
         return float(t)
@@ -304,16 +311,6 @@ COLUMNS = [
     ("trace_peak_rss_bytes", "trace_peak_rss_bytes", "B"), ("trace_attempts", "trace_attempts", ""),
     ("host", "host", ""),
 ]
-
-
-def _num(x: Any) -> float | None:
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
 
 
 def task_from_metrics(m: dict) -> dict:
