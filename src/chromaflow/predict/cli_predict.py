@@ -83,7 +83,8 @@ def _predict(args, shard, fh, info) -> int:
     device = resolve_device(args.device)
 
     with StageMetrics("predict", args.metrics, threads=threads, batch_size=args.batch_size,
-                      precision=args.precision, shard=args.shard, device=str(device)) as metrics:
+                      num_workers=args.num_workers, precision=args.precision, shard=args.shard,
+                      device=str(device)) as metrics:
         ckpt = load_checkpoint(args.model)
         cfg = ckpt.config
         cfg.check_length(info.length, args.h5)
@@ -112,7 +113,8 @@ def _predict(args, shard, fh, info) -> int:
             subsequences=stats.rows, bp=stats.bp, bp_rows=stats.rows * info.length, seq_len=info.length,
             data_wait_fraction=(stats.wait_s / loop) if loop > 0 else 0.0, loop_s=loop,
             write_wait_s=stats.write_wait_s, device=stats.device, precision=stats.precision,
-            batch_size_final=stats.final_batch, streams=stats.streams, intra_threads=stats.intra_threads, peak_gpu_bytes=stats.peak_gpu_bytes,
+            batch_size_final=stats.final_batch, streams=stats.streams, intra_threads=stats.intra_threads,
+            peak_gpu_bytes=stats.peak_gpu_bytes,
             rows=[row_start, row_end], total_rows=info.n_rows, model_type=cfg.model_type,
             datasets=list(cfg.datasets), notes=stats.notes,
         )
