@@ -13,7 +13,8 @@ import pytest
 from chromaflow.cli import main
 from chromaflow.common import ChromaflowError
 from chromaflow.genie3 import io as gio
-from chromaflow.genie3.core import Options, chunk_bounds, compute_weights, resolve_k, target_seed
+from chromaflow.common import part_bounds
+from chromaflow.genie3.core import Options, compute_weights, resolve_k, target_seed
 from chromaflow.genie3.skengine import unnormalised_mdi
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +51,7 @@ def test_resolve_k_matches_python_reference():
 def test_chunk_bounds_cover_targets_once():
     for T in (1, 7, 20, 101):
         for n in (1, 2, 3, 7):
-            spans = [chunk_bounds(T, i, n) for i in range(1, n + 1)]
+            spans = [part_bounds(i, n, T) for i in range(1, n + 1)]
             assert spans[0][0] == 0 and spans[-1][1] == T
             assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
 

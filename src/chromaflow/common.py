@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import resource
 import socket
 import sys
@@ -223,6 +224,27 @@ def open_h5_input(path: str | os.PathLike, what: str = "input h5"):
     except OSError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ChromaflowError(f"{path}: not a readable HDF5 file ({first})") from None
+
+
+def parse_part(text: str | None, option: str) -> tuple[int, int] | None:
+    """``"I/N"`` (1-based part I of N, as in ``--shard`` or ``--targets-chunk``) -> (i, n); None -> None.
+
+    Anything else is a one-line :class:`ChromaflowError` naming ``option``.
+    """
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not m:
+        raise ChromaflowError(f"{option} {text!r}: expected I/N with 1 <= I <= N, e.g. 1/4")
+    i, n = int(m.group(1)), int(m.group(2))
+    if n < 1 or not 1 <= i <= n:
+        raise ChromaflowError(f"{option} {text!r}: expected I/N with 1 <= I <= N (parts are numbered from 1)")
+    return i, n
+
+
+def part_bounds(i: int, n: int, total: int) -> tuple[int, int]:
+    """Items [start, end) of 1-based part i of n over ``total`` items: contiguous, sizes differ by at most one."""
+    return (i - 1) * total // n, i * total // n
 
 
 def resolve_threads(threads: int | None) -> int:

@@ -7,9 +7,9 @@ import time
 
 import numpy as np
 
-from ..common import ChromaflowError, StageMetrics, resolve_threads
+from ..common import ChromaflowError, StageMetrics, part_bounds, parse_part, resolve_threads
 from . import io as gio
-from .core import ENGINES, METHODS, Options, chunk_bounds, compute_weights, parse_chunk, parse_max_features
+from .core import ENGINES, METHODS, Options, compute_weights, parse_max_features
 from .report import add_output_arguments
 
 
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 0 or args.max_links < 0:
         raise ChromaflowError("--top and --max-links must be >= 0")
     max_features = parse_max_features(args.max_features)
-    chunk = parse_chunk(args.targets_chunk)
+    chunk = parse_part(args.targets_chunk, "--targets-chunk")
     if chunk and (args.weights or args.summary or args.plot):
         raise ChromaflowError("--weights/--summary/--plot are written by genie3-merge when --targets-chunk is used")
     threads = resolve_threads(args.threads)
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             reg_idx = np.arange(expr.n_genes, dtype=np.int64)
         all_targets = np.arange(expr.n_genes, dtype=np.int64)
-        lo, hi = chunk_bounds(len(all_targets), *chunk) if chunk else (0, len(all_targets))
+        lo, hi = part_bounds(*chunk, len(all_targets)) if chunk else (0, len(all_targets))
         tgt_idx = all_targets[lo:hi]
         engine = args.engine
         if engine == "fast":

@@ -59,24 +59,6 @@ def target_seed(seed: int, gene_index: int) -> int:
     return int(ss.generate_state(1, dtype=np.uint64)[0])
 
 
-def parse_chunk(text: str | None) -> tuple[int, int] | None:
-    if text is None:
-        return None
-    try:
-        i_s, n_s = text.split("/")
-        i, n = int(i_s), int(n_s)
-    except ValueError:
-        raise ChromaflowError(f"--targets-chunk must look like i/n, e.g. 1/4 (got {text!r})") from None
-    if n < 1 or not 1 <= i <= n:
-        raise ChromaflowError(f"--targets-chunk {text}: need 1 <= i <= n")
-    return i, n
-
-
-def chunk_bounds(n_targets: int, i: int, n: int) -> tuple[int, int]:
-    """Contiguous 1-based chunk i of n over n_targets targets: [floor((i-1)T/n), floor(iT/n))."""
-    return (i - 1) * n_targets // n, i * n_targets // n
-
-
 def compute_weights(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, tgt_idx: np.ndarray,
                     opts: Options, threads: int, warn=None) -> tuple[np.ndarray, dict]:
     """Weight matrix W (len(reg_idx) x len(tgt_idx), float64): W[r, t] = importance of regulator r for

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 
-from ..common import ChromaflowError, OutputExistsError, StageMetrics, atomic_output, resolve_threads
+from ..common import (ChromaflowError, OutputExistsError, StageMetrics, atomic_output, part_bounds, parse_part,
+                      resolve_threads)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,23 +29,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="overwrite an existing --out")
 
 
-def parse_shard(text: str | None) -> tuple[int, int] | None:
-    if text is None:
-        return None
-    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
-    if not m:
-        raise ChromaflowError(f"--shard {text!r}: expected I/N with 1 <= I <= N, e.g. 1/4")
-    i, n = int(m.group(1)), int(m.group(2))
-    if n < 1 or not 1 <= i <= n:
-        raise ChromaflowError(f"--shard {text!r}: expected I/N with 1 <= I <= N (shards are numbered from 1)")
-    return i, n
-
-
-def shard_rows(i: int, n: int, total: int) -> tuple[int, int]:
-    """Rows [start, end) of 1-based shard i of n: contiguous, sizes differ by at most one."""
-    return (i - 1) * total // n, i * total // n
-
-
 def run(args: argparse.Namespace) -> int:
     import zipfile
 
@@ -57,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         raise ChromaflowError(f"--num-workers must be >= 1, got {args.num_workers}")
     if args.streams is not None and args.streams < 1:
         raise ChromaflowError(f"--streams must be >= 1, got {args.streams}")
-    shard = parse_shard(args.shard)
+    shard = parse_part(args.shard, "--shard")
     if os.path.exists(args.out) and not args.force:
         raise OutputExistsError(f"{args.out}: output exists (use --force to overwrite)")
     # cheap checks first, so bad input fails fast without importing torch
@@ -89,7 +72,7 @@ def _predict(args, shard, fh, info) -> int:
         cfg = ckpt.config
         cfg.check_length(info.length, args.h5)
         model = build_model(ckpt)
-        row_start, row_end = (0, info.n_rows) if shard is None else shard_rows(*shard, info.n_rows)
+        row_start, row_end = (0, info.n_rows) if shard is None else part_bounds(*shard, info.n_rows)
         n_out = row_end - row_start
         with atomic_output(args.out, force=args.force) as tmp:
             with h5py.File(tmp, "w") as out:
