@@ -18,7 +18,6 @@ from .common import ChromaflowError
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "samplesheet": ("chromaflow.samplesheet", "validate a --genomes samplesheet and print it as normalised TSV"),
     "fasta2h5": ("chromaflow.fasta2h5", "FASTA -> Helixer-layout HDF5 (one-hot, chunked, both strands)"),
     "predict": ("chromaflow.predict.cli_predict", "Predmoter-compatible coverage prediction from a genome h5"),
     "predict-merge": ("chromaflow.predict.cli_merge", "join --shard outputs into one predictions h5"),
