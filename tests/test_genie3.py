@@ -1,6 +1,7 @@
 """chromaflow genie3 / genie3-merge: parsing, errors, determinism, chunk merge, outputs (fast tests)."""
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
 import subprocess
@@ -76,36 +77,161 @@ def test_read_fixture_both_layouts(tmp_path):
     np.testing.assert_array_equal(e2.values, e.values)
 
 
-@pytest.mark.parametrize("content,layout,fragment", [
-    ("1\t2\t3\n0.1\t0.2\t0.3\n0.2\t0.3\t0.4\n0.5\t0.1\t0.2\n", "samples-x-genes", "use --layout genes-x-samples"),
-    ("a\tb\n0.1\t0.2\n", "genes-x-samples", "samples-x-genes"),
-    ('"A"\t"B"\t"A"\n1\t2\t3\n2\t3\t4\n3\t1\t2\n', "samples-x-genes", "duplicated gene name 'A'"),
-    ('"A"\t"B"\n1\tx\n2\t3\n3\t1\n', "samples-x-genes", "line 2, column 2 ('B'): non-numeric value 'x'"),
-    ('"A"\t"B"\n1\tNaN\n2\t3\n3\t1\n', "samples-x-genes", "non-finite"),
-    ('"A"\t"B"\n1\t2\n2\t3\n', "samples-x-genes", "needs at least 3"),
-    ('"A"\t"B"\n1\t2\t3\n2\t3\n', "samples-x-genes", "line 3: 2 fields, expected 3"),
-])
-def test_bad_expression_one_line_errors(tmp_path, capsys, content, layout, fragment):
-    p = tmp_path / "bad.tsv"
-    p.write_text(content)
-    rc = main(["genie3", "--expression", str(p), "--layout", layout, "--out", str(tmp_path / "o.tsv.gz")])
-    err = capsys.readouterr().err
-    assert rc == 1
-    assert err.startswith("chromaflow genie3: error: ") and err.count("\n") == 1, err
+def _cli(*argv, env=None):
+    """The real command line in a subprocess (checks exit code, stderr and 'no traceback')."""
+    proc = subprocess.run([sys.executable, "-m", "chromaflow", *map(str, argv)], capture_output=True, text=True,
+                          env=env)
+    return proc.returncode, proc.stderr
+
+
+# (file name, content (str or bytes), layout, expected fragment of the one-line error)
+BAD_EXPRESSION = [
+    ("empty.tsv", "", "samples-x-genes", "line 1: empty file or empty header"),
+    ("blank.tsv", "\n\n", "samples-x-genes", "line 1: empty file or empty header"),
+    ("header_only.tsv", '"A"\t"B"\n', "samples-x-genes", "needs a header line and at least one data line"),
+    ("one_gene.tsv", '"A"\n1\n2\n3\n', "samples-x-genes", "only 1 gene; GENIE3 needs at least 2"),
+    ("one_sample.tsv", '"A"\t"B"\t"C"\n1\t2\t3\n', "samples-x-genes", "only 1 sample; GENIE3 needs at least 3"),
+    ("two_samples.tsv", '"A"\t"B"\n1\t2\n2\t3\n', "samples-x-genes", "only 2 samples; GENIE3 needs at least 3"),
+    ("one_gene_gxs.tsv", "gene\tS1\tS2\tS3\nG1\t1\t2\t3\n", "genes-x-samples", "only 1 gene"),
+    ("all_constant.tsv", '"A"\t"B"\n1\t5\n1\t5\n1\t5\n', "samples-x-genes", "every gene is constant across the samples"),
+    ("nan.tsv", '"A"\t"B"\n1\tNaN\n2\t3\n3\t1\n', "samples-x-genes",
+     "line 2, column 2 (gene 'B'): non-finite value 'NaN'"),
+    ("inf.tsv", '"A"\t"B"\n1\t2\n2\t-inf\n3\t1\n', "samples-x-genes",
+     "line 3, column 2 (gene 'B'): non-finite value '-inf'"),
+    ("overflow.tsv", '"A"\t"B"\n1\t2\n2\t3\n1e40\t1\n', "samples-x-genes",
+     "line 4, column 1 (gene 'A'): value '1e40' overflows float32"),
+    ("text.tsv", '"A"\t"B"\n1\tx\n2\t3\n3\t1\n', "samples-x-genes", "line 2, column 2 (gene 'B'): non-numeric value 'x'"),
+    ("text_labelled.tsv", 'sample\tA\tB\nS1\t1\t2\nS2\t2\tNA\nS3\t3\t1\n', "samples-x-genes",
+     "line 3 (sample 'S2'), column 3 (gene 'B'): non-numeric value 'NA'"),
+    ("text_gxs.csv", "gene,S1,S2,S3\nG1,1,2,3\nG2,4,five,6\n", "genes-x-samples",
+     "line 3 (gene 'G2'), column 3 (sample 'S2'): non-numeric value 'five'"),
+    ("empty_cell.csv", "gene,S1,S2,S3\nG1,1,,3\nG2,4,5,6\n", "genes-x-samples",
+     "line 2 (gene 'G1'), column 3 (sample 'S2'): empty cell (missing value)"),
+    ("dup.tsv", '"A"\t"B"\t"A"\n1\t2\t3\n2\t3\t4\n3\t1\t2\n', "samples-x-genes",
+     "line 1 (header): duplicated gene name 'A' (genes 1 and 3)"),
+    ("dup_gxs.tsv", "gene\tS1\tS2\tS3\nG1\t1\t2\t3\nG2\t3\t2\t1\nG1\t5\t5\t6\n", "genes-x-samples",
+     "column 1: duplicated gene name 'G1' (genes 1 and 3)"),
+    ("ragged.tsv", '"A"\t"B"\n1\t2\t3\n2\t3\n', "samples-x-genes", "line 3: 2 fields, expected 3"),
+    ("numbers_header.tsv", "1\t2\t3\n0.1\t0.2\t0.3\n0.2\t0.3\t0.4\n0.5\t0.1\t0.2\n", "samples-x-genes",
+     "use --layout genes-x-samples"),
+    ("numbers_first_col.tsv", "a\tb\n0.1\t0.2\n", "genes-x-samples", "samples-x-genes"),
+    ("binary.tsv", b"\x00\xff\xfe\x00\x81" * 20, "samples-x-genes", "not a readable text table"),
+    ("truncated.tsv.gz", gzip.compress(b'"A"\t"B"\n' + b"1.5\t2.25\n" * 400)[:40], "samples-x-genes",
+     "not a readable text table"),
+    ("compressed.tsv.bz2", bz2.compress(b'"A"\t"B"\n1\t2\n'), "samples-x-genes",
+     "bzip2-compressed; expression tables may be plain or gzip (.gz) only"),
+]
+
+
+@pytest.mark.parametrize("name,content,layout,fragment", BAD_EXPRESSION, ids=[b[0] for b in BAD_EXPRESSION])
+def test_bad_expression_one_line_error_nothing_written(tmp_path, name, content, layout, fragment):
+    p = tmp_path / name
+    p.write_bytes(content if isinstance(content, bytes) else content.encode())
+    out = tmp_path / "out"
+    out.mkdir()
+    rc, err = _cli("genie3", "--expression", p, "--layout", layout, "--out", out / "links.tsv.gz",
+                   "--weights", out / "w.tsv.gz", "--summary", out / "s.json", "--metrics", out / "m.json")
+    assert rc == 1, err
+    assert err.startswith(f"chromaflow genie3: error: {p}: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
     assert fragment in err, err
+    assert list(out.iterdir()) == []  # nothing left behind, not even a temporary file
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory"])
+def test_expression_path_missing_or_directory(tmp_path, kind):
+    p = tmp_path / "expr.tsv"
+    if kind == "directory":
+        p.mkdir()
+    rc, err = _cli("genie3", "--expression", p, "--layout", "samples-x-genes", "--out", tmp_path / "o.tsv.gz")
+    assert rc == 1 and err.count("\n") == 1 and "Traceback" not in err
+    assert f"{p}: " + ("expression file not found" if kind == "missing" else "is a directory") in err
     assert not (tmp_path / "o.tsv.gz").exists()
 
 
-def test_unknown_and_duplicate_regulators(tmp_path, capsys):
-    r = tmp_path / "r.txt"
-    r.write_text("TF1\n# comment\n\nNOPE\n")
-    rc, err = run_cli(["genie3", "--expression", str(EXPR), "--layout", "samples-x-genes", "--regulators", str(r),
-                       "--out", str(tmp_path / "o.tsv.gz")], capsys)
-    assert rc == 1 and "line 4: regulator 'NOPE' is not a gene" in err
-    r.write_text("TF1\nTF1\n")
-    rc, err = run_cli(["genie3", "--expression", str(EXPR), "--layout", "samples-x-genes", "--regulators", str(r),
-                       "--out", str(tmp_path / "o.tsv.gz")], capsys)
-    assert rc == 1 and "listed twice" in err
+@pytest.mark.parametrize("content,fragment", [
+    ("TF1\n# comment\n\nNOPE\n", "line 4: regulator 'NOPE' is not a gene of"),
+    ("TF1\nNOPE\nALSO_NOT\n", "line 2: regulator 'NOPE' is not a gene of"),
+    ("TF1\nTF1\n", "line 2: regulator 'TF1' listed twice (first on line 1)"),
+    ("# only comments\n\n", "no regulator names"),
+    ("", "no regulator names"),
+])
+def test_bad_regulators_one_line_error(tmp_path, content, fragment):
+    r = tmp_path / "regs.txt"
+    r.write_text(content)
+    out = tmp_path / "out"
+    out.mkdir()
+    rc, err = _cli("genie3", "--expression", EXPR, "--layout", "samples-x-genes", "--regulators", r,
+                   "--out", out / "o.tsv.gz", "--metrics", out / "m.json")
+    assert rc == 1 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"chromaflow genie3: error: {r}: ") and fragment in err, err
+    if "ALSO_NOT" in content:
+        assert "and 1 more" in err
+    assert list(out.iterdir()) == []
+
+
+def test_regulator_that_is_a_sample_label_hints_at_the_layout(tmp_path):
+    p = tmp_path / "labelled.tsv"
+    p.write_text("sample\tA\tB\tC\nS1\t1\t2\t3\nS2\t2\t3\t1\nS3\t3\t1\t2\n")
+    r = tmp_path / "regs.txt"
+    r.write_text("S2\n")
+    rc, err = _cli("genie3", "--expression", p, "--layout", "samples-x-genes", "--regulators", r,
+                   "--out", tmp_path / "o.tsv.gz")
+    assert rc == 1 and "regulator 'S2' is not a gene" in err and "wrong --layout?" in err
+
+
+def test_missing_output_directory_fails_before_any_work(tmp_path):
+    rc, err = _cli(*base(tmp_path), "--plot", tmp_path / "nodir" / "p.png")
+    assert rc == 1 and err.count("\n") == 1 and "Traceback" not in err
+    assert f"{tmp_path / 'nodir'}: output directory does not exist" in err
+    assert not (tmp_path / "links.tsv.gz").exists()  # the link list was not written either
+
+
+def _fixture_as(tmp_path, name: str, sep: str, compress: bool) -> Path:
+    rows = [line.split("\t") for line in EXPR.read_text().splitlines()]
+    text = "\n".join(sep.join(r) for r in rows) + "\n"
+    p = tmp_path / name
+    p.write_bytes(gzip.compress(text.encode(), mtime=0) if compress else text.encode())
+    return p
+
+
+@pytest.mark.parametrize("name,sep,compress", [("e.tsv.gz", "\t", True), ("e.csv", ",", False),
+                                                ("e.csv.gz", ",", True), ("e.txt", ",", False)])
+def test_gzip_and_csv_inputs_give_the_same_links(tmp_path, name, sep, compress):
+    p = _fixture_as(tmp_path, name, sep, compress)
+    e = gio.read_expression(p, "samples-x-genes")
+    ref = gio.read_expression(EXPR, "samples-x-genes")
+    assert e.genes == ref.genes
+    np.testing.assert_array_equal(e.values, ref.values)
+    assert main(base(tmp_path, "--n-trees", "20", out="ref.tsv.gz")) == 0
+    argv = base(tmp_path, "--n-trees", "20", out="alt.tsv.gz")
+    argv[argv.index("--expression") + 1] = str(p)
+    assert main(argv) == 0
+    assert (tmp_path / "alt.tsv.gz").read_bytes() == (tmp_path / "ref.tsv.gz").read_bytes()
+
+
+def test_constant_genes_cli_warns_and_scores_zero(tmp_path):
+    """Decision: a constant gene is not an error (real matrices have some); as a target its incoming scores
+    are 0, as a regulator it is never split on (0 outgoing); one warning line per constant target."""
+    rows = [line.split("\t") for line in EXPR.read_text().splitlines()]
+    for r in rows[1:]:
+        r[7] = "0.5"     # G3 constant
+        r[0] = "1"       # TF1 constant (a regulator)
+    p = tmp_path / "const.tsv"
+    p.write_text("\n".join("\t".join(r) for r in rows) + "\n")
+    w = tmp_path / "w.tsv.gz"
+    rc, err = _cli("genie3", "--expression", p, "--layout", "samples-x-genes", "--regulators", REGS,
+                   "--n-trees", "30", "--out", tmp_path / "o.tsv.gz", "--weights", w)
+    assert rc == 0, err
+    warnings = [line for line in err.splitlines() if "constant across samples" in line]
+    assert [("'TF1'" in x, "'G3'" in x) for x in warnings] == [(True, False), (False, True)]
+    with gzip.open(w, "rt") as fh:
+        table = [line.rstrip("\n").split("\t") for line in fh]
+    genes = table[0][1:]
+    W = {row[0]: np.array(row[1:], dtype=float) for row in table[1:]}
+    assert np.all(W["TF1"] == 0)                                   # never split on
+    assert all(W[r][genes.index("G3")] == 0 for r in W)           # a constant target gets nothing
+    assert W["TF2"][genes.index("G5")] > 0                        # the others are scored
 
 
 def test_bad_options(tmp_path, capsys):

@@ -52,10 +52,26 @@ class Expression:
         return h.hexdigest()
 
 
+_MAGIC = {b"BZh": "bzip2", b"\xfd7zXZ": "xz", b"\x28\xb5\x2f\xfd": "zstd", b"PK\x03\x04": "zip"}
+
+
 def _open_text(path: Path):
-    if str(path).endswith(".gz"):
-        return gzip.open(path, "rt", newline="")
-    return open(path, "r", newline="")
+    """Plain or gzip text (recognised by its magic bytes, whatever the name); other compressions -> error."""
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+    if head[:2] == b"\x1f\x8b":
+        return gzip.open(path, "rt", newline="", encoding="utf-8")
+    for magic, kind in _MAGIC.items():
+        if head.startswith(magic):
+            raise ChromaflowError(f"{path}: {kind}-compressed; expression tables may be plain or gzip (.gz) only")
+    return open(path, "r", newline="", encoding="utf-8")
+
+
+def _cell(layout: str, line: int, row_label: str | None, col: int, col_name: str) -> str:
+    """'line L (gene/sample 'x'), column C (sample/gene 'y')' for error messages."""
+    row_kind, col_kind = ("sample", "gene") if layout == "samples-x-genes" else ("gene", "sample")
+    row = f" ({row_kind} {row_label!r})" if row_label is not None else ""
+    return f"line {line}{row}, column {col} ({col_kind} {col_name!r})"
 
 
 def _sniff_delimiter(path: Path, first_line: str) -> str:
@@ -82,6 +98,8 @@ def read_expression(path: str | Path, layout: str) -> Expression:
     path = Path(path)
     if layout not in LAYOUTS:
         raise ChromaflowError(f"--layout must be one of {', '.join(LAYOUTS)} (got {layout!r})")
+    if path.is_dir():
+        raise ChromaflowError(f"{path}: is a directory, not an expression table")
     if not path.is_file():
         raise ChromaflowError(f"{path}: expression file not found")
     try:
@@ -119,21 +137,28 @@ def read_expression(path: str | Path, layout: str) -> Expression:
                                           f"(as on line {data_lines[0]})")
                 row = r[1:] if has_label else r
                 try:
-                    arr = np.array(row, dtype=np.float32)
+                    with np.errstate(over="ignore"):  # 1e40 -> inf is reported below, not warned about
+                        arr = np.array(row, dtype=np.float32)
                 except ValueError:
                     for c, v in enumerate(row):
                         try:
                             float(v)
                         except ValueError:
+                            what = "empty cell (missing value)" if v == "" else f"non-numeric value {v!r}"
                             raise ChromaflowError(
-                                f"{path}: line {ln}, column {c + 1 + has_label} ({col_names[c]!r}): "
-                                f"non-numeric value {v!r}") from None
+                                f"{path}: {_cell(layout, ln, r[0] if has_label else None, c + 1 + has_label, col_names[c])}"
+                                f": {what}") from None
                     raise ChromaflowError(f"{path}: line {ln}: unparsable numbers") from None
                 if not np.isfinite(arr).all():
                     c = int(np.flatnonzero(~np.isfinite(arr))[0])
+                    v = row[c]
+                    if v.strip().lower().lstrip("+-").startswith(("nan", "inf")):
+                        what = f"non-finite value {v!r} (NaN/inf are not allowed; impute or drop first)"
+                    else:
+                        what = f"value {v!r} overflows float32 (|x| must be below 3.4e38)"
                     raise ChromaflowError(
-                        f"{path}: line {ln}, column {c + 1 + has_label} ({col_names[c]!r}): non-finite value "
-                        f"{row[c]!r} (NaN/inf are not allowed; impute or drop first)")
+                        f"{path}: {_cell(layout, ln, r[0] if has_label else None, c + 1 + has_label, col_names[c])}"
+                        f": {what}")
                 data_lines.append(ln)
                 labels.append(r[0] if has_label else str(len(labels) + 1))
                 arrays.append(arr)
@@ -184,36 +209,48 @@ def read_expression(path: str | Path, layout: str) -> Expression:
         print(f"chromaflow genie3: warning: {path}: {len(samples)} labelled rows (samples) but only {len(genes)} "
               f"gene columns; if rows are genes use --layout genes-x-samples", file=sys.stderr)
     if values.shape[1] < MIN_SAMPLES:
-        raise ChromaflowError(f"{path}: only {values.shape[1]} samples; GENIE3 needs at least {MIN_SAMPLES} "
+        k = values.shape[1]
+        raise ChromaflowError(f"{path}: only {k} sample{'' if k == 1 else 's'}; GENIE3 needs at least {MIN_SAMPLES} "
                               f"(is --layout {layout} right?)")
     if values.shape[0] < 2:
-        raise ChromaflowError(f"{path}: only {values.shape[0]} gene; GENIE3 needs at least 2")
+        raise ChromaflowError(f"{path}: only {values.shape[0]} gene; GENIE3 needs at least 2 "
+                              f"(is --layout {layout} right?)")
+    const = values.min(axis=1) == values.max(axis=1)
+    if const.all():
+        raise ChromaflowError(f"{path}: every gene is constant across the samples (e.g. {genes[0]!r}); "
+                              f"there is nothing to infer")
     return Expression(values=values, genes=genes, samples=samples, path=str(path))
 
 
 def read_regulators(path: str | Path, expr: Expression) -> list[int]:
     """Regulator names, one per line (blank lines and '#' comments ignored) -> gene indices (file order)."""
     path = Path(path)
+    if path.is_dir():
+        raise ChromaflowError(f"{path}: is a directory, not a regulators file")
     if not path.is_file():
         raise ChromaflowError(f"{path}: regulators file not found")
     index = {g: i for i, g in enumerate(expr.genes)}
     out: list[int] = []
     seen: dict[str, int] = {}
     unknown: list[tuple[int, str]] = []
-    with open(path) as fh:
-        for ln, line in enumerate(fh, 1):
-            name = line.split("#", 1)[0].strip().strip('"').strip("'")
-            if not name:
-                continue
-            if "\t" in name or "," in name:
-                name = re.split(r"[\t,]", name)[0].strip().strip('"')
-            if name in seen:
-                raise ChromaflowError(f"{path}: line {ln}: regulator {name!r} listed twice (first on line {seen[name]})")
-            seen[name] = ln
-            if name not in index:
-                unknown.append((ln, name))
-                continue
-            out.append(index[name])
+    try:
+        with _open_text(path) as fh:
+            lines = fh.read().splitlines()
+    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
+        raise ChromaflowError(f"{path}: not a readable text file of regulator names ({exc})") from None
+    for ln, line in enumerate(lines, 1):
+        name = line.split("#", 1)[0].strip().strip('"').strip("'")
+        if not name:
+            continue
+        if "\t" in name or "," in name:
+            name = re.split(r"[\t,]", name)[0].strip().strip('"')
+        if name in seen:
+            raise ChromaflowError(f"{path}: line {ln}: regulator {name!r} listed twice (first on line {seen[name]})")
+        seen[name] = ln
+        if name not in index:
+            unknown.append((ln, name))
+            continue
+        out.append(index[name])
     if unknown:
         ln, name = unknown[0]
         more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
