@@ -57,10 +57,13 @@ def test_chunk_bounds_cover_targets_once():
             assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
 
 
-def test_target_seed_depends_on_seed_and_gene():
-    assert target_seed(0, 3) == target_seed(0, 3)
-    assert len({target_seed(0, g) for g in range(50)}) == 50
-    assert target_seed(1, 3) != target_seed(0, 3)
+def test_target_seed_is_the_documented_seedsequence_derivation():
+    """docs/genie3.md: a target's 64-bit seed = numpy SeedSequence([seed, gene index, 0x6E3]).generate_state(1)."""
+    for seed, g in ((0, 0), (0, 3), (1, 3), (7, 99), (2**63 + 5, 12345)):
+        expected = np.random.SeedSequence([seed & 0xFFFFFFFFFFFFFFFF, g, 0x6E3]).generate_state(1, dtype=np.uint64)[0]
+        assert target_seed(seed, g) == int(expected)
+    assert len({target_seed(0, g) for g in range(1000)}) == 1000
+    assert target_seed(1, 3) != target_seed(0, 3) and target_seed(0, 4) != target_seed(0, 3)
 
 
 # ------------------------------------------------------------------ parsing
@@ -304,17 +307,41 @@ def test_merge_rejects_bad_part_sets(tmp_path, capsys):
 
 
 def test_summary_plot_metrics(tmp_path):
+    w = tmp_path / "w.tsv.gz"
     assert main(base(tmp_path, "--summary", str(tmp_path / "s.json"), "--plot", str(tmp_path / "p.png"),
-                     "--top", "10", "--metrics", str(tmp_path / "m.json"))) == 0
+                     "--top", "10", "--metrics", str(tmp_path / "m.json"), "--weights", str(w), "--threads", "2")) == 0
+    links = read_links(tmp_path / "links.tsv.gz")[1:]
+    with gzip.open(w, "rt") as fh:
+        table = [line.rstrip("\n").split("\t") for line in fh]
+    targets = table[0][1:]
+    W = np.array([row[1:] for row in table[1:]], dtype=float)
+    regs = [row[0] for row in table[1:]]
+    off = np.array([[r != t for t in targets] for r in regs])
+    # the summary's numbers, recomputed from the link list and the weight matrix it was made from
     s = json.loads((tmp_path / "s.json").read_text())
-    assert s["edges"] == 95 and s["top_n"] == 10
-    assert sum(d["out_degree"] for d in s["top_regulators_by_out_degree_in_top_n"]) == 10
+    assert (s["edges"], s["edges_written"], s["top_n"]) == (95, 95, 10)
+    assert s["edges_nonzero"] == int(np.count_nonzero(W[off]))
+    deg: dict[str, int] = {}
+    for a, _, _ in links[:10]:
+        deg[a] = deg.get(a, 0) + 1
+    assert [(d["regulator"], d["out_degree"]) for d in s["top_regulators_by_out_degree_in_top_n"]] == \
+        sorted(deg.items(), key=lambda kv: (-kv[1], kv[0]))
+    assert s["top_n_min_importance"] == pytest.approx(float(links[9][2]), rel=1e-8)
+    tot = {r: W[i][off[i]].sum() for i, r in enumerate(regs)}
+    assert [d["regulator"] for d in s["top_regulators_by_total_weight"]] == sorted(tot, key=lambda r: (-tot[r], r))
+    for d in s["top_regulators_by_total_weight"]:
+        assert d["total_weight"] == pytest.approx(tot[d["regulator"]], rel=1e-7)
+    for q, v in s["importance_quantiles"].items():
+        assert v == pytest.approx(np.quantile(W[off], float(q)), rel=1e-7)
+    assert s["options"] == {"tree_method": "RF", "max_features": "sqrt", "n_trees": 50, "seed": 0, "engine": "fast"}
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     m = json.loads((tmp_path / "m.json").read_text())
-    for key in ("genes", "samples", "regulators", "targets", "trees", "engine", "wall_s", "cpu_s",
-                "targets_per_s", "peak_rss_bytes"):
-        assert key in m
-    assert (m["genes"], m["samples"], m["regulators"], m["targets"]) == (20, 30, 5, 20)
+    assert (m["stage"], m["genes"], m["samples"], m["regulators"], m["targets"]) == ("genie3", 20, 30, 5, 20)
+    assert (m["trees"], m["engine"], m["engine_requested"], m["tree_method"], m["threads"]) == (50, "fast", "fast", "RF", 2)
+    assert (m["max_features"], m["seed"], m["chunk"], m["constant_targets"]) == ("sqrt", 0, None, 0)
+    assert 0 < m["compute_s"] <= m["wall_s"] and m["cpu_s"] > 0
+    assert m["targets_per_s"] == pytest.approx(20 / m["compute_s"], rel=1e-3)
+    assert 10e6 < m["peak_rss_bytes"] < 4e9
 
 
 def test_constant_genes(tmp_path, capsys):
@@ -323,11 +350,15 @@ def test_constant_genes(tmp_path, capsys):
     vals[0] = 0.5   # TF1 constant (regulator: never split on)
     vals[7] = 1.0   # G3 constant (target: all-zero column + warning)
     for engine in ("fast", "sklearn"):
-        W, info = compute_weights(vals, e.genes, np.arange(5), np.arange(20), Options(n_trees=20, engine=engine), 1)
+        W, info = compute_weights(vals, e.genes, np.arange(5), np.arange(20), Options(n_trees=100, engine=engine), 1)
         assert info["constant_targets"] == ["TF1", "G3"]  # TF1 is a target too
         assert np.all(W[:, 7] == 0)
         assert np.all(W[0] == 0)
-        assert W[1:, 5:].sum() > 0
+        # every other target is explained by the 4 varying regulators: fully grown trees spend the whole
+        # (bootstrap) variance of y/std, ~(n-1)/n, unnormalised
+        sums = np.delete(W.sum(axis=0), [0, 7])
+        assert np.all((0.8 < sums) & (sums < 1.1)), (engine, sums)
+        assert 0.93 < sums.mean() < 0.995, (engine, sums.mean())  # (n-1)/n = 0.967; 1.0 if normalised
     assert "constant across samples" in capsys.readouterr().err
 
 

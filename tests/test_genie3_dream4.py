@@ -1,11 +1,13 @@
 """GENIE3 accuracy on DREAM4 size-100 multifactorial (read in place from ../shared/reference) and
 agreement between the fast and the scikit-learn engines.
 
-Tolerances (from dream4/ANCHORS.md): three reference runs on net 1 with different seeds gave AUPR
+Tolerances (from dream4/ANCHORS.md): reference GENIE3 runs on net 1 with three seeds gave AUPR
 0.157/0.160/0.152 and AUROC 0.7475/0.7531/0.7487, and the reference vs the PORTIA re-run differ by up to
-0.008 AUPR / 0.003 AUROC per network. We allow 0.02 AUROC and 0.02 AUPR per network (about twice the
-largest observed seed-to-seed difference) at the reference's 1000 trees, and require the mean AUPR over
-the tested networks to be within 0.01 of the reference mean for those networks.
+0.008 AUPR / 0.003 AUROC per network. Per network we allow 0.02 AUROC and AUPR (about twice the largest
+seed-to-seed difference); over the 5 networks x 2 seeds the mean must be within 0.007 AUPR / 0.006 AUROC
+of the reference mean (0.1906 / 0.7640, seed = network): the mean of one 5-network run varies by
+sd ~0.002 AUPR from seed to seed (measured: 0.1900 +- 0.0016 over 10 seeds), so a correct engine fails
+this with probability < 1e-3 while a 0.01 loss in AUPR (e.g. normalising each target, or K = ceil) fails.
 """
 from __future__ import annotations
 
@@ -51,21 +53,31 @@ def _score(W, gold):
     return roc_auc_score(gold[off], W[off]), average_precision_score(gold[off], W[off])
 
 
-@pytest.mark.parametrize("nets", [(1, 3)])
-def test_fast_engine_matches_reference_accuracy(reference_dir, nets):
-    aupr, ref_aupr = [], []
-    for net in nets:
+#: reference means over the 5 networks (ANCHORS.md): AUROC, AUPR
+ANCHOR_MEAN = (0.7640, 0.1906)
+
+
+def test_fast_engine_matches_reference_accuracy(reference_dir):
+    """5 networks x 2 seeds at the reference's 1000 trees (about 20 CPU-s)."""
+    aurocs, auprs, sums = [], [], []
+    for net in range(1, 6):
         expr, gold = _load(reference_dir, net)
         assert expr.genes == [f"G{i}" for i in range(1, 101)]
-        W, _ = compute_weights(expr.values, expr.genes, np.arange(100), np.arange(100),
-                               Options(n_trees=1000, seed=net, engine="fast"), threads=2)
-        assert 0.9 < W.sum(axis=0).min() and W.sum(axis=0).max() < 1.1  # fully grown: each target sums to ~1
-        auroc, ap = _score(W, gold)
-        assert abs(auroc - ANCHOR[net][0]) <= 0.02, (net, auroc)
-        assert abs(ap - ANCHOR[net][1]) <= 0.02, (net, ap)
-        aupr.append(ap)
-        ref_aupr.append(ANCHOR[net][1])
-    assert np.mean(aupr) >= np.mean(ref_aupr) - 0.01
+        for seed in (net, net + 10):
+            W, _ = compute_weights(expr.values, expr.genes, np.arange(100), np.arange(100),
+                                   Options(n_trees=1000, seed=seed, engine="fast"), threads=2)
+            auroc, ap = _score(W, gold)
+            assert abs(auroc - ANCHOR[net][0]) <= 0.02, (net, seed, auroc)
+            assert abs(ap - ANCHOR[net][1]) <= 0.02, (net, seed, ap)
+            aurocs.append(auroc)
+            auprs.append(ap)
+            sums.append(W.sum(axis=0))
+    # the reference's unnormalised importances: each target sums to ~1 (0.935-1.047), the VIM to ~99
+    sums = np.concatenate(sums)
+    assert 0.9 < sums.min() and sums.max() < 1.1, (sums.min(), sums.max())
+    assert 0.98 < sums.mean() < 0.995, sums.mean()  # E[bootstrap variance of y/std] = (n-1)/n = 0.99
+    assert abs(np.mean(aurocs) - ANCHOR_MEAN[0]) <= 0.006, np.mean(aurocs)
+    assert abs(np.mean(auprs) - ANCHOR_MEAN[1]) <= 0.007, np.mean(auprs)
 
 
 @pytest.mark.parametrize("method,trees", [("RF", 2000), ("ET", 1000)])
