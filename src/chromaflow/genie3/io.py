@@ -266,10 +266,31 @@ def read_regulators(path: str | Path, expr: Expression) -> list[int]:
 # --------------------------------------------------------------------------------------------------
 # outputs
 # --------------------------------------------------------------------------------------------------
-def _gzip_writer(tmp: Path):
-    raw = open(tmp, "wb")
-    gz = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6)
-    return raw, gz
+class _GzipMembers:
+    """Write text as a sequence of gzip members (a valid .gz file: readers concatenate members), each
+    compressed in one call by libdeflate (the pinned ``deflate`` package) -- about 8x faster than the gzip
+    module at level 6 and smaller. No file name or time stamp: identical text gives identical bytes."""
+
+    LEVEL = 4
+    MEMBER = 4 << 20  # bytes of text per member
+
+    def __init__(self, fh):
+        self.fh = fh
+        self.buf: list[bytes] = []
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self.buf.append(data)
+        self.size += len(data)
+        if self.size >= self.MEMBER:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buf:
+            import deflate
+
+            self.fh.write(deflate.gzip_compress(b"".join(self.buf), self.LEVEL))
+            self.buf, self.size = [], 0
 
 
 def self_mask(reg_idx: np.ndarray, tgt_idx: np.ndarray) -> np.ndarray:
@@ -313,27 +334,27 @@ def write_links(path: str | Path, W: np.ndarray, reg_names: list[str], tgt_names
     ranked pairs (rows, cols) of W."""
     regs = np.array(reg_names, dtype=object)
     tgts = np.array(tgt_names, dtype=object)
-    with atomic_output(path) as tmp:
-        raw, gz = _gzip_writer(tmp)
-        with raw, gz:
-            gz.write(b"regulator\ttarget\timportance\n")
-            step = 1 << 18
-            for s in range(0, len(rows), step):
-                r, c = rows[s:s + step], cols[s:s + step]
-                v = W[r, c]
-                lines = [f"{a}\t{b}\t{x:.9g}\n" for a, b, x in zip(regs[r], tgts[c], v.tolist())]
-                gz.write("".join(lines).encode())
+    with atomic_output(path) as tmp, open(tmp, "wb") as fh:
+        gz = _GzipMembers(fh)
+        gz.write(b"regulator\ttarget\timportance\n")
+        step = 1 << 16
+        for s in range(0, len(rows), step):
+            r, c = rows[s:s + step], cols[s:s + step]
+            v = W[r, c]
+            lines = [f"{a}\t{b}\t{x:.9g}\n" for a, b, x in zip(regs[r], tgts[c], v.tolist())]
+            gz.write("".join(lines).encode())
+        gz.flush()
     return len(rows)
 
 
 def write_weights(path: str | Path, W: np.ndarray, reg_names: list[str], tgt_names: list[str]) -> None:
     """Full weight matrix as gzip TSV: rows = regulators, columns = targets, corner cell 'regulator'."""
-    with atomic_output(path) as tmp:
-        raw, gz = _gzip_writer(tmp)
-        with raw, gz:
-            gz.write(("regulator\t" + "\t".join(tgt_names) + "\n").encode())
-            for i, name in enumerate(reg_names):
-                gz.write((name + "\t" + "\t".join(f"{x:.9g}" for x in W[i].tolist()) + "\n").encode())
+    with atomic_output(path) as tmp, open(tmp, "wb") as fh:
+        gz = _GzipMembers(fh)
+        gz.write(("regulator\t" + "\t".join(tgt_names) + "\n").encode())
+        for i, name in enumerate(reg_names):
+            gz.write((name + "\t" + "\t".join(f"{x:.9g}" for x in W[i].tolist()) + "\n").encode())
+        gz.flush()
 
 
 PART_FORMAT = "chromaflow-genie3-part/1"
