@@ -333,12 +333,14 @@ def test_summary_plot_metrics(tmp_path):
         assert d["total_weight"] == pytest.approx(tot[d["regulator"]], rel=1e-7)
     for q, v in s["importance_quantiles"].items():
         assert v == pytest.approx(np.quantile(W[off], float(q)), rel=1e-7)
-    assert s["options"] == {"tree_method": "RF", "max_features": "sqrt", "n_trees": 50, "seed": 0, "engine": "fast"}
+    assert s["options"] == {"tree_method": "RF", "max_features": "sqrt", "n_trees": 50, "seed": 0, "engine": "fast",
+                            "importance": "unnormalised"}
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     m = json.loads((tmp_path / "m.json").read_text())
     assert (m["stage"], m["genes"], m["samples"], m["regulators"], m["targets"]) == ("genie3", 20, 30, 5, 20)
     assert (m["trees"], m["engine"], m["engine_requested"], m["tree_method"], m["threads"]) == (50, "fast", "fast", "RF", 2)
     assert (m["max_features"], m["seed"], m["chunk"], m["constant_targets"]) == ("sqrt", 0, None, 0)
+    assert m["importance"] == "unnormalised"
     assert 0 < m["compute_s"] <= m["wall_s"] and m["cpu_s"] > 0
     assert m["targets_per_s"] == pytest.approx(20 / m["compute_s"], rel=1e-3)
     assert 10e6 < m["peak_rss_bytes"] < 4e9

@@ -110,7 +110,7 @@ typedef struct {           /* read-only inputs shared by all threads */
     const int32_t *regs;   /* R regulator gene indices (feature r = gene regs[r]) */
     const int32_t *targets;
     const uint64_t *seeds;
-    int n, R, T, n_trees, K_in, K_out, method;
+    int n, R, T, n_trees, K_in, K_out, method, tree_norm;
     double *out; int64_t ldo;  /* out[r * ldo + t] */
     int32_t *status;       /* per target: 0 grown, 1 constant target, 2 no inputs, <0 allocation failure */
     int next;              /* next target to take (atomic) */
@@ -119,7 +119,8 @@ typedef struct {           /* read-only inputs shared by all threads */
 typedef struct {           /* per thread; sizes fixed per run */
     int n, nw, nsw, B;
     double *inv, *wy, *wyy, *y, *acc;
-    int32_t *wi, *idx, *buf, *perm, *feat, *F;
+    int32_t *wi, *idx, *buf, *perm, *feat, *F, *sf;
+    double *sd;            /* tree-normalised importance: the splits of the current tree (feature, decrease) */
     node_t *stack;
     uint64_t *T0, *T1;     /* nw <= 2: the word-0 / word-1 bit of rank q */
     uint64_t *words; uint16_t *shorts, *smallP;
@@ -128,7 +129,7 @@ typedef struct {           /* per thread; sizes fixed per run */
 
 static void ws_free(ws_t *w) {
     free(w->inv); free(w->wy); free(w->wyy); free(w->y); free(w->acc);
-    free(w->wi); free(w->idx); free(w->buf); free(w->perm); free(w->feat); free(w->F);
+    free(w->wi); free(w->idx); free(w->buf); free(w->perm); free(w->feat); free(w->F); free(w->sf); free(w->sd);
     free(w->stack); free(w->T0); free(w->words); free(w->shorts); free(w->smallP); free(w->slots);
     memset(w, 0, sizeof(*w));
 }
@@ -150,13 +151,14 @@ static int ws_alloc(ws_t *w, int n, int R, int K, int method) {
     w->wi = malloc(sizeof(int32_t) * n); w->idx = malloc(sizeof(int32_t) * n); w->buf = malloc(sizeof(int32_t) * n);
     w->perm = malloc(sizeof(int32_t) * (R > 0 ? R : 1)); w->feat = malloc(sizeof(int32_t) * (R > 0 ? R : 1));
     w->F = malloc(sizeof(int32_t) * B);
+    w->sf = malloc(sizeof(int32_t) * ((size_t)n + 1)); w->sd = malloc(sizeof(double) * ((size_t)n + 1));
     w->stack = malloc(sizeof(node_t) * ((size_t)n + 2));
     w->T0 = malloc(sizeof(uint64_t) * 256); w->T1 = w->T0 ? w->T0 + 128 : NULL;
     w->words = calloc((size_t)B * slot_words, 8);
     w->shorts = malloc(sizeof(uint16_t) * 2 * (size_t)n * B);
     w->smallP = malloc(sizeof(uint16_t) * SMALL_MAX * (size_t)B);
     w->slots = malloc(sizeof(slot_t) * B);
-    if (!(w->inv && w->wy && w->wyy && w->y && w->acc && w->wi && w->idx && w->buf && w->perm && w->feat && w->F &&
+    if (!(w->inv && w->wy && w->wyy && w->y && w->acc && w->wi && w->idx && w->buf && w->perm && w->feat && w->F && w->sf && w->sd &&
           w->stack && w->T0 && w->words && w->shorts && w->smallP && w->slots)) {
         ws_free(w);
         return -1;
@@ -464,6 +466,12 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
     if (K > p) K = p;
     for (int f = 0; f < p; f++) { perm[f] = f; acc[f] = 0.0; }
     const double inv_root = 1.0 / (double)n;
+    const int tree_norm = J->tree_norm;
+    int nsplit = 0, split_trees = 0;
+    /* one split's importance: unnormalised (the reference GENIE3) straight into acc; tree-normalised
+     * (scikit-learn's feature_importances_, as arboreto) kept until the tree's total is known */
+#define ADD_SPLIT(F_, DEC_) do { if (tree_norm) { w->sf[nsplit] = (F_); w->sd[nsplit] = (DEC_); nsplit++; } \
+                                 else acc[F_] += (DEC_) * inv_root; } while (0)
 
     for (int t = 0; t < n_trees; t++) {
         if (method == 0) {
@@ -479,6 +487,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
             if (wi[i] > 0) idx[m0++] = i;
         }
         int sp = 0;
+        nsplit = 0;
         stack[sp].start = 0; stack[sp].end = m0; sp++;
         while (sp > 0) {
             sp--;
@@ -511,7 +520,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                     bestf = f;
                     break;
                 }
-                if (bestf >= 0) acc[bestf] += (best - parent) * inv_root;
+                if (bestf >= 0) ADD_SPLIT(bestf, best - parent);
                 continue;                                        /* children are single samples */
             }
             if (method == 0 && m <= SMALL_MAX && w->nw > 2) {
@@ -591,7 +600,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                 }
             }
             if (bestf < 0) continue;                             /* no usable split: leaf */
-            acc[bestf] += (best - parent) * inv_root;
+            ADD_SPLIT(bestf, best - parent);
             /* partition r[0..m) into left (<= threshold) | right (right part reversed) */
             int nl = 0, nr = 0;
             if (method == 0) {
@@ -615,8 +624,16 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
             if (m - nl >= 2) { stack[sp].start = start + nl; stack[sp].end = end; sp++; }
             if (nl >= 2) { stack[sp].start = start; stack[sp].end = start + nl; sp++; }
         }
+        if (tree_norm && nsplit > 0) {
+            double tot = 0;
+            for (int k = 0; k < nsplit; k++) tot += w->sd[k];
+            if (tot > 0) { for (int k = 0; k < nsplit; k++) acc[w->sf[k]] += w->sd[k] / tot; split_trees++; }
+        }
     }
-    for (int f = 0; f < p; f++) acc[f] /= (double)n_trees;
+#undef ADD_SPLIT
+    /* tree-normalised: the mean over the trees that split (scikit-learn leaves single-leaf trees out) */
+    const double denom = tree_norm ? (double)(split_trees > 0 ? split_trees : 1) : (double)n_trees;
+    for (int f = 0; f < p; f++) acc[f] /= denom;
 }
 
 /* ----------------------------------------------------------------------------------- target loop */
@@ -664,18 +681,20 @@ static void *worker(void *arg) {
  *   pos, lims, slot : RF tables over the R regulators (may be NULL for ET)
  *   seeds  : T per-target seeds; out: out[r * ldo + t] receives importance of regulator r for target t
  *            (entries of a regulator that is the target itself are not written)
+ *   tree_norm : 0 = importance as the reference GENIE3 (mean over trees of sum of decreases / n);
+ *            1 = scikit-learn's feature_importances_ (each tree's importances divided by their sum first)
  *   status : T ints, 0 grown, 1 constant target, 2 no inputs, -1 out of memory
  * Returns 0, or -2 for bad sizes. */
 int genie3_run(const float *values, const uint16_t *pos, const uint16_t *lims, const int32_t *slot,
                int n, const int32_t *regs, int R, const int32_t *targets, int T, const uint64_t *seeds,
-               int n_trees, int K_in, int K_out, int method, int threads, double *out, int64_t ldo,
-               int32_t *status) {
+               int n_trees, int K_in, int K_out, int method, int tree_norm, int threads, double *out,
+               int64_t ldo, int32_t *status) {
     if (n < 2 || n > 65535 || R < 1 || T < 0 || n_trees < 1 || K_in < 1 || K_out < 1) return -2;
     if (method == 0 && (!pos || !slot)) return -2;
     job_t J;
     J.values = values; J.pos = pos; J.lims = lims; J.slot = slot; J.regs = regs; J.targets = targets;
     J.seeds = seeds; J.n = n; J.R = R; J.T = T; J.n_trees = n_trees; J.K_in = K_in; J.K_out = K_out;
-    J.method = method; J.out = out; J.ldo = ldo; J.status = status; J.next = 0;
+    J.method = method; J.tree_norm = tree_norm; J.out = out; J.ldo = ldo; J.status = status; J.next = 0;
     if (threads < 1) threads = 1;
     if (threads > T) threads = T > 0 ? T : 1;
     pthread_t *th = threads > 1 ? malloc(sizeof(pthread_t) * (threads - 1)) : NULL;

@@ -11,6 +11,10 @@ from ..common import ChromaflowError, Progress
 
 ENGINES = ("fast", "sklearn")
 METHODS = ("RF", "ET")
+#: unnormalised: the reference GENIE3's (and the paper's) importance, the mean over trees of the summed
+#: variance decrease / n; tree-normalised: scikit-learn's feature_importances_ (as arboreto), each tree's
+#: importances divided by their sum before averaging
+IMPORTANCES = ("unnormalised", "tree-normalised")
 
 
 @dataclass(frozen=True)
@@ -20,6 +24,7 @@ class Options:
     n_trees: int = 1000
     seed: int = 0
     engine: str = "fast"
+    importance: str = "unnormalised"
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -95,7 +100,7 @@ def _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn)
         for lo in range(0, T, block):
             hi = min(T, lo + block)
             status = fast.run(lib, values, tables, reg_idx, tgt_idx[lo:hi], seeds[lo:hi], opts.n_trees, k_in,
-                              k_out, opts.tree_method, threads, W[:, lo:hi])
+                              k_out, opts.tree_method, threads, W[:, lo:hi], importance=opts.importance)
             for t in np.flatnonzero(status == 1):
                 _note_constant(genes[int(tgt_idx[lo + t])], info, warn)
             prog.update(hi - lo)
@@ -122,7 +127,7 @@ def _sklearn_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, wa
             X_in = np.ascontiguousarray(values[reg_idx[keep]].T)  # one n x |inputs| float32 copy per target
             W[keep, t] = skengine.target_importances(X_in, y, opts.n_trees, K, opts.tree_method,
                                                      random_state=target_seed(opts.seed, j) % (2**32),
-                                                     n_jobs=threads)
+                                                     n_jobs=threads, importance=opts.importance)
 
 
 def _note_constant(gene: str, info: dict, warn) -> None:

@@ -89,7 +89,8 @@ def _load(so: Path):
         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,   # values, pos, lims, slot
         ctypes.c_int, ctypes.c_void_p, ctypes.c_int,                           # n, regs, R
         ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,                        # targets, T, seeds
-        ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,  # trees, K_in, K_out, method, threads
+        ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,  # trees, K_in, K_out, method, tree_norm
+        ctypes.c_int,                                                          # threads
         ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,                      # out, ldo, status
     ]
     lib.genie3_kernel_version.restype = ctypes.c_int
@@ -161,7 +162,7 @@ def _ptr(a: np.ndarray | None):
 
 def run(lib, values: np.ndarray, tables: Tables | None, regs: np.ndarray, targets: np.ndarray,
         seeds: np.ndarray, n_trees: int, k_in: int, k_out: int, method: str, threads: int,
-        out: np.ndarray) -> np.ndarray:
+        out: np.ndarray, importance: str = "unnormalised") -> np.ndarray:
     """Grow the forests of ``targets`` (gene indices) on ``threads`` threads; write importances into
     ``out`` (R x T float64, C-contiguous, or a column block of such an array) and return the per-target
     status (0 grown, 1 constant target, 2 no inputs)."""
@@ -183,7 +184,7 @@ def run(lib, values: np.ndarray, tables: Tables | None, regs: np.ndarray, target
         values.ctypes.data,
         _ptr(tables.pos) if rf else None, _ptr(tables.lims) if rf else None, _ptr(tables.slot) if rf else None,
         n, regs.ctypes.data, len(regs), targets.ctypes.data, T, seeds.ctypes.data,
-        int(n_trees), int(k_in), int(k_out), 0 if rf else 1, int(threads),
+        int(n_trees), int(k_in), int(k_out), 0 if rf else 1, 1 if importance == "tree-normalised" else 0, int(threads),
         out.ctypes.data, ctypes.c_int64(out.strides[0] // 8), status.ctypes.data)
     if rc != 0:
         raise ValueError(f"genie3 kernel rejected its arguments (code {rc})")
