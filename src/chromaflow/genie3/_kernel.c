@@ -24,8 +24,10 @@
  *   S_L^2/w_L + S_R^2/w_R (1/w from a table: counts are integers). Cost O(m + n/64) per node and feature;
  *   only the rows of the drawn features are touched (2 bytes per sample), all other data is per node.
  *   All K drawn features of a node are marked before any is walked, so their memory reads overlap.
- *   Nodes of 3..8 samples when n > 128: ranks of the m positions by pairwise counting (SSE2 or plain C, same
- *   integers), and for m <= 6 the proxies of every possible left set are tabulated once per node.
+ *   Nodes of 3 samples: a split isolates the feature's first or last sample, so the 3 possible proxies are
+ *   computed once per node and each feature only orders 3 ranks. Nodes of 4..8 samples when n > 128: ranks
+ *   of the m positions by pairwise counting (SSE2 or plain C, same integers), and for m <= 6 the proxies of
+ *   every possible left set are tabulated once per node.
  *
  * Determinism: every target's random stream is xoshiro256** seeded (splitmix64) from a 64-bit seed the caller
  * derives from (run seed, target gene index); targets are independent, so results do not depend on the
@@ -523,7 +525,40 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                 if (bestf >= 0) ADD_SPLIT(bestf, best - parent);
                 continue;                                        /* children are single samples */
             }
-            if (method == 0 && m <= SMALL_MAX && w->nw > 2) {
+            if (method == 0 && m == 3) {
+                /* three samples: a feature's splits isolate its first or its last sample, so the proxies of
+                 * isolating each sample are computed once and every feature just orders three ranks */
+                const unsigned s0 = (unsigned)r[0], s1 = (unsigned)r[1], s2 = (unsigned)r[2];
+                double P1[3];
+                const unsigned ss[3] = {s0, s1, s2};
+                for (int i = 0; i < 3; i++) {
+                    const double a = wy[ss[i]], b = Sn - a; const int wa = wi[ss[i]];
+                    P1[i] = a * a * inv[wa] + b * b * inv[Wi - wa];
+                }
+                while (f_i > 0 && (visited < K || visited <= nconst)) {
+                    const int j = (int)rand_below(&rng, (uint32_t)f_i);
+                    const int f = perm[j]; perm[j] = perm[f_i - 1]; perm[f_i - 1] = f; f_i--;
+                    visited++;
+                    const uint16_t *pf = pos + (size_t)feat[f] * n;
+                    const unsigned q0 = pf[s0], q1 = pf[s1], q2 = pf[s2];
+                    /* lo, mid, hi: local indices in rank order */
+                    const int a01 = q0 < q1, a02 = q0 < q2, a12 = q1 < q2;
+                    const int lo = a01 ? (a02 ? 0 : 2) : (a12 ? 1 : 2);
+                    const int hi = a01 ? (a12 ? 2 : 1) : (a02 ? 2 : 0);
+                    const int mid = 3 - lo - hi;
+                    const unsigned qq[3] = {q0, q1, q2};
+                    double b1 = P1[lo], b2 = P1[hi];
+                    const int sr = slot[feat[f]];
+                    if (sr >= 0) {
+                        const uint16_t *lf = lims + (size_t)sr * n;
+                        if (qq[hi] <= lf[ss[lo]]) { nconst++; continue; }
+                        b1 = qq[mid] > lf[ss[lo]] ? b1 : -INFINITY;
+                        b2 = qq[hi] > lf[ss[mid]] ? b2 : -INFINITY;
+                    }
+                    if (b1 > best) { best = b1; bestf = f; bthr = (int)qq[lo]; }
+                    if (b2 > best) { best = b2; bestf = f; bthr = (int)qq[mid]; }
+                }
+            } else if (method == 0 && m <= SMALL_MAX && w->nw > 2) {
                 small_t sn;
                 small_init(w, &sn, r, m, K, Wi, Sn);
                 while (f_i > 0 && (visited < K || visited <= nconst)) {
