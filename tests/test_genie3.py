@@ -213,6 +213,25 @@ def test_gzip_and_csv_inputs_give_the_same_links(tmp_path, name, sep, compress):
     assert (tmp_path / "alt.tsv.gz").read_bytes() == (tmp_path / "ref.tsv.gz").read_bytes()
 
 
+def test_count_genes_agrees_with_the_reader(tmp_path):
+    """count_genes (chunk planning) = the reader's gene count, for every format and both layouts."""
+    e = gio.read_expression(EXPR, "samples-x-genes")
+    gxs = tmp_path / "gxs.csv.gz"
+    lines = ["gene," + ",".join(f"S{i}" for i in range(30))]
+    lines += [g + "," + ",".join(f"{v:.7f}" for v in row) for g, row in zip(e.genes, e.values)]
+    gxs.write_bytes(gzip.compress(("\n".join(lines) + "\n\n").encode()))
+    cases = [(EXPR, "samples-x-genes"), (gxs, "genes-x-samples"),
+             (_fixture_as(tmp_path, "e.tsv.gz", "\t", True), "samples-x-genes"),
+             (_fixture_as(tmp_path, "e.csv", ",", False), "samples-x-genes")]
+    for p, layout in cases:
+        assert gio.count_genes(p, layout) == len(gio.read_expression(p, layout).genes) == 20, p
+    with pytest.raises(ChromaflowError, match="the first column holds numbers"):
+        gio.count_genes(EXPR, "genes-x-samples")
+    with pytest.raises(ChromaflowError, match="empty file"):
+        (tmp_path / "empty.tsv").write_text("")
+        gio.count_genes(tmp_path / "empty.tsv", "samples-x-genes")
+
+
 def test_constant_genes_cli_warns_and_scores_zero(tmp_path):
     """Decision: a constant gene is not an error (real matrices have some); as a target its incoming scores
     are 0, as a regulator it is never split on (0 outgoing); one warning line per constant target."""

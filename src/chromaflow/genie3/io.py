@@ -87,6 +87,69 @@ def _sniff_delimiter(path: Path, first_line: str) -> str:
     raise ChromaflowError(f"{path}: cannot tell the delimiter (expected TAB- or comma-separated values)")
 
 
+def _columns(path: Path, header: list[str], hline: int, first: list[str], ln: int) -> tuple[bool, list[str]]:
+    """(has a label column, names of the data columns) from the header and the first data line."""
+    width = len(first)
+    if len(header) == width - 1:
+        has_label, col_names = True, header
+    elif len(header) == width:
+        has_label = header[0] == "" or not looks_numeric(first[0])
+        col_names = header[1:] if has_label else header
+    else:
+        raise ChromaflowError(f"{path}: line {hline}: header has {len(header)} fields but data line {ln} has {width}")
+    if not col_names:
+        raise ChromaflowError(f"{path}: no data columns")
+    return has_label, list(col_names)
+
+
+def _check_path(path: Path, layout: str) -> None:
+    if layout not in LAYOUTS:
+        raise ChromaflowError(f"--layout must be one of {', '.join(LAYOUTS)} (got {layout!r})")
+    if path.is_dir():
+        raise ChromaflowError(f"{path}: is a directory, not an expression table")
+    if not path.is_file():
+        raise ChromaflowError(f"{path}: expression file not found")
+
+
+def count_genes(path: str | Path, layout: str) -> int:
+    """Number of genes of an expression table, by the same delimiter and label rules as
+    :func:`read_expression` but without parsing the values (for planning target chunks; the genie3 task
+    itself validates the table). samples-x-genes reads only the first two lines."""
+    path = Path(path)
+    _check_path(path, layout)
+    try:
+        with _open_text(path) as fh:
+            first = fh.readline()
+            if not first.strip():
+                raise ChromaflowError(f"{path}: line 1: empty file or empty header")
+            delim = _sniff_delimiter(path, first)
+            fh.seek(0)
+            reader = csv.reader(fh, delimiter=delim)
+            header, hline, has_label, rows = None, 0, False, 0
+            for r in reader:
+                r = [c.strip() for c in r]
+                if not any(r):
+                    continue
+                if header is None:
+                    header, hline = r, reader.line_num
+                    continue
+                if rows == 0:
+                    has_label, col_names = _columns(path, header, hline, r, reader.line_num)
+                    if layout == "samples-x-genes":
+                        return len(col_names)
+                rows += 1
+    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
+        raise ChromaflowError(f"{path}: not a readable text table ({exc})") from None
+    except csv.Error as exc:
+        raise ChromaflowError(f"{path}: malformed CSV/TSV ({exc})") from None
+    if header is None or rows == 0:
+        raise ChromaflowError(f"{path}: needs a header line and at least one data line")
+    if not has_label:
+        raise ChromaflowError(f"{path}: the first column holds numbers, not gene names; with --layout genes-x-samples "
+                              f"each line must start with a gene name (if genes are columns use --layout samples-x-genes)")
+    return rows
+
+
 def read_expression(path: str | Path, layout: str) -> Expression:
     """Read a TSV/CSV (optionally .gz) expression matrix in the stated ``layout``.
 
@@ -96,12 +159,7 @@ def read_expression(path: str | Path, layout: str) -> Expression:
     without a corner cell).
     """
     path = Path(path)
-    if layout not in LAYOUTS:
-        raise ChromaflowError(f"--layout must be one of {', '.join(LAYOUTS)} (got {layout!r})")
-    if path.is_dir():
-        raise ChromaflowError(f"{path}: is a directory, not an expression table")
-    if not path.is_file():
-        raise ChromaflowError(f"{path}: expression file not found")
+    _check_path(path, layout)
     try:
         with _open_text(path) as fh:
             first = fh.readline()
@@ -122,16 +180,7 @@ def read_expression(path: str | Path, layout: str) -> Expression:
                     continue
                 if width is None:
                     width = len(r)
-                    if len(header) == width - 1:
-                        has_label, col_names = True, header
-                    elif len(header) == width:
-                        has_label = header[0] == "" or not looks_numeric(r[0])
-                        col_names = header[1:] if has_label else header
-                    else:
-                        raise ChromaflowError(f"{path}: line {hline}: header has {len(header)} fields but "
-                                              f"data line {ln} has {width}")
-                    if not col_names:
-                        raise ChromaflowError(f"{path}: no data columns")
+                    has_label, col_names = _columns(path, header, hline, r, ln)
                 elif len(r) != width:
                     raise ChromaflowError(f"{path}: line {ln}: {len(r)} fields, expected {width} "
                                           f"(as on line {data_lines[0]})")
