@@ -220,7 +220,10 @@ def test_count_genes_agrees_with_the_reader(tmp_path):
     lines = ["gene," + ",".join(f"S{i}" for i in range(30))]
     lines += [g + "," + ",".join(f"{v:.7f}" for v in row) for g, row in zip(e.genes, e.values)]
     gxs.write_bytes(gzip.compress(("\n".join(lines) + "\n\n").encode()))
-    cases = [(EXPR, "samples-x-genes"), (gxs, "genes-x-samples"),
+    labelled = tmp_path / "labelled.tsv"
+    rows = EXPR.read_text().splitlines()
+    labelled.write_text("\n".join(["sample\t" + rows[0]] + [f"S{i}\t{r}" for i, r in enumerate(rows[1:])]) + "\n")
+    cases = [(EXPR, "samples-x-genes"), (gxs, "genes-x-samples"), (labelled, "samples-x-genes"),
              (_fixture_as(tmp_path, "e.tsv.gz", "\t", True), "samples-x-genes"),
              (_fixture_as(tmp_path, "e.csv", ",", False), "samples-x-genes")]
     for p, layout in cases:
@@ -390,6 +393,38 @@ def test_fast_engine_falls_back_without_compiler(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "fast engine unavailable" in proc.stderr
     assert json.loads((tmp_path / "m.json").read_text())["engine"] == "sklearn"
+
+
+def _kernel_weights(lib, X, trees=30, threads=1, method="RF", importance="unnormalised"):
+    from chromaflow.genie3 import fast
+
+    G = X.shape[0]
+    regs, tg = np.arange(G), np.arange(min(G, 24))
+    W = np.zeros((G, len(tg)))
+    tables = fast.build_tables(X, regs) if method == "RF" else None
+    seeds = np.array([target_seed(5, int(j)) for j in tg], dtype=np.uint64)
+    k = resolve_k("sqrt", G - 1)
+    fast.run(lib, X, tables, regs, tg, seeds, trees, k, k, method, threads, W, importance=importance)
+    return W
+
+
+def test_kernel_bytes_do_not_depend_on_build_simd_or_threads():
+    """Same bytes from the default build, the plain-C build (no SSE2 rank counting), an -O0 build and any
+    thread count -- on 300 samples (small-node rank counting, 5-word bitmaps, tied values) and on the fixture."""
+    from chromaflow.genie3 import fast
+
+    rng = np.random.default_rng(11)
+    X300 = np.round(rng.normal(size=(40, 300)), 2).astype(np.float32)   # 2 decimals: many near-ties
+    X30 = gio.read_expression(EXPR, "samples-x-genes").values
+    base = fast.load_kernel()
+    variants = [fast.load_kernel(("-DGENIE3_NO_SIMD",)), fast.load_kernel(("-O0",))]
+    for X in (X300, X30):
+        for method, imp in (("RF", "unnormalised"), ("RF", "tree-normalised"), ("ET", "unnormalised")):
+            ref = _kernel_weights(base, X, method=method, importance=imp)
+            assert ref.any()
+            for lib in variants:
+                assert _kernel_weights(lib, X, method=method, importance=imp).tobytes() == ref.tobytes()
+            assert _kernel_weights(base, X, threads=3, method=method, importance=imp).tobytes() == ref.tobytes()
 
 
 def test_unnormalised_mdi_matches_sklearn_up_to_normalisation():
