@@ -1,8 +1,10 @@
 """Tests for ``chromaflow fasta2h5`` (FORMATS.md §1) and its FASTA reader."""
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
+import lzma
 import os
 import shutil
 import subprocess
@@ -16,6 +18,9 @@ import pytest
 from chromaflow.fasta2h5 import convert
 
 DATASETS = ("X", "seqids", "species", "start_ends")
+
+# a real zstd frame of b">r1\nACGT\n" (magic, frame header, one raw block): Python 3.11 has no zstd module
+ZSTD_FRAME = bytes.fromhex("28b52ffd2009490000") + b">r1\nACGT\n"
 
 # (fasta, reference h5, L, species, compression)
 FIXTURES = [
@@ -296,6 +301,19 @@ BAD = [
     ("truncated_gzip", gzip.compress(b">r1\n" + np.frombuffer(b"ACGT", np.uint8)[
         np.random.default_rng(0).integers(0, 4, 200000)].tobytes() + b"\n")[:30000], ["cannot read input"], []),
     ("corrupt_gzip", gzip.compress(b">r1\nACGT\n")[:12] + b"x" * 500, ["cannot read input"], []),
+    # issue 14 §4: other compressions (only plain, gzip and bgzip are supported), NUL bytes, CR-only lines
+    ("bzip2", bz2.compress(b">r1\nACGT\n"), ["bzip2-compressed input is not supported", "plain, gzip or bgzip"], []),
+    ("xz", lzma.compress(b">r1\nACGT\n"), ["xz-compressed input is not supported", "plain, gzip or bgzip"], []),
+    ("zstd", ZSTD_FRAME, ["zstd-compressed input is not supported", "plain, gzip or bgzip"], []),
+    ("nul_in_sequence", b">r1\nACGT\nAC\x00GT\n", ["'r1'", "line 3", "column 3", "NUL (0x00)"], []),
+    ("nul_in_header", b">r1\nACGT\n>r\x002\nAC\n", ["line 3", "control character NUL (0x00)"], []),
+    ("nul_only", b"\x00" * 64, ["line 1", "first line does not start with '>'"], []),
+    ("cr_only", b">r1 desc\rACGT\rACGT\r>r2\rAC\r", ["line 1", "CR-only", "line ends are not supported"], []),
+    ("cr_only_gzip", gzip.compress(b">r1\r" + b"ACGT\r" * 5000), ["line 1", "CR-only"], []),
+    ("L_zero", b">r1\nAC\n", ["--subsequence-length 0", "between 1 and"], ["--subsequence-length", "0"]),
+    ("L_negative", b">r1\nAC\n", ["--subsequence-length -5", "between 1 and"], ["--subsequence-length", "-5"]),
+    ("L_absurd", b">r1\nAC\n", ["--subsequence-length 1000000000", "between 1 and 1,048,576"],
+     ["--subsequence-length", "1000000000"]),
 ]
 
 
@@ -313,7 +331,7 @@ def test_bad_input(tmp_path, name, data, needles, extra):
     assert len(lines) == 1, r.stderr
     msg = lines[0]
     assert msg.startswith("chromaflow fasta2h5: error: ")
-    if "species" not in name:
+    if "species" not in name and not name.startswith("L_"):
         assert str(fa) in msg
     for needle in needles:
         assert needle in msg, (needle, msg)
@@ -523,3 +541,71 @@ def test_bad_deflate_option(tmp_path, value, needle):
     r = _cli("--fasta", str(fa), "--species", "spec", "--out", str(tmp_path / "b.h5"), "--deflate", value)
     assert r.returncode != 0 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
     assert not (tmp_path / "b.h5").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# bad input paths (issue 14 §4): missing, a directory, unreadable
+# --------------------------------------------------------------------------------------------------
+def _bad_path_run(tmp_path: Path, fasta: str, *prefix: str) -> tuple[subprocess.CompletedProcess, Path]:
+    outdir = tmp_path / "out"
+    outdir.mkdir(exist_ok=True)
+    env = dict(os.environ, CHROMAFLOW_PROGRESS="0")
+    r = subprocess.run([*prefix, sys.executable, "-m", "chromaflow", "fasta2h5", "--fasta", fasta, "--species",
+                        "spec", "--out", str(outdir / "o.h5")], capture_output=True, text=True, env=env)
+    return r, outdir
+
+
+def _assert_one_line_error(r: subprocess.CompletedProcess, outdir: Path, *needles: str) -> None:
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("chromaflow fasta2h5: error: "), r.stderr
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    assert list(outdir.iterdir()) == []
+
+
+def test_missing_fasta(tmp_path):
+    path = str(tmp_path / "nope.fa")
+    r, outdir = _bad_path_run(tmp_path, path)
+    _assert_one_line_error(r, outdir, f"{path}: no such file")
+
+
+def test_fasta_is_a_directory(tmp_path):
+    d = tmp_path / "genome.fa"
+    d.mkdir()
+    r, outdir = _bad_path_run(tmp_path, str(d))
+    _assert_one_line_error(r, outdir, f"{d}: is a directory")
+
+
+def _drop_root_read_override() -> list[str] | None:
+    """A command prefix under which chmod 000 really makes a file unreadable, or None.
+
+    Tests run as root here, and root ignores file modes. ``setpriv`` keeps uid 0 (so the virtualenv under
+    /root stays reachable) but drops CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from the bounding set, so the
+    owner's mode bits apply, as for any user. As a non-root user no prefix is needed."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if not setpriv:
+        return None
+    prefix = [setpriv, "--bounding-set", "-dac_override,-dac_read_search", "--"]
+    probe = subprocess.run([*prefix, "true"], capture_output=True)
+    return prefix if probe.returncode == 0 else None
+
+
+def test_unreadable_fasta(tmp_path):
+    prefix = _drop_root_read_override()
+    if prefix is None:
+        pytest.skip("running as root without setpriv (or without permission to drop capabilities): chmod 000 "
+                    "cannot make a file unreadable for root")
+    fa = tmp_path / "locked.fa"
+    fa.write_text(_fasta_text(RECORDS))
+    fa.chmod(0)
+    try:
+        probe = subprocess.run([*prefix, "cat", str(fa)], capture_output=True)
+        if probe.returncode == 0:
+            pytest.skip("the file stays readable even without CAP_DAC_OVERRIDE (unusual file system)")
+        r, outdir = _bad_path_run(tmp_path, str(fa), *prefix)
+        _assert_one_line_error(r, outdir, f"{fa}: permission denied")
+    finally:
+        fa.chmod(0o644)
