@@ -15,7 +15,7 @@ def test_bench_quick_tiny(tmp_path):
          "1000", "--predict-rows", "6", "--batch-sizes", "2,6", "--num-workers", "1", "--threads", "1,2",
          "--genie3-genes", "12", "--genie3-samples", "8", "--genie3-trees", "5", "--device", "cpu",
          "--out", str(out), "--html", str(tmp_path / "bench.html")],
-        capture_output=True, text=True, timeout=120, env={**__import__("os").environ, "CHROMAFLOW_PROGRESS": "0"})
+        capture_output=True, text=True, timeout=900, env={**__import__("os").environ, "CHROMAFLOW_PROGRESS": "0"})
     assert res.returncode == 0, res.stderr[-3000:]
     rep = json.loads(out.read_text())
     assert rep["schema"] == "chromaflow-benchmark/1" and rep["source"] == "chromaflow bench"
