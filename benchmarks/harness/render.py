@@ -301,6 +301,34 @@ def case_section(c: dict) -> list[str]:
     return out
 
 
+def deflate_table(res: dict, src: Path) -> str:
+    """docs/fasta2h5.md: what each --deflate engine costs and gives, from the fasta2h5 case with the most
+    variants (5 x 10 Mbp in the full run)."""
+    cs = [c for c in res["cases"] if c["stage"] == "fasta2h5" and not c.get("skipped")]
+    if not cs:
+        return NO_RUN
+    c = max(cs, key=lambda x: len(x.get("contenders", {})))
+    per = (c.get("agreement") or {}).get("per_contender") or {}
+    cons = c["contenders"]
+    hel = cons.get("helixer") or {}
+    rows = [f"From `benchmarks/results/{src.name}` (`{res['command']}`), case `{c['case']}` ({c['params'].get('bp', 0) / 1e6:g} "
+            f"Mbp of seeded random sequence in {c['params'].get('records')} records), machine: "
+            f"{_machine_line(res['machine'])}; medians of {res.get('repeats')} alternating runs (min–max).", "",
+            "| command | wall s | CPU s | file ÷ Helixer's | Helixer ÷ this, wall | Helixer ÷ this, CPU | datasets equal "
+            "Helixer's |", "|---|---|---|---|---|---|---|",
+            f"| {hel.get('label', 'Helixer')} | {_spread(hel.get('wall_s'))} | {_spread(hel.get('cpu_s'))} | 1 | | | |"]
+    ratios = {r["ours"]: r for r in c.get("ratios", [])}
+    for k, con in cons.items():
+        if con["role"] != "ours":
+            continue
+        a = per.get(k) or {}
+        r = ratios.get(k) or {}
+        rows.append(f"| {con['label']} | {_spread(con.get('wall_s'))} | {_spread(con.get('cpu_s'))} | "
+                    f"{_f(a.get('size_ratio'), 3)} | {_ratio(r.get('wall'))} | {_ratio(r.get('cpu'))} | "
+                    f"{'✔' if a.get('ok') else '✘'} |")
+    return "\n".join(rows)
+
+
 def render_file(path: Path) -> Path:
     res = json.loads(Path(path).read_text())
     png = scaling_plot(scaling_series(res["cases"]), Path(path).with_name(Path(path).stem + "-scaling.png"))
@@ -361,6 +389,10 @@ def publish(results_dir: Path = RESULTS) -> list[Path]:
     perf = ROOT / "docs" / "performance.md"
     _replace_block(perf, f"{intro('../benchmarks/results/')}\n\n{table}")
     written.append(perf)
+    f2h = ROOT / "docs" / "fasta2h5.md"
+    if f2h.exists():
+        _replace_block(f2h, deflate_table(res, src) if res else NO_RUN)
+        written.append(f2h)
     for stage, d in STAGE_DIRS.items():
         p = ROOT / "benchmarks" / d / "RESULTS.md"
         if not p.parent.is_dir():

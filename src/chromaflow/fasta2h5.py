@@ -410,7 +410,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "encoder for one-hot chunks, several times less CPU than zlib level 4 and a smaller "
                         "file; compiled with the system C compiler on first use. zlib (level 4): chunk bytes "
                         "identical to Helixer's, slowest. libdeflate (level 4): about Helixer's size, ~2x zlib's "
-                        "speed. isal (level 1): fast, ~30%% larger. Measured speed and size: docs/fasta2h5.md")
+                        "speed. isal (level 1): fast, larger file. Measured speed and size: docs/fasta2h5.md")
     p.add_argument("--threads", type=int, default=0, help="compression threads (default: all usable CPUs)")
     p.add_argument("--metrics", default=None, help="write a metrics JSON here")
     p.add_argument("--force", action="store_true", help="overwrite an existing --out")
