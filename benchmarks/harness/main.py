@@ -92,9 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     results = core.load_results(res_path) or {}
     if results.get("schema") not in (None, core.SCHEMA):
         raise SystemExit(f"{res_path}: unknown schema {results.get('schema')!r}")
+    command = "benchmarks/run " + " ".join(shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:]))
+    results.setdefault("commands", [])
+    if command not in results["commands"]:
+        results["commands"].append(command)
     results.update({
         "schema": core.SCHEMA,
-        "command": "benchmarks/run " + " ".join(shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:])),
+        "command": command,
         "quick": a.quick, "repeats": a.repeats, "machine": machine, "software": core.software_versions(),
         "git": core.git_state(), "peers": {"path": a.peers, **_peers_kit(peers)},
         "last_started": core.now(),
@@ -127,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             log(f"-- {case.id}")
             rec = core.run_case(case, work / "runs", a.repeats, log, timeout=a.timeout)
             rec["repeats"] = a.repeats
+            rec["command"] = command
             _store(results, rec, res_path)
             ag = rec.get("agreement") or {}
             failures += ag.get("ok") is False
