@@ -250,3 +250,37 @@ def test_quick_run_against_the_real_peers(tmp_path, reference_dir):
     for c in res["cases"]:
         assert f"### {c['case']}" in md
     assert (out / (files[0].stem + "-scaling.png")).stat().st_size > 1000
+
+
+def test_resume_skips_finished_cases_and_keeps_them(tmp_path, monkeypatch):
+    """A run cut short keeps its finished cases; --resume runs only what is missing."""
+    from harness import cases as C
+    from harness import main as M
+
+    calls = tmp_path / "calls.txt"
+
+    def stage(ctx):
+        def case(name):
+            c = core.Contender("chromaflow", "x", "ours",
+                               lambda d, r, name=name: [sys.executable, "-c",
+                                                        f"open({str(calls)!r}, 'a').write('{name} ')"])
+            return core.Case("scaling", name, {"series": "t", "size": 1 if name == "one" else 2, "unit": "u"}, [c], [])
+        return [], [case("one"), case("two")]
+
+    monkeypatch.setitem(C.BUILDERS, "scaling", stage)
+    monkeypatch.setitem(C.PEERS_NEEDED, "scaling", [])
+    args = ["--quick", "--stages", "scaling", "--out", str(tmp_path / "out"), "--workdir", str(tmp_path / "w")]
+    assert M.main(args + ["--cases", "one"]) == 0
+    assert calls.read_text().split() == ["one"]
+    res_file = next((tmp_path / "out").glob("*-quick.json"))
+    first = json.loads(res_file.read_text())
+    assert [c["id"] for c in first["cases"]] == ["scaling/one"]
+    assert M.main(args + ["--resume"]) == 0
+    assert calls.read_text().split() == ["one", "two"]  # 'one' was not run again
+    res = json.loads(res_file.read_text())
+    assert [c["id"] for c in res["cases"]] == ["scaling/one", "scaling/two"]
+    assert res["cases"][0]["started"] == first["cases"][0]["started"]
+    assert len(res["commands"]) == 2
+    assert M.main(args) == 0  # without --resume: every selected case again, still one record each
+    assert calls.read_text().split() == ["one", "two", "one", "two"]
+    assert [c["id"] for c in json.loads(res_file.read_text())["cases"]] == ["scaling/one", "scaling/two"]

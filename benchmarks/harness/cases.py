@@ -97,9 +97,9 @@ def _sizes(*names: str):
     return f
 
 
-def fasta(ctx: Ctx, total: int, records: int, seed: int = 42) -> Path:
+def fasta(ctx: Ctx, total: int, records: int, seed: int = 42, make: bool = True) -> Path:
     p = ctx.inputs() / f"random_{total}bp_{records}rec_seed{seed}.fa"
-    if not p.exists():
+    if make and not p.exists():
         ctx.log(f"  generating {p.name}")
         _gen("fasta", p, total, records, seed)
     return p
@@ -116,7 +116,7 @@ def fasta2h5(ctx: Ctx) -> tuple[list, list[Case]]:
             ours("fasta2h5", "--fasta", small, "--species", SPECIES, "--out", "{d}/w.h5")]
     cases = []
     for i, (name, total, records) in enumerate(cfg["fasta2h5"]):
-        fa = fasta(ctx, total, records)
+        fa = fasta(ctx, total, records, make=False)
         helixer = Contender("helixer", "Helixer fasta2h5.py (default: gzip 4, multiprocess)", "peer",
                             lambda d, r, fa=fa: [ctx.peer("peer-helixer-fasta2h5"), "--fasta-path", fa,
                                                  "--h5-output-path", d / "out.h5", "--species", SPECIES],
@@ -139,7 +139,8 @@ def fasta2h5(ctx: Ctx) -> tuple[list, list[Case]]:
 
         cases.append(Case("fasta2h5", name, {"bp": total, "records": records, "seed": 42, "L": L},
                           [helixer, *mine], [(c.key, "helixer") for c in mine], agree,
-                          note="headline: the default, whose file must be no larger than Helixer's (+5 %)"))
+                          note="headline: the default, whose file must be no larger than Helixer's (+5 %)",
+                          prepare=lambda t=total, r=records: fasta(ctx, t, r)))
     return warm, cases
 
 
@@ -199,12 +200,12 @@ def predict(ctx: Ctx) -> tuple[list, list[Case]]:
 GENERATOR = ROOT / "benchmarks" / "bigwig" / "synth_predictions.py"
 
 
-def _predictions(ctx: Ctx, mbp: float, mode: str, seed: int = 1) -> tuple[Path | None, str | None]:
+def _predictions(ctx: Ctx, mbp: float, mode: str, seed: int = 1, make: bool = False) -> tuple[Path | None, str | None]:
     if not GENERATOR.exists():
         return None, (f"generator missing: {GENERATOR.relative_to(ROOT)} (written by the bigwig engineer) is not on "
                       "this branch")
     p = ctx.inputs() / f"predictions_{mode}_{mbp:g}Mbp_seed{seed}.h5"
-    if not p.exists():
+    if make and not p.exists():
         ctx.log(f"  generating {p.name}")
         tmp = p.with_name(p.name + ".tmp.h5")
         _run([PY, GENERATOR, "--mbp", f"{mbp:g}", "--mode", mode, "--seed", str(seed), "--out", tmp],
@@ -233,9 +234,11 @@ def _bw_case(ctx: Ctx, pred: Path | None, skip: str | None, label: str, fmt: str
 
     peer = Contender("predmoter", "Predmoter convert2coverage.py", "peer", peer_argv, outputs=tracks_of)
     mine = Contender("chromaflow", "chromaflow bigwig", "ours", our_argv, outputs=tracks_of)
+    make = params.pop("make", None)
     return Case("bigwig", name, dict(params, format=fmt, strand=strand, window_size=ws), [peer, mine],
                 [("chromaflow", "predmoter")],
-                lambda dirs: _agree("tracks", dirs["chromaflow"], dirs["predmoter"], pred, ws or 0), skip=skip)
+                lambda dirs: _agree("tracks", dirs["chromaflow"], dirs["predmoter"], pred, ws or 0), skip=skip,
+                prepare=make)
 
 
 def bigwig(ctx: Ctx) -> tuple[list, list[Case]]:
@@ -250,16 +253,19 @@ def bigwig(ctx: Ctx) -> tuple[list, list[Case]]:
             for fmt, strand, ws in (("bigwig", "avg", 150), ("bedgraph", "+", None)):
                 cases.append(_bw_case(ctx, ref, None, "reference_pred_data_1", fmt, strand, ws,
                                       {"input": "reference predmoter/pred_data_1_predictions.h5", "mbp": 0.154}))
-    pred, skip = _predictions(ctx, cfg["bigwig_mbp"], "realistic")
+    mbp = cfg["bigwig_mbp"]
+    pred, skip = _predictions(ctx, mbp, "realistic")
     for fmt, strand, ws in cfg["bigwig_variants"]:
-        cases.append(_bw_case(ctx, pred, skip, f"realistic_{cfg['bigwig_mbp']}Mbp", fmt, strand, ws,
-                              {"input": "synth_predictions.py --mode realistic --seed 1", "mbp": cfg["bigwig_mbp"]}))
+        cases.append(_bw_case(ctx, pred, skip, f"realistic_{mbp}Mbp", fmt, strand, ws,
+                              {"input": "synth_predictions.py --mode realistic --seed 1", "mbp": mbp,
+                               "make": lambda: _predictions(ctx, mbp, "realistic", make=True)}))
     if cfg["bigwig_worst_variants"]:
-        pred_w, skip_w = _predictions(ctx, cfg["bigwig_worst_mbp"], "worst")
+        wm = cfg["bigwig_worst_mbp"]
+        pred_w, skip_w = _predictions(ctx, wm, "worst")
         for fmt, strand, ws in cfg["bigwig_worst_variants"]:
-            cases.append(_bw_case(ctx, pred_w, skip_w, f"worst_{cfg['bigwig_worst_mbp']}Mbp", fmt, strand, ws,
-                                  {"input": "synth_predictions.py --mode worst --seed 1",
-                                   "mbp": cfg["bigwig_worst_mbp"]}))
+            cases.append(_bw_case(ctx, pred_w, skip_w, f"worst_{wm}Mbp", fmt, strand, ws,
+                                  {"input": "synth_predictions.py --mode worst --seed 1", "mbp": wm,
+                                   "make": lambda: _predictions(ctx, wm, "worst", make=True)}))
     return warm, cases
 
 
@@ -349,29 +355,30 @@ def scaling(ctx: Ctx) -> tuple[list, list[Case]]:
     cfg = ctx.cfg
     cases = []
     for mbp in cfg["scaling_fasta2h5_mbp"]:
-        fa = fasta(ctx, int(mbp * 1e6), 4, seed=5)
+        fa = fasta(ctx, int(mbp * 1e6), 4, seed=5, make=False)
         c = Contender("chromaflow", "chromaflow fasta2h5 (default)", "ours",
                       lambda d, r, fa=fa: ours("fasta2h5", "--fasta", fa, "--species", SPECIES, "--out", d / "out.h5"),
                       outputs=_sizes("out.h5"))
         cases.append(Case("scaling", f"fasta2h5_{mbp:g}Mbp", {"series": "fasta2h5", "size": mbp, "unit": "Mbp",
-                                                             "records": 4}, [c], []))
+                                                             "records": 4}, [c], [],
+                          prepare=lambda mbp=mbp: fasta(ctx, int(mbp * 1e6), 4, seed=5)))
     for mbp in cfg["scaling_bigwig_mbp"]:
         pred, skip = _predictions(ctx, mbp, "realistic")
         c = Contender("chromaflow", "chromaflow bigwig (bigWig, avg)", "ours",
                       lambda d, r, pred=pred: ours("bigwig", "--predictions", pred, "--outdir", d, "--basename",
                                                    "bench", "--no-browser-files"))
         cases.append(Case("scaling", f"bigwig_{mbp:g}Mbp", {"series": "bigwig", "size": mbp, "unit": "Mbp"}, [c], [],
-                          skip=skip))
+                          skip=skip, prepare=lambda mbp=mbp: _predictions(ctx, mbp, "realistic", make=True)))
     s, t = cfg["scaling_genie3_samples"], cfg["scaling_genie3_trees"]
     for g in cfg["scaling_genie3_genes"]:
         expr = ctx.inputs() / f"expression_{g}x{s}_seed2.tsv"
-        if not expr.exists():
-            _gen("expression", expr, g, s, 2, str(expr) + ".gold")
         c = Contender("chromaflow", f"chromaflow genie3 --n-trees {t} --threads 2", "ours",
                       lambda d, r, expr=expr: ours("genie3", "--expression", expr, "--layout", "samples-x-genes",
                                                    "--n-trees", t, "--threads", "2", "--out", d / "links.tsv.gz"))
         cases.append(Case("scaling", f"genie3_{g}genes", {"series": "genie3", "size": g, "unit": "genes",
-                                                         "samples": s, "trees": t}, [c], []))
+                                                         "samples": s, "trees": t}, [c], [],
+                          prepare=lambda expr=expr, g=g: expr.exists() or _gen("expression", expr, g, s, 2,
+                                                                                str(expr) + ".gold")))
     return [], cases
 
 

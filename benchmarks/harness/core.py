@@ -76,19 +76,20 @@ def machine_info() -> dict:
 
 
 def software_versions() -> dict:
-    out = {}
-    for mod in ("numpy", "h5py", "torch", "pyBigWig", "pybigtools", "sklearn", "isal", "deflate", "chromaflow"):
-        try:
-            m = __import__(mod)
-            out[mod] = getattr(m, "__version__", "?")
-        except Exception:  # noqa: BLE001 - absent or broken: say so
-            out[mod] = None
-    try:
-        import h5py
+    """Installed versions (package metadata: nothing is imported, so the harness stays small)."""
+    from importlib import metadata
 
-        out["hdf5"] = h5py.version.hdf5_version
-    except Exception:  # noqa: BLE001
-        pass
+    out = {}
+    for dist in ("numpy", "h5py", "torch", "pyBigWig", "pybigtools", "scikit-learn", "isal", "deflate", "chromaflow"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    if out["chromaflow"] is None:  # run from the checkout (scripts/env.sh puts src/ on PYTHONPATH)
+        try:
+            out["chromaflow"] = __import__("chromaflow").__version__ + " (checkout)"
+        except Exception:  # noqa: BLE001
+            pass
     return out
 
 
@@ -241,6 +242,7 @@ class Case:
     # after each run: run dir -> extra fields stored with the run (e.g. AUROC/AUPR)
     per_run: Callable[[str, Path], dict] | None = None
     skip: str | None = None      # reason this case cannot run here (recorded, not an error)
+    prepare: Callable[[], None] | None = None  # make the inputs (seeded, cached in the work dir) just before
     note: str = ""
     keep_outputs: bool = False
 
@@ -257,6 +259,13 @@ def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], t
         rec.update(skipped=case.skip, finished=now())
         log(f"  skipped: {case.skip}")
         return rec
+    if case.prepare:
+        try:
+            case.prepare()
+        except Exception as exc:  # noqa: BLE001 - the inputs could not be made: recorded as skipped
+            rec.update(skipped=f"inputs could not be made: {exc}", finished=now())
+            log(f"  skipped: {rec['skipped']}")
+            return rec
     cdir = work / case.id.replace("/", "__")
     shutil.rmtree(cdir, ignore_errors=True)
     n = {c.key: c.repeats or repeats for c in case.contenders}
