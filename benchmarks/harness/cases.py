@@ -21,7 +21,7 @@ STAGES = ("fasta2h5", "predict", "bigwig", "genie3", "scaling")
 
 FULL = {
     "fasta2h5": [("5x10Mbp", 50_000_000, 5), ("1x50Mbp", 50_000_000, 1), ("10000x5kbp", 50_000_000, 10_000)],
-    "fasta2h5_variants": ["onehot:1", "zlib", "libdeflate", "isal"],  # besides the default, on the first case
+    "fasta2h5_variants": ["onehot:5", "zlib", "libdeflate", "isal"],  # besides the default, on the first case
     "predict_rows": 120,            # 2.57 Mbp of subsequences (60 per strand)
     "bigwig_mbp": 200, "bigwig_worst_mbp": 50,
     "bigwig_variants": [("bigwig", "avg", None), ("bedgraph", "avg", None), ("bigwig", "+", None),

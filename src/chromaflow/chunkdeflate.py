@@ -4,7 +4,7 @@ HDF5's deflate filter reads any standard zlib stream, so each chunk can be compr
 implementation is fastest, in parallel threads, and written with ``write_direct_chunk``. An engine is a
 name and a level (``ENGINE[:LEVEL]`` on the command line):
 
-* ``onehot`` (level 2; the default ``auto`` picks it when it can be built): our deflate encoder for shuffled one-hot float16 chunks
+* ``onehot`` (level 1; the default ``auto`` picks it when it can be built): our deflate encoder for shuffled one-hot float16 chunks
   (``_onehot_deflate.c``, compiled on first use with the system C compiler and cached, like the GENIE3
   kernel). It matches whole bases instead of bytes and never expands the chunk, so it is several times
   faster than zlib level 4 and gives a smaller file. Not byte-identical to zlib.
@@ -38,7 +38,7 @@ import numpy as np
 from .common import ChromaflowError
 
 ENGINES = ("onehot", "zlib", "libdeflate", "isal")
-DEFAULT_LEVEL = {"onehot": 2, "zlib": 4, "libdeflate": 4, "isal": 1}
+DEFAULT_LEVEL = {"onehot": 1, "zlib": 4, "libdeflate": 4, "isal": 1}
 LEVELS = {"onehot": range(1, 10), "zlib": range(0, 10), "libdeflate": range(0, 10), "isal": range(0, 4)}
 
 SOURCE = Path(__file__).with_name("_onehot_deflate.c")

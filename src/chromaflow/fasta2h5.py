@@ -406,7 +406,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="HDF5 filter after shuffle (default gzip, as Helixer)")
     p.add_argument("--deflate", default="auto", metavar="ENGINE[:LEVEL]",
                    help="deflate engine for the gzip chunks; the level used is the one the file declares. "
-                        "auto (default): onehot if it can be built, else libdeflate. onehot (level 2): our "
+                        "auto (default): onehot if it can be built, else libdeflate. onehot (level 1): our "
                         "encoder for one-hot chunks, several times less CPU than zlib level 4 and a smaller "
                         "file; compiled with the system C compiler on first use. zlib (level 4): chunk bytes "
                         "identical to Helixer's, slowest. libdeflate (level 4): about Helixer's size, ~2x zlib's "
