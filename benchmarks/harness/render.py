@@ -355,7 +355,7 @@ def latest_full(results_dir: Path = RESULTS) -> Path | None:
 
 
 NO_RUN = ("No published run yet. The numbers here are generated from a full run of the harness on a quiet machine: "
-          "`benchmarks/run --peers ../shared/peers` (about an hour; `--stages` runs a part, `--resume` continues), "
+          "`benchmarks/run --peers ../shared/peers` (2–3 hours; `--stages` runs a part, `--resume` continues), "
           "then `benchmarks/render`. `benchmarks/run --quick` (a few minutes) checks the harness itself; its "
           "results are not published.")
 
