@@ -284,3 +284,41 @@ def test_resume_skips_finished_cases_and_keeps_them(tmp_path, monkeypatch):
     assert M.main(args) == 0  # without --resume: every selected case again, still one record each
     assert calls.read_text().split() == ["one", "two", "one", "two"]
     assert [c["id"] for c in json.loads(res_file.read_text())["cases"]] == ["scaling/one", "scaling/two"]
+
+
+def test_published_tables_are_generated():
+    """README/docs tables and every RESULTS.md are exactly what benchmarks/render makes from benchmarks/results/."""
+    stale = [str(p.relative_to(ROOT)) for p, text in render.published().items() if p.read_text() != text]
+    assert not stale, f"edited by hand or not regenerated (run benchmarks/render): {stale}"
+
+
+def test_render_of_a_full_run(tmp_path):
+    """A (tiny, fake) full run renders into the README row, the fasta2h5 engine table and RESULTS.md."""
+    def cmd(seconds):
+        return lambda d, r: [sys.executable, "-c", f"import time; t=time.process_time()\nwhile time.process_time()-t<{seconds}: pass"]
+
+    case = core.Case("fasta2h5", "5x10Mbp", {"bp": 50_000_000, "records": 5},
+                     [core.Contender("helixer", "Helixer fasta2h5.py", "peer", cmd(0.4)),
+                      core.Contender("chromaflow", "chromaflow fasta2h5 (default)", "ours", cmd(0.02))],
+                     [("chromaflow", "helixer")],
+                     agree=lambda dirs: {"ok": True, "detail": "same", "per_contender": {
+                         "chromaflow": {"ok": True, "size_ratio": 0.83}}})
+    rec = core.run_case(case, tmp_path / "w", 3, log=lambda m: None)
+    rec.update(repeats=3, command="benchmarks/run --stages fasta2h5")
+    res = {"schema": core.SCHEMA, "command": "benchmarks/run --stages fasta2h5", "commands": ["benchmarks/run"],
+           "quick": False, "repeats": 3, "machine": core.machine_info(), "cases": [rec],
+           "first_started": "t0", "last_started": "t1", "last_finished": "t2"}
+    rdir = tmp_path / "results"
+    rdir.mkdir()
+    (rdir / "2099-01-01-test.json").write_text(json.dumps(res))
+    out = render.published(rdir)
+    readme = out[ROOT / "benchmarks" / "README.md"]
+    row = next(line for line in readme.splitlines() if line.startswith("| fasta2h5 | 5x10Mbp |"))
+    r = rec["ratios"][0]["cpu"]["of_medians"]
+    assert 5 < r and f"**{r:.1f}×**" in row and "equal size ✔" in row and "0.830× Helixer's" in row
+    assert "2099-01-01-test.json" in readme
+    f2h = out[ROOT / "docs" / "fasta2h5.md"]
+    assert "| chromaflow fasta2h5 (default) |" in f2h and "| 0.830 |" in f2h
+    assert "### 5x10Mbp" in out[ROOT / "benchmarks" / "fasta2h5" / "RESULTS.md"]
+    assert "No published run yet" in out[ROOT / "benchmarks" / "genie3" / "RESULTS.md"] or \
+        "no case of this stage" in out[ROOT / "benchmarks" / "genie3" / "RESULTS.md"]
