@@ -609,3 +609,34 @@ def test_unreadable_fasta(tmp_path):
         _assert_one_line_error(r, outdir, f"{fa}: permission denied")
     finally:
         fa.chmod(0o644)
+
+
+def test_same_bytes_whatever_numpy_simd(tmp_path):
+    """Issue 14 §1: the output bytes do not depend on the CPU features numpy dispatches to (here: every
+    dispatched SIMD level disabled with NPY_DISABLE_CPU_FEATURES), for the default engine and for zlib."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+    on = [f for f in __cpu_dispatch__ if __cpu_features__.get(f)]
+    if not on:
+        pytest.skip("numpy dispatches to no SIMD level above its baseline on this CPU")
+    rng = np.random.default_rng(5)
+    recs = _random_records(rng, 8, 5000)
+    fa = tmp_path / "s.fa"
+    fa.write_text(_fasta_text(recs, width=60))
+    for deflate in ("auto", "zlib"):
+        outs = []
+        for disable in ("", " ".join(on)):
+            out = tmp_path / f"{deflate}{bool(disable)}.h5"
+            env = dict(os.environ, CHROMAFLOW_PROGRESS="0", NPY_DISABLE_CPU_FEATURES=disable)
+            check = subprocess.run([sys.executable, "-c", "from numpy._core._multiarray_umath import "
+                                    f"__cpu_features__ as f; print(any(f[x] for x in {on!r}))"],
+                                   capture_output=True, text=True, env=env)
+            assert check.stdout.strip() == ("False" if disable else "True"), check.stderr
+            r = subprocess.run([sys.executable, "-m", "chromaflow", "fasta2h5", "--fasta", str(fa), "--species",
+                                "spec", "--out", str(out), "--subsequence-length", "1000", "--deflate", deflate],
+                               capture_output=True, text=True, env=env)
+            assert r.returncode == 0, r.stderr
+            outs.append(out)
+        for k in DATASETS:
+            assert _raw_chunks(outs[0], k) == _raw_chunks(outs[1], k), (deflate, k)
+        _check(outs[1], recs, 1000)
