@@ -231,7 +231,7 @@ def render_markdown(res: dict, src_name: str, png: Path | None) -> str:
              f"* chromaflow commit `{(g.get('commit') or '?')[:12]}`{' (uncommitted changes)' if g.get('dirty') else ''};"
              f" peers kit SHA256SUMS `{(res.get('peers') or {}).get('sha256sums')}`",
              f"* machine: {_machine_line(m)}",
-             f"* software: " + ", ".join(f"{k} {v}" for k, v in (res.get("software") or {}).items() if v),
+             "* software: " + ", ".join(f"{k} {v}" for k, v in (res.get("software") or {}).items() if v),
              f"* runs: {res.get('first_started')} – {res.get('last_finished', 'unfinished')}; each command run "
              f"{res.get('repeats')}× alternating with its peer (A B A B …); wall and CPU (user + sys, descendants "
              "included) per process; peak RSS = summed RSS of the process tree (sampled every 50 ms) or the largest "

@@ -26,7 +26,6 @@ import argparse
 import datetime
 import os
 import sys
-import zlib
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
