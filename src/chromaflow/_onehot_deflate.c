@@ -7,8 +7,8 @@
  * (zlib, libdeflate, ISA-L) rediscovers this byte by byte; here the LZ77 match finder works on units
  * (hashing and comparing whole bases) and never sees the 171 kB of expanded float16 bytes, so it is several
  * times faster than zlib at the same or better compression. The output is an ordinary zlib stream (header,
- * one dynamic-Huffman deflate block, Adler-32): every inflate (HDF5's deflate filter, zlib, libdeflate)
- * reads it. It is not byte-identical to zlib's.
+ * one dynamic-Huffman deflate block -- or stored blocks where those are smaller -- and the Adler-32): every
+ * inflate (HDF5's deflate filter, zlib, libdeflate) reads it. It is not byte-identical to zlib's.
  *
  * Deterministic: integer arithmetic only, no CPU-dependent code paths; the same input gives the same bytes
  * on every machine, compiler and thread count (each chunk is encoded independently).
