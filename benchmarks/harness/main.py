@@ -140,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     core.write_json(res_path, results)
     md = render_file(res_path)
     log(f"wrote {res_path} and {md} ({results['elapsed_s']:.0f} s)")
+    skipped = [c["id"] for c in results["cases"] if c.get("skipped")]
+    if skipped:
+        log(f"benchmarks/run: {len(skipped)} case(s) skipped (reasons in the results): {', '.join(skipped)}")
     if failures:
         log(f"benchmarks/run: {failures} case(s) whose outputs did not agree or could not be prepared")
     return 1 if failures else 0
