@@ -210,6 +210,11 @@ def headline_rows(res: dict) -> list[str]:
                 b = [x.get("aupr") for x in c["runs"] if x["contender"] == r["peer"] and x.get("aupr") is not None]
                 if a and b:
                     note = f"AUPR {statistics.median(a):.4f} vs {statistics.median(b):.4f}"
+            elif c["stage"] == "predict":
+                ag = c.get("agreement") or {}
+                part = ag.get("bf16" if "bf16" in r["ours"] else "fp32") or {}
+                note = ("bf16 vs Predmoter: " if "bf16" in r["ours"] else _ok({"ok": part.get("ok")})) + \
+                    part.get("detail", "")
             elif c["stage"] != "fasta2h5":
                 note = _ok(c.get("agreement"))[:140]
             rows.append(f"| {c['stage']} | {c['case']} | {cons[r['ours']]['label']} | {cons[r['peer']]['label']} | "
