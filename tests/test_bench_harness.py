@@ -66,13 +66,21 @@ def test_alternation_and_failure_recording(tmp_path):
     def writer(tag):
         return lambda d, r: [sys.executable, "-c", f"open({str(order)!r}, 'a').write('{tag}{r} ')"]
 
+    flaky = tmp_path / "flaky"  # fails the first time only: retried once, the failed attempt recorded
     case = core.Case("t", "alt", {}, [core.Contender("a", "A", "ours", writer("a")),
                                       core.Contender("b", "B", "peer", writer("b")),
-                                      core.Contender("c", "C", "peer", lambda d, r: [sys.executable, "-c", "1/0"])],
+                                      core.Contender("c", "C", "peer", lambda d, r: [sys.executable, "-c", "1/0"]),
+                                      core.Contender("f", "F", "peer", lambda d, r: [
+                                          sys.executable, "-c", f"import os, sys; p = {str(flaky)!r}\n"
+                                          "if not os.path.exists(p): open(p, 'w'); sys.exit(7)"])],
                      [("a", "b"), ("a", "c")], agree=lambda dirs: {"ok": True, "detail": "x"})
     rec = core.run_case(case, tmp_path / "w", 3, log=lambda m: None)
     assert order.read_text().split() == ["a0", "b0", "a1", "b1", "a2", "b2"]  # A B A B A B; c stopped after failing
+    f_runs = [r for r in rec["runs"] if r["contender"] == "f"]
+    assert [r["exit"] for r in f_runs] == [0, 0, 0] and f_runs[0]["failed_attempts"][0]["exit"] == 7
+    assert "failed_attempts" not in f_runs[1]
     assert rec["contenders"]["c"]["failed"].startswith("exit 1")
+    assert len([r for r in rec["runs"] if r["contender"] == "c"]) == 1  # retried once, then given up
     assert rec["agreement"]["ok"] is False and "not compared" in rec["agreement"]["detail"]
     assert rec["contenders"]["a"]["wall_s"]["n"] == 3 and rec["ratios"][0]["wall"] is not None
 

@@ -278,11 +278,22 @@ def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], t
             env = dict(c.env)
             argv = c.argv(d, r)
             d.mkdir(parents=True, exist_ok=True)
-            try:
-                m = timed_run(argv, d, env, timeout=timeout)
-            except RuntimeError as exc:  # timed out: recorded as a failed run
-                m = {"exit": None, "wall_s": timeout, "load_before": loadavg(), "load_after": loadavg()}
-                (d / "stderr.txt").write_text(str(exc))
+            attempts = []
+            for attempt in range(2):  # one retry: a tool may fail for reasons of the moment (e.g. dask's start-up
+                try:                  # timeout on a saturated machine); the failed attempt stays in the record
+                    m = timed_run(argv, d, env, timeout=timeout)
+                except RuntimeError as exc:  # timed out: recorded as a failed run
+                    m = {"exit": None, "wall_s": timeout, "load_before": loadavg(), "load_after": loadavg()}
+                    (d / "stderr.txt").write_text(str(exc))
+                if m.get("exit") == 0 or attempt == 1:
+                    break
+                tail = (d / "stderr.txt").read_text(errors="replace").strip().splitlines()[-3:]
+                attempts.append({"exit": m.get("exit"), "wall_s": m.get("wall_s"), "error": " | ".join(tail)})
+                log(f"  {c.key} r{r}: exit {m.get('exit')}, running it once more")
+                shutil.rmtree(d, ignore_errors=True)
+                d.mkdir(parents=True)
+            if attempts:
+                m["failed_attempts"] = attempts
             m.update(contender=c.key, repeat=r, outputs=c.outputs(d))
             if c.seed_for_repeat:
                 m["seed"] = r + 1
