@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""GENIE3 A/B tools for the engine's own development (the cross-stage, side-by-side benchmark with the peers is
-``benchmarks/run``). No peer figure is typed here: reference values are read from
+"""GENIE3 A/B tools for the engine's own development (comparisons with arboreto and the reference GENIE3, run
+side by side, are made by ``benchmarks/run --stages genie3``). No peer figure is typed here: reference values are read from
 ``../shared/reference/dream4/ANCHORS.md`` at run time, peers are run by ``peer_arboreto.py``.
 
 usage (from the repo root, after `source scripts/env.sh`):
