@@ -55,12 +55,21 @@ def resolve_k(max_features: str, n_inputs: int) -> int:
     return max(1, k)
 
 
-def target_seed(seed: int, gene_index: int) -> int:
-    """64-bit seed of one target, from (run seed, target's 0-based index in the expression file).
+def target_seeds(seed: int, gene_indices) -> np.ndarray:
+    """64-bit seeds of targets, from (run seed, the target's 0-based index in the expression file): word
+    ``index`` of ``numpy.random.SeedSequence([seed, 0x6E3]).generate_state(..., uint64)`` (word i of that stream
+    does not depend on how many words are drawn). Independent of threads, chunking and of which other targets run;
+    one call for all targets."""
+    idx = np.asarray(gene_indices, dtype=np.int64)
+    if idx.size == 0:
+        return np.zeros(0, dtype=np.uint64)
+    ss = np.random.SeedSequence([int(seed) & 0xFFFFFFFFFFFFFFFF, 0x6E3])
+    return ss.generate_state(int(idx.max()) + 1, dtype=np.uint64)[idx]
 
-    Independent of threads, chunking and of which other targets run."""
-    ss = np.random.SeedSequence([int(seed) & 0xFFFFFFFFFFFFFFFF, int(gene_index), 0x6E3])
-    return int(ss.generate_state(1, dtype=np.uint64)[0])
+
+def target_seed(seed: int, gene_index: int) -> int:
+    """The seed of one target (see :func:`target_seeds`)."""
+    return int(target_seeds(seed, [gene_index])[0])
 
 
 def compute_weights(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, tgt_idx: np.ndarray,
@@ -92,10 +101,10 @@ def _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn)
     values = np.ascontiguousarray(values, dtype=np.float32)  # no copy when already so
     R, T = len(reg_idx), len(tgt_idx)
     tables = fast.build_tables(values, reg_idx) if opts.tree_method == "RF" else None
-    seeds = np.array([target_seed(opts.seed, int(j)) for j in tgt_idx], dtype=np.uint64)
+    seeds = target_seeds(opts.seed, tgt_idx)
     k_in = resolve_k(opts.max_features, max(R - 1, 1))   # the target is one of the regulators
     k_out = resolve_k(opts.max_features, R)              # it is not
-    block = max(1, min(T, max(4 * threads, T // 50)))
+    block = max(1, min(T, max(256, T // 50)))  # one kernel call per ~2 % of the targets (at least 256)
     with Progress(T, "genie3", unit=" targets") as prog:
         for lo in range(0, T, block):
             hi = min(T, lo + block)
