@@ -413,15 +413,17 @@ def _kernel_weights(lib, X, trees=30, threads=1, method="RF", importance="unnorm
 
 
 def test_kernel_bytes_do_not_depend_on_build_simd_or_threads():
-    """Same bytes from the default build, the plain-C build (no SSE2 rank counting), an -O0 build and any
-    thread count -- on 300 samples (small-node rank counting, 5-word bitmaps, tied values) and on the fixture."""
+    """Same bytes from the default build, the plain-C build (no SSE2 rank counting), an -O0 build, a build that
+    walks 300-sample bitmaps through the summary word used above 1,024 samples, and any thread count -- on
+    300 samples (small-node rank counting, 5-word bitmaps, tied values) and on the fixture."""
     from chromaflow.genie3 import fast
 
     rng = np.random.default_rng(11)
     X300 = np.round(rng.normal(size=(40, 300)), 2).astype(np.float32)   # 2 decimals: many near-ties
     X30 = gio.read_expression(EXPR, "samples-x-genes").values
     base = fast.load_kernel()
-    variants = [fast.load_kernel(("-DGENIE3_NO_SIMD",)), fast.load_kernel(("-O0",))]
+    variants = [fast.load_kernel(("-DGENIE3_NO_SIMD",)), fast.load_kernel(("-O0",)),
+                fast.load_kernel(("-DSUMMARY_ABOVE_WORDS=2",))]
     for X in (X300, X30):
         for method, imp in (("RF", "unnormalised"), ("RF", "tree-normalised"), ("ET", "unnormalised")):
             ref = _kernel_weights(base, X, method=method, importance=imp)

@@ -54,6 +54,9 @@
 #define FEAT_THR 1e-7f                  /* scikit-learn's FEATURE_THRESHOLD, compared in float32 */
 #define SMALL_MAX 8                     /* nodes of 3..SMALL_MAX samples use rank counting (when n > 128) */
 #define SLOT_BUDGET (192 * 1024)        /* bytes of per-feature scratch: all K features for usual n */
+#ifndef SUMMARY_ABOVE_WORDS
+#define SUMMARY_ABOVE_WORDS 16          /* bitmaps of more words keep a summary word of non-zero words */
+#endif
 
 int genie3_kernel_version(void) { return KERNEL_VERSION; }
 
@@ -138,7 +141,7 @@ static void ws_free(ws_t *w) {
 
 static int ws_alloc(ws_t *w, int n, int R, int K, int method) {
     memset(w, 0, sizeof(*w));
-    w->n = n; w->nw = (n + 63) / 64; w->nsw = w->nw > 16 ? (w->nw + 63) / 64 : 0;
+    w->n = n; w->nw = (n + 63) / 64; w->nsw = w->nw > SUMMARY_ABOVE_WORDS ? (w->nw + 63) / 64 : 0;
     const int nwa = w->nw < 2 ? 2 : w->nw;
     const size_t slot_words = (size_t)nwa + (size_t)w->nsw;
     const size_t slot_bytes = 8 * slot_words + 4 * (size_t)n;
