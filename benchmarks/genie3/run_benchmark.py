@@ -5,6 +5,7 @@ side by side, are made by ``benchmarks/run --stages genie3``). No peer figure is
 
 usage (from the repo root, after `source scripts/env.sh`):
   python benchmarks/genie3/run_benchmark.py dream4 [--seeds 1 2 3] [--n-trees 1000] [--threads 2]
+        [--importance unnormalised|tree-normalised]
         our CLI on the 5 DREAM4 size-100 networks: AUROC / AUPR per network and seed, process wall and CPU
         seconds; the mean over networks per seed and the seed-to-seed spread; the reference GENIE3 rows of
         ANCHORS.md beside them
@@ -73,6 +74,7 @@ def dream4(ns) -> None:
                 out = tmp / f"links{net}.tsv.gz"
                 m = run_genie3(["--expression", str(REF / f"insilico_size100_{net}_multifactorial.tsv"),
                                 "--layout", "samples-x-genes", "--engine", ns.engine, "--n-trees", str(ns.n_trees),
+                                "--importance", ns.importance,
                                 "--seed", str(seed), "--threads", str(ns.threads), "--out", str(out)], tmp)
                 auroc, aupr = score(str(out), str(REF / f"DREAM4_GoldStandard_InSilico_Size100_multifactorial_{net}.tsv"))
                 rows.append((auroc, aupr, m["process_wall_s"], m["cpu_s"]))
@@ -161,6 +163,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--nets", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     p.add_argument("--seeds", type=int, nargs="+", default=[1])
+    p.add_argument("--importance", default="unnormalised", choices=["unnormalised", "tree-normalised"])
     p = sub.add_parser("synth")
     p.add_argument("--genes", type=int, required=True)
     p.add_argument("--samples", type=int, required=True)
