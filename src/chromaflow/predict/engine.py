@@ -37,6 +37,9 @@ TRANSFER_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64)
 #: rows per model call on CPU (a stream runs its part of a batch in micro-batches of this size; measured:
 #: see docs/predict.md "CPU performance")
 CPU_MICRO = 4
+#: largest batch --batch-size auto tries (an H100 is filled by 1-2 thousand rows of 21384 bp; more only costs
+#: probing time and pinned memory)
+AUTO_BATCH_MAX = 4096
 #: batches in flight on a CUDA device (copy of the next, compute of the current, copy back of the previous)
 CUDA_DEPTH = 2
 
@@ -119,6 +122,14 @@ class Encoder:
         return x, x.amax(dim=2) == 0  # padding = all four columns 0; N (0.25) is not masked
 
 
+def smallest_int_dtype(lo: int, hi: int) -> torch.dtype:
+    """The smallest of int8/16/32/64 that holds every value in [lo, hi] exactly."""
+    for dt in TRANSFER_DTYPES:
+        if torch.iinfo(dt).min <= lo and hi <= torch.iinfo(dt).max:
+            return dt
+    return torch.int64
+
+
 def rounded(y: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
     """round_half_to_even(exp(y)) as int64, −1 at padding (FORMATS.md §3)."""
     out = torch.round(torch.exp(y.float())).to(torch.int64)  # torch.round: half to even
@@ -179,35 +190,34 @@ class PrecisionCheck:
 # --------------------------------------------------------------------------------------------------
 # batch size by measurement
 # --------------------------------------------------------------------------------------------------
-def find_batch_size(fits: Callable[[int], bool], *, start: int = 16, limit: int = 1 << 16,
-                    refine: int = 3) -> tuple[int, list]:
-    """Largest batch size for which ``fits(b)`` is true: double from ``start`` until it fails or ``limit`` is
-    reached, then ``refine`` bisection steps between the last size that fitted and the first that did not
-    (Lightning's BatchSizeFinder: power scaling, then binary search). ``fits`` returns False on out-of-memory.
+def find_batch_size(fits: Callable[[int], bool], *, start: int = 16, limit: int = AUTO_BATCH_MAX,
+                    rel_tol: float = 1 / 32) -> tuple[int, list]:
+    """Largest batch size for which ``fits(b)`` is true (``fits`` returns False on out-of-memory), as Lightning's
+    BatchSizeFinder does it: halve from ``start`` until one fits or double until one fails (or ``limit``), then
+    bisect between the largest size that fitted and the smallest that did not until they are within ``rel_tol``.
     Returns (size, [(size tried, fitted), ...]); raises ChromaflowError if not even 1 fits."""
     trials: list[tuple[int, bool]] = []
 
     def attempt(b: int) -> bool:
-        ok = fits(b)
+        ok = bool(fits(b))
         trials.append((b, ok))
         return ok
 
     b = max(1, min(start, limit))
+    bad = None
     while not attempt(b):
+        bad = b
         if b == 1:
             raise ChromaflowError("out of device memory even with a batch of 1 subsequence")
         b = max(1, b // 2)
-    good, bad = b, None
-    while good < limit:
+    good = b
+    while bad is None and good < limit:
         nxt = min(limit, good * 2)
         if attempt(nxt):
             good = nxt
         else:
             bad = nxt
-            break
-    for _ in range(refine if bad is not None else 0):
-        if bad - good <= 1:
-            break
+    while bad is not None and bad - good > max(1, int(good * rel_tol)):
         mid = (good + bad) // 2
         if attempt(mid):
             good = mid
@@ -477,10 +487,7 @@ class CudaExecutor:
             name = "int64"
         self.stats.transfer_dtypes[name] = self.stats.transfer_dtypes.get(name, 0) + 1
         # the smallest type that holds this batch's range is used for the next one
-        for k, dt in enumerate(TRANSFER_DTYPES):
-            if torch.iinfo(dt).min <= lo and hi <= torch.iinfo(dt).max:
-                self.dtype_idx = k
-                break
+        self.dtype_idx = TRANSFER_DTYPES.index(smallest_int_dtype(lo, hi))
         self.timeline.extend(item.events)
         self.free_out.append(item.slot)
         return item.batch, arr
@@ -687,7 +694,7 @@ def resolve_batch_size(value: str | int, *, model, device: torch.device, L: int,
     calls (micro-batches). ``probe_cpu`` runs the probe on CPU anyway (tests, with a model that fakes OOM)."""
     if value != "auto":
         return int(value)
-    limit = max(1, min(rows or (1 << 16), 1 << 16))
+    limit = max(1, min(rows or AUTO_BATCH_MAX, AUTO_BATCH_MAX))
     if device.type != "cuda" and not probe_cpu:
         size = min(cpu_default, limit)
         stats.notes.append(f"batch size auto on CPU: {size} (no device memory to probe)")
