@@ -70,6 +70,35 @@ class EngineStats:
 # --------------------------------------------------------------------------------------------------
 # device, precision
 # --------------------------------------------------------------------------------------------------
+class _CudaRuntime:
+    """The few CUDA runtime calls the CUDA executor makes, behind one object, so that tests on machines without
+    a GPU can run the executor's logic (streams, events, pinned buffers, OOM back-off, transfer types) on the CPU
+    with a stand-in (tests/test_predict.py ``fake_cuda``)."""
+
+    Stream = staticmethod(lambda device=None: torch.cuda.Stream(device))
+    Event = staticmethod(lambda enable_timing=False: torch.cuda.Event(enable_timing=enable_timing))
+    stream = staticmethod(lambda s: torch.cuda.stream(s))
+    synchronize = staticmethod(lambda device=None: torch.cuda.synchronize(device))
+    empty_cache = staticmethod(lambda: torch.cuda.empty_cache())
+    reset_peak_memory_stats = staticmethod(lambda device=None: cuda.reset_peak_memory_stats(device))
+    max_memory_allocated = staticmethod(lambda device=None: torch.cuda.max_memory_allocated(device))
+
+    @staticmethod
+    def pinned_empty(shape, dtype) -> torch.Tensor:
+        return torch.empty(shape, dtype=dtype, pin_memory=True)
+
+    @staticmethod
+    def pin(t: torch.Tensor) -> torch.Tensor:
+        return t if t.is_pinned() else t.pin_memory()
+
+    @staticmethod
+    def record_stream(t: torch.Tensor, stream) -> None:
+        t.record_stream(stream)
+
+
+cuda = _CudaRuntime()
+
+
 def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -367,7 +396,7 @@ class _InFlight:
     batch: Batch
     done: Any                 # torch.cuda.Event after the D2H copies
     minmax: torch.Tensor      # pinned (2,) int64: min, max of the batch's predictions
-    out: torch.Tensor | None  # pinned view holding the values in ``dtype``
+    out: torch.Tensor         # pinned view holding the values in ``dtype``
     dtype: torch.dtype
     y64: torch.Tensor         # device int64 values (used if they did not fit ``dtype``)
     events: list              # (begin, model start, model end, end) CUDA events per micro-batch
@@ -386,13 +415,13 @@ class CudaExecutor:
         self.L, self.D = L, D
         self.micro = batch
         self.depth = max(1, depth)
-        self.copy_stream = torch.cuda.Stream(device)
-        self.compute_stream = torch.cuda.Stream(device)
+        self.copy_stream = cuda.Stream(device)
+        self.compute_stream = cuda.Stream(device)
         self.inflight: list[_InFlight] = []
         self.dtype_idx = 0
         slots = self.depth + 1
-        # pinned output slots sized for int16; wider types (rare) are copied back without pinning
-        self.out_slots = [torch.empty(batch * L * D * 2, dtype=torch.uint8, pin_memory=True) for _ in range(slots)]
+        # pinned output slots, sized for int8 at first and grown when a wider type is needed (rare)
+        self.out_slots = [cuda.pinned_empty(batch * L * D, torch.uint8) for _ in range(slots)]
         self.free_out = list(range(slots))
         self.index = 0
         self.timeline: list = []
@@ -406,25 +435,25 @@ class CudaExecutor:
     def _launch(self, batch: Batch, slot: int) -> _InFlight:
         n, L, D = batch.n, self.L, self.D
         dev = self.device
-        with torch.cuda.stream(self.copy_stream):
+        with cuda.stream(self.copy_stream):
             if batch.codes is not None:
                 src = (torch.from_numpy(batch.codes[:n]), torch.from_numpy(batch.strand[:n]))
             else:
                 t = torch.from_numpy(batch.x)
-                src = (t.pin_memory() if not t.is_pinned() else t,)
+                src = (cuda.pin(t),)
             dsrc = [s.to(dev, non_blocking=True) for s in src]
             self.stats.h2d_bytes += sum(s.numel() * s.element_size() for s in src)
         n_check = self.check.rows_for(self.index, n)
         cs = self.compute_stream
         cs.wait_stream(self.copy_stream)
         events = []
-        with torch.cuda.stream(cs):
+        with cuda.stream(cs):
             for s in dsrc:
-                s.record_stream(cs)
+                cuda.record_stream(s, cs)
             y64 = torch.empty((n, L, D), dtype=torch.int64, device=dev)
             for i in range(0, n, self.micro):
                 j = min(n, i + self.micro)
-                ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+                ev = [cuda.Event(enable_timing=True) for _ in range(4)]
                 ev[0].record(cs)
                 if batch.codes is not None:
                     x, pad = self.encoder.codes(dsrc[0][i:j], dsrc[1][i:j])
@@ -441,15 +470,16 @@ class CudaExecutor:
                 events.append(ev)
                 del x, pad, y
             minmax = torch.stack([y64.min(), y64.max()]) if y64.numel() else torch.zeros(2, dtype=torch.int64, device=dev)
-            mm_host = torch.empty(2, dtype=torch.int64, pin_memory=True)
+            mm_host = cuda.pinned_empty(2, torch.int64)
             mm_host.copy_(minmax, non_blocking=True)
             dtype = TRANSFER_DTYPES[self.dtype_idx]
-            out = None
-            if dtype.itemsize <= 2:
-                out = self.out_slots[slot][:n * L * D * dtype.itemsize].view(dtype).view(n, L, D)
-                out.copy_(y64.to(dtype), non_blocking=True)
-                self.stats.d2h_bytes += out.numel() * dtype.itemsize
-            done = torch.cuda.Event()
+            nbytes = n * L * D * dtype.itemsize
+            if self.out_slots[slot].numel() < nbytes:  # free: its previous batch was popped
+                self.out_slots[slot] = cuda.pinned_empty(nbytes, torch.uint8)
+            out = self.out_slots[slot][:nbytes].view(dtype).view(n, L, D)
+            out.copy_(y64.to(dtype), non_blocking=True)
+            self.stats.d2h_bytes += nbytes
+            done = cuda.Event()
             done.record(cs)
         return _InFlight(batch, done, mm_host, out, dtype, y64, events, slot)
 
@@ -460,8 +490,8 @@ class CudaExecutor:
                 item = self._launch(batch, slot)
                 break
             except torch.OutOfMemoryError:
-                torch.cuda.synchronize(self.device)
-                torch.cuda.empty_cache()
+                cuda.synchronize(self.device)
+                cuda.empty_cache()
                 if self.micro == 1:
                     raise ChromaflowError("CUDA out of memory even with a batch of 1 subsequence") from None
                 self.micro = max(1, self.micro // 2)
@@ -477,9 +507,9 @@ class CudaExecutor:
         item = self.inflight.pop(0)
         item.done.synchronize()
         lo, hi = (int(v) for v in item.minmax)
-        fits = item.out is not None and torch.iinfo(item.dtype).min <= lo and hi <= torch.iinfo(item.dtype).max
+        fits = torch.iinfo(item.dtype).min <= lo and hi <= torch.iinfo(item.dtype).max
         if fits:
-            arr = item.out.numpy().astype(np.int64)
+            arr = item.out.numpy().astype(np.int64)  # a copy: the pinned slot is reused
             name = str(item.dtype).replace("torch.", "")
         else:
             arr = item.y64.cpu().numpy()
@@ -496,7 +526,7 @@ class CudaExecutor:
         """Compute-stream timeline from CUDA events: model time, busy time, idle gaps (= waiting for data)."""
         if not self.timeline:
             return None
-        torch.cuda.synchronize(self.device)
+        cuda.synchronize(self.device)
         model_ms = sum(ev[1].elapsed_time(ev[2]) for ev in self.timeline)
         busy_ms = sum(ev[0].elapsed_time(ev[3]) for ev in self.timeline)
         span_ms = self.timeline[0][0].elapsed_time(self.timeline[-1][3])
@@ -522,7 +552,7 @@ def _is_oom_error(exc: BaseException) -> bool:
 
 
 def probe_batch_size(model, device: torch.device, *, L: int, D: int, precision: str, limit: int,
-                     start: int = 16) -> tuple[int, list]:
+                     start: int = 16, executor: str | None = None) -> tuple[int, list]:
     """The largest batch whose full pipeline step fits, found with synthetic ACGT rows of length L: on CUDA
     ``CUDA_DEPTH`` batches in flight through :class:`CudaExecutor`; elsewhere one model call of the whole batch
     (used by tests with a model that fakes out-of-memory)."""
@@ -533,7 +563,7 @@ def probe_batch_size(model, device: torch.device, *, L: int, D: int, precision: 
         strand = np.zeros(b, dtype=np.uint8)
         ex = None
         try:
-            if device.type == "cuda":
+            if (executor or device.type) == "cuda":
                 ex = CudaExecutor(model, device, precision=precision, batch=b, L=L, D=D, encoder=enc,
                                   check=PrecisionCheck("fp32", 0), stats=EngineStats())
                 for _ in range(CUDA_DEPTH):
@@ -553,9 +583,9 @@ def probe_batch_size(model, device: torch.device, *, L: int, D: int, precision: 
             raise
         finally:
             del ex
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-                torch.cuda.empty_cache()
+            if (executor or device.type) == "cuda":
+                cuda.synchronize(device)
+                cuda.empty_cache()
 
     with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
         return find_batch_size(fits, start=start, limit=limit)
@@ -565,11 +595,12 @@ def predict_feed(model: torch.nn.Module, feed, writer: _Writer, *, n_rows: int |
                  device: torch.device, precision: str, threads: int, streams: int = 1, micro: int = CPU_MICRO,
                  num_workers: int = 2, check_rows: int = 64, progress: bool | None = None,
                  on_batch: Callable[[Batch], None] | None = None, stats: EngineStats | None = None,
-                 release: Callable[[Batch], None] | None = None) -> EngineStats:
+                 release: Callable[[Batch], None] | None = None, executor: str | None = None) -> EngineStats:
     """Run ``feed`` (an object with ``batches(stop)``) through the model into ``writer``.
 
     ``on_batch(batch)`` sees every batch in row order (the FASTA route collects seqids/start_ends there);
-    ``release(batch)`` gives a batch's buffer back once the device has its contents.
+    ``release(batch)`` gives a batch's buffer back once the device has its contents. ``executor`` ("cuda" or
+    "cpu") overrides the choice made from ``device`` (tests run the CUDA executor's logic on the CPU).
     """
     stats = stats or EngineStats()
     if precision not in PRECISIONS:
@@ -579,12 +610,12 @@ def predict_feed(model: torch.nn.Module, feed, writer: _Writer, *, n_rows: int |
         stats.notes.append("bf16 unsupported: fell back to fp32")
         precision = "fp32"
     stats.device, stats.precision, stats.batch_size = str(device), precision, batch_size
-    use_cuda = device.type == "cuda"
+    use_cuda = (executor or device.type) == "cuda"
     model = model.to(device)
     L, D = feed.L, int(writer.dset.shape[2])
     if use_cuda:
         configure_cuda_exact()
-        torch.cuda.reset_peak_memory_stats(device)
+        cuda.reset_peak_memory_stats(device)
     check = PrecisionCheck(precision, check_rows)
     encoder = Encoder(device)
     if use_cuda:
@@ -654,7 +685,7 @@ def predict_feed(model: torch.nn.Module, feed, writer: _Writer, *, n_rows: int |
     stats.precision_check = check.result()
     if use_cuda:
         stats.gpu_timing = ex.timing()
-        stats.peak_gpu_bytes = int(torch.cuda.max_memory_allocated(device))
+        stats.peak_gpu_bytes = int(cuda.max_memory_allocated(device))
     return stats
 
 
@@ -667,14 +698,14 @@ def _count_bp(batch: Batch) -> int:
 def run_prediction(model: torch.nn.Module, X: h5py.Dataset, out_dset: h5py.Dataset, *, row_start: int,
                    row_end: int, batch_size: int, device: torch.device, precision: str, threads: int,
                    num_workers: int, streams: int = 1, micro: int = CPU_MICRO, check_rows: int = 64,
-                   progress: bool | None = None, h5_mode: str = "x") -> EngineStats:
+                   progress: bool | None = None, h5_mode: str = "x", executor: str | None = None) -> EngineStats:
     """Predict rows [row_start, row_end) of ``X`` into ``out_dset`` (rows shifted by ``row_start``)."""
     feed = H5Feed(X, X.file.filename, max(1, batch_size), row_start=row_start, row_end=row_end,
                   threads=max(1, threads), mode=h5_mode)
     writer = _Writer(out_dset, row_start, pool_threads=max(1, threads), depth=2)
     return predict_feed(model, feed, writer, n_rows=row_end - row_start, batch_size=max(1, batch_size),
                         device=device, precision=precision, threads=threads, streams=streams, micro=micro,
-                        num_workers=num_workers, check_rows=check_rows, progress=progress)
+                        num_workers=num_workers, check_rows=check_rows, progress=progress, executor=executor)
 
 
 def pinned_pool(slots: int, batch: int, L: int, pin: bool) -> BufferPool:
@@ -683,7 +714,7 @@ def pinned_pool(slots: int, batch: int, L: int, pin: bool) -> BufferPool:
         return BufferPool(slots, batch, L)
     types = {np.uint8: torch.uint8}
     return BufferPool(slots, batch, L,
-                      alloc=lambda shape, dtype: torch.empty(shape, dtype=types[dtype], pin_memory=True).numpy())
+                      alloc=lambda shape, dtype: cuda.pinned_empty(shape, types[dtype]).numpy())
 
 
 def resolve_batch_size(value: str | int, *, model, device: torch.device, L: int, D: int, precision: str,
