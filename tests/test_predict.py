@@ -707,3 +707,58 @@ def test_cuda_executor_fasta_route_logic_on_cpu(reference_dir, tmp_path, fake_cu
     with h5py.File(tmp_path / "o.h5") as f, h5py.File(predmoter(reference_dir, "pred_data_1_predictions.h5")) as g:
         for name in ("data/seqids", "data/start_ends", "prediction/predictions"):
             assert np.array_equal(f[name][()], g[name][()]), name
+
+
+# --------------------------------------------------------------------------------------------------
+# benchmarks/gpu/run: refuses without CUDA; its CPU-side checks and report run here
+# --------------------------------------------------------------------------------------------------
+def _gpu_bench_module(repo_root):
+    import importlib.machinery
+    import importlib.util
+
+    path = repo_root / "benchmarks" / "gpu" / "run"
+    loader = importlib.machinery.SourceFileLoader("gpu_bench_run", str(path))
+    spec = importlib.util.spec_from_loader("gpu_bench_run", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def test_gpu_benchmark_refuses_without_cuda_and_its_checks_work(repo_root, reference_dir, tmp_path):
+    import json
+    import sys
+
+    if not torch.cuda.is_available():
+        proc = subprocess.run([sys.executable, str(repo_root / "benchmarks" / "gpu" / "run"), "--workdir",
+                               str(tmp_path / "w")], capture_output=True, text=True)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "no CUDA device" in proc.stderr and not (tmp_path / "w").exists()
+    mod = _gpu_bench_module(repo_root)
+    fa = reference_dir / "predmoter" / "pred_data.fa"
+    ckpt = reference_dir / "predmoter" / "mini_model.ckpt"
+    outs = {}
+    for prec in ("fp32", "bf16"):
+        out = tmp_path / f"{prec}.h5"
+        run_cli("predict", "--fasta", fa, "--species", "S", "--model", ckpt, "--out", out, "--precision", prec,
+                "--metrics", tmp_path / f"{prec}.json")
+        outs[prec] = out
+    chk = mod.check_rows_on_cpu(fa, ckpt, outs["fp32"], [0, 5, 15], threads=1)
+    assert chk["ok"] and chk["values"] == 3 * 21384 * 2 and chk["rows"] == [0, 5, 15]
+    bad = tmp_path / "bad.h5"  # the check can fail: one value changed in row 5
+    shutil.copy(outs["fp32"], bad)
+    with h5py.File(bad, "a") as f:
+        f["prediction/predictions"][5, 100, 0] += 1
+    chk = mod.check_rows_on_cpu(fa, ckpt, bad, [0, 5, 15], threads=1)
+    assert not chk["ok"] and chk["unexpected"][0][:3] == [5, 100, 0]
+    dev = mod.deviation(outs["bf16"], outs["fp32"])
+    assert dev["values"] == 16 * 21384 * 2 and 0 < dev["differ"] < dev["values"] // 50
+    result = {"command": "benchmarks/gpu/run (CPU stand-in)", "started": "2000-01-01 00:00", "mbp": 0.154,
+              "records": 2, "machine": {"gpu": "none (test)", "host": "test", "torch": torch.__version__, "cuda": None,
+                                        "cudnn": None, "cpu": "test", "cores": 2},
+              "precisions": [mod.record({"wall_s": 1.0, "cpu_s": 1.0}, json.loads((tmp_path / f"{p}.json").read_text()))
+                             for p in ("fp32", "bf16")], "fp32_vs_cpu": chk, "bf16_vs_fp32": dev}
+    res_dir = tmp_path / "gpu" / "results"
+    res_dir.mkdir(parents=True)
+    (res_dir / "x.json").write_text(json.dumps(result))
+    md = mod.regenerate_md(res_dir).read_text()
+    assert "| fp32 | 1.0 |" in md and "**FAILED**" in md and f"{dev['differ']} of {dev['values']} differ" in md
