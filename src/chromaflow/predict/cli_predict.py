@@ -3,6 +3,7 @@ from a FASTA (cut exactly as ``fasta2h5`` cuts it, no h5 written), and a checkpo
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 
 from ..common import (ChromaflowError, OutputExistsError, StageMetrics, atomic_output, part_bounds, parse_part,
@@ -144,6 +145,9 @@ def _predict(args, shard, fh, info) -> int:
             cfg.check_length(L, args.h5)
             species0, n_total = info.species0, info.n_rows
         model = build_model(ckpt)
+        # torch and the model are long-lived: keep the cyclic GC from traversing them during the run and again
+        # at interpreter exit (measured: ~0.5 CPU-s per process at exit)
+        gc.freeze()
         if shard is None:
             row_start, row_end = 0, n_total
         else:
