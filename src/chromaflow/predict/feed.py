@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
-import struct
 import sys
 import threading
 import zlib
@@ -36,6 +35,7 @@ from ..common import ChromaflowError
 from ..fasta import FastaReader, Piece
 from ..fasta2h5 import LUT16
 from ..subseq import Job, RecordEnd, cut, rows_into
+from .fastachild import HDR as _HDR
 
 _DONE = object()
 
@@ -117,34 +117,6 @@ class BufferPool:
 # --------------------------------------------------------------------------------------------------
 # FASTA pieces: in this thread or from a child process (shared-memory ring)
 # --------------------------------------------------------------------------------------------------
-_HDR = struct.Struct("<BQHI")  # kind (0 piece, 1 last piece, 2 end, 3 error), bytes, seqid bytes, header line
-
-
-def _reader_child() -> None:  # pragma: no cover - runs in the child process (coverage does not follow it)
-    """Child process: parse the FASTA named in argv and write its pieces to stdout (header, seqid, bases)."""
-    from ..common import tune_malloc
-
-    tune_malloc()
-    path, block = sys.argv[1], int(sys.argv[2])
-    out = sys.stdout.buffer
-    try:
-        for piece in FastaReader(path, block_size=block).pieces():
-            sid = piece.seqid.encode("ascii")
-            out.write(_HDR.pack(1 if piece.last else 0, len(piece.seq), len(sid), piece.line))
-            out.write(sid)
-            out.write(piece.seq)
-        out.write(_HDR.pack(2, 0, 0, 0))
-    except ChromaflowError as exc:
-        msg = str(exc).encode("utf-8", "replace")
-        out.write(_HDR.pack(3, len(msg), 0, 0) + msg)
-    except BrokenPipeError:
-        return
-    except BaseException as exc:  # noqa: BLE001 - reported as one line by the parent
-        msg = f"{path}: reading failed: {type(exc).__name__}: {exc}".encode("utf-8", "replace")
-        out.write(_HDR.pack(3, len(msg), 0, 0) + msg)
-    out.flush()
-
-
 class ProcessPieces:
     """Iterate FastaReader pieces parsed in a child process (its own interpreter: its own core and GIL).
 
@@ -157,7 +129,7 @@ class ProcessPieces:
         import subprocess
 
         self.path = path
-        code = "from chromaflow.predict.feed import _reader_child; _reader_child()"
+        code = "from chromaflow.predict.fastachild import main; main()"
         self.proc = subprocess.Popen([sys.executable, "-c", code, path, str(block)], stdout=subprocess.PIPE,
                                      stdin=subprocess.DEVNULL, bufsize=0)
         self.fd = self.proc.stdout.fileno()
