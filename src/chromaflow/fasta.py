@@ -228,10 +228,14 @@ class FastaReader:
         if seg.translate(None, _ALLOWED):  # fast C check; the slow path finds line/column
             t = self._slow_sequence(seg)
             nls = seg.count(b"\n")
+        elif b"\r" not in seg:
+            # LF only: bytes.replace (memchr + memcpy per line) is ~3x faster than a translate byte loop, and
+            # the removed bytes are the line count (saves a counting pass)
+            t = seg.replace(b"\n", b"")
+            nls = len(seg) - len(t)
         else:
             t = seg.translate(None, b"\r\n")
-            # without CR, the deleted bytes are the line feeds (saves a counting pass over the segment)
-            nls = len(seg) - len(t) if b"\r" not in seg else seg.count(b"\n")
+            nls = seg.count(b"\n")
         if t:
             if self.cur_id is None:
                 raise self._err(f"line {self.line}: first line does not start with '>' (not a FASTA file?)")
