@@ -2,13 +2,17 @@
  * Predmoter-compatible prediction of one shard (a contiguous range of subsequences) of one assembly.
  * Labelled process_gpu: profiles route it to a GPU (SLURM --gres, container GPU flags); with
  * --device auto it falls back to the CPU where no GPU is visible.
+ *
+ * The input is the assembly's genome h5, or (meta.predict_input == 'fasta') the FASTA itself: then the rows are
+ * cut as FASTA2H5 would cut them and no h5 is written; --species comes from meta, the chunk length from
+ * ext.args (--subsequence-length). Shards of either input merge with PREDICT_MERGE unchanged.
  */
 process PREDICT {
     tag "${meta.id} ${meta.shard}/${meta.shards}"
     label 'process_gpu'
 
     input:
-    tuple val(meta), path(h5)
+    tuple val(meta), path(genome)  // genome h5, or the FASTA when meta.predict_input == 'fasta'
     path model
 
     output:
@@ -20,9 +24,10 @@ process PREDICT {
     def args  = task.ext.args ?: ''
     prefix    = task.ext.prefix ?: "${meta.id}.shard${meta.shard}of${meta.shards}"
     def shard = meta.shards > 1 ? "--shard ${meta.shard}/${meta.shards}" : ''
+    def src   = meta.predict_input == 'fasta' ? "--fasta ${genome} --species '${meta.species}'" : "--h5 ${genome}"
     """
     chromaflow predict \\
-        --h5 ${h5} \\
+        ${src} \\
         --model ${model} \\
         --out ${prefix}.predictions.h5 \\
         --threads ${task.cpus} \\
