@@ -1,0 +1,159 @@
+"""The conversion loop: pieces of chunks → track vectors → runs → writers (FORMATS.md §5.3–5.5).
+
+Each chromosome is processed in pieces that never cross one of Predmoter's blocks (21,384,000 // L chunks):
+128 chunks (2.7 Mbp per strand) for unsmoothed tracks, a whole block for smoothed ones (smoothing is per
+block). Every chunk is read once per call, for all datasets and strands. While one piece's tracks are
+computed and written, the next piece is read (a prefetch thread fanning out to the pool). All O(bp) work runs
+in numpy (or libdeflate / the C formatter) in pool threads; the main thread touches O(intervals) data only.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..common import ChromaflowError, Progress
+from .h5input import Chrom, ChunkReader, Piece, PredictionsInput
+from .tracks import TrackState, runs, smooth_exact, smooth_numpy, strand_average, strand_average_f32
+
+#: Predmoter's conversion block: 21,384,000 // L chunks (FORMATS §5.3)
+BLOCK_BP = 21_384_000
+#: unsmoothed tracks are streamed in pieces of at most this many chunks (the result does not depend on it)
+PIECE_CHUNKS = 128
+
+
+@dataclass
+class Track:
+    dataset: str
+    channel: int  # index into the input's chosen datasets
+    strand: str  # avg, +, -
+    path: Path
+    writer: object = None
+    state: TrackState = field(default_factory=TrackState)
+
+
+def pieces(chroms: list[Chrom], n_block: int, piece: int):
+    """(chrom, j, e, final) for each piece of at most ``piece`` chunks, never crossing a block boundary."""
+    for chrom in chroms:
+        k = len(chrom.plus)
+        j = 0
+        while j < k:
+            block_end = min(j + n_block, k)
+            while j < block_end:
+                e = min(j + piece, block_end)
+                yield chrom, j, e, e == k
+                j = e
+
+
+def track_vector(piece: Piece, strand: str) -> np.ndarray:
+    """The FORMATS §5.3 track of one piece: padding removed, then +, − or the half-even average."""
+    def flat(X):
+        v = X.reshape(-1)
+        return v[v != -1] if piece.dirty else v
+
+    if strand == "+":
+        return flat(piece.plus)
+    if strand == "-":
+        return flat(piece.minus)
+    p = flat(piece.plus)
+    m = flat(piece.minus)
+    if len(p) != len(m):
+        raise ChromaflowError(f"plus and minus strands differ in length ({len(p)} vs {len(m)} bp)")
+    return strand_average(p, m) if piece.exact else strand_average_f32(p, m)
+
+
+def piece_runs(piece: Piece, strand: str, window: int | None, smoothing: str, clip: bool):
+    """(runs in piece coordinates or None, value dtype, bp) of one track of one piece."""
+    v = track_vector(piece, strand)
+    n = len(v)
+    if window is not None and n:
+        v = smooth_exact(v, window, clip) if smoothing == "exact" else smooth_numpy(v, window, clip)
+        out_dtype = np.float64  # Predmoter's smoothed tracks are float64 (printed the same for integers)
+    else:
+        out_dtype = np.float32  # Predmoter's +, − and avg tracks are float32
+    if not len(v):
+        return None, out_dtype, n
+    s, e, vals = runs(v)
+    return (s, e, vals.astype(out_dtype)), out_dtype, n
+
+
+def convert(inp: PredictionsInput, tracks: list[Track], *, window: int | None, smoothing: str, clip: bool,
+            pool: ThreadPoolExecutor | None, prog: Progress) -> None:
+    reader = ChunkReader(inp, pool)
+    try:
+        _convert(inp, reader, tracks, window, smoothing, clip, pool, prog)
+    finally:
+        reader.close()
+
+
+def _convert(inp, reader, tracks, window, smoothing, clip, pool, prog) -> None:
+    n_block = max(1, BLOCK_BP // inp.L)
+    piece_chunks = n_block if window is not None else min(n_block, PIECE_CHUNKS)
+    keys = list(dict.fromkeys((t.channel, t.strand) for t in tracks))
+    need: dict[int, tuple[bool, bool]] = {}
+    for c, s in keys:
+        wp, wm = need.get(c, (False, False))
+        need[c] = (wp or s in ("avg", "+"), wm or s in ("avg", "-"))
+
+    def load(desc):
+        chrom, j, e, _ = desc
+        return reader.load(chrom.plus[j:e], chrom.minus[j:e], need)
+
+    def compute(data, key, chrom):
+        c, strand = key
+        try:
+            return piece_runs(data[c], strand, window, smoothing, clip)
+        except ChromaflowError as exc:
+            raise ChromaflowError(f"{inp.path}: seqid {chrom.name!r}: {exc}") from None
+
+    prefetch = ThreadPoolExecutor(1, thread_name_prefix="bigwig-read")
+    it = pieces(inp.chroms, n_block, piece_chunks)
+    nxt = next(it, None)
+    fut = prefetch.submit(load, nxt) if nxt is not None else None
+    cur = None
+    offset = 0
+    try:
+        while nxt is not None:
+            desc = nxt
+            data = fut.result()
+            nxt = next(it, None)
+            fut = prefetch.submit(load, nxt) if nxt is not None else None
+            chrom, j, e, final = desc
+            if chrom is not cur:
+                if cur is not None:
+                    _check_size(inp.path, cur, offset)
+                cur, offset = chrom, 0
+                for t in tracks:
+                    t.state = TrackState()
+            if pool is not None and len(keys) > 1:
+                futs = [pool.submit(compute, data, k, chrom) for k in keys]
+                results = dict(zip(keys, (f.result() for f in futs)))
+            else:
+                results = {k: compute(data, k, chrom) for k in keys}
+            del data
+            length = None
+            for t in tracks:
+                rns, dtype, n = results[(t.channel, t.strand)]
+                if length is not None and n != length:
+                    raise ChromaflowError(f"{inp.path}: seqid {chrom.name!r}: tracks of one piece differ in length")
+                length = n
+                res = t.state.feed_runs(rns, dtype, offset, final)
+                if res is not None:
+                    t.writer.write(chrom.name, *res)
+            offset += length
+            prog.update(length)
+        if cur is not None:
+            _check_size(inp.path, cur, offset)
+        for c in inp.chroms:  # a seqid without rows (malformed) covers nothing
+            if len(c.plus) == 0:
+                _check_size(inp.path, c, 0)
+    finally:
+        prefetch.shutdown(wait=True, cancel_futures=True)
+
+
+def _check_size(path: str, chrom: Chrom, offset: int) -> None:
+    if offset != chrom.size:
+        raise ChromaflowError(f"{path}: seqid {chrom.name!r}: rows cover {offset} bp but data/start_ends say "
+                              f"{chrom.size} bp")

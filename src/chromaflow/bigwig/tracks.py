@@ -1,0 +1,208 @@
+"""Track arithmetic of the conversion (FORMATS.md §5.3–5.5): strand average, smoothing, run-length
+encoding and the merge of runs across pieces and blocks.
+
+Tracks are integer valued everywhere (predictions are integers; averages and smoothed values are rounded),
+so everything here is done in integers, which is exact and the same on every CPU:
+
+* ``strand_average``: round_half_even((p + m) / 2). Predmoter computes it in float32; for |values| < 2**23
+  (``EXACT_LIMIT``) float32 holds p + m exactly, so the integer result is bit-for-bit Predmoter's. Larger values
+  take Predmoter's float32 arithmetic (``strand_average_f32``).
+* ``smooth_exact``: the moving average of numpy.convolve(track, ones(w)/w, 'same') — same window alignment,
+  zero padding at the block edges, output length max(n, w) — computed from int64 cumulative sums as the exact
+  rational S/w and rounded half-to-even in integers. numpy's float arithmetic rounds exact .5 ties (S/w = k + ½)
+  either way depending on the CPU's BLAS/SIMD kernels (FORMATS §5.4 "machine dependence"); this does not.
+* ``smooth_numpy``: numpy's own arithmetic, for users who must reproduce a Predmoter run on the same machine
+  (``--smoothing numpy``). Machine dependent at ties by construction.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+#: |value| below this: integer averaging equals Predmoter's float32 averaging bit for bit
+EXACT_LIMIT = 1 << 23
+
+
+# --------------------------------------------------------------------------------------------------
+# strand average
+# --------------------------------------------------------------------------------------------------
+def strand_average(p: np.ndarray, m: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """round_half_even((p + m) / 2) of integer arrays, exactly (``out`` may alias ``p`` or ``m``).
+
+    With a = p + m, q = floor(a / 2): a even -> q; a odd -> q + ½, which rounds to the even one of q, q + 1,
+    i.e. q + (q & 1). Both cases: q + (a & q & 1).
+    """
+    a = np.add(p, m, out=out)
+    q = a >> 1
+    a &= q
+    a &= 1
+    a += q
+    return a
+
+
+def strand_average_f32(p: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Predmoter's float32 arithmetic (used where values reach ``EXACT_LIMIT``)."""
+    v = np.add(p, m, dtype=np.float32)
+    v *= np.float32(0.5)  # exactly / 2
+    np.rint(v, out=v)
+    return v
+
+
+# --------------------------------------------------------------------------------------------------
+# smoothing
+# --------------------------------------------------------------------------------------------------
+def window_sums(track: np.ndarray, w: int, clip: bool = True) -> np.ndarray:
+    """Integer window sums S[i] of numpy.convolve(track, ones(w), 'same') (int64; zero outside the track).
+
+    numpy's 'same' mode: output length max(n, w); full-convolution index k = i + off with
+    off = (min(n, w) - 1) // 2, so S[i] = sum of track[j] for j in [i + off - w + 1, i + off] ∩ [0, n).
+    For n >= w that is j in [i - (w - 1 - (w - 1)//2), i + (w - 1)//2] (FORMATS §5.4). ``clip`` keeps only
+    the first n values (numpy returns w > n values for a track shorter than the window).
+    """
+    if w < 1:
+        raise ValueError("w must be >= 1")
+    n = len(track)
+    out_len = n if clip else max(n, w)
+    cs = np.empty(n + 1, dtype=np.int64)
+    cs[0] = 0
+    np.cumsum(track, dtype=np.int64, out=cs[1:])
+    off = (min(n, w) - 1) // 2
+    if n < w or out_len < 2 * w:  # short: clipped index arithmetic on small arrays
+        i = np.arange(out_len, dtype=np.int64)
+        hi = np.clip(i + off + 1, 0, n)
+        lo = np.clip(i + off - w + 1, 0, n)
+        return cs[hi] - cs[lo]
+    S = np.empty(out_len, dtype=np.int64)
+    head = w - 1 - off  # positions whose window starts before 0
+    S[:head] = cs[off + 1: off + 1 + head]
+    mid_end = n - off  # positions whose window lies inside the track: i in [head, n - off)
+    np.subtract(cs[w:n + 1], cs[:n - w + 1], out=S[head:mid_end])
+    if mid_end < out_len:  # windows that end past the track
+        S[mid_end:] = cs[n] - cs[mid_end + off - w + 1: out_len + off - w + 1]
+    return S
+
+
+def round_half_even_div(S: np.ndarray, w: int) -> np.ndarray:
+    """round_half_even(S / w) for int64 S, exactly. S is overwritten (it becomes scratch space)."""
+    t = S
+    t *= 2
+    t += w
+    q = t // (2 * w)  # round half up: floor((2S + w) / 2w)
+    tie = q * (2 * w)
+    np.equal(tie, t, out=tie)  # (2S + w) divisible by 2w: S/w is exactly k + ½ and q = k + 1 ...
+    tie &= q
+    tie &= 1
+    q -= tie  # ... and half-to-even takes k when k + 1 is odd
+    return q
+
+
+def smooth_exact(track: np.ndarray, w: int, clip: bool = True) -> np.ndarray:
+    """round_half_even(S/w) of the 'same'-mode window sums of an integer-valued track (int64)."""
+    if track.dtype.kind == "f":
+        track = track.astype(np.int64)  # integral by construction (predictions, rounded averages)
+    return round_half_even_div(window_sums(track, w, clip), w)
+
+
+def tie_positions(track: np.ndarray, w: int, clip: bool = True) -> np.ndarray:
+    """Positions where S/w is exactly k + ½ (where numpy's float arithmetic may round either way)."""
+    if w % 2:
+        return np.empty(0, dtype=np.int64)
+    S = window_sums(np.asarray(track).astype(np.int64), w, clip)
+    return np.flatnonzero(S % w == w // 2)
+
+
+def smooth_numpy(track: np.ndarray, w: int, clip: bool) -> np.ndarray:
+    """round_half_even(numpy.convolve(track, ones(w)/w, 'same')) in float64 — Predmoter's own arithmetic.
+
+    Machine dependent at exact .5 ties (FORMATS §5.4). A window that lies wholly inside a run of one integer
+    value c gives c, so numpy.convolve is run only on the regions within w of a value change or of a block
+    edge. Each region is convolved with w bp of context on both sides (or the block edge itself), so every
+    output position gets the same dot product over the same data as in a whole-block call.
+    """
+    n = len(track)
+    kernel = np.ones(w) / w
+    t64 = track.astype(np.float64)
+    if n >= 8 * w and os.environ.get("CHROMAFLOW_SMOOTH") != "convolve":
+        cuts = np.flatnonzero(track[1:] != track[:-1]) + 1
+        if len(cuts) * 4 * w < n and max(float(track.max()), -float(track.min())) < 2.0 ** 40:
+            starts = np.concatenate([[0], cuts - w, [n - w]])
+            ends = np.concatenate([[w], cuts + w, [n]])
+            np.clip(starts, 0, n, out=starts)
+            np.clip(ends, 0, n, out=ends)
+            brk = np.flatnonzero(starts[1:] > ends[:-1]) + 1  # starts/ends are both sorted
+            rs = starts[np.concatenate([[0], brk])]
+            re = ends[np.concatenate([brk - 1, [len(ends) - 1]])]
+            done = []
+            for a, b in zip(rs.tolist(), re.tolist()):
+                lo = max(0, a - w)
+                hi = min(n, b + w)
+                done.append((a, b, np.rint(np.convolve(t64[lo:hi], kernel, mode="same")[a - lo:b - lo])))
+            for a, b, v in done:  # t64 becomes the output (outside the regions it already is the answer)
+                t64[a:b] = v
+            return t64
+    out = np.rint(np.convolve(t64, kernel, mode="same"))
+    if clip:
+        out = out[:n]
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# runs
+# --------------------------------------------------------------------------------------------------
+def runs(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Maximal runs of equal values: (starts, ends, values) in the vector's own coordinates (int64)."""
+    n = len(v)
+    cut = np.flatnonzero(v[1:] != v[:-1])
+    starts = np.empty(len(cut) + 1, dtype=np.int64)
+    starts[0] = 0
+    np.add(cut, 1, out=starts[1:])
+    ends = np.empty_like(starts)
+    ends[:-1] = starts[1:]
+    ends[-1] = n
+    return starts, ends, v[starts]
+
+
+@dataclass
+class TrackState:
+    """Cross-piece merge state of one output track within one chromosome (FORMATS §5.5).
+
+    The last run of each piece is held back; the next piece's first run extends it when the values are equal.
+    Consecutive intervals therefore always differ in value. A piece that only continues the held run emits
+    nothing (the reference writes a blank bedGraph line there and crashes on bigWig; see docs/bigwig.md).
+    """
+    pending: tuple[int, object] | None = None  # (start, value) of the held-back last run
+    end: int = 0
+
+    def feed(self, v: np.ndarray, offset: int, final: bool):
+        """(starts, ends, values) to emit for piece ``v`` starting at chromosome coordinate ``offset``."""
+        return self.feed_runs(runs(v) if len(v) else None, v.dtype, offset, final)
+
+    def feed_runs(self, piece_runs, dtype, offset: int, final: bool):
+        """Like :meth:`feed`, for the piece's runs (piece coordinates) computed beforehand (None: empty)."""
+        if piece_runs is None:
+            if final and self.pending is not None:
+                s, val = self.pending
+                self.pending = None
+                return (np.array([s], np.int64), np.array([self.end], np.int64), np.array([val], dtype))
+            return None
+        starts, ends, vals = piece_runs
+        starts = starts + offset
+        ends = ends + offset
+        if self.pending is not None:
+            ps, pv = self.pending
+            if vals[0] == pv:
+                starts[0] = ps
+            else:
+                starts = np.concatenate([[ps], starts])
+                ends = np.concatenate([[offset], ends])
+                vals = np.concatenate([np.array([pv], dtype=vals.dtype), vals])
+            self.pending = None
+        if not final:
+            self.pending = (int(starts[-1]), vals[-1])
+            self.end = int(ends[-1])
+            starts, ends, vals = starts[:-1], ends[:-1], vals[:-1]
+        if len(starts) == 0:  # empty-block defect of the reference: emit nothing
+            return None
+        return starts, ends, vals
