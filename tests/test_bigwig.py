@@ -345,6 +345,36 @@ def test_exact_smoothing_matches_fractions():
     assert len(bigwig.tie_positions(x, w)) == int(np.count_nonzero(2 * r == w)) > 0
 
 
+def test_streamed_and_segmented_smoothing_equal_whole_block(monkeypatch):
+    """The block is smoothed piece by piece (and in steps within a piece): the runs equal those of the whole
+    block at once, for any cut points, windows longer than the pieces, and blocks shorter than the window."""
+    monkeypatch.setattr(bigwig.tracks.SmoothStream, "SUB", 37)
+    rng = np.random.default_rng(5)
+    for _ in range(1500):
+        n = int(rng.integers(1, 600))
+        w = int(rng.integers(1, 200))
+        clip = bool(rng.integers(0, 2))
+        x = np.repeat(rng.integers(0, 5, n), int(rng.integers(1, 30)))[:n]
+        want = bigwig.runs(bigwig.smooth_exact(x, w, clip))
+        assert all(np.array_equal(a, b) for a, b in zip(want, bigwig.tracks.smooth_exact_runs(x, w, clip, segment=23)))
+        st = bigwig.tracks.SmoothStream(w, clip)
+        cuts = np.sort(rng.choice(np.arange(1, n), min(n - 1, int(rng.integers(0, 6))), replace=False)) if n > 1 else []
+        bounds = np.concatenate([[0], cuts, [n]]).astype(int)
+        got: list[list] = [[], [], []]
+        for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+            _, r = st.feed_runs(x[a:b], k == len(bounds) - 2)
+            if r is None:
+                continue
+            s, e, v = r
+            if got[2] and got[2][-1][-1] == v[0]:
+                got[1][-1][-1] = e[0]
+                s, e, v = s[1:], e[1:], v[1:]
+            if len(s):
+                for lst, arr in zip(got, (s, e, v)):
+                    lst.append(arr)
+        assert all(np.array_equal(np.concatenate(g), w_) for g, w_ in zip(got, want)), (n, w, clip, bounds)
+
+
 def test_numpy_smoothing_differs_from_exact_only_at_ties():
     rng = np.random.default_rng(3)
     for w in (150, 10, 7, 2, 300):

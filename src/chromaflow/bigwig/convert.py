@@ -16,7 +16,7 @@ import numpy as np
 
 from ..common import ChromaflowError, Progress
 from .h5input import Chrom, ChunkReader, Piece, PredictionsInput
-from .tracks import TrackState, runs, smooth_exact, smooth_numpy, strand_average, strand_average_f32
+from .tracks import SmoothStream, TrackState, runs, smooth_numpy, strand_average, strand_average_f32
 
 #: Predmoter's conversion block: 21,384,000 // L chunks (FORMATS §5.3)
 BLOCK_BP = 21_384_000
@@ -35,7 +35,8 @@ class Track:
 
 
 def pieces(chroms: list[Chrom], n_block: int, piece: int):
-    """(chrom, j, e, final) for each piece of at most ``piece`` chunks, never crossing a block boundary."""
+    """(chrom, j, e, final, block_final) for each piece of at most ``piece`` chunks, never crossing a block
+    boundary (``final``: the chromosome's last piece; ``block_final``: the last piece of a block)."""
     for chrom in chroms:
         k = len(chrom.plus)
         j = 0
@@ -43,7 +44,7 @@ def pieces(chroms: list[Chrom], n_block: int, piece: int):
             block_end = min(j + n_block, k)
             while j < block_end:
                 e = min(j + piece, block_end)
-                yield chrom, j, e, e == k
+                yield chrom, j, e, e == k, e == block_end
                 j = e
 
 
@@ -61,27 +62,42 @@ def track_vector(piece: Piece, strand: str) -> np.ndarray:
     m = flat(piece.minus)
     if len(p) != len(m):
         raise ChromaflowError(f"plus and minus strands differ in length ({len(p)} vs {len(m)} bp)")
-    return strand_average(p, m) if piece.exact else strand_average_f32(p, m)
+    if not piece.exact:
+        return strand_average_f32(p, m)
+    return strand_average(p, m, out=piece.scratch(len(p)), tmp=piece.scratch(len(p)))
 
 
-def piece_runs(piece: Piece, strand: str, window: int | None, smoothing: str, clip: bool):
-    """(runs in piece coordinates or None, value dtype, bp) of one track of one piece."""
+def piece_runs(piece: Piece, strand: str, window: int | None, smoothing: str, clip: bool,
+               stream: SmoothStream | None, block_final: bool):
+    """(runs or None, value dtype, bp of the piece, start of the runs relative to the piece) of one track.
+
+    Exact smoothing streams through the block (``stream``): its output lags the piece by up to w/2 bp.
+    """
     v = track_vector(piece, strand)
     n = len(v)
-    if window is not None and n:
-        v = smooth_exact(v, window, clip) if smoothing == "exact" else smooth_numpy(v, window, clip)
-        out_dtype = np.float64  # Predmoter's smoothed tracks are float64 (printed the same for integers)
+    # Predmoter's smoothed tracks are float64, its +, − and avg tracks float32 (integers print the same)
+    out_dtype = np.float64 if window is not None else np.float32
+    if window is not None and smoothing == "exact":
+        piece_start = stream.buf_start + len(stream.buf)  # block coordinate of v[0]
+        start, rns = stream.feed_runs(v, block_final)
+        if rns is None:
+            return None, out_dtype, n, 0
+        s, e, vals = rns
+        return (s - start, e - start, vals.astype(out_dtype)), out_dtype, n, start - piece_start
+    if not n:
+        return None, out_dtype, n, 0
+    if window is None:
+        s, e, vals = runs(v)
     else:
-        out_dtype = np.float32  # Predmoter's +, − and avg tracks are float32
-    if not len(v):
-        return None, out_dtype, n
-    s, e, vals = runs(v)
-    return (s, e, vals.astype(out_dtype)), out_dtype, n
+        s, e, vals = runs(smooth_numpy(v, window, clip))
+    return (s, e, vals.astype(out_dtype)), out_dtype, n, 0
 
 
 def convert(inp: PredictionsInput, tracks: list[Track], *, window: int | None, smoothing: str, clip: bool,
             pool: ThreadPoolExecutor | None, prog: Progress) -> None:
-    reader = ChunkReader(inp, pool)
+    n_block = max(1, BLOCK_BP // inp.L)
+    whole_blocks = window is not None and smoothing == "numpy"  # numpy.convolve needs the block at once
+    reader = ChunkReader(inp, pool, n_block if whole_blocks else min(n_block, PIECE_CHUNKS))
     try:
         _convert(inp, reader, tracks, window, smoothing, clip, pool, prog)
     finally:
@@ -90,21 +106,22 @@ def convert(inp: PredictionsInput, tracks: list[Track], *, window: int | None, s
 
 def _convert(inp, reader, tracks, window, smoothing, clip, pool, prog) -> None:
     n_block = max(1, BLOCK_BP // inp.L)
-    piece_chunks = n_block if window is not None else min(n_block, PIECE_CHUNKS)
+    piece_chunks = n_block if (window is not None and smoothing == "numpy") else min(n_block, PIECE_CHUNKS)
     keys = list(dict.fromkeys((t.channel, t.strand) for t in tracks))
+    streams = {k: SmoothStream(window, clip) for k in keys} if window is not None and smoothing == "exact" else {}
     need: dict[int, tuple[bool, bool]] = {}
     for c, s in keys:
         wp, wm = need.get(c, (False, False))
         need[c] = (wp or s in ("avg", "+"), wm or s in ("avg", "-"))
 
     def load(desc):
-        chrom, j, e, _ = desc
+        chrom, j, e, _, _ = desc
         return reader.load(chrom.plus[j:e], chrom.minus[j:e], need)
 
-    def compute(data, key, chrom):
+    def compute(data, key, chrom, block_final):
         c, strand = key
         try:
-            return piece_runs(data[c], strand, window, smoothing, clip)
+            return piece_runs(data[c], strand, window, smoothing, clip, streams.get(key), block_final)
         except ChromaflowError as exc:
             raise ChromaflowError(f"{inp.path}: seqid {chrom.name!r}: {exc}") from None
 
@@ -120,7 +137,7 @@ def _convert(inp, reader, tracks, window, smoothing, clip, pool, prog) -> None:
             data = fut.result()
             nxt = next(it, None)
             fut = prefetch.submit(load, nxt) if nxt is not None else None
-            chrom, j, e, final = desc
+            chrom, j, e, final, block_final = desc
             if chrom is not cur:
                 if cur is not None:
                     _check_size(inp.path, cur, offset)
@@ -128,18 +145,20 @@ def _convert(inp, reader, tracks, window, smoothing, clip, pool, prog) -> None:
                 for t in tracks:
                     t.state = TrackState()
             if pool is not None and len(keys) > 1:
-                futs = [pool.submit(compute, data, k, chrom) for k in keys]
+                futs = [pool.submit(compute, data, k, chrom, block_final) for k in keys]
                 results = dict(zip(keys, (f.result() for f in futs)))
             else:
-                results = {k: compute(data, k, chrom) for k in keys}
+                results = {k: compute(data, k, chrom, block_final) for k in keys}
+            for piece in data.values():  # runs are copies: the chunk buffers go back to the reader
+                piece.release()
             del data
             length = None
             for t in tracks:
-                rns, dtype, n = results[(t.channel, t.strand)]
+                rns, dtype, n, rel = results[(t.channel, t.strand)]
                 if length is not None and n != length:
                     raise ChromaflowError(f"{inp.path}: seqid {chrom.name!r}: tracks of one piece differ in length")
                 length = n
-                res = t.state.feed_runs(rns, dtype, offset, final)
+                res = t.state.feed_runs(rns, dtype, offset + rel, final)
                 if res is not None:
                     t.writer.write(chrom.name, *res)
             offset += length

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -193,23 +194,71 @@ class Piece:
     Predmoter computes them.
     """
 
-    __slots__ = ("plus", "minus", "dirty", "exact")
+    __slots__ = ("plus", "minus", "dirty", "exact", "_buffers", "_owned")
 
-    def __init__(self, plus, minus, dirty, exact):
+    def __init__(self, plus, minus, dirty, exact, buffers=None):
         self.plus = plus
         self.minus = minus
         self.dirty = dirty
         self.exact = exact
+        self._buffers = buffers  # the reader's BufferPool for the int32 arrays (None: plain arrays)
+        self._owned = [x for x in (plus, minus) if x is not None] if buffers is not None else []
+
+    def scratch(self, n: int) -> np.ndarray | None:
+        """An int32 array of n elements returned to the pool with the piece (None without a pool)."""
+        if self._buffers is None:
+            return None
+        a = self._buffers.get(n)
+        self._owned.append(a)
+        return a
+
+    def release(self) -> None:
+        if self._buffers is not None:
+            self._buffers.put(self._owned)
+        self._owned = []
+        self.plus = self.minus = None
+
+
+class BufferPool:
+    """Reused int32 buffers of one capacity (the largest piece); smaller requests get a view of one.
+
+    Block-sized numpy arrays (tens to hundreds of MB) would otherwise be fresh memory each time: numpy asks for
+    transparent huge pages, and the kernel's zeroing of those pages cost more CPU than the conversion itself.
+    """
+
+    def __init__(self, capacity: int, keep: int = 12):
+        self.capacity = capacity
+        self.keep = keep
+        self._free: list[np.ndarray] = []
+        self._lock = threading.Lock()
+
+    def get(self, n: int) -> np.ndarray:
+        if n > self.capacity:
+            return np.empty(n, dtype=np.int32)
+        with self._lock:
+            buf = self._free.pop() if self._free else None
+        if buf is None:
+            buf = np.empty(self.capacity, dtype=np.int32)
+        return buf[:n]
+
+    def put(self, arrays) -> None:
+        with self._lock:
+            for a in arrays:
+                base = a if a.base is None else a.base
+                if isinstance(base, np.ndarray) and base.ndim == 1 and base.dtype == np.int32 \
+                        and len(base) == self.capacity and len(self._free) < self.keep:
+                    self._free.append(base)
 
 
 class ChunkReader:
-    def __init__(self, inp: PredictionsInput, pool: ThreadPoolExecutor | None):
+    def __init__(self, inp: PredictionsInput, pool: ThreadPoolExecutor | None, piece_chunks: int = 1):
         self.inp = inp
         self.pool = pool
         self.L = inp.L
         self.channels = inp.channels
         self.fast = False
         self._fd = None
+        self.buffers = BufferPool(piece_chunks * inp.L)
         if not inp.experimental and os.environ.get("CHROMAFLOW_BIGWIG_READER") != "h5py":
             self._setup_fast(inp.dsets[0])
 
@@ -286,8 +335,8 @@ class ChunkReader:
         jobs = []
         for c, (wp, wm) in need.items():
             ch = self.channels[c]
-            P = np.empty((m, L), np.int32) if wp else None
-            M = np.empty((m, L), np.int32) if wm else None
+            P = self.buffers.get(m * L).reshape(m, L) if wp else None
+            M = self.buffers.get(m * L).reshape(m, L) if wm else None
             bufs[c] = (P, M)
             for i in range(m):
                 if wp:
@@ -329,9 +378,10 @@ class ChunkReader:
         else:
             res = [work(b) for b in batches]
         if not all(ok for ok, _ in res):  # values outside [-1, EXACT_LIMIT): Predmoter's float32 arithmetic
+            self.buffers.put([X for P, M in bufs.values() for X in (P, M) if X is not None])
             return None
         padded = set().union(*(p for _, p in res))
-        return {c: Piece(P, M, c in padded, True) for c, (P, M) in bufs.items()}
+        return {c: Piece(P, M, c in padded, True, self.buffers) for c, (P, M) in bufs.items()}
 
     def _load_h5py(self, plus_rows, minus_rows, need):
         """Generic path: h5py reads, float32 values exactly as Predmoter computes them (FORMATS §5.3)."""

@@ -28,14 +28,16 @@ EXACT_LIMIT = 1 << 23
 # --------------------------------------------------------------------------------------------------
 # strand average
 # --------------------------------------------------------------------------------------------------
-def strand_average(p: np.ndarray, m: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """round_half_even((p + m) / 2) of integer arrays, exactly (``out`` may alias ``p`` or ``m``).
+def strand_average(p: np.ndarray, m: np.ndarray, out: np.ndarray | None = None,
+                   tmp: np.ndarray | None = None) -> np.ndarray:
+    """round_half_even((p + m) / 2) of integer arrays, exactly (``out`` may alias ``p`` or ``m``; ``tmp``:
+    scratch of the same size).
 
     With a = p + m, q = floor(a / 2): a even -> q; a odd -> q + ½, which rounds to the even one of q, q + 1,
     i.e. q + (q & 1). Both cases: q + (a & q & 1).
     """
     a = np.add(p, m, out=out)
-    q = a >> 1
+    q = np.right_shift(a, 1, out=tmp)
     a &= q
     a &= 1
     a += q
@@ -98,11 +100,147 @@ def round_half_even_div(S: np.ndarray, w: int) -> np.ndarray:
     return q
 
 
-def smooth_exact(track: np.ndarray, w: int, clip: bool = True) -> np.ndarray:
-    """round_half_even(S/w) of the 'same'-mode window sums of an integer-valued track (int64)."""
+def _smooth_segments(track: np.ndarray, w: int, clip: bool, segment: int):
+    """Yield (first position, exact smoothed values) in segments of ``segment`` positions.
+
+    Each segment is computed from its own slice of the track with the (w - 1)-bp context its windows need,
+    so the temporaries stay small (a 21.4 Mbp block would otherwise allocate ~1 GB of int64 scratch).
+    """
     if track.dtype.kind == "f":
         track = track.astype(np.int64)  # integral by construction (predictions, rounded averages)
-    return round_half_even_div(window_sums(track, w, clip), w)
+    n = len(track)
+    if n < max(2 * segment, 4 * w):
+        yield 0, round_half_even_div(window_sums(track, w, clip), w)
+        return
+    left = w - 1 - (w - 1) // 2  # window of i: [i - left, i + (w - 1) // 2]
+    right = (w - 1) // 2
+    for a in range(0, n, segment):
+        b = min(n, a + segment)
+        lo = max(0, a - left)
+        hi = min(n, b + right)
+        if hi - lo < w:  # at least w long, so window_sums keeps the long-track alignment (more context is harmless)
+            lo = max(0, hi - w)
+            hi = min(n, lo + w)
+        # outside [lo, hi) window_sums counts zeros: true at the block edges, and never reached inside
+        yield a, round_half_even_div(window_sums(track[lo:hi], w)[a - lo:b - lo], w)
+
+
+def smooth_exact(track: np.ndarray, w: int, clip: bool = True, segment: int = 1 << 20) -> np.ndarray:
+    """round_half_even(S/w) of the 'same'-mode window sums of an integer-valued track (int64)."""
+    parts = [v for _, v in _smooth_segments(track, w, clip, segment)]
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def smooth_exact_runs(track: np.ndarray, w: int, clip: bool = True, segment: int = 1 << 20):
+    """runs(smooth_exact(track, w, clip)) without the dense smoothed vector: segment by segment."""
+    starts, ends, vals = [], [], []
+    last = None  # value of the last run so far
+    for a, v in _smooth_segments(track, w, clip, segment):
+        s, e, x = runs(v)
+        s += a
+        e += a
+        if last is not None and last == x[0]:  # the run goes on across the segment edge
+            ends[-1][-1] = e[0]
+            s, e, x = s[1:], e[1:], x[1:]
+        if len(s):
+            starts.append(s)
+            ends.append(e)
+            vals.append(x)
+            last = x[-1]
+    if len(starts) == 1:
+        return starts[0], ends[0], vals[0]
+    return np.concatenate(starts), np.concatenate(ends), np.concatenate(vals)
+
+
+class SmoothStream:
+    """Exact smoothing of one block fed piece by piece (FORMATS §5.4: smoothing restarts at every block).
+
+    A position is emitted once the piece holding the end of its window has arrived; only the last w - 1 values
+    are kept. Positions are block coordinates. Until w values have arrived nothing is emitted, so a block
+    shorter than the window gets numpy's short-operand alignment (and, without ``clip``, its w outputs).
+    """
+
+    def __init__(self, w: int, clip: bool):
+        self.w = w
+        self.clip = clip
+        self.left = w - 1 - (w - 1) // 2  # window of i: [i - left, i + right]
+        self.right = (w - 1) // 2
+        self.reset()
+
+    def reset(self) -> None:
+        self.buf = np.empty(0, dtype=np.int64)
+        self.buf_start = 0
+        self.done = 0
+
+    SUB = 1 << 18  # positions per step: keeps the int64 temporaries at ~2 MB (no fresh pages per piece)
+
+    def feed_runs(self, chunk: np.ndarray, block_final: bool):
+        """(first emitted position, runs (starts, ends, values) in block coordinates, or None if nothing is due).
+
+        The chunk is taken in steps of SUB values; the runs of the steps are merged."""
+        first = self.done
+        parts: list[tuple] = []
+        n = len(chunk)
+        steps = list(range(0, n, self.SUB)) or [0]
+        for k, a in enumerate(steps):
+            last = k == len(steps) - 1
+            start, y = self.feed(chunk[a:a + self.SUB], block_final and last)
+            if y is None or not len(y):
+                continue
+            s, e, v = runs(y)
+            s += start
+            e += start
+            if parts and parts[-1][2][-1] == v[0]:  # the run goes on across the step
+                parts[-1][1][-1] = e[0]
+                s, e, v = s[1:], e[1:], v[1:]
+            if len(s):
+                parts.append((s, e, v))
+        if not parts:
+            return first, None
+        if len(parts) == 1:
+            return first, parts[0]
+        return first, tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+
+    def feed(self, chunk: np.ndarray, block_final: bool) -> tuple[int, np.ndarray | None]:
+        """(first emitted position, exact smoothed values as int64, or None if nothing is due yet)."""
+        w = self.w
+        if chunk.dtype.kind == "f":
+            chunk = chunk.astype(np.int64)  # integral by construction
+        data = np.concatenate([self.buf, chunk]) if len(self.buf) else chunk.astype(np.int64)
+        d0 = self.buf_start
+        d1 = d0 + len(data)
+        start = self.done
+        if d1 < w:  # the block is shorter than the window so far
+            if not block_final:
+                self.buf = data
+                return start, None
+            out = round_half_even_div(window_sums(data, w, self.clip), w)  # d0 == 0: the whole block
+            self.reset()
+            return 0, out
+        end = d1 if block_final else d1 - self.right
+        out = None
+        if end > start:
+            cs = np.empty(len(data) + 1, dtype=np.int64)
+            cs[0] = 0
+            np.cumsum(data, out=cs[1:])
+            S = np.empty(end - start, dtype=np.int64)
+            # i in [start, end): S[i] = cs[min(i + right + 1, d1) - d0] - cs[max(i - left, 0) - d0]
+            a = min(max(start, self.left), end)  # windows before position `left` start at the block start
+            b = max(min(end, d1 - self.right), a)  # windows from d1 - right on run past the data (final only)
+            if a > start:
+                S[:a - start] = cs[start + self.right + 1 - d0:a + self.right + 1 - d0] - cs[0]
+            S[a - start:b - start] = cs[a + self.right + 1 - d0:b + self.right + 1 - d0] - cs[a - self.left - d0:b - self.left - d0]
+            if b < end:
+                S[b - start:] = cs[d1 - d0] - cs[np.maximum(np.arange(b, end) - self.left, 0) - d0]
+            out = round_half_even_div(S, w)
+            self.done = end
+        if block_final:
+            self.reset()
+        else:
+            keep = min(len(data), w - 1)
+            self.buf = data[len(data) - keep:].copy()
+            self.buf_start = d1 - keep
+        return start, out
 
 
 def tie_positions(track: np.ndarray, w: int, clip: bool = True) -> np.ndarray:
