@@ -35,9 +35,9 @@ def value_table(vals: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
     return inv.astype(np.int32), [str(u).encode() for u in uniq]
 
 
-def format_lines(chrom: str, starts: np.ndarray, ends: np.ndarray, vals: np.ndarray, first: bool) -> bytes:
+def format_lines(chrom: str, starts: np.ndarray, ends: np.ndarray, vals: np.ndarray, first: bool):
     """The lines, each preceded by a newline except the file's first line (``first``): text without a trailing
-    newline, ready to be appended to what came before."""
+    newline, ready to be appended to what came before (bytes or a memoryview)."""
     n = len(starts)
     if n == 0:
         return b""
@@ -58,7 +58,7 @@ def format_lines(chrom: str, starts: np.ndarray, ends: np.ndarray, vals: np.ndar
     buf = np.empty(n * width, dtype=np.uint8)
     got = lib.cf_bedgraph(cb, len(cb), s.ctypes.data, e.ctypes.data, idx.ctypes.data, vtab, voff.ctypes.data,
                           vlen.ctypes.data, n, 1 if first else 0, buf.ctypes.data)
-    return buf[:got].tobytes()
+    return memoryview(buf)[:got]
 
 
 def format_bedgraph_numpy(chrom: str, starts: np.ndarray, ends: np.ndarray, vals: np.ndarray, table=None) -> bytes:
@@ -130,10 +130,10 @@ def _put_digits(buf: np.ndarray, last: np.ndarray, x: np.ndarray, nd: np.ndarray
         q //= 10
 
 
-def _gzip(data: bytes, level: int) -> bytes:
+def _gzip(data, level: int):
     import deflate  # libdeflate: the member header has no name and time 0, so the bytes are reproducible
 
-    return bytes(deflate.gzip_compress(data, level))
+    return deflate.gzip_compress(data, level)
 
 
 class BedGraphWriter:

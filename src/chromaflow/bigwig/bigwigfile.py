@@ -53,6 +53,8 @@ RTREE_BLOCK = 256  # children per R-tree / B+ tree node (UCSC's default)
 ZOOM_SAMPLE = 1 << 20  # intervals whose mean length sets the first zoom reduction
 #: blocks per compression task (amortises the task overhead; ~1 MB of input)
 BLOCKS_PER_TASK = 32
+#: intervals per zoom-record task
+ZOOM_TASK = 1 << 18
 
 ITEM = np.dtype([("start", "<u4"), ("end", "<u4"), ("value", "<f4")])
 RECORD = np.dtype([("chrom", "<u4"), ("start", "<u4"), ("end", "<u4"), ("count", "<u4"), ("min", "<f4"),
@@ -247,9 +249,29 @@ def _coarsen(rec: tuple, factor: int) -> tuple:
             np.maximum.reduceat(mx, idx), np.add.reduceat(sm, idx), np.add.reduceat(sq, idx))
 
 
+def _bin_records_native(s: np.ndarray, e: np.ndarray, v: np.ndarray, z: int) -> tuple | None:
+    """_bin_records in one C pass over the intervals (None without the C kernels)."""
+    from . import _native
+
+    lib = _native.load()
+    if lib is None:
+        return None
+    s = np.ascontiguousarray(s, dtype=np.int64)
+    e = np.ascontiguousarray(e, dtype=np.int64)
+    v = np.ascontiguousarray(v, dtype=np.float32)
+    n = len(s)
+    cap = n + int(e[-1] - s[0]) // z + 2
+    out = [np.empty(cap, np.int64) for _ in range(4)] + [np.empty(cap, np.float32) for _ in range(2)] + \
+          [np.empty(cap, np.float64) for _ in range(2)]
+    k = lib.cf_zoom0(s.ctypes.data, e.ctypes.data, v.ctypes.data, n, z, *(a.ctypes.data for a in out))
+    return tuple(a[:k] for a in out)
+
+
 def zoom_records(s: np.ndarray, e: np.ndarray, v: np.ndarray, zs: list[int]) -> list[tuple]:
     """Records of every zoom level for one run of intervals (partial bins at both ends included)."""
-    rec = _bin_records(s, e, v, zs[0])
+    rec = _bin_records_native(s, e, v, zs[0])
+    if rec is None:
+        rec = _bin_records(s, e, v, zs[0])
     out = [rec]
     for a, b in zip(zs, zs[1:]):
         rec = _coarsen(rec, b // a)
@@ -434,8 +456,13 @@ class BigWigWriter:
             if self._sample_n >= ZOOM_SAMPLE:
                 self._decide_zoom()
         else:
-            self._queue.append(("zoom", tid, self._submit(zoom_records, s, e, v, self._zs)))
+            self._queue_zoom(tid, s, e, v)
         self._drain(block=len(self._queue) > 256)
+
+    def _queue_zoom(self, tid: int, s, e, v) -> None:
+        for a in range(0, len(s), ZOOM_TASK):  # small tasks: small temporaries (no fresh pages per call)
+            b = a + ZOOM_TASK
+            self._queue.append(("zoom", tid, self._submit(zoom_records, s[a:b], e[a:b], v[a:b], self._zs)))
 
     def _flush_left(self) -> None:
         if not self._left_n:
@@ -486,7 +513,7 @@ class BigWigWriter:
         for ev in sample:
             if ev[0] == "piece":
                 _, tid, s, e, v = ev
-                self._queue.append(("zoom", tid, self._submit(zoom_records, s, e, v, self._zs)))
+                self._queue_zoom(tid, s, e, v)
             else:
                 self._queue.append(ev)
 

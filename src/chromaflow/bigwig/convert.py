@@ -16,7 +16,8 @@ import numpy as np
 
 from ..common import ChromaflowError, Progress
 from .h5input import Chrom, ChunkReader, Piece, PredictionsInput
-from .tracks import SmoothStream, TrackState, runs, smooth_numpy, strand_average, strand_average_f32
+from .tracks import (SmoothStream, TrackState, runs, runs_native, smooth_numpy, strand_average,
+                     strand_average_f32)
 
 #: Predmoter's conversion block: 21,384,000 // L chunks (FORMATS §5.3)
 BLOCK_BP = 21_384_000
@@ -48,6 +49,11 @@ def pieces(chroms: list[Chrom], n_block: int, piece: int):
                 j = e
 
 
+def _unpadded(X: np.ndarray) -> np.ndarray:
+    v = X.reshape(-1)
+    return v[v != -1]
+
+
 def track_vector(piece: Piece, strand: str) -> np.ndarray:
     """The FORMATS §5.3 track of one piece: padding removed, then +, − or the half-even average."""
     def flat(X):
@@ -73,10 +79,26 @@ def piece_runs(piece: Piece, strand: str, window: int | None, smoothing: str, cl
 
     Exact smoothing streams through the block (``stream``): its output lags the piece by up to w/2 bp.
     """
-    v = track_vector(piece, strand)
-    n = len(v)
     # Predmoter's smoothed tracks are float64, its +, − and avg tracks float32 (integers print the same)
     out_dtype = np.float64 if window is not None else np.float32
+    if window is None and piece.exact:  # one C pass: average (if any) and runs together
+        p, m = (piece.plus, piece.minus) if strand == "avg" else (piece.plus if strand == "+" else piece.minus, None)
+        if piece.dirty:
+            p = _unpadded(p)
+            m = _unpadded(m) if m is not None else None
+            if m is not None and len(p) != len(m):
+                raise ChromaflowError(f"plus and minus strands differ in length ({len(p)} vs {len(m)} bp)")
+        else:
+            p = p.reshape(-1)
+            m = m.reshape(-1) if m is not None else None
+        rns = runs_native(p, m)
+        if rns is not None:
+            n = len(p)
+            if not n:
+                return None, out_dtype, 0, 0
+            return rns, out_dtype, n, 0
+    v = track_vector(piece, strand)
+    n = len(v)
     if window is not None and smoothing == "exact":
         piece_start = stream.buf_start + len(stream.buf)  # block coordinate of v[0]
         start, rns = stream.feed_runs(v, block_final)

@@ -160,9 +160,12 @@ class SmoothStream:
     shorter than the window gets numpy's short-operand alignment (and, without ``clip``, its w outputs).
     """
 
-    def __init__(self, w: int, clip: bool):
+    def __init__(self, w: int, clip: bool, native: bool = True):
+        from . import _native
+
         self.w = w
         self.clip = clip
+        self.native = _native.load() if native else None
         self.left = w - 1 - (w - 1) // 2  # window of i: [i - left, i + right]
         self.right = (w - 1) // 2
         self.reset()
@@ -187,9 +190,12 @@ class SmoothStream:
             start, y = self.feed(chunk[a:a + self.SUB], block_final and last)
             if y is None or not len(y):
                 continue
-            s, e, v = runs(y)
-            s += start
-            e += start
+            if isinstance(y, tuple):  # runs from the C kernel, block coordinates
+                s, e, v = y
+            else:
+                s, e, v = runs(y)
+                s += start
+                e += start
             if parts and parts[-1][2][-1] == v[0]:  # the run goes on across the step
                 parts[-1][1][-1] = e[0]
                 s, e, v = s[1:], e[1:], v[1:]
@@ -201,8 +207,22 @@ class SmoothStream:
             return first, parts[0]
         return first, tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
 
-    def feed(self, chunk: np.ndarray, block_final: bool) -> tuple[int, np.ndarray | None]:
-        """(first emitted position, exact smoothed values as int64, or None if nothing is due yet)."""
+    def _native_runs(self, data, d0, d1, start, end, block_final):
+        data = np.ascontiguousarray(data, dtype=np.int64)
+        k_max = end - start
+        starts = np.empty(k_max, dtype=np.int64)
+        vals = np.empty(k_max, dtype=np.int64)
+        k = self.native.cf_smooth_runs(data.ctypes.data, d0, len(data), d1 if block_final else np.iinfo(np.int64).max,
+                                       start, end, self.w, self.left, self.right, starts.ctypes.data, vals.ctypes.data)
+        s = starts[:k].copy()
+        e = np.empty(k, dtype=np.int64)
+        e[:-1] = s[1:]
+        e[-1] = end
+        return s, e, vals[:k].copy()
+
+    def feed(self, chunk: np.ndarray, block_final: bool):
+        """(first emitted position, exact smoothed values as int64 — or, with the C kernels, their runs in block
+        coordinates — or None if nothing is due yet)."""
         w = self.w
         if chunk.dtype.kind == "f":
             chunk = chunk.astype(np.int64)  # integral by construction
@@ -219,7 +239,10 @@ class SmoothStream:
             return 0, out
         end = d1 if block_final else d1 - self.right
         out = None
-        if end > start:
+        if end > start and self.native is not None:  # the C kernel emits the runs directly
+            out = self._native_runs(data, d0, d1, start, end, block_final)
+            self.done = end
+        elif end > start:
             cs = np.empty(len(data) + 1, dtype=np.int64)
             cs[0] = 0
             np.cumsum(data, out=cs[1:])
@@ -300,6 +323,26 @@ def runs(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ends[:-1] = starts[1:]
     ends[-1] = n
     return starts, ends, v[starts]
+
+
+def runs_native(x: np.ndarray, m: np.ndarray | None = None, offset: int = 0):
+    """runs(x), or runs(strand_average(x, m)), of int32 arrays in C: (starts + offset, ends + offset, float32
+    values), or None without the C kernels. One pass counts the runs, a second fills arrays of that size."""
+    from . import _native
+
+    lib = _native.load()
+    if lib is None or x.dtype != np.int32 or (m is not None and m.dtype != np.int32):
+        return None
+    x = np.ascontiguousarray(x)
+    n = len(x)
+    mp = np.ascontiguousarray(m).ctypes.data if m is not None else None
+    k = lib.cf_runs(x.ctypes.data, mp, n, offset, None, None, None)
+    starts = np.empty(k + 1, dtype=np.int64)  # the fill loop writes one slot past the last run
+    ends = np.empty(max(k, 1), dtype=np.int64)
+    vals = np.empty(k + 1, dtype=np.float32)
+    if n:
+        lib.cf_runs(x.ctypes.data, mp, n, offset, starts.ctypes.data, ends.ctypes.data, vals.ctypes.data)
+    return starts[:k], ends[:k], vals[:k]
 
 
 @dataclass
