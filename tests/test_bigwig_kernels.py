@@ -15,7 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from bigwig_helpers import bg_intervals, bg_text, compare_with_ties, smoothing_ties

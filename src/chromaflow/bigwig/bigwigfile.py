@@ -69,14 +69,6 @@ def _compressor(level: int, method: str):
     return lambda data: bytes(deflate.zlib_compress(data, level))
 
 
-def _inflater(method: str):
-    if method == "zlib":
-        return zlib.decompress
-    import deflate
-
-    return lambda data: bytes(deflate.zlib_decompress(data, UNCOMPRESS_BUF))
-
-
 # --------------------------------------------------------------------------------------------------
 # B+ tree (chromosomes) and R-tree (block index)
 # --------------------------------------------------------------------------------------------------

@@ -17,8 +17,9 @@ from .bigwigfile import BigWigWriter, PyBigWigWriter
 from .convert import Track, convert
 from .h5input import PredictionsInput
 
-#: default deflate levels: bigWig blocks at 6 (the size pyBigWig's zlib level 6 gives), bedGraph members at 1
-#: (smaller than Predmoter's gzip level 9 on this text, ~50x faster)
+#: default deflate level (libdeflate) of bigWig blocks and bedGraph gzip members: on prediction tracks level 1
+#: gives about the size of pyBigWig's zlib level 6 blocks and of Predmoter's gzip level 9 bedGraph, in a
+#: fraction of the time (benchmarks/bigwig/bench_writers.py, bench_bigwig.py)
 DEFAULT_LEVEL = {"bigwig": 1, "bedgraph": 1}
 
 
@@ -51,8 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "exact zoom levels); pybigwig: the pyBigWig library, byte-identical to Predmoter's .bw "
                         "files, ~10x slower on predictions")
     p.add_argument("--compression-level", type=int, default=None, metavar="N",
-                   help="deflate level 1-12 (libdeflate) of bigWig blocks (default 6) or bedGraph gzip members "
-                        "(default 1); ignored by --bigwig-writer pybigwig (zlib level 6)")
+                   help="deflate level 1-12 (libdeflate) of bigWig blocks or bedGraph gzip members (default 1: "
+                        "fastest, about the size of pyBigWig's and Predmoter's files); ignored by --bigwig-writer "
+                        "pybigwig (zlib level 6)")
     p.add_argument("--force", action="store_true", help="overwrite existing outputs")
     p.add_argument("--metrics", metavar="M.json", default=None, help="write stage metrics JSON here")
     p.add_argument("--no-browser-files", action="store_true",
