@@ -22,7 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "predict": ("chromaflow.predict.cli_predict", "Predmoter-compatible coverage prediction from a genome h5"),
     "predict-merge": ("chromaflow.predict.cli_merge", "join --shard outputs into one predictions h5"),
     "make-test-model": ("chromaflow.predict.cli_testmodel", "write a tiny seeded Predmoter-layout checkpoint (meaningless weights, for tests)"),
-    "bigwig": ("chromaflow.bigwig", "predictions h5 -> bigWig/bedGraph tracks, chrom.sizes, IGV session, UCSC hub"),
+    "bigwig": ("chromaflow.bigwig.cli", "predictions h5 -> bigWig/bedGraph tracks, chrom.sizes, IGV session, UCSC hub"),
     "genie3": ("chromaflow.genie3.cli", "GENIE3 gene-regulatory-network inference from an expression matrix"),
     "genie3-merge": ("chromaflow.genie3.cli_merge", "merge GENIE3 target-chunk results into one ranked link list"),
     "bench": ("chromaflow.bench", "sweep settings on this machine (batch size, workers, threads) and print the best"),
