@@ -16,6 +16,7 @@ include { validateParameters } from './subworkflows/local/utils_chromaflow'
 include { paramsHelp         } from './subworkflows/local/utils_chromaflow'
 include { samplesheetParam   } from './subworkflows/local/utils_chromaflow'
 include { samplesheetOptions } from './subworkflows/local/utils_chromaflow'
+include { PIPELINE_COMPLETION } from './subworkflows/local/utils_chromaflow'
 
 workflow {
     def schema = "${projectDir}/nextflow_schema.json"
@@ -35,12 +36,6 @@ workflow {
     if (params.mode == 'predict') {
         CHROMAFLOW(ch_samplesheet)
     }
-}
 
-workflow.onComplete {
-    if (workflow.success) {
-        log.info("chromaflow: done in ${workflow.duration}. Results: ${params.outdir}  (reports: ${params.outdir}/pipeline_info, ${params.outdir}/multiqc)")
-    } else {
-        log.error("chromaflow: failed. See ${params.outdir}/pipeline_info and .nextflow.log")
-    }
+    PIPELINE_COMPLETION(params.outdir)
 }

@@ -22,32 +22,30 @@ List<String> samplesheetColumns() { ['id', 'fasta', 'species', 'expression', 're
 List<String> splitCsvLine(String line, String where) {
     def fields = []
     def cur = new StringBuilder()
-    boolean quoted = false
-    int i = 0
-    while (i < line.length()) {
-        char c = line.charAt(i)
-        if (quoted) {
-            if (c == '"' as char) {
-                if (i + 1 < line.length() && line.charAt(i + 1) == '"' as char) {
-                    cur.append('"')
-                    i += 1
-                } else {
-                    quoted = false
-                }
+    def state = [quoted: false, skip: false]
+    def chars = line.toList()
+    chars.eachWithIndex { String c, int i ->
+        if (state.skip) {
+            state.skip = false
+        } else if (state.quoted) {
+            if (c == '"' && i + 1 < chars.size() && chars[i + 1] == '"') {
+                cur.append('"')
+                state.skip = true
+            } else if (c == '"') {
+                state.quoted = false
             } else {
                 cur.append(c)
             }
-        } else if (c == '"' as char) {
-            quoted = true
-        } else if (c == ',' as char) {
+        } else if (c == '"') {
+            state.quoted = true
+        } else if (c == ',') {
             fields << cur.toString().trim()
             cur.setLength(0)
         } else {
             cur.append(c)
         }
-        i += 1
     }
-    if (quoted) sheetError("${where}: unterminated quoted field")
+    if (state.quoted) sheetError("${where}: unterminated quoted field")
     fields << cur.toString().trim()
     return fields
 }
@@ -63,21 +61,20 @@ def checkUrl(String value, String where, String column) {
     }
     def problem = null
     try {
-        def code = 0
-        for (method in ['HEAD', 'GET']) {
+        def res = [code: 0]
+        // a server that refuses HEAD (405/501) gets a GET, whose body is not read
+        ['HEAD', 'GET'].find { method ->
             def conn = new URL(value).openConnection()
             conn.setRequestMethod(method)
             conn.setConnectTimeout(20000)
             conn.setReadTimeout(20000)
             conn.setInstanceFollowRedirects(true)
-            code = conn.getResponseCode()
+            res.code = conn.getResponseCode()
             conn.disconnect()
-            if (code != 405 && code != 501) {
-                break
-            }
+            return !(res.code in [405, 501])
         }
-        if (code < 200 || code >= 400) {
-            problem = "HTTP ${code}"
+        if (res.code < 200 || res.code >= 400) {
+            problem = "HTTP ${res.code}"
         }
     } catch (Exception e) {
         problem = "${e.getClass().getSimpleName()}: ${e.message}"
@@ -123,10 +120,9 @@ def parseSamplesheet(sheetPath, Map options = [:]) {
     }
     if (text.startsWith('\uFEFF')) text = text.substring(1)        // UTF-8 byte-order mark (Excel)
     def lines = text.split(/\r?\n|\r/, -1) as List
-    // drop trailing empty lines only
-    while (lines && lines[-1].trim() == '') {
-        lines.remove(lines.size() - 1)
-    }
+    // drop trailing empty lines only (an empty line between records is an error below)
+    def last = lines.findLastIndexOf { l -> l.trim() != '' }
+    lines = last >= 0 ? lines[0..last] : []
     if (!lines) sheetError("samplesheet ${name}: file is empty (expected a header line 'id,fasta,...')")
     def header = splitCsvLine(lines[0], "samplesheet ${name} line 1").collect { it.toLowerCase() }
     def dup = header.findAll { h -> header.count(h) > 1 }.unique()

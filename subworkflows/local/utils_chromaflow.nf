@@ -32,34 +32,29 @@ def typeNames(spec) {
     return t instanceof List ? t : (t ? [t] : [])
 }
 
-// The value converted to the schema's type, or null when it has none of the allowed types.
-def coerce(value, List types) {
-    for (t in types) {
-        if (t == 'boolean' && value instanceof Boolean) {
+// The value converted to the first of the schema's types it has, or null when it has none of them.
+def coerceTo(value, String t) {
+    if (t == 'boolean') {
+        return value instanceof Boolean ? value : null
+    }
+    if (t == 'integer') {
+        if (value instanceof Integer || value instanceof Long || value instanceof BigInteger) {
             return value
         }
-        if (t == 'integer') {
-            if (value instanceof Integer || value instanceof Long || value instanceof BigInteger) {
-                return value
-            }
-            if (value instanceof CharSequence && value.toString() ==~ /^[+-]?\d+$/) {
-                return value.toString().toBigInteger()
-            }
-        }
-        if (t == 'number') {
-            if (value instanceof Number) {
-                return value
-            }
-            if (value instanceof CharSequence && value.toString() ==~ /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/) {
-                return value.toString().toBigDecimal()
-            }
-        }
-        if (t == 'string' && !(value instanceof Boolean)) {
-            // a number given for a string parameter (--slurm_account 1234) is that string
-            return value.toString()
-        }
+        return (value instanceof CharSequence && value.toString() ==~ /^[+-]?\d+$/) ? value.toString().toBigInteger() : null
     }
-    return null
+    if (t == 'number') {
+        if (value instanceof Number) {
+            return value
+        }
+        return (value instanceof CharSequence && value.toString() ==~ /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/) ? value.toString().toBigDecimal() : null
+    }
+    // a number given for a string parameter (--slurm_account 1234) is that string; a bare flag is not a string
+    return (t == 'string' && !(value instanceof Boolean)) ? value.toString() : null
+}
+
+def coerce(value, List types) {
+    return types.findResult { t -> coerceTo(value, t) }
 }
 
 def typeWord(List types) {
@@ -84,8 +79,8 @@ def paramProblems(String name, value, Map spec) {
         return ["${where} must be ${typeWord(types)} (got '${value}')"]
     }
     def problems = []
-    if (spec.enum != null && !(spec.enum.any { e -> e.toString() == v.toString() })) {
-        problems << "${where} must be one of ${spec.enum.join(', ')} (got '${v}')"
+    if (spec['enum'] != null && !(spec['enum'].any { e -> e.toString() == v.toString() })) {
+        problems << "${where} must be one of ${spec['enum'].join(', ')} (got '${v}')"
     }
     if (spec.pattern && !(v instanceof Boolean) && !(v.toString() ==~ spec.pattern)) {
         problems << "${where} '${v}' does not match ${spec.pattern}${spec.pattern_help ? ' (' + spec.pattern_help + ')' : ''}"
@@ -101,7 +96,8 @@ def paramProblems(String name, value, Map spec) {
             problems << "${where} must be > ${spec.exclusiveMinimum} (got ${v})"
         }
     }
-    if (spec.format == 'file-path' && spec.exists && !isUrl(v)) {
+    // existence only of a well-formed value (one message per parameter)
+    if (!problems && spec.format == 'file-path' && spec.exists && !isUrl(v)) {
         def f = file(v.toString())
         if (!f.exists()) {
             problems << "${where}: file not found: ${v}"
@@ -133,7 +129,7 @@ def checkParams(Map values, schemaPath) {
     if (!values.help && input == null && genomes == null) {
         errors << "--input (or its synonym --genomes) is required: a CSV samplesheet with columns id,fasta (see docs/usage.md)"
     }
-    if (input != null && genomes != null && input.toString() != genomes.toString()) {
+    if (input instanceof CharSequence && genomes instanceof CharSequence && input.toString() != genomes.toString()) {
         errors << "--input and --genomes are the same parameter; they name different files ('${input}' and '${genomes}'): give one"
     }
     if (values.mode == 'predict' && !values.skip_predict && !values.test_model && !values.model) {
@@ -165,7 +161,7 @@ def samplesheetParam() {
 // How the samplesheet parser fills in defaults, and the allowed layouts (from the schema's genie3_layout enum).
 def samplesheetOptions(schemaPath) {
     return [default_species: params.default_species, default_layout: params.genie3_layout,
-            layouts: schemaParams(schemaPath).genie3_layout.enum]
+            layouts: schemaParams(schemaPath).genie3_layout['enum']]
 }
 
 /*
@@ -188,7 +184,7 @@ def paramsHelp(schemaPath) {
         shown.each { name, p ->
             def type = typeNames(p).join('|')
             def dflt = p.containsKey('default') ? " [default: ${p.default}]" : ((name in (spec.required ?: [])) ? ' [required]' : '')
-            def choices = p.enum ? " (${p.enum.join(' | ')})" : ''
+            def choices = p['enum'] ? " (${p['enum'].join(' | ')})" : ''
             lines << "  --${name.padRight(24)} ${type.padRight(14)} ${p.description ?: ''}${choices}${dflt}"
         }
     }
@@ -224,4 +220,22 @@ def runTraceFile() {
         log.warn("chromaflow: ${why}: the benchmark report will have empty trace columns (realtime, %cpu, peak_rss, attempts)")
     }
     return trace
+}
+
+/*
+ * Registers the end-of-run message (nf-core's PIPELINE_COMPLETION pattern: inside a workflow, not at the top
+ * level of main.nf).
+ */
+workflow PIPELINE_COMPLETION {
+    take:
+    outdir
+
+    main:
+    workflow.onComplete {
+        if (workflow.success) {
+            log.info("chromaflow: done in ${workflow.duration}. Results: ${outdir}  (reports: ${outdir}/pipeline_info, ${outdir}/multiqc)")
+        } else {
+            log.error("chromaflow: failed. See ${outdir}/pipeline_info and .nextflow.log")
+        }
+    }
 }

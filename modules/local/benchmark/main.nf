@@ -25,7 +25,7 @@ process BENCHMARK {
 
     script:
     def args = task.ext.args ?: ''
-    def tr   = trace ? "--trace '${trace}'" : ''
+    def tr   = trace ? "--trace ${trace}" : ''
     """
     chromaflow benchmark-report \\
         --metrics ${metrics} \\

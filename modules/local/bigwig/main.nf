@@ -22,11 +22,11 @@ process BIGWIG {
     script:
     def args = task.ext.args ?: ''
     prefix   = task.ext.prefix ?: "${meta.id}"
-    def bl   = blacklist ? "--blacklist '${blacklist}'" : ''
+    def bl   = blacklist ? "--blacklist ${blacklist}" : ''
     """
     mkdir -p tracks
     chromaflow bigwig \\
-        --predictions '${predictions}' \\
+        --predictions ${predictions} \\
         --outdir tracks \\
         --basename ${prefix} \\
         --threads ${task.cpus} \\

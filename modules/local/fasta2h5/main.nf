@@ -23,7 +23,7 @@ process FASTA2H5 {
     prefix   = task.ext.prefix ?: "${meta.id}"
     """
     chromaflow fasta2h5 \\
-        --fasta '${fasta}' \\
+        --fasta ${fasta} \\
         --species '${meta.species}' \\
         --out ${prefix}.h5 \\
         --threads ${task.cpus} \\
@@ -48,7 +48,7 @@ process FASTA2H5 {
     // counted from the FASTA, so a -stub run shards and merges predictions like a real one.
     """
     touch ${prefix}.h5
-    n=\$(gzip -cdf '${fasta}' | awk -v L=${len} '
+    n=\$(gzip -cdf ${fasta} | awk -v L=${len} '
         /^>/ { if (seen) n += int((bp + L - 1) / L); bp = 0; seen = 1; next }
         { gsub(/[ \\t\\r]/, ""); bp += length(\$0) }
         END { if (seen) n += int((bp + L - 1) / L); print 2 * n }')

@@ -20,10 +20,10 @@ process GENIE3 {
     script:
     def args = task.ext.args ?: ''
     prefix   = task.ext.prefix ?: "${meta.id}.chunk${meta.chunk}of${meta.chunks}"
-    def regs = regulators ? "--regulators '${regulators}'" : ''
+    def regs = regulators ? "--regulators ${regulators}" : ''
     """
     chromaflow genie3 \\
-        --expression '${expression}' \\
+        --expression ${expression} \\
         --layout ${meta.expression_layout} \\
         ${regs} \\
         --targets-chunk ${meta.chunk}/${meta.chunks} \\

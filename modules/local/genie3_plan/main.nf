@@ -20,10 +20,10 @@ process GENIE3_PLAN {
     script:
     def args = task.ext.args ?: ''
     prefix   = task.ext.prefix ?: "${meta.id}"
-    def regs = regulators ? "--regulators '${regulators}'" : ''
+    def regs = regulators ? "--regulators ${regulators}" : ''
     """
     chromaflow genie3-plan \\
-        --expression '${expression}' \\
+        --expression ${expression} \\
         --layout ${meta.expression_layout} \\
         ${regs} \\
         --out ${prefix}.genie3_plan.json \\
@@ -43,7 +43,7 @@ process GENIE3_PLAN {
     // genes counted roughly from the text (data lines, or header fields for samples-x-genes), so a -stub run
     // fans out into as many GENIE3 chunks as a real one would for a well-formed matrix
     """
-    genes=\$(gzip -cdf '${expression}' | awk -v layout=${meta.expression_layout} '
+    genes=\$(gzip -cdf ${expression} | awk -v layout=${meta.expression_layout} '
         NR == 1 { n = split(\$0, f, /[\\t,]/); if (layout == "samples-x-genes") { genes = n - (f[1] == "" ? 1 : 0); exit } next }
         NF { genes++ }
         END { print genes + 0 }')

@@ -22,7 +22,7 @@ process MULTIQC {
     script:
     def args   = task.ext.args ?: ''
     prefix     = task.ext.prefix ?: 'multiqc_report'
-    def config = multiqc_config ? "--config '${multiqc_config}'" : ''
+    def config = multiqc_config ? "--config ${multiqc_config}" : ''
     """
     multiqc \\
         --force \\

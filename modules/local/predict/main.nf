@@ -29,8 +29,8 @@ process PREDICT {
     def shard  = shards > 1 ? "--shard ${meta.shard}/${shards}" : ''
     """
     chromaflow predict \\
-        --h5 '${h5}' \\
-        --model '${model}' \\
+        --h5 ${h5} \\
+        --model ${model} \\
         --out ${prefix}_predictions.h5 \\
         --threads ${task.cpus} \\
         --metrics ${prefix}.predict.metrics.json \\
