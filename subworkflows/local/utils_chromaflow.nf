@@ -222,6 +222,15 @@ def runTraceFile() {
     return trace
 }
 
+// The end-of-run line (a function, so `workflow` is the run's metadata, as in nf-core's completionSummary()).
+def completionMessage(outdir) {
+    if (workflow.success) {
+        log.info("chromaflow: done in ${workflow.duration}. Results: ${outdir}  (reports: ${outdir}/pipeline_info, ${outdir}/multiqc)")
+    } else {
+        log.error("chromaflow: failed. See ${outdir}/pipeline_info and .nextflow.log")
+    }
+}
+
 /*
  * Registers the end-of-run message (nf-core's PIPELINE_COMPLETION pattern: inside a workflow, not at the top
  * level of main.nf).
@@ -232,10 +241,6 @@ workflow PIPELINE_COMPLETION {
 
     main:
     workflow.onComplete {
-        if (workflow.success) {
-            log.info("chromaflow: done in ${workflow.duration}. Results: ${outdir}  (reports: ${outdir}/pipeline_info, ${outdir}/multiqc)")
-        } else {
-            log.error("chromaflow: failed. See ${outdir}/pipeline_info and .nextflow.log")
-        }
+        completionMessage(outdir)
     }
 }
