@@ -141,3 +141,16 @@ def test_nextflow_file_passes_the_language_server_parser(parsed, path):
         if parsed[path]:
             raise StrictSyntaxFindings("; ".join(parsed[path]))
     assert parsed[path] == [], "\n".join(parsed[path])
+
+
+@pytest.mark.parametrize("module", sorted(p.parent.name for p in ROOT.glob("modules/local/*/main.nf")))
+def test_module_follows_the_nf_core_rules(module):
+    """What an nf-core reviewer checks in a module: settings come through ext.args/inputs (never params), a
+    `when:` block, a versions.yml output, a stub, and no process-specific publishing inside the module."""
+    text = (ROOT / "modules" / "local" / module / "main.nf").read_text()
+    code = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith(("*", "/*", "//")))
+    assert "params." not in code, f"{module} reads params"
+    assert re.search(r"^\s+when:\n\s+task\.ext\.when == null \|\| task\.ext\.when$", code, re.M), module
+    assert re.search(r'path "versions\.yml"\s*,\s*emit: versions', code), module
+    assert "stub:" in code and "task.ext.args" in code, module
+    assert "publishDir" not in code, module
