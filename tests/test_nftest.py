@@ -10,6 +10,7 @@ Takes ~10-20 min on a 2-core machine. Skips with the reason where nf-test or Jav
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -56,23 +57,28 @@ def nftest_results(tmp_path_factory, nextflow_bin) -> dict[str, list[tuple[str, 
         cases = []
         for case in suite.iter("testcase"):
             bad = case.find("failure") if case.find("failure") is not None else case.find("error")
-            cases.append((case.get("name"), None if bad is None else (bad.get("message") or bad.text or "failed")[:2000]))
-        results.setdefault(suite.get("file") or suite.get("name"), []).extend(cases)
+            if bad is not None:
+                cases.append((case.get("name"), (bad.get("message") or bad.text or "failed")[:2000]))
+            elif case.get("status", "PASSED") != "PASSED":
+                cases.append((case.get("name"), f"status {case.get('status')}"))
+            else:
+                cases.append((case.get("name"), None))
+        results.setdefault(suite.get("name"), []).extend(cases)
     assert res.returncode == 0 or any(m for c in results.values() for _, m in c), res.stdout[-4000:]
     return results
 
 
 def _spec_results(results: dict, spec: str) -> list[tuple[str, str | None]]:
-    for key, cases in results.items():
-        if key and (key == spec or key.endswith(spec) or spec.endswith(key)):
-            return cases
-    return []
+    """The test cases of one spec file: nf-test's JUnit report names each suite by the spec's `name`."""
+    name = re.search(r'^\s*name\s+"([^"]+)"', (ROOT / spec).read_text(), re.M).group(1)
+    return results.get(name, [])
 
 
 @pytest.mark.parametrize("spec", SPECS)
 def test_nf_test_spec_passes(nftest_results, spec):
     cases = _spec_results(nftest_results, spec)
     assert cases, f"nf-test reported no test cases for {spec} (suites: {sorted(nftest_results)})"
+    assert len(cases) == len(re.findall(r'^\s+test\("', (ROOT / spec).read_text(), re.M)), cases
     failed = [f"{name}: {msg}" for name, msg in cases if msg]
     assert not failed, "\n".join(failed)
 
