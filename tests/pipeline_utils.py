@@ -26,16 +26,18 @@ def nextflow_env(env: dict | None = None) -> dict:
     return full_env
 
 
-def nextflow_cmd(args: list[str]) -> list[str]:
-    """``nextflow run main.nf`` with the test-only config (tests/nextflow.config: fault injection, holds)."""
-    return ["nextflow", "run", str(MAIN_NF), "-ansi-log", "false", "-c", str(TEST_CONFIG), *args]
+def nextflow_cmd(args: list[str], test_config: bool = True) -> list[str]:
+    """``nextflow run main.nf``, by default with the test-only config (tests/nextflow.config: fault injection,
+    holds, and an --outdir default for nf-test's module specs)."""
+    extra = ["-c", str(TEST_CONFIG)] if test_config else []
+    return ["nextflow", "run", str(MAIN_NF), "-ansi-log", "false", *extra, *args]
 
 
 def run_nextflow(args: list[str], cwd: Path, env: dict | None = None, timeout: int = 900,
-                 check: bool = True) -> subprocess.CompletedProcess:
+                 check: bool = True, test_config: bool = True) -> subprocess.CompletedProcess:
     """Run ``nextflow run main.nf <args>`` in ``cwd`` (its own .nextflow/ and work/) and return the result."""
     full_env = nextflow_env(env)
-    cmd = nextflow_cmd(args)
+    cmd = nextflow_cmd(args, test_config)
     res = subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
     if check and res.returncode != 0:
         log = (cwd / ".nextflow.log")

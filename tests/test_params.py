@@ -187,7 +187,7 @@ def test_pipeline_stops_on_bad_params_before_any_task(tmp_path, nextflow_bin):
 
 
 def test_missing_outdir_stops_the_run_and_creates_nothing(tmp_path, nextflow_bin):
-    res = run_nextflow(["-profile", "test"], cwd=tmp_path, check=False, timeout=300)
+    res = run_nextflow(["-profile", "test"], cwd=tmp_path, check=False, timeout=300, test_config=False)
     assert res.returncode != 0
     assert "  --outdir is required: Where results are published (required).\n" in res.stdout + res.stderr
     assert not (tmp_path / "null").exists() and not (tmp_path / "results").exists()

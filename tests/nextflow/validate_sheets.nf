@@ -18,7 +18,7 @@ workflow {
         try {
             def rows = parseSamplesheet(s, options)
             def name = { p -> p == null ? null : (p.toUri().scheme == 'file' ? p.toString() : p.toUriString()) }
-            def plain = rows.collect { r -> [r[0], name(r[1]), name(r[2]), name(r[3])] }
+            def plain = rows.collect { r -> [r[0], name.call(r[1]), name.call(r[2]), name.call(r[3])] }
             println("RESULT\t${s}\tOK\t" + groovy.json.JsonOutput.toJson(plain))
         } catch (Throwable e) {
             def root = rootCause(e)
