@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bigwig": ("chromaflow.bigwig.cli", "predictions h5 -> bigWig/bedGraph tracks, chrom.sizes, IGV session, UCSC hub"),
     "genie3": ("chromaflow.genie3.cli", "GENIE3 gene-regulatory-network inference from an expression matrix"),
     "genie3-merge": ("chromaflow.genie3.cli_merge", "merge GENIE3 target-chunk results into one ranked link list"),
+    "genie3-plan": ("chromaflow.genie3.cli_plan", "count the genes of an expression matrix and plan GENIE3 target chunks"),
     "bench": ("chromaflow.bench", "sweep settings on this machine (batch size, workers, threads) and print the best"),
     "benchmark-report": ("chromaflow.benchreport", "collect metrics JSONs + Nextflow trace into the benchmark report"),
     "fasta-layout": ("chromaflow.subseq", "rows (subsequences) a FASTA gives at chunk length L, without writing anything"),
