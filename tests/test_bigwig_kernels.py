@@ -17,55 +17,13 @@ from pathlib import Path
 
 import pytest
 
+import kernel_variants
 from bigwig_helpers import bg_intervals, bg_text, compare_with_ties, smoothing_ties
 
 pytestmark = pytest.mark.reference
 
 if platform.machine() not in ("x86_64", "AMD64"):
     pytest.skip("the kernel variants are x86-64 ones", allow_module_level=True)
-
-
-def _features() -> dict[str, bool]:
-    from numpy._core._multiarray_umath import __cpu_features__
-
-    return dict(__cpu_features__)
-
-
-def variants() -> list[tuple[str, dict[str, str]]]:
-    f = _features()
-    out = [("default", {}), ("openblas-Haswell", {"OPENBLAS_CORETYPE": "Haswell"}),
-           ("openblas-Sandybridge", {"OPENBLAS_CORETYPE": "Sandybridge"})]
-    if f.get("AVX512F"):
-        out.append(("openblas-SkylakeX", {"OPENBLAS_CORETYPE": "SkylakeX"}))
-    # numpy >= 2.4 groups its dispatch targets (X86_V4 = AVX-512, X86_V3 = AVX2/FMA); older numpy names them
-    for names in (["AVX512_ICL", "X86_V4"], ["AVX512_ICL", "X86_V4", "X86_V3"],
-                  ["AVX512_ICL", "AVX512_SKX", "AVX512F"], ["AVX512_ICL", "AVX512_SKX", "AVX512F", "AVX2", "FMA3"]):
-        have = [n for n in names if f.get(n)]
-        if have and len(have) == len([n for n in names if n in f]):
-            out.append(("numpy-no-" + "-".join(have), {"NPY_DISABLE_CPU_FEATURES": " ".join(have)}))
-    return out
-
-
-def _env(extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")}
-    env.update(extra)
-    return env
-
-
-def _effective(extra: dict[str, str]) -> tuple[frozenset, str | None]:
-    """What the child's numpy runs: (the dispatch features it has turned off, the OpenBLAS core type or None
-    when threadpoolctl cannot tell)."""
-    code = ("import numpy, io, contextlib\n"
-            "from numpy._core._multiarray_umath import __cpu_features__ as f\n"
-            "buf = io.StringIO()\n"
-            "with contextlib.redirect_stdout(buf):\n"
-            "    numpy.show_runtime()\n"
-            "arch = [l.split(':')[1].strip(\" ',\") for l in buf.getvalue().splitlines() if \"'architecture'\" in l]\n"
-            "print(' '.join(sorted(k for k, v in f.items() if not v)))\n"
-            "print(arch[0] if arch else '')\n")
-    off, arch = subprocess.run([sys.executable, "-c", code], env=_env(extra), capture_output=True, text=True,
-                               check=True).stdout.split("\n")[:2]
-    return frozenset(off.split()), arch or None
 
 
 @pytest.fixture(scope="module")
@@ -85,32 +43,18 @@ def _run(pred: Path, w: int, out: Path, extra: dict[str, str]) -> None:
             "--basename", "k", "--no-browser-files", "--threads", "2"]
     for args in (["--format", "bw", "--window-size", str(w)], ["--format", "bg", "--window-size", str(w)],
                  ["--format", "bg", "--strand", "all"]):
-        proc = subprocess.run(base + args, env=_env(extra), capture_output=True, text=True)
+        proc = subprocess.run(base + args, env=kernel_variants.env(extra), capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
     numpy_dir = out / "numpy"
     numpy_dir.mkdir()
     proc = subprocess.run(base[:7] + [str(numpy_dir)] + base[8:] + ["--format", "bg", "--window-size", str(w),
                                                                     "--smoothing", "numpy"],
-                          env=_env(extra), capture_output=True, text=True)
+                          env=kernel_variants.env(extra), capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
 
 def test_identical_bytes_under_every_kernel(inputs, tmp_path):
-    base = _effective({})
-    vs = [("default", {})]
-    changed = 0
-    for name, extra in variants()[1:]:  # keep the variants that are in effect in a child process
-        off, arch = _effective(extra)
-        if "NPY_DISABLE_CPU_FEATURES" in extra:
-            if not set(extra["NPY_DISABLE_CPU_FEATURES"].split()) <= off:
-                continue  # names this numpy cannot turn off (e.g. pre-2.4 names on numpy 2.4)
-        elif arch is not None:
-            assert arch == extra["OPENBLAS_CORETYPE"], (name, arch)
-        vs.append((name, extra))
-        changed += (off, arch) != base
-    if _features().get("AVX2"):
-        assert any("NPY_DISABLE_CPU_FEATURES" in e for _, e in vs), "no numpy SIMD variant could be applied"
-    assert changed >= 2  # not vacuous: at least two variants run other kernels than the default
+    vs = kernel_variants.applied()
     numpy_outputs: dict[str, set] = {}
     for k, (pred, w) in enumerate(inputs):
         files = None

@@ -150,7 +150,7 @@ def test_dockerfile_essentials(name):
     assert any("-r /tmp/requirements.txt" in p for p in pips), "pinned requirements are used"
     assert "pytest==" in " ".join(runs), "test-only pins are filtered out of the image"
     # the final stage: built FROM the runtime stage, chromaflow installed from this repository, the compiled
-    # GENIE3 kernel copied from the compiler stage, procps (ps: Nextflow's task metrics) and no compiler
+    # C kernels copied from the compiler stage, procps (ps: Nextflow's task metrics) and no compiler
     final = stages[-1]
     final_runs = [a for k, a in final if k == "RUN"]
     final_copies = [a for k, a in final if k == "COPY"]
@@ -161,6 +161,10 @@ def test_dockerfile_essentials(name):
     runtime_runs = " ".join(a for k, a in stages[0] if k == "RUN")
     assert "procps" in runtime_runs and "gcc" not in runtime_runs + " ".join(final_runs)
     assert "gcc" in " ".join(a for k, a in stages[1] if k == "RUN")
+    # every C kernel is compiled in the compiler stage and proven to load in the final one (without it, fasta2h5's
+    # default engine would fall back to other compressed bytes inside the image)
+    assert "python3 -m chromaflow.prebuild" in " ".join(a for k, a in stages[1] if k == "RUN")
+    assert "python3 -m chromaflow.prebuild" in " ".join(final_runs)
     # installing the requirements comes before copying the sources (the dependency layer survives code edits)
     assert copies.index("requirements.txt /opt/chromaflow/requirements.txt") < copies.index("src /opt/chromaflow/src")
     assert final[-1][0] in ("USER", "WORKDIR") and any(k == "USER" for k, _ in final)

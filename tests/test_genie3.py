@@ -476,3 +476,27 @@ def test_ranked_links_ties_by_names():
     assert pairs == [("A", "B"), ("B", "A"), ("B", "C"), ("A", "C")]
     rows2, cols2 = gio.ranked_links(W, ["B", "A"], ["B", "A", "C"], np.array([0, 1]), np.array([0, 1, 2]), limit=2)
     assert list(zip(rows2, cols2)) == list(zip(rows, cols))[:2]
+
+
+def test_same_bytes_under_other_numeric_kernels(tmp_path):
+    """Issue 14 §1: the links (default engine, both importance modes) are byte-identical when numpy/OpenBLAS run
+    the kernels of other machines (OpenBLAS core types, numpy's SIMD dispatch off): the expression scaling and
+    the ranking are done in numpy before and after the C kernel."""
+    import platform
+
+    import kernel_variants
+
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("the kernel variants are x86-64 ones")
+    ref: dict[str, bytes] = {}
+    for name, extra in kernel_variants.applied():
+        for imp in ("unnormalised", "tree-normalised"):
+            out = tmp_path / f"{name}-{imp}.tsv.gz"
+            argv = base(tmp_path, "--importance", imp, "--threads", "2")
+            argv[argv.index("--out") + 1] = str(out)
+            r = subprocess.run([sys.executable, "-m", "chromaflow", *argv], env=kernel_variants.env(extra),
+                               capture_output=True, text=True)
+            assert r.returncode == 0, r.stderr
+            got = out.read_bytes()
+            assert ref.setdefault(imp, got) == got, f"{imp} links differ under {name} ({extra})"
+    assert ref["unnormalised"] != ref["tree-normalised"]

@@ -82,7 +82,7 @@ def test_bad_input_is_one_line_and_no_plan(tmp_path, case):
     m.write_text("gene\ts1\ts2\ts3\nA\t1\t2\t3\nB\t2\t1\tx\n" if case == "non_numeric" else
                  "gene\ts1\ts2\ts3\nA\t1\t2\t3\nB\t2\t1\t4\n")
     args = ["--expression", m, "--layout", "genes-x-samples", "--out", tmp_path / "plan.json"]
-    needle = {"chunk_size_zero": "--chunk-size must be >= 1 (got 0)", "non_numeric": "line 3, column 4 ('s3'): non-numeric value 'x'",
+    needle = {"chunk_size_zero": "--chunk-size must be >= 1 (got 0)", "non_numeric": "line 3 (gene 'B'), column 4 (sample 's3'): non-numeric value 'x'",
               "unknown_regulator": "Z", "not_gzip": "not a readable text table"}[case]
     if case == "chunk_size_zero":
         args += ["--chunk-size", "0"]
@@ -90,7 +90,8 @@ def test_bad_input_is_one_line_and_no_plan(tmp_path, case):
         (tmp_path / "regs.txt").write_text("A\nZ\n")
         args += ["--regulators", tmp_path / "regs.txt"]
     if case == "not_gzip":
-        (tmp_path / "m.tsv.gz").write_bytes(b"not gzip at all\n")
+        # a truncated gzip stream (the reader recognises gzip by its magic bytes, not by the name)
+        (tmp_path / "m.tsv.gz").write_bytes(gzip.compress(b"gene\ts1\ts2\n" + b"A\t1\t2\n" * 400)[:40])
         args[1] = tmp_path / "m.tsv.gz"
     res = run("genie3-plan", *args)
     assert res.returncode == 1

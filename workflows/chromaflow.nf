@@ -158,9 +158,10 @@ workflow CHROMAFLOW {
     }
 
     //
-    // MultiQC: benchmark custom content + software versions
+    // MultiQC: benchmark custom content + software versions. Its content is the benchmark's: MultiQC finds no
+    // results in the versions alone and fails, so --skip_benchmark also skips it.
     //
-    if (!params.skip_multiqc) {
+    if (!params.skip_multiqc && !params.skip_benchmark) {
         MULTIQC(
             ch_multiqc_files.collect().ifEmpty([]),
             ch_versions_file,

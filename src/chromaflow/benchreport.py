@@ -43,9 +43,6 @@ BP_PER_MBP = 1e6
 SECONDS_PER_HOUR = 3600.0
 DATA_WAIT_ALARM = 0.10  # LightlyTrain's threshold: > 10 % of the loop spent waiting for data
 
-#: Predmoter's published GPU figure: ~9.5 ms per 21,384-bp subsequence on a GTX 1050 Ti
-PREDMOTER_GPU_MS_PER_SUBSEQ = 9.5
-PREDMOTER_SUBSEQ_BP = 21384
 NA = "n/a"
 
 
@@ -115,10 +112,6 @@ def fleet_hours(n_genomes: float, genome_gbp: float, bp_per_s: float | None, wor
         return None
     return n * t / k
 
-
-def predmoter_reference_bp_per_s() -> float:
-    """Predmoter's published GPU rate: 21,384 bp / 9.5 ms = 2.25e6 bp/s (GTX 1050 Ti)."""
-    return PREDMOTER_SUBSEQ_BP / (PREDMOTER_GPU_MS_PER_SUBSEQ / 1000.0)
 
 
 def fmt_hours(h: float | None) -> str:
@@ -444,19 +437,12 @@ def extrapolate(stages: list[dict], genome_gbp: float, genomes: int, workers: in
             "hours_total": fleet_hours(genomes, genome_gbp, r, workers, k),
             "why_na": reason,
         })
-    ref = predmoter_reference_bp_per_s()
     return {
         "genome_gbp": genome_gbp, "genomes": genomes, "workers": workers,
         "formula": ("t_genome [h] = G [Gbp] × 1e9 [bp/Gbp] × s ÷ r [bp/s] ÷ 3600 [s/h];  "
                     "T [h] = N × t_genome ÷ K  (s = strands processed: 2 for predict, else 1; "
                     "even split, no ceiling, no queueing or start-up)"),
         "rows": rows,
-        "reference": {
-            "name": "Predmoter GPU (GTX 1050 Ti, published: 9.5 ms per 21,384-bp subsequence)",
-            "bp_per_s": ref, "hours_per_gbp": hours_per_gbp(ref), "strands": 2,
-            "hours_per_genome": genome_hours(genome_gbp, ref, 2),
-            "hours_total": fleet_hours(genomes, genome_gbp, ref, workers, 2),
-        },
     }
 
 
@@ -851,9 +837,6 @@ def render_html(rep: dict) -> str:
                  f"workers, from each stage's measured rate r:</p><span class='formula'>{_e(ex['formula'])}</span>")
     xr = [[r["stage"], r["worker_kind"], fmt_rate(r["bp_per_s"]), r["strands"], fmt_hours(r["hours_per_gbp"]),
            fmt_hours(r["hours_per_genome"]), fmt_hours(r["hours_total"]), r["why_na"] or ""] for r in ex["rows"]]
-    ref = ex["reference"]
-    xr.append([ref["name"], "GPUs", fmt_rate(ref["bp_per_s"]), ref["strands"], fmt_hours(ref["hours_per_gbp"]),
-               fmt_hours(ref["hours_per_genome"]), fmt_hours(ref["hours_total"]), "published, not measured here"])
     parts.append(_table(["stage", "worker", "rate r", "s", "h per Gbp processed", f"h per {ex['genome_gbp']} Gbp genome",
                          f"h for {ex['genomes']} genomes on {ex['workers']} workers", "note"], xr, 2))
     parts.append("<p class='note'>Rates from tiny inputs include start-up cost and understate throughput; "

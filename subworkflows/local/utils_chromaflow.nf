@@ -225,7 +225,8 @@ def runTraceFile() {
 // The end-of-run line (a function, so `workflow` is the run's metadata, as in nf-core's completionSummary()).
 def completionMessage(outdir) {
     if (workflow.success) {
-        log.info("chromaflow: done in ${workflow.duration}. Results: ${outdir}  (reports: ${outdir}/pipeline_info, ${outdir}/multiqc)")
+        def mqc = (params.skip_multiqc || params.skip_benchmark) ? '' : ", ${outdir}/multiqc"
+        log.info("chromaflow: done in ${workflow.duration}. Results: ${outdir}  (reports: ${outdir}/pipeline_info${mqc})")
     } else {
         log.error("chromaflow: failed. See ${outdir}/pipeline_info and .nextflow.log")
     }
