@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "genie3-merge": ("chromaflow.genie3.cli_merge", "merge GENIE3 target-chunk results into one ranked link list"),
     "bench": ("chromaflow.bench", "sweep settings on this machine (batch size, workers, threads) and print the best"),
     "benchmark-report": ("chromaflow.benchreport", "collect metrics JSONs + Nextflow trace into the benchmark report"),
+    "add-coverage": ("chromaflow.coverage.cli", "BAM/bigWig read coverage -> evaluation/<prefix>_coverage in a genome h5 (Helixer-compatible, atomic)"),
 }
 
 
