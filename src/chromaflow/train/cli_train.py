@@ -67,6 +67,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--precision", choices=("32", "bf16-mixed", "16-mixed"), default="32",
                    help="32 (default, exact) or mixed precision (bf16-mixed on CPU/GPU, 16-mixed on GPU only)")
     t.add_argument("--threads", type=int, default=0, help="torch threads per process (default: CPUs / devices)")
+    t.add_argument("--sync-batchnorm", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --devices > 1, BatchNorm statistics over all processes' batches, so N devices x batch B "
+                        "compute what 1 device x batch N*B would (default on; CPU: gloo all-reduce, GPU: "
+                        "torch SyncBatchNorm)")
     t.add_argument("--ckpt-quantity", choices=QUANTITIES, default="avg_val_accuracy",
                    help="metric that picks best.ckpt (default avg_val_accuracy, as Predmoter)")
     t.add_argument("--save-top-k", type=int, default=1,
@@ -196,6 +200,10 @@ def _train(args, accel: str, workers: int, threads: int, child: bool) -> dict:
             module.freeze(("down_layer_list", "lstm_layer_list"))
             notes.append("encoder frozen (down_layer_list, lstm_layer_list)")
 
+    sync_bn = args.devices > 1 and args.sync_batchnorm and module.cfg.bnorm
+    if sync_bn and accel == "cpu":
+        from .syncbn import convert
+        convert(module.net)
     out = args.out
     quantity = args.ckpt_quantity
     if args.save_top_k == 1:
@@ -217,7 +225,7 @@ def _train(args, accel: str, workers: int, threads: int, child: bool) -> dict:
         accelerator=accel, devices=args.devices, strategy="ddp" if args.devices > 1 else "auto",
         precision=args.precision, max_epochs=args.epochs, deterministic=True, logger=False,
         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-        use_distributed_sampler=False, callbacks=[throughput, best, stop, table], default_root_dir=out,
+        use_distributed_sampler=False, sync_batchnorm=sync_bn and accel == "gpu", callbacks=[throughput, best, stop, table], default_root_dir=out,
     )
     with torch.serialization.safe_globals(_numpy_safe_globals()):
         trainer.fit(module, datamodule=dm, ckpt_path=args.resume, weights_only=True)
