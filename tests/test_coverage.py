@@ -439,3 +439,20 @@ def _rows_f(arrs, seqids, start_ends):
         v = arrs[c, "+"][a:b] if a < b else arrs[c, "-"][b:a][::-1]
         out[i, :len(v)] = v
     return out
+
+
+def test_out_leaves_input_untouched(case, tmp_path):
+    """--out writes a new file with the same datasets an in-place update gives; --h5 keeps its bytes."""
+    d, h5 = case
+    src, inplace = tmp_path / "src.h5", tmp_path / "inplace.h5"
+    shutil.copy(h5, src)
+    shutil.copy(h5, inplace)
+    before = _sha(src)
+    _ok = _cli("--h5", src, "--prefix", "x", "--bam", d / "a.bam", "--unstranded", "--out", tmp_path / "new.h5")
+    assert _ok.returncode == 0, _ok.stderr
+    assert _sha(src) == before
+    res = _cli("--h5", inplace, "--prefix", "x", "--bam", d / "a.bam", "--unstranded")
+    assert res.returncode == 0, res.stderr
+    assert _sha(tmp_path / "new.h5") == _sha(inplace)
+    again = _cli("--h5", src, "--prefix", "x", "--bam", d / "a.bam", "--unstranded", "--out", tmp_path / "new.h5")
+    assert again.returncode != 0 and "output exists" in again.stderr

@@ -222,8 +222,11 @@ def _existing(fh, h5: str, prefix: str, layout: GenomeLayout, dtype: str) -> tup
 
 def add_coverage(h5: str, prefix: str, paths: list[str], kind: str, opt: CountOptions, *, threads: int = 1,
                  species: str | None = None, window_bp: int = DEFAULT_WINDOW_BP,
-                 progress: bool | None = None) -> AddResult:
-    """Add coverage of ``paths`` (BAMs or bigWigs) to ``h5`` under ``prefix``; see the module docstring."""
+                 progress: bool | None = None, out: str | None = None) -> AddResult:
+    """Add coverage of ``paths`` (BAMs or bigWigs) to ``h5`` under ``prefix``; see the module docstring.
+
+    With ``out`` the result goes to that new file (the input is left untouched); otherwise ``h5`` is replaced.
+    """
     import h5py
 
     if not prefix or "/" in prefix or prefix.strip() != prefix:
@@ -275,7 +278,7 @@ def add_coverage(h5: str, prefix: str, paths: list[str], kind: str, opt: CountOp
 
     pool = _Pool(threads, len(tasks))  # forked before the output file is opened
     try:
-        with atomic_output(h5, mode=mode) as tmp:
+        with atomic_output(out or h5, mode=mode) as tmp:
             shutil.copyfile(h5, tmp)
             with h5py.File(tmp, "r+") as f:
                 cov_ds, spl_ds = _prepare(f, prefix, layout, col0, paths, dtype)

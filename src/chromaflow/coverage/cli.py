@@ -44,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="worker processes counting and compressing windows (default: all usable CPUs)")
     p.add_argument("--window-bp", type=int, default=None,
                    help="genomic window per task (default 64 chunks); memory grows with it, not with the genome")
+    p.add_argument("--out", default=None,
+                   help="write the result to this new h5 instead of updating --h5 in place (--h5 is left untouched)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing --out")
     p.add_argument("--metrics", default=None, help="write a metrics JSON here")
 
 
@@ -65,13 +68,19 @@ def run(args: argparse.Namespace) -> int:
     window = args.window_bp or DEFAULT_WINDOW_BP
     if window < 1:
         raise ChromaflowError(f"--window-bp must be >= 1, got {window}")
+    if args.out is not None:
+        import os
+        if os.path.exists(args.out) and not args.force:
+            raise ChromaflowError(f"{args.out}: output exists (use --force to overwrite)")
+        if os.path.exists(args.out) and os.path.samefile(args.out, args.h5):
+            args.out = None  # same file: an in-place update
     threads = resolve_threads(args.threads)
     opt = CountOptions(strand_mode=args.strand_mode, shift=args.shift, min_mapq=args.min_mapq,
                        skip_duplicates=args.skip_duplicates, bigwig_split=args.bigwig_split)
     with StageMetrics("add_coverage", args.metrics, threads=threads, prefix=args.prefix, input_kind=kind,
                       strand_mode=args.strand_mode, shift=args.shift) as m:
         res = add_coverage(args.h5, args.prefix, paths, kind, opt, threads=threads, species=args.species,
-                           window_bp=window)
+                           window_bp=window, out=args.out)
         m.set(bp=res.bp, subsequences=res.rows, columns=res.columns, reads_counted=res.reads_counted,
               tasks=res.units * len(res.reads_counted), appended=res.appended)
     return 0
