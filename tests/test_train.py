@@ -136,8 +136,9 @@ def test_evaluate_equals_independent_computation(reference_dir, tmp_path):
 @pytest.fixture(scope="module")
 def trained(data, tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "full"
+    # a DataLoader worker: Lightning builds a resumed run's first iterator early, and workers prefetch from it
     _ok(_cli("train", "--input-dir", data, "--out", out, *TINY, "--epochs", "3", "--seed", "3", "--batch-size", "4",
-             "--metrics", out.parent / "full.json"))
+             "--num-workers", "1", "--metrics", out.parent / "full.json"))
     return out
 
 
@@ -218,9 +219,10 @@ def _tsv_rows(path):
 def test_resume_is_exact(trained, data, tmp_path):
     """1 epoch, then --resume to 3: the same weights, optimizer state and per-epoch losses as the 3-epoch run."""
     part = tmp_path / "part"
-    _ok(_cli("train", "--input-dir", data, "--out", part, *TINY, "--epochs", "1", "--seed", "3", "--batch-size", "4"))
+    _ok(_cli("train", "--input-dir", data, "--out", part, *TINY, "--epochs", "1", "--seed", "3", "--batch-size", "4",
+             "--num-workers", "1"))
     _ok(_cli("train", "--input-dir", data, "--out", part, "--resume", part / "last.ckpt", "--epochs", "3", "--seed",
-             "3", "--batch-size", "4"))
+             "3", "--batch-size", "4", "--num-workers", "1"))
     a, b = _sd(trained / "last.ckpt"), _sd(part / "last.ckpt")
     assert a["epoch"] == b["epoch"] == 2 and a["global_step"] == b["global_step"]
     for k in a["state_dict"]:

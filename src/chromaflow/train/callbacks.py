@@ -85,8 +85,14 @@ class EpochTable(L.Callback):
         rows = []
         timing = {e["epoch"]: e for e in self.throughput.epochs}
         for r in pl_module.epoch_log:
-            t = timing.get(r["epoch"], {})
-            rows.append({**r, **{k: t.get(k, math.nan) for k in ("epoch_s", "samples_per_s", "data_wait_fraction")}})
+            t = timing.get(r["epoch"])
+            if t is None:  # an epoch from before a --resume: keep the timing it was written with
+                row = dict(r)
+                for k in ("epoch_s", "samples_per_s", "data_wait_fraction"):
+                    row.setdefault(k, math.nan)
+                rows.append(row)
+            else:
+                rows.append({**r, **{k: t[k] for k in ("epoch_s", "samples_per_s", "data_wait_fraction")}})
         if not rows:
             return
         cols = list(rows[0])

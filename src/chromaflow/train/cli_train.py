@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                     help="stream: read chunks from the h5 files per batch (constant memory, default); ram: hold all "
                          "chunks in RAM compressed (faster epochs, RAM ~ 1.5 byte per bp)")
     io.add_argument("--num-workers", type=int, default=None,
-                    help="DataLoader workers per device (default: usable CPUs / devices - 1, at most 8)")
+                    help="DataLoader workers per device (default: GPU: usable CPUs / devices - 1, at most 8; CPU: 0)")
     io.add_argument("--metrics", default=None, help="write the stage metrics JSON here")
     io.add_argument("--force", action="store_true", help="start afresh even if --out already holds checkpoints")
 
@@ -138,7 +138,9 @@ def run(args: argparse.Namespace) -> int:
     workers = args.num_workers
     from .data import auto_workers
     if workers is None:
-        workers = auto_workers(args.devices)
+        # GPUs: workers feed the device (LightlyTrain's rule: CPUs per device - 1). CPU training: the cores are
+        # the compute; reading a chunk costs ~1 % of its training step, so loading stays in the training process
+        workers = auto_workers(args.devices) if accel == "gpu" else 0
     threads = args.threads or max(1, resolve_threads(0) // args.devices)
     with StageMetrics("train", None if child else args.metrics, threads=threads, device=accel, devices=args.devices,
                       batch_size=args.batch_size, num_workers=workers, precision=args.precision,
