@@ -1,8 +1,10 @@
 """Tests for ``chromaflow fasta2h5`` (FORMATS.md §1) and its FASTA reader."""
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
+import lzma
 import os
 import shutil
 import subprocess
@@ -16,6 +18,9 @@ import pytest
 from chromaflow.fasta2h5 import convert
 
 DATASETS = ("X", "seqids", "species", "start_ends")
+
+# a real zstd frame of b">r1\nACGT\n" (magic, frame header, one raw block): Python 3.11 has no zstd module
+ZSTD_FRAME = bytes.fromhex("28b52ffd2009490000") + b">r1\nACGT\n"
 
 # (fasta, reference h5, L, species, compression)
 FIXTURES = [
@@ -38,13 +43,19 @@ def _props(d: h5py.Dataset) -> tuple:
             d.fletcher32, d.scaleoffset, d.fillvalue)
 
 
-def _assert_same_h5(ours: Path, ref: Path) -> None:
+def _assert_same_h5(ours: Path, ref: Path, level: int | None = None) -> None:
+    """Same datasets, values, types and storage settings as the reference; ``level``: the deflate level our
+    file must declare instead of the reference's (None: the reference's own)."""
     with h5py.File(ours, "r") as a, h5py.File(ref, "r") as b:
         assert list(a.keys()) == list(b.keys()) == ["data"]
         assert sorted(a["data"].keys()) == sorted(b["data"].keys()) == sorted(DATASETS)
         for k in DATASETS:
             x, y = a["data"][k], b["data"][k]
-            assert _props(x) == _props(y), k
+            px, py = list(_props(x)), list(_props(y))
+            if level is not None and y.compression == "gzip":
+                assert px[5] == level, (k, px[5], level)
+                px[5] = py[5]
+            assert px == py, k
             tx, ty = x.id.get_type(), y.id.get_type()
             if k in ("seqids", "species"):
                 assert (tx.get_size(), tx.get_strpad(), tx.get_cset()) == (ty.get_size(), ty.get_strpad(), ty.get_cset())
@@ -68,12 +79,17 @@ def _chunk_bytes(path: Path) -> list[bytes]:
 # --------------------------------------------------------------------------------------------------
 # acceptance: equality with Helixer's outputs
 # --------------------------------------------------------------------------------------------------
+ENGINE_CASES = [("default", 1), ("zlib", 4), ("onehot:9", 9), ("libdeflate", 4), ("isal", 1)]
+
+
 @pytest.mark.reference
-@pytest.mark.parametrize("deflate", ["isal", "zlib"])
+@pytest.mark.parametrize("deflate,level", ENGINE_CASES, ids=[e[0] for e in ENGINE_CASES])
 @pytest.mark.parametrize("fa,ref,L,species,compression", FIXTURES, ids=[f[1] for f in FIXTURES])
-def test_reference_fixtures(reference_dir, tmp_path, fa, ref, L, species, compression, deflate):
+def test_reference_fixtures(reference_dir, tmp_path, fa, ref, L, species, compression, deflate, level):
+    if compression == "lzf" and deflate not in ("default", "zlib"):
+        pytest.skip("--deflate only applies to gzip")
     out = tmp_path / "out.h5"
-    if deflate == "isal":  # the default engine through the real CLI
+    if deflate == "default":  # the default engine through the real CLI
         r = _cli("--fasta", str(reference_dir / fa), "--species", species, "--out", str(out),
                  "--subsequence-length", str(L), "--compression", compression)
         assert r.returncode == 0, r.stderr
@@ -81,7 +97,7 @@ def test_reference_fixtures(reference_dir, tmp_path, fa, ref, L, species, compre
     else:  # in-process, to keep the suite fast
         convert(str(reference_dir / fa), out, species, L, compression=compression, deflate=deflate,
                 threads=2, input_path_attr=str(reference_dir / fa))
-    _assert_same_h5(out, reference_dir / ref)
+    _assert_same_h5(out, reference_dir / ref, level=level)
     with h5py.File(out, "r") as f:
         assert f.attrs["tool"] == "chromaflow fasta2h5"
         assert f.attrs["input_path"] == str(reference_dir / fa)
@@ -104,7 +120,7 @@ def test_pieces_and_threads_do_not_change_result(reference_dir, tmp_path):
     convert(fa, a, "sp", 1000, threads=1)
     convert(fa, b, "sp", 1000, threads=2, read_block=7, task_bp=1000)
     assert _chunk_bytes(a) == _chunk_bytes(b)
-    _assert_same_h5(b, reference_dir / "helixer/multichunk_L1000.h5")
+    _assert_same_h5(b, reference_dir / "helixer/multichunk_L1000.h5", level=1)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -243,7 +259,7 @@ def test_metrics_json(tmp_path):
     assert m["records"] == 4
     assert m["subsequences"] == 2 * (4 + 1 + 4 + 1)
     assert m["threads"] == 2
-    assert m["compression"] == "gzip" and m["deflate"] == "isal"
+    assert m["compression"] == "gzip" and m["deflate"] == "onehot:1"
     assert m["bp_per_s"] > 0 and m["wall_s"] > 0 and m["cpu_s"] >= 0
 
 
@@ -285,6 +301,19 @@ BAD = [
     ("truncated_gzip", gzip.compress(b">r1\n" + np.frombuffer(b"ACGT", np.uint8)[
         np.random.default_rng(0).integers(0, 4, 200000)].tobytes() + b"\n")[:30000], ["cannot read input"], []),
     ("corrupt_gzip", gzip.compress(b">r1\nACGT\n")[:12] + b"x" * 500, ["cannot read input"], []),
+    # issue 14 §4: other compressions (only plain, gzip and bgzip are supported), NUL bytes, CR-only lines
+    ("bzip2", bz2.compress(b">r1\nACGT\n"), ["bzip2-compressed input is not supported", "plain, gzip or bgzip"], []),
+    ("xz", lzma.compress(b">r1\nACGT\n"), ["xz-compressed input is not supported", "plain, gzip or bgzip"], []),
+    ("zstd", ZSTD_FRAME, ["zstd-compressed input is not supported", "plain, gzip or bgzip"], []),
+    ("nul_in_sequence", b">r1\nACGT\nAC\x00GT\n", ["'r1'", "line 3", "column 3", "NUL (0x00)"], []),
+    ("nul_in_header", b">r1\nACGT\n>r\x002\nAC\n", ["line 3", "control character NUL (0x00)"], []),
+    ("nul_only", b"\x00" * 64, ["line 1", "first line does not start with '>'"], []),
+    ("cr_only", b">r1 desc\rACGT\rACGT\r>r2\rAC\r", ["line 1", "CR-only", "line ends are not supported"], []),
+    ("cr_only_gzip", gzip.compress(b">r1\r" + b"ACGT\r" * 5000), ["line 1", "CR-only"], []),
+    ("L_zero", b">r1\nAC\n", ["--subsequence-length 0", "between 1 and"], ["--subsequence-length", "0"]),
+    ("L_negative", b">r1\nAC\n", ["--subsequence-length -5", "between 1 and"], ["--subsequence-length", "-5"]),
+    ("L_absurd", b">r1\nAC\n", ["--subsequence-length 1000000000", "between 1 and 1,048,576"],
+     ["--subsequence-length", "1000000000"]),
 ]
 
 
@@ -302,7 +331,7 @@ def test_bad_input(tmp_path, name, data, needles, extra):
     assert len(lines) == 1, r.stderr
     msg = lines[0]
     assert msg.startswith("chromaflow fasta2h5: error: ")
-    if "species" not in name:
+    if "species" not in name and not name.startswith("L_"):
         assert str(fa) in msg
     for needle in needles:
         assert needle in msg, (needle, msg)
@@ -365,3 +394,249 @@ def test_unwrapped_line_error_column_and_trailing_space(tmp_path, read_block):
     bad.write_bytes(b">r1\n" + b"ACGT" * 9 + b"A C\n")
     with pytest.raises(ChromaflowError, match=r"line 2, column 38: invalid character space"):
         convert(str(bad), tmp_path / "bad.h5", "spec", 10, read_block=read_block)
+
+
+# --------------------------------------------------------------------------------------------------
+# deflate engines: the declared level is the level used; onehot streams are valid and not larger
+# --------------------------------------------------------------------------------------------------
+def _rows(records: list[tuple[str, str]], L: int) -> list[tuple[bytes, bool]]:
+    """(valid bases in genomic order, minus strand?) of every row, in file order (FORMATS.md §1.5)."""
+    rows = []
+    for _, seq in records:
+        b = seq.encode()
+        bounds = [(s, min(s + L, len(b))) for s in range(0, len(b), L)]
+        rows += [(b[s:e], False) for s, e in bounds] + [(b[s:e], True) for s, e in reversed(bounds)]
+    return rows
+
+
+def _raw_chunks(path: Path, name: str) -> list[bytes]:
+    with h5py.File(path, "r") as f:
+        d = f["data"][name]
+        return [d.id.read_direct_chunk((i,) + (0,) * (d.ndim - 1))[1] for i in range(d.shape[0])]
+
+
+@pytest.mark.parametrize("deflate", ["default", "onehot:2", "onehot:5", "zlib", "zlib:1", "libdeflate:6", "isal:2"])
+def test_declared_level_is_the_level_used(tmp_path, deflate):
+    """Every chunk of every dataset re-compresses to the same bytes with the engine and level the file declares."""
+    import zlib
+
+    from chromaflow import chunkdeflate
+    from chromaflow.fasta2h5 import LUT16, LUT16_RC
+
+    recs = RECORDS + [("big", "ACGTTGCANNNNNNNNNNRYKM" * 30)]
+    fa = tmp_path / "d.fa"
+    fa.write_text(_fasta_text(recs, width=60))
+    out = tmp_path / "d.h5"
+    args = ["--fasta", str(fa), "--species", "spec", "--out", str(out), "--subsequence-length", "64"]
+    r = _cli(*args, *([] if deflate == "default" else ["--deflate", deflate]))
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    engine, level = ("onehot", 1) if deflate == "default" else chunkdeflate.parse_engine(deflate)
+    with h5py.File(out, "r") as f:
+        assert f.attrs["deflate_engine"] == engine and int(f.attrs["deflate_level"]) == level
+        assert f.attrs["compression"] == f"gzip level {level} (shuffle + deflate; chunks deflated by {engine})"
+        for k in DATASETS:
+            assert f["data"][k].compression == "gzip" and f["data"][k].compression_opts == level, k
+    again = chunkdeflate.byte_compressor(engine, level)
+    for k in ("species", "seqids", "start_ends"):
+        for c in _raw_chunks(out, k):
+            assert again(zlib.decompress(c)) == c, k
+    xs = _raw_chunks(out, "X")
+    if engine == "onehot":
+        enc = chunkdeflate.OnehotEncoder(LUT16, LUT16_RC, 64, level)
+        rows = _rows(recs, 64)
+        assert len(rows) == len(xs)
+        for (bases, minus), c in zip(rows, xs):
+            assert enc(np.frombuffer(bases, np.uint8), minus) == c
+    else:
+        for c in xs:
+            assert again(zlib.decompress(c)) == c
+    _check(out, recs, 64)
+
+
+def _random_records(rng: np.random.Generator, n: int, max_len: int) -> list[tuple[str, str]]:
+    """Mixed content: random IUPAC (both cases), long N runs, tandem repeats, plain ACGT."""
+    recs = []
+    for i in range(n):
+        kind = i % 4
+        m = int(rng.integers(1, max_len))
+        if kind == 0:
+            seq = "".join(rng.choice(list("ACGTNRYSWKMBDHVacgtnrysw"), m))
+        elif kind == 1:
+            seq = "".join(rng.choice(list("ACGT"), m // 3 + 1)) + "N" * (m // 3) + "".join(rng.choice(list("acgt"), m // 3))
+        elif kind == 2:
+            seq = ("".join(rng.choice(list("ACGT"), int(rng.integers(1, 9)))) * m)[:m]
+        else:
+            seq = "".join(rng.choice(list("ACGT"), m))
+        recs.append((f"r{i}", seq))
+    return recs
+
+
+@pytest.mark.parametrize("L", [1, 2, 3, 7, 64, 257, 1000, 4099])
+@pytest.mark.parametrize("level", [1, 2, 9])
+def test_onehot_streams_inflate_everywhere(tmp_path, L, level):
+    """Onehot chunks decode (HDF5/zlib via h5py, and libdeflate) to exactly the independent model's bytes."""
+    import deflate as libdeflate
+
+    rng = np.random.default_rng(L * 10 + level)
+    recs = _random_records(rng, 12, 3 * L + 50) + [("exact", "ACGT" * L)]
+    fa = tmp_path / "f.fa"
+    fa.write_text(_fasta_text(recs, width=61))
+    out = tmp_path / "f.h5"
+    convert(str(fa), out, "spec", L, deflate=f"onehot:{level}", threads=2)
+    _check(out, recs, L)  # h5py -> HDF5 deflate filter (zlib inflate)
+    exp = _expected(recs, L)["X"]
+    for i, c in enumerate(_raw_chunks(out, "X")):
+        raw = libdeflate.zlib_decompress(c, 8 * L)
+        shuffled = np.frombuffer(raw, np.uint8).reshape(2, L * 4)
+        want = exp[i].reshape(-1)
+        np.testing.assert_array_equal(shuffled[0], (want & 0xFF).astype(np.uint8))
+        np.testing.assert_array_equal(shuffled[1], (want >> 8).astype(np.uint8))
+
+
+@pytest.mark.reference
+def test_default_file_no_larger_than_helixers(reference_dir, tmp_path):
+    """The headline 'equal file size' condition, on Helixer's own output and on 1 Mbp of random sequence:
+    the default engine's data/X chunks are no larger than Helixer's (zlib level 4) chunks."""
+    out = tmp_path / "p.h5"
+    convert(str(reference_dir / "predmoter/pred_data.fa"), out, "Species_artificialis_9", 21384)
+    ours = sum(map(len, _raw_chunks(out, "X")))
+    helixer = sum(map(len, _raw_chunks(reference_dir / "predmoter/pred_data_1.h5", "X")))
+    assert ours <= helixer, (ours, helixer)
+    from chromaflow.bench import write_random_fasta
+
+    fa = tmp_path / "r.fa"
+    write_random_fasta(fa, 1_000_000, seed=5, records=5)
+    a, b = tmp_path / "a.h5", tmp_path / "b.h5"
+    convert(str(fa), a, "sp", 21384)
+    convert(str(fa), b, "sp", 21384, deflate="zlib")  # byte-identical to Helixer's chunks (test above)
+    ours, helixer = sum(map(len, _raw_chunks(a, "X"))), sum(map(len, _raw_chunks(b, "X")))
+    assert ours <= helixer, (ours, helixer)
+
+
+def test_auto_without_compiler_falls_back_to_libdeflate(tmp_path):
+    fa = tmp_path / "n.fa"
+    fa.write_text(_fasta_text(RECORDS))
+    out = tmp_path / "n.h5"
+    env = dict(os.environ, CHROMAFLOW_PROGRESS="0", CHROMAFLOW_NO_CC="1")
+    base = [sys.executable, "-m", "chromaflow", "fasta2h5", "--fasta", str(fa), "--species", "spec",
+            "--subsequence-length", "10"]
+    r = subprocess.run(base + ["--out", str(out)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("\n") == 1 and "warning" in r.stderr and "libdeflate level 4" in r.stderr
+    with h5py.File(out, "r") as f:
+        assert f.attrs["deflate_engine"] == "libdeflate" and f["data/X"].compression_opts == 4
+    _check(out, RECORDS, 10)
+    r = subprocess.run(base + ["--out", str(tmp_path / "x.h5"), "--deflate", "onehot"], capture_output=True,
+                       text=True, env=env)
+    # asked for explicitly: no silent substitute
+    assert r.returncode != 0 and r.stderr.count("\n") == 1 and "onehot deflate engine" in r.stderr, r.stderr
+    assert not (tmp_path / "x.h5").exists()
+
+
+@pytest.mark.parametrize("value,needle", [("foo", "unknown engine"), ("zlib:12", "levels are 0..9"),
+                                          ("onehot:0", "levels are 1..9"), ("isal:x", "integer")])
+def test_bad_deflate_option(tmp_path, value, needle):
+    fa = tmp_path / "b.fa"
+    fa.write_text(_fasta_text(RECORDS))
+    r = _cli("--fasta", str(fa), "--species", "spec", "--out", str(tmp_path / "b.h5"), "--deflate", value)
+    assert r.returncode != 0 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
+    assert not (tmp_path / "b.h5").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# bad input paths (issue 14 §4): missing, a directory, unreadable
+# --------------------------------------------------------------------------------------------------
+def _bad_path_run(tmp_path: Path, fasta: str, *prefix: str) -> tuple[subprocess.CompletedProcess, Path]:
+    outdir = tmp_path / "out"
+    outdir.mkdir(exist_ok=True)
+    env = dict(os.environ, CHROMAFLOW_PROGRESS="0")
+    r = subprocess.run([*prefix, sys.executable, "-m", "chromaflow", "fasta2h5", "--fasta", fasta, "--species",
+                        "spec", "--out", str(outdir / "o.h5")], capture_output=True, text=True, env=env)
+    return r, outdir
+
+
+def _assert_one_line_error(r: subprocess.CompletedProcess, outdir: Path, *needles: str) -> None:
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("chromaflow fasta2h5: error: "), r.stderr
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    assert list(outdir.iterdir()) == []
+
+
+def test_missing_fasta(tmp_path):
+    path = str(tmp_path / "nope.fa")
+    r, outdir = _bad_path_run(tmp_path, path)
+    _assert_one_line_error(r, outdir, f"{path}: no such file")
+
+
+def test_fasta_is_a_directory(tmp_path):
+    d = tmp_path / "genome.fa"
+    d.mkdir()
+    r, outdir = _bad_path_run(tmp_path, str(d))
+    _assert_one_line_error(r, outdir, f"{d}: is a directory")
+
+
+def _drop_root_read_override() -> list[str] | None:
+    """A command prefix under which chmod 000 really makes a file unreadable, or None.
+
+    Tests run as root here, and root ignores file modes. ``setpriv`` keeps uid 0 (so the virtualenv under
+    /root stays reachable) but drops CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from the bounding set, so the
+    owner's mode bits apply, as for any user. As a non-root user no prefix is needed."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if not setpriv:
+        return None
+    prefix = [setpriv, "--bounding-set", "-dac_override,-dac_read_search", "--"]
+    probe = subprocess.run([*prefix, "true"], capture_output=True)
+    return prefix if probe.returncode == 0 else None
+
+
+def test_unreadable_fasta(tmp_path):
+    prefix = _drop_root_read_override()
+    if prefix is None:
+        pytest.skip("running as root without setpriv (or without permission to drop capabilities): chmod 000 "
+                    "cannot make a file unreadable for root")
+    fa = tmp_path / "locked.fa"
+    fa.write_text(_fasta_text(RECORDS))
+    fa.chmod(0)
+    try:
+        probe = subprocess.run([*prefix, "cat", str(fa)], capture_output=True)
+        if probe.returncode == 0:
+            pytest.skip("the file stays readable even without CAP_DAC_OVERRIDE (unusual file system)")
+        r, outdir = _bad_path_run(tmp_path, str(fa), *prefix)
+        _assert_one_line_error(r, outdir, f"{fa}: permission denied")
+    finally:
+        fa.chmod(0o644)
+
+
+def test_same_bytes_whatever_numpy_simd(tmp_path):
+    """Issue 14 §1: the output bytes do not depend on the CPU features numpy dispatches to (here: every
+    dispatched SIMD level disabled with NPY_DISABLE_CPU_FEATURES), for the default engine and for zlib."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+    on = [f for f in __cpu_dispatch__ if __cpu_features__.get(f)]
+    if not on:
+        pytest.skip("numpy dispatches to no SIMD level above its baseline on this CPU")
+    rng = np.random.default_rng(5)
+    recs = _random_records(rng, 8, 5000)
+    fa = tmp_path / "s.fa"
+    fa.write_text(_fasta_text(recs, width=60))
+    for deflate in ("auto", "zlib"):
+        outs = []
+        for disable in ("", " ".join(on)):
+            out = tmp_path / f"{deflate}{bool(disable)}.h5"
+            env = dict(os.environ, CHROMAFLOW_PROGRESS="0", NPY_DISABLE_CPU_FEATURES=disable)
+            check = subprocess.run([sys.executable, "-c", "from numpy._core._multiarray_umath import "
+                                    f"__cpu_features__ as f; print(any(f[x] for x in {on!r}))"],
+                                   capture_output=True, text=True, env=env)
+            assert check.stdout.strip() == ("False" if disable else "True"), check.stderr
+            r = subprocess.run([sys.executable, "-m", "chromaflow", "fasta2h5", "--fasta", str(fa), "--species",
+                                "spec", "--out", str(out), "--subsequence-length", "1000", "--deflate", deflate],
+                               capture_output=True, text=True, env=env)
+            assert r.returncode == 0, r.stderr
+            outs.append(out)
+        for k in DATASETS:
+            assert _raw_chunks(outs[0], k) == _raw_chunks(outs[1], k), (deflate, k)
+        _check(outs[1], recs, 1000)

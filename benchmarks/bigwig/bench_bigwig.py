@@ -1,5 +1,8 @@
 #!/usr/bin/env python
-"""Benchmark ``chromaflow bigwig`` against Predmoter's measured conversion cost (FORMATS.md §6.3/§6.4).
+"""Profile ``chromaflow bigwig`` alone on large synthetic predictions (our cost only).
+
+Comparisons with Predmoter's converter, run side by side on the same machine, are made by
+``benchmarks/run --stages bigwig`` (no peer figure is typed here).
 
 1. Generates (seeded, into a temp dir) a synthetic predictions h5 in Predmoter's exact layout (FORMATS §4:
    int64, chunks (1, L, 1), gzip 9, fill -1): ``--mbp`` Mbp in 4 chromosomes, both strands, realistic value
@@ -7,10 +10,9 @@
    Chunk contents are drawn from a pool of distinct random chunks (compressed once each, written with
    write_direct_chunk), so generating 200+ Mbp takes seconds, not minutes.
 2. Runs ``chromaflow bigwig`` (subprocess, like a pipeline task) for bw/bg x avg/all, reads the metrics JSON
-   (wall, CPU seconds of all threads, peak RSS) and the load average, and prints a Markdown table with Mbp/s
-   and the speed-up over Predmoter's per-Mbp rate.
+   (wall, CPU seconds of all threads, peak RSS) and the load average, and prints a Markdown table with Mbp/s.
 3. Optionally (``--reference``) runs the same options on ``extra/synthetic_multiblock_predictions.h5``
-   (85.6 Mbp) to compare directly with Predmoter's measured times there.
+   (85.6 Mbp).
 
 Usage: python benchmarks/bigwig/bench_bigwig.py [--mbp 210] [--reference ../shared/reference] [--threads N]
 """
@@ -29,11 +31,8 @@ from pathlib import Path
 import numpy as np
 
 L = 21384
-# Predmoter, published (FORMATS §6.4): 2.19 Gbp genome, 1 dataset: bigWig 21.7 min, bedGraph 32.6 min
-PREDMOTER_RATE = {"bigwig": 2190 / (21.7 * 60), "bedgraph": 2190 / (32.6 * 60)}  # Mbp/s
-# Predmoter measured here (FORMATS §6.3) on the synthetic 85.6 Mbp multiblock file, wall s (load ~3)
-PREDMOTER_MULTIBLOCK = {("bedgraph", "avg", None): 11.9, ("bedgraph", "+", None): 10.5,
-                        ("bedgraph", "-", None): 12.3, ("bedgraph", "avg", 150): 30.9, ("bigwig", "avg", 150): 31.1}
+MULTIBLOCK_OPTIONS = [("bedgraph", "avg", None), ("bedgraph", "+", None), ("bedgraph", "-", None),
+                      ("bedgraph", "avg", 150), ("bigwig", "avg", 150)]
 
 
 def make_chunk(rng: np.random.Generator, run_bp: float) -> np.ndarray:
@@ -127,29 +126,24 @@ def main() -> int:
         print(f"generated {bp / 1e6:.1f} Mbp x {args.datasets} dataset(s) in {time.perf_counter() - t0:.1f} s "
               f"({pred.stat().st_size / 1e6:.0f} MB)\n")
         print("| input | format | strand | ws | tracks | intervals/track (avg) | wall s | CPU s | Mbp/s (wall) | "
-              "Mbp per CPU-s | Predmoter Mbp/s | speed-up | peak RSS MB | load before/after |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "Mbp per CPU-s | peak RSS MB | load before/after |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for fmt, strand in [("bigwig", "avg"), ("bedgraph", "avg"), ("bigwig", "all"), ("bedgraph", "all")]:
             m = run_one(pred, tmp / "out", fmt, strand, None, args.threads)
             mbps = m["bp"] / 1e6 / m["wall_s"]
-            # Predmoter converts one strand per call: "all" costs it 3 calls
-            ref_rate = PREDMOTER_RATE[fmt] / (3 if strand == "all" else 1)
             rows.append({**m, "input": f"synthetic {bp / 1e6:.0f} Mbp", "fmt": fmt, "strand": strand, "ws": None,
-                         "mbp_per_s": mbps, "predmoter_mbp_per_s": ref_rate, "speedup": mbps / ref_rate})
+                         "mbp_per_s": mbps})
             print(f"| synthetic {bp / 1e6:.0f} Mbp | {fmt} | {strand} | – | {m['tracks']} | {m['intervals'] // m['tracks']} | {m['wall_s']:.2f} | "
-                  f"{m['cpu_s']:.2f} | {mbps:.1f} | {m['bp'] / 1e6 / m['cpu_s']:.1f} | {ref_rate:.2f} | "
-                  f"**{mbps / ref_rate:.0f}×** | {m['peak_rss_bytes'] / 2**20:.0f} | "
-                  f"{m['load_before']:.1f}/{m['load_after']:.1f} |", flush=True)
+                  f"{m['cpu_s']:.2f} | {mbps:.1f} | {m['bp'] / 1e6 / m['cpu_s']:.1f} | "
+                  f"{m['peak_rss_bytes'] / 2**20:.0f} | {m['load_before']:.1f}/{m['load_after']:.1f} |", flush=True)
         if args.reference:
             mb = args.reference / "predmoter" / "extra" / "synthetic_multiblock" / "synthetic_multiblock_predictions.h5"
-            for (fmt, strand, ws), ref_s in PREDMOTER_MULTIBLOCK.items():
+            for fmt, strand, ws in MULTIBLOCK_OPTIONS:
                 m = run_one(mb, tmp / "out", fmt, strand, ws, args.threads)
-                rows.append({**m, "input": "multiblock 85.6 Mbp", "fmt": fmt, "strand": strand, "ws": ws,
-                             "predmoter_wall_s": ref_s, "speedup": ref_s / m["wall_process_s"]})
+                rows.append({**m, "input": "multiblock 85.6 Mbp", "fmt": fmt, "strand": strand, "ws": ws})
                 print(f"| multiblock 85.6 Mbp | {fmt} | {strand} | {ws or '–'} | {m['tracks']} | – | "
                       f"{m['wall_process_s']:.2f} (stage {m['wall_s']:.2f}) | {m['cpu_s']:.2f} | "
                       f"{m['bp'] / 1e6 / m['wall_s']:.1f} | {m['bp'] / 1e6 / m['cpu_s']:.1f} | "
-                      f"Predmoter {ref_s} s | **{ref_s / m['wall_process_s']:.1f}×** | "
                       f"{m['peak_rss_bytes'] / 2**20:.0f} | {m['load_before']:.1f}/{m['load_after']:.1f} |", flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2, default=str) + "\n")

@@ -8,7 +8,10 @@ usage (from the repo, after `source scripts/env.sh`):
   python benchmarks/genie3/run_benchmark.py bigmem           # 20,000 genes x 2,000 samples via the CLI: RSS
   python benchmarks/genie3/run_benchmark.py bigcpu           # same size in-process: CPU per tree
 
-Each run is a `chromaflow genie3` subprocess (seed = network number, like the anchors), timed by its
+Comparisons with arboreto and the reference GENIE3, run side by side, are made by
+``benchmarks/run --stages genie3`` (no peer figure is typed here).
+
+Each run is a `chromaflow genie3` subprocess (seed = network number), timed by its
 metrics JSON (wall_s, cpu_s, peak RSS); the 1-minute load average is recorded before and after,
 since other jobs share the machine. Results are printed as Markdown table rows.
 """
@@ -31,7 +34,6 @@ REF = Path(os.environ.get("CHROMAFLOW_REFERENCE", ROOT.parent / "shared" / "refe
 sys.path.insert(0, str(HERE))
 from score import score  # noqa: E402
 
-ANCHOR = {1: (0.7475, 0.1571), 2: (0.7281, 0.1526), 3: (0.7631, 0.2290), 4: (0.7865, 0.2097), 5: (0.7948, 0.2045)}
 
 
 def run_genie3(args: list[str], tmp: Path) -> dict:
@@ -44,9 +46,9 @@ def run_genie3(args: list[str], tmp: Path) -> dict:
 
 
 def dream4(ns) -> None:
-    print(f"| engine | net | trees | AUROC | AUPR | ref AUROC | ref AUPR | wall s (process) | in-stage wall s | "
-          f"CPU s | CPU % | peak RSS MB | load 1-min before/after |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| engine | net | trees | AUROC | AUPR | wall s (process) | in-stage wall s | "
+          "CPU s | CPU % | peak RSS MB | load 1-min before/after |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -59,14 +61,13 @@ def dream4(ns) -> None:
             la1 = os.getloadavg()[0]
             auroc, aupr = score(str(out), str(REF / f"DREAM4_GoldStandard_InSilico_Size100_multifactorial_{net}.tsv"))
             rows.append((auroc, aupr, m["process_wall_s"], m["cpu_s"]))
-            print(f"| {m['engine']} | {net} | {ns.n_trees} | {auroc:.4f} | {aupr:.4f} | {ANCHOR[net][0]:.4f} | "
-                  f"{ANCHOR[net][1]:.4f} | {m['process_wall_s']:.2f} | {m['wall_s']:.2f} | {m['cpu_s']:.2f} | "
+            print(f"| {m['engine']} | {net} | {ns.n_trees} | {auroc:.4f} | {aupr:.4f} | "
+                  f"{m['process_wall_s']:.2f} | {m['wall_s']:.2f} | {m['cpu_s']:.2f} | "
                   f"{100 * m['cpu_s'] / m['wall_s']:.0f} | {m['peak_rss_bytes'] / 2**20:.0f} | {la0:.2f} / {la1:.2f} |",
                   flush=True)
     a = np.array(rows)
-    ref = np.array([ANCHOR[n] for n in ns.nets])
-    print(f"| **mean** | | | **{a[:, 0].mean():.4f}** | **{a[:, 1].mean():.4f}** | {ref[:, 0].mean():.4f} | "
-          f"{ref[:, 1].mean():.4f} | {a[:, 2].mean():.2f} | | {a[:, 3].mean():.2f} | | | |")
+    print(f"| **mean** | | | **{a[:, 0].mean():.4f}** | **{a[:, 1].mean():.4f}** | "
+          f"{a[:, 2].mean():.2f} | | {a[:, 3].mean():.2f} | | | |")
 
 
 def _synthetic(genes: int, samples: int, seed: int = 0) -> np.ndarray:

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark ``chromaflow predict`` against a naive baseline, end to end (process start-up included).
 
+Comparisons with real Predmoter, side by side, are made by ``benchmarks/run --stages predict``.
+
 Model: the full-size, release-like architecture (bi-hybrid, 3 cnn layers 64/128/256, kernel 9, step 2, up 2,
 2 BiLSTM layers hidden 128, dropout 0.3, bnorm, 2 datasets) with seeded random weights (make-test-model).
 Input: a synthetic Helixer-layout genome h5 with N subsequences of L = 21384 (random one-hot).
@@ -175,8 +177,6 @@ def main() -> None:
     result["speedup_wall_fp32_vs_naive"] = round(best["naive"] / best["fp32"], 3)
     result["speedup_cpu_fp32_vs_naive"] = round(best_cpu["naive"] / best_cpu["fp32"], 3)
     result["speedup_wall_bf16_vs_fp32"] = round(best["fp32"] / best["bf16"], 3)
-    # Predmoter reference (FORMATS.md / brief): 120 x 21384 in 24.6 s wall end to end = 104 kbp/s
-    result["predmoter_ref_kbp_per_s"] = round(120 * L / 24.6 / 1000, 1)
     result["fp32_equals_naive"] = deviation(work / "fp32_0.h5", work / "naive_0.h5")["differ"] == 0
     result["fp32_streams1_equals_naive"] = deviation(work / "fp32_streams1_0.h5", work / "naive_0.h5")["differ"] == 0
     result["bf16_vs_fp32_fullsize"] = deviation(work / "bf16_0.h5", work / "fp32_0.h5")

@@ -36,6 +36,8 @@ for _c in IUPAC + IUPAC.lower():
 _ALLOWED = b"\r\n" + IUPAC + IUPAC.lower()
 
 DEFAULT_BLOCK = 16 << 20
+#: a header line may not be longer than this (protects against files without line breaks)
+MAX_HEADER_BYTES = 1 << 20
 
 
 class Record(NamedTuple):
@@ -135,6 +137,10 @@ class FastaReader:
                     self._process(buf[:cut] if cut < len(buf) else buf)
                     carry = buf[cut:]
                 elif self.at_line_start and buf[:1] == b">":
+                    self._check_header_cr(buf)
+                    if len(buf) > MAX_HEADER_BYTES:
+                        raise self._err(f"line {self.line}: header line longer than {MAX_HEADER_BYTES:,} bytes"
+                                        " (no line break?)")
                     carry = buf  # a (long) header line without its newline yet
                 else:
                     # mid-line of a very long sequence line: keep trailing whitespace for the next round
@@ -181,9 +187,18 @@ class FastaReader:
             self._sequence(chunk[pos:seg_end] if (pos or seg_end < n) else chunk)
             pos = seg_end
 
+    def _check_header_cr(self, text: bytes) -> None:
+        """A carriage return followed by more text inside a header line means CR-only (classic Mac OS) line
+        ends: the whole file would be read as one header line."""
+        cr = text.find(b"\r")
+        if cr >= 0 and text[cr:].strip(_WS + b"\n"):
+            raise self._err(f"line {self.line}: carriage return inside the header line: CR-only (classic Mac)"
+                            " line ends are not supported; convert them to LF, e.g. tr '\\r' '\\n'")
+
     def _header(self, text: bytes) -> None:
         self._finish_record()
         line = self.line
+        self._check_header_cr(text)
         text = text.rstrip(_WS)
         raw_id = text.split(b" ", 1)[0]
         if not raw_id:
@@ -191,6 +206,10 @@ class FastaReader:
                             " (the id is the header text up to the first space)")
         if not raw_id.isascii():
             raise self._err(f"line {line}: record id {raw_id.decode('utf-8', 'replace')!r} is not ASCII")
+        ctrl = next((c for c in raw_id if c < 0x20 and c != 0x09 or c == 0x7F), None)
+        if ctrl is not None:  # a NUL would silently cut the S50 seqid short
+            raise self._err(f"line {line}: record id {raw_id.decode('ascii')!r} contains the control character"
+                            f" {_describe_byte(ctrl)}")
         seqid = raw_id.decode("ascii")
         if len(raw_id) > MAX_ID_BYTES:
             raise self._err(f"line {line}: record id {seqid!r} is {len(raw_id)} bytes long;"

@@ -1,0 +1,322 @@
+"""Output comparisons of ``benchmarks/run`` (the same checks as the fidelity tests), each run in its own process:
+
+    python -m harness.agree h5 OURS.h5 PEER.h5                 fasta2h5: the four data/ datasets equal
+    python -m harness.agree predictions OURS.h5 PEER.h5 CKPT GENOME.h5
+                                                                predict: equal, or different only at ties
+    python -m harness.agree deviation A.h5 B.h5                 predict: how far A is from B (bf16 vs fp32)
+    python -m harness.agree tracks OURS_DIR PEER_DIR PRED.h5 WS  bigwig: same files, same intervals (ties allowed
+                                                                 where the exact window mean is .5)
+    python -m harness.agree score LINKS GOLD                     GENIE3: AUROC / AUPR against a gold standard
+
+Each prints one JSON object: {"ok": true|false|null, "detail": "...", ...}.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+#: |raw - (k + 0.5)| below this counts as a rounding tie of a prediction (float32 vs float64 forward passes
+#: differ by ~1e-6 relative; FORMATS.md §5.4 "Machine dependence")
+PRED_TIE_EPS = 1e-4
+
+
+def _h5_datasets_equal(a, b, names: list[str]) -> list[str]:
+    bad = []
+    for k in names:
+        if k not in a or k not in b:
+            bad.append(f"{k}: missing in {'ours' if k not in a else 'peer'}")
+            continue
+        x, y = a[k], b[k]
+        if x.shape != y.shape or x.dtype != y.dtype:
+            bad.append(f"{k}: shape/dtype {x.shape} {x.dtype} vs {y.shape} {y.dtype}")
+            continue
+        if x.ndim == 0 or x.shape[0] == 0:
+            continue
+        step = max(1, (64 << 20) // max(1, x.dtype.itemsize * int(np.prod(x.shape[1:]))))
+        for i in range(0, x.shape[0], step):
+            u, v = x[i:i + step], y[i:i + step]
+            if u.dtype.kind == "f":
+                u, v = u.view(f"u{u.dtype.itemsize}"), v.view(f"u{v.dtype.itemsize}")
+            if not np.array_equal(u, v):
+                rows = np.flatnonzero((u != v).reshape(u.shape[0], -1).any(axis=1)) + i
+                bad.append(f"{k}: values differ (first row {int(rows[0])}, {rows.size}+ rows)")
+                break
+    return bad
+
+
+def h5(ours: str, peer: str) -> dict:
+    import h5py
+
+    with h5py.File(ours, "r") as a, h5py.File(peer, "r") as b:
+        bad = _h5_datasets_equal(a, b, ["data/X", "data/seqids", "data/species", "data/start_ends"])
+        rows = int(a["data/X"].shape[0])
+    sizes = {"ours_bytes": Path(ours).stat().st_size, "peer_bytes": Path(peer).stat().st_size}
+    sizes["size_ratio"] = sizes["ours_bytes"] / sizes["peer_bytes"]
+    if bad:
+        return {"ok": False, "detail": "; ".join(bad), **sizes}
+    return {"ok": True, "detail": f"data/X, seqids, species, start_ends identical ({rows} rows); file size "
+                                  f"{sizes['size_ratio']:.3f} x the peer's", **sizes}
+
+
+def _diff_positions(a, b) -> tuple[int, int, list[tuple]]:
+    """Differences of two prediction arrays, row by row: (count, max |d|, [(row, pos, ds)] of up to 10k)."""
+    n = 0
+    maxd = 0
+    where: list[tuple] = []
+    for r in range(a.shape[0]):
+        x, y = a[r], b[r]
+        d = x != y
+        if d.any():
+            idx = np.argwhere(d)
+            n += len(idx)
+            maxd = max(maxd, int(np.abs(x[d] - y[d]).max()))
+            where += [(r, int(p), int(c)) for p, c in idx[:10000 - len(where)]]
+    return n, maxd, where
+
+
+def predictions(ours: str, peer: str, ckpt: str, genome: str) -> dict:
+    """Identical, or every difference is ±1 at a position whose float64 model output lies within
+    PRED_TIE_EPS of a .5 rounding boundary (the tie rule of issue 14)."""
+    import h5py
+
+    with h5py.File(ours, "r") as a, h5py.File(peer, "r") as b:
+        bad = _h5_datasets_equal(a, b, ["data/seqids", "data/start_ends", "prediction/datasets"])
+        if "data/species" in a and "data/species" in b and a["data/species"][0] != b["data/species"][0]:
+            bad.append("data/species differs")
+        pa, pb = a["prediction/predictions"], b["prediction/predictions"]
+        if pa.shape != pb.shape or pa.dtype != pb.dtype:
+            return {"ok": False, "detail": f"predictions shape/dtype {pa.shape} {pa.dtype} vs {pb.shape} {pb.dtype}"}
+        n, maxd, where = _diff_positions(pa, pb)
+        total = int(np.prod(pa.shape))
+    if bad:
+        return {"ok": False, "detail": "; ".join(bad)}
+    if n == 0:
+        return {"ok": True, "detail": f"predictions identical ({total:,} values)", "differ": 0, "values": total}
+    if maxd > 1 or n > 10000:
+        return {"ok": False, "detail": f"{n} of {total:,} values differ, max |d| {maxd}", "differ": n, "values": total}
+    ties, not_ties = _prediction_ties(genome, ckpt, where)
+    ok = not not_ties
+    return {"ok": ok, "differ": n, "values": total, "ties": ties, "detail":
+            f"{n} of {total:,} values differ by 1, {'all' if ok else 'not all'} at ties (|raw - k.5| < "
+            f"{PRED_TIE_EPS:g} in float64)" + ("" if ok else f"; not ties at (row, pos, dataset) {not_ties[:5]}")}
+
+
+def _prediction_ties(genome: str, ckpt: str, where: list[tuple]) -> tuple[int, list[tuple]]:
+    import h5py
+    import torch
+
+    from chromaflow.predict.checkpoint import build_model, load_checkpoint
+
+    model = build_model(load_checkpoint(ckpt)).double().eval()
+    rows = sorted({r for r, _, _ in where})
+    ties, not_ties = 0, []
+    with h5py.File(genome, "r") as f, torch.inference_mode():
+        X = f["data/X"]
+        for r in rows:
+            raw = torch.exp(model(torch.from_numpy(X[r:r + 1].astype(np.float64)))).numpy()[0]
+            for rr, p, c in where:
+                if rr != r:
+                    continue
+                v = raw[p, c]
+                if abs(v - np.floor(v) - 0.5) < PRED_TIE_EPS:
+                    ties += 1
+                else:
+                    not_ties.append((r, p, c))
+    return ties, not_ties
+
+
+def deviation(a_path: str, b_path: str) -> dict:
+    import h5py
+
+    with h5py.File(a_path, "r") as a, h5py.File(b_path, "r") as b:
+        n, maxd, _ = _diff_positions(a["prediction/predictions"], b["prediction/predictions"])
+        total = int(np.prod(a["prediction/predictions"].shape))
+    return {"ok": None, "differ": n, "values": total, "fraction": n / total, "max_abs": maxd,
+            "detail": f"{n:,} of {total:,} values ({100 * n / total:.3f} %) differ, max |d| {maxd}"}
+
+
+# --------------------------------------------------------------------------------------------------
+# bigWig / bedGraph
+# --------------------------------------------------------------------------------------------------
+def _intervals_bw(path: Path) -> dict[str, np.ndarray]:
+    import pyBigWig
+
+    out = {}
+    with pyBigWig.open(str(path)) as bw:
+        chroms = bw.chroms()
+        for c, size in chroms.items():
+            iv = bw.intervals(c) or []
+            out[c] = np.array(iv, dtype=np.float64).reshape(-1, 3)
+        out["__sizes__"] = np.array(list(chroms.values()), dtype=np.int64)
+        out["__names__"] = np.array(list(chroms.keys()))
+    return out
+
+
+def _intervals_bg(path: Path) -> dict[str, np.ndarray]:
+    rows: dict[str, list] = {}
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            if not line.strip():  # the reference writes blank lines for empty blocks (FORMATS.md §5.5)
+                continue
+            c, s, e, v = line.split("\t")
+            rows.setdefault(c, []).append((int(s), int(e), float(v)))
+    return {c: np.array(v, dtype=np.float64).reshape(-1, 3) for c, v in rows.items()}
+
+
+def _differing_bases(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Base positions where two interval lists of one chromosome disagree (both tile the same range)."""
+    bounds = np.unique(np.concatenate([a[:, 0], a[:, 1], b[:, 0], b[:, 1]]).astype(np.int64))
+    mid = bounds[:-1]
+    ia = np.searchsorted(a[:, 0], mid, side="right") - 1
+    ib = np.searchsorted(b[:, 0], mid, side="right") - 1
+    va = np.where((ia >= 0) & (mid < a[np.clip(ia, 0, None), 1]), a[np.clip(ia, 0, None), 2], np.nan)
+    vb = np.where((ib >= 0) & (mid < b[np.clip(ib, 0, None), 1]), b[np.clip(ib, 0, None), 2], np.nan)
+    diff = ~((va == vb) | (np.isnan(va) & np.isnan(vb)))
+    starts, ends = bounds[:-1][diff], bounds[1:][diff]
+    if int((ends - starts).sum()) > MAX_DIFF_BP:
+        raise _TooMany(int((ends - starts).sum()))
+    pos = [np.arange(s, e) for s, e in zip(starts, ends)]
+    return np.concatenate(pos) if pos else np.zeros(0, np.int64)
+
+
+MAX_DIFF_BP = 5_000_000
+
+
+class _TooMany(Exception):
+    pass
+
+
+def tracks(ours_dir: str, peer_dir: str, pred_h5: str, ws: str) -> dict:
+    w = int(ws) if ws not in ("", "0", "None") else None
+    peer_files = sorted(p for p in Path(peer_dir).iterdir() if p.name.endswith((".bw", ".bg.gz")))
+    if not peer_files:
+        return {"ok": False, "detail": "the peer wrote no track"}
+    bad, ties_total, compared = [], 0, 0
+    for pf in peer_files:
+        of = Path(ours_dir) / pf.name
+        if not of.exists():
+            bad.append(f"{pf.name}: missing in ours")
+            continue
+        read = _intervals_bw if pf.name.endswith(".bw") else _intervals_bg
+        a, b = read(of), read(pf)
+        if pf.name.endswith(".bw"):
+            if not np.array_equal(a.pop("__sizes__"), b.pop("__sizes__")) or \
+                    list(a.pop("__names__")) != list(b.pop("__names__")):
+                bad.append(f"{pf.name}: chromosome list or sizes differ")
+                continue
+        for c in sorted(set(a) | set(b)):
+            x, y = a.get(c, np.zeros((0, 3))), b.get(c, np.zeros((0, 3)))
+            compared += len(y)
+            if x.shape == y.shape and np.array_equal(x, y):
+                continue
+            try:
+                pos = _differing_bases(x, y)
+            except _TooMany as exc:
+                bad.append(f"{pf.name} {c}: {exc.args[0]:,} bp differ")
+                continue
+            if w is None or pos.size == 0:
+                bad.append(f"{pf.name} {c}: {len(x)} vs {len(y)} intervals, {pos.size} bp differ")
+                continue
+            dataset, strand = _track_of(pf.name)
+            nt = _smoothing_ties(pred_h5, c, dataset, strand, w, pos)
+            if nt < pos.size:
+                bad.append(f"{pf.name} {c}: {pos.size - nt} bp differ that are not exact .5 ties")
+            ties_total += nt
+    if bad:
+        return {"ok": False, "detail": "; ".join(bad[:6]), "intervals": compared}
+    detail = f"{len(peer_files)} track file(s), {compared:,} intervals identical"
+    if ties_total:
+        detail = f"{len(peer_files)} track file(s) identical except {ties_total} bp at exact .5 window-mean ties"
+    return {"ok": True, "detail": detail, "intervals": compared, "tie_bp": ties_total}
+
+
+def _track_of(name: str) -> tuple[str, str]:
+    # {basename}_{dataset}_{strand}_strand[_bl][_ws=W].ext ; basename has no '_' in the harness
+    parts = name.split("_")
+    return parts[1], parts[2]
+
+
+def _smoothing_ties(pred_h5: str, chrom: str, dataset: str, strand: str, w: int, pos: np.ndarray) -> int:
+    """How many of ``pos`` have an exact .5 window mean S/w (FORMATS.md §5.4: per 21.384 Mbp block, window
+    [i - (w - 1 - (w-1)//2), i + (w-1)//2], outside the block = 0), from the predictions h5."""
+    import h5py
+
+    with h5py.File(pred_h5, "r") as f:
+        seqids = f["data/seqids"][()]
+        se = f["data/start_ends"][()]
+        dsets = [d.decode() for d in f["prediction/datasets"][()]]
+        P = f["prediction/predictions"]
+        L = P.shape[1]
+        rows = np.flatnonzero(seqids == chrom.encode())
+        plus = [r for r in rows if se[r, 0] <= se[r, 1]]
+        minus = [r for r in rows if se[r, 0] > se[r, 1]][::-1]
+        c = dsets.index(dataset)
+        nblk = 21_384_000 // L
+        ties = 0
+        for b0 in sorted(set((pos // (nblk * L)).tolist())):
+            blk = slice(b0 * nblk, (b0 + 1) * nblk)
+
+            def vec(rs, rev):
+                if not rs:
+                    return None
+                arr = np.concatenate([P[r, :, c] for r in sorted(rs)]) if rev else \
+                    np.concatenate([P[r, :, c] for r in rs])
+                arr = arr[::-1] if rev else arr
+                return arr[arr != -1].astype(np.int64)
+
+            p = vec(plus[blk], False) if strand in ("avg", "+") else None
+            m = vec(minus[blk], True) if strand in ("avg", "-") else None
+            if strand == "avg":
+                t = np.round((p.astype(np.float32) + m.astype(np.float32)) / np.float32(2)).astype(np.int64)
+            else:
+                t = p if strand == "+" else m
+            cs = np.concatenate([[0], np.cumsum(t)])
+            lo_off, hi_off = w - 1 - (w - 1) // 2, (w - 1) // 2
+            start = b0 * nblk * L
+            sel = pos[(pos >= start) & (pos < start + len(t))] - start
+            S = cs[np.clip(sel + hi_off + 1, 0, len(t))] - cs[np.clip(sel - lo_off, 0, len(t))]
+            ties += int(((2 * S) % (2 * w) == w).sum())
+    return ties
+
+
+# --------------------------------------------------------------------------------------------------
+# GENIE3
+# --------------------------------------------------------------------------------------------------
+def score(links: str, gold: str) -> dict:
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    labels: dict[tuple[str, str], int] = {}
+    for line in open(gold):
+        a, b, v = line.split()
+        labels[(a, b)] = int(v)
+    pred: dict[tuple[str, str], float] = {}
+    opener = gzip.open if links.endswith(".gz") else open
+    with opener(links, "rt") as f:
+        for line in f:
+            parts = line.rstrip("\n").replace(",", "\t").split("\t")
+            if len(parts) < 3:
+                parts = line.split()
+            if len(parts) < 3:
+                continue
+            try:
+                v = float(parts[-1])
+            except ValueError:
+                continue  # header
+            a, b = parts[-3].strip('"'), parts[-2].strip('"')
+            pred[(a, b)] = v
+    keys = sorted(labels)
+    y = np.array([labels[k] for k in keys])
+    s = np.array([pred.get(k, 0.0) for k in keys])
+    covered = sum(k in pred for k in keys)
+    return {"ok": covered > 0, "auroc": float(roc_auc_score(y, s)), "aupr": float(average_precision_score(y, s)),
+            "pairs": len(keys), "scored_links": covered,
+            "detail": f"AUROC {roc_auc_score(y, s):.4f}, AUPR {average_precision_score(y, s):.4f}"}
+
+
+if __name__ == "__main__":
+    fn = {"h5": h5, "predictions": predictions, "deviation": deviation, "tracks": tracks, "score": score}[sys.argv[1]]
+    print(json.dumps(fn(*sys.argv[2:])))

@@ -1,0 +1,390 @@
+"""The stages of ``benchmarks/run``: inputs, the commands compared, and how their outputs are checked.
+
+Each stage function returns ``(warm-up commands, cases)``. Inputs are generated (seeded) into the work
+directory once and reused by later runs (resume). Sizes: ``FULL`` for people (about an hour in all on a
+2-core machine), ``QUICK`` for CI (a few minutes, 1 repeat).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .core import ROOT, Case, Contender
+
+PY = sys.executable
+SPECIES = "Bench_species"
+L = 21384
+STAGES = ("fasta2h5", "predict", "bigwig", "genie3", "scaling")
+
+FULL = {
+    "fasta2h5": [("5x10Mbp", 50_000_000, 5), ("1x50Mbp", 50_000_000, 1), ("10000x5kbp", 50_000_000, 10_000)],
+    "fasta2h5_variants": ["onehot:5", "zlib", "libdeflate", "isal"],  # besides the default, on the first case
+    "predict_rows": 120,            # 2.57 Mbp of subsequences (60 per strand)
+    "bigwig_mbp": 200, "bigwig_worst_mbp": 50,
+    "bigwig_variants": [("bigwig", "avg", None), ("bedgraph", "avg", None), ("bigwig", "+", None),
+                        ("bigwig", "-", None), ("bigwig", "avg", 150), ("bedgraph", "avg", 150)],
+    "bigwig_worst_variants": [("bigwig", "avg", None)],
+    "genie3_networks": [1, 2, 3, 4, 5], "genie3_trees": 1000, "genie3_seeds": 3, "genie3_reference_seeds": 1,
+    "genie3_synthetic": (500, 300, 300),        # genes, samples, trees
+    "scaling_fasta2h5_mbp": [10, 50, 200], "scaling_bigwig_mbp": [10, 50, 200],
+    "scaling_genie3_genes": [100, 1000, 5000], "scaling_genie3_samples": 100, "scaling_genie3_trees": 100,
+}
+QUICK = {
+    "fasta2h5": [("5x200kbp", 1_000_000, 5), ("1x1Mbp", 1_000_000, 1), ("200x5kbp", 1_000_000, 200)],
+    "fasta2h5_variants": ["zlib"],
+    "predict_rows": 4,
+    "bigwig_mbp": 2, "bigwig_worst_mbp": 1,
+    "bigwig_variants": [("bigwig", "avg", None), ("bedgraph", "+", None), ("bigwig", "avg", 150)],
+    "bigwig_worst_variants": [],
+    "genie3_networks": [1], "genie3_trees": 20, "genie3_seeds": 1, "genie3_reference_seeds": 1,
+    "genie3_synthetic": (60, 40, 20),
+    "scaling_fasta2h5_mbp": [1, 2, 4], "scaling_bigwig_mbp": [1, 2, 4],
+    "scaling_genie3_genes": [20, 40, 80], "scaling_genie3_samples": 40, "scaling_genie3_trees": 10,
+}
+
+
+@dataclass
+class Ctx:
+    peers: Path
+    work: Path
+    quick: bool
+    repeats: int
+    log: callable
+
+    @property
+    def cfg(self) -> dict:
+        return QUICK if self.quick else FULL
+
+    def peer(self, name: str) -> str:
+        return str(self.peers / "bin" / name)
+
+    def inputs(self) -> Path:
+        d = self.work / "inputs"
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+
+def ours(*args) -> list[str]:
+    return [PY, "-m", "chromaflow", *map(str, args)]
+
+
+BENCH = Path(__file__).resolve().parents[1]
+
+
+def _run(argv: list[str], what: str) -> None:
+    p = subprocess.run(list(map(str, argv)), capture_output=True, text=True, cwd=BENCH)
+    if p.returncode != 0:
+        raise RuntimeError(f"{what} failed: {' '.join(map(str, argv))}\n{p.stderr[-2000:]}")
+
+
+def _agree(*args) -> dict:
+    p = subprocess.run([PY, "-m", "harness.agree", *map(str, args)], capture_output=True, text=True, cwd=BENCH)
+    if p.returncode != 0:
+        return {"ok": False, "detail": "comparison crashed: " + (p.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _gen(*args) -> None:
+    _run([PY, "-m", "harness.gen", *map(str, args)], f"generating {args[0]}")
+
+
+def _sizes(*names: str):
+    def f(d: Path) -> dict:
+        return {n: (d / n).stat().st_size for n in names if (d / n).exists()}
+    return f
+
+
+def fasta(ctx: Ctx, total: int, records: int, seed: int = 42, make: bool = True) -> Path:
+    p = ctx.inputs() / f"random_{total}bp_{records}rec_seed{seed}.fa"
+    if make and not p.exists():
+        ctx.log(f"  generating {p.name}")
+        _gen("fasta", p, total, records, seed)
+    return p
+
+
+# --------------------------------------------------------------------------------------------------
+# FASTA -> h5
+# --------------------------------------------------------------------------------------------------
+def fasta2h5(ctx: Ctx) -> tuple[list, list[Case]]:
+    cfg = ctx.cfg
+    small = fasta(ctx, 200_000, 2, seed=7)
+    warm = [[ctx.peer("peer-helixer-fasta2h5"), "--fasta-path", small, "--h5-output-path", "{d}/w.h5", "--species",
+             SPECIES],
+            ours("fasta2h5", "--fasta", small, "--species", SPECIES, "--out", "{d}/w.h5")]
+    cases = []
+    for i, (name, total, records) in enumerate(cfg["fasta2h5"]):
+        fa = fasta(ctx, total, records, make=False)
+        helixer = Contender("helixer", "Helixer fasta2h5.py (default: gzip 4, multiprocess)", "peer",
+                            lambda d, r, fa=fa: [ctx.peer("peer-helixer-fasta2h5"), "--fasta-path", fa,
+                                                 "--h5-output-path", d / "out.h5", "--species", SPECIES],
+                            outputs=_sizes("out.h5"))
+        mine = [Contender("chromaflow", "chromaflow fasta2h5 (default)", "ours",
+                          lambda d, r, fa=fa: ours("fasta2h5", "--fasta", fa, "--species", SPECIES, "--out",
+                                                   d / "out.h5"), outputs=_sizes("out.h5"))]
+        for v in cfg["fasta2h5_variants"] if i == 0 else ["zlib"]:
+            mine.append(Contender(f"chromaflow --deflate {v}", f"chromaflow fasta2h5 --deflate {v}", "ours",
+                                  lambda d, r, fa=fa, v=v: ours("fasta2h5", "--fasta", fa, "--species", SPECIES,
+                                                                "--out", d / "out.h5", "--deflate", v),
+                                  outputs=_sizes("out.h5")))
+
+        def agree(dirs: dict, mine=mine) -> dict:
+            per = {c.key: _agree("h5", dirs[c.key] / "out.h5", dirs["helixer"] / "out.h5") for c in mine}
+            ok = all(x.get("ok") for x in per.values())
+            return {"ok": ok, "per_contender": per,
+                    "detail": "; ".join(f"{k}: {'same datasets' if v.get('ok') else v.get('detail')}, size "
+                                        f"{v.get('size_ratio', float('nan')):.3f}x" for k, v in per.items())}
+
+        cases.append(Case("fasta2h5", name, {"bp": total, "records": records, "seed": 42, "L": L},
+                          [helixer, *mine], [(c.key, "helixer") for c in mine], agree,
+                          note="headline: the default, whose file must be no larger than Helixer's (+5 %)",
+                          prepare=lambda t=total, r=records: fasta(ctx, t, r)))
+    return warm, cases
+
+
+# --------------------------------------------------------------------------------------------------
+# predict
+# --------------------------------------------------------------------------------------------------
+FULLSIZE = ["--model-type", "bi-hybrid", "--cnn-layers", "3", "--filter-size", "64", "--kernel-size", "9",
+            "--step", "2", "--up", "2", "--dilation", "1", "--lstm-layers", "2", "--hidden-size", "128", "--bnorm",
+            "--dropout", "0.3", "--datasets", "atacseq", "h3k4me3"]
+
+
+def predict(ctx: Ctx) -> tuple[list, list[Case]]:
+    rows = ctx.cfg["predict_rows"]
+    inp = ctx.inputs()
+    ckpt = inp / "fullsize_bihybrid_seed0.ckpt"
+    if not ckpt.exists():
+        ctx.log("  writing the full-size bi-hybrid test checkpoint (random weights, seed 0)")
+        _run(ours("make-test-model", "--out", ckpt, "--seed", "0", *FULLSIZE), "make-test-model")
+    fa = fasta(ctx, rows // 2 * L, 1, seed=11)
+    genome = inp / f"predict_{rows}rows.h5"
+    if not genome.exists():
+        _run(ours("fasta2h5", "--fasta", fa, "--species", SPECIES, "--out", genome), "fasta2h5")
+    warm_h5 = inp / "predict_warm.h5"
+    if not warm_h5.exists():
+        _run(ours("fasta2h5", "--fasta", fasta(ctx, 5000, 1, seed=3), "--species", SPECIES, "--out", warm_h5),
+             "fasta2h5")
+    warm = [[ctx.peer("peer-predmoter"), "-m", "predict", "-f", warm_h5, "-o", "{d}", "--model", ckpt, "--device",
+             "cpu", "-b", "120"],
+            ours("predict", "--h5", warm_h5, "--model", ckpt, "--out", "{d}/w.h5", "--device", "cpu")]
+    pm = Contender("predmoter", "Predmoter.py -m predict --device cpu -b 120", "peer",
+                   lambda d, r: [ctx.peer("peer-predmoter"), "-m", "predict", "-f", genome, "-o", d, "--model", ckpt,
+                                 "--device", "cpu", "-b", "120"], outputs=_sizes(f"{genome.stem}_predictions.h5"))
+    fp32 = Contender("chromaflow fp32", "chromaflow predict --device cpu (fp32, default)", "ours",
+                     lambda d, r: ours("predict", "--h5", genome, "--model", ckpt, "--out", d / "pred.h5", "--device",
+                                       "cpu", "--batch-size", "120"), outputs=_sizes("pred.h5"))
+    bf16 = Contender("chromaflow bf16", "chromaflow predict --device cpu --precision bf16", "ours",
+                     lambda d, r: ours("predict", "--h5", genome, "--model", ckpt, "--out", d / "pred.h5", "--device",
+                                       "cpu", "--batch-size", "120", "--precision", "bf16"), outputs=_sizes("pred.h5"))
+
+    def agree(dirs: dict) -> dict:
+        peer_out = dirs["predmoter"] / f"{genome.stem}_predictions.h5"
+        fp = _agree("predictions", dirs["chromaflow fp32"] / "pred.h5", peer_out, ckpt, genome)
+        bf = _agree("deviation", dirs["chromaflow bf16"] / "pred.h5", peer_out)
+        return {"ok": fp.get("ok"), "fp32": fp, "bf16": bf,
+                "detail": f"fp32: {fp.get('detail')}; bf16 vs Predmoter: {bf.get('detail')}"}
+
+    case = Case("predict", f"fullsize_{rows}rows", {"rows": rows, "bp": rows * L, "model": "bi-hybrid full size, "
+                "random weights (make-test-model seed 0)", "batch_size": 120},
+                [pm, fp32, bf16], [("chromaflow fp32", "predmoter"), ("chromaflow bf16", "predmoter")], agree,
+                note="end to end (process start-up included); fp32 must equal Predmoter's output (ties allowed)")
+    return warm, [case]
+
+
+# --------------------------------------------------------------------------------------------------
+# bigWig / bedGraph
+# --------------------------------------------------------------------------------------------------
+GENERATOR = ROOT / "benchmarks" / "bigwig" / "synth_predictions.py"
+
+
+def _predictions(ctx: Ctx, mbp: float, mode: str, seed: int = 1, make: bool = False) -> tuple[Path | None, str | None]:
+    if not GENERATOR.exists():
+        return None, (f"generator missing: {GENERATOR.relative_to(ROOT)} (written by the bigwig engineer) is not on "
+                      "this branch")
+    p = ctx.inputs() / f"predictions_{mode}_{mbp:g}Mbp_seed{seed}.h5"
+    if make and not p.exists():
+        ctx.log(f"  generating {p.name}")
+        tmp = p.with_name(p.name + ".tmp.h5")
+        _run([PY, GENERATOR, "--mbp", f"{mbp:g}", "--mode", mode, "--seed", str(seed), "--out", tmp],
+             "synth_predictions.py")
+        tmp.replace(p)
+    return p, None
+
+
+def _bw_case(ctx: Ctx, pred: Path | None, skip: str | None, label: str, fmt: str, strand: str,
+             ws: int | None, params: dict) -> Case:
+    ext = "bw" if fmt == "bigwig" else "bg"
+    name = f"{label}_{ext}_{'avg' if strand == 'avg' else 'plus' if strand == '+' else 'minus'}" + \
+        (f"_ws{ws}" if ws else "")
+
+    def peer_argv(d, r):
+        a = [ctx.peer("peer-predmoter-convert"), "-i", pred, "-o", d, "--basename", "bench", "-of", fmt]
+        a += ["--strand", strand] if strand != "avg" else []
+        return a + (["--window-size", str(ws)] if ws else [])
+
+    def our_argv(d, r):
+        return ours("bigwig", "--predictions", pred, "--outdir", d, "--basename", "bench", "--format", fmt,
+                    "--strand", strand, "--no-browser-files", *(["--window-size", ws] if ws else []))
+
+    def tracks_of(d: Path) -> dict:
+        return {p.name: p.stat().st_size for p in d.iterdir() if p.name.endswith((".bw", ".bg.gz"))}
+
+    peer = Contender("predmoter", "Predmoter convert2coverage.py", "peer", peer_argv, outputs=tracks_of)
+    mine = Contender("chromaflow", "chromaflow bigwig", "ours", our_argv, outputs=tracks_of)
+    make = params.pop("make", None)
+    return Case("bigwig", name, dict(params, format=fmt, strand=strand, window_size=ws), [peer, mine],
+                [("chromaflow", "predmoter")],
+                lambda dirs: _agree("tracks", dirs["chromaflow"], dirs["predmoter"], pred, ws or 0), skip=skip,
+                prepare=make)
+
+
+def bigwig(ctx: Ctx) -> tuple[list, list[Case]]:
+    cfg = ctx.cfg
+    cases = []
+    ref = ROOT.parent / "shared" / "reference" / "predmoter" / "pred_data_1_predictions.h5"
+    warm = []
+    if ref.exists():
+        warm = [[ctx.peer("peer-predmoter-convert"), "-i", ref, "-o", "{d}", "--basename", "w", "-of", "bw"],
+                ours("bigwig", "--predictions", ref, "--outdir", "{d}", "--basename", "w", "--no-browser-files")]
+        if ctx.quick:  # real Predmoter output, wherever the reference folder is
+            for fmt, strand, ws in (("bigwig", "avg", 150), ("bedgraph", "+", None)):
+                cases.append(_bw_case(ctx, ref, None, "reference_pred_data_1", fmt, strand, ws,
+                                      {"input": "reference predmoter/pred_data_1_predictions.h5", "mbp": 0.154}))
+    mbp = cfg["bigwig_mbp"]
+    pred, skip = _predictions(ctx, mbp, "realistic")
+    for fmt, strand, ws in cfg["bigwig_variants"]:
+        cases.append(_bw_case(ctx, pred, skip, f"realistic_{mbp}Mbp", fmt, strand, ws,
+                              {"input": "synth_predictions.py --mode realistic --seed 1", "mbp": mbp,
+                               "make": lambda: _predictions(ctx, mbp, "realistic", make=True)}))
+    if cfg["bigwig_worst_variants"]:
+        wm = cfg["bigwig_worst_mbp"]
+        pred_w, skip_w = _predictions(ctx, wm, "worst")
+        for fmt, strand, ws in cfg["bigwig_worst_variants"]:
+            cases.append(_bw_case(ctx, pred_w, skip_w, f"worst_{wm}Mbp", fmt, strand, ws,
+                                  {"input": "synth_predictions.py --mode worst --seed 1", "mbp": wm,
+                                   "make": lambda: _predictions(ctx, wm, "worst", make=True)}))
+    return warm, cases
+
+
+# --------------------------------------------------------------------------------------------------
+# GENIE3
+# --------------------------------------------------------------------------------------------------
+DREAM4 = ROOT.parent / "shared" / "reference" / "dream4"
+GRNBOOST2 = Path(__file__).with_name("grnboost2_peer.py")
+
+
+def _genie3_contenders(ctx: Ctx, expr: Path, trees: int, seeds: int, ref_seeds: int | None,
+                       grnboost: bool = True) -> list[Contender]:
+    cs = [Contender("chromaflow", f"chromaflow genie3 --n-trees {trees} --threads 2", "ours",
+                    lambda d, r: ours("genie3", "--expression", expr, "--layout", "samples-x-genes", "--n-trees",
+                                      trees, "--seed", r + 1, "--threads", "2", "--out", d / "links.tsv.gz"),
+                    repeats=seeds, seed_for_repeat=True),
+          Contender("arboreto genie3", f"arboreto 0.1.6 GENIE3 (RF, {trees} trees, 2 dask workers)", "peer",
+                    lambda d, r: [ctx.peer("peer-arboreto-python"), ctx.peers / "checks" / "arboreto_genie3.py", expr,
+                                  d / "links.tsv", "--trees", str(trees), "--seed", str(r + 1), "--workers", "2"],
+                    repeats=seeds, seed_for_repeat=True)]
+    if ref_seeds:
+        cs.append(Contender("reference GENIE3", f"reference GENIE3.py (RF, K=sqrt, {trees} trees, 2 processes)",
+                            "peer", lambda d, r: [ctx.peer("peer-genie3-python"), ctx.peers / "checks" /
+                                                  "reference_genie3.py", expr, d / "links.tsv", "--trees", str(trees),
+                                                  "--seed", str(r + 1), "--threads", "2"],
+                            repeats=ref_seeds, seed_for_repeat=True))
+    if grnboost:
+        cs.append(Contender("arboreto grnboost2", "arboreto 0.1.6 GRNBoost2 (2 dask workers)", "peer",
+                            lambda d, r: [ctx.peer("peer-arboreto-python"), GRNBOOST2, expr, d / "links.tsv",
+                                          "--seed", str(r + 1), "--workers", "2"], repeats=seeds,
+                            seed_for_repeat=True))
+    return cs
+
+
+def _scorer(gold: Path):
+    def per_run(key: str, d: Path) -> dict:
+        links = d / ("links.tsv.gz" if (d / "links.tsv.gz").exists() else "links.tsv")
+        s = _agree("score", links, gold)
+        return {"auroc": s.get("auroc"), "aupr": s.get("aupr"), "scored_links": s.get("scored_links")}
+    return per_run
+
+
+def _genie3_summary(dirs: dict) -> dict:
+    return {"ok": None, "detail": "accuracy per run (AUROC/AUPR) beside the times; no equality check (different "
+                                  "random forests)"}
+
+
+def genie3(ctx: Ctx) -> tuple[list, list[Case]]:
+    cfg = ctx.cfg
+    cases = []
+    trees, seeds = cfg["genie3_trees"], cfg["genie3_seeds"]
+    for net in cfg["genie3_networks"]:
+        expr = DREAM4 / f"insilico_size100_{net}_multifactorial.tsv"
+        gold = DREAM4 / f"DREAM4_GoldStandard_InSilico_Size100_multifactorial_{net}.tsv"
+        skip = None if expr.exists() else f"reference folder missing: {expr}"
+        cs = _genie3_contenders(ctx, expr, trees, seeds, cfg["genie3_reference_seeds"])
+        cases.append(Case("genie3", f"dream4_net{net}", {"network": net, "genes": 100, "samples": 100, "trees": trees,
+                                                         "seeds": list(range(1, seeds + 1))},
+                          cs, [("chromaflow", c.key) for c in cs[1:]], _genie3_summary, per_run=_scorer(gold),
+                          skip=skip, note="repeat r uses seed r + 1 for every tool; AUROC/AUPR per run"))
+    g, s, t = cfg["genie3_synthetic"]
+    expr = ctx.inputs() / f"expression_{g}x{s}_seed1.tsv"
+    gold = ctx.inputs() / f"expression_{g}x{s}_seed1.gold.tsv"
+    if not expr.exists():
+        _gen("expression", expr, g, s, 1, gold)
+    cs = _genie3_contenders(ctx, expr, t, ctx.repeats, None)
+    cases.append(Case("genie3", f"synthetic_{g}x{s}", {"genes": g, "samples": s, "trees": t,
+                                                      "regulators": "all genes"},
+                      cs, [("chromaflow", c.key) for c in cs[1:]], _genie3_summary, per_run=_scorer(gold),
+                      note="reference GENIE3 left out at this size (hours); gold = the generating edges"))
+    warm = []
+    if (DREAM4 / "insilico_size100_1_multifactorial.tsv").exists():
+        e = DREAM4 / "insilico_size100_1_multifactorial.tsv"
+        warm = [[ctx.peer("peer-arboreto-python"), ctx.peers / "checks" / "arboreto_genie3.py", e, "{d}/l.tsv",
+                 "--trees", "5"],
+                [ctx.peer("peer-genie3-python"), ctx.peers / "checks" / "reference_genie3.py", e, "{d}/l.tsv",
+                 "--trees", "5"],
+                ours("genie3", "--expression", e, "--layout", "samples-x-genes", "--n-trees", "5", "--out",
+                     "{d}/l.tsv.gz")]
+    return warm, cases
+
+
+# --------------------------------------------------------------------------------------------------
+# scaling: our cost vs input size
+# --------------------------------------------------------------------------------------------------
+def scaling(ctx: Ctx) -> tuple[list, list[Case]]:
+    cfg = ctx.cfg
+    cases = []
+    for mbp in cfg["scaling_fasta2h5_mbp"]:
+        fa = fasta(ctx, int(mbp * 1e6), 4, seed=5, make=False)
+        c = Contender("chromaflow", "chromaflow fasta2h5 (default)", "ours",
+                      lambda d, r, fa=fa: ours("fasta2h5", "--fasta", fa, "--species", SPECIES, "--out", d / "out.h5"),
+                      outputs=_sizes("out.h5"))
+        cases.append(Case("scaling", f"fasta2h5_{mbp:g}Mbp", {"series": "fasta2h5", "size": mbp, "unit": "Mbp",
+                                                             "records": 4}, [c], [],
+                          prepare=lambda mbp=mbp: fasta(ctx, int(mbp * 1e6), 4, seed=5)))
+    for mbp in cfg["scaling_bigwig_mbp"]:
+        pred, skip = _predictions(ctx, mbp, "realistic")
+        c = Contender("chromaflow", "chromaflow bigwig (bigWig, avg)", "ours",
+                      lambda d, r, pred=pred: ours("bigwig", "--predictions", pred, "--outdir", d, "--basename",
+                                                   "bench", "--no-browser-files"))
+        cases.append(Case("scaling", f"bigwig_{mbp:g}Mbp", {"series": "bigwig", "size": mbp, "unit": "Mbp"}, [c], [],
+                          skip=skip, prepare=lambda mbp=mbp: _predictions(ctx, mbp, "realistic", make=True)))
+    s, t = cfg["scaling_genie3_samples"], cfg["scaling_genie3_trees"]
+    for g in cfg["scaling_genie3_genes"]:
+        expr = ctx.inputs() / f"expression_{g}x{s}_seed2.tsv"
+        c = Contender("chromaflow", f"chromaflow genie3 --n-trees {t} --threads 2", "ours",
+                      lambda d, r, expr=expr: ours("genie3", "--expression", expr, "--layout", "samples-x-genes",
+                                                   "--n-trees", t, "--threads", "2", "--out", d / "links.tsv.gz"))
+        cases.append(Case("scaling", f"genie3_{g}genes", {"series": "genie3", "size": g, "unit": "genes",
+                                                         "samples": s, "trees": t}, [c], [],
+                          prepare=lambda expr=expr, g=g: expr.exists() or _gen("expression", expr, g, s, 2,
+                                                                                str(expr) + ".gold")))
+    return [], cases
+
+
+BUILDERS = {"fasta2h5": fasta2h5, "predict": predict, "bigwig": bigwig, "genie3": genie3, "scaling": scaling}
+
+#: launchers each stage needs
+PEERS_NEEDED = {"fasta2h5": ["peer-helixer-fasta2h5"], "predict": ["peer-predmoter"],
+                "bigwig": ["peer-predmoter-convert"],
+                "genie3": ["peer-arboreto-python", "peer-genie3-python"], "scaling": []}

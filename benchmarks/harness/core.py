@@ -1,0 +1,373 @@
+"""Measuring, alternating and recording: the parts of ``benchmarks/run`` that know nothing of the stages."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+RUNNER = HERE / "runner.py"
+SCHEMA = "chromaflow-bench-run/1"
+
+
+# --------------------------------------------------------------------------------------------------
+# the machine
+# --------------------------------------------------------------------------------------------------
+FLAGS_OF_INTEREST = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16",
+                     "avx512_vnni", "amx_bf16", "sha_ni")
+
+
+def machine_info() -> dict:
+    """CPU model, the SIMD flags that change library kernels, cores, memory, OS and the main library versions."""
+    cpu, flags = platform.processor() or "unknown", set()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name") and cpu in ("unknown", "", "x86_64"):
+                cpu = line.split(":", 1)[1].strip()
+            elif line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    mem = None
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal:"):
+                mem = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    os_name = platform.platform()
+    try:
+        for line in open("/etc/os-release"):
+            if line.startswith("PRETTY_NAME="):
+                os_name = line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    info = {
+        "host": socket.gethostname(),
+        "cpu_model": cpu,
+        "cpu_flags": sorted(f for f in FLAGS_OF_INTEREST if f in flags),
+        "logical_cpus": os.cpu_count(),
+        "usable_cpus": usable,
+        "memory_bytes": mem,
+        "os": os_name,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "env": {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "ATEN_CPU_CAPABILITY", "NPY_DISABLE_CPU_FEATURES",
+                                           "OMP_NUM_THREADS") if k in os.environ},
+    }
+    return info
+
+
+def software_versions() -> dict:
+    """Installed versions (package metadata: nothing is imported, so the harness stays small)."""
+    from importlib import metadata
+
+    out = {}
+    for dist in ("numpy", "h5py", "torch", "pyBigWig", "pybigtools", "scikit-learn", "isal", "deflate", "chromaflow"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    if out["chromaflow"] is None:  # run from the checkout (scripts/env.sh puts src/ on PYTHONPATH)
+        try:
+            out["chromaflow"] = __import__("chromaflow").__version__ + " (checkout)"
+        except Exception:  # noqa: BLE001
+            pass
+    return out
+
+
+def git_state() -> dict:
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain"))}
+
+
+def loadavg() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+# --------------------------------------------------------------------------------------------------
+# one timed run
+# --------------------------------------------------------------------------------------------------
+class TreeSampler:
+    """Samples the summed RSS of a process tree (psutil) while it runs: the peak memory of tools that fork
+    workers (Helixer's multiprocessing, dask), which ``ru_maxrss`` (largest single process) does not show."""
+
+    def __init__(self, pid: int, interval: float = 0.05):
+        self.pid, self.interval = pid, interval
+        self.peak = 0
+        self.nproc = 1
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        import psutil
+
+        try:
+            root = psutil.Process(self.pid)
+        except psutil.Error:
+            return
+        while not self._stop.is_set():
+            try:
+                procs = root.children(recursive=True)  # the runner itself is not counted
+            except psutil.Error:
+                return
+            rss = 0
+            for p in procs:
+                try:
+                    rss += p.memory_info().rss
+                except psutil.Error:
+                    pass
+            self.peak = max(self.peak, rss)
+            self.nproc = max(self.nproc, len(procs))
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> "TreeSampler":
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._t.join(timeout=5)
+
+
+def timed_run(argv: list[str], cwd: Path, env: dict | None = None, timeout: float | None = None) -> dict:
+    """Run ``argv`` in ``cwd`` through the runner; wall/CPU/RSS, load before/after, exit status."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    fd, res_path = tempfile.mkstemp(prefix=".run.", suffix=".json", dir=cwd)
+    os.close(fd)
+    full_env = dict(os.environ, CHROMAFLOW_PROGRESS="0", **(env or {}))
+    load0 = loadavg()
+    proc = subprocess.Popen([sys.executable, "-S", "-I", str(RUNNER), res_path, str(cwd), "--", *argv],
+                            env=full_env, stdin=subprocess.DEVNULL)
+    with TreeSampler(proc.pid) as ts:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_tree(proc.pid)
+            proc.wait()
+            raise RuntimeError(f"timed out after {timeout} s: {' '.join(argv)}") from None
+    rec = json.loads(Path(res_path).read_text() or "{}")
+    os.unlink(res_path)
+    rec.update(load_before=load0, load_after=loadavg(), peak_tree_rss_bytes=max(ts.peak, rec.get("maxrss_bytes", 0)),
+               processes=ts.nproc)
+    rec["peak_rss_bytes"] = rec.pop("maxrss_bytes", None)
+    for k in ("wall_s", "user_s", "sys_s", "cpu_s"):
+        if k in rec:
+            rec[k] = round(rec[k], 4)
+    return rec
+
+
+def _kill_tree(pid: int) -> None:
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = root.children(recursive=True) + [root]
+    except psutil.Error:
+        return
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+
+
+# --------------------------------------------------------------------------------------------------
+# statistics
+# --------------------------------------------------------------------------------------------------
+def summarize(values: list[float]) -> dict | None:
+    v = sorted(x for x in values if x is not None)
+    if not v:
+        return None
+    n = len(v)
+    q = statistics.quantiles(v, n=4, method="inclusive") if n >= 2 else [v[0], v[0], v[0]]
+    return {"n": n, "median": statistics.median(v), "min": v[0], "max": v[-1], "q1": q[0], "q3": q[2]}
+
+
+def ratio(peer: dict | None, ours: dict | None) -> dict | None:
+    """Peer cost / our cost: ratio of medians, and the widest ratio the runs allow (min/max over max/min)."""
+    if not peer or not ours or not ours["median"] or not ours["min"]:
+        return None
+    return {"of_medians": peer["median"] / ours["median"], "low": peer["min"] / ours["max"],
+            "high": peer["max"] / ours["min"]}
+
+
+# --------------------------------------------------------------------------------------------------
+# cases
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class Contender:
+    key: str                     # unique within the case, e.g. "chromaflow", "helixer"
+    label: str                   # shown in tables: the command in words
+    role: str                    # "ours" or "peer"
+    argv: Callable[[Path, int], list[str]]   # (run dir, repeat index) -> command line
+    repeats: int | None = None   # default: the run's --repeats
+    env: dict = field(default_factory=dict)
+    outputs: Callable[[Path], dict] = lambda d: {}  # run dir -> {name: size in bytes} (recorded)
+    seed_for_repeat: bool = False  # GENIE3: repeat r runs with seed r + 1 (recorded with the run)
+
+
+@dataclass
+class Case:
+    stage: str
+    name: str
+    params: dict
+    contenders: list[Contender]
+    # (ours key, peer key) -> ratio reported; the first pair is the case's headline
+    pairs: list[tuple[str, str]]
+    # run dirs of repeat 0 of every contender -> {"ok": bool|None, "detail": str, ...}
+    agree: Callable[[dict[str, Path]], dict] | None = None
+    # after each run: run dir -> extra fields stored with the run (e.g. AUROC/AUPR)
+    per_run: Callable[[str, Path], dict] | None = None
+    skip: str | None = None      # reason this case cannot run here (recorded, not an error)
+    prepare: Callable[[], None] | None = None  # make the inputs (seeded, cached in the work dir) just before
+    note: str = ""
+    keep_outputs: bool = False
+
+    @property
+    def id(self) -> str:
+        return f"{self.stage}/{self.name}"
+
+
+def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], timeout: float | None = None) -> dict:
+    """Alternate the contenders (A B C A B C ...), record every run, check agreement on repeat 0."""
+    rec: dict = {"stage": case.stage, "case": case.name, "id": case.id, "params": case.params, "note": case.note,
+                 "machine": MACHINE_BRIEF, "started": now(), "runs": [], "contenders": {}}
+    if case.skip:
+        rec.update(skipped=case.skip, finished=now())
+        log(f"  skipped: {case.skip}")
+        return rec
+    if case.prepare:
+        try:
+            case.prepare()
+        except Exception as exc:  # noqa: BLE001 - the inputs could not be made: recorded as skipped
+            rec.update(skipped=f"inputs could not be made: {exc}", finished=now())
+            log(f"  skipped: {rec['skipped']}")
+            return rec
+    cdir = work / case.id.replace("/", "__")
+    shutil.rmtree(cdir, ignore_errors=True)
+    n = {c.key: c.repeats or repeats for c in case.contenders}
+    first_dirs: dict[str, Path] = {}
+    failed: dict[str, str] = {}
+    for r in range(max(n.values())):
+        for c in case.contenders:
+            if r >= n[c.key] or c.key in failed:
+                continue
+            d = cdir / c.key / f"r{r}"
+            env = dict(c.env)
+            argv = c.argv(d, r)
+            d.mkdir(parents=True, exist_ok=True)
+            attempts = []
+            for attempt in range(2):  # one retry: a tool may fail for reasons of the moment (e.g. dask's start-up
+                try:                  # timeout on a saturated machine); the failed attempt stays in the record
+                    m = timed_run(argv, d, env, timeout=timeout)
+                except RuntimeError as exc:  # timed out: recorded as a failed run
+                    m = {"exit": None, "wall_s": timeout, "load_before": loadavg(), "load_after": loadavg()}
+                    (d / "stderr.txt").write_text(str(exc))
+                if m.get("exit") == 0 or attempt == 1:
+                    break
+                tail = (d / "stderr.txt").read_text(errors="replace").strip().splitlines()[-3:]
+                attempts.append({"exit": m.get("exit"), "wall_s": m.get("wall_s"), "error": " | ".join(tail)})
+                log(f"  {c.key} r{r}: exit {m.get('exit')}, running it once more")
+                shutil.rmtree(d, ignore_errors=True)
+                d.mkdir(parents=True)
+            if attempts:
+                m["failed_attempts"] = attempts
+            m.update(contender=c.key, repeat=r, outputs=c.outputs(d))
+            if c.seed_for_repeat:
+                m["seed"] = r + 1
+            if m.get("exit") != 0:
+                err = (d / "stderr.txt").read_text(errors="replace").strip().splitlines()[-5:]
+                failed[c.key] = f"exit {m.get('exit')}: " + " | ".join(err)
+                m["error"] = failed[c.key]
+                log(f"  {c.key} r{r}: FAILED {failed[c.key]}")
+            else:
+                if case.per_run:
+                    m.update(case.per_run(c.key, d))
+                log(f"  {c.key:<28} r{r}  wall {m['wall_s']:8.2f} s  cpu {m['cpu_s']:8.2f} s  "
+                    f"rss {m['peak_tree_rss_bytes'] / 2**20:7.0f} MiB  load {m['load_before'][:1]}")
+            m["argv"] = [_shorten(a, work) for a in argv]
+            rec["runs"].append(m)
+            if r == 0:
+                first_dirs[c.key] = d
+            elif not case.keep_outputs:
+                shutil.rmtree(d, ignore_errors=True)
+    for c in case.contenders:
+        runs = [x for x in rec["runs"] if x["contender"] == c.key and x.get("exit") == 0]
+        rec["contenders"][c.key] = {
+            "label": c.label, "role": c.role, "failed": failed.get(c.key),
+            "wall_s": summarize([x["wall_s"] for x in runs]), "cpu_s": summarize([x["cpu_s"] for x in runs]),
+            "peak_rss_bytes": summarize([x["peak_tree_rss_bytes"] for x in runs]),
+        }
+    rec["ratios"] = []
+    for ours, peer in case.pairs:
+        co, cp = rec["contenders"].get(ours), rec["contenders"].get(peer)
+        if not co or not cp:
+            continue
+        rec["ratios"].append({"ours": ours, "peer": peer, "wall": ratio(cp["wall_s"], co["wall_s"]),
+                              "cpu": ratio(cp["cpu_s"], co["cpu_s"])})
+    if case.agree and not failed:
+        try:
+            rec["agreement"] = case.agree(first_dirs)
+        except Exception as exc:  # noqa: BLE001 - a broken comparison is a failed check, recorded
+            rec["agreement"] = {"ok": False, "detail": f"comparison failed: {type(exc).__name__}: {exc}"}
+    elif failed:
+        rec["agreement"] = {"ok": False, "detail": "not compared: " + "; ".join(f"{k}: {v}" for k, v in failed.items())}
+    if not case.keep_outputs:
+        shutil.rmtree(cdir, ignore_errors=True)
+    rec["finished"] = now()
+    ag = rec.get("agreement")
+    if ag:
+        log(f"  agreement: {'OK' if ag.get('ok') else 'FAILED' if ag.get('ok') is False else 'n/a'} - {ag.get('detail', '')}")
+    return rec
+
+
+def _shorten(arg: str, work: Path) -> str:
+    s = str(arg)
+    for base, name in ((str(work), "$WORK"), (str(ROOT), "$REPO"), (str(Path.home()), "~")):
+        s = s.replace(base, name)
+    return s
+
+
+MACHINE_BRIEF: dict = {}
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --------------------------------------------------------------------------------------------------
+# the results file
+# --------------------------------------------------------------------------------------------------
+def load_results(path: Path) -> dict | None:
+    if path.exists():
+        return json.loads(path.read_text())
+    return None
+
+
+def write_json(path: Path, obj: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(obj, indent=1, sort_keys=False) + "\n")
+    os.replace(tmp, path)

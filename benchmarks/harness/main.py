@@ -1,0 +1,177 @@
+"""``benchmarks/run``: every stage against the real peer, side by side, alternating, with checked outputs.
+
+    benchmarks/run --peers ../shared/peers [--quick] [--stages fasta2h5,predict,...] [--repeats N]
+                   [--out DIR] [--workdir DIR] [--resume]
+
+For each case the commands (ours and the peer's, sometimes several of ours) run in turn, A B A B ...,
+``--repeats`` times each (default 3; 1 with ``--quick``), as fresh processes. Each run records wall and CPU
+seconds (user + sys, descendants included, from ``wait4``), the peak RSS (largest process and the sampled
+process tree), the load average before and after, and the output sizes. The outputs of the first repeat are
+compared (the fidelity tests' comparisons, see ``harness/agree.py``). After every case the results file
+``<out>/<date>-<host>[-quick].json`` is rewritten, with the machine in every case record, and its Markdown
+table beside it (``benchmarks/render`` makes the README/docs tables from these files). A run that is cut
+short keeps every finished case; ``--resume`` skips the cases already in today's file.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import cases as C
+from . import core
+from .render import render_file
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="benchmarks/run", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--peers", default=str(core.ROOT.parent / "shared" / "peers"),
+                    help="the peers kit (default ../shared/peers beside the checkout)")
+    ap.add_argument("--quick", action="store_true", help="small inputs, 1 repeat: a few minutes (CI)")
+    ap.add_argument("--stages", default=",".join(C.STAGES), help=f"comma-separated subset of {','.join(C.STAGES)}")
+    ap.add_argument("--cases", default=None, help="only cases whose name contains one of these comma-separated words")
+    ap.add_argument("--repeats", type=int, default=None, help="runs per command (default 3; --quick 1)")
+    ap.add_argument("--out", default=str(core.ROOT / "benchmarks" / "results"), help="results directory")
+    ap.add_argument("--workdir", default=None,
+                    help="inputs and scratch outputs (default $TMPDIR/chromaflow-bench-<host>; inputs are kept "
+                         "there for later runs)")
+    ap.add_argument("--resume", action="store_true", help="skip cases already in today's results file")
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds per run before it is killed")
+    a = ap.parse_args(argv)
+    a.repeats = a.repeats or (1 if a.quick else 3)
+    bad = [s for s in a.stages.split(",") if s and s not in C.STAGES]
+    if bad:
+        ap.error(f"unknown stage(s) {bad}; choose from {', '.join(C.STAGES)}")
+    if a.repeats < 1:
+        ap.error("--repeats must be >= 1")
+    if not a.quick and a.repeats < 3:
+        print("benchmarks/run: warning: fewer than 3 repeats: medians and spreads will not be published-grade",
+              file=sys.stderr)
+    return a
+
+
+def _peers_ready(peers: Path, launchers: list[str]) -> str | None:
+    """None if every launcher runs here, else why not (one line)."""
+    if not (peers / "bin").is_dir():
+        return f"peers kit not found at {peers}"
+    for name in launchers:
+        exe = peers / "bin" / name
+        probe = {"peer-arboreto-python": ["-c", "import arboreto"], "peer-genie3-python": ["-c", "import GENIE3"]}
+        p = subprocess.run([str(exe), *probe.get(name, ["--help"])], capture_output=True, text=True)
+        if p.returncode != 0:
+            return f"{name} does not run: " + (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    t_start = time.time()
+    peers = Path(a.peers).resolve()
+    host = socket.gethostname().split(".")[0]
+    out_dir = Path(a.out)
+    day = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    res_path = out_dir / f"{day}-{host}{'-quick' if a.quick else ''}.json"
+    work = Path(a.workdir or Path(os.environ.get("TMPDIR", "/tmp")) / f"chromaflow-bench-{host}")
+    work.mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    machine = core.machine_info()
+    core.MACHINE_BRIEF.update({k: machine[k] for k in ("host", "cpu_model", "cpu_flags", "logical_cpus",
+                                                       "usable_cpus", "memory_bytes")})
+    results = core.load_results(res_path) or {}
+    if results.get("schema") not in (None, core.SCHEMA):
+        raise SystemExit(f"{res_path}: unknown schema {results.get('schema')!r}")
+    command = "benchmarks/run " + " ".join(shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:]))
+    results.setdefault("commands", [])
+    if command not in results["commands"]:
+        results["commands"].append(command)
+    results.update({
+        "schema": core.SCHEMA,
+        "command": command,
+        "quick": a.quick, "repeats": a.repeats, "machine": machine, "software": core.software_versions(),
+        "git": core.git_state(), "peers": {"path": a.peers, **_peers_kit(peers)},
+        "last_started": core.now(),
+    })
+    results.setdefault("first_started", results["last_started"])
+    results.setdefault("cases", [])
+    done = {c["id"] for c in results["cases"] if not c.get("skipped")} if a.resume else set()
+    ctx = C.Ctx(peers=peers, work=work, quick=a.quick, repeats=a.repeats, log=log)
+    words = [w for w in (a.cases or "").split(",") if w]
+    failures = 0
+    for stage in [s for s in C.STAGES if s in a.stages.split(",")]:
+        log(f"== {stage}")
+        why = _peers_ready(peers, C.PEERS_NEEDED[stage])
+        try:
+            warm, cases = C.BUILDERS[stage](ctx)
+        except Exception as exc:  # noqa: BLE001 - inputs could not be made: record, go on with other stages
+            log(f"  cannot prepare {stage}: {exc}")
+            _store(results, {"stage": stage, "case": "*", "id": f"{stage}/*", "skipped": f"inputs failed: {exc}",
+                             "machine": core.MACHINE_BRIEF}, res_path)
+            failures += 1
+            continue
+        cases = [c for c in cases if not words or any(w in c.name for w in words)]
+        if why:
+            for c in cases:
+                c.skip = c.skip or f"peer unavailable: {why}"
+        todo = [c for c in cases if c.id not in done]
+        if any(not c.skip for c in todo) and not a.quick:  # quick: 1 unpublished repeat, no warm-up
+            _warm_up(warm, work / "warmup", log)
+        for case in todo:
+            log(f"-- {case.id}")
+            rec = core.run_case(case, work / "runs", a.repeats, log, timeout=a.timeout)
+            rec["repeats"] = a.repeats
+            rec["command"] = command
+            _store(results, rec, res_path)
+            ag = rec.get("agreement") or {}
+            failures += ag.get("ok") is False
+    results["last_finished"] = core.now()
+    results["elapsed_s"] = round(time.time() - t_start, 1)
+    core.write_json(res_path, results)
+    md = render_file(res_path)
+    log(f"wrote {res_path} and {md} ({results['elapsed_s']:.0f} s)")
+    skipped = [c["id"] for c in results["cases"] if c.get("skipped")]
+    if skipped:
+        log(f"benchmarks/run: {len(skipped)} case(s) skipped (reasons in the results): {', '.join(skipped)}")
+    if failures:
+        log(f"benchmarks/run: {failures} case(s) whose outputs did not agree or could not be prepared")
+    return 1 if failures else 0
+
+
+def _peers_kit(peers: Path) -> dict:
+    import hashlib
+
+    sums = peers / "SHA256SUMS"
+    return {"sha256sums": hashlib.sha256(sums.read_bytes()).hexdigest()[:16] if sums.exists() else None}
+
+
+def _store(results: dict, rec: dict, path: Path) -> None:
+    results["cases"] = [c for c in results["cases"] if c["id"] != rec["id"]] + [rec]
+    core.write_json(path, results)
+    render_file(path)
+
+
+def _warm_up(commands: list, d: Path, log) -> None:
+    """Untimed first runs: imports into the page cache, the onehot kernel compiled, the peers' venvs read."""
+    for argv in commands:
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+        full = [str(x).replace("{d}", str(d)) for x in argv]
+        p = subprocess.run(full, capture_output=True, text=True, env=dict(os.environ, CHROMAFLOW_PROGRESS="0"))
+        if p.returncode != 0:
+            log(f"  warm-up failed (ignored): {' '.join(full)}: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
+    shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,331 @@
+"""The benchmark harness (``benchmarks/run``): its measurements, its output comparisons, its tables, and a real
+``--quick`` run against the real peers (so the harness cannot rot)."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "benchmarks"
+PEERS = (ROOT / ".." / "shared" / "peers").resolve()
+sys.path.insert(0, str(BENCH))
+
+from harness import agree, core, render  # noqa: E402
+
+
+def _ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+# --------------------------------------------------------------------------------------------------
+# measuring one run
+# --------------------------------------------------------------------------------------------------
+def test_cpu_of_descendants_is_counted(tmp_path):
+    """A command whose CPU is burnt by a grandchild: wait4 of the runner includes it."""
+    burn = "import time; t = time.process_time(); x = 0\nwhile time.process_time() - t < 0.6: x += 1"
+    cmd = [sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {burn!r}])"]
+    m = core.timed_run(cmd, tmp_path / "r")
+    assert m["exit"] == 0
+    assert m["cpu_s"] >= 0.55, m
+    assert m["wall_s"] >= m["cpu_s"] * 0.5
+
+
+def test_peak_rss_is_the_commands_not_the_parents(tmp_path):
+    """The harness process may be big; the command's peak RSS must not inherit it (ru_maxrss survives fork+exec)."""
+    ballast = np.ones(400 * 2**20 // 8)  # 400 MiB resident in this (parent) process
+    small = core.timed_run([sys.executable, "-S", "-c", "pass"], tmp_path / "s")
+    big = core.timed_run([sys.executable, "-c", "import numpy as np; a = np.ones(300 * 2**20 // 8); a.sum()"],
+                         tmp_path / "b")
+    assert ballast.sum() > 0
+    assert small["peak_rss_bytes"] < 100 * 2**20, small
+    assert 300 * 2**20 <= big["peak_rss_bytes"] < 600 * 2**20, big
+    assert big["peak_tree_rss_bytes"] >= big["peak_rss_bytes"]
+
+
+def test_failed_command_and_summary(tmp_path):
+    m = core.timed_run([sys.executable, "-c", "import sys; print('boom', file=sys.stderr); sys.exit(3)"],
+                       tmp_path / "f")
+    assert m["exit"] == 3 and (tmp_path / "f" / "stderr.txt").read_text().strip() == "boom"
+    s = core.summarize([3.0, 1.0, 2.0, 10.0])
+    assert (s["n"], s["median"], s["min"], s["max"]) == (4, 2.5, 1.0, 10.0)
+    r = core.ratio(core.summarize([10.0, 12.0, 11.0]), core.summarize([1.0, 2.0, 1.5]))
+    assert r["of_medians"] == pytest.approx(11 / 1.5) and r["low"] == pytest.approx(5) and r["high"] == 12
+
+
+def test_alternation_and_failure_recording(tmp_path):
+    order = tmp_path / "order.txt"
+
+    def writer(tag):
+        return lambda d, r: [sys.executable, "-c", f"open({str(order)!r}, 'a').write('{tag}{r} ')"]
+
+    flaky = tmp_path / "flaky"  # fails the first time only: retried once, the failed attempt recorded
+    case = core.Case("t", "alt", {}, [core.Contender("a", "A", "ours", writer("a")),
+                                      core.Contender("b", "B", "peer", writer("b")),
+                                      core.Contender("c", "C", "peer", lambda d, r: [sys.executable, "-c", "1/0"]),
+                                      core.Contender("f", "F", "peer", lambda d, r: [
+                                          sys.executable, "-c", f"import os, sys; p = {str(flaky)!r}\n"
+                                          "if not os.path.exists(p): open(p, 'w'); sys.exit(7)"])],
+                     [("a", "b"), ("a", "c")], agree=lambda dirs: {"ok": True, "detail": "x"})
+    rec = core.run_case(case, tmp_path / "w", 3, log=lambda m: None)
+    assert order.read_text().split() == ["a0", "b0", "a1", "b1", "a2", "b2"]  # A B A B A B; c stopped after failing
+    f_runs = [r for r in rec["runs"] if r["contender"] == "f"]
+    assert [r["exit"] for r in f_runs] == [0, 0, 0] and f_runs[0]["failed_attempts"][0]["exit"] == 7
+    assert "failed_attempts" not in f_runs[1]
+    assert rec["contenders"]["c"]["failed"].startswith("exit 1")
+    assert len([r for r in rec["runs"] if r["contender"] == "c"]) == 1  # retried once, then given up
+    assert rec["agreement"]["ok"] is False and "not compared" in rec["agreement"]["detail"]
+    assert rec["contenders"]["a"]["wall_s"]["n"] == 3 and rec["ratios"][0]["wall"] is not None
+
+
+# --------------------------------------------------------------------------------------------------
+# the output comparisons fail on a wrong output
+# --------------------------------------------------------------------------------------------------
+def test_h5_comparison_catches_one_changed_value(tmp_path):
+    from chromaflow.fasta2h5 import convert
+
+    fa = tmp_path / "g.fa"
+    fa.write_text(">a\n" + "ACGTN" * 300 + "\n>b\nGATTACA\n")
+    a, b = tmp_path / "a.h5", tmp_path / "b.h5"
+    convert(str(fa), a, "sp", 100)
+    convert(str(fa), b, "sp", 100, deflate="zlib")
+    assert agree.h5(str(a), str(b))["ok"] is True
+    with h5py.File(b, "r+") as f:
+        x = f["data/X"][7]
+        x[5, 0] = 0.5
+        f["data/X"][7] = x
+    res = agree.h5(str(a), str(b))
+    assert res["ok"] is False and "data/X" in res["detail"] and "row 7" in res["detail"]
+
+
+def _predictions_h5(path: Path, plus: np.ndarray, minus: np.ndarray, L: int = 21384) -> None:
+    """A one-chromosome, one-dataset predictions h5 in Predmoter's layout (FORMATS.md §4)."""
+    n = plus.size
+    k = -(-n // L)
+    rows, se = [], []
+    for i in range(k):
+        r = np.full(L, -1, np.int64)
+        r[:min(L, n - i * L)] = plus[i * L:(i + 1) * L]
+        rows.append(r)
+        se.append([i * L, min((i + 1) * L, n)])
+    for i in reversed(range(k)):
+        seg = minus[i * L:(i + 1) * L][::-1]
+        r = np.full(L, -1, np.int64)
+        r[:seg.size] = seg
+        rows.append(r)
+        se.append([min((i + 1) * L, n), i * L])
+    with h5py.File(path, "w") as f:
+        f["data/seqids"] = np.array([b"chr1"] * len(rows), dtype="S50")
+        f["data/start_ends"] = np.array(se, dtype=np.int64)
+        f["prediction/datasets"] = np.array([b"atacseq"], dtype="S25")
+        f["prediction/predictions"] = np.stack(rows)[:, :, None]
+
+
+def _bedgraph(path: Path, values: np.ndarray) -> None:
+    change = np.flatnonzero(np.diff(values)) + 1
+    starts = np.concatenate([[0], change])
+    ends = np.concatenate([change, [values.size]])
+    with gzip.open(path, "wt") as f:
+        f.write("\n".join(f"chr1\t{s}\t{e}\t{float(values[s])}" for s, e in zip(starts, ends)))
+
+
+def test_track_comparison_allows_exact_ties_only(tmp_path):
+    """ws=4: a difference of 1 where the window sum is 2 mod 4 (mean k.5) is a tie; anywhere else it is not."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    plus = rng.integers(0, 4, n)
+    pred = tmp_path / "p.h5"
+    _predictions_h5(pred, plus, plus)
+    w = 4
+    cs = np.concatenate([[0], np.cumsum(plus)])
+    i = np.arange(n)
+    S = cs[np.clip(i + 2, 0, n)] - cs[np.clip(i - 2, 0, n)]  # window [i-2, i+1] for w = 4
+    smooth = np.floor(S / w + 0.5).astype(np.int64)  # ties rounded up: differs from half-to-even at some ties
+    exact = np.round(S / w).astype(np.int64)          # half to even
+    ours, peer = tmp_path / "ours", tmp_path / "peer"
+    ours.mkdir()
+    peer.mkdir()
+    name = "bench_atacseq_+_strand_ws=4.bg.gz"
+    _bedgraph(ours / name, exact)
+    _bedgraph(peer / name, exact)
+    assert agree.tracks(str(ours), str(peer), str(pred), "4")["ok"] is True
+    _bedgraph(peer / name, smooth)
+    ties = int(((2 * S) % (2 * w) == w).sum())
+    differ = int((smooth != exact).sum())
+    assert 0 < differ <= ties
+    res = agree.tracks(str(ours), str(peer), str(pred), "4")
+    assert res["ok"] is True and res["tie_bp"] == differ, res
+    bad = exact.copy()
+    j = int(np.flatnonzero((2 * S) % (2 * w) != w)[10])
+    bad[j] += 1
+    _bedgraph(peer / name, bad)
+    res = agree.tracks(str(ours), str(peer), str(pred), "4")
+    assert res["ok"] is False and "not exact .5 ties" in res["detail"], res
+    res = agree.tracks(str(ours), str(peer), str(pred), "0")  # without smoothing nothing is a tie
+    assert res["ok"] is False
+
+
+def test_scores_and_exponent():
+    assert render.fit_exponent([1, 10, 100], [3, 300, 30000]) == pytest.approx(2.0)
+    assert render.fit_exponent([1, 2, 4], [5, 5, 5]) == pytest.approx(0.0)
+
+
+@pytest.mark.reference
+def test_score_matches_dream4_gold_orientation(reference_dir, tmp_path):
+    """A link list equal to the gold standard scores AUROC = AUPR = 1; reversed edges score far lower."""
+    gold = reference_dir / "dream4" / "DREAM4_GoldStandard_InSilico_Size100_multifactorial_1.tsv"
+    rows = [line.split() for line in gold.read_text().splitlines()]
+    good, rev = tmp_path / "good.tsv", tmp_path / "rev.tsv"
+    good.write_text("TF\ttarget\timportance\n" + "".join(f"{a}\t{b}\t{v}\n" for a, b, v in rows))
+    rev.write_text("".join(f"{b}\t{a}\t{v}\n" for a, b, v in rows))
+    g = agree.score(str(good), str(gold))
+    assert g["auroc"] == 1.0 and g["aupr"] == 1.0 and g["scored_links"] == 9900
+    assert agree.score(str(rev), str(gold))["aupr"] < 0.5
+
+
+# --------------------------------------------------------------------------------------------------
+# the real thing: benchmarks/run --quick against the real peers
+# --------------------------------------------------------------------------------------------------
+def _peers_or_skip() -> None:
+    why = None
+    if not (PEERS / "bin").is_dir():
+        why = f"peers kit {PEERS} is absent"
+    else:
+        p = subprocess.run([str(PEERS / "bin" / "peer-helixer-fasta2h5"), "--help"], capture_output=True, text=True)
+        if p.returncode != 0:
+            why = "peers are not set up here (run ../shared/peers/setup-peers): " + (p.stderr.strip() or "?")[-200:]
+    if why:
+        if _ci() and os.environ.get("CHROMAFLOW_REQUIRE_REFERENCE", "1") != "0":
+            pytest.fail(why)
+        pytest.skip(why)
+
+
+@pytest.mark.reference
+def test_quick_run_against_the_real_peers(tmp_path, reference_dir):
+    _peers_or_skip()
+    out = tmp_path / "results"
+    p = subprocess.run([str(BENCH / "run"), "--peers", str(PEERS), "--quick", "--out", str(out), "--workdir",
+                        str(tmp_path / "work")], capture_output=True, text=True, cwd=ROOT, timeout=3600)
+    assert p.returncode == 0, p.stderr[-4000:]
+    files = sorted(out.glob("*-quick.json"))
+    assert len(files) == 1
+    res = json.loads(files[0].read_text())
+    assert res["schema"] == core.SCHEMA and res["quick"] is True and res["repeats"] == 1
+    m = res["machine"]
+    assert m["cpu_model"] and m["logical_cpus"] >= 1 and m["memory_bytes"] > 0 and isinstance(m["cpu_flags"], list)
+    stages = {c["stage"] for c in res["cases"]}
+    assert stages == {"fasta2h5", "predict", "bigwig", "genie3", "scaling"}
+    ran = [c for c in res["cases"] if not c.get("skipped")]
+    for c in res["cases"]:
+        assert c["machine"]["cpu_model"] == m["cpu_model"]
+        if c.get("skipped"):
+            assert c["skipped"].strip()
+    for c in ran:
+        for r in c["runs"]:
+            assert r["exit"] == 0, (c["id"], r)
+            assert r["wall_s"] > 0 and r["cpu_s"] > 0 and r["peak_tree_rss_bytes"] > 10 * 2**20
+            assert len(r["load_before"]) == 3 and len(r["load_after"]) == 3
+        for k, con in c["contenders"].items():
+            assert con["wall_s"]["n"] == 1, (c["id"], k)
+        for rt in c["ratios"]:
+            assert rt["wall"]["of_medians"] > 0 and rt["cpu"]["of_medians"] > 0
+    # the outputs agree: fasta2h5 datasets, predict fp32, bigwig intervals
+    checked = [c for c in ran if c["stage"] in ("fasta2h5", "predict", "bigwig")]
+    assert {c["stage"] for c in checked} == {"fasta2h5", "predict", "bigwig"}
+    for c in checked:
+        assert c["agreement"]["ok"] is True, (c["id"], c["agreement"])
+    pred = next(c for c in checked if c["stage"] == "predict")
+    assert pred["agreement"]["bf16"]["values"] > 0
+    f2h = [c for c in checked if c["stage"] == "fasta2h5"]
+    for c in f2h:
+        assert c["agreement"]["per_contender"]["chromaflow"]["size_ratio"] <= render.EQUAL_SIZE
+        assert abs(c["agreement"]["per_contender"]["chromaflow --deflate zlib"]["size_ratio"] - 1) < 0.01
+    g3 = [r for c in ran if c["stage"] == "genie3" for r in c["runs"]]
+    assert {r["contender"] for r in g3} == {"chromaflow", "arboreto genie3", "reference GENIE3", "arboreto grnboost2"}
+    assert all(0.5 < r["auroc"] <= 1 and 0 < r["aupr"] <= 1 for r in g3)
+    md = files[0].with_suffix(".md").read_text()
+    assert "## Ratios" in md
+    for c in f2h:  # the headline row of every FASTA case: the default against Helixer, with its size
+        assert f"| fasta2h5 | {c['case']} | chromaflow fasta2h5 (default) | Helixer" in md
+    for c in res["cases"]:
+        assert f"### {c['case']}" in md
+    assert (out / (files[0].stem + "-scaling.png")).stat().st_size > 1000
+
+
+def test_resume_skips_finished_cases_and_keeps_them(tmp_path, monkeypatch):
+    """A run cut short keeps its finished cases; --resume runs only what is missing."""
+    from harness import cases as C
+    from harness import main as M
+
+    calls = tmp_path / "calls.txt"
+
+    def stage(ctx):
+        def case(name):
+            c = core.Contender("chromaflow", "x", "ours",
+                               lambda d, r, name=name: [sys.executable, "-c",
+                                                        f"open({str(calls)!r}, 'a').write('{name} ')"])
+            return core.Case("scaling", name, {"series": "t", "size": 1 if name == "one" else 2, "unit": "u"}, [c], [])
+        return [], [case("one"), case("two")]
+
+    monkeypatch.setitem(C.BUILDERS, "scaling", stage)
+    monkeypatch.setitem(C.PEERS_NEEDED, "scaling", [])
+    args = ["--quick", "--stages", "scaling", "--out", str(tmp_path / "out"), "--workdir", str(tmp_path / "w")]
+    assert M.main(args + ["--cases", "one"]) == 0
+    assert calls.read_text().split() == ["one"]
+    res_file = next((tmp_path / "out").glob("*-quick.json"))
+    first = json.loads(res_file.read_text())
+    assert [c["id"] for c in first["cases"]] == ["scaling/one"]
+    assert M.main(args + ["--resume"]) == 0
+    assert calls.read_text().split() == ["one", "two"]  # 'one' was not run again
+    res = json.loads(res_file.read_text())
+    assert [c["id"] for c in res["cases"]] == ["scaling/one", "scaling/two"]
+    assert res["cases"][0]["started"] == first["cases"][0]["started"]
+    assert len(res["commands"]) == 2
+    assert M.main(args) == 0  # without --resume: every selected case again, still one record each
+    assert calls.read_text().split() == ["one", "two", "one", "two"]
+    assert [c["id"] for c in json.loads(res_file.read_text())["cases"]] == ["scaling/one", "scaling/two"]
+
+
+def test_published_tables_are_generated():
+    """README/docs tables and every RESULTS.md are exactly what benchmarks/render makes from benchmarks/results/."""
+    stale = [str(p.relative_to(ROOT)) for p, text in render.published().items() if p.read_text() != text]
+    assert not stale, f"edited by hand or not regenerated (run benchmarks/render): {stale}"
+
+
+def test_render_of_a_full_run(tmp_path):
+    """A (tiny, fake) full run renders into the README row, the fasta2h5 engine table and RESULTS.md."""
+    def cmd(seconds):
+        return lambda d, r: [sys.executable, "-c", f"import time; t=time.process_time()\nwhile time.process_time()-t<{seconds}: pass"]
+
+    case = core.Case("fasta2h5", "5x10Mbp", {"bp": 50_000_000, "records": 5},
+                     [core.Contender("helixer", "Helixer fasta2h5.py", "peer", cmd(0.4)),
+                      core.Contender("chromaflow", "chromaflow fasta2h5 (default)", "ours", cmd(0.02))],
+                     [("chromaflow", "helixer")],
+                     agree=lambda dirs: {"ok": True, "detail": "same", "per_contender": {
+                         "chromaflow": {"ok": True, "size_ratio": 0.83}}})
+    rec = core.run_case(case, tmp_path / "w", 3, log=lambda m: None)
+    rec.update(repeats=3, command="benchmarks/run --stages fasta2h5")
+    res = {"schema": core.SCHEMA, "command": "benchmarks/run --stages fasta2h5", "commands": ["benchmarks/run"],
+           "quick": False, "repeats": 3, "machine": core.machine_info(), "cases": [rec],
+           "first_started": "t0", "last_started": "t1", "last_finished": "t2"}
+    rdir = tmp_path / "results"
+    rdir.mkdir()
+    (rdir / "2099-01-01-test.json").write_text(json.dumps(res))
+    out = render.published(rdir)
+    readme = out[ROOT / "benchmarks" / "README.md"]
+    row = next(line for line in readme.splitlines() if line.startswith("| fasta2h5 | 5x10Mbp |"))
+    r = rec["ratios"][0]["cpu"]["of_medians"]
+    assert 5 < r and f"**{r:.1f}×**" in row and "equal size ✔" in row and "0.830× Helixer's" in row
+    assert "2099-01-01-test.json" in readme
+    f2h = out[ROOT / "docs" / "fasta2h5.md"]
+    assert "| chromaflow fasta2h5 (default) |" in f2h and "| 0.830 |" in f2h
+    assert "### 5x10Mbp" in out[ROOT / "benchmarks" / "fasta2h5" / "RESULTS.md"]
+    assert "No published run yet" in out[ROOT / "benchmarks" / "genie3" / "RESULTS.md"] or \
+        "no case of this stage" in out[ROOT / "benchmarks" / "genie3" / "RESULTS.md"]
