@@ -456,3 +456,25 @@ def test_out_leaves_input_untouched(case, tmp_path):
     assert _sha(tmp_path / "new.h5") == _sha(inplace)
     again = _cli("--h5", src, "--prefix", "x", "--bam", d / "a.bam", "--unstranded", "--out", tmp_path / "new.h5")
     assert again.returncode != 0 and "output exists" in again.stderr
+
+
+def test_explicit_bam_index(case, tmp_path):
+    """--bam-index: an index that is not beside the BAM (as a pipeline stages them) gives the same file."""
+    d, h5 = case
+    (tmp_path / "bams").mkdir()
+    (tmp_path / "idx").mkdir()
+    shutil.copy(d / "a.bam", tmp_path / "bams" / "a.bam")
+    shutil.copy(d / "a.bam.bai", tmp_path / "idx" / "a.index")
+    ref, got = tmp_path / "ref.h5", tmp_path / "got.h5"
+    shutil.copy(h5, ref)
+    shutil.copy(h5, got)
+    assert _cli("--h5", ref, "--prefix", "x", "--bam", "a.bam", "--unstranded", cwd=d.parent / d.name).returncode == 0
+    res = _cli("--h5", got, "--prefix", "x", "--bam", "a.bam", "--bam-index", tmp_path / "idx" / "a.index",
+               "--unstranded", cwd=tmp_path / "bams")
+    assert res.returncode == 0, res.stderr
+    assert _sha(ref) == _sha(got)
+    res = _cli("--h5", got, "--prefix", "y", "--bam", "a.bam", "--unstranded", cwd=tmp_path / "bams")
+    assert res.returncode != 0 and "no index" in res.stderr
+    res = _cli("--h5", got, "--prefix", "y", "--bam", "a.bam", "a.bam", "--bam-index", "i1", "--unstranded",
+               cwd=tmp_path / "bams")
+    assert res.returncode != 0 and "--bam-index" in res.stderr

@@ -59,12 +59,12 @@ _SOURCES: dict[str, object] = {}
 _ZERO_CHUNKS: dict[tuple[str, int, int], tuple[int, bytes]] = {}
 
 
-def _open_source(kind: str, path: str):
+def _open_source(kind: str, path: str, index: str | None = None):
     src = _SOURCES.get(path)
     if src is None:
         if kind == "bam":
             import pysam
-            src = pysam.AlignmentFile(path, "rb")
+            src = pysam.AlignmentFile(path, "rb", index_filename=index)
         else:
             import pyBigWig
             src = pyBigWig.open(path)
@@ -127,11 +127,12 @@ class Task:
     opt: CountOptions
     raw: bool  # return arrays instead of compressed chunks (existing dataset with other filters)
     dtype: str
+    index: str | None = None  # explicit BAM index (else <bam>.bai / .csi beside it)
 
 
 def run_task(task: Task):
     """Count one window of one source and return (rows, cov chunks, spliced chunks, reads counted, bp)."""
-    src = _open_source(task.kind, task.path)
+    src = _open_source(task.kind, task.path, task.index)
     length = task.length
     n = task.unit.n_rows
     cov = np.empty((n, length), dtype=task.dtype)
@@ -222,7 +223,8 @@ def _existing(fh, h5: str, prefix: str, layout: GenomeLayout, dtype: str) -> tup
 
 def add_coverage(h5: str, prefix: str, paths: list[str], kind: str, opt: CountOptions, *, threads: int = 1,
                  species: str | None = None, window_bp: int = DEFAULT_WINDOW_BP,
-                 progress: bool | None = None, out: str | None = None) -> AddResult:
+                 progress: bool | None = None, out: str | None = None,
+                 indexes: list[str] | None = None) -> AddResult:
     """Add coverage of ``paths`` (BAMs or bigWigs) to ``h5`` under ``prefix``; see the module docstring.
 
     With ``out`` the result goes to that new file (the input is left untouched); otherwise ``h5`` is replaced.
@@ -231,6 +233,9 @@ def add_coverage(h5: str, prefix: str, paths: list[str], kind: str, opt: CountOp
 
     if not prefix or "/" in prefix or prefix.strip() != prefix:
         raise ChromaflowError(f"--prefix {prefix!r}: expected a plain name such as atacseq")
+    if indexes is not None and len(indexes) != len(paths):
+        raise ChromaflowError(f"--bam-index: {len(indexes)} index file(s) for {len(paths)} BAM file(s)")
+    index_of = dict(zip(paths, indexes)) if indexes is not None else {}
     paths = _dedupe(paths)
     for p in paths:
         if len(p.encode()) > PATH_BYTES:
@@ -259,7 +264,10 @@ def add_coverage(h5: str, prefix: str, paths: list[str], kind: str, opt: CountOp
     for s in layout.seqids[rows].tolist():
         needed.setdefault(s, layout.record_lengths[s])
     for p in paths:
-        (check_bam if kind == "bam" else check_bigwig)(p, needed)
+        if kind == "bam":
+            check_bam(p, needed, index_of.get(p))
+        else:
+            check_bigwig(p, needed)
 
     units = plan_units(layout, rows, window_bp)
     result = AddResult(rows=int(rows.size), columns=list(range(col0, col0 + len(paths))), units=len(units),
@@ -272,7 +280,7 @@ def add_coverage(h5: str, prefix: str, paths: list[str], kind: str, opt: CountOp
         for j, p in enumerate(paths):
             tasks.append(Task(unit=unit, col=col0 + j, kind=kind, path=p, length=layout.length, start_ends=se,
                               record_lengths={s.seqid: needed[s.seqid] for s in unit.segments}, opt=opt,
-                              raw=not direct, dtype=dtype))
+                              raw=not direct, dtype=dtype, index=index_of.get(p)))
     total_bp = sum(u.bp for u in units) * len(paths)
     mode = stat.S_IMODE(os.stat(h5).st_mode)
 

@@ -19,6 +19,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--bam", nargs="+", metavar="BAM",
                      help="coordinate-sorted, indexed BAM file(s), one coverage column (replicate) each")
+    p.add_argument("--bam-index", nargs="+", metavar="BAI", default=None,
+                   help="index of each --bam, in the same order (default: <bam>.bai or .csi beside it)")
     src.add_argument("--bigwig", nargs="+", metavar="BW",
                      help="bigWig coverage file(s), one column each (float32 values; needs --unstranded)")
     strand = p.add_mutually_exclusive_group(required=True)
@@ -56,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
 
     kind = "bam" if args.bam else "bigwig"
     paths = args.bam or args.bigwig
+    if args.bam_index is not None and not args.bam:
+        raise ChromaflowError("--bam-index goes with --bam")
     if args.shift and args.strand_mode != "unstranded":
         raise ChromaflowError("--shift is only allowed with --unstranded (as in Helixer)")
     if kind == "bigwig":
@@ -80,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     with StageMetrics("add_coverage", args.metrics, threads=threads, prefix=args.prefix, input_kind=kind,
                       strand_mode=args.strand_mode, shift=args.shift) as m:
         res = add_coverage(args.h5, args.prefix, paths, kind, opt, threads=threads, species=args.species,
-                           window_bp=window, out=args.out)
+                           window_bp=window, out=args.out, indexes=args.bam_index)
         m.set(bp=res.bp, subsequences=res.rows, columns=res.columns, reads_counted=res.reads_counted,
               tasks=res.units * len(res.reads_counted), appended=res.appended)
     return 0

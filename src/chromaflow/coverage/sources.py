@@ -45,7 +45,7 @@ class CountOptions:
 # --------------------------------------------------------------------------------------------------
 # validation (before anything is written)
 # --------------------------------------------------------------------------------------------------
-def check_bam(path: str, needed: dict[str, int]) -> None:
+def check_bam(path: str, needed: dict[str, int], index: str | None = None) -> None:
     """Raise a one-line error unless ``path`` is a coordinate-sorted, indexed BAM holding every needed seqid
     with the genome's length and at least one mapped read on them."""
     import pysam
@@ -56,10 +56,13 @@ def check_bam(path: str, needed: dict[str, int]) -> None:
         raise ChromaflowError(f"{path}: BAM path is not a regular file")
     if os.path.getsize(path) == 0:
         raise ChromaflowError(f"{path}: BAM file is empty (0 bytes)")
+    if index is not None and not os.path.isfile(index):
+        raise ChromaflowError(f"{index}: BAM index does not exist")
     try:
-        bam = pysam.AlignmentFile(path, "rb")
+        bam = pysam.AlignmentFile(path, "rb", index_filename=index)
     except (ValueError, OSError) as exc:
-        raise ChromaflowError(f"{path}: not a readable BAM file ({_first_line(exc)})") from None
+        where = f"{path} (index {index})" if index else path
+        raise ChromaflowError(f"{where}: not a readable BAM file or index ({_first_line(exc)})") from None
     with bam:
         if not bam.is_bam:
             raise ChromaflowError(f"{path}: not a BAM file (SAM/CRAM are not supported; convert with samtools view -b)")
