@@ -12,6 +12,7 @@ nextflow.enable.dsl = 2
 
 include { CHROMAFLOW       } from './workflows/chromaflow'
 include { parseSamplesheet } from './subworkflows/local/samplesheet'
+include { TRAIN_MODEL; parseTrainSheet } from './workflows/train'
 
 def helpText() {
     """
@@ -23,6 +24,7 @@ def helpText() {
       --predict_shards N     prediction tasks per assembly (integer or 'auto')
       --track_strand S       avg | + | - | all          --track_format bigwig | bedgraph
       --skip_predict / --skip_tracks / --skip_genie3 / --skip_benchmark
+      --mode train --train_sheet S.csv   train a model from reads (docs/training.md)
 
     All parameters: docs/usage.md and nextflow_schema.json.
     """.stripIndent()
@@ -43,6 +45,12 @@ def validateParams() {
     if (!(params.genie3_tree_method in ['RF', 'ET'])) problems << "--genie3_tree_method must be RF or ET (got '${params.genie3_tree_method}')"
     if (!(params.genie3_layout in ['genes-x-samples', 'samples-x-genes'])) problems << "--genie3_layout must be genes-x-samples or samples-x-genes (got '${params.genie3_layout}')"
     if (!(params.genie3_chunk_size.toString().isInteger() && (params.genie3_chunk_size as int) >= 1)) problems << "--genie3_chunk_size must be a positive integer (got '${params.genie3_chunk_size}')"
+    if (!(params.mode in ['predict', 'train'])) problems << "--mode must be predict or train (got '${params.mode}')"
+    if (params.mode == 'train') {
+        if (params.train_init && !file(params.train_init).exists()) problems << "--train_init: file not found: ${params.train_init}"
+        if (problems) error(problems.join('\n'))
+        return
+    }
     if (!params.skip_predict && !params.test_model && !params.model) problems << "--model is required (a Predmoter .ckpt path or https URL), or use --skip_predict"
     if (params.model && !params.test_model && !(params.model ==~ /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/.*/) && !file(params.model).exists()) problems << "--model: file not found: ${params.model}"
     if (problems) error(problems.join('\n'))
@@ -54,6 +62,12 @@ workflow {
         return
     }
     validateParams()
+    if (params.mode == 'train') {
+        def trainRows = parseTrainSheet(params.train_sheet)
+        log.info "chromaflow ${workflow.manifest.version}: training '${params.train_name}' on ${trainRows.size()} assembl${trainRows.size() == 1 ? 'y' : 'ies'} from ${params.train_sheet} → ${params.outdir}"
+        TRAIN_MODEL(trainRows)
+        return
+    }
     def rows = parseSamplesheet(params.genomes)
     log.info "chromaflow ${workflow.manifest.version}: ${rows.size()} assembl${rows.size() == 1 ? 'y' : 'ies'} from ${params.genomes} → ${params.outdir}"
     CHROMAFLOW(rows)
