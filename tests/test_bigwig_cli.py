@@ -6,7 +6,10 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import shutil
+
 import h5py
+import numpy as np
 import pytest
 
 pytestmark = pytest.mark.reference
@@ -45,7 +48,83 @@ def test_not_a_predictions_file(reference_dir, tmp_path):
 
 def test_dataset_not_present(pred, tmp_path):
     _one_error_line(cli("--predictions", pred, "--outdir", tmp_path, "--basename", "b", "--datasets", "dnase"),
-                    "dnase", "available: atacseq h3k4me3")
+                    str(pred), "dnase", "prediction/datasets", "available: atacseq h3k4me3")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _variant(pred: Path, out: Path, **changes) -> Path:
+    """A copy of the predictions file with datasets replaced (value None: left out)."""
+    with h5py.File(pred) as src, h5py.File(out, "w") as dst:
+        for key in ("data/seqids", "data/start_ends", "prediction/datasets", "prediction/predictions"):
+            if key in changes:
+                if changes[key] is not None:
+                    dst.create_dataset(key, data=changes[key])
+            else:
+                src.copy(key, dst, name=key)
+    return out
+
+
+@pytest.mark.parametrize("case,key,words", [
+    ("float", "prediction/predictions", ["dtype float32", "expected integers"]),
+    ("nan", "prediction/predictions", ["dtype float64", "expected integers"]),
+    ("2d", "prediction/predictions", ["shape (16, 21384)", "3 dimensions"]),
+    ("channels", "prediction/predictions", ["3 channels", "names 2"]),
+    ("rows", "prediction/predictions", ["15 rows", "data/seqids 16"]),
+    ("start_ends", "data/start_ends", ["shape (16, 3)", "(N, 2) integers"]),
+    ("seqids", "data/seqids", ["dtype int64", "byte strings"]),
+    ("no_datasets", "prediction/datasets", ["not a predictions file", "missing prediction/datasets"]),
+    ("no_start_ends", "data/start_ends", ["missing data/start_ends"]),
+    ("wide_row", "data/start_ends", ["row 0", "spans 30000 bp", "L = 21384"]),
+])
+def test_bad_predictions_file(pred, tmp_path, case, key, words):
+    with h5py.File(pred) as src:
+        p = src["prediction/predictions"][()]
+        se = src["data/start_ends"][()]
+        sq = src["data/seqids"][()]
+    change = {
+        "float": p.astype(np.float32),
+        "nan": np.where(p == 3, np.nan, p.astype(np.float64)),
+        "2d": p[:, :, 0],
+        "channels": np.concatenate([p, p[:, :, :1]], axis=2),
+        "rows": p[:15],
+        "start_ends": np.concatenate([se, se[:, :1]], axis=1),
+        "seqids": np.arange(len(sq)),
+        "no_datasets": None,
+        "no_start_ends": None,
+        "wide_row": np.where(np.arange(len(se))[:, None] == 0, [[0, 30000]], se),
+    }[case]
+    bad = _variant(pred, tmp_path / "bad.h5", **{key: change})
+    out = tmp_path / "out"
+    out.mkdir()
+    _one_error_line(cli("--predictions", bad, "--outdir", out, "--basename", "b"), str(bad), key, *words)
+    assert list(out.iterdir()) == []
+
+
+def test_corrupt_chunk(pred, tmp_path):
+    bad = tmp_path / "corrupt.h5"
+    shutil.copy(pred, bad)
+    with h5py.File(bad, "r+") as h5:
+        d = h5["prediction/predictions"]
+        _, raw = d.id.read_direct_chunk((7, 0, 1))
+        d.id.write_direct_chunk((7, 0, 1), b"x" * 10 + bytes(raw[10:]))
+    out = tmp_path / "out"
+    out.mkdir()
+    _one_error_line(cli("--predictions", bad, "--outdir", out, "--basename", "b", "--strand", "all"), str(bad),
+                    "prediction/predictions row 7", "corrupt chunk")
+    assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--compression-level", "13"], ["--compression-level must be 1..12"]),
+    (["--experimental"], ["--experimental needs --datasets"]),
+    (["--basename", "a/b"], ["--basename", "without '/'"]),
+])
+def test_bad_options(pred, reference_dir, tmp_path, args, words):
+    p = reference_dir / "predmoter" / "train_data_4.h5" if "--experimental" in args else pred
+    argv = ["--predictions", p, "--outdir", tmp_path, *args]
+    if "--basename" not in args:
+        argv += ["--basename", "b"]
+    _one_error_line(cli(*argv), *words)
     assert list(tmp_path.iterdir()) == []
 
 

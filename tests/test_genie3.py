@@ -1,6 +1,7 @@
 """chromaflow genie3 / genie3-merge: parsing, errors, determinism, chunk merge, outputs (fast tests)."""
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
 import subprocess
@@ -14,7 +15,7 @@ from chromaflow.cli import main
 from chromaflow.common import ChromaflowError
 from chromaflow.genie3 import io as gio
 from chromaflow.common import part_bounds
-from chromaflow.genie3.core import Options, compute_weights, resolve_k, target_seed
+from chromaflow.genie3.core import Options, compute_weights, resolve_k, target_seed, target_seeds
 from chromaflow.genie3.skengine import unnormalised_mdi
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,10 +57,17 @@ def test_chunk_bounds_cover_targets_once():
             assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
 
 
-def test_target_seed_depends_on_seed_and_gene():
-    assert target_seed(0, 3) == target_seed(0, 3)
-    assert len({target_seed(0, g) for g in range(50)}) == 50
-    assert target_seed(1, 3) != target_seed(0, 3)
+def test_target_seed_is_the_documented_seedsequence_derivation():
+    """docs/genie3.md: a target's 64-bit seed = word <gene index> of
+    numpy SeedSequence([seed, 0x6E3]).generate_state(..., uint64); the same whatever else is drawn."""
+    for seed, g in ((0, 0), (0, 3), (1, 3), (7, 99), (2**63 + 5, 12345)):
+        ss = np.random.SeedSequence([seed & 0xFFFFFFFFFFFFFFFF, 0x6E3])
+        assert target_seed(seed, g) == int(ss.generate_state(g + 1, dtype=np.uint64)[g])
+        assert target_seed(seed, g) == int(ss.generate_state(g + 50, dtype=np.uint64)[g])
+    many = target_seeds(0, np.arange(1000))
+    assert len(set(many.tolist())) == 1000
+    assert target_seeds(0, [500, 3]).tolist() == [many[500], many[3]]
+    assert target_seed(1, 3) != target_seed(0, 3) and target_seed(0, 4) != target_seed(0, 3)
 
 
 # ------------------------------------------------------------------ parsing
@@ -76,36 +84,183 @@ def test_read_fixture_both_layouts(tmp_path):
     np.testing.assert_array_equal(e2.values, e.values)
 
 
-@pytest.mark.parametrize("content,layout,fragment", [
-    ("1\t2\t3\n0.1\t0.2\t0.3\n0.2\t0.3\t0.4\n0.5\t0.1\t0.2\n", "samples-x-genes", "use --layout genes-x-samples"),
-    ("a\tb\n0.1\t0.2\n", "genes-x-samples", "samples-x-genes"),
-    ('"A"\t"B"\t"A"\n1\t2\t3\n2\t3\t4\n3\t1\t2\n', "samples-x-genes", "duplicated gene name 'A'"),
-    ('"A"\t"B"\n1\tx\n2\t3\n3\t1\n', "samples-x-genes", "line 2, column 2 ('B'): non-numeric value 'x'"),
-    ('"A"\t"B"\n1\tNaN\n2\t3\n3\t1\n', "samples-x-genes", "non-finite"),
-    ('"A"\t"B"\n1\t2\n2\t3\n', "samples-x-genes", "needs at least 3"),
-    ('"A"\t"B"\n1\t2\t3\n2\t3\n', "samples-x-genes", "line 3: 2 fields, expected 3"),
-])
-def test_bad_expression_one_line_errors(tmp_path, capsys, content, layout, fragment):
-    p = tmp_path / "bad.tsv"
-    p.write_text(content)
-    rc = main(["genie3", "--expression", str(p), "--layout", layout, "--out", str(tmp_path / "o.tsv.gz")])
-    err = capsys.readouterr().err
-    assert rc == 1
-    assert err.startswith("chromaflow genie3: error: ") and err.count("\n") == 1, err
+def _cli(*argv, env=None):
+    """The real command line in a subprocess (checks exit code, stderr and 'no traceback')."""
+    proc = subprocess.run([sys.executable, "-m", "chromaflow", *map(str, argv)], capture_output=True, text=True,
+                          env=env)
+    return proc.returncode, proc.stderr
+
+
+# (file name, content (str or bytes), layout, expected fragment of the one-line error)
+BAD_EXPRESSION = [
+    ("empty.tsv", "", "samples-x-genes", "line 1: empty file or empty header"),
+    ("blank.tsv", "\n\n", "samples-x-genes", "line 1: empty file or empty header"),
+    ("header_only.tsv", '"A"\t"B"\n', "samples-x-genes", "needs a header line and at least one data line"),
+    ("one_gene.tsv", '"A"\n1\n2\n3\n', "samples-x-genes", "only 1 gene; GENIE3 needs at least 2"),
+    ("one_sample.tsv", '"A"\t"B"\t"C"\n1\t2\t3\n', "samples-x-genes", "only 1 sample; GENIE3 needs at least 3"),
+    ("two_samples.tsv", '"A"\t"B"\n1\t2\n2\t3\n', "samples-x-genes", "only 2 samples; GENIE3 needs at least 3"),
+    ("one_gene_gxs.tsv", "gene\tS1\tS2\tS3\nG1\t1\t2\t3\n", "genes-x-samples", "only 1 gene"),
+    ("all_constant.tsv", '"A"\t"B"\n1\t5\n1\t5\n1\t5\n', "samples-x-genes", "every gene is constant across the samples"),
+    ("nan.tsv", '"A"\t"B"\n1\tNaN\n2\t3\n3\t1\n', "samples-x-genes",
+     "line 2, column 2 (gene 'B'): non-finite value 'NaN'"),
+    ("inf.tsv", '"A"\t"B"\n1\t2\n2\t-inf\n3\t1\n', "samples-x-genes",
+     "line 3, column 2 (gene 'B'): non-finite value '-inf'"),
+    ("overflow.tsv", '"A"\t"B"\n1\t2\n2\t3\n1e40\t1\n', "samples-x-genes",
+     "line 4, column 1 (gene 'A'): value '1e40' overflows float32"),
+    ("text.tsv", '"A"\t"B"\n1\tx\n2\t3\n3\t1\n', "samples-x-genes", "line 2, column 2 (gene 'B'): non-numeric value 'x'"),
+    ("text_labelled.tsv", 'sample\tA\tB\nS1\t1\t2\nS2\t2\tNA\nS3\t3\t1\n', "samples-x-genes",
+     "line 3 (sample 'S2'), column 3 (gene 'B'): non-numeric value 'NA'"),
+    ("text_gxs.csv", "gene,S1,S2,S3\nG1,1,2,3\nG2,4,five,6\n", "genes-x-samples",
+     "line 3 (gene 'G2'), column 3 (sample 'S2'): non-numeric value 'five'"),
+    ("empty_cell.csv", "gene,S1,S2,S3\nG1,1,,3\nG2,4,5,6\n", "genes-x-samples",
+     "line 2 (gene 'G1'), column 3 (sample 'S2'): empty cell (missing value)"),
+    ("dup.tsv", '"A"\t"B"\t"A"\n1\t2\t3\n2\t3\t4\n3\t1\t2\n', "samples-x-genes",
+     "line 1 (header): duplicated gene name 'A' (genes 1 and 3)"),
+    ("dup_gxs.tsv", "gene\tS1\tS2\tS3\nG1\t1\t2\t3\nG2\t3\t2\t1\nG1\t5\t5\t6\n", "genes-x-samples",
+     "column 1: duplicated gene name 'G1' (genes 1 and 3)"),
+    ("ragged.tsv", '"A"\t"B"\n1\t2\t3\n2\t3\n', "samples-x-genes", "line 3: 2 fields, expected 3"),
+    ("numbers_header.tsv", "1\t2\t3\n0.1\t0.2\t0.3\n0.2\t0.3\t0.4\n0.5\t0.1\t0.2\n", "samples-x-genes",
+     "use --layout genes-x-samples"),
+    ("numbers_first_col.tsv", "a\tb\n0.1\t0.2\n", "genes-x-samples", "samples-x-genes"),
+    ("binary.tsv", b"\x00\xff\xfe\x00\x81" * 20, "samples-x-genes", "not a readable text table"),
+    ("truncated.tsv.gz", gzip.compress(b'"A"\t"B"\n' + b"1.5\t2.25\n" * 400)[:40], "samples-x-genes",
+     "not a readable text table"),
+    ("compressed.tsv.bz2", bz2.compress(b'"A"\t"B"\n1\t2\n'), "samples-x-genes",
+     "bzip2-compressed; expression tables may be plain or gzip (.gz) only"),
+]
+
+
+@pytest.mark.parametrize("name,content,layout,fragment", BAD_EXPRESSION, ids=[b[0] for b in BAD_EXPRESSION])
+def test_bad_expression_one_line_error_nothing_written(tmp_path, name, content, layout, fragment):
+    p = tmp_path / name
+    p.write_bytes(content if isinstance(content, bytes) else content.encode())
+    out = tmp_path / "out"
+    out.mkdir()
+    rc, err = _cli("genie3", "--expression", p, "--layout", layout, "--out", out / "links.tsv.gz",
+                   "--weights", out / "w.tsv.gz", "--summary", out / "s.json", "--metrics", out / "m.json")
+    assert rc == 1, err
+    assert err.startswith(f"chromaflow genie3: error: {p}: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
     assert fragment in err, err
+    assert list(out.iterdir()) == []  # nothing left behind, not even a temporary file
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory"])
+def test_expression_path_missing_or_directory(tmp_path, kind):
+    p = tmp_path / "expr.tsv"
+    if kind == "directory":
+        p.mkdir()
+    rc, err = _cli("genie3", "--expression", p, "--layout", "samples-x-genes", "--out", tmp_path / "o.tsv.gz")
+    assert rc == 1 and err.count("\n") == 1 and "Traceback" not in err
+    assert f"{p}: " + ("expression file not found" if kind == "missing" else "is a directory") in err
     assert not (tmp_path / "o.tsv.gz").exists()
 
 
-def test_unknown_and_duplicate_regulators(tmp_path, capsys):
-    r = tmp_path / "r.txt"
-    r.write_text("TF1\n# comment\n\nNOPE\n")
-    rc, err = run_cli(["genie3", "--expression", str(EXPR), "--layout", "samples-x-genes", "--regulators", str(r),
-                       "--out", str(tmp_path / "o.tsv.gz")], capsys)
-    assert rc == 1 and "line 4: regulator 'NOPE' is not a gene" in err
-    r.write_text("TF1\nTF1\n")
-    rc, err = run_cli(["genie3", "--expression", str(EXPR), "--layout", "samples-x-genes", "--regulators", str(r),
-                       "--out", str(tmp_path / "o.tsv.gz")], capsys)
-    assert rc == 1 and "listed twice" in err
+@pytest.mark.parametrize("content,fragment", [
+    ("TF1\n# comment\n\nNOPE\n", "line 4: regulator 'NOPE' is not a gene of"),
+    ("TF1\nNOPE\nALSO_NOT\n", "line 2: regulator 'NOPE' is not a gene of"),
+    ("TF1\nTF1\n", "line 2: regulator 'TF1' listed twice (first on line 1)"),
+    ("# only comments\n\n", "no regulator names"),
+    ("", "no regulator names"),
+])
+def test_bad_regulators_one_line_error(tmp_path, content, fragment):
+    r = tmp_path / "regs.txt"
+    r.write_text(content)
+    out = tmp_path / "out"
+    out.mkdir()
+    rc, err = _cli("genie3", "--expression", EXPR, "--layout", "samples-x-genes", "--regulators", r,
+                   "--out", out / "o.tsv.gz", "--metrics", out / "m.json")
+    assert rc == 1 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"chromaflow genie3: error: {r}: ") and fragment in err, err
+    if "ALSO_NOT" in content:
+        assert "and 1 more" in err
+    assert list(out.iterdir()) == []
+
+
+def test_regulator_that_is_a_sample_label_hints_at_the_layout(tmp_path):
+    p = tmp_path / "labelled.tsv"
+    p.write_text("sample\tA\tB\tC\nS1\t1\t2\t3\nS2\t2\t3\t1\nS3\t3\t1\t2\n")
+    r = tmp_path / "regs.txt"
+    r.write_text("S2\n")
+    rc, err = _cli("genie3", "--expression", p, "--layout", "samples-x-genes", "--regulators", r,
+                   "--out", tmp_path / "o.tsv.gz")
+    assert rc == 1 and "regulator 'S2' is not a gene" in err and "wrong --layout?" in err
+
+
+def test_missing_output_directory_fails_before_any_work(tmp_path):
+    rc, err = _cli(*base(tmp_path), "--plot", tmp_path / "nodir" / "p.png")
+    assert rc == 1 and err.count("\n") == 1 and "Traceback" not in err
+    assert f"{tmp_path / 'nodir'}: output directory does not exist" in err
+    assert not (tmp_path / "links.tsv.gz").exists()  # the link list was not written either
+
+
+def _fixture_as(tmp_path, name: str, sep: str, compress: bool) -> Path:
+    rows = [line.split("\t") for line in EXPR.read_text().splitlines()]
+    text = "\n".join(sep.join(r) for r in rows) + "\n"
+    p = tmp_path / name
+    p.write_bytes(gzip.compress(text.encode(), mtime=0) if compress else text.encode())
+    return p
+
+
+@pytest.mark.parametrize("name,sep,compress", [("e.tsv.gz", "\t", True), ("e.csv", ",", False),
+                                                ("e.csv.gz", ",", True), ("e.txt", ",", False)])
+def test_gzip_and_csv_inputs_give_the_same_links(tmp_path, name, sep, compress):
+    p = _fixture_as(tmp_path, name, sep, compress)
+    e = gio.read_expression(p, "samples-x-genes")
+    ref = gio.read_expression(EXPR, "samples-x-genes")
+    assert e.genes == ref.genes
+    np.testing.assert_array_equal(e.values, ref.values)
+    assert main(base(tmp_path, "--n-trees", "20", out="ref.tsv.gz")) == 0
+    argv = base(tmp_path, "--n-trees", "20", out="alt.tsv.gz")
+    argv[argv.index("--expression") + 1] = str(p)
+    assert main(argv) == 0
+    assert (tmp_path / "alt.tsv.gz").read_bytes() == (tmp_path / "ref.tsv.gz").read_bytes()
+
+
+def test_count_genes_agrees_with_the_reader(tmp_path):
+    """count_genes (chunk planning) = the reader's gene count, for every format and both layouts."""
+    e = gio.read_expression(EXPR, "samples-x-genes")
+    gxs = tmp_path / "gxs.csv.gz"
+    lines = ["gene," + ",".join(f"S{i}" for i in range(30))]
+    lines += [g + "," + ",".join(f"{v:.7f}" for v in row) for g, row in zip(e.genes, e.values)]
+    gxs.write_bytes(gzip.compress(("\n".join(lines) + "\n\n").encode()))
+    labelled = tmp_path / "labelled.tsv"
+    rows = EXPR.read_text().splitlines()
+    labelled.write_text("\n".join(["sample\t" + rows[0]] + [f"S{i}\t{r}" for i, r in enumerate(rows[1:])]) + "\n")
+    cases = [(EXPR, "samples-x-genes"), (gxs, "genes-x-samples"), (labelled, "samples-x-genes"),
+             (_fixture_as(tmp_path, "e.tsv.gz", "\t", True), "samples-x-genes"),
+             (_fixture_as(tmp_path, "e.csv", ",", False), "samples-x-genes")]
+    for p, layout in cases:
+        assert gio.count_genes(p, layout) == len(gio.read_expression(p, layout).genes) == 20, p
+    with pytest.raises(ChromaflowError, match="the first column holds numbers"):
+        gio.count_genes(EXPR, "genes-x-samples")
+    with pytest.raises(ChromaflowError, match="empty file"):
+        (tmp_path / "empty.tsv").write_text("")
+        gio.count_genes(tmp_path / "empty.tsv", "samples-x-genes")
+
+
+def test_constant_genes_cli_warns_and_scores_zero(tmp_path):
+    """Decision: a constant gene is not an error (real matrices have some); as a target its incoming scores
+    are 0, as a regulator it is never split on (0 outgoing); one warning line per constant target."""
+    rows = [line.split("\t") for line in EXPR.read_text().splitlines()]
+    for r in rows[1:]:
+        r[7] = "0.5"     # G3 constant
+        r[0] = "1"       # TF1 constant (a regulator)
+    p = tmp_path / "const.tsv"
+    p.write_text("\n".join("\t".join(r) for r in rows) + "\n")
+    w = tmp_path / "w.tsv.gz"
+    rc, err = _cli("genie3", "--expression", p, "--layout", "samples-x-genes", "--regulators", REGS,
+                   "--n-trees", "30", "--out", tmp_path / "o.tsv.gz", "--weights", w)
+    assert rc == 0, err
+    warnings = [line for line in err.splitlines() if "constant across samples" in line]
+    assert [("'TF1'" in x, "'G3'" in x) for x in warnings] == [(True, False), (False, True)]
+    with gzip.open(w, "rt") as fh:
+        table = [line.rstrip("\n").split("\t") for line in fh]
+    genes = table[0][1:]
+    W = {row[0]: np.array(row[1:], dtype=float) for row in table[1:]}
+    assert np.all(W["TF1"] == 0)                                   # never split on
+    assert all(W[r][genes.index("G3")] == 0 for r in W)           # a constant target gets nothing
+    assert W["TF2"][genes.index("G5")] > 0                        # the others are scored
 
 
 def test_bad_options(tmp_path, capsys):
@@ -178,17 +333,43 @@ def test_merge_rejects_bad_part_sets(tmp_path, capsys):
 
 
 def test_summary_plot_metrics(tmp_path):
+    w = tmp_path / "w.tsv.gz"
     assert main(base(tmp_path, "--summary", str(tmp_path / "s.json"), "--plot", str(tmp_path / "p.png"),
-                     "--top", "10", "--metrics", str(tmp_path / "m.json"))) == 0
+                     "--top", "10", "--metrics", str(tmp_path / "m.json"), "--weights", str(w), "--threads", "2")) == 0
+    links = read_links(tmp_path / "links.tsv.gz")[1:]
+    with gzip.open(w, "rt") as fh:
+        table = [line.rstrip("\n").split("\t") for line in fh]
+    targets = table[0][1:]
+    W = np.array([row[1:] for row in table[1:]], dtype=float)
+    regs = [row[0] for row in table[1:]]
+    off = np.array([[r != t for t in targets] for r in regs])
+    # the summary's numbers, recomputed from the link list and the weight matrix it was made from
     s = json.loads((tmp_path / "s.json").read_text())
-    assert s["edges"] == 95 and s["top_n"] == 10
-    assert sum(d["out_degree"] for d in s["top_regulators_by_out_degree_in_top_n"]) == 10
+    assert (s["edges"], s["edges_written"], s["top_n"]) == (95, 95, 10)
+    assert s["edges_nonzero"] == int(np.count_nonzero(W[off]))
+    deg: dict[str, int] = {}
+    for a, _, _ in links[:10]:
+        deg[a] = deg.get(a, 0) + 1
+    assert [(d["regulator"], d["out_degree"]) for d in s["top_regulators_by_out_degree_in_top_n"]] == \
+        sorted(deg.items(), key=lambda kv: (-kv[1], kv[0]))
+    assert s["top_n_min_importance"] == pytest.approx(float(links[9][2]), rel=1e-8)
+    tot = {r: W[i][off[i]].sum() for i, r in enumerate(regs)}
+    assert [d["regulator"] for d in s["top_regulators_by_total_weight"]] == sorted(tot, key=lambda r: (-tot[r], r))
+    for d in s["top_regulators_by_total_weight"]:
+        assert d["total_weight"] == pytest.approx(tot[d["regulator"]], rel=1e-7)
+    for q, v in s["importance_quantiles"].items():
+        assert v == pytest.approx(np.quantile(W[off], float(q)), rel=1e-7)
+    assert s["options"] == {"tree_method": "RF", "max_features": "sqrt", "n_trees": 50, "seed": 0, "engine": "fast",
+                            "importance": "unnormalised"}
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     m = json.loads((tmp_path / "m.json").read_text())
-    for key in ("genes", "samples", "regulators", "targets", "trees", "engine", "wall_s", "cpu_s",
-                "targets_per_s", "peak_rss_bytes"):
-        assert key in m
-    assert (m["genes"], m["samples"], m["regulators"], m["targets"]) == (20, 30, 5, 20)
+    assert (m["stage"], m["genes"], m["samples"], m["regulators"], m["targets"]) == ("genie3", 20, 30, 5, 20)
+    assert (m["trees"], m["engine"], m["engine_requested"], m["tree_method"], m["threads"]) == (50, "fast", "fast", "RF", 2)
+    assert (m["max_features"], m["seed"], m["chunk"], m["constant_targets"]) == ("sqrt", 0, None, 0)
+    assert m["importance"] == "unnormalised"
+    assert 0 < m["compute_s"] <= m["wall_s"] and m["cpu_s"] > 0
+    assert m["targets_per_s"] == pytest.approx(20 / m["compute_s"], rel=1e-3)
+    assert 10e6 < m["peak_rss_bytes"] < 4e9
 
 
 def test_constant_genes(tmp_path, capsys):
@@ -197,11 +378,15 @@ def test_constant_genes(tmp_path, capsys):
     vals[0] = 0.5   # TF1 constant (regulator: never split on)
     vals[7] = 1.0   # G3 constant (target: all-zero column + warning)
     for engine in ("fast", "sklearn"):
-        W, info = compute_weights(vals, e.genes, np.arange(5), np.arange(20), Options(n_trees=20, engine=engine), 1)
+        W, info = compute_weights(vals, e.genes, np.arange(5), np.arange(20), Options(n_trees=100, engine=engine), 1)
         assert info["constant_targets"] == ["TF1", "G3"]  # TF1 is a target too
         assert np.all(W[:, 7] == 0)
         assert np.all(W[0] == 0)
-        assert W[1:, 5:].sum() > 0
+        # every other target is explained by the 4 varying regulators: fully grown trees spend the whole
+        # (bootstrap) variance of y/std, ~(n-1)/n, unnormalised
+        sums = np.delete(W.sum(axis=0), [0, 7])
+        assert np.all((0.8 < sums) & (sums < 1.1)), (engine, sums)
+        assert 0.93 < sums.mean() < 0.995, (engine, sums.mean())  # (n-1)/n = 0.967; 1.0 if normalised
     assert "constant across samples" in capsys.readouterr().err
 
 
@@ -212,6 +397,40 @@ def test_fast_engine_falls_back_without_compiler(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "fast engine unavailable" in proc.stderr
     assert json.loads((tmp_path / "m.json").read_text())["engine"] == "sklearn"
+
+
+def _kernel_weights(lib, X, trees=30, threads=1, method="RF", importance="unnormalised"):
+    from chromaflow.genie3 import fast
+
+    G = X.shape[0]
+    regs, tg = np.arange(G), np.arange(min(G, 24))
+    W = np.zeros((G, len(tg)))
+    tables = fast.build_tables(X, regs) if method == "RF" else None
+    seeds = np.array([target_seed(5, int(j)) for j in tg], dtype=np.uint64)
+    k = resolve_k("sqrt", G - 1)
+    fast.run(lib, X, tables, regs, tg, seeds, trees, k, k, method, threads, W, importance=importance)
+    return W
+
+
+def test_kernel_bytes_do_not_depend_on_build_simd_or_threads():
+    """Same bytes from the default build, the plain-C build (no SSE2 rank counting), an -O0 build, a build that
+    walks 300-sample bitmaps through the summary word used above 1,024 samples, and any thread count -- on
+    300 samples (small-node rank counting, 5-word bitmaps, tied values) and on the fixture."""
+    from chromaflow.genie3 import fast
+
+    rng = np.random.default_rng(11)
+    X300 = np.round(rng.normal(size=(40, 300)), 2).astype(np.float32)   # 2 decimals: many near-ties
+    X30 = gio.read_expression(EXPR, "samples-x-genes").values
+    base = fast.load_kernel()
+    variants = [fast.load_kernel(("-DGENIE3_NO_SIMD",)), fast.load_kernel(("-O0",)),
+                fast.load_kernel(("-DSUMMARY_ABOVE_WORDS=2",))]
+    for X in (X300, X30):
+        for method, imp in (("RF", "unnormalised"), ("RF", "tree-normalised"), ("ET", "unnormalised")):
+            ref = _kernel_weights(base, X, method=method, importance=imp)
+            assert ref.any()
+            for lib in variants:
+                assert _kernel_weights(lib, X, method=method, importance=imp).tobytes() == ref.tobytes()
+            assert _kernel_weights(base, X, threads=3, method=method, importance=imp).tobytes() == ref.tobytes()
 
 
 def test_unnormalised_mdi_matches_sklearn_up_to_normalisation():

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,10 +41,16 @@ def test_run_succeeds_and_reports_exist(test_run):
         files = list(info.glob(pattern))
         assert len(files) == 1 and files[0].stat().st_size > 0, pattern
     versions = (info / "software_versions.yml").read_text()
-    for process in ("FASTA2H5", "PREDICT", "BIGWIG", "GENIE3"):
-        assert f"CHROMAFLOW:{process}\":" in versions
+    processes = ("FASTA2H5", "MAKE_TEST_MODEL", "PREDICT", "PREDICT_MERGE", "BIGWIG", "GENIE3_PLAN", "GENIE3",
+                 "GENIE3_MERGE", "BENCHMARK", "MULTIQC")
+    assert sorted(re.findall(r'^"CHROMAFLOW:(\w+)":$', versions, re.M)) == sorted(processes)
+    assert "\n    multiqc: 1.35\n" in versions
     trace = read_trace(outdir)
     assert {"peak_rss", "realtime", "%cpu", "attempt"} <= set(trace[0])
+    done = [r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED"]
+    # 2 FASTA2H5, 1 model, 4 PREDICT shards, 2 merges, 2 BIGWIG, 1 plan, 3 GENIE3 chunks, 1 merge, BENCHMARK, MULTIQC
+    assert sorted(done) == sorted(["FASTA2H5"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
+                                  + ["BIGWIG"] * 2 + ["GENIE3_PLAN"] + ["GENIE3"] * 3 + ["GENIE3_MERGE", "BENCHMARK", "MULTIQC"])
 
 
 def test_injected_oom_exit_is_retried_with_more_memory(test_run):
@@ -130,17 +139,26 @@ def test_genie3_chunks_merge_to_the_single_task_result(test_run, tmp_path):
         "--regulators", str(TEST_DIR / "genie3" / "regulators.txt"), "--n-trees", "100", "--seed", "0",
         "--targets-chunk", "1/1", "--out", str(direct))
     direct_links = tmp_path / "direct.tsv.gz"
-    cli("genie3-merge", "--out", str(direct_links), str(direct))
+    cli("genie3-merge", "--out", str(direct_links), "--summary", str(tmp_path / "direct_summary.json"), str(direct))
     assert gzip.decompress(links.read_bytes()) == gzip.decompress(direct_links.read_bytes())
     lines = gzip.decompress(links.read_bytes()).decode().splitlines()
-    assert len(lines) > 10
+    # header + 5 regulators x 20 targets - 5 self-links, every regulator one of the listed ones
+    assert lines[0] == "regulator\ttarget\timportance" and len(lines) == 96
+    regulators = (TEST_DIR / "genie3" / "regulators.txt").read_text().split()
+    assert {ln.split("\t")[0] for ln in lines[1:]} == set(regulators)
     summary = json.loads((net / "asmA.genie3_summary.json").read_text())
-    assert summary
+    assert summary == json.loads((tmp_path / "direct_summary.json").read_text())
+    assert (summary["genes"], summary["regulators"], summary["targets"], summary["edges"]) == (20, 5, 20, 95)
+    assert summary["options"]["n_trees"] == 100 and summary["options"]["seed"] == 0
     assert (net / "asmA.genie3_weights.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # asmB has no expression matrix: no network
     assert not (outdir / "asmB" / "network").exists()
     trace = read_trace(outdir)
     assert len([r for r in trace if r["process"].endswith(":GENIE3") and r["status"] == "COMPLETED"]) == 3
+    # the chunk count came from the Python reader's plan (20 genes, --genie3_chunk_size 8)
+    plan = [r for r in trace if r["process"].endswith(":GENIE3_PLAN")]
+    assert len(plan) == 1 and plan[0]["status"] == "COMPLETED"
+    assert sorted(r["tag"] for r in trace if r["process"].endswith(":GENIE3")) == ["asmA 1/3", "asmA 2/3", "asmA 3/3"]
 
 
 def test_benchmark_stage_reports_every_stage(test_run):
@@ -153,6 +171,108 @@ def test_benchmark_stage_reports_every_stage(test_run):
     assert len(predict) == 4 and all(t["assembly"] in ("asmA", "asmB") and t["device"] == "cpu" for t in predict)
     html = (bench / "report.html").read_text()
     assert "data:image/png;base64," in html and "<h2 id='extrapolation'>Extrapolation</h2>" in html
-    assert all(t["trace_status"] == "COMPLETED" for t in predict)   # joined with Nextflow's trace
-    assert (bench / "benchmark.tsv").read_text().count("\n") >= len(tasks)
-    assert list(bench.glob("*_mqc.tsv"))
+    # joined with this run's trace (a staged input of BENCHMARK): every task has its row, realtime and peak_rss
+    assert len(tasks) == 14
+    assert all(t["trace_status"] == "COMPLETED" and t["trace_realtime_s"] is not None
+               and t["trace_peak_rss_bytes"] for t in tasks)
+    bigwig = [t for t in tasks if t["stage"] == "bigwig"]
+    assert all(t["trace_attempts"] == 2 for t in bigwig)   # the injected exit 137 and the retry
+    assert json.loads((bench / "benchmark.json").read_text())["notes"] == []
+    assert (bench / "benchmark.tsv").read_text().count("\n") == len(tasks) + 1
+    assert sorted(p.name for p in bench.glob("*_mqc.*")) == ["chromaflow_benchmark_mqc.tsv", "chromaflow_throughput_mqc.json"]
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.mark.skipif(CHROMIUM is None and os.environ.get("CI", "").lower() not in ("1", "true", "yes"),
+                    reason="chromium not installed (apt-get install -y chromium); required under CI=true")
+def test_multiqc_report_shows_our_sections_in_headless_chromium(test_run, tmp_path):
+    """The MultiQC report rendered by a real browser: our sections are there after its JavaScript ran, the throughput
+    bar plot was drawn by Plotly with one bar per measured stage, the benchmark table has a row per task and the
+    software-versions table lists every process."""
+    assert CHROMIUM, "chromium is required under CI=true"
+    _, outdir, _ = test_run
+    report = outdir / "multiqc" / "multiqc_report.html"
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=20000", "--dump-dom", report.as_uri()]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    dom = res.stdout
+    assert len(dom) > 100_000, res.stderr[-2000:]
+    headings = dict(re.findall(r'<h2 class="mb-0" id="([a-z_]+)">([^<]+?)\s*<', dom))
+    assert headings == {"chromaflow_throughput": "chromaflow throughput", "chromaflow_benchmark": "chromaflow benchmark",
+                        "multiqc_software_versions": "Software Versions"}, headings
+    # Plotly ran: the plot div got its class and an SVG whose bar labels are the stages of the custom content
+    plot = dom[dom.index('id="chromaflow_throughput_plot"'):]
+    assert "js-plotly-plot" in plot[:2000] and 'class="main-svg"' in plot
+    throughput = json.loads((outdir / "benchmark" / "chromaflow_throughput_mqc.json").read_text())["data"]
+    labels = set(re.findall(r'data-unformatted="([^"]*)"', plot[:plot.index("</svg>")]))
+    assert set(throughput) <= labels and len(throughput) >= 3, (sorted(throughput), sorted(labels))
+    table = dom[dom.index('id="chromaflow_benchmark_table_table"'):]
+    table = table[:table.index("</table>")]
+    assert table.count("<tr") == 1 + 14     # header + one row per measured task
+    versions = dom[dom.index('id="mqc_versions_table"'):]
+    versions = versions[:versions.index("</table>")]
+    for process in ("FASTA2H5", "PREDICT", "PREDICT_MERGE", "BIGWIG", "GENIE3_PLAN", "GENIE3", "GENIE3_MERGE"):
+        assert f"<td>CHROMAFLOW:{process}</td>" in versions, process
+
+
+# -----------------------------------------------------------------------------------------------------------------
+# odd but valid inputs through the whole pipeline
+# -----------------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def odd_inputs_run(tmp_path_factory, nextflow_bin):
+    """One run on a sheet with: a FASTA in a folder and file with spaces; a FASTA fetched over http (a local
+    server on loopback); a gzipped TSV expression matrix; a CSV matrix in the other layout; one prediction shard
+    per assembly (published without a merge)."""
+    from pipeline_utils import LocalHttpServer, run_nextflow
+
+    work = tmp_path_factory.mktemp("odd_inputs")
+    data = work / "my data"
+    data.mkdir()
+    shutil.copy(TEST_DIR / "asmA.fa", data / "asm A.fa")
+    (data / "expression one.tsv.gz").write_bytes(gzip.compress((TEST_DIR / "genie3" / "expression.tsv").read_bytes()))
+    rows = [ln.split("\t") for ln in (TEST_DIR / "genie3" / "expression.tsv").read_text().splitlines()]
+    genes = [g.strip('"') for g in rows[0]]
+    csv_lines = [",".join(["gene"] + [f"s{i}" for i in range(1, len(rows))])]
+    csv_lines += [",".join([g] + [r[j] for r in rows[1:]]) for j, g in enumerate(genes)]
+    (data / "expression.csv").write_text("\n".join(csv_lines) + "\n")
+    shutil.copy(TEST_DIR / "genie3" / "regulators.txt", data / "regulators.txt")
+    served = work / "served"
+    served.mkdir()
+    shutil.copy(TEST_DIR / "asmB.fa.gz", served / "asmB.fa.gz")
+    with LocalHttpServer(served) as server:
+        sheet = work / "sheet.csv"
+        sheet.write_text(
+            "id,fasta,species,expression,regulators,expression_layout\n"
+            "spaced,my data/asm A.fa,Testus_primus,my data/expression one.tsv.gz,my data/regulators.txt,samples-x-genes\n"
+            f"remote,{server.url}/asmB.fa.gz,Testus_secundus,my data/expression.csv,my data/regulators.txt,genes-x-samples\n")
+        outdir = work / "results"
+        res = run_nextflow(["-profile", "test", "--input", str(sheet), "--outdir", str(outdir), "--predict_shards", "1",
+                            "--skip_tracks", "--skip_benchmark", "--skip_multiqc"], cwd=work)
+    return work, outdir, res
+
+
+def test_odd_inputs_give_the_same_results_as_plain_ones(odd_inputs_run, test_run, tmp_path):
+    work, outdir, res = odd_inputs_run
+    _, reference, _ = test_run
+    trace = read_trace(outdir)
+    done = sorted(r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED")
+    # one shard per assembly: no PREDICT_MERGE; both matrices planned and split into 3 chunks
+    assert done == sorted(["FASTA2H5"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 2 + ["GENIE3_PLAN"] * 2
+                          + ["GENIE3"] * 6 + ["GENIE3_MERGE"] * 2)
+    # the FASTA from a folder with spaces and the one fetched over http: the same h5 and predictions as the test
+    # profile's asmA / asmB, and an unsharded prediction is published under the same name as a merged one
+    for new, ref in (("spaced", "asmA"), ("remote", "asmB")):
+        for a, b in ((f"{new}/h5/{new}.h5", f"{ref}/h5/{ref}.h5"),
+                     (f"{new}/predictions/{new}_predictions.h5", f"{ref}/predictions/{ref}_predictions.h5")):
+            with h5py.File(outdir / a) as x, h5py.File(reference / b) as y:
+                for name in ("data/X", "data/start_ends", "data/seqids", "prediction/predictions"):
+                    if name in y:
+                        np.testing.assert_array_equal(x[name][()], y[name][()], err_msg=f"{a}:{name}")
+    assert sorted(p.name for p in (outdir / "spaced" / "predictions").iterdir()) == ["spaced_predictions.h5"]
+    # the gzipped TSV and the CSV in the other layout give the network of the plain TSV
+    want = gzip.decompress((reference / "asmA" / "network" / "asmA.genie3_links.tsv.gz").read_bytes())
+    for new in ("spaced", "remote"):
+        assert gzip.decompress((outdir / new / "network" / f"{new}.genie3_links.tsv.gz").read_bytes()) == want, new

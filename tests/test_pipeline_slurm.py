@@ -22,8 +22,9 @@ from slurm_cluster import slurm_cluster  # noqa: F401  (session fixture)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.pipeline]
 
-# test-only tuning: poll the scheduler every second instead of every 5 s (conf/slurm.config)
+# test-only tuning: poll the scheduler every second instead of every 5 s (conf/slurm.config), and the node's size
 FAST_POLL = """
+process.resourceLimits = [cpus: 2, memory: 8.GB, time: 1.h]
 executor {
     pollInterval      = '1 sec'
     queueStatInterval = '2 sec'
@@ -40,7 +41,7 @@ def slurm_run(slurm_cluster, nextflow_bin, tmp_path_factory):  # noqa: F811
     before = {j["JobId"] for j in slurm_cluster.jobs()}
     res = run_nextflow(
         ["-profile", "test,slurm_gpu", "-c", str(work / "fast_poll.config"), "--outdir", str(outdir),
-         "--max_cpus", "2", "--max_memory", "8.GB", "--predict_shards", "1", "--skip_genie3", "--skip_benchmark"],
+         "--predict_shards", "1", "--skip_genie3", "--skip_benchmark", "--skip_multiqc"],
         cwd=work, env=slurm_cluster.env, timeout=600)
     jobs = [j for j in slurm_cluster.jobs() if j["JobId"] not in before and j["JobName"].startswith("nf-")]
     return work, outdir, res, jobs

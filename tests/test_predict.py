@@ -386,6 +386,7 @@ def _engine_run(tmp_path, model, X, **kw):
     with h5py.File(g, "r") as f, h5py.File(tmp_path / "o.h5", "w") as out:
         dset = h5io.create_predictions(out, n_rows=X.shape[0], length=X.shape[1], datasets=["a"], species0=b"s",
                                        model_name="m", seqids=f["data/seqids"][()], start_ends=f["data/start_ends"][()])
+        kw.setdefault("streams", 1)
         stats = engine.run_prediction(model, f["data/X"], dset, row_start=0, row_end=X.shape[0],
                                       device=torch.device("cpu"), threads=1, num_workers=1, **kw)
     with h5py.File(tmp_path / "o.h5") as out:
@@ -424,3 +425,340 @@ def test_bf16_fallback_message(tmp_path, monkeypatch, capsys):
     assert stats.precision == "fp32"
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "bf16 not supported" in err[0]
+
+
+# --------------------------------------------------------------------------------------------------
+# exact except at documented near-ties (float64 forward pass), and the comparison can fail
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("stem", ["pred_data_1", "pred_data_2"])
+def test_reference_predictions_tie_rule(reference_dir, tmp_path, stem):
+    from chromaflow.predict.compare import compare_arrays, compare_files, near_ties
+
+    model = predmoter(reference_dir, "mini_model.ckpt")
+    ours = tmp_path / "ours.h5"
+    run_cli("predict", "--h5", predmoter(reference_dir, f"{stem}.h5"), "--model", model, "--out", ours)
+    ref = predmoter(reference_dir, f"{stem}_predictions.h5")
+    with h5py.File(predmoter(reference_dir, f"{stem}.h5")) as f:
+        X = f["data/X"][()]
+    torch.set_num_threads(1)
+    ties = near_ties(build_model(load_checkpoint(model)), X)
+    cmp = compare_files(str(ours), str(ref), ties)
+    assert cmp.ok, cmp.summary()
+    assert 5 <= len(ties) <= 40  # 15 each for these files at TIE_EPS = 1e-5
+    if stem == "pred_data_1":  # the shared list of near-.5 positions (float32, within 1e-5) is covered
+        listed = np.loadtxt(predmoter(reference_dir, "extra/pred_data_1_near_ties.tsv"), skiprows=1)
+        assert {(int(r), int(p), int(d)) for r, p, d, _, _ in listed} <= ties
+
+    with h5py.File(ours) as f:
+        got = f["prediction/predictions"][()]
+    with h5py.File(ref) as f:
+        want = f["prediction/predictions"][()]
+    # corrupt one value in a copy, at a position that is no tie: named, and the comparison fails
+    r, p, d = 3, 1000, 1
+    assert (r, p, d) not in ties and got[r, p, d] >= 0
+    bad = got.copy()
+    bad[r, p, d] += 1
+    c = compare_arrays(bad, want, ties)
+    assert not c.ok and c.unexpected == [(r, p, d, int(got[r, p, d]) + 1, int(want[r, p, d]))]
+    assert f"row {r} pos {p} dataset {d}" in c.summary()
+    # ±1 at a near-tie is allowed and named; ±2 is not; padding must match exactly
+    tr, tp, td = sorted(ties)[0]
+    flip = got.copy()
+    flip[tr, tp, td] += 1
+    c = compare_arrays(flip, want, ties)
+    assert c.ok and c.allowed == [(tr, tp, td, int(got[tr, tp, td]) + 1, int(want[tr, tp, td]))]
+    flip[tr, tp, td] += 1
+    assert not compare_arrays(flip, want, ties).ok
+    pad = np.argwhere(want == -1)[0]
+    padded = got.copy()
+    padded[tuple(pad)] = 0
+    assert not compare_arrays(padded, want, ties | {tuple(int(v) for v in pad)}).ok
+
+
+# --------------------------------------------------------------------------------------------------
+# --batch-size auto (fake OOM on CPU), transfer dtypes, precision deviation, NVML without a GPU
+# --------------------------------------------------------------------------------------------------
+def test_find_batch_size_power_then_bisect():
+    from chromaflow.common import ChromaflowError
+    from chromaflow.predict.engine import find_batch_size
+
+    for limit in (1, 2, 5, 16, 37, 100, 1000, 3000):
+        size, trials = find_batch_size(lambda b: b <= limit, start=16, limit=4096)
+        assert size <= limit and limit - size <= max(1, size // 32), (limit, size)
+        assert all(ok == (b <= limit) for b, ok in trials)
+        assert len(trials) <= 20
+    assert find_batch_size(lambda b: True, start=16, limit=4096)[0] == 4096
+    with pytest.raises(ChromaflowError, match="batch of 1"):
+        find_batch_size(lambda b: False)
+
+
+def test_batch_size_auto_with_fake_oom_on_cpu(tmp_path):
+    from chromaflow.predict.engine import EngineStats, resolve_batch_size
+
+    X = write_genome_h5(tmp_path / "g.h5", 80, 16)
+    stats = EngineStats()
+    size = resolve_batch_size("auto", model=_Const(limit=37), device=torch.device("cpu"), L=16, D=1,
+                              precision="fp32", rows=80, stats=stats, probe_cpu=True)
+    assert size == 37
+    assert stats.batch_probe == [[16, True], [32, True], [64, False], [48, False], [40, False], [36, True],
+                                 [38, False], [37, True]]
+    run_stats, got = _engine_run(tmp_path, _Const(limit=37), X, batch_size=size, precision="fp32", streams=1,
+                                 micro=size)
+    assert run_stats.final_batch == 37 and run_stats.batch_size == 37 and not run_stats.notes
+    want = np.round(np.exp(3 * X[:, :, :1].astype(np.float32))).astype(np.int64)
+    want[X.max(axis=2) == 0] = -1
+    assert np.array_equal(got, want)
+    # on CPU without probing: 120, capped at the rows to predict, and said so in the metrics
+    out = tmp_path / "p.h5"
+    ckpt = tmp_path / "t.ckpt"
+    run_cli("make-test-model", "--out", ckpt)
+    run_cli("predict", "--h5", tmp_path / "g.h5", "--model", ckpt, "--out", out, "--metrics", tmp_path / "m.json")
+    import json
+    m = json.loads((tmp_path / "m.json").read_text())
+    assert m["batch_size_requested"] == "auto" and m["batch_size"] == 80
+    assert any("batch size auto on CPU" in n for n in m["notes"])
+    assert m["gpu"] == {"available": False, "reason": "no CUDA device used (CPU run)"}
+
+
+def test_smallest_transfer_dtype():
+    from chromaflow.predict.engine import smallest_int_dtype
+
+    assert smallest_int_dtype(-1, 5) == torch.int8
+    assert smallest_int_dtype(-1, 127) == torch.int8
+    assert smallest_int_dtype(-1, 128) == torch.int16
+    assert smallest_int_dtype(-129, 0) == torch.int16
+    assert smallest_int_dtype(-1, 40000) == torch.int32
+    assert smallest_int_dtype(-1, 2 ** 40) == torch.int64
+
+
+def test_bf16_deviation_in_metrics_matches_independent_count(reference_dir, tmp_path):
+    """The metrics' deviation figures are exactly what running the sampled rows both ways gives."""
+    import json
+
+    from chromaflow.predict.engine import bf16_supported
+
+    if not bf16_supported(torch.device("cpu")):
+        pytest.skip("this CPU has no bf16 support in oneDNN (the engine would fall back to fp32)")
+    model_path = predmoter(reference_dir, "mini_model.ckpt")
+    run_cli("predict", "--h5", predmoter(reference_dir, "pred_data_1.h5"), "--model", model_path, "--out",
+            tmp_path / "b.h5", "--precision", "bf16", "--batch-size", "2", "--precision-check-rows", "8",
+            "--metrics", tmp_path / "m.json")
+    got = json.loads((tmp_path / "m.json").read_text())["precision_check"]
+    rows = [0, 1, 2, 3, 4, 5, 8, 9]  # rows 0-1 of batches 0, 1, 2, 4 (batch size 2)
+    torch.set_num_threads(1)
+    model = build_model(load_checkpoint(model_path))
+    with h5py.File(predmoter(reference_dir, "pred_data_1.h5")) as f:
+        X = torch.from_numpy(f["data/X"][rows].astype(np.float32))
+    values = differ = max_abs = 0
+    with torch.inference_mode():
+        for i in range(len(rows)):  # one row per model call, as the two streams run them
+            x = X[i:i + 1]
+            a = torch.exp(model(x))
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                b = torch.exp(model(x).float())
+            keep = (x.amax(2) != 0)[0]
+            d = (torch.round(a) - torch.round(b)).abs()[0][keep]
+            values += d.numel()
+            differ += int((d != 0).sum())
+            max_abs = max(max_abs, int(d.max()))
+    assert got["rows_sampled"] == 8 and got["values"] == values
+    assert got["differ"] == differ and got["max_abs"] == max_abs
+    assert got["fraction"] == pytest.approx(differ / values)
+    assert 0 < differ < values  # bf16 is not exact on this model (0.2 % of values, FORMATS §3 ties and more)
+
+
+def test_nvml_metrics_degrade_without_gpu():
+    from chromaflow.predict.gpumetrics import NvmlSampler
+
+    with NvmlSampler(None) as s:
+        pass
+    assert s.result() == {"available": False, "reason": "no CUDA device used (CPU run)"}
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: tests/test_predict_cuda.py checks real NVML samples")
+    with NvmlSampler([0]) as s:
+        pass
+    res = s.result()
+    assert res["available"] is False and res["reason"].startswith("NVML unavailable")
+
+
+def test_test_checkpoint_is_byte_reproducible(tmp_path):
+    """Same options and seed -> the same bytes, whatever the output name (issue 13); records named archive/."""
+    import zipfile
+
+    a, b, c = tmp_path / "a.ckpt", tmp_path / "other_name.ckpt", tmp_path / "c.ckpt"
+    run_cli("make-test-model", "--out", a, "--preset", "release-bihybrid", "--seed", "5")
+    run_cli("make-test-model", "--out", b, "--preset", "release-bihybrid", "--seed", "5")
+    run_cli("make-test-model", "--out", c, "--preset", "release-bihybrid", "--seed", "6")
+    assert a.read_bytes() == b.read_bytes() and a.read_bytes() != c.read_bytes()
+    assert all(n.startswith("archive/") for n in zipfile.ZipFile(a).namelist())
+    ck = load_checkpoint(a)
+    assert sum(v.numel() for k, v in ck.state_dict.items()
+               if not k.endswith(("running_mean", "running_var", "num_batches_tracked"))) == 1_534_358
+    assert ck.config.hparams()["dropout"] == 0.3 and ck.config.lstm_layers == 2 and ck.config.cnn_layers == 3
+
+
+# --------------------------------------------------------------------------------------------------
+# the CUDA executor's logic on the CPU: a stand-in for the CUDA runtime (streams and events as no-ops / clocks,
+# pinned memory as plain memory). On a GPU, tests/test_predict_cuda.py runs the real thing.
+# --------------------------------------------------------------------------------------------------
+class _FakeEvent:
+    def __init__(self, enable_timing=False):
+        self.t = None
+
+    def record(self, stream=None):
+        import time
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        assert self.t is not None
+
+    def elapsed_time(self, other):
+        return (other.t - self.t) * 1000.0
+
+
+class _FakeStream:
+    def wait_stream(self, other):
+        pass
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    from chromaflow.predict import engine
+
+    rt = engine.cuda
+    monkeypatch.setattr(rt, "Stream", lambda device=None: _FakeStream())
+    monkeypatch.setattr(rt, "Event", lambda enable_timing=False: _FakeEvent(enable_timing))
+    monkeypatch.setattr(rt, "stream", lambda s: contextlib.nullcontext())
+    for name in ("synchronize", "reset_peak_memory_stats"):
+        monkeypatch.setattr(rt, name, lambda device=None: None)
+    monkeypatch.setattr(rt, "empty_cache", lambda: None)
+    monkeypatch.setattr(rt, "max_memory_allocated", lambda device=None: 0)
+    monkeypatch.setattr(rt, "pinned_empty", lambda shape, dtype: torch.empty(shape, dtype=dtype))
+    monkeypatch.setattr(rt, "pin", lambda t: t)
+    monkeypatch.setattr(rt, "record_stream", lambda t, s: None)
+    return rt
+
+
+class _Scaled(torch.nn.Module):
+    """log-rate = scale * first one-hot column; fakes an out-of-memory above ``limit`` rows per call."""
+
+    def __init__(self, scale, limit=1 << 30):
+        super().__init__()
+        self.scale, self.limit = scale, limit
+
+    def forward(self, x):
+        if x.shape[0] > self.limit:
+            raise torch.cuda.OutOfMemoryError("simulated")
+        return self.scale * x[:, :, :1]
+
+
+@pytest.mark.parametrize("scale,limit,dtypes,d2h", [
+    (12.0, 100, {"int64": 2, "int32": 1}, 2 * 96 * 1 + 2 * 96 * 8 + 96 * 4),
+    (3.0, 2, {"int8": 3}, 3 * 96 * 1)])
+def test_cuda_executor_logic_on_cpu(tmp_path, fake_cuda, scale, limit, dtypes, d2h):
+    """Transfer types widen without loss (int8 first; exp(12) needs int32: the two batches already in flight in
+    int8 are copied again as int64, the next one comes back as int32), an OOM halves the batch, CUDA-event
+    timings are gathered, results are exact."""
+    X = write_genome_h5(tmp_path / "g.h5", 9, 32)
+    stats, got = _engine_run(tmp_path, _Scaled(scale, limit), X, batch_size=3, precision="fp32", executor="cuda")
+    want = np.round(np.exp(scale * X[:, :, :1].astype(np.float32))).astype(np.int64)
+    want[X.max(axis=2) == 0] = -1
+    assert np.array_equal(got, want)
+    assert stats.transfer_dtypes == dtypes
+    assert stats.final_batch == (1 if limit == 2 else 3)  # 3 rows did not fit: 3 // 2 = 1 row per call
+    assert (limit == 2) == any("CUDA OOM" in n for n in stats.notes)
+    t = stats.gpu_timing
+    assert t["micro_batches"] == (9 if limit == 2 else 3) and 0.0 <= t["data_wait_fraction"] <= 1.0
+    # float16 rows of the h5 route (3 batches of 3 x 32 x 4 x 2 bytes); the batch that ran out of memory twice
+    assert stats.h2d_bytes == 768 * (4 if limit == 2 else 3)
+    assert stats.d2h_bytes == d2h
+
+
+def test_cuda_batch_probe_logic_on_cpu(fake_cuda):
+    from chromaflow.predict.engine import probe_batch_size
+
+    size, trials = probe_batch_size(_Scaled(1.0, limit=37), torch.device("cpu"), L=16, D=1, precision="fp32",
+                                    limit=4096, executor="cuda")
+    assert size == 37 and trials[-1] == (37, True)
+
+
+def test_cuda_executor_fasta_route_logic_on_cpu(reference_dir, tmp_path, fake_cuda):
+    """The FASTA route through the CUDA executor (codes + strand flags, one-hot by table, grown output) gives
+    Predmoter's predictions."""
+    from chromaflow.predict import engine, h5io
+    from chromaflow.predict.feed import FastaFeed
+
+    torch.set_num_threads(1)  # the model runs in this thread here (on a GPU it would not load the CPU)
+    model = build_model(load_checkpoint(predmoter(reference_dir, "mini_model.ckpt")))
+    pool = engine.pinned_pool(5, 5, 21384, pin=True)
+    feed = FastaFeed(str(predmoter(reference_dir, "pred_data.fa")), 21384, 5, pool, reader="process")
+    got_meta = []
+    with h5py.File(tmp_path / "o.h5", "w") as out:
+        dset = h5io.create_predictions(out, n_rows=0, length=21384, datasets=["atacseq", "h3k4me3"],
+                                       species0=b"Species_artificialis_9", model_name="m",
+                                       seqids=np.zeros(0, "S50"), start_ends=np.zeros((0, 2), np.int64))
+        writer = engine._Writer(dset, 0, pool_threads=2, depth=2, grow=True)
+        stats = engine.predict_feed(model, feed, writer, n_rows=None, batch_size=5, device=torch.device("cpu"),
+                                    precision="fp32", threads=1, on_batch=lambda b: got_meta.append(b),
+                                    release=lambda b: pool.release(b.slot), executor="cuda")
+        h5io.finalize_rows(out, seqids=np.array([s for b in got_meta for s in b.seqids], dtype="S50"),
+                           start_ends=np.concatenate([b.start_ends for b in got_meta]))
+    assert stats.rows == 16 and stats.transfer_dtypes == {"int8": 4}
+    with h5py.File(tmp_path / "o.h5") as f, h5py.File(predmoter(reference_dir, "pred_data_1_predictions.h5")) as g:
+        for name in ("data/seqids", "data/start_ends", "prediction/predictions"):
+            assert np.array_equal(f[name][()], g[name][()]), name
+
+
+# --------------------------------------------------------------------------------------------------
+# benchmarks/gpu/run: refuses without CUDA; its CPU-side checks and report run here
+# --------------------------------------------------------------------------------------------------
+def _gpu_bench_module(repo_root):
+    import importlib.machinery
+    import importlib.util
+
+    path = repo_root / "benchmarks" / "gpu" / "run"
+    loader = importlib.machinery.SourceFileLoader("gpu_bench_run", str(path))
+    spec = importlib.util.spec_from_loader("gpu_bench_run", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def test_gpu_benchmark_refuses_without_cuda_and_its_checks_work(repo_root, reference_dir, tmp_path):
+    import json
+    import sys
+
+    if not torch.cuda.is_available():
+        proc = subprocess.run([sys.executable, str(repo_root / "benchmarks" / "gpu" / "run"), "--workdir",
+                               str(tmp_path / "w")], capture_output=True, text=True)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "no CUDA device" in proc.stderr and not (tmp_path / "w").exists()
+    mod = _gpu_bench_module(repo_root)
+    fa = reference_dir / "predmoter" / "pred_data.fa"
+    ckpt = reference_dir / "predmoter" / "mini_model.ckpt"
+    outs = {}
+    for prec in ("fp32", "bf16"):
+        out = tmp_path / f"{prec}.h5"
+        run_cli("predict", "--fasta", fa, "--species", "S", "--model", ckpt, "--out", out, "--precision", prec,
+                "--metrics", tmp_path / f"{prec}.json")
+        outs[prec] = out
+    chk = mod.check_rows_on_cpu(fa, ckpt, outs["fp32"], [0, 5, 15], threads=1)
+    assert chk["ok"] and chk["values"] == 3 * 21384 * 2 and chk["rows"] == [0, 5, 15]
+    bad = tmp_path / "bad.h5"  # the check can fail: one value changed in row 5
+    shutil.copy(outs["fp32"], bad)
+    with h5py.File(bad, "a") as f:
+        f["prediction/predictions"][5, 100, 0] += 1
+    chk = mod.check_rows_on_cpu(fa, ckpt, bad, [0, 5, 15], threads=1)
+    assert not chk["ok"] and chk["unexpected"][0][:3] == [5, 100, 0]
+    dev = mod.deviation(outs["bf16"], outs["fp32"])
+    assert dev["values"] == 16 * 21384 * 2 and 0 < dev["differ"] < dev["values"] // 50
+    result = {"command": "benchmarks/gpu/run (CPU stand-in)", "started": "2000-01-01 00:00", "mbp": 0.154,
+              "records": 2, "machine": {"gpu": "none (test)", "host": "test", "torch": torch.__version__, "cuda": None,
+                                        "cudnn": None, "cpu": "test", "cores": 2},
+              "precisions": [mod.record({"wall_s": 1.0, "cpu_s": 1.0}, json.loads((tmp_path / f"{p}.json").read_text()))
+                             for p in ("fp32", "bf16")], "fp32_vs_cpu": chk, "bf16_vs_fp32": dev}
+    res_dir = tmp_path / "gpu" / "results"
+    res_dir.mkdir(parents=True)
+    (res_dir / "x.json").write_text(json.dumps(result))
+    md = mod.regenerate_md(res_dir).read_text()
+    assert "| fp32 | 1.0 |" in md and "**FAILED**" in md and f"{dev['differ']} of {dev['values']} differ" in md

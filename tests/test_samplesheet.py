@@ -1,88 +1,160 @@
 """Samplesheet validation in the real pipeline: every bad sheet stops the run before any task, with one line
-naming the sheet, the line and the problem. Runs Nextflow with -preview (no task is executed)."""
+naming the sheet, the line and the problem; every odd-but-valid sheet (BOM, CRLF, trailing empty lines, quoted
+fields, paths with spaces, URLs that answer) gives exactly the rows it says.
+
+The sheets are validated by the pipeline's own function (subworkflows/local/samplesheet.nf) in one Nextflow JVM
+(tests/nextflow/validate_sheets.nf); two tests run main.nf itself. URLs are served by a local http server on
+loopback that the test starts (tests/pipeline_utils.LocalHttpServer).
+"""
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from pipeline_utils import ROOT, run_nextflow
+from pipeline_utils import ROOT, LocalHttpServer, free_port, run_nextflow
 
 pytestmark = pytest.mark.pipeline
 
-FASTA = ROOT / "assets" / "test" / "asmA.fa"
+TEST = ROOT / "assets" / "test"
+FASTA = TEST / "asmA.fa"
 
-
-def _sheet(tmp_path: Path, text: str | bytes, name: str = "sheet.csv") -> Path:
-    p = tmp_path / name
-    if isinstance(text, bytes):
-        p.write_bytes(text)
-    else:
-        p.write_text(text)
-    return p
-
-
-CASES = {
-    "missing_column": ("id,species\nA,sp\n", r"missing required column\(s\): fasta"),
-    "extra_column": (f"id,fasta,colour\nA,{FASTA},red\n", r"unknown column\(s\): colour"),
-    "duplicate_id": (f"id,fasta\nA,{FASTA}\nA,{FASTA}\n", r"line 3: duplicate id 'A' \(first on line 2\)"),
+# case -> (sheet text with {fasta}, {dir} (the sheet's folder) and {url} (the http server) filled in,
+#          expected: a regex the one error line must match, or the rows as [id, species, layout, fasta, expr, regs])
+CASES: dict[str, tuple[str | bytes, object]] = {
+    "missing_column": ("id,species\nA,sp\n", r"line 1: missing required column\(s\): fasta"),
+    "extra_column": ("id,fasta,colour\nA,{fasta},red\n", r"line 1: unknown column\(s\): colour"),
+    "duplicate_header_names": ("id,fasta,ID\nA,{fasta},B\n", r"line 1: duplicate column\(s\): id"),
+    "duplicate_id": ("id,fasta\nA,{fasta}\nA,{fasta}\n", r"line 3: duplicate id 'A' \(first on line 2\)"),
     "missing_file": ("id,fasta\nA,/nonexistent/genome.fa\n", r"line 2: column 'fasta': file not found: /nonexistent/genome.fa"),
-    "id_with_space": (f"id,fasta\nmy genome,{FASTA}\n", r"line 2: id 'my genome' may only contain"),
-    "id_with_slash": (f"id,fasta\na/b,{FASTA}\n", r"line 2: id 'a/b' may only contain"),
+    "fasta_is_a_directory": ("id,fasta\nA,{dir}\n", r"line 2: column 'fasta': not a regular file: "),
+    "id_with_space": ("id,fasta\nmy genome,{fasta}\n", r"line 2: id 'my genome' may only contain"),
+    "id_with_slash": ("id,fasta\na/b,{fasta}\n", r"line 2: id 'a/b' may only contain"),
     "empty_sheet": ("id,fasta\n", r"no assemblies \(only a header line\)"),
     "empty_file": ("", r"file is empty"),
-    "field_count": (f"id,fasta\nA,{FASTA},extra\n", r"line 2: 3 fields, but the header has 2"),
-    "long_species": (f"id,fasta,species\nA,{FASTA},{'x' * 26}\n", r"line 2: species '.*' is 26 bytes"),
+    "only_empty_lines": ("\n\n\r\n", r"file is empty"),
+    "field_count": ("id,fasta\nA,{fasta},extra\n", r"line 2: 3 fields, but the header has 2"),
+    "long_species": ("id,fasta,species\nA,{fasta}," + "x" * 26 + "\n", r"line 2: species '.*' is 26 bytes"),
+    "unknown_layout": ("id,fasta,expression,expression_layout\nA,{fasta},{expr},genes-by-samples\n",
+                       r"line 2: expression_layout 'genes-by-samples' must be genes-x-samples or samples-x-genes"),
+    "regulators_without_expression": ("id,fasta,regulators\nA,{fasta},{regs}\n",
+                                      r"line 2: column 'regulators' is set but 'expression' is empty"),
+    "empty_line_between_records": ("id,fasta\nA,{fasta}\n\nB,{fasta}\n", r"line 3: empty line"),
+    "unterminated_quote": ('id,fasta\nA,"{fasta}\n', r"line 2: unterminated quoted field"),
+    "url_not_found": ("id,fasta\nA,{url}/missing.fa\n", r"line 2: column 'fasta': cannot fetch http://127\.0\.0\.1:\d+/missing\.fa \(HTTP 404\)"),
+    "url_refused": ("id,fasta\nA,http://127.0.0.1:{dead_port}/asmA.fa\n",
+                    r"line 2: column 'fasta': cannot fetch http://127\.0\.0\.1:\d+/asmA\.fa \(ConnectException: Connection refused"),
+    # valid
+    "bom_crlf": (b"\xef\xbb\xbfid,fasta,species\r\nA,{fasta},Sp_a\r\n", [["A", "Sp_a", "genes-x-samples", "{fasta}", None, None]]),
+    "trailing_empty_lines": ("id,fasta\nA,{fasta}\n\n  \n\r\n", [["A", "A", "genes-x-samples", "{fasta}", None, None]]),
+    "quoted_fields": ('"id","fasta","species"\n"A","{dir}/with, comma.fa","Sp ""q"""\n',
+                      r"line 2: species 'Sp \"q\"' must be printable ASCII without spaces"),
+    "quoted_fields_valid": ('"id","fasta","species"\n"A","{dir}/with, comma.fa","Sp_""q"""\n',
+                            [["A", 'Sp_"q"', "genes-x-samples", "{dir}/with, comma.fa", None, None]]),
+    "path_with_spaces": ("id,fasta,expression,regulators,expression_layout\nA,my data/asm A.fa,my data/expr one.tsv.gz,"
+                         "my data/regs.txt,samples-x-genes\n",
+                         [["A", "A", "samples-x-genes", "{dir}/my data/asm A.fa", "{dir}/my data/expr one.tsv.gz",
+                           "{dir}/my data/regs.txt"]]),
+    "url_ok": ("id,fasta\nA,{url}/asmA.fa\n", [["A", "A", "genes-x-samples", "{url}/asmA.fa", None, None]]),
+    "relative_and_absolute": ("id,fasta\nA,asmA.fa\nB,{fasta}\n", [["A", "A", "genes-x-samples", "{dir}/asmA.fa", None, None],
+                                                                   ["B", "B", "genes-x-samples", "{fasta}", None, None]]),
 }
 
 
 @pytest.fixture(scope="module")
-def validation_results(tmp_path_factory, nextflow_bin):
-    """All bad sheets validated by the pipeline's own function in one Nextflow JVM (fast)."""
-    tmp = tmp_path_factory.mktemp("sheets")
-    sheets = {case: _sheet(tmp, text, f"{case}.csv") for case, (text, _) in CASES.items()}
-    res = subprocess.run(
-        ["nextflow", "run", str(ROOT / "tests" / "nextflow" / "validate_sheets.nf"), "-ansi-log", "false",
-         "--sheets", ",".join(str(p) for p in sheets.values())],
-        cwd=tmp, capture_output=True, text=True, timeout=600, env={**os.environ, "NXF_OFFLINE": "true"})
+def sheets_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sheets")
+    shutil.copy(FASTA, d / "asmA.fa")
+    shutil.copy(FASTA, d / "with, comma.fa")
+    (d / "my data").mkdir()
+    shutil.copy(FASTA, d / "my data" / "asm A.fa")
+    (d / "my data" / "expr one.tsv.gz").write_bytes(b"")
+    shutil.copy(TEST / "genie3" / "regulators.txt", d / "my data" / "regs.txt")
+    return d
+
+
+@pytest.fixture(scope="module")
+def validation_results(sheets_dir, nextflow_bin):
+    """All sheets validated by the pipeline's own function in one Nextflow JVM (fast)."""
+    with LocalHttpServer(sheets_dir) as server:
+        subs = {"fasta": str(FASTA), "dir": str(sheets_dir), "url": server.url, "dead_port": str(free_port()),
+                "expr": str(TEST / "genie3" / "expression.tsv"), "regs": str(TEST / "genie3" / "regulators.txt")}
+
+        def fill(x):
+            if isinstance(x, bytes):
+                return fill(x.decode()).encode()
+            if isinstance(x, str):
+                return re.sub(r"\{(\w+)\}", lambda m: subs.get(m.group(1), m.group(0)), x)
+            if isinstance(x, list):
+                return [fill(i) for i in x]
+            return x
+
+        sheets = {}
+        for case, (text, _) in CASES.items():
+            p = sheets_dir / f"{case}.csv"
+            t = fill(text)
+            p.write_bytes(t if isinstance(t, bytes) else t.encode())
+            sheets[case] = p
+        res = subprocess.run(
+            ["nextflow", "run", str(ROOT / "tests" / "nextflow" / "validate_sheets.nf"), "-ansi-log", "false",
+             "--sheets", ",".join(str(p) for p in sheets.values())],
+            cwd=sheets_dir, capture_output=True, text=True, timeout=600, env={**os.environ, "NXF_OFFLINE": "true"})
     assert res.returncode == 0, res.stdout + res.stderr
     results = {}
     for line in res.stdout.splitlines():
-        if line.startswith("RESULT "):
-            _, sheet, rest = line.split(" ", 2)
-            results[sheet] = rest
-    return {case: results.get(str(p)) for case, p in sheets.items()}, sheets
+        if line.startswith("RESULT\t"):
+            _, sheet, kind, rest = line.split("\t", 3)
+            results[sheet] = (kind, rest)
+    expected = {case: fill(exp) for case, (_, exp) in CASES.items()}
+    return {case: results.get(str(p)) for case, p in sheets.items()}, sheets, expected
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_samplesheet_is_rejected_with_one_clear_line(validation_results, case):
-    results, sheets = validation_results
+def test_samplesheet_case(validation_results, case):
+    results, sheets, expected = validation_results
     got = results[case]
-    assert got is not None and got.startswith("ERROR "), got
-    assert re.search(CASES[case][1], got), f"expected /{CASES[case][1]}/ in {got!r}"
-    assert "\n" not in got
-    if case != "missing_file":
-        assert str(sheets[case]) in got
+    assert got is not None, f"no result for {case}"
+    kind, rest = got
+    want = expected[case]
+    if isinstance(want, str):   # an error: one line naming the sheet and the line
+        assert kind == "ERROR", rest
+        assert "\\n" not in rest, rest
+        assert re.search(want, rest), f"expected /{want}/ in {rest!r}"
+        if case not in ("missing_file",):
+            assert rest.startswith(f"samplesheet {sheets[case]}"), rest
+    else:
+        assert kind == "OK", rest
+        rows = [[m["id"], m["species"], m["expression_layout"], f, e, r] for m, f, e, r in json.loads(rest)]
+        assert rows == want
 
 
 def test_bad_samplesheet_stops_the_real_pipeline_before_any_task(tmp_path, nextflow_bin):
-    sheet = _sheet(tmp_path, f"id,fasta\nA,{FASTA}\nA,{FASTA}\n")
-    res = run_nextflow(["--genomes", str(sheet), "--skip_predict", "--outdir", str(tmp_path / "out")],
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text(f"id,fasta\nA,{FASTA}\nA,{FASTA}\n")
+    res = run_nextflow(["--input", str(sheet), "--skip_predict", "--outdir", str(tmp_path / "out")],
                        cwd=tmp_path, check=False, timeout=300)
     out = res.stdout + res.stderr
     assert res.returncode != 0, out
-    assert f"samplesheet {sheet} line 3: duplicate id 'A' (first on line 2)" in out
+    lines = [ln for ln in out.splitlines() if "duplicate id" in ln]
+    assert lines == [f"samplesheet {sheet} line 3: duplicate id 'A' (first on line 2)"], out
+    assert "Exception" not in out and "Check script" not in out
     work = tmp_path / "work"
     assert not work.exists() or not any(work.iterdir()), "a task ran although the sheet was invalid"
 
 
-def test_bom_crlf_and_relative_paths_are_accepted(tmp_path, nextflow_bin):
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "g.fa").write_text(FASTA.read_text())
-    sheet = _sheet(tmp_path, b"\xef\xbb\xbfid,fasta,species\r\nA,data/g.fa,Sp_a\r\n")
-    res = run_nextflow(["-preview", "--genomes", str(sheet), "--skip_predict", "--outdir", str(tmp_path / "out")],
-                       cwd=tmp_path, timeout=300)
-    assert "1 assembly from" in res.stdout
+def test_unfetchable_url_stops_the_real_pipeline_with_one_line(tmp_path, nextflow_bin):
+    with LocalHttpServer(tmp_path) as server:
+        sheet = tmp_path / "sheet.csv"
+        sheet.write_text(f"id,fasta\nA,{server.url}/nothing-here.fa\n")
+        res = run_nextflow(["--input", str(sheet), "--skip_predict", "--outdir", str(tmp_path / "out")],
+                           cwd=tmp_path, check=False, timeout=300)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out
+    lines = [ln for ln in out.splitlines() if "nothing-here.fa" in ln]
+    assert lines == [f"samplesheet {sheet} line 2: column 'fasta': cannot fetch {server.url}/nothing-here.fa (HTTP 404)"], out
+    assert not (tmp_path / "work").exists() or not any((tmp_path / "work").iterdir())

@@ -1,11 +1,22 @@
-"""nextflow_schema.json documents exactly the params of nextflow.config, with matching defaults."""
+"""nextflow_schema.json documents exactly the params of nextflow.config, with matching defaults, and its enums are
+values the CLI options they are passed to (through ext.args in conf/modules.config) accept.
+
+The schema is the one source of the rules the pipeline enforces (subworkflows/local/utils_chromaflow.nf reads it;
+tests/test_params.py checks each rule in the real Nextflow); this file keeps it in step with the config and
+the CLI.
+"""
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
 
+import pytest
+
+from chromaflow.cli import _build_parser
+
 ROOT = Path(__file__).resolve().parents[1]
+DYNAMIC = object()   # a default computed when the config is read (e.g. the launch time)
 
 
 def config_params() -> dict[str, object]:
@@ -25,18 +36,24 @@ def config_params() -> dict[str, object]:
             val = int(raw)
         elif re.fullmatch(r"-?\d+\.\d+", raw):
             val = float(raw)
+        elif re.fullmatch(r"'[^']*'|\"[^\"$]*\"", raw):
+            val = raw[1:-1]
         else:
-            val = raw.strip("'\"")
+            val = DYNAMIC
         out[m.group(1)] = val
     return out
 
 
+def schema() -> dict:
+    return json.loads((ROOT / "nextflow_schema.json").read_text())
+
+
 def schema_params() -> dict[str, dict]:
-    schema = json.loads((ROOT / "nextflow_schema.json").read_text())
+    s = schema()
     props: dict[str, dict] = {}
-    for group in schema["$defs"].values():
+    for group in s["$defs"].values():
         props.update(group["properties"])
-    assert len(schema["allOf"]) == len(schema["$defs"])
+    assert len(s["allOf"]) == len(s["$defs"])
     return props
 
 
@@ -47,7 +64,51 @@ def test_schema_lists_every_param_and_nothing_else():
 def test_schema_defaults_match_the_config():
     cfg = config_params()
     for name, spec in schema_params().items():
-        assert spec.get("default") == cfg[name], name
         assert spec.get("description"), name
+        if cfg[name] is DYNAMIC:
+            assert "default" not in spec, f"{name}: computed when the config is read; the schema cannot state it"
+            continue
+        assert spec.get("default") == cfg[name], name
         if "enum" in spec and cfg[name] is not None:
             assert cfg[name] in spec["enum"], name
+
+
+def test_outdir_is_required_and_has_no_default():
+    io = schema()["$defs"]["input_output_options"]
+    assert io["required"] == ["outdir"]
+    assert config_params()["outdir"] is None
+
+
+# schema enum -> (chromaflow command, CLI option): the value is passed through ext.args in conf/modules.config
+ENUM_TO_CLI = {
+    "h5_compression": ("fasta2h5", "--compression"),
+    "predict_device": ("predict", "--device"),
+    "predict_precision": ("predict", "--precision"),
+    "track_format": ("bigwig", "--format"),
+    "track_strand": ("bigwig", "--strand"),
+    "genie3_layout": ("genie3", "--layout"),
+    "genie3_tree_method": ("genie3", "--tree-method"),
+    "genie3_engine": ("genie3", "--engine"),
+}
+
+
+def _choices(command: str, option: str) -> list[str]:
+    parser = _build_parser(command)
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+    action = next(a for a in sub._actions if option in a.option_strings)
+    return list(action.choices)
+
+
+def test_every_enum_param_is_mapped_to_a_cli_option():
+    enums = {n for n, s in schema_params().items() if "enum" in s}
+    # mode and publish_dir_mode are Nextflow's own, not a CLI option
+    assert enums - {"mode", "publish_dir_mode"} == set(ENUM_TO_CLI)
+
+
+@pytest.mark.parametrize("param", sorted(ENUM_TO_CLI))
+def test_schema_enum_values_are_accepted_by_the_cli(param):
+    command, option = ENUM_TO_CLI[param]
+    assert set(schema_params()[param]["enum"]) <= set(_choices(command, option)), (param, command, option)
+    modules = (ROOT / "conf" / "modules.config").read_text()
+    if param != "genie3_layout":   # the layout reaches GENIE3 through the samplesheet meta, not ext.args
+        assert f"{option} ${{params.{param}}}" in modules, f"{param} is not passed as {option} in conf/modules.config"

@@ -1,47 +1,60 @@
 /*
- * The chromaflow workflow: FASTA → h5 → (sharded) prediction → tracks; expression → GENIE3; benchmark.
+ * The chromaflow workflow: FASTA → h5 → (sharded) prediction → tracks; expression → GENIE3 plan → chunked
+ * GENIE3 → merge; benchmark report; MultiQC.
+ *
+ * take: ch_samplesheet  channel of [meta, fasta, expression|[], regulators|[]], meta = [id, species, expression_layout]
  */
 include { FASTA2H5        } from '../modules/local/fasta2h5'
 include { MAKE_TEST_MODEL } from '../modules/local/make_test_model'
 include { PREDICT         } from '../modules/local/predict'
 include { PREDICT_MERGE   } from '../modules/local/predict_merge'
 include { BIGWIG          } from '../modules/local/bigwig'
+include { GENIE3_PLAN     } from '../modules/local/genie3_plan'
 include { GENIE3          } from '../modules/local/genie3'
 include { GENIE3_MERGE    } from '../modules/local/genie3_merge'
 include { BENCHMARK       } from '../modules/local/benchmark'
-include { countGenes      } from '../subworkflows/local/samplesheet'
+include { MULTIQC         } from '../modules/local/multiqc'
+include { runTraceFile    } from '../subworkflows/local/utils_chromaflow'
 
-// Number of prediction shards for an assembly of `rows` subsequences.
-def shardCount(rows) {
-    def p = params.predict_shards.toString()
+// Number of prediction shards for an assembly of `rows` subsequences: `shards` is an integer or 'auto'
+// (one shard per `shardRows` subsequences).
+def shardCount(rows, shards, shardRows) {
+    def p = shards.toString()
     if (p == 'auto') {
-        return Math.max(1, Math.ceil(rows / (params.predict_shard_rows as double)) as int)
+        return Math.max(1, Math.ceil(rows / (shardRows as double)) as int)
     }
     return Math.max(1, Math.min(p as int, rows as int))
 }
 
+def readJson(path) {
+    return new groovy.json.JsonSlurper().parse(path.toFile())
+}
+
 // Annotate one metrics JSON with the assembly/shard it belongs to (for the BENCHMARK stage).
 def annotateMetrics(meta, json, extra = [:]) {
-    def m = new groovy.json.JsonSlurper().parse(json.toFile())
+    def m = readJson(json)
     m.assembly = meta.id
     extra.each { k, v -> m[k] = v }
     return groovy.json.JsonOutput.toJson(m)
 }
 
+// meta without the keys of one shard / chunk
+def baseMeta(meta) {
+    return meta.findAll { k, v -> !(k in ['shard', 'shards', 'chunk', 'chunks']) }
+}
+
 workflow CHROMAFLOW {
     take:
-    rows   // [meta, fasta, expression|null, regulators|null]
+    ch_samplesheet
 
     main:
     ch_versions = Channel.empty()
     ch_metrics  = Channel.empty()
 
-    ch_rows = Channel.fromList(rows)
-
     //
     // FASTA → HDF5
     //
-    FASTA2H5(ch_rows.map { meta, fasta, expr, regs -> [meta, fasta] })
+    FASTA2H5(ch_samplesheet.map { meta, fasta, expr, regs -> [meta, fasta] })
     ch_versions = ch_versions.mix(FASTA2H5.out.versions)
     ch_metrics  = ch_metrics.mix(FASTA2H5.out.metrics.map { meta, j -> annotateMetrics(meta, j) })
 
@@ -60,8 +73,7 @@ workflow CHROMAFLOW {
         ch_shards = FASTA2H5.out.h5
             .join(FASTA2H5.out.metrics)
             .flatMap { meta, h5, json ->
-                def rowsN = new groovy.json.JsonSlurper().parse(json.toFile()).subsequences as long
-                def n = shardCount(rowsN)
+                def n = shardCount(readJson(json).subsequences as long, params.predict_shards, params.predict_shard_rows)
                 (1..n).collect { i -> [meta + [shard: i, shards: n], h5] }
             }
         PREDICT(ch_shards, ch_model)
@@ -73,44 +85,52 @@ workflow CHROMAFLOW {
             sharded: true
         }
         ch_to_merge = ch_pred.sharded
-            .map { meta, p -> [groupKey(meta.subMap(['id', 'species', 'expression_layout']), meta.shards), meta.shard, p] }
+            .map { meta, p -> [groupKey(baseMeta(meta), meta.shards), meta.shard, p] }
             .groupTuple()
             .map { key, idx, files -> [key.getGroupTarget(), [idx, files].transpose().sort { it[0] }.collect { it[1] }] }
         PREDICT_MERGE(ch_to_merge)
         ch_versions = ch_versions.mix(PREDICT_MERGE.out.versions)
         ch_metrics  = ch_metrics.mix(PREDICT_MERGE.out.metrics.map { meta, j -> annotateMetrics(meta, j) })
 
+        // an unsharded prediction and a merged one carry the same name (<id>_predictions.h5) and meta
         ch_predictions = ch_pred.single
-            .map { meta, p -> [meta.subMap(['id', 'species', 'expression_layout']), p] }
+            .map { meta, p -> [baseMeta(meta), p] }
             .mix(PREDICT_MERGE.out.predictions)
 
         //
         // Tracks for genome browsers
         //
         if (!params.skip_tracks) {
-            BIGWIG(ch_predictions)
+            ch_blacklist = params.track_blacklist ? Channel.value(file(params.track_blacklist, checkIfExists: true)) : Channel.value([])
+            BIGWIG(ch_predictions, ch_blacklist)
             ch_versions = ch_versions.mix(BIGWIG.out.versions)
             ch_metrics  = ch_metrics.mix(BIGWIG.out.metrics.map { meta, j -> annotateMetrics(meta, j) })
         }
     }
 
     //
-    // GENIE3 for assemblies with an expression matrix, split into target chunks
+    // GENIE3 for assemblies with an expression matrix: a plan (gene count → chunks, read by the Python reader),
+    // then one task per chunk of target genes, merged per assembly
     //
     if (!params.skip_genie3) {
-        ch_genie3 = ch_rows
-            .filter { meta, fasta, expr, regs -> expr != null }
-            .flatMap { meta, fasta, expr, regs ->
-                def genes = countGenes(expr, meta.expression_layout)
-                def n = Math.max(1, Math.ceil(genes / (params.genie3_chunk_size as double)) as int)
-                (1..n).collect { i -> [meta + [chunk: i, chunks: n], expr, regs ?: []] }
+        ch_expression = ch_samplesheet
+            .filter { meta, fasta, expr, regs -> expr }
+            .map { meta, fasta, expr, regs -> [meta, expr, regs] }
+        GENIE3_PLAN(ch_expression)
+        ch_versions = ch_versions.mix(GENIE3_PLAN.out.versions)
+
+        ch_genie3 = ch_expression
+            .join(GENIE3_PLAN.out.plan)
+            .flatMap { meta, expr, regs, plan ->
+                def n = readJson(plan).chunks as int
+                (1..n).collect { i -> [meta + [chunk: i, chunks: n], expr, regs] }
             }
         GENIE3(ch_genie3)
         ch_versions = ch_versions.mix(GENIE3.out.versions)
         ch_metrics  = ch_metrics.mix(GENIE3.out.metrics.map { meta, j -> annotateMetrics(meta, j, [chunk: meta.chunk, chunks: meta.chunks]) })
 
         ch_parts = GENIE3.out.part
-            .map { meta, part -> [groupKey(meta.subMap(['id', 'species', 'expression_layout']), meta.chunks), meta.chunk, part] }
+            .map { meta, part -> [groupKey(baseMeta(meta), meta.chunks), meta.chunk, part] }
             .groupTuple()
             .map { key, idx, files -> [key.getGroupTarget(), [idx, files].transpose().sort { it[0] }.collect { it[1] }] }
         GENIE3_MERGE(ch_parts)
@@ -119,21 +139,44 @@ workflow CHROMAFLOW {
     }
 
     //
-    // Versions of every tool, deduplicated, in pipeline_info/
+    // Versions of the tools that made the results (one file, deduplicated), for the reports
+    //
+    ch_versions_file = ch_versions
+        .unique { it.text }
+        .collectFile(name: 'software_versions.yml', sort: true, newLine: false)
+
+    //
+    // Benchmark report from every task's metrics and this run's trace (a staged input, [] where there is none)
+    //
+    ch_multiqc_files = Channel.empty()
+    if (!params.skip_benchmark) {
+        def trace = runTraceFile()
+        ch_metrics_file = ch_metrics.collectFile(name: 'metrics.jsonl', newLine: true, sort: true)
+        BENCHMARK(ch_metrics_file, ch_versions_file, trace ?: [])
+        ch_versions = ch_versions.mix(BENCHMARK.out.versions)
+        ch_multiqc_files = BENCHMARK.out.multiqc
+    }
+
+    //
+    // MultiQC: benchmark custom content + software versions
+    //
+    if (!params.skip_multiqc) {
+        MULTIQC(
+            ch_multiqc_files.collect().ifEmpty([]),
+            ch_versions_file,
+            file("${projectDir}/assets/multiqc_config.yml", checkIfExists: true)
+        )
+        ch_versions = ch_versions.mix(MULTIQC.out.versions)
+    }
+
+    //
+    // Every process's versions (the report stages included) in pipeline_info/
     //
     ch_versions
         .unique { it.text }
         .collectFile(name: 'software_versions.yml', storeDir: "${params.outdir}/pipeline_info", sort: true, newLine: false)
-        .set { ch_versions_file }
-
-    //
-    // Benchmark report from every task's metrics
-    //
-    if (!params.skip_benchmark) {
-        ch_metrics_file = ch_metrics.collectFile(name: 'metrics.jsonl', newLine: true, sort: true)
-        BENCHMARK(ch_metrics_file, ch_versions_file)
-    }
+        .set { ch_versions_published }
 
     emit:
-    versions = ch_versions_file
+    versions = ch_versions_published
 }

@@ -23,6 +23,8 @@ include { EVALUATE     } from '../modules/local/evaluate'
 include { PREDICT      } from '../modules/local/predict'
 include { BIGWIG       } from '../modules/local/bigwig'
 include { BENCHMARK    } from '../modules/local/benchmark'
+include { MULTIQC      } from '../modules/local/multiqc'
+include { runTraceFile } from '../subworkflows/local/utils_chromaflow'
 include { splitCsvLine; resolveSheetPath; sheetError } from '../subworkflows/local/samplesheet'
 
 List<String> trainSheetColumns() { ['id', 'split', 'fasta', 'species', 'dataset', 'file', 'library', 'shift'] }
@@ -167,27 +169,46 @@ workflow TRAIN_MODEL {
     if (params.train_predict) {
         ch_model = TRAIN.out.best.map { meta, ckpt -> ckpt }.first()
         ch_pred_in = ch_h5.filter { meta, h5 -> meta.split != 'train' }
-            .map { meta, h5 -> [[id: meta.id, species: meta.species, expression_layout: params.genie3_layout, shard: 1, shards: 1], h5] }
+            .map { meta, h5 -> [[id: meta.id, species: meta.species, shard: 1, shards: 1], h5] }
         PREDICT(ch_pred_in, ch_model)
         ch_versions = ch_versions.mix(PREDICT.out.versions)
         ch_metrics  = ch_metrics.mix(PREDICT.out.metrics.map { meta, j -> annotateTrainMetrics(meta, j) })
         if (!params.skip_tracks) {
-            BIGWIG(PREDICT.out.predictions.map { meta, p -> [meta.subMap(['id', 'species', 'expression_layout']), p] })
+            ch_blacklist = params.track_blacklist ? Channel.value(file(params.track_blacklist, checkIfExists: true)) : Channel.value([])
+            BIGWIG(PREDICT.out.predictions.map { meta, p -> [meta.subMap(['id', 'species']), p] }, ch_blacklist)
             ch_versions = ch_versions.mix(BIGWIG.out.versions)
             ch_metrics  = ch_metrics.mix(BIGWIG.out.metrics.map { meta, j -> annotateTrainMetrics(meta, j) })
         }
     }
 
+    //
+    // Versions, benchmark report (every task's metrics + this run's trace) and MultiQC, as in the predict mode
+    //
+    ch_versions_file = ch_versions
+        .unique { it.text }
+        .collectFile(name: 'software_versions.yml', sort: true, newLine: false)
+    ch_multiqc_files = Channel.empty()
+    if (!params.skip_benchmark) {
+        def trace = runTraceFile()
+        BENCHMARK(ch_metrics.collectFile(name: 'metrics.jsonl', newLine: true, sort: true), ch_versions_file, trace ?: [])
+        ch_versions = ch_versions.mix(BENCHMARK.out.versions)
+        ch_multiqc_files = BENCHMARK.out.multiqc
+    }
+    if (!params.skip_multiqc) {
+        MULTIQC(
+            ch_multiqc_files.collect().ifEmpty([]),
+            ch_versions_file,
+            file("${projectDir}/assets/multiqc_config.yml", checkIfExists: true)
+        )
+        ch_versions = ch_versions.mix(MULTIQC.out.versions)
+    }
     ch_versions
         .unique { it.text }
         .collectFile(name: 'software_versions.yml', storeDir: "${params.outdir}/pipeline_info", sort: true, newLine: false)
-        .set { ch_versions_file }
-    if (!params.skip_benchmark) {
-        BENCHMARK(ch_metrics.collectFile(name: 'metrics.jsonl', newLine: true, sort: true), ch_versions_file)
-    }
+        .set { ch_versions_published }
 
     emit:
     model      = TRAIN.out.best
     evaluation = EVALUATE.out.tsv
-    versions   = ch_versions_file
+    versions   = ch_versions_published
 }

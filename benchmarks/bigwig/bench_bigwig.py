@@ -1,153 +1,255 @@
 #!/usr/bin/env python
-"""Profile ``chromaflow bigwig`` alone on large synthetic predictions (our cost only).
+"""A/B benchmark of ``chromaflow bigwig`` against Predmoter's converter (``peer-predmoter-convert``), side by side.
 
-Comparisons with Predmoter's converter, run side by side on the same machine, are made by
-``benchmarks/run --stages bigwig`` (no peer figure is typed here).
+For each case (format × strand × window) the two commands run alternately (ours, peer, ours, peer, ...) on the
+same predictions file, ``--repeat`` times each. Every run is a child process; its wall time, CPU time (user +
+sys, from ``wait4``) and peak RSS are recorded, with the load average before and after. After each pair the
+outputs are compared: bigWig per-base values (pyBigWig) and bedGraph text must be identical, except ±1 at
+exact smoothing ties (S/w = k + ½, computed from the predictions), which are counted and reported.
 
-1. Generates (seeded, into a temp dir) a synthetic predictions h5 in Predmoter's exact layout (FORMATS §4:
-   int64, chunks (1, L, 1), gzip 9, fill -1): ``--mbp`` Mbp in 4 chromosomes, both strands, realistic value
-   runs (geometric run lengths, mean ``--run-bp`` bp, small integer values drifting like a coverage track).
-   Chunk contents are drawn from a pool of distinct random chunks (compressed once each, written with
-   write_direct_chunk), so generating 200+ Mbp takes seconds, not minutes.
-2. Runs ``chromaflow bigwig`` (subprocess, like a pipeline task) for bw/bg x avg/all, reads the metrics JSON
-   (wall, CPU seconds of all threads, peak RSS) and the load average, and prints a Markdown table with Mbp/s.
-3. Optionally (``--reference``) runs the same options on ``extra/synthetic_multiblock_predictions.h5``
-   (85.6 Mbp).
+The predictions file is a path, or generated (seeded) with ``synth_predictions.py`` when ``--mbp`` is given.
+Results: JSON (``--json``) and a Markdown table on stdout (``--markdown`` also writes it to a file); medians
+with min–max spread and the ratio of medians. Stage-local tool for A/B decisions; the published cross-stage
+numbers come from ``benchmarks/run``.
 
-Usage: python benchmarks/bigwig/bench_bigwig.py [--mbp 210] [--reference ../shared/reference] [--threads N]
+    python benchmarks/bigwig/bench_bigwig.py --mbp 200 --mode realistic --repeat 3 --json out.json
+    python benchmarks/bigwig/bench_bigwig.py --predictions P.h5 --cases bw:avg bg:avg:150 --repeat 2
 """
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
+import platform
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
 
-L = 21384
-MULTIBLOCK_OPTIONS = [("bedgraph", "avg", None), ("bedgraph", "+", None), ("bedgraph", "-", None),
-                      ("bedgraph", "avg", 150), ("bigwig", "avg", 150)]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+PEER = ROOT.parent / "shared" / "peers" / "bin" / "peer-predmoter-convert"
+DEFAULT_CASES = ["bw:avg", "bg:avg", "bw:+", "bg:-", "bw:avg:150", "bg:avg:150"]
 
 
-def make_chunk(rng: np.random.Generator, run_bp: float) -> np.ndarray:
-    n_runs = int(L / run_bp * 3) + 16
-    lengths = rng.geometric(1.0 / run_bp, n_runs)
-    steps = rng.choice([-1, 0, 1], n_runs, p=[0.35, 0.3, 0.35])
-    level = np.clip(np.cumsum(steps) + rng.integers(0, 6), 0, 12)
-    vals = np.repeat(level, lengths)[:L]
-    return vals.astype(np.int64)
+def machine() -> dict:
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version()}
 
 
-def generate(path: Path, mbp: float, run_bp: float, seed: int, datasets: int) -> int:
-    import h5py
-
-    rng = np.random.default_rng(seed)
-    pool = [zlib.compress(make_chunk(rng, run_bp).tobytes(), 9) for _ in range(97)]
-    total = int(mbp * 1e6)
-    sizes = [total // 4 + i * 12_345 for i in range(4)]
-    sizes[-1] = total - sum(sizes[:-1])
-    seqids, start_ends = [], []
-    for ci, n in enumerate(sizes):
-        k = -(-n // L)
-        bounds = [(i * L, min((i + 1) * L, n)) for i in range(k)]
-        seqids += [f"chr{ci + 1}".encode()] * (2 * k)
-        start_ends += [list(b) for b in bounds] + [[e, s] for s, e in reversed(bounds)]
-    N = len(seqids)
-    with h5py.File(path, "w", libver="earliest") as h5:
-        h5.create_dataset("data/seqids", data=np.array(seqids, dtype="S50"), chunks=(1,), maxshape=(None,))
-        h5.create_dataset("data/start_ends", data=np.array(start_ends, dtype=np.int64), chunks=(1, 2),
-                          maxshape=(None, 2))
-        h5.create_dataset("prediction/datasets", data=np.array([b"atacseq", b"h3k4me3"][:datasets], dtype="S25"),
-                          maxshape=(None,))
-        d = h5.create_dataset("prediction/predictions", shape=(N, L, datasets), dtype=np.int64, chunks=(1, L, 1),
-                              compression="gzip", compression_opts=9, fillvalue=-1, maxshape=(None, L, None))
-        se = np.array(start_ends)
-        for r in range(N):
-            valid = abs(int(se[r, 0]) - int(se[r, 1]))
-            for c in range(datasets):
-                if valid == L:
-                    raw = pool[(r * 7 + c * 13) % len(pool)]
-                else:  # padded chunk: valid part first, -1 after
-                    a = np.frombuffer(zlib.decompress(pool[r % len(pool)]), dtype=np.int64).copy()
-                    a[valid:] = -1
-                    raw = zlib.compress(a.tobytes(), 9)
-                d.id.write_direct_chunk((r, 0, c), raw)
-    return sum(sizes)
-
-
-def run_one(pred: Path, outdir: Path, fmt: str, strand: str, ws: int | None, threads: int | None) -> dict:
-    outdir.mkdir(parents=True, exist_ok=True)
-    metrics = outdir / "metrics.json"
-    cmd = [sys.executable, "-m", "chromaflow", "bigwig", "--predictions", str(pred), "--outdir", str(outdir),
-           "--basename", "bench", "--format", fmt, "--strand", strand, "--force", "--metrics", str(metrics),
-           "--no-browser-files"]
-    if ws:
-        cmd += ["--window-size", str(ws)]
-    if threads:
-        cmd += ["--threads", str(threads)]
+def run_child(cmd: list[str], cwd: Path) -> dict:
+    """Run one command; wall, CPU (user + sys of that process and its children) and peak RSS from wait4."""
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True)
-    wall_proc = time.perf_counter() - t0
-    m = json.loads(metrics.read_text())
-    m["wall_process_s"] = wall_proc
-    m["load_before"] = load0
-    m["load_after"] = os.getloadavg()[0]
-    m["out_bytes"] = sum(p.stat().st_size for p in outdir.iterdir() if p.name.startswith("bench_"))
-    for p in outdir.iterdir():
-        p.unlink()
-    return m
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.strip()[-2000:]}")
+    return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
+            "peak_rss_mb": ru.ru_maxrss / 1024, "load_before": load0, "load_after": os.getloadavg()[0]}
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mbp", type=float, default=210.0)
-    ap.add_argument("--run-bp", type=float, default=25.0, help="mean run length of the synthetic values")
-    ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--datasets", type=int, default=1, choices=[1, 2])
-    ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--reference", type=Path, default=None, help="shared/reference folder (multiblock comparison)")
-    ap.add_argument("--json", type=Path, default=None, help="also write all results as JSON here")
-    args = ap.parse_args()
-    rows = []
-    print(f"# chromaflow bigwig benchmark  (host {os.uname().nodename}, {os.cpu_count()} CPUs, "
-          f"load {os.getloadavg()[0]:.1f})\n")
-    with tempfile.TemporaryDirectory(prefix="cf_bigwig_bench_") as tmp:
-        tmp = Path(tmp)
-        pred = tmp / "synthetic_predictions.h5"
-        t0 = time.perf_counter()
-        bp = generate(pred, args.mbp, args.run_bp, args.seed, args.datasets)
-        print(f"generated {bp / 1e6:.1f} Mbp x {args.datasets} dataset(s) in {time.perf_counter() - t0:.1f} s "
-              f"({pred.stat().st_size / 1e6:.0f} MB)\n")
-        print("| input | format | strand | ws | tracks | intervals/track (avg) | wall s | CPU s | Mbp/s (wall) | "
-              "Mbp per CPU-s | peak RSS MB | load before/after |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-        for fmt, strand in [("bigwig", "avg"), ("bedgraph", "avg"), ("bigwig", "all"), ("bedgraph", "all")]:
-            m = run_one(pred, tmp / "out", fmt, strand, None, args.threads)
-            mbps = m["bp"] / 1e6 / m["wall_s"]
-            rows.append({**m, "input": f"synthetic {bp / 1e6:.0f} Mbp", "fmt": fmt, "strand": strand, "ws": None,
-                         "mbp_per_s": mbps})
-            print(f"| synthetic {bp / 1e6:.0f} Mbp | {fmt} | {strand} | – | {m['tracks']} | {m['intervals'] // m['tracks']} | {m['wall_s']:.2f} | "
-                  f"{m['cpu_s']:.2f} | {mbps:.1f} | {m['bp'] / 1e6 / m['cpu_s']:.1f} | "
-                  f"{m['peak_rss_bytes'] / 2**20:.0f} | {m['load_before']:.1f}/{m['load_after']:.1f} |", flush=True)
-        if args.reference:
-            mb = args.reference / "predmoter" / "extra" / "synthetic_multiblock" / "synthetic_multiblock_predictions.h5"
-            for fmt, strand, ws in MULTIBLOCK_OPTIONS:
-                m = run_one(mb, tmp / "out", fmt, strand, ws, args.threads)
-                rows.append({**m, "input": "multiblock 85.6 Mbp", "fmt": fmt, "strand": strand, "ws": ws})
-                print(f"| multiblock 85.6 Mbp | {fmt} | {strand} | {ws or '–'} | {m['tracks']} | – | "
-                      f"{m['wall_process_s']:.2f} (stage {m['wall_s']:.2f}) | {m['cpu_s']:.2f} | "
-                      f"{m['bp'] / 1e6 / m['wall_s']:.1f} | {m['bp'] / 1e6 / m['cpu_s']:.1f} | "
-                      f"{m['peak_rss_bytes'] / 2**20:.0f} | {m['load_before']:.1f}/{m['load_after']:.1f} |", flush=True)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2, default=str) + "\n")
+def parse_case(text: str) -> tuple[str, str, int | None]:
+    parts = text.split(":")
+    fmt, strand = parts[0], parts[1]
+    return fmt, strand, (int(parts[2]) if len(parts) > 2 and parts[2] else None)
+
+
+def commands(pred: Path, out: Path, fmt: str, strand: str, ws: int | None, threads: int | None):
+    ours = [sys.executable, "-m", "chromaflow", "bigwig", "--predictions", str(pred), "--outdir", str(out),
+            "--basename", "b", "--format", fmt, "--strand", strand, "--no-browser-files", "--force"]
+    peer = [str(PEER), "-i", str(pred), "-o", str(out), "--basename", "b", "-of", fmt]
+    if strand != "avg":
+        peer += ["--strand", strand]
+    if ws:
+        ours += ["--window-size", str(ws)]
+        peer += ["--window-size", str(ws)]
+    if threads:
+        ours += ["--threads", str(threads)]
+    return ours, peer
+
+
+def ties(pred: Path, dataset: int, w: int, strand: str) -> dict[str, np.ndarray]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from bigwig_helpers import smoothing_ties
+
+    return {c: np.array(sorted(v), dtype=np.int64) for c, v in smoothing_ties(pred, dataset, w, strand).items()}
+
+
+def compare(ours: Path, peer: Path, tie_pos: dict[str, np.ndarray] | None) -> dict:
+    """Identical per-base values (bigWig) or text (bedGraph); differences only at ties when smoothing."""
+    if ours.name.endswith(".bw"):
+        import pyBigWig
+
+        a, b = pyBigWig.open(str(ours)), pyBigWig.open(str(peer))
+        try:
+            if a.chroms() != b.chroms():
+                return {"identical": False, "why": "chromosomes differ"}
+            diffs = 0
+            at_ties = 0
+            for c, size in a.chroms().items():
+                va = a.values(c, 0, size, numpy=True)
+                vb = b.values(c, 0, size, numpy=True)
+                d = np.flatnonzero(va != vb)
+                diffs += len(d)
+                if len(d):
+                    allowed = tie_pos.get(c, np.empty(0, np.int64)) if tie_pos else np.empty(0, np.int64)
+                    ok = np.isin(d, allowed) & (np.abs(va[d] - vb[d]) == 1)
+                    if not ok.all():
+                        return {"identical": False, "why": f"{c}:{int(d[~ok][0])} differs outside the ties"}
+                    at_ties += len(d)
+            return {"identical": diffs == 0, "tie_differences": at_ties, "ok": True}
+        finally:
+            a.close()
+            b.close()
+    with gzip.open(ours, "rb") as fa, gzip.open(peer, "rb") as fb:
+        ta = fa.read()
+        tb = fb.read().replace(b"\n\n", b"\n")  # the reference's blank lines (empty-block defect)
+    if ta == tb:
+        return {"identical": True, "tie_differences": 0, "ok": True}
+    if tie_pos is None:
+        return {"identical": False, "why": "bedGraph text differs"}
+    sys.path.insert(0, str(ROOT / "tests"))
+    from bigwig_helpers import bg_intervals, compare_with_ties
+
+    try:
+        named = compare_with_ties(bg_intervals(ta.decode()), bg_intervals(tb.decode()),
+                                  {c: set(v.tolist()) for c, v in tie_pos.items()})
+    except AssertionError as exc:
+        return {"identical": False, "why": str(exc)[:300]}
+    return {"identical": False, "tie_differences": len(named), "ok": True}
+
+
+def summarise(xs: list[float]) -> dict:
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--predictions", type=Path, help="an existing predictions h5")
+    src.add_argument("--mbp", type=float, help="generate this many Mbp with synth_predictions.py")
+    ap.add_argument("--mode", choices=["realistic", "worst"], default="realistic")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cases", nargs="+", default=DEFAULT_CASES, metavar="FMT:STRAND[:WS]",
+                    help=f"cases (default: {' '.join(DEFAULT_CASES)})")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=None, help="--threads for ours (default: all CPUs)")
+    ap.add_argument("--no-peer", action="store_true", help="ours only")
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--markdown", type=Path, default=None)
+    ap.add_argument("--workdir", type=Path, default=None, help="scratch directory (default: a temp dir)")
+    args = ap.parse_args(argv)
+    if not args.no_peer and not PEER.exists():
+        ap.error(f"{PEER} not found (or use --no-peer)")
+    tmp = Path(tempfile.mkdtemp(prefix="cf_bigwig_ab_", dir=args.workdir))
+    try:
+        if args.predictions:
+            pred = args.predictions.resolve()
+            gen = None
+        else:
+            pred = tmp / "predictions.h5"
+            t0 = time.perf_counter()
+            out = subprocess.run([sys.executable, str(HERE / "synth_predictions.py"), "--mbp", str(args.mbp), "--mode",
+                                  args.mode, "--seed", str(args.seed), "--out", str(pred)], check=True,
+                                 capture_output=True, text=True).stdout
+            gen = json.loads(out)
+            gen["seconds"] = time.perf_counter() - t0
+        record = {"machine": machine(), "predictions": str(pred), "generated": gen, "repeat": args.repeat,
+                  "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cases": []}
+        for case in args.cases:
+            fmt, strand, ws = parse_case(case)
+            runs = {"ours": [], "peer": []}
+            checks = []
+            tie_cache: dict = {}
+            for rep in range(args.repeat):
+                dirs = {}
+                for who in (["ours"] if args.no_peer else ["ours", "peer"]):
+                    d = tmp / f"{who}"
+                    shutil.rmtree(d, ignore_errors=True)
+                    d.mkdir()
+                    ours_cmd, peer_cmd = commands(pred, d, fmt, strand, ws, args.threads)
+                    runs[who].append(run_child(ours_cmd if who == "ours" else peer_cmd, tmp))
+                    dirs[who] = d
+                    print(f"{case} {who} #{rep + 1}: wall {runs[who][-1]['wall_s']:.2f} s, cpu "
+                          f"{runs[who][-1]['cpu_s']:.2f} s, load {runs[who][-1]['load_before']:.1f}", file=sys.stderr,
+                          flush=True)
+                if not args.no_peer:
+                    for i, p in enumerate(sorted(dirs["ours"].glob("b_*"))):
+                        ds_names = gen["datasets"] if gen else None
+                        ds_index = ds_names.index(p.name.split("_")[1]) if ds_names else i
+                        if ws and (p.name, ws) not in tie_cache:
+                            tie_cache[(p.name, ws)] = ties(pred, ds_index, ws, strand)
+                        res = compare(p, dirs["peer"] / p.name, tie_cache.get((p.name, ws)) if ws else None)
+                        res["file"] = p.name
+                        checks.append(res)
+                        if not res.get("ok"):
+                            raise SystemExit(f"outputs differ: {res}")
+            sizes = {who: sum(p.stat().st_size for p in (tmp / who).glob("b_*")) for who in runs if runs[who]}
+            row = {"case": case, "format": fmt, "strand": strand, "window": ws, "output_bytes": sizes,
+                   "ours": {k: summarise([r[k] for r in runs["ours"]]) for k in ("wall_s", "cpu_s", "peak_rss_mb")},
+                   "runs": runs, "checks": checks}
+            if not args.no_peer:
+                row["peer"] = {k: summarise([r[k] for r in runs["peer"]]) for k in ("wall_s", "cpu_s", "peak_rss_mb")}
+                row["ratio_wall"] = row["peer"]["wall_s"]["median"] / row["ours"]["wall_s"]["median"]
+                row["ratio_cpu"] = row["peer"]["cpu_s"]["median"] / row["ours"]["cpu_s"]["median"]
+            record["cases"].append(row)
+        record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        md = markdown(record)
+        print(md)
+        if args.json:
+            args.json.write_text(json.dumps(record, indent=1) + "\n")
+        if args.markdown:
+            args.markdown.write_text(md)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+def markdown(rec: dict) -> str:
+    m = rec["machine"]
+    gen = rec.get("generated")
+    what = (f"{gen['bp'] / 1e6:.0f} Mbp {gen['mode']} synthetic predictions (seed {gen['seed']}, "
+            f"{len(gen['datasets'])} datasets)") if gen else rec["predictions"]
+    loads = [r[k] for c in rec["cases"] for who in ("ours", "peer") for r in c["runs"].get(who, [])
+             for k in ("load_before", "load_after")]
+    lines = [f"{what}; {m['cpu']}, {m['cores']} cores, host {m['host']}; load average {min(loads):.1f}–{max(loads):.1f}; "
+             f"{rec['repeat']} alternating run(s) per side; {rec['started']} – {rec['finished']}.", "",
+             "| case | ours wall s | peer wall s | ratio (wall) | ours CPU s | peer CPU s | ratio (CPU) | ours / peer peak RSS MB | ours / peer output MB | outputs |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+
+    def f(s):
+        return f"{s['median']:.2f} ({s['min']:.2f}–{s['max']:.2f})"
+
+    for c in rec["cases"]:
+        peer = c.get("peer")
+        ties_n = max((x.get("tie_differences", 0) for x in c["checks"]), default=0)
+        same = "identical" if all(x.get("identical") for x in c["checks"]) else f"identical except {ties_n} tie position(s)"
+        if not c["checks"]:
+            same = "not compared"
+        lines.append(f"| {c['case']} | {f(c['ours']['wall_s'])} | {f(peer['wall_s']) if peer else '–'} | "
+                     f"{c.get('ratio_wall', 0):.1f}× | {f(c['ours']['cpu_s'])} | {f(peer['cpu_s']) if peer else '–'} | "
+                     f"{c.get('ratio_cpu', 0):.1f}× | {c['ours']['peak_rss_mb']['median']:.0f} / "
+                     f"{peer['peak_rss_mb']['median'] if peer else 0:.0f} | "
+                     f"{c['output_bytes'].get('ours', 0) / 1e6:.1f} / {c['output_bytes'].get('peer', 0) / 1e6:.1f} | {same} |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -1,25 +1,30 @@
 #!/usr/bin/env python3
-"""GENIE3 benchmark: DREAM4 size-100 accuracy/time for both engines, and cost scaling.
+"""GENIE3 A/B tools for the engine's own development (comparisons with arboreto and the reference GENIE3, run
+side by side, are made by ``benchmarks/run --stages genie3``). No peer figure is typed here: reference values are read from
+``../shared/reference/dream4/ANCHORS.md`` at run time, peers are run by ``peer_arboreto.py``.
 
-usage (from the repo, after `source scripts/env.sh`):
-  python benchmarks/genie3/run_benchmark.py dream4 --engine fast --n-trees 1000 [--nets 1 2 3 4 5]
-  python benchmarks/genie3/run_benchmark.py dream4 --engine sklearn --n-trees 1000 --nets 1
-  python benchmarks/genie3/run_benchmark.py scale            # time per target vs samples / regulators
-  python benchmarks/genie3/run_benchmark.py bigmem           # 20,000 genes x 2,000 samples via the CLI: RSS
-  python benchmarks/genie3/run_benchmark.py bigcpu           # same size in-process: CPU per tree
-
-Comparisons with arboreto and the reference GENIE3, run side by side, are made by
-``benchmarks/run --stages genie3`` (no peer figure is typed here).
-
-Each run is a `chromaflow genie3` subprocess (seed = network number), timed by its
-metrics JSON (wall_s, cpu_s, peak RSS); the 1-minute load average is recorded before and after,
-since other jobs share the machine. Results are printed as Markdown table rows.
+usage (from the repo root, after `source scripts/env.sh`):
+  python benchmarks/genie3/run_benchmark.py dream4 [--seeds 1 2 3] [--n-trees 1000] [--threads 2]
+        [--importance unnormalised|tree-normalised]
+        our CLI on the 5 DREAM4 size-100 networks: AUROC / AUPR per network and seed, process wall and CPU
+        seconds; the mean over networks per seed and the seed-to-seed spread; the reference GENIE3 rows of
+        ANCHORS.md beside them
+  python benchmarks/genie3/run_benchmark.py synth --genes 500 --samples 300 --out x.tsv [--seed 0]
+        a synthetic samples x genes TSV (header of gene names; the layout of DREAM4, arboreto and the
+        reference GENIE3): every gene is a noisy function of two of genes/10 "regulators", values printed
+        with 5 decimals (so, like real tables, about 40 % of genes have tied values)
+  python benchmarks/genie3/run_benchmark.py scale [--genes 100 1000 5000] [--samples 300] [--n-trees 100]
+        CPU seconds per tree (all genes as regulators, K = sqrt, one thread, in process) for a few targets of
+        synthetic matrices of growing gene count at a fixed sample count
+  python benchmarks/genie3/run_benchmark.py bigmem [--genes 20000] [--samples 2000]
+        peak RSS of the CLI on a genes x samples table of that size (one target chunk): the memory bound
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -35,42 +40,59 @@ sys.path.insert(0, str(HERE))
 from score import score  # noqa: E402
 
 
+def anchors(method: str = "reference GENIE3") -> dict[int, tuple[float, float]]:
+    """{net: (AUROC, AUPR)} of `method` at 1000 trees from the per-network table of ANCHORS.md."""
+    out = {}
+    for line in (REF / "ANCHORS.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) > 6 and cells[0] == method and cells[1].isdigit() and cells[3] == "1000":
+            out.setdefault(int(cells[1]), (float(cells[4]), float(cells[5])))
+    return out
+
 
 def run_genie3(args: list[str], tmp: Path) -> dict:
     metrics = tmp / "m.json"
     t0 = time.perf_counter()
-    subprocess.run(["chromaflow", "genie3", *args, "--metrics", str(metrics)], check=True)
+    subprocess.run([sys.executable, "-m", "chromaflow", "genie3", *args, "--metrics", str(metrics)], check=True)
     m = json.loads(metrics.read_text())
     m["process_wall_s"] = time.perf_counter() - t0
     return m
 
 
 def dream4(ns) -> None:
-    print("| engine | net | trees | AUROC | AUPR | wall s (process) | in-stage wall s | "
-          "CPU s | CPU % | peak RSS MB | load 1-min before/after |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    rows = []
+    ref = anchors()
+    print("| seed | net | trees | AUROC | AUPR | reference AUROC / AUPR (ANCHORS, seed = net) | process wall s | "
+          "CPU s | load before |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    per_seed = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        for net in ns.nets:
-            la0 = os.getloadavg()[0]
-            out = tmp / f"links{net}.tsv.gz"
-            m = run_genie3(["--expression", str(REF / f"insilico_size100_{net}_multifactorial.tsv"),
-                            "--layout", "samples-x-genes", "--engine", ns.engine, "--n-trees", str(ns.n_trees),
-                            "--seed", str(net), "--threads", str(ns.threads), "--out", str(out)], tmp)
-            la1 = os.getloadavg()[0]
-            auroc, aupr = score(str(out), str(REF / f"DREAM4_GoldStandard_InSilico_Size100_multifactorial_{net}.tsv"))
-            rows.append((auroc, aupr, m["process_wall_s"], m["cpu_s"]))
-            print(f"| {m['engine']} | {net} | {ns.n_trees} | {auroc:.4f} | {aupr:.4f} | "
-                  f"{m['process_wall_s']:.2f} | {m['wall_s']:.2f} | {m['cpu_s']:.2f} | "
-                  f"{100 * m['cpu_s'] / m['wall_s']:.0f} | {m['peak_rss_bytes'] / 2**20:.0f} | {la0:.2f} / {la1:.2f} |",
-                  flush=True)
-    a = np.array(rows)
-    print(f"| **mean** | | | **{a[:, 0].mean():.4f}** | **{a[:, 1].mean():.4f}** | "
-          f"{a[:, 2].mean():.2f} | | {a[:, 3].mean():.2f} | | | |")
+        for seed in ns.seeds:
+            rows = []
+            for net in ns.nets:
+                la0 = os.getloadavg()[0]
+                out = tmp / f"links{net}.tsv.gz"
+                m = run_genie3(["--expression", str(REF / f"insilico_size100_{net}_multifactorial.tsv"),
+                                "--layout", "samples-x-genes", "--engine", ns.engine, "--n-trees", str(ns.n_trees),
+                                "--importance", ns.importance,
+                                "--seed", str(seed), "--threads", str(ns.threads), "--out", str(out)], tmp)
+                auroc, aupr = score(str(out), str(REF / f"DREAM4_GoldStandard_InSilico_Size100_multifactorial_{net}.tsv"))
+                rows.append((auroc, aupr, m["process_wall_s"], m["cpu_s"]))
+                r = ref.get(net, (float("nan"), float("nan")))
+                print(f"| {seed} | {net} | {ns.n_trees} | {auroc:.4f} | {aupr:.4f} | {r[0]:.4f} / {r[1]:.4f} | "
+                      f"{m['process_wall_s']:.2f} | {m['cpu_s']:.2f} | {la0:.2f} |", flush=True)
+            a = np.array(rows)
+            per_seed.append(a.mean(axis=0))
+            print(f"| {seed} | **mean** | | **{a[:, 0].mean():.4f}** | **{a[:, 1].mean():.4f}** | | "
+                  f"{a[:, 2].mean():.2f} | {a[:, 3].mean():.2f} | |", flush=True)
+    p = np.array(per_seed)
+    sd = p.std(axis=0, ddof=1) if len(p) > 1 else np.zeros(4)
+    print(f"\nover {len(p)} seeds: AUROC {p[:, 0].mean():.4f} (sd {sd[0]:.4f}), AUPR {p[:, 1].mean():.4f} "
+          f"(sd {sd[1]:.4f}, range {p[:, 1].min():.4f}-{p[:, 1].max():.4f}); per network: process wall "
+          f"{p[:, 2].mean():.2f} s, CPU {p[:, 3].mean():.2f} s")
 
 
-def _synthetic(genes: int, samples: int, seed: int = 0) -> np.ndarray:
+def synthetic(genes: int, samples: int, seed: int = 0) -> np.ndarray:
     """genes x samples float32; genes depend on a few 'regulators' so trees are realistic (not pure noise)."""
     rng = np.random.default_rng(seed)
     n_reg = max(2, genes // 10)
@@ -81,9 +103,16 @@ def _synthetic(genes: int, samples: int, seed: int = 0) -> np.ndarray:
     return np.round(X, 5).astype(np.float32)
 
 
+def synth(ns) -> None:
+    X = synthetic(ns.genes, ns.samples, ns.seed)
+    with open(ns.out, "w") as fh:
+        fh.write("\t".join(f'"G{g + 1}"' for g in range(ns.genes)) + "\n")
+        for row in X.T:
+            fh.write("\t".join(f"{v:.5f}" for v in row.tolist()) + "\n")
+    print(f"{ns.out}: {ns.samples} samples x {ns.genes} genes (samples-x-genes)")
+
+
 def scale(ns) -> None:
-    """CPU time per target (fast engine, RF, K=sqrt, one thread, in-process, thread CPU clock) vs samples and
-    #regulators. Few targets, 100 trees; cost is linear in trees."""
     import resource
 
     from chromaflow.genie3.core import Options, compute_weights
@@ -92,67 +121,37 @@ def scale(ns) -> None:
         r = resource.getrusage(resource.RUSAGE_THREAD)
         return r.ru_utime + r.ru_stime
 
-    print("| samples | inputs (regulators − 1) | K | trees | targets | CPU s per target | CPU µs per tree | load before |")
+    print("| genes | samples | K | trees | targets | CPU µs per tree | CPU s per target at 1000 trees | load before |")
     print("|---|---|---|---|---|---|---|---|")
-    for genes, samples in ((100, 100), (1000, 100), (4000, 100), (20000, 100), (100, 500), (1000, 500),
-                           (100, 2000), (1000, 2000), (4000, 2000)):
-        X = _synthetic(genes, samples)
+    for genes in ns.genes:
+        X = synthetic(genes, ns.samples)
         names = [f"g{i}" for i in range(genes)]
-        T = 5 if samples >= 2000 else 10
+        T = ns.targets
         la0 = os.getloadavg()[0]
         c0 = cpu()
-        W, _ = compute_weights(X, names, np.arange(genes), np.arange(genes - T, genes), Options(n_trees=ns.n_trees), 1)
-        per_t = (cpu() - c0) / T
+        compute_weights(X, names, np.arange(genes), np.arange(T), Options(n_trees=ns.n_trees), 1, warn=lambda m: None)
+        per_tree = (cpu() - c0) / (T * ns.n_trees)
         k = int(np.floor(np.sqrt(genes - 1)))
-        print(f"| {samples} | {genes - 1} | {k} | {ns.n_trees} | {T} | {per_t:.4f} | {1e6 * per_t / ns.n_trees:.0f} | "
+        print(f"| {genes} | {ns.samples} | {k} | {ns.n_trees} | {T} | {1e6 * per_tree:.0f} | {1000 * per_tree:.2f} | "
               f"{la0:.2f} |", flush=True)
 
 
 def bigmem(ns) -> None:
-    """20,000 genes x 2,000 samples through the CLI (genes-x-samples TSV, ~300 MB): parse + order tables +
-    2 targets; reports wall, CPU and peak RSS (memory bound check)."""
     with tempfile.TemporaryDirectory(dir=ns.tmpdir) as d:
         tmp = Path(d)
         f = tmp / "big.tsv"
         t0 = time.perf_counter()
-        genes, samples = 20000, 2000
         with open(f, "w") as fh:
-            fh.write("gene\t" + "\t".join(f"s{i}" for i in range(samples)) + "\n")
-            for a in range(0, genes, 1000):
-                X = _synthetic(1000, samples, seed=a)
+            fh.write("gene\t" + "\t".join(f"s{i}" for i in range(ns.samples)) + "\n")
+            for a in range(0, ns.genes, 1000):
+                X = synthetic(min(1000, ns.genes - a), ns.samples, seed=a)
                 for i, row in enumerate(X):
                     fh.write(f"g{a + i}\t" + "\t".join(f"{v:.5f}" for v in row.tolist()) + "\n")
         print(f"wrote {f.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - t0:.0f} s", flush=True)
         m = run_genie3(["--expression", str(f), "--layout", "genes-x-samples", "--n-trees", str(ns.n_trees),
-                        "--targets-chunk", "1/10000", "--threads", "2", "--out", str(tmp / "p.npz")], tmp)
+                        "--targets-chunk", f"1/{ns.genes // 2}", "--threads", "2", "--out", str(tmp / "p.npz")], tmp)
         print(json.dumps({k: m[k] for k in ("genes", "samples", "regulators", "targets", "trees", "wall_s",
-                                            "compute_s", "cpu_s", "peak_rss_bytes", "targets_per_s")}, indent=1))
-
-
-def bigcpu(ns) -> None:
-    """In-process CPU per tree at 20,000 genes x 2,000 samples (all genes or 1,600 regulators), 2 targets."""
-    import resource
-
-    from chromaflow.genie3 import fast
-    from chromaflow.genie3.core import Options, compute_weights
-
-    def cpu():
-        r = resource.getrusage(resource.RUSAGE_THREAD)
-        return r.ru_utime + r.ru_stime
-
-    genes = 20000
-    X = np.vstack([_synthetic(1000, 2000, seed=a) for a in range(0, genes, 1000)])
-    for regs in (20000, 1600):
-        c0 = cpu()
-        compute_weights(X, [f"g{i}" for i in range(genes)], np.arange(regs), np.arange(genes - 2, genes),
-                        Options(n_trees=ns.n_trees), 1)
-        c1 = cpu()
-        fast.sort_orders(X[:regs])
-        c2 = cpu()
-        per_tree = ((c1 - c0) - (c2 - c1)) / (2 * ns.n_trees)
-        print(f"genes {genes} regulators {regs} samples 2000: tables {c2 - c1:.1f} CPU-s, {per_tree * 1e3:.1f} "
-              f"CPU-ms per tree -> {per_tree * 1000:.0f} CPU-s per target at 1000 trees; peak RSS "
-              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB", flush=True)
+                                            "compute_s", "cpu_s", "peak_rss_bytes")}, indent=1))
 
 
 def main() -> None:
@@ -163,15 +162,25 @@ def main() -> None:
     p.add_argument("--n-trees", type=int, default=1000)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--nets", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    p.add_argument("--seeds", type=int, nargs="+", default=[1])
+    p.add_argument("--importance", default="unnormalised", choices=["unnormalised", "tree-normalised"])
+    p = sub.add_parser("synth")
+    p.add_argument("--genes", type=int, required=True)
+    p.add_argument("--samples", type=int, required=True)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True)
     p = sub.add_parser("scale")
+    p.add_argument("--genes", type=int, nargs="+", default=[100, 1000, 5000])
+    p.add_argument("--samples", type=int, default=300)
     p.add_argument("--n-trees", type=int, default=100)
+    p.add_argument("--targets", type=int, default=10)
     p = sub.add_parser("bigmem")
+    p.add_argument("--genes", type=int, default=20000)
+    p.add_argument("--samples", type=int, default=2000)
     p.add_argument("--n-trees", type=int, default=10)
     p.add_argument("--tmpdir", default=None)
-    p = sub.add_parser("bigcpu")
-    p.add_argument("--n-trees", type=int, default=10)
     ns = ap.parse_args()
-    {"dream4": dream4, "scale": scale, "bigmem": bigmem, "bigcpu": bigcpu}[ns.cmd](ns)
+    {"dream4": dream4, "synth": synth, "scale": scale, "bigmem": bigmem}[ns.cmd](ns)
 
 
 if __name__ == "__main__":

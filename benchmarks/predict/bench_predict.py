@@ -1,196 +1,286 @@
 #!/usr/bin/env python3
-"""Benchmark ``chromaflow predict`` against a naive baseline, end to end (process start-up included).
+"""chromaflow predict vs real Predmoter, side by side, end to end (process start-up included), CPU: both input
+routes of chromaflow (h5, FASTA) and fasta2h5 + predict.
 
-Comparisons with real Predmoter, side by side, are made by ``benchmarks/run --stages predict``.
+The published predict-vs-Predmoter figures come from ``benchmarks/run --stages predict`` (the harness, rendered into
+``RESULTS.md``); this script adds the FASTA route and ``fasta2h5`` + ``predict`` to the comparison (issue 17: on
+CPU the FASTA route must be at least as fast end to end as fasta2h5 + predict) and writes ``ROUTES.md``.
 
-Model: the full-size, release-like architecture (bi-hybrid, 3 cnn layers 64/128/256, kernel 9, step 2, up 2,
-2 BiLSTM layers hidden 128, dropout 0.3, bnorm, 2 datasets) with seeded random weights (make-test-model).
-Input: a synthetic Helixer-layout genome h5 with N subsequences of L = 21384 (random one-hot).
+Input: a seeded synthetic genome of ``--rows`` subsequences of 21384 bp (default 120 = 2.57 Mbp: one record of
+rows/2 chunks, both strands), as FASTA and as its ``chromaflow fasta2h5`` h5. Model: ``make-test-model --preset
+release-bihybrid`` (the released models' architecture, FORMATS.md §2.9, 1,534,358 parameters, seeded random
+weights), which real Predmoter loads.
 
-Runs, each as a fresh process, interleaved (naive, chromaflow fp32, chromaflow bf16) for --repeats rounds:
-* naive: load all of data/X into RAM, predict batch by batch in one thread, write int64 with h5py gzip 9
-  (like Predmoter, without Lightning);
-* chromaflow predict --precision fp32 (exact) and --precision bf16.
-It records wall, CPU seconds (user+sys of the child), load average and checks fp32 == naive exactly, and the
-bf16 deviation. Also the bf16 deviation of mini_model on pred_data_1 (against Predmoter's file).
+Cases, alternated (one of each per round, ``--repeats`` rounds):
 
-usage: python benchmarks/predict/bench_predict.py [--rows 24] [--repeats 2] [--batch-size 120] [--workdir DIR]
+* ``predmoter``: ``../shared/peers/bin/peer-predmoter -m predict -f genome.h5 --model M --device cpu -b 120``;
+* ``h5``: ``chromaflow predict --h5 genome.h5 --model M`` (fp32, defaults);
+* ``fasta2h5+h5``: ``chromaflow fasta2h5`` then ``chromaflow predict --h5`` (two processes, summed);
+* ``fasta``: ``chromaflow predict --fasta genome.fa --species S --model M`` (no h5 written);
+* ``bf16`` (first round only): ``--precision bf16``, for its deviation from fp32.
+
+Per run: wall, CPU seconds (user + sys, of that process and its children, from wait4) and peak RSS. Every fp32
+output is compared with Predmoter's: identical except ±1 at documented near-ties (float64 forward pass, computed
+only if anything differs). Writes ``results/<date>-<host>.json`` and regenerates ``ROUTES.md`` from all JSON
+files in ``results/`` (never edited by hand).
+
+usage: python benchmarks/predict/bench_predict.py [--rows 120] [--repeats 3] [--peers ../shared/peers] [--workdir DIR]
+       python benchmarks/predict/bench_predict.py --regenerate      (only rebuild ROUTES.md)
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
-import resource
+import platform
+import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import h5py
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[2]
-REF = (ROOT / ".." / "shared" / "reference" / "predmoter").resolve()
+sys.path.insert(0, str(ROOT / "src"))
+HERE = Path(__file__).resolve().parent
 L = 21384
-
-NAIVE = r'''
-import sys, time, h5py, numpy as np, torch
-from chromaflow.predict.checkpoint import load_checkpoint, build_model
-h5, ckpt, out, bs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-torch.set_num_threads(int(sys.argv[5]))
-model = build_model(load_checkpoint(ckpt))
-with h5py.File(h5, "r") as f:
-    X = f["data/X"][()]                      # whole genome in RAM (float16)
-    seqids, se, sp0 = f["data/seqids"][()], f["data/start_ends"][()], f["data/species"][0]
-n, length = X.shape[:2]
-with h5py.File(out, "w") as o:
-    o.create_dataset("data/species", shape=(n,), dtype="S50", chunks=(1,), maxshape=(None,), fillvalue=sp0)
-    o.create_dataset("data/seqids", data=seqids.astype("S50"), chunks=(1,), maxshape=(None,))
-    o.create_dataset("data/start_ends", data=se.astype("int64"), chunks=(1, 2), maxshape=(None, 2))
-    p = o.create_dataset("prediction/predictions", shape=(n, length, 2), dtype="int64", chunks=(1, length, 1),
-                         maxshape=(None, length, None), compression="gzip", compression_opts=9, fillvalue=-1)
-    with torch.inference_mode():
-        for a in range(0, n, bs):
-            x = torch.from_numpy(X[a:a + bs].astype(np.float32))
-            y = np.round(torch.exp(model(x)).numpy()).astype(np.int64)
-            y[x.numpy().max(axis=2) == 0] = -1
-            p[a:a + bs] = y                  # h5py gzip 9, single thread
-'''
+SPECIES = "Synthetica"
 
 
-def make_inputs(work: Path, rows: int) -> tuple[Path, Path]:
-    sys.path.insert(0, str(ROOT / "src"))
-    from chromaflow.predict.checkpoint import write_test_checkpoint
-    from chromaflow.predict.model import ModelConfig
-
-    ckpt = work / "fullsize.ckpt"
-    if not ckpt.exists():
-        cfg = ModelConfig(model_type="bi-hybrid", cnn_layers=3, filter_size=64, kernel_size=9, step=2, up=2,
-                          dilation=1, lstm_layers=2, hidden_size=128, bnorm=True, dropout=0.3,
-                          datasets=("atacseq", "h3k4me3"))
-        write_test_checkpoint(ckpt, cfg, seed=0)
-    h5 = work / f"genome_{rows}.h5"
-    if not h5.exists():
-        rng = np.random.default_rng(0)
-        with h5py.File(h5, "w") as f:
-            X = f.create_dataset("data/X", shape=(rows, L, 4), dtype="f2", chunks=(1, L, 4), maxshape=(None, L, 4),
-                                 compression="gzip", compression_opts=4, shuffle=True)
-            for r in range(rows):
-                x = np.zeros((L, 4), np.float16)
-                x[np.arange(L), rng.integers(0, 4, L)] = 1
-                if r % 2 == 1 and r == rows - 1:
-                    x[L // 3:] = 0  # one padded tail
-                X[r] = x
-            f.create_dataset("data/seqids", data=np.array([b"chr1"] * rows, "S50"), chunks=(1,), maxshape=(None,))
-            f.create_dataset("data/species", data=np.array([b"Synthetica"] * rows, "S25"), chunks=(1,), maxshape=(None,))
-            f.create_dataset("data/start_ends", data=np.array([[i * L, (i + 1) * L] for i in range(rows)], np.int64),
-                             chunks=(1, 2), maxshape=(None, 2))
-    return h5, ckpt
+def env() -> dict:
+    return dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                CHROMAFLOW_PROGRESS="0")
 
 
-def timed(cmd: list[str]) -> dict:
+def run(cmd: list[str], cwd: Path | None = None) -> dict:
+    """Run ``cmd``; wall, CPU (user+sys incl. its children) and peak RSS of that process tree, from wait4."""
     load0 = os.getloadavg()[0]
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env(), cwd=cwd)
+    err = proc.stderr.read()
+    _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise SystemExit(f"failed: {' '.join(cmd)}\n{proc.stderr}")
-    return {"wall_s": round(wall, 2), "cpu_s": round((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), 2),
-            "load_before": round(load0, 2), "load_after": round(os.getloadavg()[0], 2)}
+        raise SystemExit(f"bench_predict: failed ({proc.returncode}): {' '.join(map(str, cmd))}\n{err.decode()[-3000:]}")
+    return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
+            "peak_rss_bytes": ru.ru_maxrss * 1024, "load_before": load0, "load_after": os.getloadavg()[0]}
 
 
-def deviation(a: Path, b: Path) -> dict:
-    with h5py.File(a) as fa, h5py.File(b) as fb:
-        pa, pb = fa["prediction/predictions"], fb["prediction/predictions"]
-        diff = n = maxd = 0
-        for r in range(pa.shape[0]):
-            x, y = pa[r], pb[r]
-            d = np.abs(x - y)
-            diff += int((d != 0).sum())
-            n += d.size
-            maxd = max(maxd, int(d.max()))
-    return {"values": n, "differ": diff, "fraction": diff / n, "max_abs": maxd}
+def add(a: dict, b: dict) -> dict:
+    out = {k: a[k] + b[k] for k in ("wall_s", "cpu_s", "user_s", "sys_s")}
+    out.update(peak_rss_bytes=max(a["peak_rss_bytes"], b["peak_rss_bytes"]), load_before=a["load_before"],
+               load_after=b["load_after"])
+    return out
 
 
-def raw_bf16_deviation(h5: Path, ckpt: Path, rows: int) -> dict:
-    """Float-level bf16-vs-fp32 deviation of exp(model(x)) on the first ``rows`` subsequences."""
+def machine() -> dict:
+    cpu, flags = "", set()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name") and not cpu:
+                cpu = line.split(":", 1)[1].strip()
+            if line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
     import torch
 
-    from chromaflow.predict.checkpoint import build_model, load_checkpoint
+    return {"host": socket.gethostname(), "cpu": cpu, "cores": len(os.sched_getaffinity(0)),
+            "avx512": "avx512f" in flags, "torch": torch.__version__, "python": platform.python_version()}
 
-    torch.set_num_threads(1)
-    model = build_model(load_checkpoint(ckpt))
-    with h5py.File(h5) as f:
-        x = torch.from_numpy(f["data/X"][:rows].astype(np.float32))
-    with torch.inference_mode():
-        a = torch.exp(model(x))
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            b = torch.exp(model(x).float())
-    d = (a - b).abs()
-    return {"subsequences": rows, "fp32_exp_min": float(a.min()), "fp32_exp_max": float(a.max()),
-            "max_abs_exp": float(d.max()), "mean_abs_exp": float(d.mean()),
-            "rounded_differ_fraction": float((torch.round(a) != torch.round(b)).float().mean())}
+
+def make_inputs(work: Path, rows: int, seed: int) -> dict:
+    from chromaflow.bench import write_random_fasta
+
+    fa = work / f"genome_{rows}.fa"
+    if not fa.exists():
+        write_random_fasta(fa, rows // 2 * L, seed, records=1)
+    h5 = work / f"genome_{rows}.h5"
+    if not h5.exists():
+        subprocess.run([sys.executable, "-m", "chromaflow", "fasta2h5", "--fasta", str(fa), "--species", SPECIES,
+                        "--out", str(h5)], check=True, env=env())
+    ckpt = work / "release_bihybrid.ckpt"
+    if not ckpt.exists():
+        subprocess.run([sys.executable, "-m", "chromaflow", "make-test-model", "--out", str(ckpt), "--preset",
+                        "release-bihybrid", "--seed", "0"], check=True, env=env())
+    return {"fasta": fa, "h5": h5, "ckpt": ckpt}
+
+
+def compare(ours: Path, ref: Path, inputs: dict, ties_cache: dict) -> dict:
+    import h5py
+    import numpy as np
+
+    from chromaflow.predict.compare import compare_files
+
+    with h5py.File(ours) as a, h5py.File(ref) as b:
+        same = all(np.array_equal(a[n][()], b[n][()]) for n in ("data/seqids", "data/start_ends",
+                                                               "prediction/datasets", "prediction/predictions"))
+    if same:
+        return {"identical": True, "ok": True, "differ": 0}
+    if "ties" not in ties_cache:
+        import torch
+
+        from chromaflow.predict.checkpoint import build_model, load_checkpoint
+        from chromaflow.predict.compare import near_ties
+
+        torch.set_num_threads(1)
+        with h5py.File(inputs["h5"]) as f:
+            X = f["data/X"][()]
+        ties_cache["ties"] = near_ties(build_model(load_checkpoint(inputs["ckpt"])), X)
+    c = compare_files(str(ours), str(ref), ties_cache["ties"])
+    out = c.as_dict()
+    out["identical"] = False
+    return out
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def regenerate_md() -> Path:
+    runs = [json.loads(p.read_text()) for p in sorted((HERE / "results").glob("*.json"))]
+    lines = ["# chromaflow predict, both input routes, vs Predmoter", "",
+             "Generated by `benchmarks/predict/bench_predict.py` from `benchmarks/predict/results/*.json` "
+             "(do not edit by hand). Every figure below comes from a run of the command shown with it.", ""]
+    names = {"predmoter": "Predmoter (real, `peer-predmoter -b 120`)", "h5": "chromaflow predict --h5",
+             "fasta2h5+h5": "chromaflow fasta2h5 + predict --h5", "fasta": "chromaflow predict --fasta (no h5)"}
+    for r in runs:
+        m = r["machine"]
+        loads = [x["load_before"] for runs_ in r["runs"].values() for x in runs_]
+        lines += [f"## {r['started']} UTC — {m['cpu']}, {m['cores']} cores, host {m['host']}", "",
+                  f"Command: `{r['command']}`. {r['rows']} subsequences of {L} bp = {r['rows'] * L / 1e6:.2f} Mbp, "
+                  f"model release-bihybrid (random weights), fp32 on CPU, torch {m['torch']}. {r['repeats']} rounds, "
+                  f"alternating; load average (1 min) before the runs: {min(loads):.1f}–{max(loads):.1f}"
+                  + (" — **the machine was shared: wall times are inflated and noisy, compare CPU seconds**"
+                     if max(loads) > m["cores"] + 0.5 else "") + ".", "",
+                  "| case | wall s, median [min–max] | CPU s (user+sys) | sys s | peak RSS | Predmoter ÷ case, wall | "
+                  "Predmoter ÷ case, CPU | output vs Predmoter |",
+                  "|---|---|---|---|---|---|---|---|"]
+        pm = r["runs"].get("predmoter")
+        for key, runs_ in r["runs"].items():
+            w = [x["wall_s"] for x in runs_]
+            c = [x["cpu_s"] for x in runs_]
+            sy = [x["sys_s"] for x in runs_]
+            rss = max(x["peak_rss_bytes"] for x in runs_)
+            ratio_w = f"{median([x['wall_s'] for x in pm]) / median(w):.2f}×" if pm and key != "predmoter" else "–"
+            ratio_c = f"{median([x['cpu_s'] for x in pm]) / median(c):.2f}×" if pm and key != "predmoter" else "–"
+            cmp = r["compare"].get(key)
+            if cmp is None:
+                verdict = "(reference)" if key == "predmoter" else "–"
+            elif all(x["identical"] for x in cmp):
+                verdict = "identical"
+            elif all(x["ok"] for x in cmp):
+                verdict = "identical except near-ties"
+            else:
+                verdict = "**DIFFERENT**"
+            lines.append(f"| {names.get(key, key)} | {median(w):.2f} [{min(w):.2f}–{max(w):.2f}] | {median(c):.2f} "
+                         f"[{min(c):.2f}–{max(c):.2f}] | {median(sy):.2f} | {rss / 2**20:.0f} MiB | {ratio_w} | "
+                         f"{ratio_c} | {verdict} |")
+        b = r.get("bf16")
+        if b:
+            d, pc = b["vs_fp32"], b.get("precision_check") or {}
+            lines += ["", f"bf16 (`--precision bf16`, one run): {b['run']['wall_s']:.2f} s wall, {b['run']['cpu_s']:.2f} "
+                          f"CPU-s; vs fp32 {d['differ']} of {d['values']} values differ ({d['fraction']:.4%}), max |Δ| "
+                          f"{d['max_abs']}; the run's own sample ({pc.get('rows_sampled')} rows): "
+                          f"{pc.get('differ')} of {pc.get('values')} differ, raw exp() max |Δ| "
+                          f"{pc.get('raw_max_abs', float('nan')):.3g}."]
+        lines.append("")
+    md = HERE / "ROUTES.md"
+    md.write_text("\n".join(lines) + "\n")
+    return md
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=24, help="subsequences of 21384 bp (default 24)")
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--batch-size", type=int, default=120)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rows", type=int, default=120, help="subsequences (even; default 120 = 2.57 Mbp)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--peers", default=str(ROOT / ".." / "shared" / "peers"))
+    ap.add_argument("--cases", default="predmoter,h5,fasta2h5+h5,fasta")
+    ap.add_argument("--no-bf16", action="store_true")
     ap.add_argument("--workdir", default=None)
-    ap.add_argument("--json", default=None, help="write results here")
+    ap.add_argument("--regenerate", action="store_true", help="only rebuild ROUTES.md from results/*.json")
     args = ap.parse_args()
+    if args.regenerate:
+        print(regenerate_md().read_text())
+        return
+    peer = Path(args.peers) / "bin" / "peer-predmoter"
+    cases = args.cases.split(",")
+    if "predmoter" in cases and not peer.exists():
+        raise SystemExit(f"bench_predict: {peer} not found (see ../shared/peers/README.md)")
     work = Path(args.workdir or tempfile.mkdtemp(prefix="bench_predict_"))
     work.mkdir(parents=True, exist_ok=True)
-    h5, ckpt = make_inputs(work, args.rows)
+    inputs = make_inputs(work, args.rows, args.seed)
     py = sys.executable
-    runs: dict[str, list] = {"naive": [], "fp32": [], "fp32_streams1": [], "bf16": []}
+    cf = [py, "-m", "chromaflow"]
+    result = {"command": " ".join(["python benchmarks/predict/bench_predict.py"] + sys.argv[1:]),
+              "machine": machine(), "started": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"),
+              "rows": args.rows, "repeats": args.repeats, "runs": {c: [] for c in cases}, "compare": {}}
+    ties: dict = {}
+    ref = work / "predmoter" / f"genome_{args.rows}_predictions.h5"
     for rep in range(args.repeats):
-        for name in runs:
-            out = work / f"{name}_{rep}.h5"
+        for case in cases:
+            out = work / f"{case}_{rep}.h5"
             out.unlink(missing_ok=True)
-            if name == "naive":
-                cmd = [py, "-c", NAIVE, str(h5), str(ckpt), str(out), str(args.batch_size), str(args.threads)]
+            if case == "predmoter":
+                d = work / f"predmoter_{rep}"
+                shutil.rmtree(d, ignore_errors=True)
+                d.mkdir()
+                r = run([str(peer), "-m", "predict", "-f", str(inputs["h5"]), "-o", str(d), "--model",
+                         str(inputs["ckpt"]), "--device", "cpu", "-b", "120"])
+                out = d / f"genome_{args.rows}_predictions.h5"
+                if rep == 0:
+                    ref.parent.mkdir(exist_ok=True)
+                    shutil.copy(out, ref)
+            elif case == "h5":
+                r = run(cf + ["predict", "--h5", str(inputs["h5"]), "--model", str(inputs["ckpt"]), "--out", str(out)])
+            elif case == "fasta2h5+h5":
+                h5 = work / f"tmp_{rep}.h5"
+                h5.unlink(missing_ok=True)
+                r = add(run(cf + ["fasta2h5", "--fasta", str(inputs["fasta"]), "--species", SPECIES, "--out", str(h5)]),
+                        run(cf + ["predict", "--h5", str(h5), "--model", str(inputs["ckpt"]), "--out", str(out)]))
+                h5.unlink()
+            elif case == "fasta":
+                r = run(cf + ["predict", "--fasta", str(inputs["fasta"]), "--species", SPECIES, "--model",
+                              str(inputs["ckpt"]), "--out", str(out)])
             else:
-                cmd = [py, "-m", "chromaflow", "predict", "--h5", str(h5), "--model", str(ckpt), "--out", str(out),
-                       "--batch-size", str(args.batch_size), "--threads", str(args.threads),
-                       "--precision", name.split("_")[0], "--device", "cpu", "--metrics", str(work / f"{name}_{rep}.json")]
-                if name == "fp32_streams1":
-                    cmd += ["--streams", "1"]
-            res = timed(cmd)
-            if name != "naive":
-                m = json.loads((work / f"{name}_{rep}.json").read_text())
-                res.update(stage_wall_s=round(m["wall_s"], 2), data_wait_fraction=round(m["data_wait_fraction"], 4),
-                           peak_rss_mb=round(m["peak_rss_bytes"] / 2**20))
-            res["kbp_per_s"] = round(args.rows * L / res["wall_s"] / 1000, 1)
-            runs[name].append(res)
-            print(name, rep, res, flush=True)
-    result = {"rows": args.rows, "bp": args.rows * L, "batch_size": args.batch_size, "threads": args.threads,
-              "nproc": os.cpu_count(), "runs": runs}
-    best = {k: min(r["wall_s"] for r in v) for k, v in runs.items()}
-    best_cpu = {k: min(r["cpu_s"] for r in v) for k, v in runs.items()}
-    result["speedup_wall_fp32_vs_naive"] = round(best["naive"] / best["fp32"], 3)
-    result["speedup_cpu_fp32_vs_naive"] = round(best_cpu["naive"] / best_cpu["fp32"], 3)
-    result["speedup_wall_bf16_vs_fp32"] = round(best["fp32"] / best["bf16"], 3)
-    result["fp32_equals_naive"] = deviation(work / "fp32_0.h5", work / "naive_0.h5")["differ"] == 0
-    result["fp32_streams1_equals_naive"] = deviation(work / "fp32_streams1_0.h5", work / "naive_0.h5")["differ"] == 0
-    result["bf16_vs_fp32_fullsize"] = deviation(work / "bf16_0.h5", work / "fp32_0.h5")
-    result["bf16_vs_fp32_fullsize_raw"] = raw_bf16_deviation(h5, ckpt, rows=min(4, args.rows))
-    if (REF / "pred_data_1.h5").exists():
-        out = work / "mini_bf16.h5"
-        out.unlink(missing_ok=True)
-        subprocess.run([py, "-m", "chromaflow", "predict", "--h5", str(REF / "pred_data_1.h5"), "--model",
-                        str(REF / "mini_model.ckpt"), "--out", str(out), "--precision", "bf16", "--device", "cpu"],
-                       check=True)
-        result["bf16_vs_reference_mini_pred_data_1"] = deviation(out, REF / "pred_data_1_predictions.h5")
-    print(json.dumps(result, indent=2))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+                raise SystemExit(f"unknown case {case}")
+            result["runs"][case].append(r)
+            if case != "predmoter" and ref.exists():
+                result["compare"].setdefault(case, []).append(compare(out, ref, inputs, ties))
+            print(f"[{rep + 1}] {case}: {r['wall_s']:.2f} s wall, {r['cpu_s']:.2f} CPU-s (sys {r['sys_s']:.2f}), "
+                  f"{r['peak_rss_bytes'] / 2**20:.0f} MiB, load {r['load_before']:.1f}", flush=True)
+            if case != "predmoter":
+                out.unlink(missing_ok=True)
+    if not args.no_bf16:
+        out32, out16 = work / "fp32_ref.h5", work / "bf16.h5"
+        for p in (out32, out16):
+            p.unlink(missing_ok=True)
+        run(cf + ["predict", "--h5", str(inputs["h5"]), "--model", str(inputs["ckpt"]), "--out", str(out32)])
+        rb = run(cf + ["predict", "--h5", str(inputs["h5"]), "--model", str(inputs["ckpt"]), "--out", str(out16),
+                       "--precision", "bf16", "--metrics", str(work / "bf16.json")])
+        import h5py
+        import numpy as np
+
+        with h5py.File(out32) as a, h5py.File(out16) as b:
+            x, y = a["prediction/predictions"][()], b["prediction/predictions"][()]
+        d = np.abs(x - y)
+        result["bf16"] = {"run": rb, "vs_fp32": {"values": int(d.size), "differ": int((d != 0).sum()),
+                                                 "fraction": float((d != 0).mean()), "max_abs": int(d.max())},
+                          "precision_check": json.loads((work / "bf16.json").read_text()).get("precision_check")}
+    (HERE / "results").mkdir(exist_ok=True)
+    path = HERE / "results" / f"{result['started'][:10]}-{socket.gethostname()}-{result['started'][11:].replace(':', '')}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(regenerate_md().read_text())
+    bad = [c for c, v in result["compare"].items() if not all(x["ok"] for x in v)]
+    if bad:
+        print(f"bench_predict: outputs differ from Predmoter outside near-ties: {', '.join(bad)}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

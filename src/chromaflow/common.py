@@ -257,3 +257,35 @@ def resolve_threads(threads: int | None) -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - non-Linux
         return max(1, os.cpu_count() or 1)
+
+
+_MALLOC_TUNED = False
+
+
+def tune_malloc(single_arena: bool = True) -> bool:
+    """Keep large temporary buffers in the heap instead of fresh ``mmap`` s (glibc only; a no-op elsewhere).
+
+    glibc serves blocks above a (dynamic, <= 32 MiB) threshold with ``mmap`` and returns them with ``munmap``;
+    every reuse then page-faults the whole block in again (the kernel zeroes each page). Stages that allocate
+    the same big temporaries over and over (model activations, read blocks) spend a large share of their time
+    in the kernel that way. This raises the mmap threshold to 1 GiB, stops heap trimming and (optionally) puts
+    every thread in one arena, so freed blocks are reused without page faults. Memory freed stays in the
+    process (RSS keeps its high-water mark). Returns True when the settings were applied.
+    """
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED:
+        return True
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        return False
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
+    ok = mallopt(M_MMAP_THRESHOLD, 1 << 30) == 1 and mallopt(M_TRIM_THRESHOLD, (1 << 31) - 1) == 1
+    if single_arena:
+        ok = mallopt(M_ARENA_MAX, 1) == 1 and ok
+    _MALLOC_TUNED = bool(ok)
+    return _MALLOC_TUNED

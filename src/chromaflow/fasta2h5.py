@@ -37,6 +37,8 @@ from . import __version__
 from . import chunkdeflate
 from .common import ChromaflowError, Progress, StageMetrics, atomic_output, resolve_threads
 from .fasta import DEFAULT_BLOCK, FastaReader
+from .subseq import Job, cut, start_ends
+from .subseq import chunk_codes as _chunk_codes
 
 DEFAULT_L = 21384
 #: longest accepted --subsequence-length (a chunk of data/X is 8 bytes per position: 8 MiB here)
@@ -57,7 +59,6 @@ _CODES = {  # symbol: (C, A, T, G)
     "H": (_THIRD, _THIRD, _THIRD, 0), "B": (_THIRD, 0, _THIRD, _THIRD),
     "N": (_QUARTER, _QUARTER, _QUARTER, _QUARTER),
 }
-PAD = 0  # byte used for padding positions: encodes to all-zero columns
 
 #: (256, 4) uint16 float16 bit patterns; row 0 (and every non-IUPAC byte) is all zero = padding
 LUT16 = np.zeros((256, 4), dtype=np.uint16)
@@ -78,34 +79,6 @@ LO_RC = _pack_bytes(LUT16_RC & 0xFF)
 HI_RC = _pack_bytes(LUT16_RC >> 8)
 LUT64 = np.ascontiguousarray(LUT16.astype("<u2")).view("<u8").reshape(256)
 LUT64_RC = np.ascontiguousarray(LUT16_RC.astype("<u2")).view("<u8").reshape(256)
-
-
-def _chunk_codes(seq: np.ndarray, base: int, n: int, L: int, k: int, strand: int, j0: int, j1: int) -> np.ndarray:
-    """Bytes of rows j0..j1-1 of one strand of a record, as a (j1-j0, L) uint8 array incl. padding.
-
-    ``seq`` holds the record's bases from genomic position ``base`` on (a segment of the record).
-    Plus row j covers [j·L, min((j+1)·L, n)); minus row j is plus chunk k-1-j, reversed (the caller
-    complements it through the *_RC tables). Only one row per strand can be short: the last plus row and
-    the first minus row, each padded at its end.
-    """
-    G = j1 - j0
-    r = n - (k - 1) * L  # length of the short chunk, 1..L
-    if strand > 0:
-        sub = seq[j0 * L - base:min(j1 * L, n) - base]
-        if sub.size == G * L:
-            return sub.reshape(G, L)
-        codes = np.full(G * L, PAD, dtype=np.uint8)
-        codes[:sub.size] = sub
-        return codes.reshape(G, L)
-    lo = (k - j1) * L - base
-    hi = min((k - j0) * L, n) - base
-    rev = seq[lo:hi][::-1]
-    if j0 == 0 and r < L:
-        codes = np.full(G * L, PAD, dtype=np.uint8)
-        codes[:r] = rev[:r]
-        codes[L:] = rev[r:]
-        return codes.reshape(G, L)
-    return np.ascontiguousarray(rev).reshape(G, L)
 
 
 def _shuffled_start_ends(n: int, L: int, k: int, strand: int, j0: int, j1: int) -> list[bytes]:
@@ -304,53 +277,24 @@ def convert(fasta: str, out_path: str | os.PathLike, species: str, L: int = DEFA
                 if batch_rows >= chunks_per_task:
                     submit()
 
-        # A record arrives in pieces. Its bases are cut into segments at multiples of L; plus-strand jobs
-        # are submitted as soon as a segment is complete (only full chunks before the record's end), the
-        # minus strand once the record length n (hence the chunk boundaries) is known.
-        segs: list[tuple[int, np.ndarray]] = []  # (genomic start, bases) of the current record
-        parts: list[bytes] = []
-        plen = 0
-        base = 0
-        for piece in FastaReader(fasta, block_size=read_block, on_progress=on_progress).pieces():
-            if piece.seq:
-                parts.append(piece.seq)
-                plen += len(piece.seq)
-            if not piece.last and plen < chunks_per_task * L:
+        # Rows come from the shared cutting (chromaflow.subseq.cut): plus-strand jobs as soon as a segment of a
+        # record is complete, the minus strand once the record's length is known; RecordEnd closes a record.
+        id_cache: tuple[str, bytes | None] = ("", None)
+        for job in cut(FastaReader(fasta, block_size=read_block, on_progress=on_progress).pieces(), L,
+                       chunks_per_task):
+            if id_cache[0] != job.seqid:
+                id_chunk = compress(np.array(job.seqid.encode("ascii"), dtype="S50").tobytes()) if direct else None
+                id_cache = (job.seqid, id_chunk)
+            if isinstance(job, Job):
+                add_jobs(job.seq, job.base, job.n, job.k, job.strand, job.j0, job.j1, id_cache[1])
                 continue
-            data = parts[0] if len(parts) == 1 else b"".join(parts)
-            cut = plen if piece.last else (plen // L) * L
-            seg = np.frombuffer(data, dtype=np.uint8, count=cut)
-            parts = [data[cut:]] if cut < plen else []
-            plen -= cut
-            if piece.last:
-                n = base + cut
-                k = -(-n // L)
-                sid = piece.seqid.encode("ascii")
-                id_chunk = compress(np.array(sid, dtype="S50").tobytes()) if direct else None
-            else:
-                n = base + cut  # only full chunks so far: k and n are exact for these rows
-                k = n // L
-                id_chunk = compress(np.array(piece.seqid.encode("ascii"), dtype="S50").tobytes()) if direct else None
-            add_jobs(seg, base, n, k, 1, base // L, -(-(base + cut) // L), id_chunk)
-            segs.append((base, seg))
-            base += cut
-            if not piece.last:
-                continue
-            for sbase, sseq in reversed(segs):
-                i0, i1 = sbase // L, -(-(sbase + sseq.size) // L)
-                add_jobs(sseq, sbase, n, k, -1, k - i1, k - i0, id_chunk)
+            n, k = job.n, job.k
             if not direct:
-                starts = np.arange(k, dtype=np.int64) * L
-                ends = np.minimum(starts + L, n)
-                se = np.empty((2 * k, 2), dtype=np.int64)
-                se[:k, 0], se[:k, 1] = starts, ends
-                se[k:, 0], se[k:, 1] = ends[::-1], starts[::-1]
-                se_parts.append(se)
-                seqid_rows.append((sid, 2 * k))
+                se_parts.append(start_ends(n, L))
+                seqid_rows.append((job.seqid.encode("ascii"), 2 * k))
             n_rows += 2 * k
             bp += n
             records += 1
-            segs, parts, plen, base = [], [], 0, 0
         submit()
         while pending:
             drain_one()

@@ -3,17 +3,17 @@
  * (no nf-schema / nf-validation plugin: the plugin registry is not reachable on offline clusters).
  *
  * Columns: id,fasta            required
- *          species             optional (≤ 25 ASCII bytes; default: params.default_species, else the id)
+ *          species             optional (≤ 25 ASCII bytes; default: --default_species, else the id)
  *          expression          optional expression matrix (TSV/CSV) → GENIE3 run for this assembly
  *          regulators          optional list of candidate regulators (needs expression)
- *          expression_layout   optional genes-x-samples | samples-x-genes (default: params.genie3_layout)
+ *          expression_layout   optional genes-x-samples | samples-x-genes (default: --genie3_layout)
  * Relative paths are resolved against the samplesheet's own folder. Every problem stops the run with one
  * line naming the sheet, the line number and the column.
  */
 
-// Stops the run with one line (Nextflow prints 'ERROR ~ <message>' and exits 1); catchable by the test driver.
+// Stops the run with one line and exit status 1 (catchable by the test driver tests/nextflow/validate_sheets.nf).
 def sheetError(String message) {
-    throw new nextflow.exception.AbortOperationException(message)
+    error(message)
 }
 
 List<String> samplesheetColumns() { ['id', 'fasta', 'species', 'expression', 'regulators', 'expression_layout'] }
@@ -22,71 +22,107 @@ List<String> samplesheetColumns() { ['id', 'fasta', 'species', 'expression', 're
 List<String> splitCsvLine(String line, String where) {
     def fields = []
     def cur = new StringBuilder()
-    boolean quoted = false
-    int i = 0
-    while (i < line.length()) {
-        char c = line.charAt(i)
-        if (quoted) {
-            if (c == '"' as char) {
-                if (i + 1 < line.length() && line.charAt(i + 1) == '"' as char) {
-                    cur.append('"')
-                    i += 1
-                } else {
-                    quoted = false
-                }
+    def state = [quoted: false, skip: false]
+    def chars = line.toList()
+    chars.eachWithIndex { String c, int i ->
+        if (state.skip) {
+            state.skip = false
+        } else if (state.quoted) {
+            if (c == '"' && i + 1 < chars.size() && chars[i + 1] == '"') {
+                cur.append('"')
+                state.skip = true
+            } else if (c == '"') {
+                state.quoted = false
             } else {
                 cur.append(c)
             }
-        } else if (c == '"' as char) {
-            quoted = true
-        } else if (c == ',' as char) {
+        } else if (c == '"') {
+            state.quoted = true
+        } else if (c == ',') {
             fields << cur.toString().trim()
             cur.setLength(0)
         } else {
             cur.append(c)
         }
-        i += 1
     }
-    if (quoted) sheetError("${where}: unterminated quoted field")
+    if (state.quoted) sheetError("${where}: unterminated quoted field")
     fields << cur.toString().trim()
     return fields
 }
 
-def resolveSheetPath(String value, java.nio.file.Path sheetDir, String where, String column, boolean mustExist = true) {
+/*
+ * An http(s) URL must answer before any task starts (a HEAD request, or a GET where the server refuses HEAD),
+ * so an unreachable file stops the run with one line naming the sheet line instead of failing a task later.
+ * Other schemes (s3://, gs://, ...) need credentials the driver may not have: Nextflow checks them when staging.
+ */
+def checkUrl(String value, String where, String column) {
+    if (!(value ==~ /^(?i)https?:\/\/.*/)) {
+        return
+    }
+    def problem = null
+    try {
+        def res = [code: 0]
+        // a server that refuses HEAD (405/501) gets a GET, whose body is not read
+        ['HEAD', 'GET'].find { method ->
+            def conn = new URL(value).openConnection()
+            conn.setRequestMethod(method)
+            conn.setConnectTimeout(20000)
+            conn.setReadTimeout(20000)
+            conn.setInstanceFollowRedirects(true)
+            res.code = conn.getResponseCode()
+            conn.disconnect()
+            return !(res.code in [405, 501])
+        }
+        if (res.code < 200 || res.code >= 400) {
+            problem = "HTTP ${res.code}"
+        }
+    } catch (Exception e) {
+        problem = "${e.getClass().getSimpleName()}: ${e.message}"
+    }
+    if (problem) {
+        sheetError("${where}: column '${column}': cannot fetch ${value} (${problem})")
+    }
+}
+
+def resolveSheetPath(String value, sheetDir, String where, String column, boolean mustExist = true) {
     if (value ==~ /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/.*/) {
-        return file(value)   // remote (https://, s3://, ...): Nextflow stages it; existence is checked when staged
+        checkUrl(value, where, column)
+        return file(value)   // remote: Nextflow stages it into the task
     }
-    def p = value.startsWith('/') ? java.nio.file.Paths.get(value) : sheetDir.resolve(value).normalize()
+    // glob: false -- a name with '*', '?' or '[' is a file name here, not a pattern
+    def p = value.startsWith('/') ? file(value, glob: false) : sheetDir.resolve(value).normalize()
     if (mustExist) {
-        if (!java.nio.file.Files.exists(p)) sheetError("${where}: column '${column}': file not found: ${p}")
-        if (!java.nio.file.Files.isRegularFile(p)) sheetError("${where}: column '${column}': not a regular file: ${p}")
-        if (!java.nio.file.Files.isReadable(p)) sheetError("${where}: column '${column}': file not readable: ${p}")
+        if (!p.exists()) sheetError("${where}: column '${column}': file not found: ${p}")
+        if (!p.isFile()) sheetError("${where}: column '${column}': not a regular file: ${p}")
+        if (!p.canRead()) sheetError("${where}: column '${column}': file not readable: ${p}")
     }
-    return file(p.toString())
+    return p
 }
 
 /*
  * Returns a list of [meta, fasta, expression|null, regulators|null] rows, meta = [id, species, expression_layout].
+ * options: default_species (else the id), default_layout (for rows without expression_layout) and layouts (the
+ * allowed values: the genie3_layout enum of nextflow_schema.json).
  */
-def parseSamplesheet(sheetPath) {
-    if (!sheetPath) sheetError("--genomes is required: a CSV samplesheet with columns id,fasta (see docs/usage.md)")
-    def sheet = file(sheetPath.toString())
+def parseSamplesheet(sheetPath, Map options = [:]) {
+    def layouts = options.layouts ?: ['genes-x-samples', 'samples-x-genes']
+    if (!sheetPath) sheetError("--input (or --genomes) is required: a CSV samplesheet with columns id,fasta (see docs/usage.md)")
+    def sheet = file(sheetPath.toString(), glob: false)
     def name = sheetPath.toString()
     if (!sheet.exists()) sheetError("samplesheet ${name}: file not found")
     if (sheet.isDirectory()) sheetError("samplesheet ${name}: is a directory, expected a CSV file")
-    if (!java.nio.file.Files.isReadable(sheet)) sheetError("samplesheet ${name}: file not readable")
+    if (!sheet.canRead()) sheetError("samplesheet ${name}: file not readable")
     def text
     try {
-        text = new String(java.nio.file.Files.readAllBytes(sheet), 'UTF-8')
+        text = new String(sheet.bytes, 'UTF-8')
     } catch (Exception e) {
         sheetError("samplesheet ${name}: cannot read: ${e.message}")
     }
     if (text.startsWith('\uFEFF')) text = text.substring(1)        // UTF-8 byte-order mark (Excel)
     def lines = text.split(/\r?\n|\r/, -1) as List
-    // drop trailing empty lines only
-    while (lines && lines[-1].trim() == '') {
-        lines.remove(lines.size() - 1)
-    }
+    // drop trailing empty lines only (an empty line between records is an error below)
+    def last = lines.findLastIndexOf { l -> l.trim() != '' }
+    lines = last >= 0 ? lines[0..last] : []
     if (!lines) sheetError("samplesheet ${name}: file is empty (expected a header line 'id,fasta,...')")
     def header = splitCsvLine(lines[0], "samplesheet ${name} line 1").collect { it.toLowerCase() }
     def dup = header.findAll { h -> header.count(h) > 1 }.unique()
@@ -114,44 +150,16 @@ def parseSamplesheet(sheetPath) {
         seen[id] = lineNo
         if (!rec.fasta) sheetError("${where}: column 'fasta' is empty")
         def fasta = resolveSheetPath(rec.fasta, sheetDir, where, 'fasta')
-        def species = rec.species ?: (params.default_species ?: id)
+        def species = rec.species ?: (options.default_species ?: id)
         if (!(species ==~ /^[\x21-\x7E]+$/)) sheetError("${where}: species '${species}' must be printable ASCII without spaces")
         if (species.length() > 25) sheetError("${where}: species '${species}' is ${species.length()} bytes; the Helixer layout stores at most 25 (set a shorter 'species' column)")
         def expression = rec.expression ? resolveSheetPath(rec.expression, sheetDir, where, 'expression') : null
         def regulators = rec.regulators ? resolveSheetPath(rec.regulators, sheetDir, where, 'regulators') : null
         if (regulators && !expression) sheetError("${where}: column 'regulators' is set but 'expression' is empty")
-        def layout = rec.expression_layout ?: params.genie3_layout
-        if (!(layout in ['genes-x-samples', 'samples-x-genes'])) sheetError("${where}: expression_layout '${layout}' must be genes-x-samples or samples-x-genes")
+        def layout = rec.expression_layout ?: (options.default_layout ?: layouts[0])
+        if (!(layout in layouts)) sheetError("${where}: expression_layout '${layout}' must be ${layouts.join(' or ')}")
         rows << [[id: id, species: species, expression_layout: layout], fasta, expression, regulators]
     }
     if (!rows) sheetError("samplesheet ${name}: no assemblies (only a header line)")
     return rows
-}
-
-/*
- * Number of genes in an expression matrix (for splitting GENIE3 into target chunks): counted from the
- * header (samples-x-genes) or from the data lines (genes-x-samples). The GENIE3 task validates the rest.
- */
-int countGenes(expression, String layout) {
-    def n = 0
-    def first = true
-    expression.withReader('UTF-8') { r ->
-        if (layout == 'samples-x-genes') {
-            def header = r.readLine() ?: ''
-            def sep = header.contains('\t') ? '\t' : ','
-            def fields = header.split(java.util.regex.Pattern.quote(sep), -1) as List
-            // a leading empty/label cell is the row-name column
-            n = fields.size() - ((fields && (fields[0].replace('"', '').trim() == '' )) ? 1 : 0)
-        } else {
-            r.readLine()
-            def line = r.readLine()
-            while (line != null) {
-                if (line.trim()) {
-                    n += 1
-                }
-                line = r.readLine()
-            }
-        }
-    }
-    return Math.max(n, 1)
 }

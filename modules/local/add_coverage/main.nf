@@ -45,7 +45,7 @@ process ADD_COVERAGE {
     """
     ${cmds.join(' \n')}
 
-    cat <<-END_VERSIONS > versions.yml
+    cat <<-END_VERSIONS >| versions.yml
     "${task.process}":
         chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
         pysam: \$(python3 -c 'import pysam; print(pysam.__version__)')
@@ -57,7 +57,7 @@ process ADD_COVERAGE {
     prefix = task.ext.prefix ?: "${meta.id}.coverage"
     """
     touch ${prefix}.h5
-    echo '{"stage": "add_coverage", "stub": true}' > ${prefix}.stub.add_coverage.metrics.json
-    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
+    echo '{"stage": "add_coverage", "stub": true}' >| ${prefix}.stub.add_coverage.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" >| versions.yml
     """
 }

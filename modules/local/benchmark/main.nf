@@ -1,8 +1,9 @@
 /*
- * Collects every task's metrics JSON (one JSON object per line, annotated with assembly/shard) plus the
- * Nextflow trace file written so far, and writes <outdir>/benchmark/: benchmark.json/.tsv, report.html,
- * MultiQC custom-content files. The trace may be absent or partly written (the run is still going): the
- * report then leaves the trace columns empty and says so.
+ * Collects every task's metrics JSON (one JSON object per line, annotated with assembly/shard), the software
+ * versions and the Nextflow trace of this run, and writes benchmark.json/.tsv, report.html and MultiQC
+ * custom-content files. The trace is a staged input: the workflow hands over the file this run writes (whatever
+ * -with-trace or trace.file named it), or [] where there is none -- the report then leaves the trace columns
+ * empty and says why, and the workflow logs a warning. Extrapolation settings come through ext.args.
  */
 process BENCHMARK {
     label 'process_single'
@@ -10,31 +11,40 @@ process BENCHMARK {
     input:
     path metrics
     path versions
+    path trace
 
     output:
     path "benchmark.json"   , emit: json
     path "benchmark.tsv"    , emit: tsv
     path "report.html"      , emit: html
     path "*_mqc.*"          , emit: multiqc
+    path "versions.yml"     , emit: versions
+
+    when:
+    task.ext.when == null || task.ext.when
 
     script:
-    def args  = task.ext.args ?: ''
-    def trace = "${params.outdir}/pipeline_info/execution_trace_${params.run_stamp}.txt"
-    def traceAbs = file(trace).toAbsolutePath()
+    def args = task.ext.args ?: ''
+    def tr   = trace ? "--trace ${trace}" : ''
     """
     chromaflow benchmark-report \\
         --metrics ${metrics} \\
         --versions ${versions} \\
-        --trace ${traceAbs} \\
+        ${tr} \\
         --outdir . \\
-        --extrapolate-genome-gbp ${params.benchmark_genome_gbp} \\
-        --extrapolate-genomes ${params.benchmark_genomes} \\
-        --extrapolate-workers ${params.benchmark_workers} \\
         ${args}
+
+    cat <<-END_VERSIONS >| versions.yml
+    "${task.process}":
+        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
+        matplotlib: \$(python3 -c 'import matplotlib; print(matplotlib.__version__)')
+    END_VERSIONS
     """
 
     stub:
     """
-    echo '{}' > benchmark.json; touch benchmark.tsv report.html chromaflow_benchmark_mqc.tsv chromaflow_throughput_mqc.json
+    echo '{}' >| benchmark.json
+    touch benchmark.tsv report.html chromaflow_benchmark_mqc.tsv chromaflow_throughput_mqc.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" >| versions.yml
     """
 }

@@ -1,5 +1,7 @@
 /*
  * Predictions h5 → bigWig/bedGraph tracks (Predmoter semantics) plus chrom.sizes, an IGV session and a UCSC hub.
+ * The optional blacklist (seqids to leave out) is a staged input ([] for none), so it reaches containers and
+ * remote executors like any other file; format, strand and window come through ext.args.
  */
 process BIGWIG {
     tag "${meta.id}"
@@ -7,15 +9,20 @@ process BIGWIG {
 
     input:
     tuple val(meta), path(predictions)
+    path blacklist
 
     output:
     tuple val(meta), path("tracks/*")                       , emit: tracks
     tuple val(meta), path("${prefix}.bigwig.metrics.json")  , emit: metrics
     path "versions.yml"                                     , emit: versions
 
+    when:
+    task.ext.when == null || task.ext.when
+
     script:
     def args = task.ext.args ?: ''
     prefix   = task.ext.prefix ?: "${meta.id}"
+    def bl   = blacklist ? "--blacklist ${blacklist}" : ''
     """
     mkdir -p tracks
     chromaflow bigwig \\
@@ -24,9 +31,11 @@ process BIGWIG {
         --basename ${prefix} \\
         --threads ${task.cpus} \\
         --metrics ${prefix}.bigwig.metrics.json \\
+        ${bl} \\
+        --force \\
         ${args}
 
-    cat <<-END_VERSIONS > versions.yml
+    cat <<-END_VERSIONS >| versions.yml
     "${task.process}":
         chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
         pyBigWig: \$(python3 -c 'import importlib.metadata as m; print(m.version("pyBigWig"))')
@@ -36,8 +45,9 @@ process BIGWIG {
     stub:
     prefix = task.ext.prefix ?: "${meta.id}"
     """
-    mkdir -p tracks && touch tracks/${prefix}_stub_avg_strand.bw
-    echo '{"stage": "bigwig", "stub": true}' > ${prefix}.bigwig.metrics.json
-    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
+    mkdir -p tracks
+    touch tracks/${prefix}_stub_avg_strand.bw tracks/chrom.sizes tracks/igv_session.xml tracks/hub.txt
+    echo '{"stage": "bigwig", "stub": true}' >| ${prefix}.bigwig.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" >| versions.yml
     """
 }

@@ -31,7 +31,7 @@ process EVALUATE {
         --metrics ${prefix}.evaluate.metrics.json \\
         ${args}
 
-    cat <<-END_VERSIONS > versions.yml
+    cat <<-END_VERSIONS >| versions.yml
     "${task.process}":
         chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
         matplotlib: \$(python3 -c 'import matplotlib; print(matplotlib.__version__)')
@@ -43,7 +43,7 @@ process EVALUATE {
     """
     mkdir -p plots
     touch ${prefix}.evaluation.tsv plots/stub.png
-    echo '{"stage": "evaluate", "stub": true}' > ${prefix}.evaluate.metrics.json
-    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
+    echo '{"stage": "evaluate", "stub": true}' >| ${prefix}.evaluate.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" >| versions.yml
     """
 }

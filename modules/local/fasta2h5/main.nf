@@ -1,3 +1,8 @@
+/*
+ * FASTA (plain or gzip) → Helixer-layout genome h5 (one-hot data/X, both strands, chunked by --subsequence-length).
+ * Settings come through ext.args (conf/modules.config); --force makes a rerun in the same work directory
+ * (Nextflow's -resume after a killed run) overwrite what an orphaned earlier attempt left there.
+ */
 process FASTA2H5 {
     tag "${meta.id}"
     label 'process_medium'
@@ -10,6 +15,9 @@ process FASTA2H5 {
     tuple val(meta), path("${prefix}.fasta2h5.metrics.json")  , emit: metrics
     path "versions.yml"                                       , emit: versions
 
+    when:
+    task.ext.when == null || task.ext.when
+
     script:
     def args = task.ext.args ?: ''
     prefix   = task.ext.prefix ?: "${meta.id}"
@@ -20,9 +28,10 @@ process FASTA2H5 {
         --out ${prefix}.h5 \\
         --threads ${task.cpus} \\
         --metrics ${prefix}.fasta2h5.metrics.json \\
+        --force \\
         ${args}
 
-    cat <<-END_VERSIONS > versions.yml
+    cat <<-END_VERSIONS >| versions.yml
     "${task.process}":
         chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
         h5py: \$(python3 -c 'import h5py; print(h5py.__version__)')
@@ -31,10 +40,19 @@ process FASTA2H5 {
     """
 
     stub:
-    prefix = task.ext.prefix ?: "${meta.id}"
+    def args = task.ext.args ?: ''
+    prefix   = task.ext.prefix ?: "${meta.id}"
+    def m    = args =~ /--subsequence-length[ =](\d+)/
+    def len  = m.find() ? m.group(1) : '21384'
+    // The number of subsequences the real stage would write (both strands, ceil(record length / L) each),
+    // counted from the FASTA, so a -stub run shards and merges predictions like a real one.
     """
     touch ${prefix}.h5
-    echo '{"stage": "fasta2h5", "stub": true, "subsequences": 1}' > ${prefix}.fasta2h5.metrics.json
-    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
+    n=\$(gzip -cdf ${fasta} | awk -v L=${len} '
+        /^>/ { if (seen) n += int((bp + L - 1) / L); bp = 0; seen = 1; next }
+        { gsub(/[ \\t\\r]/, ""); bp += length(\$0) }
+        END { if (seen) n += int((bp + L - 1) / L); print 2 * n }')
+    echo "{\\"stage\\": \\"fasta2h5\\", \\"stub\\": true, \\"subsequences\\": \$n, \\"subsequence_length\\": ${len}}" >| ${prefix}.fasta2h5.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" >| versions.yml
     """
 }

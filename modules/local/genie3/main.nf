@@ -14,6 +14,9 @@ process GENIE3 {
     tuple val(meta), path("${prefix}.genie3.metrics.json")     , emit: metrics
     path "versions.yml"                                        , emit: versions
 
+    when:
+    task.ext.when == null || task.ext.when
+
     script:
     def args = task.ext.args ?: ''
     prefix   = task.ext.prefix ?: "${meta.id}.chunk${meta.chunk}of${meta.chunks}"
@@ -29,7 +32,7 @@ process GENIE3 {
         --metrics ${prefix}.genie3.metrics.json \\
         ${args}
 
-    cat <<-END_VERSIONS > versions.yml
+    cat <<-END_VERSIONS >| versions.yml
     "${task.process}":
         chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
         scikit-learn: \$(python3 -c 'import sklearn; print(sklearn.__version__)')
@@ -40,7 +43,7 @@ process GENIE3 {
     prefix = task.ext.prefix ?: "${meta.id}.chunk${meta.chunk}of${meta.chunks}"
     """
     touch ${prefix}.genie3.part.npz
-    echo '{"stage": "genie3", "stub": true}' > ${prefix}.genie3.metrics.json
-    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
+    echo '{"stage": "genie3", "stub": true}' >| ${prefix}.genie3.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" >| versions.yml
     """
 }

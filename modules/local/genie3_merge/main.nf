@@ -15,6 +15,9 @@ process GENIE3_MERGE {
     tuple val(meta), path("${prefix}.genie3_merge.metrics.json")   , emit: metrics
     path "versions.yml"                                            , emit: versions
 
+    when:
+    task.ext.when == null || task.ext.when
+
     script:
     def args = task.ext.args ?: ''
     prefix   = task.ext.prefix ?: "${meta.id}"
@@ -27,7 +30,7 @@ process GENIE3_MERGE {
         ${args} \\
         ${parts}
 
-    cat <<-END_VERSIONS > versions.yml
+    cat <<-END_VERSIONS >| versions.yml
     "${task.process}":
         chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
     END_VERSIONS
@@ -36,10 +39,10 @@ process GENIE3_MERGE {
     stub:
     prefix = task.ext.prefix ?: "${meta.id}"
     """
-    echo | gzip > ${prefix}.genie3_links.tsv.gz
-    echo '{}' > ${prefix}.genie3_summary.json
+    echo | gzip >| ${prefix}.genie3_links.tsv.gz
+    echo '{}' >| ${prefix}.genie3_summary.json
     touch ${prefix}.genie3_weights.png
-    echo '{"stage": "genie3-merge", "stub": true}' > ${prefix}.genie3_merge.metrics.json
-    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
+    echo '{"stage": "genie3-merge", "stub": true}' >| ${prefix}.genie3_merge.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" >| versions.yml
     """
 }

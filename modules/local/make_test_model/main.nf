@@ -13,12 +13,15 @@ process MAKE_TEST_MODEL {
     path "chromaflow_tiny_seed${seed}.ckpt", emit: ckpt
     path "versions.yml"                    , emit: versions
 
+    when:
+    task.ext.when == null || task.ext.when
+
     script:
     def args = task.ext.args ?: ''
     """
-    chromaflow make-test-model --out chromaflow_tiny_seed${seed}.ckpt --seed ${seed} ${args}
+    chromaflow make-test-model --out chromaflow_tiny_seed${seed}.ckpt --seed ${seed} --force ${args}
 
-    cat <<-END_VERSIONS > versions.yml
+    cat <<-END_VERSIONS >| versions.yml
     "${task.process}":
         chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
         torch: \$(python3 -c 'import torch; print(torch.__version__)')
@@ -28,6 +31,6 @@ process MAKE_TEST_MODEL {
     stub:
     """
     touch chromaflow_tiny_seed${seed}.ckpt
-    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" >| versions.yml
     """
 }

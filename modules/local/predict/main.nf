@@ -2,35 +2,48 @@
  * Predmoter-compatible prediction of one shard (a contiguous range of subsequences) of one assembly.
  * Labelled process_gpu: profiles route it to a GPU (SLURM --gres, container GPU flags); with
  * --device auto it falls back to the CPU where no GPU is visible.
+ *
+ * The input is the assembly's genome h5, or (meta.predict_input == 'fasta') the FASTA itself: then the rows are
+ * cut as FASTA2H5 would cut them and no h5 is written; --species comes from meta, the chunk length from
+ * ext.args (--subsequence-length). Shards of either input merge with PREDICT_MERGE unchanged.
+ *
+ * Output name: <id>_predictions.h5 for an unsharded assembly -- the same name PREDICT_MERGE gives a merged
+ * one, so both are published alike -- and <id>.shard<i>of<n>_predictions.h5 for a shard (ext.prefix overrides).
  */
 process PREDICT {
-    tag "${meta.id} ${meta.shard}/${meta.shards}"
+    tag "${meta.id} ${meta.shard ?: 1}/${meta.shards ?: 1}"
     label 'process_gpu'
 
     input:
-    tuple val(meta), path(h5)
+    tuple val(meta), path(genome)  // genome h5, or the FASTA when meta.predict_input == 'fasta'
     path model
 
     output:
-    tuple val(meta), path("${prefix}.predictions.h5")        , emit: predictions
+    tuple val(meta), path("${prefix}_predictions.h5")        , emit: predictions
     tuple val(meta), path("${prefix}.predict.metrics.json")  , emit: metrics
     path "versions.yml"                                      , emit: versions
 
+    when:
+    task.ext.when == null || task.ext.when
+
     script:
-    def args  = task.ext.args ?: ''
-    prefix    = task.ext.prefix ?: "${meta.id}.shard${meta.shard}of${meta.shards}"
-    def shard = meta.shards > 1 ? "--shard ${meta.shard}/${meta.shards}" : ''
+    def args   = task.ext.args ?: ''
+    def shards = meta.shards ?: 1
+    prefix     = task.ext.prefix ?: (shards > 1 ? "${meta.id}.shard${meta.shard}of${shards}" : "${meta.id}")
+    def shard  = shards > 1 ? "--shard ${meta.shard}/${shards}" : ''
+    def src    = meta.predict_input == 'fasta' ? "--fasta ${genome} --species '${meta.species}'" : "--h5 ${genome}"
     """
     chromaflow predict \\
-        --h5 ${h5} \\
+        ${src} \\
         --model ${model} \\
-        --out ${prefix}.predictions.h5 \\
+        --out ${prefix}_predictions.h5 \\
         --threads ${task.cpus} \\
         --metrics ${prefix}.predict.metrics.json \\
         ${shard} \\
+        --force \\
         ${args}
 
-    cat <<-END_VERSIONS > versions.yml
+    cat <<-END_VERSIONS >| versions.yml
     "${task.process}":
         chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
         torch: \$(python3 -c 'import torch; print(torch.__version__)')
@@ -38,10 +51,11 @@ process PREDICT {
     """
 
     stub:
-    prefix = task.ext.prefix ?: "${meta.id}.shard${meta.shard}of${meta.shards}"
+    def shards = meta.shards ?: 1
+    prefix     = task.ext.prefix ?: (shards > 1 ? "${meta.id}.shard${meta.shard}of${shards}" : "${meta.id}")
     """
-    touch ${prefix}.predictions.h5
-    echo '{"stage": "predict", "stub": true}' > ${prefix}.predict.metrics.json
-    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
+    touch ${prefix}_predictions.h5
+    echo '{"stage": "predict", "stub": true}' >| ${prefix}.predict.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" >| versions.yml
     """
 }

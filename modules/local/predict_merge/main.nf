@@ -1,5 +1,6 @@
 /*
- * Joins the prediction shards of one assembly into <id>_predictions.h5, identical to an unsharded run.
+ * Joins the prediction shards of one assembly (given in shard order) into <id>_predictions.h5, identical to
+ * an unsharded run.
  */
 process PREDICT_MERGE {
     tag "${meta.id}"
@@ -13,6 +14,9 @@ process PREDICT_MERGE {
     tuple val(meta), path("${prefix}.predict_merge.metrics.json") , emit: metrics
     path "versions.yml"                                           , emit: versions
 
+    when:
+    task.ext.when == null || task.ext.when
+
     script:
     def args = task.ext.args ?: ''
     prefix   = task.ext.prefix ?: "${meta.id}"
@@ -20,12 +24,14 @@ process PREDICT_MERGE {
     chromaflow predict-merge \\
         --out ${prefix}_predictions.h5 \\
         --metrics ${prefix}.predict_merge.metrics.json \\
+        --force \\
         ${args} \\
         ${shards}
 
-    cat <<-END_VERSIONS > versions.yml
+    cat <<-END_VERSIONS >| versions.yml
     "${task.process}":
         chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
+        h5py: \$(python3 -c 'import h5py; print(h5py.__version__)')
     END_VERSIONS
     """
 
@@ -33,7 +39,7 @@ process PREDICT_MERGE {
     prefix = task.ext.prefix ?: "${meta.id}"
     """
     touch ${prefix}_predictions.h5
-    echo '{"stage": "predict-merge", "stub": true}' > ${prefix}.predict_merge.metrics.json
-    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
+    echo '{"stage": "predict-merge", "stub": true}' >| ${prefix}.predict_merge.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" >| versions.yml
     """
 }

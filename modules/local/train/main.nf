@@ -34,10 +34,11 @@ process TRAIN {
         --devices ${devices} \\
         --threads ${threads} \\
         --metrics ${prefix}.train.metrics.json \\
+        --force \\
         ${initArg} \\
         ${args}
 
-    cat <<-END_VERSIONS > versions.yml
+    cat <<-END_VERSIONS >| versions.yml
     "${task.process}":
         chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
         torch: \$(python3 -c 'import torch; print(torch.__version__)')
@@ -50,7 +51,7 @@ process TRAIN {
     """
     mkdir -p ${prefix}
     touch ${prefix}/best.ckpt ${prefix}/last.ckpt ${prefix}/metrics.tsv
-    echo '{"stage": "train", "stub": true}' > ${prefix}.train.metrics.json
-    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" > versions.yml
+    echo '{"stage": "train", "stub": true}' >| ${prefix}.train.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" >| versions.yml
     """
 }

@@ -1,25 +1,66 @@
-/* chromaflow genie3 fast engine: grow fully grown regression trees (RF or extra-trees) for ONE target
- * and return only the mean unnormalised impurity-decrease importances. No tree is stored.
+/* chromaflow genie3 fast engine: for each target gene, grow fully grown regression trees (random forest or
+ * extra-trees) on the other regulators and return only the mean unnormalised impurity-decrease importances.
+ * No tree is stored.
  *
- * Written for chromaflow from the algorithm description (Breiman 2001; Geurts et al. 2006;
- * Huynh-Thu et al. 2010); follows scikit-learn's documented split rules: squared error, best split over
- * K features drawn without replacement per node (drawing continues while only constant features were
- * seen), min_samples_split 2, min_samples_leaf 1, bootstrap multiplicities as (integer) sample weights.
+ * Written for chromaflow from the algorithm description (Breiman 2001; Geurts et al. 2006; Huynh-Thu et al.
+ * 2010) and scikit-learn's documented split rules -- no code of GENIE3, arboreto or scikit-learn:
+ *   squared error; fully grown (min_samples_split 2, min_samples_leaf 1, a node whose impurity is <= EPSILON
+ *   is a leaf); best split over K features drawn without replacement per node, drawing on past K while every
+ *   feature seen so far was constant in the node; a feature is constant when max <= min + 1e-7 (float32) and
+ *   two consecutive values in a node are never separated when the larger is <= the smaller + 1e-7 (float32);
+ *   RF: a bootstrap sample of size n, multiplicities as integer sample weights; ET: no bootstrap, one uniform
+ *   threshold in [min, max) per drawn feature. The first maximal split wins (features in draw order,
+ *   thresholds in increasing order). Importance of input i = mean over trees of
+ *   sum over nodes splitting on i of (w*imp - wL*impL - wR*impR) / w_root, with w_root = n.
  *
- * Sort-free split search (RF): for every gene we keep its samples' order (order[g][pos] = sample) and the
- * inverse (pos[g][sample]), uint16. A node's samples, in feature order, are read by setting one bit per
- * sample at its position in a bitmap of n bits and walking the set bits (ctz): O(m + n/64) per feature,
- * no comparison sort. Tied values (exactly equal float32) are never separated.
+ * Split search (RF), no comparison sort anywhere:
+ *   pos[r*n + s]  = rank of sample s in regulator r's stable order (uint16, one row per regulator, built once);
+ *   lims[...]     = for regulators with values within 1e-7 of each other ("slow" rows): the last rank whose
+ *                   value is <= value(s) + 1e-7, so a split between consecutive node samples a < b is allowed
+ *                   iff pos[b] > lims[a], and the feature is constant in the node iff pos[last] <= lims[first].
+ *   For a node and a drawn feature, each node sample sets one bit at its rank in an n-bit bitmap and stores
+ *   its id at that rank (pass 1); walking the set bits (count trailing zeros) visits the node's samples in
+ *   feature order, and prefix sums of the integer bootstrap counts and of w*y give every split's score
+ *   S_L^2/w_L + S_R^2/w_R (1/w from a table: counts are integers). Cost O(m + n/64) per node and feature;
+ *   only the rows of the drawn features are touched (2 bytes per sample), all other data is per node.
+ *   All K drawn features of a node are marked before any is walked, so their memory reads overlap.
+ *   Nodes of 3 samples: a split isolates the feature's first or last sample, so the 3 possible proxies are
+ *   computed once per node and each feature only orders 3 ranks. Nodes of 4..8 samples when n > 128: ranks
+ *   of the m positions by pairwise counting (SSE2 or plain C, same integers), and for m <= 6 the proxies of
+ *   every possible left set are tabulated once per node.
  *
- * Build: cc -O3 -shared -fPIC -o libgenie3k.so _kernel.c -lm   (done at run time by fast.py)
+ * Determinism: every target's random stream is xoshiro256** seeded (splitmix64) from a 64-bit seed the caller
+ * derives from (run seed, target gene index); targets are independent, so results do not depend on the
+ * number of threads or on which other targets run. Only IEEE double/float add, sub, mul, div and compares
+ * are used, in a fixed order; build without -ffast-math, -march=native or FP contraction
+ * (-ffp-contract=off): the same bytes on every x86-64 CPU with or without AVX2/AVX-512.
+ *
+ * Build: cc -O3 -std=c99 -fno-math-errno -ffp-contract=off -fPIC -shared -pthread -o lib.so _kernel.c -lm
+ * (done at run time by fast.py).
  */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <math.h>
+#if defined(__SSE2__) && !defined(GENIE3_NO_SIMD)
+#include <emmintrin.h>
+#define G3_SSE2 1
+#endif
 
-#define KERNEL_VERSION 6
+#define KERNEL_VERSION 7
+#define EPS_IMP 2.220446049250313e-16   /* scikit-learn's EPSILON: a node at least this pure is a leaf */
+#define FEAT_THR 1e-7f                  /* scikit-learn's FEATURE_THRESHOLD, compared in float32 */
+#define SMALL_MAX 8                     /* nodes of 3..SMALL_MAX samples use rank counting (when n > 128) */
+#define SLOT_BUDGET (192 * 1024)        /* bytes of per-feature scratch: all K features for usual n */
+#ifndef SUMMARY_ABOVE_WORDS
+#define SUMMARY_ABOVE_WORDS 16          /* bitmaps of more words keep a summary word of non-zero words */
+#endif
 
+int genie3_kernel_version(void) { return KERNEL_VERSION; }
+
+/* ------------------------------------------------------------------------------------------------ RNG */
 typedef struct { uint64_t s[4]; } rng_t;
 
 static inline uint64_t rotl64(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
@@ -48,156 +89,657 @@ static inline uint32_t rand_below(rng_t *r, uint32_t n) {   /* Lemire multiply-s
 
 static inline double rand01(rng_t *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
 
-int genie3_kernel_version(void) { return KERNEL_VERSION; }
+static inline int top_bit(uint64_t x) { return 63 - __builtin_clzll(x); }
 
-typedef struct { int start, end; } node_t;
+/* ------------------------------------------------------------------------------------------ workspace */
+typedef struct { int32_t start, end; } node_t;
 
-/* One target, n_trees trees. Returns 0 on success, <0 on allocation failure / bad sizes.
- *   values: n_genes*n float32, row g = values of gene g
- *   order, pos: n_genes*n uint16 (RF only; may be NULL for ET): stable argsort of each row and its inverse
- *   feat  : p gene indices of the inputs; y: n doubles (scaled target)
- *   method: 0 = RF (bootstrap, best split), 1 = ET (no bootstrap, one random threshold per feature)
- *   out   : p doubles, receives the mean over trees of sum(decrease)/w_root per input
- */
-int genie3_target(const float *values, const uint16_t *order, const uint16_t *pos, int n,
-                  const int32_t *feat, int p, const double *y, int n_trees, int K, int method,
-                  uint64_t seed, double *out) {
-    if (n < 2 || n > 65535 || p < 1 || K < 1) return -2;
-    if (method == 0 && (!order || !pos)) return -3;
-    if (K > p) K = p;
+typedef struct {           /* scratch of one drawn feature */
+    uint64_t *bm;          /* bitmap over ranks */
+    uint64_t *sm;          /* nw > 16: summary, bit i set when bm[i] is non-zero */
+    uint16_t *sid;         /* sid[q] = node sample at rank q */
+    uint16_t *slim;        /* slow rows: slim[q] = lims of that sample */
+} slot_t;
+
+typedef struct {           /* a node of 3..SMALL_MAX samples */
+    int m, tab;
+    unsigned ls[SMALL_MAX]; int lw[SMALL_MAX]; double lwy[SMALL_MAX];
+    double T[1 << 6];      /* tab: proxy of the left set given as a bit mask of local samples */
+} small_t;
+
+typedef struct {           /* read-only inputs shared by all threads */
+    const float *values;   /* G x n, genes x samples */
+    const uint16_t *pos;   /* R x n (RF) */
+    const uint16_t *lims;  /* slow rows x n (RF) */
+    const int32_t *slot;   /* R: row of lims, or -1 (RF) */
+    const int32_t *regs;   /* R regulator gene indices (feature r = gene regs[r]) */
+    const int32_t *targets;
+    const uint64_t *seeds;
+    int n, R, T, n_trees, K_in, K_out, method, tree_norm;
+    double *out; int64_t ldo;  /* out[r * ldo + t] */
+    int32_t *status;       /* per target: 0 grown, 1 constant target, 2 no inputs, <0 allocation failure */
+    int next;              /* next target to take (atomic) */
+} job_t;
+
+typedef struct {           /* per thread; sizes fixed per run */
+    int n, nw, nsw, B;
+    double *inv, *wy, *wyy, *y, *acc;
+    int32_t *wi, *idx, *buf, *perm, *feat, *F, *sf;
+    double *sd;            /* tree-normalised importance: the splits of the current tree (feature, decrease) */
+    node_t *stack;
+    uint64_t *T0, *T1;     /* nw <= 2: the word-0 / word-1 bit of rank q */
+    uint64_t *words; uint16_t *shorts, *smallP;
+    slot_t *slots;
+} ws_t;
+
+static void ws_free(ws_t *w) {
+    free(w->inv); free(w->wy); free(w->wyy); free(w->y); free(w->acc);
+    free(w->wi); free(w->idx); free(w->buf); free(w->perm); free(w->feat); free(w->F); free(w->sf); free(w->sd);
+    free(w->stack); free(w->T0); free(w->words); free(w->shorts); free(w->smallP); free(w->slots);
+    memset(w, 0, sizeof(*w));
+}
+
+static int ws_alloc(ws_t *w, int n, int R, int K, int method) {
+    memset(w, 0, sizeof(*w));
+    w->n = n; w->nw = (n + 63) / 64; w->nsw = w->nw > SUMMARY_ABOVE_WORDS ? (w->nw + 63) / 64 : 0;
+    const int nwa = w->nw < 2 ? 2 : w->nw;
+    const size_t slot_words = (size_t)nwa + (size_t)w->nsw;
+    const size_t slot_bytes = 8 * slot_words + 4 * (size_t)n;
+    int B = (int)(SLOT_BUDGET / slot_bytes);
+    if (B > K) B = K;
+    if (B < 1) B = 1;
+    if (method != 0) B = 1;
+    w->B = B;
+    w->inv = malloc(sizeof(double) * ((size_t)n + 1));
+    w->wy = malloc(sizeof(double) * n); w->wyy = malloc(sizeof(double) * n); w->y = malloc(sizeof(double) * n);
+    w->acc = malloc(sizeof(double) * (R > 0 ? R : 1));
+    w->wi = malloc(sizeof(int32_t) * n); w->idx = malloc(sizeof(int32_t) * n); w->buf = malloc(sizeof(int32_t) * n);
+    w->perm = malloc(sizeof(int32_t) * (R > 0 ? R : 1)); w->feat = malloc(sizeof(int32_t) * (R > 0 ? R : 1));
+    w->F = malloc(sizeof(int32_t) * B);
+    w->sf = malloc(sizeof(int32_t) * ((size_t)n + 1)); w->sd = malloc(sizeof(double) * ((size_t)n + 1));
+    w->stack = malloc(sizeof(node_t) * ((size_t)n + 2));
+    w->T0 = malloc(sizeof(uint64_t) * 256); w->T1 = w->T0 ? w->T0 + 128 : NULL;
+    w->words = calloc((size_t)B * slot_words, 8);
+    w->shorts = malloc(sizeof(uint16_t) * 2 * (size_t)n * B);
+    w->smallP = malloc(sizeof(uint16_t) * SMALL_MAX * (size_t)B);
+    w->slots = malloc(sizeof(slot_t) * B);
+    if (!(w->inv && w->wy && w->wyy && w->y && w->acc && w->wi && w->idx && w->buf && w->perm && w->feat && w->F && w->sf && w->sd &&
+          w->stack && w->T0 && w->words && w->shorts && w->smallP && w->slots)) {
+        ws_free(w);
+        return -1;
+    }
+    for (int j = 0; j < B; j++) {
+        w->slots[j].bm = w->words + (size_t)j * slot_words;
+        w->slots[j].sm = w->slots[j].bm + nwa;
+        w->slots[j].sid = w->shorts + (size_t)j * 2 * n;
+        w->slots[j].slim = w->slots[j].sid + n;
+    }
+    w->inv[0] = 0.0;
+    for (int c = 1; c <= n; c++) w->inv[c] = 1.0 / (double)c;
+    for (int q = 0; q < 128; q++) {
+        w->T0[q] = q < 64 ? 1ULL << q : 0;
+        w->T1[q] = q >= 64 ? 1ULL << (q - 64) : 0;
+    }
+    return 0;
+}
+
+/* -------------------------------------------------------------------------- pass 1: mark the node */
+static void pass1(const ws_t *w, const slot_t *sl, const int32_t *idx, int m, const uint16_t *pf,
+                  const uint16_t *lf) {
+    uint16_t *sid = sl->sid, *slim = sl->slim;
+    if (w->nw <= 2) {                 /* bitmap in registers, bits from a table; two chains */
+        uint64_t b0 = 0, b1 = 0, e0 = 0, e1 = 0;
+        const uint64_t *T0 = w->T0, *T1 = w->T1;
+        int k = 0;
+        if (lf) {
+            for (; k + 1 < m; k += 2) {
+                size_t s = (uint32_t)idx[k], q = pf[s], s2 = (uint32_t)idx[k + 1], q2 = pf[s2];
+                b0 |= T0[q]; b1 |= T1[q]; e0 |= T0[q2]; e1 |= T1[q2];
+                sid[q] = (uint16_t)s; slim[q] = lf[s]; sid[q2] = (uint16_t)s2; slim[q2] = lf[s2];
+            }
+            if (k < m) {
+                size_t s = (uint32_t)idx[k], q = pf[s];
+                b0 |= T0[q]; b1 |= T1[q]; sid[q] = (uint16_t)s; slim[q] = lf[s];
+            }
+        } else {
+            for (; k + 1 < m; k += 2) {
+                size_t s = (uint32_t)idx[k], q = pf[s], s2 = (uint32_t)idx[k + 1], q2 = pf[s2];
+                b0 |= T0[q]; b1 |= T1[q]; e0 |= T0[q2]; e1 |= T1[q2];
+                sid[q] = (uint16_t)s; sid[q2] = (uint16_t)s2;
+            }
+            if (k < m) {
+                size_t s = (uint32_t)idx[k], q = pf[s];
+                b0 |= T0[q]; b1 |= T1[q]; sid[q] = (uint16_t)s;
+            }
+        }
+        sl->bm[0] = b0 | e0; sl->bm[1] = b1 | e1;
+    } else if (w->nsw == 0) {
+        uint64_t *bm = sl->bm;
+        if (lf) {
+            for (int k = 0; k < m; k++) {
+                unsigned s = (unsigned)idx[k], q = pf[s];
+                bm[q >> 6] |= 1ULL << (q & 63);
+                sid[q] = (uint16_t)s; slim[q] = lf[s];
+            }
+        } else {
+            for (int k = 0; k < m; k++) {
+                unsigned s = (unsigned)idx[k], q = pf[s];
+                bm[q >> 6] |= 1ULL << (q & 63);
+                sid[q] = (uint16_t)s;
+            }
+        }
+    } else {
+        uint64_t *bm = sl->bm, *sm = sl->sm;
+        for (int k = 0; k < m; k++) {
+            unsigned s = (unsigned)idx[k], q = pf[s];
+            bm[q >> 6] |= 1ULL << (q & 63);
+            sm[q >> 12] |= 1ULL << ((q >> 6) & 63);
+            sid[q] = (uint16_t)s;
+            if (lf) slim[q] = lf[s];
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ walk: score every split */
+/* rows without near-ties: add the sample at rank q to the left side, score the split after it
+ * (the highest set bit was cleared, so the last sample never starts a right side) */
+#define FAST_STEP(QQ) { \
+    unsigned q_ = (QQ); unsigned s_ = sid[q_]; size_t ww_ = (uint32_t)wgt[s_]; \
+    pl += ww_; pr -= ww_; sl += wy[s_]; \
+    double sr_ = S - sl; \
+    double px_ = sl * sl * *pl + sr_ * sr_ * *pr; \
+    int gt_ = px_ > lbest; lbest = gt_ ? px_ : lbest; lq = gt_ ? (int)q_ : lq; }
+
+/* rows with near-ties: score the split before the sample at rank q if the values differ by more than
+ * FEAT_THR, then add the sample */
+#define SLOW_STEP(QQ) { \
+    unsigned q_ = (QQ); unsigned s_ = sid[q_]; \
+    if (pq >= 0) { \
+        double sr_ = S - sl; \
+        double px_ = sl * sl * inv[wl] + sr_ * sr_ * inv[Wi - wl]; \
+        px_ = (q_ > plim) ? px_ : -INFINITY; \
+        int gt_ = px_ > lbest; lbest = gt_ ? px_ : lbest; lq = gt_ ? pq : lq; } \
+    wl += wgt[s_]; sl += wy[s_]; plim = slim[q_]; pq = (int)q_; }
+
+/* Best split of the node in one marked feature. Returns 1 if the feature is constant in the node, else 0
+ * with *lb = the best proxy (-inf when no boundary qualifies) and *lqo = the rank of the last sample of the
+ * best left side. Leaves the slot's bitmap cleared. */
+static int walk(const ws_t *w, const slot_t *slt, int slow, int Wi, double S, double *lb, int *lqo) {
+    const double *inv = w->inv, *wy = w->wy; const int32_t *wgt = w->wi;
+    const uint16_t *sid = slt->sid, *slim = slt->slim;
+    double sl = 0, lbest = -INFINITY; int lq = -1;
+    if (w->nw <= 2) {
+        uint64_t b0 = slt->bm[0], b1 = slt->bm[1];
+        if (!slow) {
+            const double *pl = inv, *pr = inv + Wi;
+            uint64_t c1 = b1 & ~(b1 ? (1ULL << top_bit(b1 | 1)) : 0);
+            uint64_t c0 = b0 & ~(b1 ? 0 : (1ULL << top_bit(b0 | 1)));
+            while (c0) { unsigned t = (unsigned)__builtin_ctzll(c0); c0 &= c0 - 1; FAST_STEP(t); }
+            while (c1) { unsigned t = (unsigned)__builtin_ctzll(c1); c1 &= c1 - 1; FAST_STEP(64 + t); }
+        } else {
+            unsigned qlo = b0 ? (unsigned)__builtin_ctzll(b0) : 64 + (unsigned)__builtin_ctzll(b1);
+            unsigned qhi = b1 ? 64 + (unsigned)top_bit(b1) : (unsigned)top_bit(b0);
+            if (qhi <= slim[qlo]) return 1;
+            int wl = 0, pq = -1; unsigned plim = 0;
+            while (b0) { unsigned t = (unsigned)__builtin_ctzll(b0); b0 &= b0 - 1; SLOW_STEP(t); }
+            while (b1) { unsigned t = (unsigned)__builtin_ctzll(b1); b1 &= b1 - 1; SLOW_STEP(64 + t); }
+        }
+    } else if (w->nsw == 0) {
+        uint64_t *bm = slt->bm;
+        const int nw = w->nw;
+        int tw = nw - 1; while (!bm[tw]) tw--;
+        int fw = 0; while (!bm[fw]) fw++;
+        if (!slow) {
+            const double *pl = inv, *pr = inv + Wi;
+            bm[tw] &= ~(1ULL << top_bit(bm[tw]));
+            for (int wd = fw; wd <= tw; wd++) {
+                uint64_t b = bm[wd]; bm[wd] = 0;
+                const unsigned base = (unsigned)wd << 6;
+                while (b) { unsigned t = (unsigned)__builtin_ctzll(b); b &= b - 1; FAST_STEP(base + t); }
+            }
+        } else {
+            unsigned qlo = ((unsigned)fw << 6) | (unsigned)__builtin_ctzll(bm[fw]);
+            unsigned qhi = ((unsigned)tw << 6) | (unsigned)top_bit(bm[tw]);
+            const int constant = qhi <= slim[qlo];
+            int wl = 0, pq = -1; unsigned plim = 0;
+            for (int wd = fw; wd <= tw; wd++) {
+                uint64_t b = bm[wd]; bm[wd] = 0;
+                const unsigned base = (unsigned)wd << 6;
+                if (constant) continue;
+                while (b) { unsigned t = (unsigned)__builtin_ctzll(b); b &= b - 1; SLOW_STEP(base + t); }
+            }
+            if (constant) return 1;
+        }
+    } else {
+        uint64_t *bm = slt->bm, *sm = slt->sm;
+        const int nsw = w->nsw;
+        int st = nsw - 1; while (!sm[st]) st--;
+        int sf = 0; while (!sm[sf]) sf++;
+        const int tw = (st << 6) | top_bit(sm[st]), fw = (sf << 6) | __builtin_ctzll(sm[sf]);
+        const int fast = !slow;
+        int constant = 0, wl = 0, pq = -1; unsigned plim = 0;
+        const double *pl = inv, *pr = inv + Wi;
+        if (fast) bm[tw] &= ~(1ULL << top_bit(bm[tw]));
+        else constant = (((unsigned)tw << 6) | (unsigned)top_bit(bm[tw])) <=
+                        slim[((unsigned)fw << 6) | (unsigned)__builtin_ctzll(bm[fw])];
+        for (int si = sf; si <= st; si++) {
+            uint64_t sb = sm[si]; sm[si] = 0;
+            while (sb) {
+                unsigned wd = ((unsigned)si << 6) | (unsigned)__builtin_ctzll(sb); sb &= sb - 1;
+                uint64_t b = bm[wd]; bm[wd] = 0;
+                const unsigned base = wd << 6;
+                if (constant) continue;
+                if (fast) { while (b) { unsigned t = (unsigned)__builtin_ctzll(b); b &= b - 1; FAST_STEP(base + t); } }
+                else { while (b) { unsigned t = (unsigned)__builtin_ctzll(b); b &= b - 1; SLOW_STEP(base + t); } }
+            }
+        }
+        if (constant) return 1;
+    }
+    *lb = lbest; *lqo = lq;
+    return 0;
+}
+
+/* -------------------------------------------------------------------------------------- small nodes */
+#if defined(G3_SSE2)
+/* lane i of the result = number of lanes j with P_j < P_i; lanes >= m hold 0xFFFF and rank >= m */
+static inline __attribute__((always_inline)) __m128i small_rankv(const uint16_t *P, const int m) {
+    __m128i v = _mm_set1_epi16(-1);
+    switch (m) {
+    case 8: v = _mm_insert_epi16(v, P[7], 7); /* fall through */
+    case 7: v = _mm_insert_epi16(v, P[6], 6); /* fall through */
+    case 6: v = _mm_insert_epi16(v, P[5], 5); /* fall through */
+    case 5: v = _mm_insert_epi16(v, P[4], 4); /* fall through */
+    case 4: v = _mm_insert_epi16(v, P[3], 3); /* fall through */
+    case 3: v = _mm_insert_epi16(v, P[2], 2); /* fall through */
+    default: v = _mm_insert_epi16(v, P[1], 1); v = _mm_insert_epi16(v, P[0], 0);
+    }
+    v = _mm_xor_si128(v, _mm_set1_epi16((short)0x8000));       /* unsigned order as signed */
+    __m128i R = _mm_setzero_si128();
+#define RANK_LANE(J) { \
+        __m128i lo_ = _mm_shufflelo_epi16(v, _MM_SHUFFLE((J) & 3, (J) & 3, (J) & 3, (J) & 3)); \
+        __m128i hi_ = _mm_shufflehi_epi16(v, _MM_SHUFFLE((J) & 3, (J) & 3, (J) & 3, (J) & 3)); \
+        __m128i bj_ = (J) < 4 ? _mm_unpacklo_epi64(lo_, lo_) : _mm_unpackhi_epi64(hi_, hi_); \
+        R = _mm_sub_epi16(R, _mm_cmpgt_epi16(v, bj_)); }
+    RANK_LANE(0) RANK_LANE(1) RANK_LANE(2)
+    if (m > 3) RANK_LANE(3)
+    if (m > 4) RANK_LANE(4)
+    if (m > 5) RANK_LANE(5)
+    if (m > 6) RANK_LANE(6)
+    if (m > 7) RANK_LANE(7)
+#undef RANK_LANE
+    return R;
+}
+
+static inline unsigned rank_mask(__m128i R, int k) {   /* bit i set when rank_i < k */
+    return (unsigned)_mm_movemask_epi8(_mm_packs_epi16(_mm_cmplt_epi16(R, _mm_set1_epi16((short)k)),
+                                                       _mm_setzero_si128()));
+}
+#endif
+
+/* Best split of a small node in one feature (P = the ranks of its samples); same contract as walk().
+ * Instantiated for each m so that every loop has a constant trip count. */
+static inline __attribute__((always_inline)) int small_eval_m(const ws_t *w, const small_t *sn,
+        const uint16_t *P, const uint16_t *lf, int Wi, double S, double *lb, int *lqo, const int m) {
+    unsigned M[SMALL_MAX + 1];                     /* M[k] = the local samples of rank < k */
+#if defined(G3_SSE2)
+    __m128i R = small_rankv(P, m);
+    for (int k = 0; k <= m; k++) M[k] = rank_mask(R, k);
+#else
+    {
+        unsigned rk[SMALL_MAX];
+        for (int i = 0; i < m; i++) { unsigned x = 0; for (int j = 0; j < m; j++) x += P[j] < P[i]; rk[i] = x; }
+        for (int k = 0; k <= m; k++) {
+            unsigned mk = 0;
+            for (int i = 0; i < m; i++) mk |= (unsigned)(rk[i] < (unsigned)k) << i;
+            M[k] = mk;
+        }
+    }
+#endif
+    double lbest = -INFINITY; int lr = -1;
+    if (lf) {
+        unsigned E[SMALL_MAX];                     /* E[k] = the local sample of rank k */
+        for (int k = 0; k < m; k++) E[k] = (unsigned)__builtin_ctz(M[k + 1] ^ M[k]);
+        if (P[E[m - 1]] <= lf[sn->ls[E[0]]]) return 1;
+        const double *inv = w->inv; int wl = 0; double sl = 0;
+        for (int k = 0; k < m - 1; k++) {
+            unsigned i = E[k]; wl += sn->lw[i]; sl += sn->lwy[i];
+            double sr = S - sl, px = sl * sl * inv[wl] + sr * sr * inv[Wi - wl];
+            px = P[E[k + 1]] > lf[sn->ls[i]] ? px : -INFINITY;
+            int gt = px > lbest; lbest = gt ? px : lbest; lr = gt ? k : lr;
+        }
+    } else if (sn->tab) {
+        for (int k = 0; k < m - 1; k++) {
+            double px = sn->T[M[k + 1]];
+            int gt = px > lbest; lbest = gt ? px : lbest; lr = gt ? k : lr;
+        }
+    } else {
+        const double *inv = w->inv; int wl = 0; double sl = 0;
+        for (int k = 0; k < m - 1; k++) {
+            unsigned i = (unsigned)__builtin_ctz(M[k + 1] ^ M[k]); wl += sn->lw[i]; sl += sn->lwy[i];
+            double sr = S - sl, px = sl * sl * inv[wl] + sr * sr * inv[Wi - wl];
+            int gt = px > lbest; lbest = gt ? px : lbest; lr = gt ? k : lr;
+        }
+    }
+    *lb = lbest;
+    *lqo = lr >= 0 ? (int)P[__builtin_ctz(M[lr + 1] ^ M[lr])] : -1;
+    return 0;
+}
+
+static int small_eval(const ws_t *w, const small_t *sn, const uint16_t *P, const uint16_t *lf, int Wi, double S,
+                      double *lb, int *lqo) {
+    switch (sn->m) {
+    case 3: return small_eval_m(w, sn, P, lf, Wi, S, lb, lqo, 3);
+    case 4: return small_eval_m(w, sn, P, lf, Wi, S, lb, lqo, 4);
+    case 5: return small_eval_m(w, sn, P, lf, Wi, S, lb, lqo, 5);
+    case 6: return small_eval_m(w, sn, P, lf, Wi, S, lb, lqo, 6);
+    case 7: return small_eval_m(w, sn, P, lf, Wi, S, lb, lqo, 7);
+    default: return small_eval_m(w, sn, P, lf, Wi, S, lb, lqo, 8);
+    }
+}
+
+static void small_init(const ws_t *w, small_t *sn, const int32_t *r, int m, int K, int Wi, double S) {
+    const double *inv = w->inv;
+    sn->m = m;
+    for (int i = 0; i < m; i++) {
+        unsigned s = (unsigned)r[i];
+        sn->ls[i] = s; sn->lw[i] = w->wi[s]; sn->lwy[i] = w->wy[s];
+    }
+    /* tabulate when 2^m proxies cost less than (m-1) proxies for each of K features */
+    sn->tab = m <= 6 && (12 << m) < 13 * (m - 1) * K;
+    if (sn->tab) {
+        int TW[1 << 6]; double TS[1 << 6];
+        TW[0] = 0; TS[0] = 0;
+        for (unsigned mask = 1; mask < (1u << m) - 1; mask++) {
+            unsigned lo = (unsigned)__builtin_ctz(mask), prev = mask & (mask - 1);
+            TW[mask] = TW[prev] + sn->lw[lo]; TS[mask] = TS[prev] + sn->lwy[lo];
+            double sl = TS[mask], sr = S - sl;
+            sn->T[mask] = sl * sl * inv[TW[mask]] + sr * sr * inv[Wi - TW[mask]];
+        }
+    }
+}
+
+/* -------------------------------------------------------------------------------- one target's forest */
+/* feat: p feature rows (into pos/slot, and regs for the gene); y: n doubles; result in w->acc[0..p) */
+static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int K, uint64_t seed) {
+    const int n = w->n, method = J->method, n_trees = J->n_trees, B = w->B;
+    const uint16_t *pos = J->pos, *lims = J->lims; const int32_t *slot = J->slot;
+    const double *inv = w->inv, *y = w->y;
+    double *wy = w->wy, *wyy = w->wyy, *acc = w->acc;
+    int32_t *wi = w->wi, *idx = w->idx, *buf = w->buf, *perm = w->perm, *F = w->F;
+    node_t *stack = w->stack;
     rng_t rng; rng_seed(&rng, seed);
-    const int nwords = (n + 63) / 64;
-    double *wy = malloc(sizeof(double) * n), *inv = malloc(sizeof(double) * (n + 1));
-    double *acc = calloc((size_t)p, sizeof(double));
-    int *wi = malloc(sizeof(int) * n);
-    int32_t *idx = malloc(sizeof(int32_t) * n), *perm = malloc(sizeof(int32_t) * p);
-    uint64_t *bm = calloc((size_t)nwords, sizeof(uint64_t));
-    node_t *stack = malloc(sizeof(node_t) * (n + 2));
-    int ok = wy && inv && acc && wi && idx && perm && bm && stack;
-    if (!ok) goto done;
-    for (int f = 0; f < p; f++) perm[f] = f;
-    inv[0] = 0.0;
-    for (int c = 1; c <= n; c++) inv[c] = 1.0 / (double)c;
-    const double inv_root = 1.0 / (double)n;   /* w_root = n (sum of bootstrap counts, or n) */
+    if (K > p) K = p;
+    for (int f = 0; f < p; f++) { perm[f] = f; acc[f] = 0.0; }
+    const double inv_root = 1.0 / (double)n;
+    const int tree_norm = J->tree_norm;
+    int nsplit = 0, split_trees = 0;
+    /* one split's importance: unnormalised (the reference GENIE3) straight into acc; tree-normalised
+     * (scikit-learn's feature_importances_, as arboreto) kept until the tree's total is known */
+#define ADD_SPLIT(F_, DEC_) do { if (tree_norm) { w->sf[nsplit] = (F_); w->sd[nsplit] = (DEC_); nsplit++; } \
+                                 else acc[F_] += (DEC_) * inv_root; } while (0)
 
     for (int t = 0; t < n_trees; t++) {
-        int m0 = 0;
         if (method == 0) {
-            memset(wi, 0, sizeof(int) * n);
+            memset(wi, 0, sizeof(int32_t) * n);
             for (int i = 0; i < n; i++) wi[rand_below(&rng, (uint32_t)n)] += 1;
-            for (int i = 0; i < n; i++) if (wi[i] > 0) idx[m0++] = i;
         } else {
-            for (int i = 0; i < n; i++) { wi[i] = 1; idx[m0++] = i; }
+            for (int i = 0; i < n; i++) wi[i] = 1;
         }
-        for (int i = 0; i < n; i++) wy[i] = (double)wi[i] * y[i];
+        int m0 = 0;
+        for (int i = 0; i < n; i++) {
+            const double v = (double)wi[i] * y[i];
+            wy[i] = v; wyy[i] = v * y[i];
+            if (wi[i] > 0) idx[m0++] = i;
+        }
         int sp = 0;
+        nsplit = 0;
         stack[sp].start = 0; stack[sp].end = m0; sp++;
         while (sp > 0) {
             sp--;
             const int start = stack[sp].start, end = stack[sp].end, m = end - start;
-            if (m < 2) continue;
-            double S = 0, S2 = 0; int Wi = 0;
-            for (int k = start; k < end; k++) { int s = idx[k]; Wi += wi[s]; S += wy[s]; S2 += wy[s] * y[s]; }
+            int32_t *r = idx + start;
+            /* the node's weighted sums, from scratch as scikit-learn's criterion computes them */
+            int Wi = 0; double Sn = 0, S2n = 0;
+            for (int k = 0; k < m; k++) { const int s = r[k]; Wi += wi[s]; Sn += wy[s]; S2n += wyy[s]; }
             const double W = (double)Wi;
-            const double imp = S2 / W - (S / W) * (S / W);
-            if (imp <= 2.220446049250313e-16) continue;     /* pure node: leaf (as sklearn's EPSILON) */
-            const double parent = S * S / W;
-            double best = -INFINITY, bthr_v = 0; int bestf = -1, bthr_p = 0;
+            const double imp = S2n / W - (Sn / W) * (Sn / W);
+            if (imp <= EPS_IMP) continue;                        /* pure node: leaf */
+            const double parent = Sn * Sn / W;
+            double best = -INFINITY, bthr_v = 0; int bestf = -1, bthr = -1;
             int f_i = p, visited = 0, nconst = 0;
-            while (f_i > 0 && (visited < K || visited <= nconst)) {
-                int j = (int)rand_below(&rng, (uint32_t)f_i);
-                int f = perm[j]; perm[j] = perm[f_i - 1]; perm[f_i - 1] = f; f_i--;
-                visited++;
-                const size_t g = (size_t)feat[f] * (size_t)n;
-                const float *xv = values + g;
-                if (method == 0) {
-                    const uint16_t *pf = pos + g, *of = order + g;
-                    if (m == 2) {        /* the only possible split; every non-constant feature gives it */
-                        int s0 = idx[start], s1 = idx[start + 1];
-                        if (xv[s0] == xv[s1]) { nconst++; continue; }
-                        best = wy[s0] * wy[s0] * inv[wi[s0]] + wy[s1] * wy[s1] * inv[wi[s1]];
-                        bestf = f; bthr_p = pf[s0] < pf[s1] ? pf[s0] : pf[s1];
-                        break;
+            if (method == 0 && m == 2) {
+                /* one possible split: the first non-constant drawn feature takes it */
+                const unsigned s0 = (unsigned)r[0], s1 = (unsigned)r[1];
+                while (f_i > 0 && (visited < K || visited <= nconst)) {
+                    const int j = (int)rand_below(&rng, (uint32_t)f_i);
+                    const int f = perm[j]; perm[j] = perm[f_i - 1]; perm[f_i - 1] = f; f_i--;
+                    visited++;
+                    const int sr = slot[feat[f]];
+                    if (sr >= 0) {
+                        const uint16_t *pf = pos + (size_t)feat[f] * n, *lf = lims + (size_t)sr * n;
+                        const unsigned q0 = pf[s0], q1 = pf[s1];
+                        const unsigned qhi = q0 < q1 ? q1 : q0, lim = q0 < q1 ? lf[s0] : lf[s1];
+                        if (qhi <= lim) { nconst++; continue; }
                     }
-                    int wlo = 0, whi = nwords - 1;
-                    if (nwords <= 8) {               /* small n: scan every word, no min/max tracking */
-                        for (int k = start; k < end; k++) {
-                            int q = pf[idx[k]];
-                            bm[q >> 6] |= 1ULL << (q & 63);
-                        }
-                    } else {
-                        wlo = nwords; whi = -1;
-                        for (int k = start; k < end; k++) {
-                            int q = pf[idx[k]], wd = q >> 6;
-                            bm[wd] |= 1ULL << (q & 63);
-                            wlo = wd < wlo ? wd : wlo;
-                            whi = wd > whi ? wd : whi;
-                        }
+                    best = wy[s0] * wy[s0] * inv[wi[s0]] + wy[s1] * wy[s1] * inv[wi[s1]];
+                    bestf = f;
+                    break;
+                }
+                if (bestf >= 0) ADD_SPLIT(bestf, best - parent);
+                continue;                                        /* children are single samples */
+            }
+            if (method == 0 && m == 3) {
+                /* three samples: a feature's splits isolate its first or its last sample, so the proxies of
+                 * isolating each sample are computed once and every feature just orders three ranks */
+                const unsigned s0 = (unsigned)r[0], s1 = (unsigned)r[1], s2 = (unsigned)r[2];
+                double P1[3];
+                const unsigned ss[3] = {s0, s1, s2};
+                for (int i = 0; i < 3; i++) {
+                    const double a = wy[ss[i]], b = Sn - a; const int wa = wi[ss[i]];
+                    P1[i] = a * a * inv[wa] + b * b * inv[Wi - wa];
+                }
+                while (f_i > 0 && (visited < K || visited <= nconst)) {
+                    const int j = (int)rand_below(&rng, (uint32_t)f_i);
+                    const int f = perm[j]; perm[j] = perm[f_i - 1]; perm[f_i - 1] = f; f_i--;
+                    visited++;
+                    const uint16_t *pf = pos + (size_t)feat[f] * n;
+                    const unsigned q0 = pf[s0], q1 = pf[s1], q2 = pf[s2];
+                    /* lo, mid, hi: local indices in rank order */
+                    const int a01 = q0 < q1, a02 = q0 < q2, a12 = q1 < q2;
+                    const int lo = a01 ? (a02 ? 0 : 2) : (a12 ? 1 : 2);
+                    const int hi = a01 ? (a12 ? 2 : 1) : (a02 ? 2 : 0);
+                    const int mid = 3 - lo - hi;
+                    const unsigned qq[3] = {q0, q1, q2};
+                    double b1 = P1[lo], b2 = P1[hi];
+                    const int sr = slot[feat[f]];
+                    if (sr >= 0) {
+                        const uint16_t *lf = lims + (size_t)sr * n;
+                        if (qq[hi] <= lf[ss[lo]]) { nconst++; continue; }
+                        b1 = qq[mid] > lf[ss[lo]] ? b1 : -INFINITY;
+                        b2 = qq[hi] > lf[ss[mid]] ? b2 : -INFINITY;
                     }
-                    int wl = 0, prevq = -1, boundary = 0; double sl = 0; float prev = 0;
-                    for (int wd = wlo; wd <= whi; wd++) {
-                        uint64_t bits = bm[wd];
-                        bm[wd] = 0;
-                        while (bits) {
-                            int q = (wd << 6) | __builtin_ctzll(bits);
-                            bits &= bits - 1;
-                            int s = of[q];
-                            float v = xv[s];
-                            if (prevq >= 0 && v != prev) {
-                                boundary = 1;
-                                double sr = S - sl;
-                                double proxy = sl * sl * inv[wl] + sr * sr * inv[Wi - wl];
-                                if (proxy > best) { best = proxy; bestf = f; bthr_p = prevq; }
-                            }
-                            wl += wi[s]; sl += wy[s]; prev = v; prevq = q;
-                        }
+                    if (b1 > best) { best = b1; bestf = f; bthr = (int)qq[lo]; }
+                    if (b2 > best) { best = b2; bestf = f; bthr = (int)qq[mid]; }
+                }
+            } else if (method == 0 && m <= SMALL_MAX && w->nw > 2) {
+                small_t sn;
+                small_init(w, &sn, r, m, K, Wi, Sn);
+                while (f_i > 0 && (visited < K || visited <= nconst)) {
+                    int nb = visited < K ? K - visited : 1;
+                    if (nb > B) nb = B;
+                    if (nb > f_i) nb = f_i;
+                    for (int j2 = 0; j2 < nb; j2++) {
+                        const int j = (int)rand_below(&rng, (uint32_t)f_i);
+                        const int f = perm[j]; perm[j] = perm[f_i - 1]; perm[f_i - 1] = f; f_i--;
+                        F[j2] = f;
                     }
-                    if (!boundary) nconst++;
-                } else {
+                    visited += nb;
+                    for (int j2 = 0; j2 < nb; j2++) {                /* all reads first: latencies overlap */
+                        const uint16_t *pf = pos + (size_t)feat[F[j2]] * n;
+                        uint16_t *P = w->smallP + (size_t)j2 * SMALL_MAX;
+                        for (int i = 0; i < m; i++) P[i] = pf[sn.ls[i]];
+                    }
+                    for (int j2 = 0; j2 < nb; j2++) {
+                        const int sr = slot[feat[F[j2]]];
+                        double lb; int lq;
+                        if (small_eval(w, &sn, w->smallP + (size_t)j2 * SMALL_MAX, sr >= 0 ? lims + (size_t)sr * n : NULL,
+                                       Wi, Sn, &lb, &lq)) { nconst++; continue; }
+                        if (lb > best) { best = lb; bestf = F[j2]; bthr = lq; }
+                    }
+                }
+            } else if (method == 0) {
+                while (f_i > 0 && (visited < K || visited <= nconst)) {
+                    /* within the first K draws the loop condition does not depend on the results: draw
+                     * them together, mark all, then walk all (in draw order) */
+                    int nb = visited < K ? K - visited : 1;
+                    if (nb > B) nb = B;
+                    if (nb > f_i) nb = f_i;
+                    for (int j2 = 0; j2 < nb; j2++) {
+                        const int j = (int)rand_below(&rng, (uint32_t)f_i);
+                        const int f = perm[j]; perm[j] = perm[f_i - 1]; perm[f_i - 1] = f; f_i--;
+                        F[j2] = f;
+                    }
+                    visited += nb;
+                    for (int j2 = 0; j2 < nb; j2++) {
+                        const int g = feat[F[j2]], sr = slot[g];
+                        pass1(w, &w->slots[j2], r, m, pos + (size_t)g * n, sr >= 0 ? lims + (size_t)sr * n : NULL);
+                    }
+                    for (int j2 = 0; j2 < nb; j2++) {
+                        double lb; int lq;
+                        if (walk(w, &w->slots[j2], slot[feat[F[j2]]] >= 0, Wi, Sn, &lb, &lq)) { nconst++; continue; }
+                        if (lb > best) { best = lb; bestf = F[j2]; bthr = lq; }
+                    }
+                }
+            } else {
+                /* extra-trees: one uniform threshold in [min, max) per drawn feature */
+                while (f_i > 0 && (visited < K || visited <= nconst)) {
+                    const int j = (int)rand_below(&rng, (uint32_t)f_i);
+                    const int f = perm[j]; perm[j] = perm[f_i - 1]; perm[f_i - 1] = f; f_i--;
+                    visited++;
+                    const float *xv = J->values + (size_t)J->regs[feat[f]] * n;
                     float vmin = INFINITY, vmax = -INFINITY;
-                    for (int k = start; k < end; k++) {
-                        float v = xv[idx[k]];
-                        if (v < vmin) vmin = v;
-                        if (v > vmax) vmax = v;
+                    for (int k = 0; k < m; k++) {
+                        const float v = xv[r[k]];
+                        vmin = v < vmin ? v : vmin;
+                        vmax = v > vmax ? v : vmax;
                     }
-                    if (vmax <= vmin + 1e-7f) { nconst++; continue; }
+                    if (vmax <= vmin + FEAT_THR) { nconst++; continue; }
                     double thr = (double)vmin + rand01(&rng) * ((double)vmax - (double)vmin);
                     if (thr >= (double)vmax) thr = (double)vmin;
                     int wl = 0; double sl = 0;
-                    for (int k = start; k < end; k++) {
-                        int s = idx[k];
+                    for (int k = 0; k < m; k++) {
+                        const int s = r[k];
                         if ((double)xv[s] <= thr) { wl += wi[s]; sl += wy[s]; }
                     }
                     if (wl <= 0 || wl >= Wi) continue;
-                    double sr = S - sl;
-                    double proxy = sl * sl * inv[wl] + sr * sr * inv[Wi - wl];
+                    const double sr = Sn - sl;
+                    const double proxy = sl * sl * inv[wl] + sr * sr * inv[Wi - wl];
                     if (proxy > best) { best = proxy; bestf = f; bthr_v = thr; }
                 }
             }
-            if (bestf < 0) continue;                     /* only constant features: leaf */
-            acc[bestf] += (best - parent) * inv_root;
-            /* partition idx[start:end) into left (<= threshold) | right */
-            const size_t g = (size_t)feat[bestf] * (size_t)n;
-            int i = start, j = end - 1;
+            if (bestf < 0) continue;                             /* no usable split: leaf */
+            ADD_SPLIT(bestf, best - parent);
+            /* partition r[0..m) into left (<= threshold) | right (right part reversed) */
+            int nl = 0, nr = 0;
             if (method == 0) {
-                const uint16_t *pf = pos + g;
-                while (i <= j) {
-                    if (pf[idx[i]] <= bthr_p) i++;
-                    else { int tmpi = idx[i]; idx[i] = idx[j]; idx[j] = tmpi; j--; }
+                const uint16_t *pfb = pos + (size_t)feat[bestf] * n;
+                for (int k = 0; k < m; k++) {
+                    const int s = r[k];
+                    const int c = pfb[s] <= (unsigned)bthr;
+                    buf[nl] = s; buf[m - 1 - nr] = s;
+                    nl += c; nr += 1 - c;
                 }
             } else {
-                const float *xv = values + g;
-                while (i <= j) {
-                    if ((double)xv[idx[i]] <= bthr_v) i++;
-                    else { int tmpi = idx[i]; idx[i] = idx[j]; idx[j] = tmpi; j--; }
+                const float *xv = J->values + (size_t)J->regs[feat[bestf]] * n;
+                for (int k = 0; k < m; k++) {
+                    const int s = r[k];
+                    const int c = (double)xv[s] <= bthr_v;
+                    buf[nl] = s; buf[m - 1 - nr] = s;
+                    nl += c; nr += 1 - c;
                 }
             }
-            stack[sp].start = i; stack[sp].end = end; sp++;
-            stack[sp].start = start; stack[sp].end = i; sp++;
+            memcpy(r, buf, sizeof(int32_t) * m);
+            if (m - nl >= 2) { stack[sp].start = start + nl; stack[sp].end = end; sp++; }
+            if (nl >= 2) { stack[sp].start = start; stack[sp].end = start + nl; sp++; }
+        }
+        if (tree_norm && nsplit > 0) {
+            double tot = 0;
+            for (int k = 0; k < nsplit; k++) tot += w->sd[k];
+            if (tot > 0) { for (int k = 0; k < nsplit; k++) acc[w->sf[k]] += w->sd[k] / tot; split_trees++; }
         }
     }
-    for (int f = 0; f < p; f++) out[f] = acc[f] / (double)n_trees;
-done:
-    free(wy); free(inv); free(acc); free(wi); free(idx); free(perm); free(bm); free(stack);
-    return ok ? 0 : -1;
+#undef ADD_SPLIT
+    /* tree-normalised: the mean over the trees that split (scikit-learn leaves single-leaf trees out) */
+    const double denom = tree_norm ? (double)(split_trees > 0 ? split_trees : 1) : (double)n_trees;
+    for (int f = 0; f < p; f++) acc[f] /= denom;
+}
+
+/* ----------------------------------------------------------------------------------- target loop */
+static void run_target(ws_t *w, job_t *J, int t) {
+    const int n = J->n, R = J->R, gene = J->targets[t];
+    const float *x = J->values + (size_t)gene * n;
+    double mean = 0, var = 0;
+    for (int i = 0; i < n; i++) mean += (double)x[i];
+    mean /= (double)n;
+    for (int i = 0; i < n; i++) { const double d = (double)x[i] - mean; var += d * d; }
+    const double sd = sqrt(var / (double)n);                      /* population std, as the reference */
+    int p = 0;
+    for (int r = 0; r < R; r++) if (J->regs[r] != gene) w->feat[p++] = r;
+    if (p == 0) { J->status[t] = 2; return; }
+    if (!(sd > 0.0) || !isfinite(sd)) { J->status[t] = 1; return; }
+    for (int i = 0; i < n; i++) w->y[i] = (double)x[i] / sd;     /* scaled, not centred */
+    grow_forest(w, J, w->feat, p, p == R ? J->K_out : J->K_in, J->seeds[t]);
+    for (int k = 0; k < p; k++) J->out[(int64_t)w->feat[k] * J->ldo + t] = w->acc[k];
+    J->status[t] = 0;
+}
+
+static void *worker(void *arg) {
+    job_t *J = (job_t *)arg;
+    ws_t w;
+    const int K = J->K_out > J->K_in ? J->K_out : J->K_in;
+    if (ws_alloc(&w, J->n, J->R, K, J->method) != 0) {
+        for (;;) {   /* mark what this thread would have taken */
+            const int t = __sync_fetch_and_add(&J->next, 1);
+            if (t >= J->T) break;
+            J->status[t] = -1;
+        }
+        return NULL;
+    }
+    for (;;) {
+        const int t = __sync_fetch_and_add(&J->next, 1);
+        if (t >= J->T) break;
+        run_target(&w, J, t);
+    }
+    ws_free(&w);
+    return NULL;
+}
+
+/* All targets of one call, on `threads` threads (the calling thread included).
+ *   values : G x n float32 (genes x samples); targets/regs index its rows
+ *   pos, lims, slot : RF tables over the R regulators (may be NULL for ET)
+ *   seeds  : T per-target seeds; out: out[r * ldo + t] receives importance of regulator r for target t
+ *            (entries of a regulator that is the target itself are not written)
+ *   tree_norm : 0 = importance as the reference GENIE3 (mean over trees of sum of decreases / n);
+ *            1 = scikit-learn's feature_importances_ (each tree's importances divided by their sum first)
+ *   status : T ints, 0 grown, 1 constant target, 2 no inputs, -1 out of memory
+ * Returns 0, or -2 for bad sizes. */
+int genie3_run(const float *values, const uint16_t *pos, const uint16_t *lims, const int32_t *slot,
+               int n, const int32_t *regs, int R, const int32_t *targets, int T, const uint64_t *seeds,
+               int n_trees, int K_in, int K_out, int method, int tree_norm, int threads, double *out,
+               int64_t ldo, int32_t *status) {
+    if (n < 2 || n > 65535 || R < 1 || T < 0 || n_trees < 1 || K_in < 1 || K_out < 1) return -2;
+    if (method == 0 && (!pos || !slot)) return -2;
+    job_t J;
+    J.values = values; J.pos = pos; J.lims = lims; J.slot = slot; J.regs = regs; J.targets = targets;
+    J.seeds = seeds; J.n = n; J.R = R; J.T = T; J.n_trees = n_trees; J.K_in = K_in; J.K_out = K_out;
+    J.method = method; J.tree_norm = tree_norm; J.out = out; J.ldo = ldo; J.status = status; J.next = 0;
+    if (threads < 1) threads = 1;
+    if (threads > T) threads = T > 0 ? T : 1;
+    pthread_t *th = threads > 1 ? malloc(sizeof(pthread_t) * (threads - 1)) : NULL;
+    int started = 0;
+    if (th) for (; started < threads - 1; started++) if (pthread_create(&th[started], NULL, worker, &J) != 0) break;
+    worker(&J);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    free(th);
+    return 0;
 }

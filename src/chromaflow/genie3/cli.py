@@ -9,8 +9,8 @@ import numpy as np
 
 from ..common import ChromaflowError, StageMetrics, part_bounds, parse_part, resolve_threads
 from . import io as gio
-from .core import ENGINES, METHODS, Options, compute_weights, parse_max_features
-from .report import add_output_arguments
+from .core import ENGINES, IMPORTANCES, METHODS, Options, compute_weights, parse_max_features
+from .report import add_output_arguments, check_output_dirs
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,6 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-trees", type=int, default=1000, help="trees per target (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="run seed; each target's RNG derives from (seed, gene index)")
     p.add_argument("--threads", type=int, default=0, help="worker threads (0 = all usable CPUs)")
+    p.add_argument("--importance", default="unnormalised", choices=IMPORTANCES,
+                   help="unnormalised (default): the reference GENIE3's mean variance decrease; tree-normalised: "
+                        "scikit-learn's feature_importances_, as arboreto")
     p.add_argument("--engine", default="fast", choices=ENGINES,
                    help="fast (compiled kernel; falls back to sklearn without a C compiler) or sklearn")
     p.add_argument("--targets-chunk", metavar="i/n",
@@ -44,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if chunk and (args.weights or args.summary or args.plot):
         raise ChromaflowError("--weights/--summary/--plot are written by genie3-merge when --targets-chunk is used")
     threads = resolve_threads(args.threads)
+    check_output_dirs(args.out, args.weights, args.summary, args.plot, args.metrics)
     with StageMetrics("genie3", args.metrics, threads=threads) as m:
         expr = gio.read_expression(args.expression, args.layout)
         if args.regulators:
@@ -64,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
                 _warn(f"fast engine unavailable ({exc}); using --engine sklearn")
                 engine = "sklearn"
         opts = Options(tree_method=args.tree_method, max_features=max_features, n_trees=args.n_trees,
-                       seed=args.seed, engine=engine)
+                       seed=args.seed, engine=engine, importance=args.importance)
         t0 = time.perf_counter()
         W, info = compute_weights(expr.values, expr.genes, reg_idx, tgt_idx, opts, threads, warn=_warn)
         elapsed = time.perf_counter() - t0
@@ -89,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
                            top=args.top, max_links=args.max_links)
         m.set(genes=expr.n_genes, samples=expr.n_samples, regulators=int(len(reg_idx)),
               targets=int(len(tgt_idx)), trees=args.n_trees, engine=engine, engine_requested=args.engine,
-              tree_method=args.tree_method, max_features=max_features, seed=args.seed,
+              tree_method=args.tree_method, max_features=max_features, seed=args.seed, importance=args.importance,
               chunk=args.targets_chunk, compute_s=round(elapsed, 6),
               targets_per_s=(len(tgt_idx) / elapsed if elapsed > 0 else None),
               constant_targets=len(info["constant_targets"]))

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..common import ChromaflowError, StageMetrics
 from . import io as gio
-from .report import add_output_arguments, finish_outputs
+from .report import add_output_arguments, check_output_dirs, finish_outputs
 
 _SAME = ("genes", "regulators", "n_targets_total", "options", "fingerprint", "samples")
 
@@ -58,6 +58,7 @@ def merge_parts(paths: list[str]) -> tuple[np.ndarray, dict]:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output_dirs(args.out, args.weights, args.summary, args.plot, args.metrics)
     with StageMetrics("genie3-merge", args.metrics) as m:
         W, meta = merge_parts(args.parts)
         n_links = finish_outputs(W, meta, args.out, weights=args.weights, summary=args.summary, plot=args.plot,

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -12,6 +11,10 @@ from ..common import ChromaflowError, Progress
 
 ENGINES = ("fast", "sklearn")
 METHODS = ("RF", "ET")
+#: unnormalised: the reference GENIE3's (and the paper's) importance, the mean over trees of the summed
+#: variance decrease / n; tree-normalised: scikit-learn's feature_importances_ (as arboreto), each tree's
+#: importances divided by their sum before averaging
+IMPORTANCES = ("unnormalised", "tree-normalised")
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,7 @@ class Options:
     n_trees: int = 1000
     seed: int = 0
     engine: str = "fast"
+    importance: str = "unnormalised"
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -51,12 +55,21 @@ def resolve_k(max_features: str, n_inputs: int) -> int:
     return max(1, k)
 
 
-def target_seed(seed: int, gene_index: int) -> int:
-    """64-bit seed of one target, from (run seed, target's 0-based index in the expression file).
+def target_seeds(seed: int, gene_indices) -> np.ndarray:
+    """64-bit seeds of targets, from (run seed, the target's 0-based index in the expression file): word
+    ``index`` of ``numpy.random.SeedSequence([seed, 0x6E3]).generate_state(..., uint64)`` (word i of that stream
+    does not depend on how many words are drawn). Independent of threads, chunking and of which other targets run;
+    one call for all targets."""
+    idx = np.asarray(gene_indices, dtype=np.int64)
+    if idx.size == 0:
+        return np.zeros(0, dtype=np.uint64)
+    ss = np.random.SeedSequence([int(seed) & 0xFFFFFFFFFFFFFFFF, 0x6E3])
+    return ss.generate_state(int(idx.max()) + 1, dtype=np.uint64)[idx]
 
-    Independent of threads, chunking and of which other targets run."""
-    ss = np.random.SeedSequence([int(seed) & 0xFFFFFFFFFFFFFFFF, int(gene_index), 0x6E3])
-    return int(ss.generate_state(1, dtype=np.uint64)[0])
+
+def target_seed(seed: int, gene_index: int) -> int:
+    """The seed of one target (see :func:`target_seeds`)."""
+    return int(target_seeds(seed, [gene_index])[0])
 
 
 def compute_weights(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, tgt_idx: np.ndarray,
@@ -64,71 +77,73 @@ def compute_weights(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, t
     """Weight matrix W (len(reg_idx) x len(tgt_idx), float64): W[r, t] = importance of regulator r for
     target t; self-links are 0. ``values`` is genes x samples float32 (not copied per target)."""
     warn = warn or (lambda msg: print(f"chromaflow genie3: warning: {msg}", file=sys.stderr))
+    reg_idx = np.asarray(reg_idx, dtype=np.int64)
+    tgt_idx = np.asarray(tgt_idx, dtype=np.int64)
     R, T = len(reg_idx), len(tgt_idx)
     n = values.shape[1]
     W = np.zeros((R, T), dtype=np.float64)
     info = {"constant_targets": [], "engine": opts.engine}
-
-    lib = order = pos = feat_values = None
     if opts.engine == "fast":
-        from . import fast
-        lib = fast.load_kernel()  # KernelUnavailable handled by the caller
-        values = np.ascontiguousarray(values, dtype=np.float32)  # no copy when already so
-        # feature tables cover the regulators only (row r = regulator r); no copy when regulators = all genes
-        identity = len(reg_idx) == values.shape[0] and np.array_equal(reg_idx, np.arange(values.shape[0]))
-        feat_values = values if identity else np.ascontiguousarray(values[reg_idx])
-        if opts.tree_method == "RF":
-            order, pos = fast.sort_orders(feat_values)
-
-    def one(t: int):
-        j = int(tgt_idx[t])
-        x = values[j].astype(np.float64)
-        sd = float(np.std(x))
-        keep = [r for r in range(R) if int(reg_idx[r]) != j]
-        if not keep:
-            return t, None, None
-        inputs = reg_idx[keep]
-        if sd == 0.0 or not np.isfinite(sd):
-            return t, keep, "constant"
-        y = x / sd
-        K = resolve_k(opts.max_features, len(inputs))
-        s64 = target_seed(opts.seed, j)
-        if opts.engine == "fast":
-            imp = fast.target_importances(lib, feat_values, order, pos, np.asarray(keep, dtype=np.int32), y,
-                                          opts.n_trees, K, opts.tree_method, s64)
-        else:
-            from . import skengine
-            X_in = np.ascontiguousarray(values[inputs].T)  # one n x |inputs| float32 copy per target in flight
-            imp = skengine.target_importances(X_in, y, opts.n_trees, K, opts.tree_method,
-                                              random_state=s64 % (2**32), n_jobs=threads)
-        return t, keep, imp
-
-    with Progress(T, "genie3", unit=" targets") as prog:
-        if opts.engine == "fast" and threads > 1 and T > 1:
-            with ThreadPoolExecutor(max_workers=threads) as ex:
-                results = ex.map(one, range(T))
-                for t, keep, imp in results:
-                    _store(W, t, keep, imp, genes, tgt_idx, info, warn)
-                    prog.update(1)
-        else:
-            for t in range(T):
-                _, keep, imp = one(t)
-                _store(W, t, keep, imp, genes, tgt_idx, info, warn)
-                prog.update(1)
+        _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn)
+    else:
+        _sklearn_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn)
     if n < 10:
         warn(f"only {n} samples: importances will be very noisy")
     return W, info
 
 
-def _store(W, t, keep, imp, genes, tgt_idx, info, warn):
-    if keep is None:
-        return
-    if isinstance(imp, str):  # constant target
-        g = genes[int(tgt_idx[t])]
-        info["constant_targets"].append(g)
-        if len(info["constant_targets"]) <= 10:
-            warn(f"target gene {g!r} is constant across samples: its incoming importances are all 0"
-                 + (" (further constant targets are counted in the metrics, not listed)"
-                    if len(info["constant_targets"]) == 10 else ""))
-        return
-    W[keep, t] = imp
+def _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn) -> None:
+    """All targets through the compiled kernel, in blocks of targets (one call per block, the kernel's own
+    threads inside a call) so that the progress bar moves."""
+    from . import fast
+
+    lib = fast.load_kernel()  # KernelUnavailable handled by the caller
+    values = np.ascontiguousarray(values, dtype=np.float32)  # no copy when already so
+    R, T = len(reg_idx), len(tgt_idx)
+    tables = fast.build_tables(values, reg_idx) if opts.tree_method == "RF" else None
+    seeds = target_seeds(opts.seed, tgt_idx)
+    k_in = resolve_k(opts.max_features, max(R - 1, 1))   # the target is one of the regulators
+    k_out = resolve_k(opts.max_features, R)              # it is not
+    block = max(1, min(T, max(256, T // 50)))  # one kernel call per ~2 % of the targets (at least 256)
+    with Progress(T, "genie3", unit=" targets") as prog:
+        for lo in range(0, T, block):
+            hi = min(T, lo + block)
+            status = fast.run(lib, values, tables, reg_idx, tgt_idx[lo:hi], seeds[lo:hi], opts.n_trees, k_in,
+                              k_out, opts.tree_method, threads, W[:, lo:hi], importance=opts.importance)
+            for t in np.flatnonzero(status == 1):
+                _note_constant(genes[int(tgt_idx[lo + t])], info, warn)
+            prog.update(hi - lo)
+
+
+def _sklearn_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn) -> None:
+    from . import skengine
+
+    R, T = len(reg_idx), len(tgt_idx)
+    with Progress(T, "genie3", unit=" targets") as prog:
+        for t in range(T):
+            j = int(tgt_idx[t])
+            keep = np.flatnonzero(reg_idx != j)
+            prog.update(1)
+            if keep.size == 0:
+                continue
+            x = values[j].astype(np.float64)
+            sd = float(np.std(x))
+            if sd == 0.0 or not np.isfinite(sd):
+                _note_constant(genes[j], info, warn)
+                continue
+            y = x / sd
+            K = resolve_k(opts.max_features, int(keep.size))
+            X_in = np.ascontiguousarray(values[reg_idx[keep]].T)  # one n x |inputs| float32 copy per target
+            W[keep, t] = skengine.target_importances(X_in, y, opts.n_trees, K, opts.tree_method,
+                                                     random_state=target_seed(opts.seed, j) % (2**32),
+                                                     n_jobs=threads, importance=opts.importance)
+
+
+def _note_constant(gene: str, info: dict, warn) -> None:
+    info["constant_targets"].append(gene)
+    k = len(info["constant_targets"])
+    if k <= 10:
+        warn(f"target gene {gene!r} is constant across samples: its incoming importances are all 0"
+             + (" (further constant targets are counted in the metrics, not listed)" if k == 10 else ""))
+
+

@@ -1,10 +1,11 @@
-"""The fast engine: a ~200-line C kernel (``_kernel.c``) compiled at run time with the system C compiler
-into a cache directory and loaded with ctypes.
+"""The fast engine: a C kernel (``_kernel.c``) compiled at run time with the system C compiler into a cache
+directory and loaded with ctypes.
 
-Why C: GENIE3 needs ~100k fully grown trees per 100-gene network; scikit-learn spends ~2.5 ms per tree,
-mostly in per-tree Python/joblib overhead, and a numpy level-by-level formulation still needs dozens of
-array passes per tree level. The kernel grows one target's trees in a single call (the GIL is released
-while it runs, so targets run in parallel threads) and keeps no trees, only importances.
+Why C: GENIE3 grows ~100k fully grown trees per 100-gene network and p x 1000 trees for p genes;
+scikit-learn spends ~2.5 ms per tree, mostly per-tree Python/joblib overhead plus a comparison sort per node
+and feature. The kernel grows all trees of many targets in one call on its own threads (the GIL is released
+while it runs), keeps no trees, only importances, and finds splits without sorting (see the header of
+``_kernel.c``).
 
 If no compiler is found or compilation fails, :func:`load_kernel` raises :class:`KernelUnavailable`; the
 CLI then falls back to the scikit-learn engine with a warning.
@@ -18,12 +19,16 @@ import platform
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 SOURCE = Path(__file__).with_name("_kernel.c")
-CFLAGS = ["-O3", "-fPIC", "-shared", "-std=c99", "-fno-math-errno"]
+#: No -march/-ffast-math: the same bytes on every x86-64 CPU. -ffp-contract=off: never fuse a*b+c into an
+#: FMA (that changes results and would depend on the compiler's target).
+CFLAGS = ["-O3", "-fPIC", "-shared", "-std=c99", "-fno-math-errno", "-ffp-contract=off", "-pthread"]
+FEATURE_THRESHOLD = np.float32(1e-7)  # scikit-learn's: values closer than this are never separated
 _lib = None
 
 
@@ -43,79 +48,146 @@ def _compiler() -> str | None:
     return None
 
 
-def library_path() -> Path:
+def library_path(extra_flags: tuple[str, ...] = ()) -> Path:
     src = SOURCE.read_bytes()
-    tag = hashlib.sha256(src + " ".join(CFLAGS).encode() + platform.machine().encode()).hexdigest()[:16]
+    flags = " ".join([*CFLAGS, *extra_flags])
+    tag = hashlib.sha256(src + flags.encode() + platform.machine().encode()).hexdigest()[:16]
     return _cache_dir() / f"libgenie3k-{tag}.so"
 
 
-def load_kernel():
-    """Compile (once, cached) and load the kernel; raise KernelUnavailable if that is impossible."""
-    global _lib
-    if _lib is not None:
-        return _lib
-    if os.environ.get("CHROMAFLOW_GENIE3_NO_CC") == "1":  # test hook: behave as if there were no compiler
-        raise KernelUnavailable("disabled by CHROMAFLOW_GENIE3_NO_CC=1")
-    so = library_path()
-    if not so.exists():
-        cc = _compiler()
-        if cc is None:
-            raise KernelUnavailable("no C compiler (cc/gcc/clang) on PATH")
-        try:
-            so.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".libgenie3k.", suffix=".so", dir=so.parent)
-            os.close(fd)
-            proc = subprocess.run([cc, *CFLAGS, "-o", tmp, str(SOURCE), "-lm"], capture_output=True, text=True)
-            if proc.returncode != 0:
-                os.unlink(tmp)
-                first = (proc.stderr.strip().splitlines() or ["?"])[0]
-                raise KernelUnavailable(f"compiling {SOURCE.name} with {cc} failed: {first}")
-            os.replace(tmp, so)  # atomic: concurrent tasks may race, each rename is complete
-        except OSError as exc:
-            raise KernelUnavailable(f"cannot build the kernel in {so.parent}: {exc}") from None
+def build(extra_flags: tuple[str, ...] = ()) -> Path:
+    """Compile the kernel (cached by source, flags and machine) and return the library path."""
+    so = library_path(extra_flags)
+    if so.exists():
+        return so
+    cc = _compiler()
+    if cc is None:
+        raise KernelUnavailable("no C compiler (cc/gcc/clang) on PATH")
+    try:
+        so.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".libgenie3k.", suffix=".so", dir=so.parent)
+        os.close(fd)
+        proc = subprocess.run([cc, *CFLAGS, *extra_flags, "-o", tmp, str(SOURCE), "-lm"], capture_output=True,
+                              text=True)
+        if proc.returncode != 0:
+            os.unlink(tmp)
+            first = (proc.stderr.strip().splitlines() or ["?"])[0]
+            raise KernelUnavailable(f"compiling {SOURCE.name} with {cc} failed: {first}")
+        os.replace(tmp, so)  # atomic: concurrent tasks may race, each rename is complete
+    except OSError as exc:
+        raise KernelUnavailable(f"cannot build the kernel in {so.parent}: {exc}") from None
+    return so
+
+
+def _load(so: Path):
     try:
         lib = ctypes.CDLL(str(so))
     except OSError as exc:
         raise KernelUnavailable(f"cannot load {so}: {exc}") from None
-    lib.genie3_target.restype = ctypes.c_int
-    lib.genie3_target.argtypes = [
-        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
-        ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_uint64, ctypes.c_void_p,
+    lib.genie3_run.restype = ctypes.c_int
+    lib.genie3_run.argtypes = [
+        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,   # values, pos, lims, slot
+        ctypes.c_int, ctypes.c_void_p, ctypes.c_int,                           # n, regs, R
+        ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,                        # targets, T, seeds
+        ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,  # trees, K_in, K_out, method, tree_norm
+        ctypes.c_int,                                                          # threads
+        ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,                      # out, ldo, status
     ]
-    _lib = lib
+    lib.genie3_kernel_version.restype = ctypes.c_int
     return lib
 
 
-def sort_orders(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per gene: stable argsort of its samples (order[g, q] = sample at position q) and the inverse
-    (pos[g, s] = position of sample s), both uint16 gene-major; values is genes x samples float32.
-    Built in blocks of genes so the temporary int64 argsort stays small."""
-    G, n = values.shape
+def load_kernel(extra_flags: tuple[str, ...] = ()):
+    """Compile (once, cached) and load the kernel; raise KernelUnavailable if that is impossible.
+
+    ``extra_flags`` (tests only) builds a variant, e.g. ``("-DGENIE3_NO_SIMD",)``; it is not cached in
+    the module."""
+    global _lib
+    if os.environ.get("CHROMAFLOW_GENIE3_NO_CC") == "1":  # test hook: behave as if there were no compiler
+        raise KernelUnavailable("disabled by CHROMAFLOW_GENIE3_NO_CC=1")
+    if extra_flags:
+        return _load(build(extra_flags))
+    if _lib is None:
+        _lib = _load(build())
+    return _lib
+
+
+@dataclass
+class Tables:
+    """Split-search tables of the random-forest kernel over the regulators (row r = regulator r).
+
+    pos[r, s]: rank of sample s in regulator r's stable order (uint16). slot[r]: -1 when no two values of
+    the regulator are within FEATURE_THRESHOLD of each other, else a row of lims: lims[slot[r], s] = the
+    last rank whose value is <= value(s) + FEATURE_THRESHOLD (float32 arithmetic, as scikit-learn)."""
+
+    pos: np.ndarray
+    lims: np.ndarray
+    slot: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return self.pos.nbytes + self.lims.nbytes + self.slot.nbytes
+
+
+def build_tables(values: np.ndarray, rows: np.ndarray) -> Tables:
+    """Tables for ``values[rows]`` (genes x samples float32), built in blocks of rows so that the int64
+    argsort temporaries stay small. Memory: 2 bytes per cell, plus 2 bytes per cell of rows with near-ties."""
+    n = values.shape[1]
     if n > 65535:
         raise KernelUnavailable(f"{n} samples: the fast kernel supports at most 65535")
-    order = np.empty((G, n), dtype=np.uint16)
-    pos = np.empty((G, n), dtype=np.uint16)
+    R = len(rows)
+    pos = np.empty((R, n), dtype=np.uint16)
+    slot = np.full(R, -1, dtype=np.int32)
+    lim_rows: list[np.ndarray] = []
     ar = np.arange(n, dtype=np.uint16)
     step = max(1, (1 << 22) // max(n, 1))
-    for a in range(0, G, step):
-        o = np.argsort(values[a:a + step], axis=1, kind="stable")
-        order[a:a + step] = o
-        np.put_along_axis(pos[a:a + step], o, np.broadcast_to(ar, o.shape), axis=1)
-    return order, pos
+    for a in range(0, R, step):
+        block = values[rows[a:a + step]]
+        order = np.argsort(block, axis=1, kind="stable")
+        np.put_along_axis(pos[a:a + step], order, np.broadcast_to(ar, order.shape), axis=1)
+        sv = np.take_along_axis(block, order, axis=1)
+        thr = sv + FEATURE_THRESHOLD  # float32 + float32 -> float32, as the kernel and scikit-learn
+        near = (sv[:, 1:] <= thr[:, :-1]).any(axis=1)
+        for i in np.flatnonzero(near):
+            lim_by_rank = np.searchsorted(sv[i], thr[i], side="right").astype(np.int64) - 1
+            slot[a + i] = len(lim_rows)
+            lim_rows.append(lim_by_rank[pos[a + i]].astype(np.uint16))
+    lims = np.vstack(lim_rows) if lim_rows else np.zeros((0, n), dtype=np.uint16)
+    return Tables(pos=pos, lims=np.ascontiguousarray(lims), slot=slot)
 
 
-def target_importances(lib, values, order, pos, inputs: np.ndarray, y: np.ndarray, n_trees: int, K: int,
-                       method: str, seed64: int) -> np.ndarray:
-    n = y.shape[0]
-    inputs = np.ascontiguousarray(inputs, dtype=np.int32)
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    out = np.zeros(inputs.shape[0], dtype=np.float64)
-    rc = lib.genie3_target(
+def _ptr(a: np.ndarray | None):
+    return None if a is None or a.size == 0 else a.ctypes.data
+
+
+def run(lib, values: np.ndarray, tables: Tables | None, regs: np.ndarray, targets: np.ndarray,
+        seeds: np.ndarray, n_trees: int, k_in: int, k_out: int, method: str, threads: int,
+        out: np.ndarray, importance: str = "unnormalised") -> np.ndarray:
+    """Grow the forests of ``targets`` (gene indices) on ``threads`` threads; write importances into
+    ``out`` (R x T float64, C-contiguous, or a column block of such an array) and return the per-target
+    status (0 grown, 1 constant target, 2 no inputs)."""
+    n = values.shape[1]
+    T = len(targets)
+    if T == 0:
+        return np.zeros(0, dtype=np.int32)
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    regs = np.ascontiguousarray(regs, dtype=np.int32)
+    targets = np.ascontiguousarray(targets, dtype=np.int32)
+    seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
+    if out.dtype != np.float64 or out.strides[1] != 8 or out.shape != (len(regs), T):
+        raise ValueError("out must be an R x T float64 array with unit column stride")
+    status = np.zeros(T, dtype=np.int32)
+    rf = method == "RF"
+    if rf and tables is None:
+        raise ValueError("the RF kernel needs tables")
+    rc = lib.genie3_run(
         values.ctypes.data,
-        order.ctypes.data if order is not None else None,
-        pos.ctypes.data if pos is not None else None,
-        n, inputs.ctypes.data, int(inputs.shape[0]), y.ctypes.data, int(n_trees), int(K),
-        0 if method == "RF" else 1, ctypes.c_uint64(seed64), out.ctypes.data)
+        _ptr(tables.pos) if rf else None, _ptr(tables.lims) if rf else None, _ptr(tables.slot) if rf else None,
+        n, regs.ctypes.data, len(regs), targets.ctypes.data, T, seeds.ctypes.data,
+        int(n_trees), int(k_in), int(k_out), 0 if rf else 1, 1 if importance == "tree-normalised" else 0, int(threads),
+        out.ctypes.data, ctypes.c_int64(out.strides[0] // 8), status.ctypes.data)
     if rc != 0:
-        raise MemoryError(f"genie3 kernel failed (code {rc})")
-    return out
+        raise ValueError(f"genie3 kernel rejected its arguments (code {rc})")
+    if (status < 0).any():
+        raise MemoryError("genie3 kernel: out of memory for its per-thread scratch")
+    return status

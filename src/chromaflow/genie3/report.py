@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common import atomic_output, write_json_atomic
+from ..common import ChromaflowError, atomic_output, write_json_atomic
 from . import io as gio
 
 
@@ -89,6 +89,16 @@ def make_plot(path, vals: np.ndarray) -> None:
     with atomic_output(path, suffix=Path(path).suffix) as tmp:
         fig.savefig(tmp, format="png", metadata={"Software": None})
     plt.close(fig)
+
+
+def check_output_dirs(*paths) -> None:
+    """Fail before any work when an output's directory is missing (otherwise some outputs would be written
+    and a later one would fail)."""
+    for p in paths:
+        if p:
+            parent = Path(p).parent
+            if not parent.is_dir():
+                raise ChromaflowError(f"{parent}: output directory does not exist (for {p})")
 
 
 def add_output_arguments(p, out_help: str) -> None:

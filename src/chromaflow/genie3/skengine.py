@@ -24,11 +24,13 @@ def unnormalised_mdi(forest, n_features: int) -> np.ndarray:
 
 
 def target_importances(X_in: np.ndarray, y: np.ndarray, n_trees: int, K: int, method: str,
-                       random_state: int, n_jobs: int) -> np.ndarray:
+                       random_state: int, n_jobs: int, importance: str = "unnormalised") -> np.ndarray:
     from sklearn.ensemble import ExtraTreesRegressor, RandomForestRegressor
 
     cls = RandomForestRegressor if method == "RF" else ExtraTreesRegressor
     forest = cls(n_estimators=n_trees, max_features=K, bootstrap=(method == "RF"),
                  random_state=random_state, n_jobs=n_jobs)
     forest.fit(X_in, y)
+    if importance == "tree-normalised":
+        return np.asarray(forest.feature_importances_, dtype=np.float64)
     return unnormalised_mdi(forest, X_in.shape[1])

@@ -6,6 +6,7 @@ numpy globals Predmoter/Lightning checkpoints reference for their saved RNG stat
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import pickle
 import zipfile
@@ -178,7 +179,12 @@ def make_test_state_dict(cfg: ModelConfig, seed: int) -> "OrderedDict[str, torch
 
 
 def write_test_checkpoint(path: str | os.PathLike, cfg: ModelConfig, seed: int) -> None:
-    """torch.save a Predmoter/Lightning-layout checkpoint (zip) with seeded meaningless weights."""
+    """torch.save a Predmoter/Lightning-layout checkpoint (zip) with seeded meaningless weights.
+
+    Byte-reproducible: the archive is serialised in memory, so its zip records are named ``archive/...`` (as in
+    Predmoter's files) instead of after the (temporary) output file name; torch writes fixed zip timestamps. Same
+    configuration and seed -> the same bytes.
+    """
     hp = cfg.hparams()
     assert set(hp) == set(HPARAM_KEYS)
     obj = {
@@ -193,4 +199,6 @@ def write_test_checkpoint(path: str | os.PathLike, cfg: ModelConfig, seed: int) 
         "hparams_name": "kwargs",
         "hyper_parameters": hp,
     }
-    torch.save(obj, str(Path(path)))
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    Path(path).write_bytes(buf.getvalue())

@@ -1,13 +1,13 @@
 """Input validation and the Predmoter predictions-h5 layout (FORMATS.md §4)."""
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import h5py
 import numpy as np
 
 from ..common import ChromaflowError, open_h5_input
+from ..subseq import input_fingerprint
 
 #: root attributes of a shard file (absent from a complete predictions file)
 SHARD_ATTRS = ("chromaflow_shard_index", "chromaflow_shard_count", "chromaflow_row_start", "chromaflow_row_end",
@@ -48,8 +48,8 @@ def _inspect(fh: h5py.File, path: str) -> InputInfo:
     n, length = int(X.shape[0]), int(X.shape[1])
     if n == 0:
         raise ChromaflowError(f"{path}: data/X has no rows")
-    if X.dtype.kind != "f":
-        raise ChromaflowError(f"{path}: data/X has dtype {X.dtype}, expected float16")
+    if X.dtype not in (np.dtype("<f2"), np.dtype("<f4"), np.dtype(">f2"), np.dtype(">f4")):
+        raise ChromaflowError(f"{path}: data/X has dtype {X.dtype}, expected float16 (Helixer's one-hot)")
     seqids = fh["data/seqids"][()]
     start_ends = fh["data/start_ends"][()]
     if seqids.shape != (n,) or start_ends.shape != (n, 2):
@@ -58,12 +58,8 @@ def _inspect(fh: h5py.File, path: str) -> InputInfo:
     species0 = b""
     if "data/species" in fh and fh["data/species"].shape[0] > 0:
         species0 = bytes(fh["data/species"][0])
-    h = hashlib.sha256()
-    h.update(f"{n}:{length}:".encode())
-    h.update(np.asarray(seqids, dtype="S50").tobytes())
-    h.update(np.asarray(start_ends, dtype="<i8").tobytes())
-    h.update(species0)
-    return InputInfo(path=path, n_rows=n, length=length, species0=species0, fingerprint=h.hexdigest())
+    return InputInfo(path=path, n_rows=n, length=length, species0=species0,
+                     fingerprint=input_fingerprint(n, length, seqids, start_ends, species0))
 
 
 def create_predictions(fh: h5py.File, *, n_rows: int, length: int, datasets: list[str], species0: bytes,
@@ -88,3 +84,14 @@ def create_predictions(fh: h5py.File, *, n_rows: int, length: int, datasets: lis
     ds = pred.create_dataset("datasets", shape=(d,), dtype="S25", chunks=True, maxshape=(None,))
     ds[:] = np.array([n.encode("utf-8")[:25] for n in datasets], dtype="S25")
     return preds
+
+
+def finalize_rows(fh: h5py.File, *, seqids: np.ndarray, start_ends: np.ndarray) -> None:
+    """Give every dataset of a predictions file made with ``n_rows=0`` (rows grown while predicting) its final
+    row count and write seqids/start_ends (FASTA route: the rows are known only at the end)."""
+    n = len(seqids)
+    for name in ("data/species", "data/seqids", "data/start_ends", "prediction/predictions"):
+        fh[name].resize(n, axis=0)
+    if n:
+        fh["data/seqids"][:] = np.asarray(seqids).astype("S50")
+        fh["data/start_ends"][:] = np.asarray(start_ends).astype("int64")

@@ -11,6 +11,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -45,31 +46,51 @@ class ModelConfig:
 
     @classmethod
     def from_hparams(cls, hp: dict[str, Any], where: str = "checkpoint") -> "ModelConfig":
+        """Build from a checkpoint's ``hyper_parameters``, checking every key's type (one line naming the key)."""
         missing = [k for k in HPARAM_KEYS if k not in hp and k not in ("learning_rate", "seq_len", "output_size")]
         if missing:
             raise ChromaflowError(f"{where}: hyper_parameters lack {', '.join(missing)}")
-        try:
-            cfg = cls(
-                model_type=str(hp["model_type"]),
-                cnn_layers=int(hp["cnn_layers"]),
-                filter_size=int(hp["filter_size"]),
-                kernel_size=int(hp["kernel_size"]),
-                step=int(hp["step"]),
-                up=int(hp["up"]),
-                dilation=int(hp["dilation"]),
-                lstm_layers=int(hp["lstm_layers"]),
-                hidden_size=int(hp["hidden_size"]),
-                bnorm=bool(hp["bnorm"]),
-                dropout=float(hp["dropout"]),
-                datasets=tuple(str(d) for d in hp["datasets"]),
-                input_size=int(hp["input_size"]),
-                seq_len=int(hp.get("seq_len", 21384)),
-                learning_rate=float(hp.get("learning_rate", 0.001)),
-            )
-        except (TypeError, ValueError) as exc:
-            raise ChromaflowError(f"{where}: invalid hyper_parameters ({exc})") from None
+
+        def bad(key: str, want: str) -> ChromaflowError:
+            v = hp[key]
+            return ChromaflowError(f"{where}: hyper_parameters[{key!r}] is {v!r} ({type(v).__name__}), expected {want}")
+
+        def integer(key: str, default: int | None = None) -> int:
+            if key not in hp and default is not None:
+                return default
+            v = hp[key]
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise bad(key, "an integer")
+            return int(v)
+
+        def real(key: str, default: float | None = None) -> float:
+            if key not in hp and default is not None:
+                return default
+            v = hp[key]
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or not math.isfinite(float(v)):
+                raise bad(key, "a finite number")
+            return float(v)
+
+        model_type = hp["model_type"]
+        if not isinstance(model_type, str):
+            raise bad("model_type", f"one of {', '.join(MODEL_TYPES)}")
+        bnorm = hp["bnorm"]
+        if not isinstance(bnorm, (bool, np.bool_)):
+            raise bad("bnorm", "True or False")
+        datasets = hp["datasets"]
+        if isinstance(datasets, (str, bytes)) or not isinstance(datasets, (list, tuple)) \
+                or not all(isinstance(d, str) and d for d in datasets):
+            raise bad("datasets", "a list of track names")
+        cfg = cls(
+            model_type=model_type, cnn_layers=integer("cnn_layers"), filter_size=integer("filter_size"),
+            kernel_size=integer("kernel_size"), step=integer("step"), up=integer("up"), dilation=integer("dilation"),
+            lstm_layers=integer("lstm_layers"), hidden_size=integer("hidden_size"), bnorm=bool(bnorm),
+            dropout=real("dropout"), datasets=tuple(datasets), input_size=integer("input_size"),
+            seq_len=integer("seq_len", 21384), learning_rate=real("learning_rate", 0.001),
+        )
         cfg.validate(where)
-        if "output_size" in hp and int(hp["output_size"]) != len(cfg.datasets):
+        if "output_size" in hp and integer("output_size") != len(cfg.datasets):
             raise ChromaflowError(
                 f"{where}: hyper_parameters output_size {hp['output_size']} != number of datasets {len(cfg.datasets)}")
         return cfg
@@ -84,6 +105,12 @@ class ModelConfig:
                 raise ChromaflowError(f"{where}: hyper_parameter {name} must be >= 1, got {getattr(self, name)}")
         if self.model_type != "cnn" and self.lstm_layers < 1:
             raise ChromaflowError(f"{where}: lstm_layers must be >= 1 for model_type {self.model_type}")
+        if self.lstm_layers < 0:
+            raise ChromaflowError(f"{where}: hyper_parameter lstm_layers must be >= 0, got {self.lstm_layers}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ChromaflowError(f"{where}: hyper_parameter dropout must be in [0, 1), got {self.dropout}")
+        if self.seq_len < 1:
+            raise ChromaflowError(f"{where}: hyper_parameter seq_len must be >= 1, got {self.seq_len}")
         if not self.datasets:
             raise ChromaflowError(f"{where}: hyper_parameters list no datasets")
         if self.step == 1 and self.kernel_size % 2 == 0:

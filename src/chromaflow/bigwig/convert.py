@@ -1,0 +1,200 @@
+"""The conversion loop: pieces of chunks → track vectors → runs → writers (FORMATS.md §5.3–5.5).
+
+Each chromosome is processed in pieces that never cross one of Predmoter's blocks (21,384,000 // L chunks):
+128 chunks (2.7 Mbp per strand) for unsmoothed tracks, a whole block for smoothed ones (smoothing is per
+block). Every chunk is read once per call, for all datasets and strands. While one piece's tracks are
+computed and written, the next piece is read (a prefetch thread fanning out to the pool). All O(bp) work runs
+in numpy (or libdeflate / the C formatter) in pool threads; the main thread touches O(intervals) data only.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..common import ChromaflowError, Progress
+from .h5input import Chrom, ChunkReader, Piece, PredictionsInput
+from .tracks import (SmoothStream, TrackState, runs, runs_native, smooth_numpy, strand_average,
+                     strand_average_f32)
+
+#: Predmoter's conversion block: 21,384,000 // L chunks (FORMATS §5.3)
+BLOCK_BP = 21_384_000
+#: unsmoothed tracks are streamed in pieces of at most this many chunks (the result does not depend on it)
+PIECE_CHUNKS = 128
+
+
+@dataclass
+class Track:
+    dataset: str
+    channel: int  # index into the input's chosen datasets
+    strand: str  # avg, +, -
+    path: Path
+    writer: object = None
+    state: TrackState = field(default_factory=TrackState)
+
+
+def pieces(chroms: list[Chrom], n_block: int, piece: int):
+    """(chrom, j, e, final, block_final) for each piece of at most ``piece`` chunks, never crossing a block
+    boundary (``final``: the chromosome's last piece; ``block_final``: the last piece of a block)."""
+    for chrom in chroms:
+        k = len(chrom.plus)
+        j = 0
+        while j < k:
+            block_end = min(j + n_block, k)
+            while j < block_end:
+                e = min(j + piece, block_end)
+                yield chrom, j, e, e == k, e == block_end
+                j = e
+
+
+def _unpadded(X: np.ndarray) -> np.ndarray:
+    v = X.reshape(-1)
+    return v[v != -1]
+
+
+def track_vector(piece: Piece, strand: str) -> np.ndarray:
+    """The FORMATS §5.3 track of one piece: padding removed, then +, − or the half-even average."""
+    def flat(X):
+        v = X.reshape(-1)
+        return v[v != -1] if piece.dirty else v
+
+    if strand == "+":
+        return flat(piece.plus)
+    if strand == "-":
+        return flat(piece.minus)
+    p = flat(piece.plus)
+    m = flat(piece.minus)
+    if len(p) != len(m):
+        raise ChromaflowError(f"plus and minus strands differ in length ({len(p)} vs {len(m)} bp)")
+    if not piece.exact:
+        return strand_average_f32(p, m)
+    return strand_average(p, m, out=piece.scratch(len(p)), tmp=piece.scratch(len(p)))
+
+
+def piece_runs(piece: Piece, strand: str, window: int | None, smoothing: str, clip: bool,
+               stream: SmoothStream | None, block_final: bool):
+    """(runs or None, value dtype, bp of the piece, start of the runs relative to the piece) of one track.
+
+    Exact smoothing streams through the block (``stream``): its output lags the piece by up to w/2 bp.
+    """
+    # Predmoter's smoothed tracks are float64, its +, − and avg tracks float32 (integers print the same)
+    out_dtype = np.float64 if window is not None else np.float32
+    if window is None and piece.exact:  # one C pass: average (if any) and runs together
+        p, m = (piece.plus, piece.minus) if strand == "avg" else (piece.plus if strand == "+" else piece.minus, None)
+        if piece.dirty:
+            p = _unpadded(p)
+            m = _unpadded(m) if m is not None else None
+            if m is not None and len(p) != len(m):
+                raise ChromaflowError(f"plus and minus strands differ in length ({len(p)} vs {len(m)} bp)")
+        else:
+            p = p.reshape(-1)
+            m = m.reshape(-1) if m is not None else None
+        rns = runs_native(p, m)
+        if rns is not None:
+            n = len(p)
+            if not n:
+                return None, out_dtype, 0, 0
+            return rns, out_dtype, n, 0
+    v = track_vector(piece, strand)
+    n = len(v)
+    if window is not None and smoothing == "exact":
+        piece_start = stream.buf_start + len(stream.buf)  # block coordinate of v[0]
+        start, rns = stream.feed_runs(v, block_final)
+        if rns is None:
+            return None, out_dtype, n, 0
+        s, e, vals = rns
+        return (s - start, e - start, vals.astype(out_dtype)), out_dtype, n, start - piece_start
+    if not n:
+        return None, out_dtype, n, 0
+    if window is None:
+        s, e, vals = runs(v)
+    else:
+        s, e, vals = runs(smooth_numpy(v, window, clip))
+    return (s, e, vals.astype(out_dtype)), out_dtype, n, 0
+
+
+def convert(inp: PredictionsInput, tracks: list[Track], *, window: int | None, smoothing: str, clip: bool,
+            pool: ThreadPoolExecutor | None, prog: Progress) -> None:
+    n_block = max(1, BLOCK_BP // inp.L)
+    whole_blocks = window is not None and smoothing == "numpy"  # numpy.convolve needs the block at once
+    reader = ChunkReader(inp, pool, n_block if whole_blocks else min(n_block, PIECE_CHUNKS))
+    try:
+        _convert(inp, reader, tracks, window, smoothing, clip, pool, prog)
+    finally:
+        reader.close()
+
+
+def _convert(inp, reader, tracks, window, smoothing, clip, pool, prog) -> None:
+    n_block = max(1, BLOCK_BP // inp.L)
+    piece_chunks = n_block if (window is not None and smoothing == "numpy") else min(n_block, PIECE_CHUNKS)
+    keys = list(dict.fromkeys((t.channel, t.strand) for t in tracks))
+    streams = {k: SmoothStream(window, clip) for k in keys} if window is not None and smoothing == "exact" else {}
+    need: dict[int, tuple[bool, bool]] = {}
+    for c, s in keys:
+        wp, wm = need.get(c, (False, False))
+        need[c] = (wp or s in ("avg", "+"), wm or s in ("avg", "-"))
+
+    def load(desc):
+        chrom, j, e, _, _ = desc
+        return reader.load(chrom.plus[j:e], chrom.minus[j:e], need)
+
+    def compute(data, key, chrom, block_final):
+        c, strand = key
+        try:
+            return piece_runs(data[c], strand, window, smoothing, clip, streams.get(key), block_final)
+        except ChromaflowError as exc:
+            raise ChromaflowError(f"{inp.path}: seqid {chrom.name!r}: {exc}") from None
+
+    prefetch = ThreadPoolExecutor(1, thread_name_prefix="bigwig-read")
+    it = pieces(inp.chroms, n_block, piece_chunks)
+    nxt = next(it, None)
+    fut = prefetch.submit(load, nxt) if nxt is not None else None
+    cur = None
+    offset = 0
+    try:
+        while nxt is not None:
+            desc = nxt
+            data = fut.result()
+            nxt = next(it, None)
+            fut = prefetch.submit(load, nxt) if nxt is not None else None
+            chrom, j, e, final, block_final = desc
+            if chrom is not cur:
+                if cur is not None:
+                    _check_size(inp.path, cur, offset)
+                cur, offset = chrom, 0
+                for t in tracks:
+                    t.state = TrackState()
+            if pool is not None and len(keys) > 1:
+                futs = [pool.submit(compute, data, k, chrom, block_final) for k in keys]
+                results = dict(zip(keys, (f.result() for f in futs)))
+            else:
+                results = {k: compute(data, k, chrom, block_final) for k in keys}
+            for piece in data.values():  # runs are copies: the chunk buffers go back to the reader
+                piece.release()
+            del data
+            length = None
+            for t in tracks:
+                rns, dtype, n, rel = results[(t.channel, t.strand)]
+                if length is not None and n != length:
+                    raise ChromaflowError(f"{inp.path}: seqid {chrom.name!r}: tracks of one piece differ in length")
+                length = n
+                res = t.state.feed_runs(rns, dtype, offset + rel, final)
+                if res is not None:
+                    t.writer.write(chrom.name, *res)
+            offset += length
+            prog.update(length)
+        if cur is not None:
+            _check_size(inp.path, cur, offset)
+        for c in inp.chroms:  # a seqid without rows (malformed) covers nothing
+            if len(c.plus) == 0:
+                _check_size(inp.path, c, 0)
+    finally:
+        prefetch.shutdown(wait=True, cancel_futures=True)
+
+
+def _check_size(path: str, chrom: Chrom, offset: int) -> None:
+    if offset != chrom.size:
+        raise ChromaflowError(f"{path}: seqid {chrom.name!r}: rows cover {offset} bp but data/start_ends say "
+                              f"{chrom.size} bp")

@@ -1,0 +1,430 @@
+"""Reading a predictions h5 (FORMATS.md §4) for the conversion: validation, chromosome map, chunk reading.
+
+Fast path (Predmoter's layout: chunks (1, L, 1), deflate only, integer dtype): the byte offset of every chunk
+is taken once from HDF5's chunk index (``chunk_iter``), raw chunks are read with ``os.pread`` and inflated
+with libdeflate (the ``deflate`` package; ~5x zlib, GIL released) in a thread pool, straight into small
+integer buffers. Anything else (other chunking or filters, ``--experimental`` BAM means, values beyond
+``EXACT_LIMIT``) goes through h5py and float32, exactly as Predmoter computes it.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..common import ChromaflowError, open_h5_input
+from .tracks import EXACT_LIMIT
+
+
+@dataclass
+class Chrom:
+    name: str
+    size: int
+    plus: np.ndarray  # file rows, ascending genome
+    minus: np.ndarray  # file rows; element k covers the same window as plus[k]
+
+
+def _decode(x) -> str:
+    return bytes(x).decode("ascii", errors="replace")
+
+
+def chromosome_map(seqids: np.ndarray, start_ends: np.ndarray, blacklist: set[str], path: str = "") -> list[Chrom]:
+    """FORMATS §5.2: order of first appearance, size = max of start_ends, + rows in file order, − reversed."""
+    uniq, first, inverse = np.unique(seqids, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rows_by = np.argsort(inverse, kind="stable")  # rows grouped by seqid, file order within a group
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=len(uniq)))])
+    chroms = []
+    for u in order:
+        name = _decode(uniq[u])
+        if name in blacklist:
+            continue
+        rows = rows_by[bounds[u]:bounds[u + 1]]
+        se = start_ends[rows]
+        is_plus = se[:, 0] <= se[:, 1]
+        plus = rows[is_plus]
+        minus = rows[~is_plus][::-1]
+        if len(plus) != len(minus):
+            raise ChromaflowError(f"{path}: data/seqids {name!r}: {len(plus)} plus-strand rows but {len(minus)} "
+                                  "minus-strand rows; not a Helixer-layout predictions file")
+        if int(se.min()) < 0:
+            raise ChromaflowError(f"{path}: data/start_ends of seqid {name!r} holds negative coordinates")
+        chroms.append(Chrom(name=name, size=int(se.max()), plus=plus.astype(np.int64), minus=minus.astype(np.int64)))
+    return chroms
+
+
+class PredictionsInput:
+    """An opened and validated predictions file (or, with ``experimental``, a training-style h5)."""
+
+    def __init__(self, path: str, *, experimental: bool = False, datasets: list[str] | None = None,
+                 blacklist: set[str] | None = None):
+        self.path = path
+        self.experimental = experimental
+        h5 = open_h5_input(path, "predictions file")
+        self.h5 = h5
+        try:
+            self._validate(datasets, blacklist or set())
+        except BaseException:
+            h5.close()
+            raise
+
+    def close(self) -> None:
+        self.h5.close()
+
+    # ------------------------------------------------------------------ validation
+    def _need(self, key: str):
+        if key not in self.h5:
+            kind = "training-style h5 (--experimental)" if self.experimental else "predictions file"
+            raise ChromaflowError(f"{self.path}: not a {kind} (missing {key})")
+        obj = self.h5[key]
+        if not hasattr(obj, "shape"):
+            raise ChromaflowError(f"{self.path}: {key} is a group, expected a dataset")
+        return obj
+
+    def _validate(self, datasets: list[str] | None, blacklist: set[str]) -> None:
+        path = self.path
+        need = ["data/seqids", "data/start_ends"] + ([] if self.experimental else
+                                                      ["prediction/predictions", "prediction/datasets"])
+        missing = [k for k in need if k not in self.h5]
+        if missing:
+            kind = "training-style h5 (--experimental)" if self.experimental else "predictions file"
+            raise ChromaflowError(f"{path}: not a {kind} (missing {', '.join(missing)})")
+        seqids = self._need("data/seqids")
+        start_ends = self._need("data/start_ends")
+        if seqids.ndim != 1 or seqids.dtype.kind != "S":
+            raise ChromaflowError(f"{path}: data/seqids has shape {seqids.shape} and dtype {seqids.dtype}; "
+                                  "expected (N,) fixed-length byte strings")
+        N = seqids.shape[0]
+        if start_ends.ndim != 2 or start_ends.shape[1] != 2 or start_ends.dtype.kind not in "iu":
+            raise ChromaflowError(f"{path}: data/start_ends has shape {start_ends.shape} and dtype "
+                                  f"{start_ends.dtype}; expected (N, 2) integers")
+        if start_ends.shape[0] != N:
+            raise ChromaflowError(f"{path}: data/start_ends has {start_ends.shape[0]} rows but data/seqids {N}")
+        if N == 0:
+            raise ChromaflowError(f"{path}: data/seqids is empty (no sequences to convert)")
+        # ---- datasets
+        if self.experimental:
+            ev = self.h5.get("evaluation")
+            avail = sorted(k[: -len("_coverage")] for k in ev.keys() if k.endswith("_coverage")) \
+                if ev is not None and hasattr(ev, "keys") else []
+            if not avail:
+                raise ChromaflowError(f"{path}: no evaluation/<dataset>_coverage datasets (not a training-style h5)")
+            if not datasets:
+                raise ChromaflowError(f"--experimental needs --datasets (available in {path}: {' '.join(avail)})")
+        else:
+            names = self._need("prediction/datasets")
+            if names.ndim != 1 or names.dtype.kind != "S":
+                raise ChromaflowError(f"{path}: prediction/datasets has shape {names.shape} and dtype "
+                                      f"{names.dtype}; expected (D,) byte strings")
+            avail = [_decode(x) for x in names[()]]
+        self.available = avail
+        chosen = list(datasets) if datasets else list(avail)
+        bad = [d for d in chosen if d not in avail]
+        if bad:
+            key = "evaluation/<ds>_coverage" if self.experimental else "prediction/datasets"
+            raise ChromaflowError(f"{path}: dataset(s) {' '.join(bad)} not in {key} (available: {' '.join(avail)})")
+        if len(set(chosen)) != len(chosen):
+            raise ChromaflowError("--datasets names a dataset twice")
+        self.datasets = chosen
+        # ---- the values
+        if self.experimental:
+            self.dsets = [self.h5[f"evaluation/{d}_coverage"] for d in chosen]
+            for d, ds in zip(chosen, self.dsets):
+                self._check_values(ds, f"evaluation/{d}_coverage", N, None)
+            self.L = int(self.dsets[0].shape[1])
+            for d, ds in zip(chosen, self.dsets):
+                if ds.shape[1] != self.L:
+                    raise ChromaflowError(f"{path}: evaluation/{d}_coverage has L = {ds.shape[1]}, "
+                                          f"evaluation/{chosen[0]}_coverage {self.L}")
+            self.channels = list(range(len(chosen)))
+        else:
+            pred = self.h5["prediction/predictions"]
+            self._check_values(pred, "prediction/predictions", N, len(avail))
+            self.dsets = [pred]
+            self.L = int(pred.shape[1])
+            self.channels = [avail.index(d) for d in chosen]
+        # ---- chromosome map
+        seq = np.asarray(seqids[()])
+        se = np.asarray(start_ends[()], dtype=np.int64)
+        present = {_decode(s) for s in np.unique(seq)}
+        absent = sorted(blacklist - present)
+        if absent:
+            print(f"chromaflow bigwig: WARNING: blacklisted seqid(s) not in {path}: {' '.join(absent)}",
+                  file=sys.stderr)
+        self.chroms = chromosome_map(seq, se, blacklist, path)
+        if not self.chroms:
+            raise ChromaflowError(f"{path}: nothing to convert: every seqid is blacklisted")
+        for c in self.chroms:
+            for rows in (c.plus, c.minus):
+                w = np.abs(se[rows, 1] - se[rows, 0])
+                if len(w) and int(w.max()) > self.L:
+                    r = int(rows[np.argmax(w)])
+                    raise ChromaflowError(f"{path}: data/start_ends row {r} ({c.name}) spans {int(w.max())} bp, "
+                                          f"more than the chunk length L = {self.L}")
+
+    def _check_values(self, ds, key: str, N: int, D: int | None) -> None:
+        path = self.path
+        if ds.ndim != 3:
+            raise ChromaflowError(f"{path}: {key} has shape {ds.shape}; expected 3 dimensions "
+                                  f"({'(N, L, D)' if D is not None else '(N, L, BAMs)'})")
+        if ds.dtype.kind not in "iu":
+            raise ChromaflowError(f"{path}: {key} has dtype {ds.dtype}; expected integers "
+                                  "(Predmoter writes rounded predictions as int64)")
+        if ds.shape[0] != N:
+            raise ChromaflowError(f"{path}: {key} has {ds.shape[0]} rows but data/seqids {N}")
+        if ds.shape[1] < 1 or ds.shape[2] < 1:
+            raise ChromaflowError(f"{path}: {key} has shape {ds.shape}; no values")
+        if D is not None and ds.shape[2] != D:
+            raise ChromaflowError(f"{path}: {key} has {ds.shape[2]} channels but prediction/datasets names {D}")
+
+
+# --------------------------------------------------------------------------------------------------
+# chunk reading
+# --------------------------------------------------------------------------------------------------
+class Piece:
+    """Track inputs of one piece for one channel: plus / minus as (rows, L) arrays in ascending genome order.
+
+    ``dirty``: some value is −1 (padding, to remove). ``exact``: int32 arrays with values in [−1, EXACT_LIMIT),
+    where integer arithmetic equals Predmoter's float32 arithmetic; otherwise float32 arrays computed the way
+    Predmoter computes them.
+    """
+
+    __slots__ = ("plus", "minus", "dirty", "exact", "_buffers", "_owned")
+
+    def __init__(self, plus, minus, dirty, exact, buffers=None):
+        self.plus = plus
+        self.minus = minus
+        self.dirty = dirty
+        self.exact = exact
+        self._buffers = buffers  # the reader's BufferPool for the int32 arrays (None: plain arrays)
+        self._owned = [x for x in (plus, minus) if x is not None] if buffers is not None else []
+
+    def scratch(self, n: int) -> np.ndarray | None:
+        """An int32 array of n elements returned to the pool with the piece (None without a pool)."""
+        if self._buffers is None:
+            return None
+        a = self._buffers.get(n)
+        self._owned.append(a)
+        return a
+
+    def release(self) -> None:
+        if self._buffers is not None:
+            self._buffers.put(self._owned)
+        self._owned = []
+        self.plus = self.minus = None
+
+
+class BufferPool:
+    """Reused int32 buffers of one capacity (the largest piece); smaller requests get a view of one.
+
+    Block-sized numpy arrays (tens to hundreds of MB) would otherwise be fresh memory each time: numpy asks for
+    transparent huge pages, and the kernel's zeroing of those pages cost more CPU than the conversion itself.
+    """
+
+    def __init__(self, capacity: int, keep: int = 12):
+        self.capacity = capacity
+        self.keep = keep
+        self._free: list[np.ndarray] = []
+        self._lock = threading.Lock()
+
+    def get(self, n: int) -> np.ndarray:
+        if n > self.capacity:
+            return np.empty(n, dtype=np.int32)
+        with self._lock:
+            buf = self._free.pop() if self._free else None
+        if buf is None:
+            buf = np.empty(self.capacity, dtype=np.int32)
+        return buf[:n]
+
+    def put(self, arrays) -> None:
+        with self._lock:
+            for a in arrays:
+                base = a if a.base is None else a.base
+                if isinstance(base, np.ndarray) and base.ndim == 1 and base.dtype == np.int32 \
+                        and len(base) == self.capacity and len(self._free) < self.keep:
+                    self._free.append(base)
+
+
+class ChunkReader:
+    def __init__(self, inp: PredictionsInput, pool: ThreadPoolExecutor | None, piece_chunks: int = 1):
+        self.inp = inp
+        self.pool = pool
+        self.L = inp.L
+        self.channels = inp.channels
+        self.fast = False
+        self._fd = None
+        self.buffers = BufferPool(piece_chunks * inp.L)
+        if not inp.experimental and os.environ.get("CHROMAFLOW_BIGWIG_READER") != "h5py":
+            self._setup_fast(inp.dsets[0])
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _setup_fast(self, d) -> None:
+        try:
+            plist = d.id.get_create_plist()
+            filters = [plist.get_filter(i)[0] for i in range(plist.get_nfilters())]
+        except Exception:  # pragma: no cover - exotic h5py builds
+            return
+        if d.chunks != (1, self.L, 1) or filters not in ([1], []) or d.dtype.byteorder == ">":
+            return
+        self.dtype = d.dtype.newbyteorder("<")
+        self.fill = d.fillvalue
+        self.nbytes = self.L * d.dtype.itemsize
+        N, _, D = d.shape
+        self.offset = np.full((N, D), -1, dtype=np.int64)
+        self.size = np.zeros((N, D), dtype=np.int64)
+        self.mask = np.zeros((N, D), dtype=np.int64)
+        try:
+            def visit(ci):
+                r, _, c = ci.chunk_offset
+                self.offset[r, c] = ci.byte_offset
+                self.size[r, c] = ci.size
+                self.mask[r, c] = ci.filter_mask
+
+            d.id.chunk_iter(visit)
+            self._fd = os.open(self.inp.path, os.O_RDONLY)
+            # the addresses are file offsets for a file without a user block: check one chunk against HDF5
+            r, c = np.argwhere(self.offset >= 0)[0] if (self.offset >= 0).any() else (None, None)
+            if r is not None:
+                _, raw = d.id.read_direct_chunk((int(r), 0, int(c)))
+                if os.pread(self._fd, int(self.size[r, c]), int(self.offset[r, c])) != bytes(raw):
+                    raise ValueError("chunk address mismatch")
+            self._direct = None
+        except Exception:  # old h5py (no chunk_iter), user block, ...: HDF5 reads each raw chunk
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            self._direct = d.id
+        self.filtered = filters == [1]
+        self.fast = True
+
+    def _raw(self, row: int, ch: int):
+        """(bytes, filter mask) of one chunk, or None if it was never written (fill value)."""
+        if self._direct is not None:
+            try:
+                mask, raw = self._direct.read_direct_chunk((row, 0, ch))
+            except Exception:
+                return None
+            return raw, mask
+        off = int(self.offset[row, ch])
+        if off < 0:
+            return None
+        return os.pread(self._fd, int(self.size[row, ch]), off), int(self.mask[row, ch])
+
+    # ------------------------------------------------------------------ pieces
+    def load(self, plus_rows: np.ndarray, minus_rows: np.ndarray, need: dict[int, tuple[bool, bool]]) -> dict[int, Piece]:
+        """Pieces for the channels in ``need`` ({channel index: (plus wanted, minus wanted)})."""
+        if self.fast:
+            out = self._load_fast(plus_rows, minus_rows, need)
+            if out is not None:
+                return out
+        return self._load_h5py(plus_rows, minus_rows, need)
+
+    def _load_fast(self, plus_rows, minus_rows, need):
+        m = len(plus_rows)
+        L = self.L
+        bufs = {}
+        jobs = []
+        for c, (wp, wm) in need.items():
+            ch = self.channels[c]
+            P = self.buffers.get(m * L).reshape(m, L) if wp else None
+            M = self.buffers.get(m * L).reshape(m, L) if wm else None
+            bufs[c] = (P, M)
+            for i in range(m):
+                if wp:
+                    jobs.append((c, P, i, int(plus_rows[i]), ch, False))
+                if wm:
+                    jobs.append((c, M, i, int(minus_rows[i]), ch, True))
+        dtype = self.dtype
+        nbytes = self.nbytes
+        filtered = self.filtered
+        inflate = _inflater(nbytes, self.inp.path)
+        fill = self.fill
+
+        def work(batch):
+            """Inflate and store a batch of chunks; (ok, channels holding padding)."""
+            padded = set()
+            for c, dst, i, row, ch, rev in batch:
+                got = self._raw(row, ch)
+                if got is None:
+                    a = np.full(L, fill, dtype=dtype)
+                else:
+                    raw, mask = got
+                    data = raw if (not filtered or mask & 1) else inflate(raw, row, ch)
+                    if len(data) != nbytes:
+                        raise ChromaflowError(f"{self.inp.path}: prediction/predictions row {row}: chunk holds "
+                                              f"{len(data)} bytes, expected {nbytes}")
+                    a = np.frombuffer(data, dtype=dtype)
+                # one OR pass proves 0 <= values < EXACT_LIMIT (a negative value sets the sign bit)
+                if not 0 <= int(np.bitwise_or.reduce(a)) < EXACT_LIMIT:
+                    if int(a.min()) < -1 or int(a.max()) >= EXACT_LIMIT:
+                        return False, padded  # caller falls back to the float32 path
+                    padded.add(c)  # -1: padding (removed later)
+                dst[i] = a[::-1] if rev else a
+            return True, padded
+
+        step = max(1, min(16, len(jobs) // (4 * (self.pool._max_workers if self.pool else 1)) or 1))
+        batches = [jobs[k:k + step] for k in range(0, len(jobs), step)]
+        if self.pool is not None and len(batches) > 1:
+            res = list(self.pool.map(work, batches))
+        else:
+            res = [work(b) for b in batches]
+        if not all(ok for ok, _ in res):  # values outside [-1, EXACT_LIMIT): Predmoter's float32 arithmetic
+            self.buffers.put([X for P, M in bufs.values() for X in (P, M) if X is not None])
+            return None
+        padded = set().union(*(p for _, p in res))
+        return {c: Piece(P, M, c in padded, True, self.buffers) for c, (P, M) in bufs.items()}
+
+    def _load_h5py(self, plus_rows, minus_rows, need):
+        """Generic path: h5py reads, float32 values exactly as Predmoter computes them (FORMATS §5.3)."""
+        out = {}
+        for c, (wp, wm) in need.items():
+            P = self._read_rows(c, plus_rows) if wp else None
+            M = self._read_rows(c, minus_rows)[:, ::-1] if wm else None
+            dirty = any(X is not None and bool((X < 0).any()) for X in (P, M))
+            out[c] = Piece(P, M, dirty, False)
+        return out
+
+    def _read_rows(self, c: int, rows: np.ndarray) -> np.ndarray:
+        srt = np.sort(rows)
+        inv = np.argsort(np.argsort(rows))
+        m = len(rows)
+        sel = slice(int(srt[0]), int(srt[-1]) + 1) if m and srt[-1] - srt[0] + 1 == m else srt
+        if self.inp.experimental:
+            a = np.asarray(self.inp.dsets[c][sel]).astype(np.float32)
+            return np.rint(a.mean(axis=-1, dtype=np.float32))[inv]
+        a = np.asarray(self.inp.dsets[0][sel, :, self.channels[c]])
+        return a.astype(np.float32)[inv]
+
+
+def _inflater(nbytes: int, path: str):
+    """zlib-format inflate of one chunk: libdeflate (``deflate`` package) or zlib (CHROMAFLOW_LIBDEFLATE=0)."""
+    use_libdeflate = os.environ.get("CHROMAFLOW_LIBDEFLATE", "1") != "0"
+    if use_libdeflate:
+        try:
+            import deflate
+        except ImportError:  # pragma: no cover - pinned dependency
+            use_libdeflate = False
+    if use_libdeflate:
+        def inflate(raw, row, ch):
+            try:
+                return deflate.zlib_decompress(raw, nbytes)
+            except Exception as exc:  # corrupt or wrong size: zlib's message is clearer
+                return _zlib_inflate(raw, row, ch, path)
+        return inflate
+    return lambda raw, row, ch: _zlib_inflate(raw, row, ch, path)
+
+
+def _zlib_inflate(raw, row, ch, path):
+    try:
+        return zlib.decompress(raw)
+    except zlib.error as exc:
+        raise ChromaflowError(f"{path}: prediction/predictions row {row} channel {ch}: corrupt chunk ({exc})") from None

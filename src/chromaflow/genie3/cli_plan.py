@@ -1,0 +1,50 @@
+"""``chromaflow genie3-plan``: how many target chunks one expression matrix needs.
+
+The pipeline splits GENIE3 into tasks of ``--chunk-size`` target genes. The number of genes is counted
+here, by the same reader ``chromaflow genie3`` uses (:func:`chromaflow.genie3.io.read_expression`: TSV or
+CSV, optionally gzip, both layouts), so the plan and the GENIE3 tasks can never disagree, and a bad matrix
+stops the run with the reader's one-line error before any GENIE3 task starts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+from ..common import ChromaflowError, part_bounds, write_json_atomic
+from . import io as gio
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--expression", required=True, help="expression matrix, TSV or CSV (optionally .gz)")
+    p.add_argument("--layout", required=True, choices=gio.LAYOUTS,
+                   help="orientation of the matrix: genes-x-samples or samples-x-genes")
+    p.add_argument("--regulators", help="candidate regulators file: checked against the matrix's genes")
+    p.add_argument("--chunk-size", type=int, default=500, metavar="N",
+                   help="target genes per GENIE3 task (default 500)")
+    p.add_argument("--out", help="write the plan JSON here (default: print it on stdout)")
+
+
+def plan(genes: int, chunk_size: int) -> dict:
+    """Chunk count and the [start, end) target range of each chunk (``genie3 --targets-chunk i/n``)."""
+    chunks = max(1, math.ceil(genes / chunk_size))
+    return {"genes": genes, "chunk_size": chunk_size, "chunks": chunks,
+            "ranges": [list(part_bounds(i, chunks, genes)) for i in range(1, chunks + 1)]}
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.chunk_size < 1:
+        raise ChromaflowError(f"--chunk-size must be >= 1 (got {args.chunk_size})")
+    expr = gio.read_expression(args.expression, args.layout)
+    regulators = None
+    if args.regulators:
+        regulators = len(gio.read_regulators(args.regulators, expr))
+    result = {"expression": str(args.expression), "layout": args.layout, "samples": int(expr.n_samples),
+              "regulators": regulators, **plan(int(expr.n_genes), args.chunk_size)}
+    if args.out:
+        write_json_atomic(args.out, result)
+    else:
+        json.dump(result, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+    return 0

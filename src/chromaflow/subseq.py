@@ -1,0 +1,264 @@
+"""Cutting FASTA records into Helixer subsequences (FORMATS.md §1.5): the one implementation shared by
+``chromaflow fasta2h5`` and ``chromaflow predict --fasta``.
+
+For a record of length n and chunk length L, k = ceil(n / L): the k plus rows cover [i·L, min((i+1)·L, n)) in
+ascending order, then the k minus rows cover the same intervals in descending order, each the reverse complement of
+its plus row. Padding (byte 0 = :data:`PAD`) is always at the end of a row. Plus rows store start_ends
+``[start, end]``, minus rows ``[end, start]``.
+
+Rows are handled as **uint8 base codes** (1 byte per base): the FASTA bytes themselves (any case, IUPAC), padding
+0. A minus row is held as the *reversed, not complemented* bytes plus its strand; complementing is a column
+reversal of the one-hot encoding (C,A,T,G → G,T,A,C), done by whoever encodes (fasta2h5's reverse-complement
+lookup tables, the predict engine's second lookup table). :data:`COMPLEMENT` maps a byte to its complement byte for
+consumers that want complemented bytes.
+
+:func:`cut` turns the streaming pieces of :class:`chromaflow.fasta.FastaReader` into :class:`Job` s (consecutive
+rows of one strand of one record, in file row order) and :class:`RecordEnd` markers, holding only the current
+record in memory.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+from typing import Iterable, Iterator, NamedTuple
+
+import numpy as np
+
+from .common import ChromaflowError
+
+DEFAULT_L = 21384
+PAD = 0  # byte used for padding positions: encodes to all-zero columns
+MAX_SPECIES_BYTES = 25
+
+#: byte -> complement byte (IUPAC, both cases; padding and anything else unchanged)
+COMPLEMENT = np.arange(256, dtype=np.uint8)
+for _a, _b in zip(b"ACGTRYKMBDHVSWN", b"TGCAYRMKVHDBSWN"):
+    COMPLEMENT[_a] = _b
+    COMPLEMENT[ord(chr(_a).lower())] = ord(chr(_b).lower())
+
+
+def n_chunks(n: int, L: int) -> int:
+    """Rows per strand of a record of n bases: ceil(n / L)."""
+    return -(-n // L)
+
+
+def start_ends(n: int, L: int) -> np.ndarray:
+    """(2k, 2) int64 start_ends of one record: k plus rows ``[start, end]`` then k minus rows ``[end, start]``."""
+    k = n_chunks(n, L)
+    starts = np.arange(k, dtype=np.int64) * L
+    ends = np.minimum(starts + L, n)
+    se = np.empty((2 * k, 2), dtype=np.int64)
+    se[:k, 0], se[:k, 1] = starts, ends
+    se[k:, 0], se[k:, 1] = ends[::-1], starts[::-1]
+    return se
+
+
+def check_species(species: str, option: str = "--species") -> bytes:
+    """The species as stored (ASCII, 1..25 bytes, S25) or a one-line error."""
+    if not species or not species.isascii():
+        raise ChromaflowError(f"{option} {species!r}: must be a non-empty ASCII string")
+    sp = species.encode("ascii")
+    if len(sp) > MAX_SPECIES_BYTES:
+        raise ChromaflowError(f"{option} {species!r} is {len(sp)} bytes long; the Helixer layout stores at most"
+                              f" {MAX_SPECIES_BYTES} (S25)")
+    return sp
+
+
+def check_length(L: int, option: str = "--subsequence-length") -> int:
+    if L < 1:
+        raise ChromaflowError(f"{option} must be >= 1, got {L}")
+    return int(L)
+
+
+def chunk_codes(seq: np.ndarray, base: int, n: int, L: int, k: int, strand: int, j0: int, j1: int) -> np.ndarray:
+    """Bytes of rows j0..j1-1 of one strand of a record, as a (j1-j0, L) uint8 array incl. padding.
+
+    ``seq`` holds the record's bases from genomic position ``base`` on (a segment of the record).
+    Plus row j covers [j·L, min((j+1)·L, n)); minus row j is plus chunk k-1-j, reversed (not complemented).
+    Only one row per strand can be short: the last plus row and the first minus row, each padded at its end.
+    Full plus rows are returned as a view of ``seq`` (no copy).
+    """
+    G = j1 - j0
+    r = n - (k - 1) * L  # length of the short chunk, 1..L
+    if strand > 0:
+        sub = seq[j0 * L - base:min(j1 * L, n) - base]
+        if sub.size == G * L:
+            return sub.reshape(G, L)
+        codes = np.full(G * L, PAD, dtype=np.uint8)
+        codes[:sub.size] = sub
+        return codes.reshape(G, L)
+    lo = (k - j1) * L - base
+    hi = min((k - j0) * L, n) - base
+    rev = seq[lo:hi][::-1]
+    if j0 == 0 and r < L:
+        codes = np.full(G * L, PAD, dtype=np.uint8)
+        codes[:r] = rev[:r]
+        codes[L:] = rev[r:]
+        return codes.reshape(G, L)
+    return np.ascontiguousarray(rev).reshape(G, L)
+
+
+def rows_into(out: np.ndarray, seq: np.ndarray, base: int, n: int, L: int, k: int, strand: int, j0: int,
+              j1: int) -> None:
+    """Write rows j0..j1-1 (as :func:`chunk_codes`) into ``out`` ((j1-j0, L) uint8) with one copy, no temporaries."""
+    G = j1 - j0
+    flat = out.reshape(G * L)
+    if strand > 0:
+        sub = seq[j0 * L - base:min(j1 * L, n) - base]
+        flat[:sub.size] = sub
+        if sub.size < G * L:
+            flat[sub.size:] = PAD
+        return
+    lo = (k - j1) * L - base
+    hi = min((k - j0) * L, n) - base
+    rev = seq[lo:hi][::-1]
+    r = n - (k - 1) * L
+    if j0 == 0 and r < L:
+        flat[:r] = rev[:r]
+        flat[r:L] = PAD
+        flat[L:] = rev[r:]
+    else:
+        flat[:] = rev
+
+
+class Job(NamedTuple):
+    """Rows j0..j1-1 of one strand (+1 / -1) of record ``seqid``; ``seq`` holds its bases from ``base`` on."""
+
+    seqid: str
+    seq: np.ndarray
+    base: int
+    n: int  # bases of the record known so far (exact for these rows)
+    k: int  # rows per strand implied by n (exact for these rows)
+    strand: int
+    j0: int
+    j1: int
+
+
+class RecordEnd(NamedTuple):
+    """All 2k rows of record ``seqid`` (n bases) have been yielded as jobs."""
+
+    seqid: str
+    n: int
+    k: int
+
+
+def cut(pieces: Iterable, L: int, segment_rows: int) -> Iterator[Job | RecordEnd]:
+    """Jobs for every row of every record, in file row order, from FastaReader pieces.
+
+    A record's bases are cut into segments of multiples of L (about ``segment_rows`` rows each); plus-strand jobs
+    are yielded as soon as a segment is complete (only full chunks before the record's end), the minus strand once
+    the record length n (hence the chunk boundaries) is known. ``segment_rows`` never changes the rows, only how
+    they are grouped into jobs.
+    """
+    seg_bp = max(1, segment_rows) * L
+    segs: list[tuple[int, np.ndarray]] = []  # (genomic start, bases) of the current record
+    parts: list[bytes] = []
+    plen = 0
+    base = 0
+    for piece in pieces:
+        if piece.seq:
+            parts.append(piece.seq)
+            plen += len(piece.seq)
+        if not piece.last and plen < seg_bp:
+            continue
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        cut_at = plen if piece.last else (plen // L) * L
+        seg = np.frombuffer(data, dtype=np.uint8, count=cut_at)
+        parts = [data[cut_at:]] if cut_at < plen else []
+        plen -= cut_at
+        n = base + cut_at
+        # not last: only full chunks so far, so k and n are exact for these rows
+        k = n_chunks(n, L) if piece.last else n // L
+        yield Job(piece.seqid, seg, base, n, k, 1, base // L, n_chunks(base + cut_at, L))
+        segs.append((base, seg))
+        base += cut_at
+        if not piece.last:
+            continue
+        for sbase, sseq in reversed(segs):
+            i0, i1 = sbase // L, n_chunks(sbase + sseq.size, L)
+            yield Job(piece.seqid, sseq, sbase, n, k, -1, k - i1, k - i0)
+        yield RecordEnd(piece.seqid, n, k)
+        segs, parts, plen, base = [], [], 0, 0
+
+
+# --------------------------------------------------------------------------------------------------
+# layout of a whole FASTA (for sharding the FASTA route and for the pipeline's shard count)
+# --------------------------------------------------------------------------------------------------
+class Layout(NamedTuple):
+    records: list[tuple[str, int]]  # (seqid, bases)
+    L: int
+    species: bytes
+
+    @property
+    def n_rows(self) -> int:
+        return sum(2 * n_chunks(n, self.L) for _, n in self.records)
+
+    @property
+    def bp(self) -> int:
+        return sum(n for _, n in self.records)
+
+    def seqids(self) -> np.ndarray:
+        return np.repeat(np.array([s.encode("ascii") for s, _ in self.records], dtype="S50"),
+                         [2 * n_chunks(n, self.L) for _, n in self.records])
+
+    def start_ends(self) -> np.ndarray:
+        if not self.records:
+            return np.zeros((0, 2), dtype=np.int64)
+        return np.concatenate([start_ends(n, self.L) for _, n in self.records])
+
+    def fingerprint(self) -> str:
+        """The same SHA-256 as ``predict``'s input fingerprint of the fasta2h5 file of this FASTA."""
+        return input_fingerprint(self.n_rows, self.L, self.seqids(), self.start_ends(), self.species)
+
+
+def input_fingerprint(n: int, length: int, seqids: np.ndarray, start_ends_: np.ndarray, species0: bytes) -> str:
+    """SHA-256 over N, L, seqids (S50), start_ends (<i8) and species[0]: identifies the rows of an input."""
+    h = hashlib.sha256()
+    h.update(f"{n}:{length}:".encode())
+    h.update(np.asarray(seqids, dtype="S50").tobytes())
+    h.update(np.asarray(start_ends_, dtype="<i8").tobytes())
+    h.update(species0)
+    return h.hexdigest()
+
+
+def scan_layout(fasta: str, L: int, species: bytes = b"") -> Layout:
+    """Record ids and lengths of ``fasta`` (one validating pass of the reader, nothing kept but lengths)."""
+    from .fasta import FastaReader
+
+    records: list[tuple[str, int]] = []
+    n = 0
+    for piece in FastaReader(fasta).pieces():
+        n += len(piece.seq)
+        if piece.last:
+            records.append((piece.seqid, n))
+            n = 0
+    return Layout(records, L, species)
+
+
+# --------------------------------------------------------------------------------------------------
+# CLI: chromaflow fasta-layout (rows of a FASTA without writing anything; the pipeline's shard count)
+# --------------------------------------------------------------------------------------------------
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fasta", required=True, help="input FASTA (plain, gzip or bgzip; detected by content)")
+    p.add_argument("--subsequence-length", type=int, default=DEFAULT_L, metavar="L",
+                   help=f"chunk length L (default {DEFAULT_L})")
+    p.add_argument("--out", default=None, help="write the JSON here (default: stdout)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    import os
+
+    from .common import write_json_atomic
+
+    L = check_length(args.subsequence_length)
+    if not os.path.exists(args.fasta) or os.path.isdir(args.fasta):
+        raise ChromaflowError(f"{args.fasta}: no such file")
+    lay = scan_layout(args.fasta, L)
+    obj = {"fasta": args.fasta, "subsequence_length": L, "records": len(lay.records), "bp": lay.bp,
+           "subsequences": lay.n_rows}
+    if args.out:
+        write_json_atomic(args.out, obj)
+    else:
+        print(json.dumps(obj, sort_keys=True))
+    return 0
