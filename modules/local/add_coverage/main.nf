@@ -28,6 +28,7 @@ process ADD_COVERAGE {
     def readList  = reads instanceof List ? reads : [reads]
     def indexList = indexes instanceof List ? indexes : (indexes ? [indexes] : [])
     def strand = [unstranded: '--unstranded', first: '--first-read-is-sense-strand', second: '--second-read-is-sense-strand']
+    // one command per dataset; joined with the script's own indentation so that the heredoc below stays intact
     def cmds = []
     int r = 0
     int x = 0
@@ -39,11 +40,11 @@ process ADD_COVERAGE {
             src += " --bam-index ${indexList[x..<(x + s.n)].join(' ')}"
             x += s.n
         }
-        def target = k == 0 ? "--h5 ${h5} --out ${prefix}.h5" : "--h5 ${prefix}.h5"
+        def target = k == 0 ? "--h5 ${h5} --out ${prefix}.h5 --force" : "--h5 ${prefix}.h5"
         cmds << "chromaflow add-coverage ${target} --prefix ${s.dataset} ${src} ${strand[s.library]}${s.shift ? ' --shift' : ''} --threads ${task.cpus} --metrics ${prefix}.${s.dataset}.add_coverage.metrics.json ${args}"
     }
     """
-    ${cmds.join(' \n')}
+    ${cmds.join('\n    ')}
 
     cat <<-END_VERSIONS >| versions.yml
     "${task.process}":
