@@ -2,7 +2,7 @@
 
 ``nextflow run main.nf -profile test --mode train`` reads assets/train_test/sheet.csv (2 training and 1 validation
 assembly; BAM replicates, a bigWig, shifted ATAC reads), runs FASTA2H5 → ADD_COVERAGE → TRAIN → EVALUATE →
-BENCHMARK → MULTIQC, and must give what the same commands give when run directly, a checkpoint our safe loader
+(--train_predict) PREDICT → BIGWIG of the val assembly with the new model → BENCHMARK → MULTIQC, and must give what the same commands give when run directly, a checkpoint our safe loader
 reads, and an evaluation equal to the training run's own validation of the best epoch.
 """
 from __future__ import annotations
@@ -39,7 +39,7 @@ def read_tsv(path: Path) -> list[dict]:
 def train_run(tmp_path_factory, nextflow_bin):
     work = tmp_path_factory.mktemp("train_mode")
     outdir = work / "results"
-    res = run_nextflow(["-profile", "test", "--mode", "train", "--outdir", str(outdir)], cwd=work)
+    res = run_nextflow(["-profile", "test", "--mode", "train", "--train_predict", "--outdir", str(outdir)], cwd=work)
     return work, outdir, res
 
 
@@ -48,10 +48,11 @@ def test_train_mode_runs_every_stage_once(train_run):
     assert "(--mode train): training 'model' on 3 assemblies" in res.stdout
     assert "chromaflow: done" in res.stdout
     done = [r["process"].split(":")[-1] for r in read_trace(outdir) if r["status"] == "COMPLETED"]
-    assert sorted(done) == sorted(["FASTA2H5"] * 3 + ["ADD_COVERAGE"] * 3 + ["TRAIN", "EVALUATE", "BENCHMARK", "MULTIQC"])
+    assert sorted(done) == sorted(["FASTA2H5"] * 3 + ["ADD_COVERAGE"] * 3 + ["TRAIN", "EVALUATE", "PREDICT", "BIGWIG",
+                                                                           "BENCHMARK", "MULTIQC"])
     versions = (outdir / "pipeline_info" / "software_versions.yml").read_text()
     assert sorted(re.findall(r'^"TRAIN_MODEL:(\w+)":$', versions, re.M)) == sorted(
-        ["FASTA2H5", "ADD_COVERAGE", "TRAIN", "EVALUATE", "BENCHMARK", "MULTIQC"])
+        ["FASTA2H5", "ADD_COVERAGE", "TRAIN", "EVALUATE", "PREDICT", "BIGWIG", "BENCHMARK", "MULTIQC"])
     assert re.search(r"^    lightning: \d", versions, re.M) and re.search(r"^    pysam: \d", versions, re.M)
 
 
@@ -139,16 +140,32 @@ def test_benchmark_report_has_the_train_mode_stages(train_run):
     _, outdir, _ = train_run
     rows = read_tsv(outdir / "benchmark" / "benchmark.tsv")
     stages = sorted({r["stage"] for r in rows})
-    assert {"fasta2h5", "add_coverage", "train", "evaluate"} <= set(stages), stages
+    assert {"fasta2h5", "add_coverage", "train", "evaluate", "predict", "bigwig"} <= set(stages), stages
     train = [r for r in rows if r["stage"] == "train"]
     assert len(train) == 1 and float(train[0]["wall_s"]) > 0
     # every task is matched with its trace row (process + tag); add_coverage has one row per dataset
     assert sorted((r["stage"], r["assembly"]) for r in rows if r["stage"] != "fasta2h5") == sorted(
         [("add_coverage", a) for a in ("trainA", "trainB", "valA") for _ in DATASETS]
-        + [("train", "model"), ("evaluate", "model")])
+        + [("train", "model"), ("evaluate", "model"), ("predict", "valA"), ("bigwig", "valA")])
     for r in rows:
         assert r["trace_realtime_s"] and float(r["trace_realtime_s"]) >= 0, r
     assert (outdir / "multiqc" / "multiqc_report.html").stat().st_size > 0
+
+
+def test_train_predict_uses_the_new_model_on_the_val_assembly(train_run, tmp_path):
+    """--train_predict: the val assembly's predictions equal chromaflow predict with the published best.ckpt."""
+    _, outdir, _ = train_run
+    got = outdir / "valA" / "predictions" / "valA_predictions.h5"
+    want = tmp_path / "want.h5"
+    cli("predict", "--h5", str(outdir / "valA" / "h5" / "valA.coverage.h5"), "--model",
+        str(outdir / "model" / "model" / "best.ckpt"), "--out", str(want), "--device", "cpu")
+    with h5py.File(got) as a, h5py.File(want) as b:
+        x, y = a["prediction/predictions"][:], b["prediction/predictions"][:]
+        assert x.shape == y.shape and x.shape[-1] == len(DATASETS)
+        np.testing.assert_array_equal(x, y)
+    assert not (outdir / "trainA" / "predictions").exists()     # training assemblies are not predicted
+    tracks = sorted(p.name for p in (outdir / "valA" / "tracks").iterdir())
+    assert any(n.endswith(".bw") and "atacseq" in n for n in tracks) and any("h3k4me3" in n for n in tracks), tracks
 
 
 @pytest.mark.parametrize("line, message", [

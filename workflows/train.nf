@@ -41,10 +41,9 @@ def parseTrainSheet(sheetPath) {
     if (sheet.isDirectory()) sheetError("train sheet ${name}: is a directory, expected a CSV file")
     def text = new String(java.nio.file.Files.readAllBytes(sheet), 'UTF-8')
     if (text.startsWith('\uFEFF')) text = text.substring(1)
-    def lines = text.split(/\r?\n|\r/, -1) as List
-    while (lines && lines[-1].trim() == '') {
-        lines.remove(lines.size() - 1)
-    }
+    def all = text.split(/\r?\n|\r/, -1) as List
+    def last = all.findLastIndexOf { it.trim() != '' }
+    def lines = last < 0 ? [] : all[0..last]   // trailing empty lines dropped
     if (!lines) sheetError("train sheet ${name}: file is empty (expected a header line '${trainSheetColumns().join(',')}')")
     def header = splitCsvLine(lines[0], "train sheet ${name} line 1").collect { it.toLowerCase() }
     def missing = ['id', 'split', 'fasta', 'dataset', 'file'].findAll { !(it in header) }
