@@ -126,9 +126,10 @@ def parseTrainSheet(sheetPath) {
     return rows
 }
 
-def annotateTrainMetrics(meta, json) {
+def annotateTrainMetrics(meta, json, extra = [:]) {
     def m = new groovy.json.JsonSlurper().parse(json.toFile())
     m.assembly = meta.id
+    extra.each { k, v -> m[k] = v }
     m.remove('epochs')   // per-epoch detail stays in the TRAIN metrics file; the report wants one line per task
     return groovy.json.JsonOutput.toJson(m)
 }
@@ -171,7 +172,7 @@ workflow TRAIN_MODEL {
             .map { meta, h5 -> [[id: meta.id, species: meta.species, shard: 1, shards: 1], h5] }
         PREDICT(ch_pred_in, ch_model)
         ch_versions = ch_versions.mix(PREDICT.out.versions)
-        ch_metrics  = ch_metrics.mix(PREDICT.out.metrics.map { meta, j -> annotateTrainMetrics(meta, j) })
+        ch_metrics  = ch_metrics.mix(PREDICT.out.metrics.map { meta, j -> annotateTrainMetrics(meta, j, [shard: meta.shard, shards: meta.shards]) })
         if (!params.skip_tracks) {
             ch_blacklist = params.track_blacklist ? Channel.value(file(params.track_blacklist, checkIfExists: true)) : Channel.value([])
             BIGWIG(PREDICT.out.predictions.map { meta, p -> [meta.subMap(['id', 'species']), p] }, ch_blacklist)
