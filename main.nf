@@ -5,6 +5,7 @@
  *
  *   nextflow run main.nf -profile test --outdir out                 # embedded test data
  *   nextflow run main.nf -profile slurm_gpu --input sheet.csv --model model.ckpt --outdir results
+ *   nextflow run main.nf -profile test --mode train --outdir out    # train a tiny model (docs/training.md)
  *
  * See README.md and docs/usage.md. Every parameter rule is in nextflow_schema.json.
  */
@@ -17,6 +18,8 @@ include { paramsHelp         } from './subworkflows/local/utils_chromaflow'
 include { samplesheetParam   } from './subworkflows/local/utils_chromaflow'
 include { samplesheetOptions } from './subworkflows/local/utils_chromaflow'
 include { PIPELINE_COMPLETION } from './subworkflows/local/utils_chromaflow'
+include { TRAIN_MODEL        } from './workflows/train'
+include { parseTrainSheet    } from './workflows/train'
 
 workflow {
     def schema = "${projectDir}/nextflow_schema.json"
@@ -26,13 +29,22 @@ workflow {
     }
     validateParameters(schema)
 
+    // --mode train reads its own sheet (assemblies + reads per dataset and split; docs/training.md)
+    if (params.mode == 'train') {
+        def trainRows = parseTrainSheet(params.train_sheet)
+        log.info("chromaflow ${workflow.manifest.version} (--mode train): training '${params.train_name}' on ${trainRows.size()} assembl${trainRows.size() == 1 ? 'y' : 'ies'} from ${params.train_sheet} → ${params.outdir}")
+        TRAIN_MODEL(trainRows)
+        PIPELINE_COMPLETION(params.outdir)
+        return
+    }
+
     def sheet = samplesheetParam()
     def rows = parseSamplesheet(sheet, samplesheetOptions(schema))
     log.info("chromaflow ${workflow.manifest.version} (--mode ${params.mode}): ${rows.size()} assembl${rows.size() == 1 ? 'y' : 'ies'} from ${sheet} → ${params.outdir}")
     // optional files are [] in channels (the nf-core convention for an absent path input)
     def ch_samplesheet = Channel.fromList(rows.collect { r -> [r[0], r[1], r[2] ?: [], r[3] ?: []] })
 
-    // --mode selects the workflow; every mode reads the same samplesheet (the schema lists the modes)
+    // the other modes read the samplesheet (the schema lists the modes)
     if (params.mode == 'predict') {
         CHROMAFLOW(ch_samplesheet)
     }

@@ -21,6 +21,7 @@ from pipeline_utils import ROOT, run_nextflow
 pytestmark = pytest.mark.pipeline
 
 SHEET = str(ROOT / "assets" / "test" / "samplesheet.csv")
+TRAIN_SHEET = str(ROOT / "assets" / "train_test" / "sheet.csv")
 BASE = {"outdir": "out", "input": SHEET, "test_model": True}
 
 
@@ -74,6 +75,14 @@ CASES: dict[str, tuple[dict, list[str], list[str]]] = {
     "blacklist_not_found": ({"track_blacklist": "/nonexistent/bl.txt"}, ["--track_blacklist: file not found: /nonexistent/bl.txt"], []),
     "blacklist_is_a_directory": ({"track_blacklist": str(ROOT / "assets")},
                                  [f"--track_blacklist: is a directory, expected a file: {ROOT / 'assets'}"], []),
+    "train_mode_needs_no_input": ({"mode": "train", "input": None, "test_model": False, "train_sheet": TRAIN_SHEET}, [], []),
+    "train_mode_needs_train_sheet": ({"mode": "train", "test_model": False},
+                                     ["--train_sheet is required with --mode train: a CSV with columns id,split,fasta,"
+                                      "species,dataset,file,library,shift (see docs/training.md)"], []),
+    "train_sheet_not_found": ({"mode": "train", "train_sheet": "/nonexistent/train.csv"},
+                              ["--train_sheet: file not found: /nonexistent/train.csv"], []),
+    "train_init_not_found": ({"mode": "train", "train_sheet": TRAIN_SHEET, "train_init": "/nonexistent/m.ckpt"},
+                             ["--train_init: file not found: /nonexistent/m.ckpt"], []),
     "unknown_parameter_warns": ({"skip_predicts": True}, [], ["unknown parameter --skip_predicts (not in "
                                                               "nextflow_schema.json; ignored)"]),
     "kebab_and_camel_spellings_are_known": ({"skip-predict": False, "skipPredict": False}, [], []),
@@ -84,7 +93,7 @@ CASES: dict[str, tuple[dict, list[str], list[str]]] = {
 
 # pattern rule: a value each patterned parameter must refuse (the test below checks every pattern is listed)
 PATTERN_BAD = {"input": "sheet.tsv", "genomes": "sheet.tsv", "predict_shards": "many",
-               "genie3_max_features": "lots", "trace_report_suffix": "a/b"}
+               "genie3_max_features": "lots", "trace_report_suffix": "a/b", "train_sheet": "sheet.tsv"}
 
 
 def _order(name: str) -> int:
@@ -98,6 +107,8 @@ def _generated() -> None:
             CASES[f"enum_{name}"] = ({name: "nope"}, [f"--{name} must be one of {', '.join(map(str, spec['enum']))} (got 'nope')"], [])
             for ok in spec["enum"]:
                 extra = {"test_model": False, "skip_predict": True} if name == "mode" else {}
+                if name == "mode" and ok == "train":
+                    extra["train_sheet"] = TRAIN_SHEET
                 CASES[f"enum_{name}_{ok}"] = ({name: ok, **extra}, [], [])
         if "minimum" in spec:
             lo = spec["minimum"]

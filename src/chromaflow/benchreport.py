@@ -240,8 +240,10 @@ STRANDS = {"predict": 2}
 
 #: metrics ``stage`` -> Nextflow process name
 STAGE_PROCESS = {"fasta2h5": "FASTA2H5", "predict": "PREDICT", "predict-merge": "PREDICT_MERGE",
-                 "bigwig": "BIGWIG", "genie3": "GENIE3", "genie3-merge": "GENIE3_MERGE"}
-STAGE_ORDER = ["fasta2h5", "predict", "predict-merge", "bigwig", "genie3", "genie3-merge"]
+                 "bigwig": "BIGWIG", "genie3": "GENIE3", "genie3-merge": "GENIE3_MERGE",
+                 "add_coverage": "ADD_COVERAGE", "train": "TRAIN", "evaluate": "EVALUATE"}
+STAGE_ORDER = ["fasta2h5", "add_coverage", "train", "evaluate", "predict", "predict-merge", "bigwig", "genie3",
+               "genie3-merge"]
 
 
 def _trace_key(row: dict) -> tuple[str, str] | None:

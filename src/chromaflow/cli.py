@@ -29,6 +29,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("chromaflow.bench", "sweep settings on this machine (batch size, workers, threads) and print the best"),
     "benchmark-report": ("chromaflow.benchreport", "collect metrics JSONs + Nextflow trace into the benchmark report"),
     "fasta-layout": ("chromaflow.subseq", "rows (subsequences) a FASTA gives at chunk length L, without writing anything"),
+    "add-coverage": ("chromaflow.coverage.cli", "BAM/bigWig read coverage -> evaluation/<prefix>_coverage in a genome h5 (Helixer-compatible, atomic)"),
+    "train": ("chromaflow.train.cli_train", "train, resume or fine-tune a Predmoter-compatible model (Lightning; CPU, GPU, DDP)"),
+    "evaluate": ("chromaflow.train.cli_evaluate", "Predmoter test mode: per-file loss and Pearson per dataset, plus plots"),
 }
 
 

@@ -39,12 +39,14 @@ class OutputExistsError(ChromaflowError):
 # atomic outputs
 # --------------------------------------------------------------------------------------------------
 @contextlib.contextmanager
-def atomic_output(path: str | os.PathLike, *, force: bool = True, suffix: str = "") -> Iterator[Path]:
+def atomic_output(path: str | os.PathLike, *, force: bool = True, suffix: str = "",
+                  mode: int = 0o644) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds.
 
     On any exception (including KeyboardInterrupt) the temporary file is removed, so no half-written
     file is ever left under the final name. The temporary name starts with ``.`` and ends with
-    ``.part`` so pipeline output globs never match it.
+    ``.part`` so pipeline output globs never match it. ``mode`` is the permission bits of the result
+    (an in-place update passes the original file's).
     """
     path = Path(path)
     if path.exists() and not force:
@@ -57,7 +59,7 @@ def atomic_output(path: str | os.PathLike, *, force: bool = True, suffix: str = 
     tmp_path = Path(tmp)
     try:
         yield tmp_path
-        os.chmod(tmp_path, 0o644)
+        os.chmod(tmp_path, mode)
         os.replace(tmp_path, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -6,8 +6,8 @@
  * exclusiveMinimum, maximum, required, and `format: file-path` with `exists: true`. The schema is plain JSON,
  * read here with Groovy's JSON parser (no nf-schema / nf-validation plugin: the plugin registry is not
  * reachable on offline clusters). Only rules that JSON Schema cannot state about one value live in
- * validateParameters() itself, each with its message: --input/--genomes, and --model unless --skip_predict or
- * --test_model.
+ * validateParameters() itself, each with its message: --input/--genomes (not in --mode train), --train_sheet
+ * (only in --mode train), and --model unless --skip_predict or --test_model.
  */
 
 // Every property of every group of the schema: name -> spec (with the group's `required` list folded in).
@@ -126,7 +126,10 @@ def checkParams(Map values, schemaPath) {
     // rules across parameters (JSON Schema cannot say these about one value)
     def input = values.input
     def genomes = values.genomes
-    if (!values.help && input == null && genomes == null) {
+    if (values.mode == 'train' && !values.help && values.train_sheet == null) {
+        errors << "--train_sheet is required with --mode train: a CSV with columns id,split,fasta,species,dataset,file,library,shift (see docs/training.md)"
+    }
+    if (values.mode != 'train' && !values.help && input == null && genomes == null) {
         errors << "--input (or its synonym --genomes) is required: a CSV samplesheet with columns id,fasta (see docs/usage.md)"
     }
     if (input instanceof CharSequence && genomes instanceof CharSequence && input.toString() != genomes.toString()) {

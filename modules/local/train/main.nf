@@ -1,0 +1,57 @@
+/*
+ * Train (or fine-tune with --init) a Predmoter-compatible model on the training and validation genome h5 files.
+ * Labelled process_gpu: profiles give it GPUs (accelerator = --train_gpus); --devices is the accelerator request,
+ * so several GPUs on one node train with DDP. Where no GPU is visible (--train_device auto) it trains on the CPU.
+ */
+process TRAIN {
+    tag "${meta.id}"
+    label 'process_gpu'
+
+    input:
+    tuple val(meta), path(train_h5, stageAs: 'input/train/*'), path(val_h5, stageAs: 'input/val/*')
+    path init   // fine-tuning checkpoint, or [] for a new model
+
+    output:
+    tuple val(meta), path("${prefix}/best.ckpt")             , emit: best
+    tuple val(meta), path("${prefix}/last.ckpt")             , emit: last
+    tuple val(meta), path("${prefix}/metrics.tsv")           , emit: epochs
+    tuple val(meta), path("${prefix}.train.metrics.json")    , emit: metrics
+    path "versions.yml"                                      , emit: versions
+
+    when:
+    task.ext.when == null || task.ext.when
+
+    script:
+    def args    = task.ext.args ?: ''
+    prefix      = task.ext.prefix ?: "${meta.id}"
+    def devices = task.accelerator ? (task.accelerator.request as int) : 1
+    def threads = Math.max(1, (task.cpus as int).intdiv(devices))
+    def initArg = init ? "--init ${init}" : ''
+    """
+    chromaflow train \\
+        --input-dir input \\
+        --out ${prefix} \\
+        --devices ${devices} \\
+        --threads ${threads} \\
+        --metrics ${prefix}.train.metrics.json \\
+        --force \\
+        ${initArg} \\
+        ${args}
+
+    cat <<-END_VERSIONS >| versions.yml
+    "${task.process}":
+        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
+        torch: \$(python3 -c 'import torch; print(torch.__version__)')
+        lightning: \$(python3 -c 'import lightning; print(lightning.__version__)')
+    END_VERSIONS
+    """
+
+    stub:
+    prefix = task.ext.prefix ?: "${meta.id}"
+    """
+    mkdir -p ${prefix}
+    touch ${prefix}/best.ckpt ${prefix}/last.ckpt ${prefix}/metrics.tsv
+    echo '{"stage": "train", "stub": true}' >| ${prefix}.train.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" >| versions.yml
+    """
+}

@@ -1,0 +1,217 @@
+"""Coverage sources: coordinate-sorted, indexed BAM files (pysam) and bigWig files (pyBigWig).
+
+BAM counting follows Helixer's ``add_ngs_coverage.py`` (FORMATS.md §7.1), written from that description:
+
+* skipped: unmapped (0x4), secondary (0x100), QC-fail (0x200); counted by default: duplicates (0x400),
+  supplementary (0x800), MAPQ 0, and each mate of a pair separately. ``--min-mapq`` and
+  ``--skip-duplicates`` are extras that default to Helixer's behaviour;
+* a base is counted in ``_coverage`` when an M, = or X block of the read covers it; each N or D base adds 1 to
+  ``_spliced_coverage`` instead; I, S, H, P add nothing;
+* strand: ``unstranded`` = the strand the read aligned to; ``second`` (dUTP) flips single-end reads and first
+  mates; ``first`` flips second mates only. A paired read (0x1) marked neither first nor second mate is an
+  error in the stranded modes;
+* ``--shift`` (unstranded only): the read's whole aligned span (N/D included, clips excluded) trimmed at the
+  5' end, ``[start+4, end)`` for + reads and ``[start, end-5)`` for - reads, clamped to the record, counted in
+  ``_coverage`` only. Unlike Helixer, a read shorter than the shift simply counts nothing.
+
+Aligned blocks come from ``AlignedSegment.get_blocks()`` (M/=/X runs, in C); the reference gaps between them,
+and before the first / after the last block, are exactly the N and D runs (the only other reference-consuming
+operations), so no CIGAR is walked in Python. Per-window counts are summed with ``np.bincount`` of interval
+starts and ends (a difference array), then ``cumsum``.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..common import ChromaflowError
+
+SKIP_FLAGS = 0x4 | 0x100 | 0x200
+STRAND_MODES = ("unstranded", "first", "second")
+SHIFT_PLUS, SHIFT_MINUS = 4, 5
+
+
+@dataclass(frozen=True)
+class CountOptions:
+    strand_mode: str = "unstranded"
+    shift: bool = False
+    min_mapq: int = 0
+    skip_duplicates: bool = False
+    bigwig_split: str = "half"
+
+
+# --------------------------------------------------------------------------------------------------
+# validation (before anything is written)
+# --------------------------------------------------------------------------------------------------
+def check_bam(path: str, needed: dict[str, int], index: str | None = None) -> None:
+    """Raise a one-line error unless ``path`` is a coordinate-sorted, indexed BAM holding every needed seqid
+    with the genome's length and at least one mapped read on them."""
+    import pysam
+
+    if not os.path.exists(path):
+        raise ChromaflowError(f"{path}: BAM file does not exist")
+    if not os.path.isfile(path):
+        raise ChromaflowError(f"{path}: BAM path is not a regular file")
+    if os.path.getsize(path) == 0:
+        raise ChromaflowError(f"{path}: BAM file is empty (0 bytes)")
+    if index is not None and not os.path.isfile(index):
+        raise ChromaflowError(f"{index}: BAM index does not exist")
+    try:
+        bam = pysam.AlignmentFile(path, "rb", index_filename=index)
+    except (ValueError, OSError) as exc:
+        where = f"{path} (index {index})" if index else path
+        raise ChromaflowError(f"{where}: not a readable BAM file or index ({_first_line(exc)})") from None
+    with bam:
+        if not bam.is_bam:
+            raise ChromaflowError(f"{path}: not a BAM file (SAM/CRAM are not supported; convert with samtools view -b)")
+        so = bam.header.to_dict().get("HD", {}).get("SO")
+        if so is not None and so != "coordinate":
+            raise ChromaflowError(f"{path}: BAM is not coordinate-sorted (header SO:{so}); run samtools sort and "
+                                  f"samtools index")
+        if not bam.has_index():
+            raise ChromaflowError(f"{path}: BAM has no index (.bai/.csi); run samtools index {path}")
+        header_len = dict(zip(bam.references, bam.lengths))
+        missing = [s for s in needed if s not in header_len]
+        if missing:
+            more = f" (+{len(missing) - 3} more)" if len(missing) > 3 else ""
+            raise ChromaflowError(f"{path}: BAM header has no @SQ for seqid {', '.join(missing[:3])}{more} of the "
+                                  f"genome h5 (a BAM aligned to another assembly?)")
+        for s, ln in needed.items():
+            if header_len[s] != ln:
+                raise ChromaflowError(f"{path}: @SQ SN:{s} has LN:{header_len[s]}, but the genome h5 record {s} is "
+                                      f"{ln} bp (a BAM aligned to another assembly?)")
+        try:
+            stats = {s.contig: s.mapped for s in bam.get_index_statistics()}
+        except (ValueError, OSError) as exc:
+            raise ChromaflowError(f"{path}: cannot read the BAM index ({_first_line(exc)})") from None
+        if sum(stats.get(s, 0) for s in needed) == 0:
+            raise ChromaflowError(f"{path}: BAM has no mapped reads on the genome's {len(needed)} sequence(s) "
+                                  f"(empty BAM?)")
+
+
+def check_bigwig(path: str, needed: dict[str, int]) -> None:
+    import pyBigWig
+
+    if not os.path.isfile(path):
+        raise ChromaflowError(f"{path}: bigWig file does not exist")
+    try:
+        bw = pyBigWig.open(path)
+    except (RuntimeError, OSError) as exc:
+        raise ChromaflowError(f"{path}: not a readable bigWig file ({_first_line(exc)})") from None
+    if bw is None or not bw.isBigWig():
+        raise ChromaflowError(f"{path}: not a bigWig file")
+    try:
+        chroms = bw.chroms()
+        missing = [s for s in needed if s not in chroms]
+        if missing:
+            raise ChromaflowError(f"{path}: bigWig has no chromosome {', '.join(missing[:3])} of the genome h5")
+        for s, ln in needed.items():
+            if chroms[s] != ln:
+                raise ChromaflowError(f"{path}: bigWig chromosome {s} is {chroms[s]} bp, but the genome h5 record is "
+                                      f"{ln} bp")
+    finally:
+        bw.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# --------------------------------------------------------------------------------------------------
+# counting one window
+# --------------------------------------------------------------------------------------------------
+def _pile(starts: list[int], ends: list[int], lo: int, n: int) -> np.ndarray:
+    """Coverage over [lo, lo+n) of half-open intervals [starts[i], ends[i]) (clipped to the window)."""
+    if not starts:
+        return np.zeros(n, dtype=np.int64)
+    s = np.clip(np.asarray(starts, dtype=np.int64) - lo, 0, n)
+    e = np.clip(np.asarray(ends, dtype=np.int64) - lo, 0, n)
+    diff = np.bincount(s, minlength=n + 1) - np.bincount(e, minlength=n + 1)
+    return np.cumsum(diff[:n])
+
+
+def count_bam_window(bam, path: str, seqid: str, lo: int, hi: int, record_len: int, opt: CountOptions):
+    """Per-strand coverage over [lo, hi) of ``seqid``: (cov+, cov-, spliced+, spliced-) int64 arrays, and the
+    number of counted reads that start in the window."""
+    # lists: 0 = cov+, 1 = cov-, 2 = spliced+, 3 = spliced- ; starts and ends separately
+    S: tuple[list[int], ...] = ([], [], [], [])
+    E: tuple[list[int], ...] = ([], [], [], [])
+    mode = opt.strand_mode
+    min_mapq, skip = opt.min_mapq, SKIP_FLAGS | (0x400 if opt.skip_duplicates else 0)
+    shift = opt.shift
+    n_counted = 0
+    prev_start = -1
+    for r in bam.fetch(seqid, lo, hi):
+        start = r.reference_start
+        if start < prev_start:
+            raise ChromaflowError(f"{path}: BAM is not coordinate-sorted (read {r.query_name} at {seqid}:{start + 1} "
+                                  f"after {prev_start + 1}); run samtools sort and samtools index")
+        prev_start = start
+        f = r.flag
+        if f & skip or (min_mapq and r.mapping_quality < min_mapq):
+            continue
+        minus = bool(f & 0x10)
+        if mode != "unstranded":
+            if f & 0x1:
+                if f & 0x40:
+                    first = True
+                elif f & 0x80:
+                    first = False
+                else:
+                    raise ChromaflowError(
+                        f"{path}: read {r.query_name} at {seqid}:{start + 1} is paired (flag {f}) but marked neither "
+                        f"first (0x40) nor second (0x80) mate, so its strand cannot be interpreted")
+                flip = first if mode == "second" else not first
+            else:
+                flip = mode == "second"
+            minus ^= flip
+        if start >= lo:
+            n_counted += 1
+        k = 1 if minus else 0
+        if shift:
+            end = r.reference_end
+            if minus:
+                end -= SHIFT_MINUS
+            else:
+                start += SHIFT_PLUS
+            if start < 0:
+                start = 0
+            if end > record_len:
+                end = record_len
+            if end > start:
+                S[k].append(start)
+                E[k].append(end)
+            continue
+        s_list, e_list, gs, ge = S[k], E[k], S[k + 2], E[k + 2]
+        prev = start
+        for a, b in r.get_blocks():
+            if a > prev:
+                gs.append(prev)
+                ge.append(a)
+            s_list.append(a)
+            e_list.append(b)
+            prev = b
+        end = r.reference_end
+        if end is not None and end > prev:
+            gs.append(prev)
+            ge.append(end)
+    n = hi - lo
+    return tuple(_pile(S[i], E[i], lo, n) for i in range(4)), n_counted
+
+
+def bigwig_window(bw, path: str, seqid: str, lo: int, hi: int, opt: CountOptions):
+    """(cov+, cov-, zeros, zeros) float32 from a bigWig over [lo, hi): missing data = 0; with the default
+    ``half`` split each strand gets half the value (an unstranded track's expected per-strand coverage, the scale
+    of ``--unstranded`` BAM counts), with ``both`` each strand gets the full value."""
+    try:
+        v = np.asarray(bw.values(seqid, lo, hi, numpy=True), dtype=np.float32)
+    except RuntimeError as exc:
+        raise ChromaflowError(f"{path}: cannot read {seqid}:{lo + 1}-{hi} ({_first_line(exc)})") from None
+    v = np.nan_to_num(v, nan=0.0)
+    if opt.bigwig_split == "half":
+        v = v * np.float32(0.5)
+    z = np.zeros(hi - lo, dtype=np.float32)
+    return (v, v, z, z), 0

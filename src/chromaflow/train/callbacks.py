@@ -1,0 +1,128 @@
+"""Callbacks: per-epoch throughput and data-wait, and the per-epoch metrics table written beside the checkpoints."""
+from __future__ import annotations
+
+import math
+import os
+import time
+
+import lightning as L
+
+from ..common import Progress, write_text_atomic
+
+
+class ThroughputCallback(L.Callback):
+    """Per training epoch: wall seconds, samples, samples/s, bp/s and the fraction of the epoch spent waiting for
+    data (time between the end of one step and the start of the next, plus before the first step)."""
+
+    def __init__(self, seq_len: int, progress: bool | None = None):
+        self.seq_len = seq_len
+        self.epochs: list[dict] = []
+        self.progress = progress
+        self._bar = None
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        self._t0 = time.perf_counter()
+        self._last = self._t0
+        self._wait = 0.0
+        self._samples = 0
+        if trainer.is_global_zero:
+            total = trainer.num_training_batches
+            total = total if isinstance(total, int) or (isinstance(total, float) and math.isfinite(total)) else 0
+            self._bar = Progress(max(total, 1), f"epoch {trainer.current_epoch}", " batches", enabled=self.progress)
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        now = time.perf_counter()
+        self._wait += now - self._last
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self._samples += int(batch[0].shape[0])
+        self._last = time.perf_counter()
+        if self._bar is not None:
+            self._bar.update(1)
+
+    def on_validation_start(self, trainer, pl_module):
+        if trainer.sanity_checking:
+            return
+        self._train_end = time.perf_counter()
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        end = time.perf_counter()
+        train_end = getattr(self, "_train_end", None) or end
+        train_s = max(train_end - self._t0, 1e-9)
+        samples = self._samples * max(1, trainer.world_size)  # every rank runs the same number of samples
+        self.epochs.append({
+            "epoch": int(trainer.current_epoch),
+            "epoch_s": end - self._t0,
+            "train_s": train_s,
+            "val_s": end - train_end,
+            "train_samples": samples,
+            "samples_per_s": samples / train_s,
+            "bp_per_s": samples * self.seq_len / train_s,
+            "data_wait_fraction": self._wait / train_s,
+        })
+        self._train_end = None
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+class EpochTable(L.Callback):
+    """Writes ``<out>/metrics.tsv`` (one row per epoch: losses, accuracies, per-dataset values, timing) after every
+    epoch, on rank 0, atomically; like Predmoter's ``metrics.log`` but tab-separated and with more columns."""
+
+    def __init__(self, path: str, throughput: ThroughputCallback):
+        self.path = path
+        self.throughput = throughput
+
+    def setup(self, trainer, pl_module, stage):
+        if self.write not in pl_module.epoch_listeners:
+            pl_module.epoch_listeners.append(self.write)
+
+    def write(self, trainer, pl_module):
+        """Called by the module once the epoch's row exists (module hooks run after plain callbacks')."""
+        if not trainer.is_global_zero:
+            return
+        rows = []
+        timing = {e["epoch"]: e for e in self.throughput.epochs}
+        for r in pl_module.epoch_log:
+            t = timing.get(r["epoch"])
+            if t is None:  # an epoch from before a --resume: keep the timing it was written with
+                row = dict(r)
+                for k in ("epoch_s", "samples_per_s", "data_wait_fraction"):
+                    row.setdefault(k, math.nan)
+                rows.append(row)
+            else:
+                rows.append({**r, **{k: t[k] for k in ("epoch_s", "samples_per_s", "data_wait_fraction")}})
+        if not rows:
+            return
+        cols = list(rows[0])
+        lines = ["\t".join(cols)] + ["\t".join(_fmt(r.get(c)) for c in cols) for r in rows]
+        write_text_atomic(self.path, "\n".join(lines) + "\n")
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def resume_history(path: str) -> list[dict]:
+    """Rows of an existing metrics.tsv (to continue it after --resume)."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as fh:
+        lines = fh.read().splitlines()
+    if not lines:
+        return []
+    cols = lines[0].split("\t")
+    out = []
+    for line in lines[1:]:
+        vals = line.split("\t")
+        row = {}
+        for c, v in zip(cols, vals):
+            try:
+                row[c] = int(v) if c == "epoch" else float(v)
+            except ValueError:
+                row[c] = v
+        out.append(row)
+    return out

@@ -1,0 +1,66 @@
+"""``chromaflow evaluate``: Predmoter's test mode (``-m test``) for one or more genome h5 files with coverage.
+
+Writes a TSV with one row per file and Predmoter's columns (``file total_avg_val_loss total_avg_val_accuracy
+<ds>_avg_val_loss <ds>_avg_val_accuracy ...``; ``nan`` for a dataset the file lacks) and, with ``--plots DIR``, one
+PNG per file and dataset: observed vs predicted along the chunk with the most signal, and a predicted-vs-observed
+density plot over all positions.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..common import ChromaflowError, StageMetrics, resolve_threads
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="checkpoint (.ckpt; Predmoter's or ours)")
+    p.add_argument("--h5", nargs="+", required=True, help="genome h5 file(s) with evaluation/<dataset>_coverage")
+    p.add_argument("--out", required=True, help="metrics TSV to write (atomically)")
+    p.add_argument("--plots", default=None, metavar="DIR", help="write <stem>_<dataset>.png plots into this folder")
+    p.add_argument("--batch-size", type=int, default=10, help="chunks per forward pass (default 10)")
+    p.add_argument("--blacklist", action="store_true", help="drop chunks with data/blacklist == 0 (Predmoter -bl)")
+    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (default: all usable CPUs)")
+    p.add_argument("--metrics", default=None, help="write the stage metrics JSON here")
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from ..predict.checkpoint import build_model, load_checkpoint
+    from .evaluate import evaluate_file, plot_file, write_tsv
+
+    if args.batch_size < 1:
+        raise ChromaflowError(f"--batch-size must be >= 1, got {args.batch_size}")
+    stems = {}
+    for h5 in args.h5:
+        s = os.path.basename(h5).split(".", 1)[0]
+        if s in stems and stems[s] != h5:
+            raise ChromaflowError(f"{h5}: same file label {s!r} as {stems[s]} (labels are names cut at the first '.')")
+        stems[s] = h5
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise ChromaflowError("--device cuda: no CUDA device is available")
+    device = torch.device("cuda" if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
+                          else "cpu")
+    threads = resolve_threads(args.threads)
+    torch.set_num_threads(threads)
+    with StageMetrics("evaluate", args.metrics, threads=threads, device=str(device), batch_size=args.batch_size) as m:
+        ckpt = load_checkpoint(args.model)
+        model = build_model(ckpt).to(device)
+        datasets = tuple(ckpt.datasets)
+        results = [evaluate_file(model, datasets, h5, batch_size=args.batch_size, device=device,
+                                 blacklist=args.blacklist) for h5 in args.h5]
+        write_tsv(args.out, results, datasets)
+        plots = []
+        if args.plots:
+            os.makedirs(args.plots, exist_ok=True)
+            for r in results:
+                for d in r.datasets:
+                    png = os.path.join(args.plots, f"{r.stem}_{d}.png")
+                    plot_file(r, d, png, os.path.basename(args.model))
+                    plots.append(png)
+        chunks = sum(r.chunks for r in results)
+        m.set(subsequences=chunks, files=len(results), plots=len(plots), datasets=list(datasets),
+              results={r.stem: r.values for r in results})
+    return 0

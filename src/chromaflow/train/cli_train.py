@@ -1,0 +1,268 @@
+"""``chromaflow train``: train, resume or fine-tune a Predmoter-compatible model with PyTorch Lightning.
+
+``--input-dir D`` holds ``D/train/*.h5`` and ``D/val/*.h5`` (genome h5 files with ``evaluation/<ds>_coverage``, from
+``chromaflow add-coverage`` or Helixer), as in Predmoter. Writes ``<out>/last.ckpt``, ``<out>/best.ckpt`` (best by
+``--ckpt-quantity``) and ``<out>/metrics.tsv``; every checkpoint loads in real Predmoter and in ``chromaflow predict``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import warnings
+
+from ..common import ChromaflowError, StageMetrics, resolve_threads
+
+QUANTITIES = ("avg_train_loss", "avg_train_accuracy", "avg_val_loss", "avg_val_accuracy")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    io = p.add_argument_group("data and outputs")
+    io.add_argument("--input-dir", required=True, help="folder with train/*.h5 and val/*.h5")
+    io.add_argument("--out", required=True, help="output folder: last.ckpt, best.ckpt, metrics.tsv")
+    start = io.add_mutually_exclusive_group()
+    start.add_argument("--init", metavar="CKPT", help="fine-tune: start from this checkpoint's weights (architecture "
+                                                      "from it; new optimizer, epoch 0)")
+    start.add_argument("--resume", metavar="CKPT", help="resume an interrupted run exactly (weights, optimizer, epoch, "
+                                                        "callbacks); --epochs is the total, as in Predmoter")
+    io.add_argument("--datasets", nargs="+", default=None,
+                    help="datasets (evaluation/<name>_coverage) the model predicts, in output order (default: "
+                         "atacseq h3k4me3, or the --init/--resume checkpoint's)")
+    io.add_argument("--blacklist", action="store_true", help="drop chunks with data/blacklist == 0 (Predmoter -bl)")
+    io.add_argument("--data-mode", choices=("stream", "ram"), default="stream",
+                    help="stream: read chunks from the h5 files per batch (constant memory, default); ram: hold all "
+                         "chunks in RAM compressed (faster epochs, RAM ~ 1.5 byte per bp)")
+    io.add_argument("--num-workers", type=int, default=None,
+                    help="DataLoader workers per device (default: GPU: usable CPUs / devices - 1, at most 8; CPU: 0)")
+    io.add_argument("--metrics", default=None, help="write the stage metrics JSON here")
+    io.add_argument("--force", action="store_true", help="start afresh even if --out already holds checkpoints")
+
+    m = p.add_argument_group("model (new models; Predmoter's defaults)")
+    m.add_argument("--model-type", choices=("cnn", "hybrid", "bi-hybrid"), default=None, help="default bi-hybrid")
+    m.add_argument("--cnn-layers", type=int, default=None, help="default 1")
+    m.add_argument("--filter-size", type=int, default=None, help="default 64")
+    m.add_argument("--kernel-size", type=int, default=None, help="default 9")
+    m.add_argument("--step", type=int, default=None, help="default 2")
+    m.add_argument("--up", type=int, default=None, help="default 2")
+    m.add_argument("--dilation", type=int, default=None, help="default 1")
+    m.add_argument("--lstm-layers", type=int, default=None, help="default 1")
+    m.add_argument("--hidden-size", type=int, default=None, help="default 128")
+    m.add_argument("--bnorm", action=argparse.BooleanOptionalAction, default=None, help="default on")
+    m.add_argument("--dropout", type=float, default=None, help="default 0.0")
+    m.add_argument("--learning-rate", type=float, default=None, help="Adam learning rate (default 0.001)")
+
+    f = p.add_argument_group("fine-tuning (--init)")
+    f.add_argument("--head", choices=("keep", "reset"), default="keep",
+                   help="keep: output rows of datasets the checkpoint knows are kept, new datasets get new rows "
+                        "(default); reset: a new output layer")
+    f.add_argument("--freeze-encoder", action="store_true",
+                   help="train only the up-sampling path and the output layer (down path and LSTMs frozen)")
+
+    t = p.add_argument_group("trainer")
+    t.add_argument("--epochs", type=int, default=5, help="maximum epochs in total (default 5)")
+    t.add_argument("--seed", type=int, default=0, help="seed for initial weights, data order and dropout (default 0)")
+    t.add_argument("--batch-size", type=int, default=120, help="chunks per batch and device (default 120)")
+    t.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu")
+    t.add_argument("--devices", type=int, default=1, help="devices; > 1 trains with DDP (gloo on CPU, NCCL on GPUs)")
+    t.add_argument("--precision", choices=("32", "bf16-mixed", "16-mixed"), default="32",
+                   help="32 (default, exact) or mixed precision (bf16-mixed on CPU/GPU, 16-mixed on GPU only)")
+    t.add_argument("--threads", type=int, default=0, help="torch threads per process (default: CPUs / devices)")
+    t.add_argument("--sync-batchnorm", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --devices > 1, BatchNorm statistics over all processes' batches, so N devices x batch B "
+                        "compute what 1 device x batch N*B would (default on; CPU: gloo all-reduce, GPU: "
+                        "torch SyncBatchNorm)")
+    t.add_argument("--ckpt-quantity", choices=QUANTITIES, default="avg_val_accuracy",
+                   help="metric that picks best.ckpt (default avg_val_accuracy, as Predmoter)")
+    t.add_argument("--save-top-k", type=int, default=1,
+                   help="1 (default): best.ckpt; k > 1 or -1: the k best (all) as epoch=E-<quantity>=V.ckpt")
+    t.add_argument("--stop-quantity", choices=QUANTITIES, default="avg_train_loss",
+                   help="early-stopping metric (default avg_train_loss, as Predmoter)")
+    t.add_argument("--patience", type=int, default=5, help="early-stopping patience in epochs (default 5)")
+
+
+def _mode(quantity: str) -> str:
+    return "max" if quantity.endswith("accuracy") else "min"
+
+
+def _check_args(args) -> None:
+    for name in ("epochs", "batch_size", "devices", "patience"):
+        if getattr(args, name) < 1:
+            raise ChromaflowError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.dropout is not None and not 0.0 <= args.dropout < 1.0:
+        raise ChromaflowError(f"--dropout must be in [0, 1), got {args.dropout}")
+    if args.learning_rate is not None and not args.learning_rate > 0:
+        raise ChromaflowError(f"--learning-rate must be > 0, got {args.learning_rate}")
+    if args.num_workers is not None and args.num_workers < 0:
+        raise ChromaflowError(f"--num-workers must be >= 0, got {args.num_workers}")
+    arch = [a for a in ("model_type", "cnn_layers", "filter_size", "kernel_size", "step", "up", "dilation",
+                        "lstm_layers", "hidden_size", "bnorm", "dropout") if getattr(args, a) is not None]
+    if (args.init or args.resume) and arch:
+        raise ChromaflowError(f"--{arch[0].replace('_', '-')}: the architecture comes from the "
+                              f"{'--init' if args.init else '--resume'} checkpoint")
+    if args.resume and args.datasets:
+        raise ChromaflowError("--datasets: a resumed run keeps the checkpoint's datasets")
+    if (args.head != "keep" or args.freeze_encoder) and not args.init:
+        raise ChromaflowError("--head/--freeze-encoder apply to fine-tuning (--init CKPT)")
+    if args.datasets and len(set(args.datasets)) != len(args.datasets):
+        raise ChromaflowError(f"--datasets lists a name twice: {' '.join(args.datasets)}")
+
+
+def _accelerator(args) -> str:
+    import torch
+
+    if args.device == "cuda":
+        if not torch.cuda.is_available():
+            raise ChromaflowError("--device cuda: no CUDA device is available (use --device cpu)")
+        if args.devices > torch.cuda.device_count():
+            raise ChromaflowError(f"--devices {args.devices}: only {torch.cuda.device_count()} CUDA device(s)")
+        return "gpu"
+    if args.device == "auto":
+        return "gpu" if torch.cuda.is_available() else "cpu"
+    if args.precision == "16-mixed":
+        raise ChromaflowError("--precision 16-mixed needs a CUDA device (use bf16-mixed on CPU)")
+    return "cpu"
+
+
+def run(args: argparse.Namespace) -> int:
+    _check_args(args)
+    child = os.environ.get("LOCAL_RANK", "0") != "0"  # a DDP worker process started by Lightning
+    out = args.out
+    if not child:
+        if os.path.exists(out) and not os.path.isdir(out):
+            raise ChromaflowError(f"{out}: --out exists and is not a folder")
+        if os.path.exists(os.path.join(out, "last.ckpt")) and not (args.resume or args.force):
+            raise ChromaflowError(f"{out}: holds a previous run (last.ckpt); use --resume {out}/last.ckpt to continue "
+                                  f"it or --force to start afresh")
+        os.makedirs(out, exist_ok=True)
+    accel = _accelerator(args)
+    workers = args.num_workers
+    from .data import auto_workers
+    if workers is None:
+        # GPUs: workers feed the device (LightlyTrain's rule: CPUs per device - 1). CPU training: the cores are
+        # the compute; reading a chunk costs ~1 % of its training step, so loading stays in the training process
+        workers = auto_workers(args.devices) if accel == "gpu" else 0
+    threads = args.threads or max(1, resolve_threads(0) // args.devices)
+    with StageMetrics("train", None if child else args.metrics, threads=threads, device=accel, devices=args.devices,
+                      batch_size=args.batch_size, num_workers=workers, precision=args.precision,
+                      data_mode=args.data_mode, seed=args.seed) as metrics:
+        summary = _train(args, accel, workers, threads, child)
+        metrics.set(**summary)
+    return 0
+
+
+def _train(args, accel: str, workers: int, threads: int, child: bool) -> dict:
+    import lightning as L
+    import torch
+    from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+
+    from ..predict.checkpoint import _numpy_safe_globals, load_checkpoint
+    from .callbacks import EpochTable, ThroughputCallback
+    from .data import CoverageDataModule
+    from .finetune import init_from
+    from .module import PredmoterModule, hparams_for
+
+    torch.set_num_threads(threads)
+    warnings.filterwarnings("ignore", ".*does not have many workers.*")
+    warnings.filterwarnings("ignore", ".*sync_dist=True.*")
+    warnings.filterwarnings("ignore", ".*LeafSpec.*")
+
+    base = None
+    if args.resume or args.init:
+        base = load_checkpoint(args.resume or args.init)
+        datasets = tuple(args.datasets or base.config.datasets)
+    else:
+        datasets = tuple(args.datasets or ("atacseq", "h3k4me3"))
+    dm = CoverageDataModule(args.input_dir, datasets, batch_size=args.batch_size, seed=args.seed,
+                            data_mode=args.data_mode, num_workers=workers, blacklist=args.blacklist,
+                            devices=args.devices, pin_memory=accel == "gpu")
+    dm.scan()  # every input is validated before anything trains
+    seq_len = dm.seq_len
+
+    L.seed_everything(args.seed, workers=True, verbose=False)
+    if base is not None:
+        hp = base.config.hparams()
+        hp["seq_len"] = seq_len
+        hp["datasets"] = list(datasets)
+        hp["output_size"] = len(datasets)
+        if args.learning_rate is not None:
+            hp["learning_rate"] = args.learning_rate
+    else:
+        hp = hparams_for({k: getattr(args, k) for k in ("model_type", "cnn_layers", "filter_size", "kernel_size",
+                                                         "step", "up", "dilation", "lstm_layers", "hidden_size",
+                                                         "bnorm", "dropout", "learning_rate")}, datasets, seq_len)
+    try:
+        module = PredmoterModule(**hp)
+    except (ValueError, RuntimeError) as exc:
+        raise ChromaflowError(f"model: {exc}") from None
+    module.seed = args.seed
+    notes = []
+    if args.init:
+        notes += init_from(module, base, head=args.head)
+        if args.freeze_encoder:
+            module.freeze(("down_layer_list", "lstm_layer_list"))
+            notes.append("encoder frozen (down_layer_list, lstm_layer_list)")
+
+    sync_bn = args.devices > 1 and args.sync_batchnorm and module.cfg.bnorm
+    if sync_bn and accel == "cpu":
+        from .syncbn import convert
+        convert(module.net)
+    out = args.out
+    quantity = args.ckpt_quantity
+    if args.save_top_k == 1:
+        best = ModelCheckpoint(dirpath=out, filename="best", monitor=quantity, mode=_mode(quantity), save_top_k=1,
+                               save_last=True, auto_insert_metric_name=False, enable_version_counter=False)
+    else:
+        best = ModelCheckpoint(dirpath=out, filename="epoch={epoch}-" + quantity + "={" + quantity + ":.4f}",
+                               monitor=quantity, mode=_mode(quantity), save_top_k=args.save_top_k, save_last=True,
+                               auto_insert_metric_name=False)
+    stop = EarlyStopping(monitor=args.stop_quantity, mode=_mode(args.stop_quantity), patience=args.patience,
+                         min_delta=0.0, check_on_train_epoch_end=True)
+    throughput = ThroughputCallback(seq_len)
+    table = EpochTable(os.path.join(out, "metrics.tsv"), throughput)
+    if args.resume:
+        from .callbacks import resume_history
+        module.epoch_log = [r for r in resume_history(os.path.join(out, "metrics.tsv"))
+                            if r.get("epoch", 1 << 30) < base_epoch(args.resume)]
+    trainer = L.Trainer(
+        accelerator=accel, devices=args.devices, strategy="ddp" if args.devices > 1 else "auto",
+        precision=args.precision, max_epochs=args.epochs, deterministic=True, logger=False,
+        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+        use_distributed_sampler=False, sync_batchnorm=sync_bn and accel == "gpu", callbacks=[throughput, best, stop, table], default_root_dir=out,
+    )
+    with torch.serialization.safe_globals(_numpy_safe_globals()):
+        trainer.fit(module, datamodule=dm, ckpt_path=args.resume, weights_only=True)
+    if not trainer.is_global_zero:
+        return {}
+    epochs = throughput.epochs
+    rates = [e["samples_per_s"] for e in epochs]
+    bp_rates = [e["bp_per_s"] for e in epochs]
+    waits = [e["data_wait_fraction"] for e in epochs]
+    trained = sum(e["train_samples"] for e in epochs)
+    history = {r["epoch"]: r for r in module.epoch_log}
+    per_epoch = [{**history.get(e["epoch"], {}), **e} for e in epochs]
+    best_path = best.best_model_path or ""
+    return {
+        "subsequences": trained, "bp": trained * seq_len, "seq_len": seq_len,
+        "epochs_run": len(epochs), "epochs": per_epoch,
+        "train_samples_per_s": statistics.median(rates) if rates else None,
+        "train_bp_per_s": statistics.median(bp_rates) if bp_rates else None,
+        "data_wait_fraction": statistics.fmean(waits) if waits else None,
+        "train_chunks": len(dm.train_set), "val_chunks": len(dm.val_set),
+        "train_files": len(dm.train_files), "val_files": len(dm.val_files),
+        "best_checkpoint": os.path.basename(best_path) if best_path else None,
+        "best_score": float(best.best_model_score) if best.best_model_score is not None else None,
+        "monitor": quantity, "model": {k: v for k, v in hp.items()}, "datasets": list(datasets),
+        "stopped_early": bool(stop.stopped_epoch), "notes": notes,
+        "final_epoch": int(trainer.current_epoch),
+    }
+
+
+def base_epoch(path: str) -> int:
+    """The epoch count stored in a checkpoint (epochs completed)."""
+    import torch
+
+    from ..predict.checkpoint import _numpy_safe_globals
+
+    with torch.serialization.safe_globals(_numpy_safe_globals()):
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    return int(obj.get("epoch", -1)) + 1

@@ -1,0 +1,162 @@
+"""Predmoter's test mode: per file and per dataset, the mean Poisson loss and the mean per-chunk Pearson's r.
+
+Each file is evaluated on its own with the datasets it holds (among the model's), after the chunk filter (and the
+blacklist when asked), exactly as in training (FORMATS.md §7.2–7.3, §7.5). Chunks are streamed in batches; only
+the row sums and two small plot samples are kept, so memory does not grow with the file.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..common import ChromaflowError, Progress
+from .data import StreamingDataset, scan_file
+from .losses import row_stats
+
+
+@dataclass
+class FileResult:
+    path: str
+    stem: str
+    chunks: int
+    datasets: tuple[str, ...]  # the model's datasets this file holds
+    values: dict[str, float]  # total_avg_val_loss, ..., <ds>_avg_val_accuracy
+    # plot material per dataset: best region (seqid, start, end, strand, observed, predicted) and a scatter sample
+    regions: dict[str, tuple] = field(default_factory=dict)
+    samples: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+
+def stem_of(path: str) -> str:
+    """Predmoter's file label: the basename cut at its first '.'."""
+    return os.path.basename(path).split(".", 1)[0]
+
+
+def columns(datasets: tuple[str, ...]) -> list[str]:
+    cols = ["file", "total_avg_val_loss", "total_avg_val_accuracy"]
+    for d in datasets:
+        cols += [f"{d}_avg_val_loss", f"{d}_avg_val_accuracy"]
+    return cols
+
+
+def evaluate_file(model, model_datasets: tuple[str, ...], path: str, *, batch_size: int, device: torch.device,
+                  blacklist: bool = False, sample_per_dataset: int = 100_000, progress: bool | None = None
+                  ) -> FileResult:
+    info = scan_file(path, model_datasets, blacklist=blacklist)
+    model.cfg.check_length(info.length, path)
+    if len(info.keep) == 0:
+        raise ChromaflowError(f"{path}: no chunk is left after the chunk filter{' and blacklist' if blacklist else ''}")
+    ds = StreamingDataset([info], model_datasets)
+    present = [j for j, d in enumerate(model_datasets) if d in info.datasets]
+    sums = np.zeros((3, len(model_datasets)), dtype=np.float64)
+    import h5py
+    with h5py.File(path, "r") as fh:
+        seqids = [s.decode("ascii", "replace") for s in fh["data/seqids"][()]]
+        start_ends = np.asarray(fh["data/start_ends"][()], dtype=np.int64)
+    best: dict[int, tuple] = {}
+    stride = max(1, int(math.ceil(len(info.keep) * info.length / max(sample_per_dataset, 1))))
+    samples: dict[int, tuple[list, list]] = {j: ([], []) for j in present}
+    n = len(ds)
+    with Progress(n, f"evaluate {stem_of(path)}", " chunks", enabled=progress) as bar, torch.no_grad():
+        for a in range(0, n, batch_size):
+            items = [ds[i] for i in range(a, min(n, a + batch_size))]
+            x = torch.from_numpy(np.stack([it[0] for it in items])).to(device=device, dtype=torch.float32)
+            y = torch.from_numpy(np.stack([it[1] for it in items])).to(device)
+            p = model(x).to(torch.float32)
+            loss_rows, pearson, used = row_stats(p, y, x)
+            for j in present:
+                sums[0, j] += float(loss_rows[:, j].double().sum())
+                sums[1, j] += float(torch.nan_to_num(pearson[:, j].double()).sum())
+                sums[2, j] += len(items)
+            rate = torch.exp(p).cpu().numpy()
+            yy = y.cpu().numpy()
+            valid = (x != 0).any(dim=2).cpu().numpy()
+            for k in range(len(items)):
+                row = int(info.keep[a + k])
+                nv = int(valid[k].sum())
+                a0, b0 = int(start_ends[row, 0]), int(start_ends[row, 1])
+                for j in present:
+                    obs = yy[k, :nv, j]
+                    score = (a0 < b0, float(obs.sum()))
+                    if j not in best or score > best[j][0]:
+                        best[j] = (score, seqids[row], a0, b0, obs.copy(), rate[k, :nv, j].copy())
+                    off = (row * info.length) % stride
+                    samples[j][0].append(obs[off::stride])
+                    samples[j][1].append(rate[k, off:nv:stride, j])
+            bar.update(len(items))
+    ds.close()
+    values: dict[str, float] = {}
+    total = sums[2, present].sum()
+    values["total_avg_val_loss"] = sums[0, present].sum() / total
+    values["total_avg_val_accuracy"] = sums[1, present].sum() / total
+    for j, d in enumerate(model_datasets):
+        c = sums[2, j]
+        values[f"{d}_avg_val_loss"] = sums[0, j] / c if c else math.nan
+        values[f"{d}_avg_val_accuracy"] = sums[1, j] / c if c else math.nan
+    res = FileResult(path=path, stem=stem_of(path), chunks=len(info.keep), datasets=info.datasets, values=values)
+    for j in present:
+        d = model_datasets[j]
+        _, seqid, a0, b0, obs, pred = best[j]
+        res.regions[d] = (seqid, a0, b0, obs, pred)
+        res.samples[d] = (np.concatenate(samples[j][0]), np.concatenate(samples[j][1]))
+    return res
+
+
+def write_tsv(path: str, results: list[FileResult], model_datasets: tuple[str, ...]) -> None:
+    from ..common import write_text_atomic
+
+    cols = columns(model_datasets)
+    lines = ["\t".join(cols)]
+    for r in results:
+        lines.append("\t".join([r.stem] + [repr(float(r.values[c])) for c in cols[1:]]))
+    write_text_atomic(path, "\n".join(lines) + "\n")
+
+
+def plot_file(result: FileResult, dataset: str, out_png: str, model_name: str) -> None:
+    """Two panels: observed and predicted coverage along the file's chunk with the most signal (plus strand
+    preferred, genomic coordinates), and predicted vs observed over a strided sample of all valid positions."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..common import atomic_output
+
+    seqid, a0, b0, obs, pred = result.regions[dataset]
+    so, sp = result.samples[dataset]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.2), gridspec_kw={"width_ratios": [2.2, 1]})
+    if a0 < b0:
+        pos = a0 + np.arange(len(obs))
+        strand = "+"
+    else:  # minus row: position p holds genomic a0-1-p
+        pos = a0 - 1 - np.arange(len(obs))
+        strand = "-"
+    ax1.fill_between(pos, obs, step="mid", color="0.6", alpha=0.7, label="observed (mean of replicates)")
+    ax1.plot(pos, pred, color="tab:red", lw=0.8, label="predicted")
+    ax1.set_xlabel(f"{seqid} ({strand} strand) position, bp")
+    ax1.set_ylabel(f"{dataset} coverage")
+    ax1.set_title(f"{result.stem}: {dataset}, chunk {seqid}:{min(a0, b0) + 1}-{max(a0, b0)} (most signal)")
+    ax1.legend(loc="upper right", fontsize=8, frameon=False)
+    ax1.margins(x=0)
+    if so.size:
+        hb = ax2.hexbin(np.log1p(so), np.log1p(sp), gridsize=60, bins="log", cmap="viridis", mincnt=1)
+        fig.colorbar(hb, ax=ax2, label="positions (log)")
+        lim = max(np.log1p(so).max(), np.log1p(sp).max()) * 1.02 + 1e-6
+        ax2.plot([0, lim], [0, lim], color="0.3", lw=0.6, ls="--")
+        r_all = float(np.corrcoef(so, sp)[0, 1]) if so.std() > 0 and sp.std() > 0 else float("nan")
+    else:
+        r_all = float("nan")
+    acc = result.values[f"{dataset}_avg_val_accuracy"]
+    loss = result.values[f"{dataset}_avg_val_loss"]
+    ax2.set_xlabel("observed, log(1 + coverage)")
+    ax2.set_ylabel("predicted, log(1 + rate)")
+    ax2.set_title(f"mean per-chunk r = {acc:.4f}; pooled r = {r_all:.4f}\nloss = {loss:.4f}; "
+                  f"{result.chunks} chunks, {so.size} positions shown", fontsize=9)
+    fig.suptitle(f"model {model_name}", fontsize=8, x=0.01, ha="left")
+    fig.tight_layout()
+    with atomic_output(out_png, suffix=".png") as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)

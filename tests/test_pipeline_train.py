@@ -1,0 +1,194 @@
+"""The pipeline's train mode (``--mode train``) on its embedded test data, run once per module by real Nextflow.
+
+``nextflow run main.nf -profile test --mode train`` reads assets/train_test/sheet.csv (2 training and 1 validation
+assembly; BAM replicates, a bigWig, shifted ATAC reads), runs FASTA2H5 → ADD_COVERAGE → TRAIN → EVALUATE →
+(--train_predict) PREDICT → BIGWIG of the val assembly with the new model → BENCHMARK → MULTIQC, and must give what the same commands give when run directly, a checkpoint our safe loader
+reads, and an evaluation equal to the training run's own validation of the best epoch.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from pipeline_utils import ROOT, read_trace, run_nextflow
+
+pytestmark = pytest.mark.pipeline
+
+TRAIN_DIR = ROOT / "assets" / "train_test"
+DATASETS = ("atacseq", "h3k4me3")
+
+
+def cli(*args: str, cwd: Path | None = None) -> None:
+    subprocess.run([sys.executable, "-m", "chromaflow", *args], check=True, cwd=cwd, capture_output=True)
+
+
+def read_tsv(path: Path) -> list[dict]:
+    with open(path) as fh:
+        return list(csv.DictReader(fh, delimiter="\t"))
+
+
+@pytest.fixture(scope="module")
+def train_run(tmp_path_factory, nextflow_bin):
+    work = tmp_path_factory.mktemp("train_mode")
+    outdir = work / "results"
+    res = run_nextflow(["-profile", "test", "--mode", "train", "--train_predict", "--outdir", str(outdir)], cwd=work)
+    return work, outdir, res
+
+
+def test_train_mode_runs_every_stage_once(train_run):
+    _, outdir, res = train_run
+    assert "(--mode train): training 'model' on 3 assemblies" in res.stdout
+    assert "chromaflow: done" in res.stdout
+    done = [r["process"].split(":")[-1] for r in read_trace(outdir) if r["status"] == "COMPLETED"]
+    assert sorted(done) == sorted(["FASTA2H5"] * 3 + ["ADD_COVERAGE"] * 3 + ["TRAIN", "EVALUATE", "PREDICT", "BIGWIG",
+                                                                           "BENCHMARK", "MULTIQC"])
+    versions = (outdir / "pipeline_info" / "software_versions.yml").read_text()
+    assert sorted(re.findall(r'^"TRAIN_MODEL:(\w+)":$', versions, re.M)) == sorted(
+        ["FASTA2H5", "ADD_COVERAGE", "TRAIN", "EVALUATE", "PREDICT", "BIGWIG", "BENCHMARK", "MULTIQC"])
+    assert re.search(r"^    lightning: \d", versions, re.M) and re.search(r"^    pysam: \d", versions, re.M)
+
+
+def test_coverage_in_pipeline_equals_direct_cli(train_run, tmp_path):
+    """Staging (numbered folders, explicit BAM indexes) and the per-dataset grouping of the sheet change nothing:
+    each assembly's coverage equals add-coverage run directly on the sheet's files."""
+    _, outdir, _ = train_run
+    rows = read_tsv_csv(TRAIN_DIR / "sheet.csv")
+    for asm in ("trainA", "trainB", "valA"):
+        h5 = tmp_path / f"{asm}.h5"
+        cli("fasta2h5", "--fasta", str(TRAIN_DIR / f"{asm}.fa"), "--species", "Testus_trainus",
+            "--subsequence-length", "2000", "--out", str(h5))
+        for ds in DATASETS:
+            mine = [r for r in rows if r["id"] == asm and r["dataset"] == ds]
+            files = [str(TRAIN_DIR / r["file"]) for r in mine]
+            src = ["--bigwig", *files] if files[0].endswith(".bw") else ["--bam", *files]
+            cli("add-coverage", "--h5", str(h5), "--prefix", ds, *src, "--unstranded",
+                *(["--shift"] if mine[0]["shift"] == "true" else []))
+        got = outdir / asm / "h5" / f"{asm}.coverage.h5"
+        with h5py.File(got) as a, h5py.File(h5) as b:
+            for ds in DATASETS:
+                for name in (f"{ds}_coverage", f"{ds}_spliced_coverage"):
+                    x, y = a["evaluation"][name][:], b["evaluation"][name][:]
+                    assert x.shape == y.shape and x.shape[2] == sum(
+                        1 for r in rows if r["id"] == asm and r["dataset"] == ds), (asm, name)
+                    np.testing.assert_array_equal(x, y, err_msg=f"{asm} {name}")
+                # one column per replicate, in sheet order
+                names = [Path(p.decode()).name for p in a["evaluation"][f"{ds}_meta"]["bam_files"][:]]
+                assert names == [r["file"] for r in rows if r["id"] == asm and r["dataset"] == ds]
+            assert a["evaluation"]["atacseq_coverage"][:].sum() > 0 and a["evaluation"]["h3k4me3_coverage"][:].sum() > 0
+            np.testing.assert_array_equal(a["data"]["X"][:], b["data"]["X"][:])
+
+
+def read_tsv_csv(path: Path) -> list[dict]:
+    with open(path) as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_checkpoints_load_with_the_safe_loader_and_have_the_requested_architecture(train_run):
+    from chromaflow.predict.checkpoint import build_model, load_checkpoint
+
+    _, outdir, _ = train_run
+    model_dir = outdir / "model" / "model"
+    for name in ("best.ckpt", "last.ckpt"):
+        ck = load_checkpoint(model_dir / name)
+        assert ck.datasets == DATASETS
+        # conf/test.config: --cnn-layers 1 --filter-size 4 --hidden-size 4 on 2000-bp chunks (--subsequence_length)
+        assert (ck.config.model_type, ck.config.cnn_layers, ck.config.filter_size, ck.config.hidden_size,
+                ck.config.seq_len) == ("bi-hybrid", 1, 4, 4, 2000)
+        build_model(ck)
+        assert all(np.isfinite(t.float().numpy()).all() for t in ck.state_dict.values())
+    epochs = read_tsv(model_dir / "metrics.tsv")
+    assert [int(r["epoch"]) for r in epochs] == [0, 1]       # --train_epochs 2 in the test profile
+    for r in epochs:
+        for k in ("avg_train_loss", "avg_val_loss", "avg_val_accuracy", "epoch_s", "samples_per_s"):
+            assert math.isfinite(float(r[k])), (k, r[k])
+    # the two epochs trained: the weights of the last epoch differ from a fresh model's
+    assert float(epochs[1]["avg_train_loss"]) != float(epochs[0]["avg_train_loss"])
+
+
+def test_evaluation_equals_the_training_runs_validation_of_the_best_epoch(train_run):
+    """EVALUATE on the val assembly with best.ckpt is Predmoter's test mode; TRAIN validated the same file with the
+    same weights in the epoch that became best (monitored: avg_val_accuracy, max, as in Predmoter)."""
+    _, outdir, _ = train_run
+    model_dir = outdir / "model" / "model"
+    rows = read_tsv(model_dir / "evaluation" / "model.evaluation.tsv")
+    assert list(rows[0]) == ["file", "total_avg_val_loss", "total_avg_val_accuracy", "atacseq_avg_val_loss",
+                             "atacseq_avg_val_accuracy", "h3k4me3_avg_val_loss", "h3k4me3_avg_val_accuracy"]
+    assert [r["file"] for r in rows] == ["valA"]
+    got = {k: float(v) for k, v in rows[0].items() if k != "file"}
+    assert all(math.isfinite(v) for v in got.values()), got
+    assert all(-1 <= v <= 1 for k, v in got.items() if k.endswith("accuracy")), got
+    epochs = read_tsv(model_dir / "metrics.tsv")
+    best = max(epochs, key=lambda r: float(r["avg_val_accuracy"]))
+    for k, v in got.items():
+        want = float(best[k.replace("total_", "")])
+        assert v == pytest.approx(want, rel=1e-5, abs=1e-7), (k, v, want)
+    for ds in DATASETS:
+        png = model_dir / "evaluation" / "plots" / f"valA_{ds}.png"
+        data = png.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, png
+
+
+def test_benchmark_report_has_the_train_mode_stages(train_run):
+    _, outdir, _ = train_run
+    rows = read_tsv(outdir / "benchmark" / "benchmark.tsv")
+    stages = sorted({r["stage"] for r in rows})
+    assert {"fasta2h5", "add_coverage", "train", "evaluate", "predict", "bigwig"} <= set(stages), stages
+    train = [r for r in rows if r["stage"] == "train"]
+    assert len(train) == 1 and float(train[0]["wall_s"]) > 0
+    # every task is matched with its trace row (process + tag); add_coverage has one row per dataset
+    assert sorted((r["stage"], r["assembly"]) for r in rows if r["stage"] != "fasta2h5") == sorted(
+        [("add_coverage", a) for a in ("trainA", "trainB", "valA") for _ in DATASETS]
+        + [("train", "model"), ("evaluate", "model"), ("predict", "valA"), ("bigwig", "valA")])
+    for r in rows:
+        assert r["trace_realtime_s"] and float(r["trace_realtime_s"]) >= 0, r
+    assert (outdir / "multiqc" / "multiqc_report.html").stat().st_size > 0
+
+
+def test_train_predict_uses_the_new_model_on_the_val_assembly(train_run, tmp_path):
+    """--train_predict: the val assembly's predictions equal chromaflow predict with the published best.ckpt."""
+    _, outdir, _ = train_run
+    got = outdir / "valA" / "predictions" / "valA_predictions.h5"
+    want = tmp_path / "want.h5"
+    cli("predict", "--h5", str(outdir / "valA" / "h5" / "valA.coverage.h5"), "--model",
+        str(outdir / "model" / "model" / "best.ckpt"), "--out", str(want), "--device", "cpu")
+    with h5py.File(got) as a, h5py.File(want) as b:
+        x, y = a["prediction/predictions"][:], b["prediction/predictions"][:]
+        assert x.shape == y.shape and x.shape[-1] == len(DATASETS)
+        np.testing.assert_array_equal(x, y)
+    assert not (outdir / "trainA" / "predictions").exists()     # training assemblies are not predicted
+    tracks = sorted(p.name for p in (outdir / "valA" / "tracks").iterdir())
+    assert any(n.endswith(".bw") and "atacseq" in n for n in tracks) and any("h3k4me3" in n for n in tracks), tracks
+
+
+@pytest.mark.parametrize("line, message", [
+    ("valA,validation,valA.fa,Testus_trainus,atacseq,valA_atacseq_1.bam,unstranded,true",
+     "line 3: column 'split' must be train, val or test (got 'validation')"),
+    ("valA,val,valA.fa,Testus_trainus,atacseq,valA_atacseq_1.sam,unstranded,true",
+     "line 3: column 'file': 'valA_atacseq_1.sam' is neither a .bam nor a .bw/.bigwig file"),
+    ("trainB,train,trainB.fa,Testus_trainus,h3k4me3,trainB_h3k4me3.bw,first,false",
+     "line 3: a bigWig needs library unstranded and shift false"),
+])
+def test_bad_train_sheet_stops_before_any_task(tmp_path, nextflow_bin, line, message):
+    head = (TRAIN_DIR / "sheet.csv").read_text().splitlines()[:2]
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text("\n".join([*head, line]) + "\n")
+    # the sheet's relative paths resolve against its folder: point them at the embedded files
+    text = sheet.read_text()
+    for f in TRAIN_DIR.iterdir():
+        text = text.replace(f",{f.name},", f",{f},")
+    sheet.write_text(text)
+    res = run_nextflow(["-profile", "test", "--mode", "train", "--train_sheet", str(sheet), "--outdir",
+                        str(tmp_path / "out")], cwd=tmp_path, check=False, timeout=300)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0
+    assert f"train sheet {sheet} {message}" in out, out[-3000:]
+    assert "Traceback" not in out
+    assert not (tmp_path / "work").exists() or not any((tmp_path / "work").iterdir())
