@@ -194,7 +194,7 @@ workflow TRAIN_MODEL {
         ch_versions = ch_versions.mix(BENCHMARK.out.versions)
         ch_multiqc_files = BENCHMARK.out.multiqc
     }
-    if (!params.skip_multiqc) {
+    if (!params.skip_multiqc && !params.skip_benchmark) {  // MultiQC finds no results in the versions alone
         MULTIQC(
             ch_multiqc_files.collect().ifEmpty([]),
             ch_versions_file,
