@@ -143,7 +143,7 @@ workflow CHROMAFLOW {
     //
     ch_versions_file = ch_versions
         .unique { it.text }
-        .collectFile(name: 'software_versions.yml', sort: true, newLine: false)
+        .collectFile(name: 'software_versions.yml', sort: { it.text }, newLine: false)
 
     //
     // Benchmark report from every task's metrics and this run's trace (a staged input, [] where there is none)
@@ -175,7 +175,7 @@ workflow CHROMAFLOW {
     //
     ch_versions
         .unique { it.text }
-        .collectFile(name: 'software_versions.yml', storeDir: "${params.outdir}/pipeline_info", sort: true, newLine: false)
+        .collectFile(name: 'software_versions.yml', storeDir: "${params.outdir}/pipeline_info", sort: { it.text }, newLine: false)
         .set { ch_versions_published }
 
     emit:

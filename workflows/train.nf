@@ -186,7 +186,7 @@ workflow TRAIN_MODEL {
     //
     ch_versions_file = ch_versions
         .unique { it.text }
-        .collectFile(name: 'software_versions.yml', sort: true, newLine: false)
+        .collectFile(name: 'software_versions.yml', sort: { it.text }, newLine: false)
     ch_multiqc_files = Channel.empty()
     if (!params.skip_benchmark) {
         def trace = runTraceFile()
@@ -204,7 +204,7 @@ workflow TRAIN_MODEL {
     }
     ch_versions
         .unique { it.text }
-        .collectFile(name: 'software_versions.yml', storeDir: "${params.outdir}/pipeline_info", sort: true, newLine: false)
+        .collectFile(name: 'software_versions.yml', storeDir: "${params.outdir}/pipeline_info", sort: { it.text }, newLine: false)
         .set { ch_versions_published }
 
     emit:
