@@ -349,8 +349,18 @@ class _Pool:
         if self.workers > 1:
             import multiprocessing as mp
             from concurrent.futures import ProcessPoolExecutor
-            self.ex = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("fork"),
-                                          initializer=_worker_init)
+            import signal
+            # The executor forks its workers at the first submit: do that here, before the output h5 is opened,
+            # and with SIGINT blocked, so a Ctrl-C that lands during the fork is delivered afterwards as a normal
+            # KeyboardInterrupt (inside the fork hooks it was printed as "Exception ignored" and lost: the run
+            # went on to the end and exited 0).
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                self.ex = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("fork"),
+                                              initializer=_worker_init)
+                self.ex.submit(os.getpid).result()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def run(self, tasks: list[Task]):
         if self.ex is None:
