@@ -23,11 +23,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-import platform
-import shutil
-import subprocess
 import sys
-import tempfile
 import threading
 import zlib
 from pathlib import Path
@@ -35,6 +31,7 @@ from typing import Callable
 
 import numpy as np
 
+from . import cbuild
 from .common import ChromaflowError
 
 ENGINES = ("onehot", "zlib", "libdeflate", "isal")
@@ -121,14 +118,8 @@ _lib = None
 _lib_lock = threading.Lock()
 
 
-def _cache_dir() -> Path:
-    root = os.environ.get("CHROMAFLOW_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "chromaflow")
-    return Path(root) / "onehot-deflate"
-
-
 def library_path() -> Path:
-    tag = hashlib.sha256(SOURCE.read_bytes() + " ".join(CFLAGS).encode() + platform.machine().encode()).hexdigest()[:16]
-    return _cache_dir() / f"libonehotdeflate-{tag}.so"
+    return cbuild.library_path(SOURCE, CFLAGS, "onehot-deflate", "libonehotdeflate")
 
 
 def load_kernel():
@@ -141,25 +132,13 @@ def load_kernel():
             raise EngineUnavailable("the onehot deflate engine needs a little-endian CPU; use --deflate zlib")
         if os.environ.get("CHROMAFLOW_NO_CC") == "1":  # test hook: behave as if there were no compiler
             raise EngineUnavailable("onehot deflate engine disabled by CHROMAFLOW_NO_CC=1")
-        so = library_path()
-        if not so.exists():
-            cc = next((shutil.which(c) for c in (os.environ.get("CC"), "cc", "gcc", "clang") if c and shutil.which(c)),
-                      None)
-            if cc is None:
+        try:
+            so = cbuild.build(SOURCE, CFLAGS, "onehot-deflate", "libonehotdeflate")
+        except cbuild.BuildError as exc:
+            if exc.kind == "no-compiler":
                 raise EngineUnavailable("the onehot deflate engine needs a C compiler (cc, gcc or clang) on PATH;"
-                                        " install one or use --deflate libdeflate")
-            try:
-                so.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(prefix=".libonehotdeflate.", suffix=".so", dir=so.parent)
-                os.close(fd)
-                proc = subprocess.run([cc, *CFLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True)
-                if proc.returncode != 0:
-                    os.unlink(tmp)
-                    first = (proc.stderr.strip().splitlines() or ["?"])[0]
-                    raise EngineUnavailable(f"compiling {SOURCE.name} with {cc} failed: {first}")
-                os.replace(tmp, so)  # atomic: concurrent tasks may race, each rename is complete
-            except OSError as exc:
-                raise EngineUnavailable(f"cannot build the onehot deflate engine in {so.parent}: {exc}") from None
+                                        " install one or use --deflate libdeflate") from None
+            raise EngineUnavailable(f"the onehot deflate engine: {exc}") from None
         try:
             lib = ctypes.CDLL(str(so))
         except OSError as exc:

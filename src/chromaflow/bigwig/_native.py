@@ -12,25 +12,16 @@ give identical output.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import platform
-import shutil
-import subprocess
-import tempfile
 import threading
 from pathlib import Path
+
+from chromaflow import cbuild
 
 SOURCE = Path(__file__).with_name("_kernels.c")
 CFLAGS = ["-O2", "-fPIC", "-shared", "-std=c99"]
 _state: dict = {}
 _lock = threading.Lock()
-
-
-def _library_path() -> Path:
-    root = os.environ.get("CHROMAFLOW_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "chromaflow")
-    tag = hashlib.sha256(SOURCE.read_bytes() + " ".join(CFLAGS).encode() + platform.machine().encode()).hexdigest()[:16]
-    return Path(root) / "bigwig-kernel" / f"libcfbigwig-{tag}.so"
 
 
 def load():
@@ -45,23 +36,10 @@ def load():
 def _build():
     if os.environ.get("CHROMAFLOW_BIGWIG_NO_CC") == "1":
         return None
-    so = _library_path()
-    if not so.exists():
-        cc = next((shutil.which(c) for c in (os.environ.get("CC"), "cc", "gcc", "clang") if c and shutil.which(c)),
-                  None)
-        if cc is None:
-            return None
-        try:
-            so.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".libcfbigwig.", suffix=".so", dir=so.parent)
-            os.close(fd)
-            proc = subprocess.run([cc, *CFLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True)
-            if proc.returncode != 0:
-                os.unlink(tmp)
-                return None
-            os.replace(tmp, so)  # atomic: concurrent builds each rename a complete file
-        except OSError:
-            return None
+    try:
+        so = cbuild.build(SOURCE, CFLAGS, "bigwig-kernel", "libcfbigwig")
+    except cbuild.BuildError:
+        return None
     try:
         lib = ctypes.CDLL(str(so))
     except OSError:

@@ -13,16 +13,13 @@ CLI then falls back to the scikit-learn engine with a warning.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import platform
-import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from chromaflow import cbuild
 
 SOURCE = Path(__file__).with_name("_kernel.c")
 #: No -march/-ffast-math: the same bytes on every x86-64 CPU. -ffp-contract=off: never fuse a*b+c into an
@@ -36,47 +33,16 @@ class KernelUnavailable(RuntimeError):
     pass
 
 
-def _cache_dir() -> Path:
-    root = os.environ.get("CHROMAFLOW_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "chromaflow")
-    return Path(root) / "genie3-kernel"
-
-
-def _compiler() -> str | None:
-    for cand in (os.environ.get("CC"), "cc", "gcc", "clang"):
-        if cand and shutil.which(cand):
-            return shutil.which(cand)
-    return None
-
-
 def library_path(extra_flags: tuple[str, ...] = ()) -> Path:
-    src = SOURCE.read_bytes()
-    flags = " ".join([*CFLAGS, *extra_flags])
-    tag = hashlib.sha256(src + flags.encode() + platform.machine().encode()).hexdigest()[:16]
-    return _cache_dir() / f"libgenie3k-{tag}.so"
+    return cbuild.library_path(SOURCE, [*CFLAGS, *extra_flags], "genie3-kernel", "libgenie3k")
 
 
 def build(extra_flags: tuple[str, ...] = ()) -> Path:
     """Compile the kernel (cached by source, flags and machine) and return the library path."""
-    so = library_path(extra_flags)
-    if so.exists():
-        return so
-    cc = _compiler()
-    if cc is None:
-        raise KernelUnavailable("no C compiler (cc/gcc/clang) on PATH")
     try:
-        so.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".libgenie3k.", suffix=".so", dir=so.parent)
-        os.close(fd)
-        proc = subprocess.run([cc, *CFLAGS, *extra_flags, "-o", tmp, str(SOURCE), "-lm"], capture_output=True,
-                              text=True)
-        if proc.returncode != 0:
-            os.unlink(tmp)
-            first = (proc.stderr.strip().splitlines() or ["?"])[0]
-            raise KernelUnavailable(f"compiling {SOURCE.name} with {cc} failed: {first}")
-        os.replace(tmp, so)  # atomic: concurrent tasks may race, each rename is complete
-    except OSError as exc:
-        raise KernelUnavailable(f"cannot build the kernel in {so.parent}: {exc}") from None
-    return so
+        return cbuild.build(SOURCE, [*CFLAGS, *extra_flags], "genie3-kernel", "libgenie3k", libs=("-lm",))
+    except cbuild.BuildError as exc:
+        raise KernelUnavailable(str(exc)) from None
 
 
 def _load(so: Path):
