@@ -13,6 +13,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
+from predict_helpers import ScaledModel
 import torch.nn.functional as F
 
 from chromaflow.predict.checkpoint import build_model, load_checkpoint, make_test_state_dict, write_test_checkpoint
@@ -639,17 +640,6 @@ def fake_cuda(monkeypatch):
     return rt
 
 
-class _Scaled(torch.nn.Module):
-    """log-rate = scale * first one-hot column; fakes an out-of-memory above ``limit`` rows per call."""
-
-    def __init__(self, scale, limit=1 << 30):
-        super().__init__()
-        self.scale, self.limit = scale, limit
-
-    def forward(self, x):
-        if x.shape[0] > self.limit:
-            raise torch.cuda.OutOfMemoryError("simulated")
-        return self.scale * x[:, :, :1]
 
 
 @pytest.mark.parametrize("scale,limit,dtypes,d2h", [
@@ -660,7 +650,7 @@ def test_cuda_executor_logic_on_cpu(tmp_path, fake_cuda, scale, limit, dtypes, d
     int8 are copied again as int64, the next one comes back as int32), an OOM halves the batch, CUDA-event
     timings are gathered, results are exact."""
     X = write_genome_h5(tmp_path / "g.h5", 9, 32)
-    stats, got = _engine_run(tmp_path, _Scaled(scale, limit), X, batch_size=3, precision="fp32", executor="cuda")
+    stats, got = _engine_run(tmp_path, ScaledModel(scale, limit), X, batch_size=3, precision="fp32", executor="cuda")
     want = np.round(np.exp(scale * X[:, :, :1].astype(np.float32))).astype(np.int64)
     want[X.max(axis=2) == 0] = -1
     assert np.array_equal(got, want)
@@ -677,7 +667,7 @@ def test_cuda_executor_logic_on_cpu(tmp_path, fake_cuda, scale, limit, dtypes, d
 def test_cuda_batch_probe_logic_on_cpu(fake_cuda):
     from chromaflow.predict.engine import probe_batch_size
 
-    size, trials = probe_batch_size(_Scaled(1.0, limit=37), torch.device("cpu"), L=16, D=1, precision="fp32",
+    size, trials = probe_batch_size(ScaledModel(1.0, limit=37), torch.device("cpu"), L=16, D=1, precision="fp32",
                                     limit=4096, executor="cuda")
     assert size == 37 and trials[-1] == (37, True)
 

@@ -14,6 +14,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
+from predict_helpers import ScaledModel
 
 from test_predict import run_cli, write_genome_h5
 
@@ -79,17 +80,6 @@ def test_cuda_bf16_deviation_and_cpu_agreement(reference_dir, tmp_path):
     assert 0.0 <= pc["fraction"] < 0.05 and pc["max_abs"] <= 2
 
 
-class _Scaled(torch.nn.Module):
-    """log-rate = scale * first one-hot column; raises CUDA OOM above ``limit`` rows per call."""
-
-    def __init__(self, scale: float, limit: int = 1 << 30):
-        super().__init__()
-        self.scale, self.limit = scale, limit
-
-    def forward(self, x):
-        if x.shape[0] > self.limit:
-            raise torch.cuda.OutOfMemoryError("simulated")
-        return self.scale * x[:, :, :1]
 
 
 def _run(tmp_path, model, X, batch):
@@ -106,7 +96,7 @@ def _run(tmp_path, model, X, batch):
 
 def test_cuda_transfer_dtype_widens_without_loss(tmp_path):
     X = write_genome_h5(tmp_path / "g.h5", 9, 32)
-    stats, got = _run(tmp_path, _Scaled(12.0), X, batch=3)  # exp(12) = 162755: needs int32
+    stats, got = _run(tmp_path, ScaledModel(12.0), X, batch=3)  # exp(12) = 162755: needs int32
     want = np.round(np.exp(12.0 * X[:, :, :1].astype(np.float32))).astype(np.int64)
     want[X.max(axis=2) == 0] = -1
     assert np.array_equal(got, want)
@@ -116,7 +106,7 @@ def test_cuda_transfer_dtype_widens_without_loss(tmp_path):
 
 def test_cuda_oom_halves_batch(tmp_path):
     X = write_genome_h5(tmp_path / "g.h5", 7, 32)
-    stats, got = _run(tmp_path, _Scaled(3.0, limit=2), X, batch=7)
+    stats, got = _run(tmp_path, ScaledModel(3.0, limit=2), X, batch=7)
     want = np.round(np.exp(3.0 * X[:, :, :1].astype(np.float32))).astype(np.int64)
     want[X.max(axis=2) == 0] = -1
     assert np.array_equal(got, want)
@@ -127,7 +117,7 @@ def test_cuda_batch_probe_with_fake_oom():
     from chromaflow.predict.engine import EngineStats, resolve_batch_size
 
     stats = EngineStats()
-    size = resolve_batch_size("auto", model=_Scaled(1.0, limit=37), device=torch.device("cuda"), L=32, D=1,
+    size = resolve_batch_size("auto", model=ScaledModel(1.0, limit=37), device=torch.device("cuda"), L=32, D=1,
                               precision="fp32", rows=1000, stats=stats)
     assert size == 37 and stats.batch_probe[-1] == [37, True]
 

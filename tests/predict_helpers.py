@@ -1,0 +1,17 @@
+"""Shared by the predict tests (CPU and CUDA)."""
+from __future__ import annotations
+
+import torch
+
+
+class ScaledModel(torch.nn.Module):
+    """log-rate = scale * first one-hot column; raises CUDA out-of-memory above ``limit`` rows per call."""
+
+    def __init__(self, scale: float, limit: int = 1 << 30):
+        super().__init__()
+        self.scale, self.limit = scale, limit
+
+    def forward(self, x):
+        if x.shape[0] > self.limit:
+            raise torch.cuda.OutOfMemoryError("simulated")
+        return self.scale * x[:, :, :1]
