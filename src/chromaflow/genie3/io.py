@@ -111,12 +111,9 @@ def _check_path(path: Path, layout: str) -> None:
         raise ChromaflowError(f"{path}: expression file not found")
 
 
-def count_genes(path: str | Path, layout: str) -> int:
-    """Number of genes of an expression table, by the same delimiter and label rules as
-    :func:`read_expression` but without parsing the values (for planning target chunks; the genie3 task
-    itself validates the table). samples-x-genes reads only the first two lines."""
-    path = Path(path)
-    _check_path(path, layout)
+def _table_rows(path: Path):
+    """(line number, cells stripped) of each non-blank line of a TSV/CSV table (plain or gzip, delimiter sniffed
+    from line 1), streamed; unreadable text and malformed CSV become one-line ChromaflowErrors naming the file."""
     try:
         with _open_text(path) as fh:
             first = fh.readline()
@@ -125,23 +122,32 @@ def count_genes(path: str | Path, layout: str) -> int:
             delim = _sniff_delimiter(path, first)
             fh.seek(0)
             reader = csv.reader(fh, delimiter=delim)
-            header, hline, has_label, rows = None, 0, False, 0
-            for r in reader:
+            for r in reader:  # one row of strings in memory at a time
                 r = [c.strip() for c in r]
-                if not any(r):
-                    continue
-                if header is None:
-                    header, hline = r, reader.line_num
-                    continue
-                if rows == 0:
-                    has_label, col_names = _columns(path, header, hline, r, reader.line_num)
-                    if layout == "samples-x-genes":
-                        return len(col_names)
-                rows += 1
+                if any(r):
+                    yield reader.line_num, r
     except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
         raise ChromaflowError(f"{path}: not a readable text table ({exc})") from None
     except csv.Error as exc:
         raise ChromaflowError(f"{path}: malformed CSV/TSV ({exc})") from None
+
+
+def count_genes(path: str | Path, layout: str) -> int:
+    """Number of genes of an expression table, by the same delimiter and label rules as
+    :func:`read_expression` but without parsing the values (for planning target chunks; the genie3 task
+    itself validates the table). samples-x-genes reads only the first two lines."""
+    path = Path(path)
+    _check_path(path, layout)
+    header, hline, has_label, rows = None, 0, False, 0
+    for ln, r in _table_rows(path):
+        if header is None:
+            header, hline = r, ln
+            continue
+        if rows == 0:
+            has_label, col_names = _columns(path, header, hline, r, ln)
+            if layout == "samples-x-genes":
+                return len(col_names)
+        rows += 1
     if header is None or rows == 0:
         raise ChromaflowError(f"{path}: needs a header line and at least one data line")
     if not has_label:
@@ -160,61 +166,45 @@ def read_expression(path: str | Path, layout: str) -> Expression:
     """
     path = Path(path)
     _check_path(path, layout)
-    try:
-        with _open_text(path) as fh:
-            first = fh.readline()
-            if not first.strip():
-                raise ChromaflowError(f"{path}: line 1: empty file or empty header")
-            delim = _sniff_delimiter(path, first)
-            fh.seek(0)
-            header, hline, data_lines, labels, arrays, width = None, 0, [], [], [], None
-            reader = csv.reader(fh, delimiter=delim)
-            has_label = False
-            for r in reader:  # streamed: one row of strings in memory at a time
-                ln = reader.line_num
-                r = [c.strip() for c in r]
-                if not any(r):
-                    continue
-                if header is None:
-                    header, hline = r, ln
-                    continue
-                if width is None:
-                    width = len(r)
-                    has_label, col_names = _columns(path, header, hline, r, ln)
-                elif len(r) != width:
-                    raise ChromaflowError(f"{path}: line {ln}: {len(r)} fields, expected {width} "
-                                          f"(as on line {data_lines[0]})")
-                row = r[1:] if has_label else r
+    header, hline, data_lines, labels, arrays, width = None, 0, [], [], [], None
+    has_label = False
+    for ln, r in _table_rows(path):
+        if header is None:
+            header, hline = r, ln
+            continue
+        if width is None:
+            width = len(r)
+            has_label, col_names = _columns(path, header, hline, r, ln)
+        elif len(r) != width:
+            raise ChromaflowError(f"{path}: line {ln}: {len(r)} fields, expected {width} "
+                                  f"(as on line {data_lines[0]})")
+        row = r[1:] if has_label else r
+        try:
+            with np.errstate(over="ignore"):  # 1e40 -> inf is reported below, not warned about
+                arr = np.array(row, dtype=np.float32)
+        except ValueError:
+            for c, v in enumerate(row):
                 try:
-                    with np.errstate(over="ignore"):  # 1e40 -> inf is reported below, not warned about
-                        arr = np.array(row, dtype=np.float32)
+                    float(v)
                 except ValueError:
-                    for c, v in enumerate(row):
-                        try:
-                            float(v)
-                        except ValueError:
-                            what = "empty cell (missing value)" if v == "" else f"non-numeric value {v!r}"
-                            raise ChromaflowError(
-                                f"{path}: {_cell(layout, ln, r[0] if has_label else None, c + 1 + has_label, col_names[c])}"
-                                f": {what}") from None
-                    raise ChromaflowError(f"{path}: line {ln}: unparsable numbers") from None
-                if not np.isfinite(arr).all():
-                    c = int(np.flatnonzero(~np.isfinite(arr))[0])
-                    v = row[c]
-                    if v.strip().lower().lstrip("+-").startswith(("nan", "inf")):
-                        what = f"non-finite value {v!r} (NaN/inf are not allowed; impute or drop first)"
-                    else:
-                        what = f"value {v!r} overflows float32 (|x| must be below 3.4e38)"
+                    what = "empty cell (missing value)" if v == "" else f"non-numeric value {v!r}"
                     raise ChromaflowError(
                         f"{path}: {_cell(layout, ln, r[0] if has_label else None, c + 1 + has_label, col_names[c])}"
-                        f": {what}")
-                data_lines.append(ln)
-                labels.append(r[0] if has_label else str(len(labels) + 1))
-                arrays.append(arr)
-    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
-        raise ChromaflowError(f"{path}: not a readable text table ({exc})") from None
-    except csv.Error as exc:
-        raise ChromaflowError(f"{path}: malformed CSV/TSV ({exc})") from None
+                        f": {what}") from None
+            raise ChromaflowError(f"{path}: line {ln}: unparsable numbers") from None
+        if not np.isfinite(arr).all():
+            c = int(np.flatnonzero(~np.isfinite(arr))[0])
+            v = row[c]
+            if v.strip().lower().lstrip("+-").startswith(("nan", "inf")):
+                what = f"non-finite value {v!r} (NaN/inf are not allowed; impute or drop first)"
+            else:
+                what = f"value {v!r} overflows float32 (|x| must be below 3.4e38)"
+            raise ChromaflowError(
+                f"{path}: {_cell(layout, ln, r[0] if has_label else None, c + 1 + has_label, col_names[c])}"
+                f": {what}")
+        data_lines.append(ln)
+        labels.append(r[0] if has_label else str(len(labels) + 1))
+        arrays.append(arr)
     if header is None or not arrays:
         raise ChromaflowError(f"{path}: needs a header line and at least one data line")
     row_labels = labels
