@@ -87,6 +87,23 @@ static inline uint32_t rand_below(rng_t *r, uint32_t n) {   /* Lemire multiply-s
     return (uint32_t)(((rng_next(r) >> 32) * (uint64_t)n) >> 32);
 }
 
+/* one feature drawn without replacement: a uniform pick among the f_i not yet drawn (moved behind them) */
+static inline int draw_feature(rng_t *rng, int32_t *perm, int *f_i) {
+    const int j = (int)rand_below(rng, (uint32_t)*f_i);
+    const int f = perm[j]; perm[j] = perm[*f_i - 1]; perm[*f_i - 1] = f; (*f_i)--;
+    return f;
+}
+
+/* the next batch of draws into F: within the first K draws the loop condition does not depend on the
+ * results, so all K - visited are drawn together (at most B, at most what is left); after that one at a time */
+static inline int draw_batch(rng_t *rng, int32_t *perm, int *f_i, int32_t *F, int visited, int K, int B) {
+    int nb = visited < K ? K - visited : 1;
+    if (nb > B) nb = B;
+    if (nb > *f_i) nb = *f_i;
+    for (int j2 = 0; j2 < nb; j2++) F[j2] = draw_feature(rng, perm, f_i);
+    return nb;
+}
+
 static inline double rand01(rng_t *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
 
 static inline int top_bit(uint64_t x) { return 63 - __builtin_clzll(x); }
@@ -511,8 +528,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                 /* one possible split: the first non-constant drawn feature takes it */
                 const unsigned s0 = (unsigned)r[0], s1 = (unsigned)r[1];
                 while (f_i > 0 && (visited < K || visited <= nconst)) {
-                    const int j = (int)rand_below(&rng, (uint32_t)f_i);
-                    const int f = perm[j]; perm[j] = perm[f_i - 1]; perm[f_i - 1] = f; f_i--;
+                    const int f = draw_feature(&rng, perm, &f_i);
                     visited++;
                     const int sr = slot[feat[f]];
                     if (sr >= 0) {
@@ -539,8 +555,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                     P1[i] = a * a * inv[wa] + b * b * inv[Wi - wa];
                 }
                 while (f_i > 0 && (visited < K || visited <= nconst)) {
-                    const int j = (int)rand_below(&rng, (uint32_t)f_i);
-                    const int f = perm[j]; perm[j] = perm[f_i - 1]; perm[f_i - 1] = f; f_i--;
+                    const int f = draw_feature(&rng, perm, &f_i);
                     visited++;
                     const uint16_t *pf = pos + (size_t)feat[f] * n;
                     const unsigned q0 = pf[s0], q1 = pf[s1], q2 = pf[s2];
@@ -565,14 +580,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                 small_t sn;
                 small_init(w, &sn, r, m, K, Wi, Sn);
                 while (f_i > 0 && (visited < K || visited <= nconst)) {
-                    int nb = visited < K ? K - visited : 1;
-                    if (nb > B) nb = B;
-                    if (nb > f_i) nb = f_i;
-                    for (int j2 = 0; j2 < nb; j2++) {
-                        const int j = (int)rand_below(&rng, (uint32_t)f_i);
-                        const int f = perm[j]; perm[j] = perm[f_i - 1]; perm[f_i - 1] = f; f_i--;
-                        F[j2] = f;
-                    }
+                    const int nb = draw_batch(&rng, perm, &f_i, F, visited, K, B);
                     visited += nb;
                     for (int j2 = 0; j2 < nb; j2++) {                /* all reads first: latencies overlap */
                         const uint16_t *pf = pos + (size_t)feat[F[j2]] * n;
@@ -589,16 +597,8 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                 }
             } else if (method == 0) {
                 while (f_i > 0 && (visited < K || visited <= nconst)) {
-                    /* within the first K draws the loop condition does not depend on the results: draw
-                     * them together, mark all, then walk all (in draw order) */
-                    int nb = visited < K ? K - visited : 1;
-                    if (nb > B) nb = B;
-                    if (nb > f_i) nb = f_i;
-                    for (int j2 = 0; j2 < nb; j2++) {
-                        const int j = (int)rand_below(&rng, (uint32_t)f_i);
-                        const int f = perm[j]; perm[j] = perm[f_i - 1]; perm[f_i - 1] = f; f_i--;
-                        F[j2] = f;
-                    }
+                    /* draw a batch, mark all, then walk all (in draw order) */
+                    const int nb = draw_batch(&rng, perm, &f_i, F, visited, K, B);
                     visited += nb;
                     for (int j2 = 0; j2 < nb; j2++) {
                         const int g = feat[F[j2]], sr = slot[g];
@@ -613,8 +613,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
             } else {
                 /* extra-trees: one uniform threshold in [min, max) per drawn feature */
                 while (f_i > 0 && (visited < K || visited <= nconst)) {
-                    const int j = (int)rand_below(&rng, (uint32_t)f_i);
-                    const int f = perm[j]; perm[j] = perm[f_i - 1]; perm[f_i - 1] = f; f_i--;
+                    const int f = draw_feature(&rng, perm, &f_i);
                     visited++;
                     const float *xv = J->values + (size_t)J->regs[feat[f]] * n;
                     float vmin = INFINITY, vmax = -INFINITY;
