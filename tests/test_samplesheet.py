@@ -133,28 +133,30 @@ def test_samplesheet_case(validation_results, case):
         assert rows == want
 
 
-def test_bad_samplesheet_stops_the_real_pipeline_before_any_task(tmp_path, nextflow_bin):
-    sheet = tmp_path / "sheet.csv"
-    sheet.write_text(f"id,fasta\nA,{FASTA}\nA,{FASTA}\n")
+def _stops_before_any_task(sheet, tmp_path) -> str:
+    """Run the real pipeline on ``sheet``: it must fail before any task ran; returns stdout + stderr."""
     res = run_nextflow(["--input", str(sheet), "--skip_predict", "--outdir", str(tmp_path / "out")],
                        cwd=tmp_path, check=False, timeout=300)
     out = res.stdout + res.stderr
     assert res.returncode != 0, out
+    work = tmp_path / "work"
+    assert not work.exists() or not any(work.iterdir()), "a task ran although the sheet was invalid"
+    return out
+
+
+def test_bad_samplesheet_stops_the_real_pipeline_before_any_task(tmp_path, nextflow_bin):
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text(f"id,fasta\nA,{FASTA}\nA,{FASTA}\n")
+    out = _stops_before_any_task(sheet, tmp_path)
     lines = [ln for ln in out.splitlines() if "duplicate id" in ln]
     assert lines == [f"samplesheet {sheet} line 3: duplicate id 'A' (first on line 2)"], out
     assert "Exception" not in out and "Check script" not in out
-    work = tmp_path / "work"
-    assert not work.exists() or not any(work.iterdir()), "a task ran although the sheet was invalid"
 
 
 def test_unfetchable_url_stops_the_real_pipeline_with_one_line(tmp_path, nextflow_bin):
     with LocalHttpServer(tmp_path) as server:
         sheet = tmp_path / "sheet.csv"
         sheet.write_text(f"id,fasta\nA,{server.url}/nothing-here.fa\n")
-        res = run_nextflow(["--input", str(sheet), "--skip_predict", "--outdir", str(tmp_path / "out")],
-                           cwd=tmp_path, check=False, timeout=300)
-    out = res.stdout + res.stderr
-    assert res.returncode != 0, out
+        out = _stops_before_any_task(sheet, tmp_path)
     lines = [ln for ln in out.splitlines() if "nothing-here.fa" in ln]
     assert lines == [f"samplesheet {sheet} line 2: column 'fasta': cannot fetch {server.url}/nothing-here.fa (HTTP 404)"], out
-    assert not (tmp_path / "work").exists() or not any((tmp_path / "work").iterdir())
