@@ -252,6 +252,9 @@ def test_quick_run_against_the_real_peers(tmp_path, reference_dir):
     assert all(0.5 < r["auroc"] <= 1 and 0 < r["aupr"] <= 1 for r in g3)
     md = files[0].with_suffix(".md").read_text()
     assert "## Ratios" in md
+    sc = next(c for c in ran if c["id"] == "scaling/genie3_20genes")  # the peer beside us on the smallest size
+    assert [r["peer"] for r in sc["ratios"]] == ["arboreto genie3"]
+    assert "20 genes: **" in md
     for c in f2h:  # the headline row of every FASTA case: the default against Helixer, with its size
         assert f"| fasta2h5 | {c['case']} | chromaflow fasta2h5 (default) | Helixer" in md
     for c in res["cases"]:

@@ -31,6 +31,7 @@ FULL = {
     "genie3_synthetic": (500, 300, 300),        # genes, samples, trees
     "scaling_fasta2h5_mbp": [10, 50, 200], "scaling_bigwig_mbp": [10, 50, 200],
     "scaling_genie3_genes": [100, 1000, 5000], "scaling_genie3_samples": 100, "scaling_genie3_trees": 100,
+    "scaling_genie3_peer_max_genes": 1000,     # arboreto beside us up to this size (5,000 genes: hours)
 }
 QUICK = {
     "fasta2h5": [("5x200kbp", 1_000_000, 5), ("1x1Mbp", 1_000_000, 1), ("200x5kbp", 1_000_000, 200)],
@@ -43,6 +44,7 @@ QUICK = {
     "genie3_synthetic": (60, 40, 20),
     "scaling_fasta2h5_mbp": [1, 2, 4], "scaling_bigwig_mbp": [1, 2, 4],
     "scaling_genie3_genes": [20, 40, 80], "scaling_genie3_samples": 40, "scaling_genie3_trees": 10,
+    "scaling_genie3_peer_max_genes": 20,
 }
 
 
@@ -375,8 +377,16 @@ def scaling(ctx: Ctx) -> tuple[list, list[Case]]:
         c = Contender("chromaflow", f"chromaflow genie3 --n-trees {t} --threads 2", "ours",
                       lambda d, r, expr=expr: ours("genie3", "--expression", expr, "--layout", "samples-x-genes",
                                                    "--n-trees", t, "--threads", "2", "--out", d / "links.tsv.gz"))
+        cs = [c]
+        if g <= cfg["scaling_genie3_peer_max_genes"]:  # the ratio as genes grow, where the peer ends in minutes
+            cs.append(Contender("arboreto genie3", f"arboreto 0.1.6 GENIE3 (RF, {t} trees, 2 dask workers)", "peer",
+                                lambda d, r, expr=expr: [ctx.peer("peer-arboreto-python"),
+                                                         ctx.peers / "checks" / "arboreto_genie3.py", expr,
+                                                         d / "links.tsv", "--trees", str(t), "--seed", "1",
+                                                         "--workers", "2"]))
         cases.append(Case("scaling", f"genie3_{g}genes", {"series": "genie3", "size": g, "unit": "genes",
-                                                         "samples": s, "trees": t}, [c], [],
+                                                         "samples": s, "trees": t}, cs,
+                          [("chromaflow", "arboreto genie3")] if len(cs) > 1 else [],
                           prepare=lambda expr=expr, g=g: expr.exists() or _gen("expression", expr, g, s, 2,
                                                                                 str(expr) + ".gold")))
     return [], cases
@@ -387,4 +397,4 @@ BUILDERS = {"fasta2h5": fasta2h5, "predict": predict, "bigwig": bigwig, "genie3"
 #: launchers each stage needs
 PEERS_NEEDED = {"fasta2h5": ["peer-helixer-fasta2h5"], "predict": ["peer-predmoter"],
                 "bigwig": ["peer-predmoter-convert"],
-                "genie3": ["peer-arboreto-python", "peer-genie3-python"], "scaling": []}
+                "genie3": ["peer-arboreto-python", "peer-genie3-python"], "scaling": ["peer-arboreto-python"]}

@@ -143,8 +143,12 @@ def scaling_series(cases: list[dict]) -> dict:
         if not con.get("wall_s"):
             continue
         p = c["params"]
-        out.setdefault(p["series"], {"unit": p["unit"], "points": []})["points"].append(
-            (p["size"], con["wall_s"]["median"], con["cpu_s"]["median"], con["peak_rss_bytes"]["median"]))
+        peer = next((r for r in c.get("ratios") or [] if r["ours"] == "chromaflow"), None)
+        s = out.setdefault(p["series"], {"unit": p["unit"], "points": [], "peer_ratio": {}})
+        s["points"].append((p["size"], con["wall_s"]["median"], con["cpu_s"]["median"],
+                            con["peak_rss_bytes"]["median"]))
+        if peer:
+            s["peer_ratio"][p["size"]] = (c["contenders"][peer["peer"]]["label"], peer["wall"])
     for s in out.values():
         s["points"].sort()
         xs = [p[0] for p in s["points"]]
@@ -257,16 +261,21 @@ def render_markdown(res: dict, src_name: str, png: Path | None) -> str:
         lines.append("")
     series = scaling_series(res["cases"])
     if series:
-        lines += ["## Scaling (chromaflow only)", "",
-                  "| series | sizes | wall s (medians) | CPU s (medians) | peak RSS MiB | exponent wall / CPU / RSS |",
-                  "|---|---|---|---|---|---|"]
+        lines += ["## Scaling", "",
+                  "| series | sizes | wall s (medians) | CPU s (medians) | peak RSS MiB | exponent wall / CPU / RSS | "
+                  "peer ÷ ours, wall |",
+                  "|---|---|---|---|---|---|---|"]
         for name, s in sorted(series.items()):
             pts = s["points"]
+            pr = s.get("peer_ratio") or {}
+            peer_txt = "; ".join(f"{p[0]:g} {s['unit']}: {_ratio(pr[p[0]][1])}" for p in pts if p[0] in pr)
             lines.append(f"| {name} | {', '.join(f'{p[0]:g}' for p in pts)} {s['unit']} | "
                          f"{', '.join(_f(p[1]) for p in pts)} | {', '.join(_f(p[2]) for p in pts)} | "
                          f"{', '.join(f'{p[3] / 2**20:,.0f}' for p in pts)} | "
-                         f"{_f(s['exp_wall'])} / {_f(s['exp_cpu'])} / {_f(s['exp_rss'])} |")
-        lines += ["", "Exponent b of a least-squares fit cost ∝ size^b on log–log axes (1 = linear; 0 = flat).", ""]
+                         f"{_f(s['exp_wall'])} / {_f(s['exp_cpu'])} / {_f(s['exp_rss'])} | "
+                         f"{peer_txt + ' (' + next(iter(pr.values()))[0] + ')' if pr else '–'} |")
+        lines += ["", "Exponent b of a least-squares fit cost ∝ size^b on log–log axes (1 = linear; 0 = flat); "
+                      "the fit is of our runs only. The peer runs beside us where it ends in minutes.", ""]
         if png:
             lines += [f"![scaling]({png.name})", ""]
     for stage in ("fasta2h5", "predict", "bigwig", "genie3", "scaling"):
