@@ -111,12 +111,15 @@ def loadavg() -> list[float]:
 # --------------------------------------------------------------------------------------------------
 class TreeSampler:
     """Samples the summed RSS of a process tree (psutil) while it runs: the peak memory of tools that fork
-    workers (Helixer's multiprocessing, dask), which ``ru_maxrss`` (largest single process) does not show."""
+    workers (Helixer's multiprocessing, dask), which ``ru_maxrss`` (largest single process) does not show.
+    Also keeps the last CPU seconds seen of every descendant (``cpu_s``): a lower bound of the tree's CPU time
+    that counts workers nobody waits for (e.g. DDP ranks), which ``RUSAGE_CHILDREN`` misses."""
 
-    def __init__(self, pid: int, interval: float = 0.05):
-        self.pid, self.interval = pid, interval
+    def __init__(self, pid: int, interval: float = 0.05, include_root: bool = False):
+        self.pid, self.interval, self.include_root = pid, interval, include_root
         self.peak = 0
         self.nproc = 1
+        self._cpu: dict[tuple[int, float], float] = {}
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._loop, daemon=True)
 
@@ -129,18 +132,26 @@ class TreeSampler:
             return
         while not self._stop.is_set():
             try:
-                procs = root.children(recursive=True)  # the runner itself is not counted
+                procs = root.children(recursive=True)  # the runner itself is not counted ...
+                if self.include_root:                    # ... unless it is the tool
+                    procs.append(root)
             except psutil.Error:
                 return
             rss = 0
             for p in procs:
                 try:
                     rss += p.memory_info().rss
+                    t = p.cpu_times()
+                    self._cpu[(p.pid, p.create_time())] = t.user + t.system
                 except psutil.Error:
                     pass
             self.peak = max(self.peak, rss)
             self.nproc = max(self.nproc, len(procs))
             self._stop.wait(self.interval)
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(self._cpu.values())
 
     def __enter__(self) -> "TreeSampler":
         self._t.start()

@@ -19,7 +19,8 @@ Variants (all: same files, seed 1, same architecture, global batch 120, Adam lr 
 
 Per run: seconds per epoch (Predmoter: its log's "Training started"/"Training ended" times / epochs; ours: the
 metrics JSON's epoch_s, which also includes validation), process wall, CPU seconds (user+sys of the whole process
-tree, from wait4), peak RSS (largest single process), and the per-epoch losses (for "same loss curve"). Variants are
+tree: wait4, or the sampled descendants where larger, e.g. DDP ranks), peak RSS (the largest single process, or the
+sampled sum over the tree where larger), and the per-epoch losses (for "same loss curve"). Variants are
 alternated (rep 1: A B C, rep 2: B C A, ...) so load changes hit all of them; ratios are of medians. Memory: ``ours``
 (stream) for 1 epoch with the training folder holding --memory-files copies (symlinks) of the files, to show peak RSS
 does not grow with the number of files.
@@ -87,21 +88,27 @@ def make_data(work: Path, train_files: int, record_bp: int, seed: int = 1) -> Pa
 
 
 def timed(cmd, log: Path, env=None) -> dict:
-    """Run cmd; wall, CPU of the whole tree (RUSAGE_CHILDREN delta) and peak RSS of the largest process."""
-    import resource
+    """Run cmd; wall, CPU seconds of the whole process tree and peak RSS.
 
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU: the larger of wait4's rusage (the process and the descendants it waited for) and the sampled CPU
+    seconds of every descendant (DDP ranks are not waited for, so rusage alone misses them). Peak RSS: the
+    larger of wait4's ru_maxrss (this run only: the largest single process) and the sampled summed RSS of the
+    tree (RUSAGE_CHILDREN's ru_maxrss is a maximum over every earlier run too, so it is not used)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from harness.core import TreeSampler
+
     t0 = time.perf_counter()
     with open(log, "w") as fh:
         proc = subprocess.Popen([str(c) for c in cmd], stdout=fh, stderr=subprocess.STDOUT, env=env)
-        _, status, ru = os.wait4(proc.pid, 0)
+        with TreeSampler(proc.pid, include_root=True) as ts:
+            _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     rc = os.waitstatus_to_exitcode(status)
     if rc != 0:
         raise SystemExit(f"{cmd[0]} failed (rc {rc}); see {log}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_bytes": max(ru.ru_maxrss, after.ru_maxrss) * 1024}
+    cpu = max(ru.ru_utime + ru.ru_stime, ts.cpu_s)
+    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_bytes": max(ru.ru_maxrss * 1024, ts.peak),
+            "processes": ts.nproc}
 
 
 def run_predmoter(data: Path, out: Path, epochs: int, arch: list[str]) -> dict:
