@@ -1,7 +1,7 @@
 """``benchmarks/run``: every stage against the real peer, side by side, alternating, with checked outputs.
 
     benchmarks/run --peers ../shared/peers [--quick] [--stages fasta2h5,predict,...] [--repeats N]
-                   [--out DIR] [--workdir DIR] [--resume]
+                   [--out DIR] [--workdir DIR] [--resume] [--results FILE]
 
 For each case the commands (ours and the peer's, sometimes several of ours) run in turn, A B A B ...,
 ``--repeats`` times each (default 3; 1 with ``--quick``), as fresh processes. Each run records wall and CPU
@@ -10,7 +10,9 @@ process tree), the load average before and after, and the output sizes. The outp
 compared (the fidelity tests' comparisons, see ``harness/agree.py``). After every case the results file
 ``<out>/<date>-<host>[-quick].json`` is rewritten, with the machine in every case record, and its Markdown
 table beside it (``benchmarks/render`` makes the README/docs tables from these files). A run that is cut
-short keeps every finished case; ``--resume`` skips the cases already in today's file.
+short keeps every finished case; ``--resume`` skips the cases already in today's file. ``--results FILE`` adds
+the cases to an earlier results file instead (a full run spread over days): every case record carries its own
+machine, commit, command and times, and the file keeps the first start and the last finish.
 """
 from __future__ import annotations
 
@@ -44,6 +46,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="inputs and scratch outputs (default $TMPDIR/chromaflow-bench-<host>; inputs are kept "
                          "there for later runs)")
     ap.add_argument("--resume", action="store_true", help="skip cases already in today's results file")
+    ap.add_argument("--results", default=None,
+                    help="add to (and --resume from) this results file instead of today's <out>/<date>-<host>.json, "
+                         "e.g. to finish an earlier day's full run; each case keeps its own machine and commit")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per run before it is killed")
     a = ap.parse_args(argv)
     a.repeats = a.repeats or (1 if a.quick else 3)
@@ -79,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = Path(a.out)
     day = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     res_path = out_dir / f"{day}-{host}{'-quick' if a.quick else ''}.json"
+    if a.results:
+        res_path = Path(a.results)
+        if not res_path.is_file():
+            raise SystemExit(f"benchmarks/run: --results {res_path}: no such results file")
     work = Path(a.workdir or Path(os.environ.get("TMPDIR", "/tmp")) / f"chromaflow-bench-{host}")
     work.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -92,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     results = core.load_results(res_path) or {}
     if results.get("schema") not in (None, core.SCHEMA):
         raise SystemExit(f"{res_path}: unknown schema {results.get('schema')!r}")
+    if a.results and bool(results.get("quick")) != a.quick:
+        raise SystemExit(f"benchmarks/run: --results {res_path}: a {'quick' if results.get('quick') else 'full'} "
+                         f"results file cannot take {'quick' if a.quick else 'full'} cases")
+    git = core.git_state()
     command = "benchmarks/run " + " ".join(shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:]))
     results.setdefault("commands", [])
     if command not in results["commands"]:
@@ -100,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         "schema": core.SCHEMA,
         "command": command,
         "quick": a.quick, "repeats": a.repeats, "machine": machine, "software": core.software_versions(),
-        "git": core.git_state(), "peers": {"path": a.peers, **_peers_kit(peers)},
+        "git": git, "peers": {"path": a.peers, **_peers_kit(peers)},
         "last_started": core.now(),
     })
     results.setdefault("first_started", results["last_started"])
@@ -132,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             rec = core.run_case(case, work / "runs", a.repeats, log, timeout=a.timeout)
             rec["repeats"] = a.repeats
             rec["command"] = command
+            rec["git"] = git
             _store(results, rec, res_path)
             ag = rec.get("agreement") or {}
             failures += ag.get("ok") is False

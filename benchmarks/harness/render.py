@@ -290,8 +290,12 @@ def case_section(c: dict) -> list[str]:
     params = ", ".join(f"{k} {v}" for k, v in c.get("params", {}).items())
     if c.get("skipped"):
         return [head, "", f"Skipped: {c['skipped']}", ""]
+    g = c.get("git") or {}
+    when = (f" Run {c.get('started')} – {c.get('finished')}" + (f" at commit `{g['commit'][:12]}`"
+            + (" (uncommitted changes)" if g.get("dirty") else "") if g.get("commit") else "") + "."
+            if c.get("started") else "")
     out = [head, "", f"{params}. {c.get('note', '')}".strip() + (f" Command: `{c['command']}`." if c.get("command")
-                                                                  else ""), "",
+                                                                  else "") + when, "",
            "| command | runs | wall s median (min–max) | CPU s median (min–max) | peak RSS MiB | output bytes | "
            "load |" + (" AUROC / AUPR per run |" if c["stage"] == "genie3" else ""),
            "|---|---|---|---|---|---|---|" + ("---|" if c["stage"] == "genie3" else "")]
