@@ -296,6 +296,43 @@ def test_resume_skips_finished_cases_and_keeps_them(tmp_path, monkeypatch):
     assert [c["id"] for c in json.loads(res_file.read_text())["cases"]] == ["scaling/one", "scaling/two"]
 
 
+def test_results_file_of_an_earlier_day_is_continued(tmp_path, monkeypatch):
+    """--results FILE adds the missing cases to a named (earlier) results file and keeps the ones there; each new
+    case records the commit it ran at; a missing file or a quick/full mismatch is one clear error."""
+    from harness import cases as C
+    from harness import main as M
+
+    calls = tmp_path / "calls.txt"
+
+    def stage(ctx):
+        def case(name):
+            c = core.Contender("chromaflow", "x", "ours",
+                               lambda d, r, name=name: [sys.executable, "-c",
+                                                        f"open({str(calls)!r}, 'a').write('{name} ')"])
+            return core.Case("scaling", name, {"series": "t", "size": 1 if name == "one" else 2, "unit": "u"}, [c], [])
+        return [], [case("one"), case("two")]
+
+    monkeypatch.setitem(C.BUILDERS, "scaling", stage)
+    monkeypatch.setitem(C.PEERS_NEEDED, "scaling", [])
+    args = ["--quick", "--stages", "scaling", "--out", str(tmp_path / "out"), "--workdir", str(tmp_path / "w")]
+    assert M.main(args + ["--cases", "one"]) == 0
+    earlier = tmp_path / "2020-01-01-host-quick.json"
+    next((tmp_path / "out").glob("*-quick.json")).rename(earlier)
+    first = json.loads(earlier.read_text())
+    assert M.main(args + ["--resume", "--results", str(earlier)]) == 0
+    assert calls.read_text().split() == ["one", "two"]
+    res = json.loads(earlier.read_text())
+    assert [c["id"] for c in res["cases"]] == ["scaling/one", "scaling/two"]
+    assert res["cases"][0]["started"] == first["cases"][0]["started"]
+    assert res["first_started"] == first["first_started"]
+    assert len(res["cases"][1]["git"]["commit"] or "") in (0, 40)
+    assert not list((tmp_path / "out").glob("*.json"))  # nothing went to today's file
+    with pytest.raises(SystemExit, match="no such results file"):
+        M.main(args + ["--results", str(tmp_path / "nope.json")])
+    with pytest.raises(SystemExit, match="quick results file cannot take full cases"):
+        M.main([a for a in args if a != "--quick"] + ["--repeats", "3", "--results", str(earlier)])
+
+
 def test_published_tables_are_generated():
     """README/docs tables and every RESULTS.md are exactly what benchmarks/render makes from benchmarks/results/."""
     stale = [str(p.relative_to(ROOT)) for p, text in render.published().items() if p.read_text() != text]
