@@ -319,12 +319,23 @@ def test_results_file_of_an_earlier_day_is_continued(tmp_path, monkeypatch):
     earlier = tmp_path / "2020-01-01-host-quick.json"
     next((tmp_path / "out").glob("*-quick.json")).rename(earlier)
     first = json.loads(earlier.read_text())
+    real_info = core.machine_info
+    monkeypatch.setattr(core, "MACHINE_BRIEF", dict(core.MACHINE_BRIEF))  # main() updates it: keep it per test
+    monkeypatch.setattr(core, "machine_info", lambda: {**real_info(), "cpu_model": "Other CPU", "cpu_flags": ["avx2"]})
     assert M.main(args + ["--resume", "--results", str(earlier)]) == 0
     assert calls.read_text().split() == ["one", "two"]
     res = json.loads(earlier.read_text())
     assert [c["id"] for c in res["cases"]] == ["scaling/one", "scaling/two"]
     assert res["cases"][0]["started"] == first["cases"][0]["started"]
     assert res["first_started"] == first["first_started"]
+    # the file keeps its machine; the second one is listed and its case is marked in the report
+    assert res["machine"] == first["machine"] and res["git"] == first["git"]
+    assert [o["machine"]["cpu_model"] for o in res["other_machines"]] == ["Other CPU"]
+    assert res["cases"][1]["machine"]["cpu_model"] == "Other CPU"
+    assert render.other_machines(res)[0]["cpu_model"] == "Other CPU"
+    assert render._mark(res, res["cases"][0]) == "" and render._mark(res, res["cases"][1]) == " †"
+    assert "cases marked † (two) ran on another machine" in render.machines_text(res)
+    assert "### two †" in earlier.with_suffix(".md").read_text()
     assert len(res["cases"][1]["git"]["commit"] or "") in (0, 40)
     assert not list((tmp_path / "out").glob("*.json"))  # nothing went to today's file
     with pytest.raises(SystemExit, match="no such results file"):

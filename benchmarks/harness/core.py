@@ -371,6 +371,12 @@ def now() -> str:
 # --------------------------------------------------------------------------------------------------
 # the results file
 # --------------------------------------------------------------------------------------------------
+def machine_brief(m: dict) -> tuple:
+    """What makes two machine records the same machine for a benchmark: CPU model, SIMD flags, CPUs, memory."""
+    return (m.get("cpu_model"), tuple(m.get("cpu_flags") or ()), m.get("logical_cpus"), m.get("usable_cpus"),
+            m.get("memory_bytes"))
+
+
 def load_results(path: Path) -> dict | None:
     if path.exists():
         return json.loads(path.read_text())

@@ -109,11 +109,20 @@ def main(argv: list[str] | None = None) -> int:
     results.setdefault("commands", [])
     if command not in results["commands"]:
         results["commands"].append(command)
+    software = core.software_versions()
+    if a.results and results.get("machine"):
+        # continuing an earlier run: the file keeps the machine, software and commit it was started with; a
+        # different machine is listed beside it (every case record carries the machine it ran on)
+        if core.machine_brief(machine) != core.machine_brief(results["machine"]):
+            others = results.setdefault("other_machines", [])
+            if all(core.machine_brief(o["machine"]) != core.machine_brief(machine) for o in others):
+                others.append({"machine": machine, "software": software, "first_used": core.now()})
+    else:
+        results.update({"machine": machine, "software": software, "git": git})
     results.update({
         "schema": core.SCHEMA,
         "command": command,
-        "quick": a.quick, "repeats": a.repeats, "machine": machine, "software": core.software_versions(),
-        "git": git, "peers": {"path": a.peers, **_peers_kit(peers)},
+        "quick": a.quick, "repeats": a.repeats, "peers": {"path": a.peers, **_peers_kit(peers)},
         "last_started": core.now(),
     })
     results.setdefault("first_started", results["last_started"])
