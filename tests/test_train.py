@@ -263,11 +263,28 @@ def test_ram_mode_equals_stream_mode(data, tmp_path):
 
 
 def test_bf16_mixed_opt_in(data, tmp_path):
-    _ok(_cli("train", "--input-dir", data, "--out", tmp_path / "bf", *TINY, "--epochs", "1", "--precision",
-             "bf16-mixed", "--batch-size", "6"))
+    from chromaflow.train.cli_train import cpu_has_native_bf16
+
+    res = _ok(_cli("train", "--input-dir", data, "--out", tmp_path / "bf", *TINY, "--epochs", "1", "--precision",
+                   "bf16-mixed", "--batch-size", "6"))
+    # on a CPU without native bf16 the user is told it is slow (benchmarks/train: 5x slower than 32 there)
+    assert ("bf16-mixed on a CPU without native bf16" in res.stderr) == (cpu_has_native_bf16() is False)
     sd = _sd(tmp_path / "bf" / "last.ckpt")["state_dict"]
     assert all(v.dtype in (torch.float32, torch.int64) for v in sd.values())
     assert math.isfinite(_tsv_rows(tmp_path / "bf" / "metrics.tsv")[0]["avg_train_loss"])
+
+
+def test_native_bf16_from_cpu_flags(tmp_path):
+    from chromaflow.train.cli_train import cpu_has_native_bf16
+
+    f = tmp_path / "cpuinfo"
+    f.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512bw\n")
+    assert cpu_has_native_bf16(str(f)) is False
+    f.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16\n")
+    assert cpu_has_native_bf16(str(f)) is True
+    f.write_text("flags\t\t: sse2 amx_bf16 amx_tile\n")
+    assert cpu_has_native_bf16(str(f)) is True
+    assert cpu_has_native_bf16(str(tmp_path / "none")) is None
 
 
 def test_datasets_filters_and_modes(tmp_path):

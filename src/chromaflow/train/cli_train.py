@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import warnings
 
 from ..common import ChromaflowError, StageMetrics, resolve_threads
@@ -107,6 +108,19 @@ def _check_args(args) -> None:
         raise ChromaflowError(f"--datasets lists a name twice: {' '.join(args.datasets)}")
 
 
+def cpu_has_native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool | None:
+    """True/False from the CPU flags (Linux x86); None where they cannot be read (then nothing is claimed)."""
+    try:
+        with open(cpuinfo) as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        return None
+    return None
+
+
 def _accelerator(args) -> str:
     import torch
 
@@ -135,6 +149,9 @@ def run(args: argparse.Namespace) -> int:
                                   f"it or --force to start afresh")
         os.makedirs(out, exist_ok=True)
     accel = _accelerator(args)
+    if accel == "cpu" and args.precision == "bf16-mixed" and not child and cpu_has_native_bf16() is False:
+        print("chromaflow train: warning: --precision bf16-mixed on a CPU without native bf16 (avx512_bf16 / amx_bf16) "
+              "is several times slower than 32 (docs/training.md §5); use it on GPUs", file=sys.stderr)
     workers = args.num_workers
     from .data import auto_workers
     if workers is None:
