@@ -27,8 +27,11 @@ def variants() -> list[tuple[str, dict[str, str]]]:
     if f.get("AVX512F"):
         out.append(("openblas-SkylakeX", {"OPENBLAS_CORETYPE": "SkylakeX"}))
     # numpy >= 2.4 groups its dispatch targets (X86_V4 = AVX-512, X86_V3 = AVX2/FMA); older numpy names them
-    for names in (["AVX512_ICL", "X86_V4"], ["AVX512_ICL", "X86_V4", "X86_V3"],
-                  ["AVX512_ICL", "AVX512_SKX", "AVX512F"], ["AVX512_ICL", "AVX512_SKX", "AVX512F", "AVX2", "FMA3"]):
+    groups = [["AVX512_ICL", "X86_V4"], ["AVX512_ICL", "X86_V4", "X86_V3"],
+              ["AVX512_ICL", "AVX512_SKX", "AVX512F"], ["AVX512_ICL", "AVX512_SKX", "AVX512F", "AVX2", "FMA3"]]
+    if not f.get("AVX512F"):  # an AVX2-only CPU (e.g. an EPYC without AVX-512): its variant turns AVX2/FMA off
+        groups += [["X86_V3"], ["AVX2", "FMA3"]]
+    for names in groups:
         have = [n for n in names if f.get(n)]
         if have and len(have) == len([n for n in names if n in f]):
             out.append(("numpy-no-" + "-".join(have), {"NPY_DISABLE_CPU_FEATURES": " ".join(have)}))

@@ -345,6 +345,38 @@ def test_exact_smoothing_matches_fractions():
     assert len(bigwig.tie_positions(x, w)) == int(np.count_nonzero(2 * r == w)) > 0
 
 
+def test_streamed_strand_average_smoothing_equals_numpy(monkeypatch):
+    """The fused path (strand average formed in C into the window buffer, feed_runs(plus, minus=...)) gives the
+    runs of the numpy strand average smoothed whole, piece by piece and in steps; also without the C kernels."""
+    monkeypatch.setattr(bigwig.tracks.SmoothStream, "SUB", 41)
+    rng = np.random.default_rng(11)
+    for native in (True, False):
+        for _ in range(400):
+            n = int(rng.integers(1, 500))
+            w = int(rng.integers(1, 160))
+            clip = bool(rng.integers(0, 2))
+            p = np.repeat(rng.integers(0, 7, n), int(rng.integers(1, 20)))[:n].astype(np.int32)
+            m = np.repeat(rng.integers(0, 7, n), int(rng.integers(1, 20)))[:n].astype(np.int32)
+            avg = bigwig.strand_average(p.astype(np.int64), m.astype(np.int64))
+            want = bigwig.runs(bigwig.smooth_exact(avg, w, clip))
+            st = bigwig.tracks.SmoothStream(w, clip, native=native)
+            cuts = np.sort(rng.choice(np.arange(1, n), min(n - 1, int(rng.integers(0, 5))), replace=False)) if n > 1 else []
+            bounds = np.concatenate([[0], cuts, [n]]).astype(int)
+            got: list[list] = [[], [], []]
+            for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+                _, r = st.feed_runs(p[a:b], k == len(bounds) - 2, minus=m[a:b])
+                if r is None:
+                    continue
+                s_, e_, v_ = r
+                if got[2] and got[2][-1][-1] == v_[0]:
+                    got[1][-1][-1] = e_[0]
+                    s_, e_, v_ = s_[1:], e_[1:], v_[1:]
+                if len(s_):
+                    for lst, arr in zip(got, (s_, e_, v_)):
+                        lst.append(arr)
+            assert all(np.array_equal(np.concatenate(g), w_) for g, w_ in zip(got, want)), (native, n, w, clip, bounds)
+
+
 def test_streamed_and_segmented_smoothing_equal_whole_block(monkeypatch):
     """The block is smoothed piece by piece (and in steps within a piece): the runs equal those of the whole
     block at once, for any cut points, windows longer than the pieces, and blocks shorter than the window."""

@@ -102,6 +102,13 @@ int64_t cf_runs(const int32_t *x, const int32_t *m, int64_t n, int64_t offset, i
     RUNS_LOOP(X_ONLY);
 }
 
+/* out[i] = x[i] (m == NULL) or avg2(x[i], m[i]), widened to int64: the input of cf_smooth_runs in one pass (numpy
+ * needs five passes and two casts for the same integers) */
+void cf_track_i64(const int32_t *x, const int32_t *m, int64_t n, int64_t *out) {
+    if (m) { for (int64_t i = 0; i < n; i++) out[i] = avg2(x[i], m[i]); }
+    else { for (int64_t i = 0; i < n; i++) out[i] = x[i]; }
+}
+
 /* Exact smoothing of positions [start, end) of a block (FORMATS 5.4, numpy 'same' alignment for tracks of at
  * least w values): y[i] = round_half_even(S[i] / w), S[i] = sum of t[j] for j in [i - left, i + right] within
  * [0, block_end), where t[j] = data[j - d0] (data holds block positions [d0, d0 + nd); every j a window needs

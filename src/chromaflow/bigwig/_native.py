@@ -51,6 +51,8 @@ def _build():
     i64 = ctypes.c_int64
     lib.cf_runs.restype = i64
     lib.cf_runs.argtypes = [vp, vp, i64, i64, vp, vp, vp]
+    lib.cf_track_i64.restype = None
+    lib.cf_track_i64.argtypes = [vp, vp, i64, vp]
     lib.cf_smooth_runs.restype = i64
     lib.cf_smooth_runs.argtypes = [vp, i64, i64, i64, i64, i64, i64, i64, i64, vp, vp]
     lib.cf_zoom0.restype = i64

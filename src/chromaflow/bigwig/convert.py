@@ -97,6 +97,20 @@ def piece_runs(piece: Piece, strand: str, window: int | None, smoothing: str, cl
             if not n:
                 return None, out_dtype, 0, 0
             return rns, out_dtype, n, 0
+    if window is not None and smoothing == "exact" and piece.exact:
+        # the strand average is formed in C straight into the smoothing window's int64 buffer
+        p, m = (piece.plus, piece.minus) if strand == "avg" else (piece.plus if strand == "+" else piece.minus, None)
+        p = _unpadded(p) if piece.dirty else p.reshape(-1)
+        m = (_unpadded(m) if piece.dirty else m.reshape(-1)) if m is not None else None
+        if m is not None and len(p) != len(m):
+            raise ChromaflowError(f"plus and minus strands differ in length ({len(p)} vs {len(m)} bp)")
+        n = len(p)
+        piece_start = stream.buf_start + len(stream.buf)  # block coordinate of the piece's first value
+        start, rns = stream.feed_runs(p, block_final, minus=m)
+        if rns is None:
+            return None, out_dtype, n, 0
+        s, e, vals = rns
+        return (s - start, e - start, vals.astype(out_dtype)), out_dtype, n, start - piece_start
     v = track_vector(piece, strand)
     n = len(v)
     if window is not None and smoothing == "exact":

@@ -177,17 +177,34 @@ class SmoothStream:
 
     SUB = 1 << 18  # positions per step: keeps the int64 temporaries at ~2 MB (no fresh pages per piece)
 
-    def feed_runs(self, chunk: np.ndarray, block_final: bool):
+    def feed_runs(self, chunk: np.ndarray, block_final: bool, minus: np.ndarray | None = None):
         """(first emitted position, runs (starts, ends, values) in block coordinates, or None if nothing is due).
 
-        The chunk is taken in steps of SUB values; the runs of the steps are merged."""
+        With ``minus``, the track is strand_average(chunk, minus) (int32 arrays): with the C kernels it is formed
+        straight into the int64 window buffer. The chunk is taken in steps of SUB values; the runs of the steps
+        are merged."""
         first = self.done
         parts: list[tuple] = []
         n = len(chunk)
+        fused = (self.native is not None and chunk.dtype == np.int32
+                 and (minus is None or (minus.dtype == np.int32 and len(minus) == n)))
+        if minus is not None and not fused:
+            chunk = strand_average(np.asarray(chunk).astype(np.int64), np.asarray(minus).astype(np.int64))
+            minus = None
         steps = list(range(0, n, self.SUB)) or [0]
         for k, a in enumerate(steps):
             last = k == len(steps) - 1
-            start, y = self.feed(chunk[a:a + self.SUB], block_final and last)
+            if fused:
+                x = np.ascontiguousarray(chunk[a:a + self.SUB])
+                mm = np.ascontiguousarray(minus[a:a + self.SUB]) if minus is not None else None
+                nb = len(self.buf)
+                data = np.empty(nb + len(x), dtype=np.int64)
+                data[:nb] = self.buf
+                self.native.cf_track_i64(x.ctypes.data, mm.ctypes.data if mm is not None else None, len(x),
+                                         data[nb:].ctypes.data)
+                start, y = self._feed_data(data, block_final and last)
+            else:
+                start, y = self.feed(chunk[a:a + self.SUB], block_final and last)
             if y is None or not len(y):
                 continue
             if isinstance(y, tuple):  # runs from the C kernel, block coordinates
@@ -223,10 +240,14 @@ class SmoothStream:
     def feed(self, chunk: np.ndarray, block_final: bool):
         """(first emitted position, exact smoothed values as int64 — or, with the C kernels, their runs in block
         coordinates — or None if nothing is due yet)."""
-        w = self.w
         if chunk.dtype.kind == "f":
             chunk = chunk.astype(np.int64)  # integral by construction
         data = np.concatenate([self.buf, chunk]) if len(self.buf) else chunk.astype(np.int64)
+        return self._feed_data(data, block_final)
+
+    def _feed_data(self, data: np.ndarray, block_final: bool):
+        """feed() of the int64 buffer = the kept w - 1 values followed by the new ones."""
+        w = self.w
         d0 = self.buf_start
         d1 = d0 + len(data)
         start = self.done
