@@ -262,8 +262,9 @@ def test_quick_run_against_the_real_peers(tmp_path, reference_dir):
     assert (out / (files[0].stem + "-scaling.png")).stat().st_size > 1000
 
 
-def test_resume_skips_finished_cases_and_keeps_them(tmp_path, monkeypatch):
-    """A run cut short keeps its finished cases; --resume runs only what is missing."""
+def _two_case_stage(tmp_path, monkeypatch):
+    """A fake 'scaling' stage of two cases ('one', 'two') whose commands append their name to calls.txt; returns
+    (harness.main, the calls file, benchmarks/run arguments for a quick run of it)."""
     from harness import cases as C
     from harness import main as M
 
@@ -279,7 +280,12 @@ def test_resume_skips_finished_cases_and_keeps_them(tmp_path, monkeypatch):
 
     monkeypatch.setitem(C.BUILDERS, "scaling", stage)
     monkeypatch.setitem(C.PEERS_NEEDED, "scaling", [])
-    args = ["--quick", "--stages", "scaling", "--out", str(tmp_path / "out"), "--workdir", str(tmp_path / "w")]
+    return M, calls, ["--quick", "--stages", "scaling", "--out", str(tmp_path / "out"), "--workdir", str(tmp_path / "w")]
+
+
+def test_resume_skips_finished_cases_and_keeps_them(tmp_path, monkeypatch):
+    """A run cut short keeps its finished cases; --resume runs only what is missing."""
+    M, calls, args = _two_case_stage(tmp_path, monkeypatch)
     assert M.main(args + ["--cases", "one"]) == 0
     assert calls.read_text().split() == ["one"]
     res_file = next((tmp_path / "out").glob("*-quick.json"))
@@ -299,22 +305,7 @@ def test_resume_skips_finished_cases_and_keeps_them(tmp_path, monkeypatch):
 def test_results_file_of_an_earlier_day_is_continued(tmp_path, monkeypatch):
     """--results FILE adds the missing cases to a named (earlier) results file and keeps the ones there; each new
     case records the commit it ran at; a missing file or a quick/full mismatch is one clear error."""
-    from harness import cases as C
-    from harness import main as M
-
-    calls = tmp_path / "calls.txt"
-
-    def stage(ctx):
-        def case(name):
-            c = core.Contender("chromaflow", "x", "ours",
-                               lambda d, r, name=name: [sys.executable, "-c",
-                                                        f"open({str(calls)!r}, 'a').write('{name} ')"])
-            return core.Case("scaling", name, {"series": "t", "size": 1 if name == "one" else 2, "unit": "u"}, [c], [])
-        return [], [case("one"), case("two")]
-
-    monkeypatch.setitem(C.BUILDERS, "scaling", stage)
-    monkeypatch.setitem(C.PEERS_NEEDED, "scaling", [])
-    args = ["--quick", "--stages", "scaling", "--out", str(tmp_path / "out"), "--workdir", str(tmp_path / "w")]
+    M, calls, args = _two_case_stage(tmp_path, monkeypatch)
     assert M.main(args + ["--cases", "one"]) == 0
     earlier = tmp_path / "2020-01-01-host-quick.json"
     next((tmp_path / "out").glob("*-quick.json")).rename(earlier)

@@ -345,6 +345,24 @@ def test_exact_smoothing_matches_fractions():
     assert len(bigwig.tie_positions(x, w)) == int(np.count_nonzero(2 * r == w)) > 0
 
 
+def _streamed_runs(st, bounds, x, minus=None):
+    """Feed x (and minus) to a SmoothStream in the pieces [bounds[k], bounds[k+1]); the merged runs."""
+    got: list[list] = [[], [], []]
+    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        last = k == len(bounds) - 2
+        _, r = st.feed_runs(x[a:b], last) if minus is None else st.feed_runs(x[a:b], last, minus=minus[a:b])
+        if r is None:
+            continue
+        s, e, v = r
+        if got[2] and got[2][-1][-1] == v[0]:
+            got[1][-1][-1] = e[0]
+            s, e, v = s[1:], e[1:], v[1:]
+        if len(s):
+            for lst, arr in zip(got, (s, e, v)):
+                lst.append(arr)
+    return [np.concatenate(g) if g else np.zeros(0) for g in got]
+
+
 def test_streamed_strand_average_smoothing_equals_numpy(monkeypatch):
     """The fused path (strand average formed in C into the window buffer, feed_runs(plus, minus=...)) gives the
     runs of the numpy strand average smoothed whole, piece by piece and in steps; also without the C kernels."""
@@ -359,22 +377,10 @@ def test_streamed_strand_average_smoothing_equals_numpy(monkeypatch):
             m = np.repeat(rng.integers(0, 7, n), int(rng.integers(1, 20)))[:n].astype(np.int32)
             avg = bigwig.strand_average(p.astype(np.int64), m.astype(np.int64))
             want = bigwig.runs(bigwig.smooth_exact(avg, w, clip))
-            st = bigwig.tracks.SmoothStream(w, clip, native=native)
             cuts = np.sort(rng.choice(np.arange(1, n), min(n - 1, int(rng.integers(0, 5))), replace=False)) if n > 1 else []
             bounds = np.concatenate([[0], cuts, [n]]).astype(int)
-            got: list[list] = [[], [], []]
-            for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-                _, r = st.feed_runs(p[a:b], k == len(bounds) - 2, minus=m[a:b])
-                if r is None:
-                    continue
-                s_, e_, v_ = r
-                if got[2] and got[2][-1][-1] == v_[0]:
-                    got[1][-1][-1] = e_[0]
-                    s_, e_, v_ = s_[1:], e_[1:], v_[1:]
-                if len(s_):
-                    for lst, arr in zip(got, (s_, e_, v_)):
-                        lst.append(arr)
-            assert all(np.array_equal(np.concatenate(g), w_) for g, w_ in zip(got, want)), (native, n, w, clip, bounds)
+            got = _streamed_runs(bigwig.tracks.SmoothStream(w, clip, native=native), bounds, p, m)
+            assert all(np.array_equal(g, w_) for g, w_ in zip(got, want)), (native, n, w, clip, bounds)
 
 
 def test_streamed_and_segmented_smoothing_equal_whole_block(monkeypatch):
@@ -389,22 +395,10 @@ def test_streamed_and_segmented_smoothing_equal_whole_block(monkeypatch):
         x = np.repeat(rng.integers(0, 5, n), int(rng.integers(1, 30)))[:n]
         want = bigwig.runs(bigwig.smooth_exact(x, w, clip))
         assert all(np.array_equal(a, b) for a, b in zip(want, bigwig.tracks.smooth_exact_runs(x, w, clip, segment=23)))
-        st = bigwig.tracks.SmoothStream(w, clip)
         cuts = np.sort(rng.choice(np.arange(1, n), min(n - 1, int(rng.integers(0, 6))), replace=False)) if n > 1 else []
         bounds = np.concatenate([[0], cuts, [n]]).astype(int)
-        got: list[list] = [[], [], []]
-        for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-            _, r = st.feed_runs(x[a:b], k == len(bounds) - 2)
-            if r is None:
-                continue
-            s, e, v = r
-            if got[2] and got[2][-1][-1] == v[0]:
-                got[1][-1][-1] = e[0]
-                s, e, v = s[1:], e[1:], v[1:]
-            if len(s):
-                for lst, arr in zip(got, (s, e, v)):
-                    lst.append(arr)
-        assert all(np.array_equal(np.concatenate(g), w_) for g, w_ in zip(got, want)), (n, w, clip, bounds)
+        got = _streamed_runs(bigwig.tracks.SmoothStream(w, clip), bounds, x)
+        assert all(np.array_equal(g, w_) for g, w_ in zip(got, want)), (n, w, clip, bounds)
 
 
 def test_numpy_smoothing_differs_from_exact_only_at_ties():
