@@ -341,6 +341,32 @@ def test_published_tables_are_generated():
     assert not stale, f"edited by hand or not regenerated (run benchmarks/render): {stale}"
 
 
+def test_targets_follow_the_measured_ratios():
+    """Each target's verdict is computed from the run: a bigWig variant below 10x, or outputs that disagree,
+    turns it to a cross; GENIE3's DREAM4 target needs both the speed and the AUPR."""
+    def bw(name, r, ok=True):
+        return {"stage": "bigwig", "case": name, "ratios": [{"ours": "chromaflow", "peer": "predmoter",
+                                                             "wall": {"of_medians": r}}], "agreement": {"ok": ok}}
+
+    def d4(net, r, aupr_ours, aupr_peer):
+        runs = [{"contender": t, "exit": 0, "seed": 1, "auroc": 0.7, "aupr": a, "wall_s": 1.0}
+                for t, a in (("chromaflow", aupr_ours), ("arboreto genie3", aupr_peer))]
+        return {"stage": "genie3", "case": f"dream4_net{net}", "runs": runs,
+                "contenders": {"chromaflow": {"label": "ours"}, "arboreto genie3": {"label": "arboreto"}},
+                "ratios": [{"ours": "chromaflow", "peer": "arboreto genie3", "wall": {"of_medians": r}}]}
+
+    def verdicts(cases):
+        return [row.rsplit("|", 2)[1].strip() for row in render.targets_rows({"cases": cases})[2:]]
+
+    assert verdicts([bw("realistic_a", 10.1), bw("realistic_b", 57.0)]) == ["✔"]
+    assert verdicts([bw("realistic_a", 9.9), bw("realistic_b", 57.0)]) == ["✘"]
+    assert verdicts([bw("realistic_a", 12.0, ok=False)]) == ["✘"]
+    assert verdicts([bw("worst_50Mbp", 2.0), bw("realistic_a", 12.0)]) == ["✔"]  # the worst case has no target
+    assert verdicts([d4(1, 52.0, 0.20, 0.19), d4(2, 50.0, 0.20, 0.19)]) == ["✔"]
+    assert verdicts([d4(1, 52.0, 0.18, 0.19), d4(2, 50.0, 0.18, 0.19)]) == ["✘"]
+    assert verdicts([d4(1, 49.0, 0.20, 0.19), d4(2, 50.0, 0.20, 0.19)]) == ["✘"]
+
+
 def test_render_of_a_full_run(tmp_path):
     """A (tiny, fake) full run renders into the README row, the fasta2h5 engine table and RESULTS.md."""
     def cmd(seconds):
@@ -366,6 +392,9 @@ def test_render_of_a_full_run(tmp_path):
     r = rec["ratios"][0]["cpu"]["of_medians"]
     assert 5 < r and f"**{r:.1f}×**" in row and "equal size ✔" in row and "0.830× Helixer's" in row
     assert "2099-01-01-test.json" in readme
+    w = rec["ratios"][0]["wall"]["of_medians"]
+    target = next(line for line in readme.splitlines() if line.startswith("| FASTA→h5 ≥ 15× Helixer"))
+    assert f"{w:.1f}–{w:.1f}× (lowest: 5x10Mbp)" in target and target.endswith("✔ |" if w >= 15 else "✘ |")
     f2h = out[ROOT / "docs" / "fasta2h5.md"]
     assert "| chromaflow fasta2h5 (default) |" in f2h and "| 0.830 |" in f2h
     assert "### 5x10Mbp" in out[ROOT / "benchmarks" / "fasta2h5" / "RESULTS.md"]

@@ -164,6 +164,65 @@ def genie3_accuracy(cases: list[dict]) -> dict:
     return out
 
 
+def targets_rows(res: dict) -> list[str]:
+    """The speed targets of issue 15, each with what this run measured and whether it holds (all generated)."""
+    cases = [c for c in res["cases"] if not c.get("skipped")]
+
+    def ratio(c, ours, peer):
+        return next((r["wall"]["of_medians"] for r in c.get("ratios", []) if r["ours"] == ours and r["peer"] == peer),
+                    None)
+
+    def span(pairs):
+        lo = min(pairs, key=lambda x: x[1])
+        return f"{lo[1]:.1f}–{max(v for _, v in pairs):.1f}× (lowest: {lo[0]})"
+
+    rows = ["| target (issue 15) | this run | met |", "|---|---|---|"]
+    hl = [(c["case"], fasta2h5_headline(c)) for c in cases if c["stage"] == "fasta2h5"]
+    hl = [(n, h) for n, h in hl if h]
+    if hl:
+        ok = all(h["equal_size"] and h["default"]["wall"]["of_medians"] >= 15 for _, h in hl)
+        rows.append(f"| FASTA→h5 ≥ 15× Helixer at equal file size (+5 %), every case | "
+                    f"{span([(n, h['default']['wall']['of_medians']) for n, h in hl])} | {'✔' if ok else '✘'} |")
+    for c in cases:
+        if c["stage"] == "predict":
+            r = ratio(c, "chromaflow fp32", "predmoter")
+            same = ((c.get("agreement") or {}).get("fp32") or {}).get("ok")
+            if r is not None:
+                rows.append(f"| predict ≥ 1.5× Predmoter end to end, fp32, identical output | {r:.1f}×, "
+                            f"{'identical' if same else 'outputs differ'} | {'✔' if r >= 1.5 and same else '✘'} |")
+    bw = [(c["case"], ratio(c, "chromaflow", "predmoter"), (c.get("agreement") or {}).get("ok"))
+          for c in cases if c["stage"] == "bigwig" and c["case"].startswith("realistic_")]
+    bw = [x for x in bw if x[1] is not None]
+    if bw:
+        ok = all(r >= 10 and a for _, r, a in bw)
+        rows.append(f"| bigWig/bedGraph ≥ 10× Predmoter's converter on realistic predictions ≥ 200 Mbp, same "
+                    f"intervals, every variant | {span([(n, r) for n, r, _ in bw])} | {'✔' if ok else '✘'} |")
+    d4 = [ratio(c, "chromaflow", "arboreto genie3") for c in cases
+          if c["stage"] == "genie3" and c["case"].startswith("dream4")]
+    d4 = [r for r in d4 if r is not None]
+    acc = genie3_accuracy(cases)
+    if d4 and "chromaflow" in acc and "arboreto genie3" in acc:
+        ours, peer = (statistics.mean(acc[t]["mean_aupr"]) for t in ("chromaflow", "arboreto genie3"))
+        m = statistics.mean(d4)
+        rows.append(f"| GENIE3 ≥ 50× arboreto on DREAM4 (mean over the {len(d4)} networks) at mean AUPR ≥ "
+                    f"arboreto's (over seeds {', '.join(map(str, acc['chromaflow']['seeds']))}) | {m:.1f}× "
+                    f"({min(d4):.1f}–{max(d4):.1f}); AUPR {ours:.4f} vs {peer:.4f} | "
+                    f"{'✔' if m >= 50 and ours >= peer else '✘'} |")
+    big = [(c["case"], ratio(c, "chromaflow", "arboreto genie3")) for c in cases
+           if c["stage"] == "genie3" and c["case"].startswith("synthetic_")]
+    big = [x for x in big if x[1] is not None]
+    sc = [(c["params"].get("size"), ratio(c, "chromaflow", "arboreto genie3")) for c in cases
+          if c["stage"] == "scaling" and c["case"].startswith("genie3_")]
+    sc = [x for x in sc if x[1] is not None]
+    if big:
+        txt = "; ".join(f"{n}: {r:.1f}×" for n, r in big)
+        if sc:
+            txt += "; scaling series (fewer samples): " + ", ".join(f"{g:g} genes {r:.1f}×" for g, r in sc)
+        rows.append(f"| GENIE3 ≥ 25× arboreto at 500 genes × 300 samples and above | {txt} | "
+                    f"{'✔' if all(r >= 25 for _, r in big) else '✘'} |")
+    return rows if len(rows) > 2 else []
+
+
 def fit_exponent(xs: list[float], ys: list[float]) -> float | None:
     pts = [(math.log(x), math.log(y)) for x, y in zip(xs, ys) if x and y and x > 0 and y > 0]
     if len(pts) < 2:
@@ -443,6 +502,9 @@ def published(results_dir: Path = RESULTS) -> dict[Path, str]:
                 f"[`{md}`]({base}{md}).")
 
     table = "\n".join([*HEADLINE_HEAD, *headline_rows(res)]) if res else ""
+    tg = targets_rows(res) if res else []
+    if tg:
+        table += "\n\nThe speed targets, checked against this run (generated; ✘ = not met yet):\n\n" + "\n".join(tg)
     for path, body in ((ROOT / "benchmarks" / "README.md", f"{intro('results/')}\n\n{table}"),
                        (ROOT / "docs" / "performance.md", f"{intro('../benchmarks/results/')}\n\n{table}"),
                        (ROOT / "docs" / "fasta2h5.md", deflate_table(res, src) if res else NO_RUN)):
