@@ -741,7 +741,12 @@ def test_gpu_benchmark_refuses_without_cuda_and_its_checks_work(repo_root, refer
     chk = mod.check_rows_on_cpu(fa, ckpt, bad, [0, 5, 15], threads=1)
     assert not chk["ok"] and chk["unexpected"][0][:3] == [5, 100, 0]
     dev = mod.deviation(outs["bf16"], outs["fp32"])
-    assert dev["values"] == 16 * 21384 * 2 and 0 < dev["differ"] < dev["values"] // 50
+    from chromaflow.predict.engine import bf16_supported
+
+    if bf16_supported(torch.device("cpu")):
+        assert dev["values"] == 16 * 21384 * 2 and 0 < dev["differ"] < dev["values"] // 50
+    else:  # a CPU without bf16 in oneDNN: the engine falls back to fp32, so the deviation is none
+        assert dev["values"] == 16 * 21384 * 2 and dev["differ"] == 0
     result = {"command": "benchmarks/gpu/run (CPU stand-in)", "started": "2000-01-01 00:00", "mbp": 0.154,
               "records": 2, "machine": {"gpu": "none (test)", "host": "test", "torch": torch.__version__, "cuda": None,
                                         "cudnn": None, "cpu": "test", "cores": 2},
