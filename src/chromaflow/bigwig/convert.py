@@ -54,20 +54,21 @@ def _unpadded(X: np.ndarray) -> np.ndarray:
     return v[v != -1]
 
 
+def _strand_arrays(piece: Piece, strand: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """The flat strand(s) a track is made of, padding removed: (plus or minus, None), or (plus, minus) for avg."""
+    p, m = (piece.plus, piece.minus) if strand == "avg" else (piece.plus if strand == "+" else piece.minus, None)
+    p = _unpadded(p) if piece.dirty else p.reshape(-1)
+    m = (_unpadded(m) if piece.dirty else m.reshape(-1)) if m is not None else None
+    if m is not None and len(p) != len(m):
+        raise ChromaflowError(f"plus and minus strands differ in length ({len(p)} vs {len(m)} bp)")
+    return p, m
+
+
 def track_vector(piece: Piece, strand: str) -> np.ndarray:
     """The FORMATS §5.3 track of one piece: padding removed, then +, − or the half-even average."""
-    def flat(X):
-        v = X.reshape(-1)
-        return v[v != -1] if piece.dirty else v
-
-    if strand == "+":
-        return flat(piece.plus)
-    if strand == "-":
-        return flat(piece.minus)
-    p = flat(piece.plus)
-    m = flat(piece.minus)
-    if len(p) != len(m):
-        raise ChromaflowError(f"plus and minus strands differ in length ({len(p)} vs {len(m)} bp)")
+    p, m = _strand_arrays(piece, strand)
+    if m is None:
+        return p
     if not piece.exact:
         return strand_average_f32(p, m)
     return strand_average(p, m, out=piece.scratch(len(p)), tmp=piece.scratch(len(p)))
@@ -82,44 +83,25 @@ def piece_runs(piece: Piece, strand: str, window: int | None, smoothing: str, cl
     # Predmoter's smoothed tracks are float64, its +, − and avg tracks float32 (integers print the same)
     out_dtype = np.float64 if window is not None else np.float32
     if window is None and piece.exact:  # one C pass: average (if any) and runs together
-        p, m = (piece.plus, piece.minus) if strand == "avg" else (piece.plus if strand == "+" else piece.minus, None)
-        if piece.dirty:
-            p = _unpadded(p)
-            m = _unpadded(m) if m is not None else None
-            if m is not None and len(p) != len(m):
-                raise ChromaflowError(f"plus and minus strands differ in length ({len(p)} vs {len(m)} bp)")
-        else:
-            p = p.reshape(-1)
-            m = m.reshape(-1) if m is not None else None
+        p, m = _strand_arrays(piece, strand)
         rns = runs_native(p, m)
         if rns is not None:
             n = len(p)
             if not n:
                 return None, out_dtype, 0, 0
             return rns, out_dtype, n, 0
-    if window is not None and smoothing == "exact" and piece.exact:
-        # the strand average is formed in C straight into the smoothing window's int64 buffer
-        p, m = (piece.plus, piece.minus) if strand == "avg" else (piece.plus if strand == "+" else piece.minus, None)
-        p = _unpadded(p) if piece.dirty else p.reshape(-1)
-        m = (_unpadded(m) if piece.dirty else m.reshape(-1)) if m is not None else None
-        if m is not None and len(p) != len(m):
-            raise ChromaflowError(f"plus and minus strands differ in length ({len(p)} vs {len(m)} bp)")
-        n = len(p)
-        piece_start = stream.buf_start + len(stream.buf)  # block coordinate of the piece's first value
-        start, rns = stream.feed_runs(p, block_final, minus=m)
+    if window is not None and smoothing == "exact":
+        # integer strands: the average is formed in C straight into the smoothing window's int64 buffer
+        v, m = _strand_arrays(piece, strand) if piece.exact else (track_vector(piece, strand), None)
+        n = len(v)
+        piece_start = stream.buf_start + len(stream.buf)  # block coordinate of v[0]
+        start, rns = stream.feed_runs(v, block_final, minus=m)
         if rns is None:
             return None, out_dtype, n, 0
         s, e, vals = rns
         return (s - start, e - start, vals.astype(out_dtype)), out_dtype, n, start - piece_start
     v = track_vector(piece, strand)
     n = len(v)
-    if window is not None and smoothing == "exact":
-        piece_start = stream.buf_start + len(stream.buf)  # block coordinate of v[0]
-        start, rns = stream.feed_runs(v, block_final)
-        if rns is None:
-            return None, out_dtype, n, 0
-        s, e, vals = rns
-        return (s - start, e - start, vals.astype(out_dtype)), out_dtype, n, start - piece_start
     if not n:
         return None, out_dtype, n, 0
     if window is None:
