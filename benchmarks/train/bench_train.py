@@ -44,6 +44,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # harness.core: the process-tree sampler and the machine record
 PEER = ROOT.parent / "shared" / "peers" / "bin" / "peer-predmoter"
 L_CHUNK = 21384
 ARCH = {
@@ -95,7 +96,6 @@ def timed(cmd, log: Path, env=None) -> dict:
     seconds of every descendant (DDP ranks are not waited for, so rusage alone misses them). Peak RSS: the
     larger of wait4's ru_maxrss (this run only: the largest single process) and the sampled summed RSS of the
     tree (RUSAGE_CHILDREN's ru_maxrss is a maximum over every earlier run too, so it is not used)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     from harness.core import TreeSampler
 
     t0 = time.perf_counter()
@@ -157,9 +157,6 @@ def main(argv=None) -> int:
     ap.add_argument("--memory-files", default="2,8", help="training-folder sizes for the streaming memory check ('' = skip)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "train" / "results.json"))
     a = ap.parse_args(argv)
-    work = Path(a.work)
-    work.mkdir(parents=True, exist_ok=True)
-    data = make_data(work, a.train_files, a.record_bp)
     arch = ARCH[a.model]
     p = cpus()
     variants = a.variants.split(",")
@@ -172,6 +169,9 @@ def main(argv=None) -> int:
     bad = [v for v in variants if v != "predmoter" and v not in extra]
     if bad:
         ap.error(f"unknown variant(s) {bad}; choose from predmoter, {', '.join(extra)}")
+    work = Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    data = make_data(work, a.train_files, a.record_bp)
     runs: dict[str, list] = {v: [] for v in variants}
     for rep in range(a.reps):
         order = variants[rep % len(variants):] + variants[:rep % len(variants)]
@@ -216,7 +216,6 @@ def main(argv=None) -> int:
                 ratios[v] = {"epoch": summary["predmoter"]["epoch_s"] / summary[v]["epoch_s"],
                              "cpu": summary["predmoter"]["cpu_s"] / summary[v]["cpu_s"]}
     chunks = {s: _chunks(data / s) for s in ("train", "val")}
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     from harness.core import machine_info
     mi = machine_info()
     res = {"machine": {"cpus": p, "host": os.uname().nodename, "cpu_model": mi.get("cpu_model"),
