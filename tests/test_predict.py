@@ -642,6 +642,21 @@ def fake_cuda(monkeypatch):
 
 
 
+def test_cuda_runtime_calls_reach_torch_cuda(monkeypatch):
+    """Each of the runtime's plain calls forwards to torch.cuda's function of the same name (a GPU run once
+    found reset_peak_memory_stats calling itself; the executor tests above replace these calls)."""
+    from chromaflow.predict.engine import _CudaRuntime
+
+    rt = _CudaRuntime()
+    for name in ("synchronize", "reset_peak_memory_stats", "max_memory_allocated", "empty_cache", "Stream",
+                 "Event", "stream"):
+        seen = []
+        monkeypatch.setattr(torch.cuda, name, lambda *a, _n=name, **k: seen.append((_n, a, k)) or 7)
+        args = {"Event": (), "empty_cache": (), "stream": ("s",)}.get(name, ("cuda:0",))
+        assert getattr(rt, name)(*args) == 7, name
+        assert seen and seen[0][0] == name, name
+
+
 @pytest.mark.parametrize("scale,limit,dtypes,d2h", [
     (12.0, 100, {"int64": 2, "int32": 1}, 2 * 96 * 1 + 2 * 96 * 8 + 96 * 4),
     (3.0, 2, {"int8": 3}, 3 * 96 * 1)])

@@ -80,7 +80,7 @@ class _CudaRuntime:
     stream = staticmethod(lambda s: torch.cuda.stream(s))
     synchronize = staticmethod(lambda device=None: torch.cuda.synchronize(device))
     empty_cache = staticmethod(lambda: torch.cuda.empty_cache())
-    reset_peak_memory_stats = staticmethod(lambda device=None: cuda.reset_peak_memory_stats(device))
+    reset_peak_memory_stats = staticmethod(lambda device=None: torch.cuda.reset_peak_memory_stats(device))
     max_memory_allocated = staticmethod(lambda device=None: torch.cuda.max_memory_allocated(device))
 
     @staticmethod
