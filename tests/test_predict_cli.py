@@ -94,6 +94,8 @@ def test_bad_inputs_one_line_no_output(reference_dir, tmp_path):
         "existing output": (predict(good_h5, good_ckpt, existing), "output exists (use --force"),
         "shard 0/3": (predict(good_h5, good_ckpt, None, "--shard", "0/3"), "1 <= I <= N"),
         "shard 4/3": (predict(good_h5, good_ckpt, None, "--shard", "4/3"), "1 <= I <= N"),
+        "deflate engine": (predict(good_h5, good_ckpt, None, "--deflate", "onehot"), "unknown engine for predictions"),
+        "deflate level": (predict(good_h5, good_ckpt, None, "--deflate", "zlib:12"), "zlib levels are 0..9"),
         "merge non-shard": (["predict-merge", "--out", str(tmp_path / "out.h5"), str(ref / "pred_data_1_predictions.h5")],
                             "not a predict shard file"),
     }

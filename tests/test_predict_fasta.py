@@ -134,6 +134,25 @@ def test_fasta_route_gzip_process_reader_and_shards(reference_dir, tmp_path):
     assert_same_file(merged, predmoter(reference_dir, "pred_data_1_predictions.h5"))
 
 
+@pytest.mark.parametrize("deflate,engine,level", [("auto", "zlib", 9), ("zlib:1", "zlib", 1), ("isal", "isal", 1),
+                                                   ("libdeflate", "libdeflate", 6)])
+def test_deflate_engines_same_values(reference_dir, tmp_path, deflate, engine, level):
+    """Every --deflate choice writes Predmoter's values and declares the level it used; auto on CPU (zlib 9) writes
+    Predmoter's own chunk bytes."""
+    out = tmp_path / "p.h5"
+    run_cli("predict", "--fasta", predmoter(reference_dir, "pred_data.fa"), "--species", SPECIES, "--model",
+            predmoter(reference_dir, "mini_model.ckpt"), "--out", out, "--deflate", deflate, "--metrics",
+            tmp_path / "m.json")
+    assert json.loads((tmp_path / "m.json").read_text())["deflate"] == f"{engine}:{level}"
+    with h5py.File(out) as f, h5py.File(predmoter(reference_dir, "pred_data_1_predictions.h5")) as g:
+        a, b = f["prediction/predictions"], g["prediction/predictions"]
+        assert a.compression == "gzip" and a.compression_opts == level
+        assert np.array_equal(a[()], b[()])
+        same = [a.id.read_direct_chunk((r, 0, j))[1] == b.id.read_direct_chunk((r, 0, j))[1]
+                for r in range(a.shape[0]) for j in range(a.shape[2])]
+        assert all(same) if deflate == "auto" else not any(same)
+
+
 def test_fasta_layout_command(reference_dir, tmp_path):
     out = tmp_path / "layout.json"
     run_cli("fasta-layout", "--fasta", predmoter(reference_dir, "pred_data.fa"), "--out", out)

@@ -55,11 +55,40 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reader", choices=("auto", "thread", "process"), default="auto",
                    help="--fasta: parse the FASTA in a thread or in a child process (own core); "
                         "auto = process on CUDA, thread on CPU")
+    p.add_argument("--deflate", default="auto", metavar="ENGINE[:LEVEL]",
+                   help="how the predictions' gzip chunks are compressed (values are the same with every choice): "
+                        "zlib (level 9 without :LEVEL: Predmoter's own bytes), libdeflate (default level 6) or "
+                        "isal (level 1; its bytes may differ between CPUs). auto (default): zlib:9 on CPU, "
+                        "zlib:1 on CUDA, where level 9 cannot keep up with the GPU (measured in "
+                        "docs/performance.md); the file is about 3x larger, still under 1 %% of the raw int64")
     p.add_argument("--metrics", default=None, help="write stage metrics JSON here")
     p.add_argument("--force", action="store_true", help="overwrite an existing --out")
 
 
+#: levels used when --deflate names an engine without one (predictions: zlib 9 = Predmoter's bytes)
+DEFLATE_DEFAULT_LEVEL = {"zlib": 9, "libdeflate": 6, "isal": 1}
+
+
+def parse_deflate(text: str, device_type: str | None = None) -> tuple[str, int] | None:
+    """``--deflate`` -> (engine, level); ``auto`` gives None until ``device_type`` is known (zlib 9 on CPU, zlib 1
+    on CUDA). One-line errors for an unknown engine or level."""
+    from ..chunkdeflate import parse_engine
+
+    name = str(text).partition(":")[0].strip().lower()
+    if name == "auto" and ":" not in str(text):
+        if device_type is None:
+            return None
+        return ("zlib", 1) if device_type == "cuda" else ("zlib", 9)
+    if name not in DEFLATE_DEFAULT_LEVEL:
+        raise ChromaflowError(f"--deflate {text!r}: unknown engine for predictions (choose from auto, "
+                              f"{', '.join(DEFLATE_DEFAULT_LEVEL)}, optionally with :LEVEL)")
+    if ":" not in str(text):
+        return name, DEFLATE_DEFAULT_LEVEL[name]
+    return parse_engine(text)
+
+
 def _check_args(args) -> None:
+    parse_deflate(args.deflate)
     for name in ("num_workers", "streams", "threads"):
         v = getattr(args, name)
         if v is not None and v < 1:
@@ -109,6 +138,7 @@ def _predict(args, shard, fh, info) -> int:
     import numpy as np
     import torch  # heavy: only now
 
+    from ..chunkdeflate import byte_compressor
     from ..common import tune_malloc
     from . import h5io
     from .checkpoint import build_model, load_checkpoint
@@ -157,6 +187,7 @@ def _predict(args, shard, fh, info) -> int:
         batch = resolve_batch_size(args.batch_size, model=model, device=device, L=L, D=D,
                                    precision=args.precision, rows=n_out, stats=stats)
         use_cuda = device.type == "cuda"
+        engine, level = parse_deflate(args.deflate, device.type)
         reader = args.reader if args.reader != "auto" else ("process" if use_cuda else "thread")
         pool = None
         collected: list = []
@@ -171,7 +202,7 @@ def _predict(args, shard, fh, info) -> int:
                     seqids, start_ends = fh["data/seqids"][row_start:row_end], fh["data/start_ends"][row_start:row_end]
                 dset = h5io.create_predictions(
                     out, n_rows=n_out or 0, length=L, datasets=list(cfg.datasets), species0=species0,
-                    model_name=args.model, seqids=seqids, start_ends=start_ends)
+                    model_name=args.model, seqids=seqids, start_ends=start_ends, level=level)
                 if shard is not None:
                     out.attrs.update({
                         "chromaflow_shard_index": shard[0], "chromaflow_shard_count": shard[1],
@@ -187,7 +218,8 @@ def _predict(args, shard, fh, info) -> int:
                 else:
                     feed = H5Feed(fh["data/X"], args.h5, batch, row_start=row_start, row_end=row_end,
                                   threads=threads, mode="x")
-                writer = _Writer(dset, row_start, pool_threads=threads, depth=2, grow=n_out is None)
+                writer = _Writer(dset, row_start, pool_threads=threads, depth=2, grow=n_out is None,
+                                 compress=byte_compressor(engine, level))
                 on_batch = (lambda b: collected.append((b.seqids, b.start_ends))) if fasta else None
                 release = (lambda b: pool.release(b.slot)) if pool is not None else None
                 with NvmlSampler([device.index or 0] if use_cuda else None) as nvml:
@@ -211,7 +243,7 @@ def _predict(args, shard, fh, info) -> int:
             data_wait_fraction=timing.get("data_wait_fraction", (stats.wait_s / loop) if loop > 0 else 0.0),
             data_wait_source="cuda events (compute-stream idle time)" if timing else "host wait for the reader",
             host_wait_fraction=(stats.wait_s / loop) if loop > 0 else 0.0, loop_s=loop,
-            write_wait_s=stats.write_wait_s, device=stats.device, precision=stats.precision,
+            write_wait_s=stats.write_wait_s, deflate=f"{engine}:{level}", device=stats.device, precision=stats.precision,
             batch_size=batch, batch_probe=stats.batch_probe or None, batch_size_final=stats.final_batch,
             streams=stats.streams, intra_threads=stats.intra_threads,
             peak_gpu_bytes=stats.peak_gpu_bytes, gpu=gpu, gpu_timing=stats.gpu_timing,

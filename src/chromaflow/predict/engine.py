@@ -261,22 +261,25 @@ def find_batch_size(fits: Callable[[int], bool], *, start: int = 16, limit: int 
 # writer
 # --------------------------------------------------------------------------------------------------
 class _Writer(threading.Thread):
-    """Compresses (zlib 9 = HDF5 deflate 9, no shuffle) in a pool and writes chunks directly, in order.
+    """Compresses in a pool (``compress``: bytes -> zlib stream; default zlib level 9 = what HDF5's deflate 9
+    writes, Predmoter's bytes) and writes chunks directly, in order.
 
-    Accepts any integer array (it is written as int64, the layout's type). With ``grow`` the dataset is resized
-    as rows arrive (FASTA route: the row count is known only at the end).
+    Accepts any integer array: each chunk is widened to int64 (the layout's type) in the pool, so the producer
+    hands over the small transfer type of a CUDA batch (8x fewer bytes) and never widens on its own thread.
+    With ``grow`` the dataset is resized as rows arrive (FASTA route: the row count is known only at the end).
     """
 
-    def __init__(self, dset: h5py.Dataset, row_offset: int, pool_threads: int, depth: int, grow: bool = False):
+    def __init__(self, dset: h5py.Dataset, row_offset: int, pool_threads: int, depth: int, grow: bool = False,
+                 compress: Callable[[bytes], bytes] | None = None):
         super().__init__(name="predict-writer", daemon=True)
         self.dset, self.row_offset, self.grow = dset, row_offset, grow
         self.q: queue.Queue = queue.Queue(maxsize=max(1, depth))
         self.pool = ThreadPoolExecutor(max_workers=max(1, pool_threads), thread_name_prefix="predict-zlib")
         self.error: BaseException | None = None
+        self.deflate = compress or (lambda buf: zlib.compress(buf, 9))
 
-    @staticmethod
-    def _compress(col: np.ndarray) -> bytes:
-        return zlib.compress(np.ascontiguousarray(col, dtype="<i8").tobytes(), 9)
+    def _compress(self, col: np.ndarray) -> bytes:
+        return self.deflate(np.ascontiguousarray(col, dtype="<i8").tobytes())
 
     def run(self) -> None:
         try:
@@ -511,7 +514,7 @@ class CudaExecutor:
         lo, hi = (int(v) for v in item.minmax)
         fits = torch.iinfo(item.dtype).min <= lo and hi <= torch.iinfo(item.dtype).max
         if fits:
-            arr = item.out.numpy().astype(np.int64)  # a copy: the pinned slot is reused
+            arr = item.out.numpy().copy()  # the pinned slot is reused; the writer widens to int64 in its pool
             name = str(item.dtype).replace("torch.", "")
         else:
             arr = item.y64.cpu().numpy()

@@ -63,8 +63,9 @@ def _inspect(fh: h5py.File, path: str) -> InputInfo:
 
 
 def create_predictions(fh: h5py.File, *, n_rows: int, length: int, datasets: list[str], species0: bytes,
-                       model_name: str, seqids: np.ndarray, start_ends: np.ndarray) -> h5py.Dataset:
-    """Create Predmoter's predictions layout in an open, empty file; return prediction/predictions."""
+                       model_name: str, seqids: np.ndarray, start_ends: np.ndarray, level: int = 9) -> h5py.Dataset:
+    """Create Predmoter's predictions layout in an open, empty file; return prediction/predictions.
+    ``level``: the deflate level the predictions' chunks are written with (Predmoter: 9), declared in the filter."""
     d = len(datasets)
     data = fh.create_group("data")
     pred = fh.create_group("prediction")
@@ -77,7 +78,7 @@ def create_predictions(fh: h5py.File, *, n_rows: int, length: int, datasets: lis
         sq[:] = np.asarray(seqids).astype("S50")
         se[:] = np.asarray(start_ends).astype("int64")
     preds = pred.create_dataset("predictions", shape=(n_rows, length, d), dtype="int64", chunks=(1, length, 1),
-                                maxshape=(None, length, None), compression="gzip", compression_opts=9,
+                                maxshape=(None, length, None), compression="gzip", compression_opts=level,
                                 shuffle=False, fillvalue=-1)
     pred.create_dataset("model_name", shape=(1,), dtype="S256", chunks=(1,), maxshape=(None,),
                         fillvalue=np.bytes_(model_name.encode("utf-8")[:256]))
