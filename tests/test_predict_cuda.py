@@ -106,7 +106,6 @@ def test_cuda_transfer_dtype_widens_without_loss(tmp_path):
     # the batches already in flight in int8 (CUDA_DEPTH of them) did not fit: copied again as int64; the next
     # one comes back as int32 (as tests/test_predict.py checks with a stand-in runtime on the CPU)
     assert stats.transfer_dtypes == {"int64": engine.CUDA_DEPTH, "int32": 3 - engine.CUDA_DEPTH}
-    assert stats.transfer_dtypes.get("int32") == 2  # the next ones in the smallest type that held it
 
 
 def test_cuda_oom_halves_batch(tmp_path):

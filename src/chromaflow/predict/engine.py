@@ -279,7 +279,7 @@ class _Writer(threading.Thread):
         self.deflate = compress or (lambda buf: zlib.compress(buf, 9))
 
     def _compress(self, col: np.ndarray) -> bytes:
-        return self.deflate(np.ascontiguousarray(col, dtype="<i8").tobytes())
+        return self.deflate(np.ascontiguousarray(col, dtype="<i8"))  # the buffer itself: no bytes copy
 
     def run(self) -> None:
         try:
