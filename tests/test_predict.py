@@ -772,3 +772,7 @@ def test_gpu_benchmark_refuses_without_cuda_and_its_checks_work(repo_root, refer
     (res_dir / "x.json").write_text(json.dumps(result))
     md = mod.regenerate_md(res_dir).read_text()
     assert "| fp32 | 1.0 |" in md and "**FAILED**" in md and f"{dev['differ']} of {dev['values']} differ" in md
+    # the committed GPU results page is what the script generates from the committed JSON files
+    committed = tmp_path / "committed" / "results"
+    shutil.copytree(repo_root / "benchmarks" / "gpu" / "results", committed)
+    assert mod.regenerate_md(committed).read_text() == (repo_root / "benchmarks" / "gpu" / "RESULTS.md").read_text()
