@@ -219,7 +219,7 @@ def main() -> None:
     py = sys.executable
     cf = [py, "-m", "chromaflow"]
     result = {"command": " ".join(["python benchmarks/predict/bench_predict.py"] + sys.argv[1:]),
-              "machine": machine(), "started": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"),
+              "machine": machine(), "started": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
               "rows": args.rows, "repeats": args.repeats, "runs": {c: [] for c in cases}, "compare": {}}
     ties: dict = {}
     ref = work / "predmoter" / f"genome_{args.rows}_predictions.h5"
