@@ -46,18 +46,22 @@ class EngineUnavailable(ChromaflowError):
     pass
 
 
-def parse_engine(text: str) -> tuple[str, int]:
+def parse_engine(text: str, defaults: dict[str, int] | None = None, what: str = "") -> tuple[str, int]:
     """``"onehot"``, ``"zlib:6"`` ... -> (engine, level); a one-line error otherwise. ``"auto"`` is onehot
-    where its kernel can be built and loaded, else libdeflate at level 4 (:func:`resolve_auto`)."""
+    where its kernel can be built and loaded, else libdeflate at level 4 (:func:`resolve_auto`).
+
+    ``defaults``: the engines a caller accepts and the level each gets without ``:LEVEL`` (default: every engine,
+    fasta2h5's levels); such a caller resolves ``auto`` itself. ``what`` qualifies "unknown engine" in the error."""
     name, _, lvl = str(text).partition(":")
     name = name.strip().lower()
-    if name == "auto" and not lvl:
+    if name == "auto" and not lvl and defaults is None:
         return resolve_auto()
-    if name not in ENGINES:
-        raise ChromaflowError(f"--deflate {text!r}: unknown engine (choose from {', '.join(ENGINES)}, "
+    defaults = DEFAULT_LEVEL if defaults is None else defaults
+    if name not in defaults:
+        raise ChromaflowError(f"--deflate {text!r}: unknown engine{what} (choose from auto, {', '.join(defaults)}, "
                               "optionally with :LEVEL)")
     if not lvl:
-        return name, DEFAULT_LEVEL[name]
+        return name, defaults[name]
     try:
         level = int(lvl)
     except ValueError:

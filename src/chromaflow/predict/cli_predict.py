@@ -59,8 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="how the predictions' gzip chunks are compressed (values are the same with every choice): "
                         "zlib (level 9 without :LEVEL: Predmoter's own bytes), libdeflate (default level 6) or "
                         "isal (level 1; its bytes may differ between CPUs). auto (default): zlib:9 on CPU, "
-                        "zlib:1 on CUDA, where level 9 cannot keep up with the GPU (measured in "
-                        "docs/performance.md); the file is about 3x larger, still under 1 %% of the raw int64")
+                        "zlib:1 on CUDA, where level 9 cannot keep up with the GPU (measured: docs/predict.md, "
+                        "GPU); level 1 files are about 2-3x larger than level 9's")
     p.add_argument("--metrics", default=None, help="write stage metrics JSON here")
     p.add_argument("--force", action="store_true", help="overwrite an existing --out")
 
@@ -71,20 +71,12 @@ DEFLATE_DEFAULT_LEVEL = {"zlib": 9, "libdeflate": 6, "isal": 1}
 
 def parse_deflate(text: str, device_type: str | None = None) -> tuple[str, int] | None:
     """``--deflate`` -> (engine, level); ``auto`` gives None until ``device_type`` is known (zlib 9 on CPU, zlib 1
-    on CUDA). One-line errors for an unknown engine or level."""
+    on CUDA). One-line errors for an unknown engine or level (:func:`chromaflow.chunkdeflate.parse_engine`)."""
     from ..chunkdeflate import parse_engine
 
-    name = str(text).partition(":")[0].strip().lower()
-    if name == "auto" and ":" not in str(text):
-        if device_type is None:
-            return None
-        return ("zlib", 1) if device_type == "cuda" else ("zlib", 9)
-    if name not in DEFLATE_DEFAULT_LEVEL:
-        raise ChromaflowError(f"--deflate {text!r}: unknown engine for predictions (choose from auto, "
-                              f"{', '.join(DEFLATE_DEFAULT_LEVEL)}, optionally with :LEVEL)")
-    if ":" not in str(text):
-        return name, DEFLATE_DEFAULT_LEVEL[name]
-    return parse_engine(text)
+    if str(text).strip().lower() == "auto":
+        return None if device_type is None else ("zlib", 1) if device_type == "cuda" else ("zlib", 9)
+    return parse_engine(text, DEFLATE_DEFAULT_LEVEL, " for predictions")
 
 
 def _check_args(args) -> None:

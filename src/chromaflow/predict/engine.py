@@ -4,8 +4,8 @@ feed (background thread: FASTA rows as uint8 codes, or h5 rows; bounded queue, r
 → executor (CPU: K concurrent streams of micro-batches; CUDA: pinned buffers, H2D on a copy stream, one-hot,
 model, exp/round/−1 mask and the transfer cast on the compute stream, D2H of the smallest exact integer type,
 a few batches in flight; both back off on out-of-memory)
-→ writer (background thread: int64 chunks compressed with zlib level 9 in a thread pool, written with HDF5
-direct chunk writes in row order).
+→ writer (background thread: int64 chunks compressed (``--deflate``; zlib level 9 by default) in a thread pool,
+written with HDF5 direct chunk writes in row order).
 
 Memory stays bounded by the queue depths and the batch size, never by the genome size. Every subsequence is
 computed independently (eval mode), so batch and micro-batch sizes do not change what a row is.
@@ -18,7 +18,6 @@ import queue
 import sys
 import threading
 import time
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -27,6 +26,7 @@ import h5py
 import numpy as np
 import torch
 
+from ..chunkdeflate import byte_compressor
 from ..common import ChromaflowError, Progress
 from .feed import ONEHOT_LUT, Batch, BufferPool, H5Feed, Prefetcher, count_bp
 
@@ -276,7 +276,7 @@ class _Writer(threading.Thread):
         self.q: queue.Queue = queue.Queue(maxsize=max(1, depth))
         self.pool = ThreadPoolExecutor(max_workers=max(1, pool_threads), thread_name_prefix="predict-zlib")
         self.error: BaseException | None = None
-        self.deflate = compress or (lambda buf: zlib.compress(buf, 9))
+        self.deflate = compress or byte_compressor("zlib", 9)
 
     #: rows per pool task: one widening + D*ROWS_PER_TASK compressions per task, so the writer thread handles a
     #: future per 16 rows instead of one per chunk (its per-chunk Python work limited a GPU run's host)
