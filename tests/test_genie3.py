@@ -413,9 +413,9 @@ def _kernel_weights(lib, X, trees=30, threads=1, method="RF", importance="unnorm
 
 
 def test_kernel_bytes_do_not_depend_on_build_simd_or_threads():
-    """Same bytes from the default build, the plain-C build (no SSE2 rank counting), an -O0 build, a build that
+    """Same bytes from the default build, the plain-C build (no SSE2 sorting network), an -O0 build, a build that
     walks 300-sample bitmaps through the summary word used above 1,024 samples, and any thread count -- on
-    300 samples (small-node rank counting, 5-word bitmaps, tied values) and on the fixture."""
+    300 samples (sorting-network nodes, 5-word bitmaps, tied values) and on the fixture."""
     from chromaflow.genie3 import fast
 
     rng = np.random.default_rng(11)
@@ -431,6 +431,32 @@ def test_kernel_bytes_do_not_depend_on_build_simd_or_threads():
             for lib in variants:
                 assert _kernel_weights(lib, X, method=method, importance=imp).tobytes() == ref.tobytes()
             assert _kernel_weights(base, X, threads=3, method=method, importance=imp).tobytes() == ref.tobytes()
+
+
+def test_early_exit_never_skips_a_better_split():
+    """Nodes of 3..16 samples stop evaluating features once one offers the node's best possible partition. A
+    check build goes on evaluating after each stop (the chosen split frozen, so the same bytes) and counts later
+    features that beat the stop: none may, beyond rounding; and the shortcut must have been taken. Covers the
+    sorting-network nodes (300 samples), the bitmap nodes (30 samples) and near-ties (2-decimal values)."""
+    import ctypes
+
+    from chromaflow.genie3 import fast
+
+    rng = np.random.default_rng(3)
+    X300 = np.round(rng.normal(size=(40, 300)), 2).astype(np.float32)
+    X30 = gio.read_expression(EXPR, "samples-x-genes").values
+    base, check = fast.load_kernel(), fast.load_kernel(("-DGENIE3_CHECK_EXIT",))
+    stats = (ctypes.c_int64 * 3)()
+    assert base.genie3_check_stats(stats) == -1
+    for X in (X300, X30):
+        before = (ctypes.c_int64 * 3)()
+        assert check.genie3_check_stats(before) == 0
+        ref = _kernel_weights(base, X)
+        assert _kernel_weights(check, X).tobytes() == ref.tobytes()
+        check.genie3_check_stats(stats)
+        stops, beaten = stats[0] - before[0], stats[1] - before[1]
+        assert stops > 1000, stops
+        assert beaten == 0, f"{beaten} of {stops} early stops were beaten by a later feature"
 
 
 def test_unnormalised_mdi_matches_sklearn_up_to_normalisation():

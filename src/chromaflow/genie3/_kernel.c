@@ -13,7 +13,7 @@
  *   thresholds in increasing order). Importance of input i = mean over trees of
  *   sum over nodes splitting on i of (w*imp - wL*impL - wR*impR) / w_root, with w_root = n.
  *
- * Split search (RF), no comparison sort anywhere:
+ * Split search (RF), no comparison sort per node (one sort of y per target):
  *   pos[r*n + s]  = rank of sample s in regulator r's stable order (uint16, one row per regulator, built once);
  *   lims[...]     = for regulators with values within 1e-7 of each other ("slow" rows): the last rank whose
  *                   value is <= value(s) + 1e-7, so a split between consecutive node samples a < b is allowed
@@ -25,9 +25,18 @@
  *   only the rows of the drawn features are touched (2 bytes per sample), all other data is per node.
  *   All K drawn features of a node are marked before any is walked, so their memory reads overlap.
  *   Nodes of 3 samples: a split isolates the feature's first or last sample, so the 3 possible proxies are
- *   computed once per node and each feature only orders 3 ranks. Nodes of 4..8 samples when n > 128: ranks
- *   of the m positions by pairwise counting (SSE2 or plain C, same integers), and for m <= 6 the proxies of
- *   every possible left set are tabulated once per node.
+ *   computed once per node and each feature only orders 3 ranks. Nodes of 4..16 samples (n <= 4095): keys
+ *   (rank << 4 | local index) sorted by an SSE2 bitonic network (plain C: insertion sort, the same order), then
+ *   the same prefix scan as the walk (the same bits); for n <= 128 nodes of 4..8 keep the two-word bitmap.
+ *
+ * Early stop (nodes of 3..16 samples): for squared error the best split of a node into two groups is contiguous
+ *   in y order (Fisher 1958), so the node's best possible partition is the best split of the y ranks. Once a
+ *   drawn feature's best split is that partition, no later feature can beat it (the first maximal split wins),
+ *   so the remaining draws are made -- the random stream stays what it would have been -- but not evaluated.
+ *   The chosen partition is one the full search chooses up to rounding; when a later feature offers the same
+ *   partition, the full search may credit it instead, by a last-bit rounding difference of its sums, so importances differ
+ *   from the full search as one random forest differs from another, not systematically. A GENIE3_CHECK_EXIT build
+ *   evaluates on after each stop and counts later splits beating it (tests: none beyond rounding).
  *
  * Determinism: every target's random stream is xoshiro256** seeded (splitmix64) from a 64-bit seed the caller
  * derives from (run seed, target gene index); targets are independent, so results do not depend on the
@@ -49,16 +58,39 @@
 #define G3_SSE2 1
 #endif
 
-#define KERNEL_VERSION 7
+#define KERNEL_VERSION 8
 #define EPS_IMP 2.220446049250313e-16   /* scikit-learn's EPSILON: a node at least this pure is a leaf */
 #define FEAT_THR 1e-7f                  /* scikit-learn's FEATURE_THRESHOLD, compared in float32 */
-#define SMALL_MAX 8                     /* nodes of 3..SMALL_MAX samples use rank counting (when n > 128) */
 #define SLOT_BUDGET (192 * 1024)        /* bytes of per-feature scratch: all K features for usual n */
 #ifndef SUMMARY_ABOVE_WORDS
 #define SUMMARY_ABOVE_WORDS 16          /* bitmaps of more words keep a summary word of non-zero words */
 #endif
 
+#ifdef GENIE3_NO_EARLY_EXIT
+#define EARLY_EXIT 0      /* test builds: every drawn feature is evaluated */
+#else
+#define EARLY_EXIT 1
+#endif
+#ifdef GENIE3_CHECK_EXIT  /* test builds: after a stop, go on evaluating (best frozen) and count any better split */
+#define CHECK_EXIT 1
+#else
+#define CHECK_EXIT 0
+#endif
+
 int genie3_kernel_version(void) { return KERNEL_VERSION; }
+
+/* GENIE3_CHECK_EXIT builds: [early stops, stops beaten by a later feature beyond rounding (1e-10 relative),
+ * stops equalled or beaten within rounding]; returns -1 in other builds */
+static int64_t check_stats[3];
+int genie3_check_stats(int64_t *out) {
+    for (int i = 0; i < 3; i++) out[i] = check_stats[i];
+    return CHECK_EXIT ? 0 : -1;
+}
+static inline void check_record(double best, double post) {
+    __sync_fetch_and_add(&check_stats[0], 1);
+    if (post > best + 1e-10 * fabs(best)) __sync_fetch_and_add(&check_stats[1], 1);
+    else if (post >= best) __sync_fetch_and_add(&check_stats[2], 1);
+}
 
 /* ------------------------------------------------------------------------------------------------ RNG */
 typedef struct { uint64_t s[4]; } rng_t;
@@ -104,6 +136,12 @@ static inline int draw_batch(rng_t *rng, int32_t *perm, int *f_i, int32_t *F, in
     return nb;
 }
 
+/* after an early stop: the draws the full loop would still make. Once a drawn feature was usable the loop
+ * runs while visited < K, so the random stream, and every later node, is what it would have been. */
+static inline void skip_draws(rng_t *rng, int32_t *perm, int *f_i, int visited, int K) {
+    for (; visited < K && *f_i > 0; visited++) (void)draw_feature(rng, perm, f_i);
+}
+
 static inline double rand01(rng_t *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
 
 static inline int top_bit(uint64_t x) { return 63 - __builtin_clzll(x); }
@@ -117,12 +155,6 @@ typedef struct {           /* scratch of one drawn feature */
     uint16_t *sid;         /* sid[q] = node sample at rank q */
     uint16_t *slim;        /* slow rows: slim[q] = lims of that sample */
 } slot_t;
-
-typedef struct {           /* a node of 3..SMALL_MAX samples */
-    int m, tab;
-    unsigned ls[SMALL_MAX]; int lw[SMALL_MAX]; double lwy[SMALL_MAX];
-    double T[1 << 6];      /* tab: proxy of the left set given as a bit mask of local samples */
-} small_t;
 
 typedef struct {           /* read-only inputs shared by all threads */
     const float *values;   /* G x n, genes x samples */
@@ -145,14 +177,15 @@ typedef struct {           /* per thread; sizes fixed per run */
     double *sd;            /* tree-normalised importance: the splits of the current tree (feature, decrease) */
     node_t *stack;
     uint64_t *T0, *T1;     /* nw <= 2: the word-0 / word-1 bit of rank q */
-    uint64_t *words; uint16_t *shorts, *smallP;
+    uint64_t *words; uint16_t *shorts, *zlim, *yr;
+    struct ykey { double y; int32_t s; } *ys;   /* per target: y sorted, for yr */
     slot_t *slots;
 } ws_t;
 
 static void ws_free(ws_t *w) {
     free(w->inv); free(w->wy); free(w->wyy); free(w->y); free(w->acc);
     free(w->wi); free(w->idx); free(w->buf); free(w->perm); free(w->feat); free(w->F); free(w->sf); free(w->sd);
-    free(w->stack); free(w->T0); free(w->words); free(w->shorts); free(w->smallP); free(w->slots);
+    free(w->stack); free(w->T0); free(w->words); free(w->shorts); free(w->slots); free(w->zlim); free(w->yr); free(w->ys);
     memset(w, 0, sizeof(*w));
 }
 
@@ -178,10 +211,12 @@ static int ws_alloc(ws_t *w, int n, int R, int K, int method) {
     w->T0 = malloc(sizeof(uint64_t) * 256); w->T1 = w->T0 ? w->T0 + 128 : NULL;
     w->words = calloc((size_t)B * slot_words, 8);
     w->shorts = malloc(sizeof(uint16_t) * 2 * (size_t)n * B);
-    w->smallP = malloc(sizeof(uint16_t) * SMALL_MAX * (size_t)B);
     w->slots = malloc(sizeof(slot_t) * B);
+    w->zlim = calloc((size_t)n, sizeof(uint16_t));
+    w->yr = malloc(sizeof(uint16_t) * (size_t)n);
+    w->ys = malloc(sizeof(*w->ys) * (size_t)n);
     if (!(w->inv && w->wy && w->wyy && w->y && w->acc && w->wi && w->idx && w->buf && w->perm && w->feat && w->F && w->sf && w->sd &&
-          w->stack && w->T0 && w->words && w->shorts && w->smallP && w->slots)) {
+          w->stack && w->T0 && w->words && w->shorts && w->slots && w->zlim && w->yr && w->ys)) {
         ws_free(w);
         return -1;
     }
@@ -356,123 +391,125 @@ static int walk(const ws_t *w, const slot_t *slt, int slow, int Wi, double S, do
     return 0;
 }
 
-/* -------------------------------------------------------------------------------------- small nodes */
-#if defined(G3_SSE2)
-/* lane i of the result = number of lanes j with P_j < P_i; lanes >= m hold 0xFFFF and rank >= m */
-static inline __attribute__((always_inline)) __m128i small_rankv(const uint16_t *P, const int m) {
-    __m128i v = _mm_set1_epi16(-1);
-    switch (m) {
-    case 8: v = _mm_insert_epi16(v, P[7], 7); /* fall through */
-    case 7: v = _mm_insert_epi16(v, P[6], 6); /* fall through */
-    case 6: v = _mm_insert_epi16(v, P[5], 5); /* fall through */
-    case 5: v = _mm_insert_epi16(v, P[4], 4); /* fall through */
-    case 4: v = _mm_insert_epi16(v, P[3], 3); /* fall through */
-    case 3: v = _mm_insert_epi16(v, P[2], 2); /* fall through */
-    default: v = _mm_insert_epi16(v, P[1], 1); v = _mm_insert_epi16(v, P[0], 0);
-    }
-    v = _mm_xor_si128(v, _mm_set1_epi16((short)0x8000));       /* unsigned order as signed */
-    __m128i R = _mm_setzero_si128();
-#define RANK_LANE(J) { \
-        __m128i lo_ = _mm_shufflelo_epi16(v, _MM_SHUFFLE((J) & 3, (J) & 3, (J) & 3, (J) & 3)); \
-        __m128i hi_ = _mm_shufflehi_epi16(v, _MM_SHUFFLE((J) & 3, (J) & 3, (J) & 3, (J) & 3)); \
-        __m128i bj_ = (J) < 4 ? _mm_unpacklo_epi64(lo_, lo_) : _mm_unpackhi_epi64(hi_, hi_); \
-        R = _mm_sub_epi16(R, _mm_cmpgt_epi16(v, bj_)); }
-    RANK_LANE(0) RANK_LANE(1) RANK_LANE(2)
-    if (m > 3) RANK_LANE(3)
-    if (m > 4) RANK_LANE(4)
-    if (m > 5) RANK_LANE(5)
-    if (m > 6) RANK_LANE(6)
-    if (m > 7) RANK_LANE(7)
-#undef RANK_LANE
-    return R;
-}
+/* ------------------------------------------------------------------- mid nodes: sorting network */
+#define NET_MAX 16        /* nodes of 4..NET_MAX samples know their best partition (when n <= NET_NMAX) */
+#define NET_NMAX 4095     /* a key (rank << 4) | local index fits 16 bits */
+#define NET_BITMAP_MAX 8  /* n <= 128: nodes of 4..8 samples use the two-word bitmap, larger ones the general path */
+#define NET_BATCH 4       /* features drawn (and, for the bitmap, marked) together in these nodes */
 
-static inline unsigned rank_mask(__m128i R, int k) {   /* bit i set when rank_i < k */
-    return (unsigned)_mm_movemask_epi8(_mm_packs_epi16(_mm_cmplt_epi16(R, _mm_set1_epi16((short)k)),
-                                                       _mm_setzero_si128()));
+typedef struct {          /* a node of 4..NET_MAX samples: its samples in local order (ls padded with ls[0]) */
+    int m;
+    int32_t ls[NET_MAX]; int lw[NET_MAX]; double lwy[NET_MAX];
+} net_t;
+
+#if defined(G3_SSE2)
+/* lane mask of a bitonic compare-exchange stage (merge size k, distance d): lane i keeps the minimum */
+#define KM(i, k, d) (((((i) & (d)) == 0) == (((i) & (k)) == 0)) ? -1 : 0)
+#define KMASK(b, k, d) _mm_set_epi16(KM((b) + 7, k, d), KM((b) + 6, k, d), KM((b) + 5, k, d), KM((b) + 4, k, d), \
+                                     KM((b) + 3, k, d), KM((b) + 2, k, d), KM((b) + 1, k, d), KM((b) + 0, k, d))
+static inline __attribute__((always_inline)) __m128i cex(__m128i v, __m128i p, __m128i keepmin) {
+    const __m128i lo = _mm_min_epi16(v, p), hi = _mm_max_epi16(v, p);
+    return _mm_or_si128(_mm_and_si128(keepmin, lo), _mm_andnot_si128(keepmin, hi));
+}
+#define SW1(v) _mm_shufflehi_epi16(_mm_shufflelo_epi16(v, 0xB1), 0xB1)
+#define SW2(v) _mm_shuffle_epi32(v, 0xB1)
+#define SW4(v) _mm_shuffle_epi32(v, 0x4E)
+#define STAGE(V, b, k, d, SW) V = cex(V, SW(V), KMASK(b, k, d))
+/* keys biased by 0x8000 (signed order = unsigned order), ascending; B = NULL: 8 keys in A */
+static inline __attribute__((always_inline)) void net_sort(__m128i *A, __m128i *B) {
+    __m128i a = *A;
+    STAGE(a, 0, 2, 1, SW1); STAGE(a, 0, 4, 2, SW2); STAGE(a, 0, 4, 1, SW1);
+    STAGE(a, 0, 8, 4, SW4); STAGE(a, 0, 8, 2, SW2); STAGE(a, 0, 8, 1, SW1);
+    if (B) {
+        __m128i b = *B;
+        STAGE(b, 8, 2, 1, SW1); STAGE(b, 8, 4, 2, SW2); STAGE(b, 8, 4, 1, SW1);
+        STAGE(b, 8, 8, 4, SW4); STAGE(b, 8, 8, 2, SW2); STAGE(b, 8, 8, 1, SW1);
+        const __m128i lo = _mm_min_epi16(a, b), hi = _mm_max_epi16(a, b);
+        a = lo; b = hi;
+        STAGE(a, 0, 16, 4, SW4); STAGE(a, 0, 16, 2, SW2); STAGE(a, 0, 16, 1, SW1);
+        STAGE(b, 8, 16, 4, SW4); STAGE(b, 8, 16, 2, SW2); STAGE(b, 8, 16, 1, SW1);
+        *B = b;
+    }
+    *A = a;
 }
 #endif
 
-/* Best split of a small node in one feature (P = the ranks of its samples); same contract as walk().
- * Instantiated for each m so that every loop has a constant trip count. */
-static inline __attribute__((always_inline)) int small_eval_m(const ws_t *w, const small_t *sn,
-        const uint16_t *P, const uint16_t *lf, int Wi, double S, double *lb, int *lqo, const int m) {
-    unsigned M[SMALL_MAX + 1];                     /* M[k] = the local samples of rank < k */
+/* sk[0..m) = the node's keys (rank << 4 | local index) in increasing order */
+static inline __attribute__((always_inline)) void net_keys(const net_t *nt, const uint16_t *pf, uint16_t *sk,
+                                                            const int wide) {
+    const int m = nt->m;
 #if defined(G3_SSE2)
-    __m128i R = small_rankv(P, m);
-    for (int k = 0; k <= m; k++) M[k] = rank_mask(R, k);
-#else
-    {
-        unsigned rk[SMALL_MAX];
-        for (int i = 0; i < m; i++) { unsigned x = 0; for (int j = 0; j < m; j++) x += P[j] < P[i]; rk[i] = x; }
-        for (int k = 0; k <= m; k++) {
-            unsigned mk = 0;
-            for (int i = 0; i < m; i++) mk |= (unsigned)(rk[i] < (unsigned)k) << i;
-            M[k] = mk;
-        }
-    }
-#endif
-    double lbest = -INFINITY; int lr = -1;
-    if (lf) {
-        unsigned E[SMALL_MAX];                     /* E[k] = the local sample of rank k */
-        for (int k = 0; k < m; k++) E[k] = (unsigned)__builtin_ctz(M[k + 1] ^ M[k]);
-        if (P[E[m - 1]] <= lf[sn->ls[E[0]]]) return 1;
-        const double *inv = w->inv; int wl = 0; double sl = 0;
-        for (int k = 0; k < m - 1; k++) {
-            unsigned i = E[k]; wl += sn->lw[i]; sl += sn->lwy[i];
-            double sr = S - sl, px = sl * sl * inv[wl] + sr * sr * inv[Wi - wl];
-            px = P[E[k + 1]] > lf[sn->ls[i]] ? px : -INFINITY;
-            int gt = px > lbest; lbest = gt ? px : lbest; lr = gt ? k : lr;
-        }
-    } else if (sn->tab) {
-        for (int k = 0; k < m - 1; k++) {
-            double px = sn->T[M[k + 1]];
-            int gt = px > lbest; lbest = gt ? px : lbest; lr = gt ? k : lr;
-        }
+    const int32_t *ls = nt->ls;
+#define KEY(i) (short)((pf[ls[i]] << 4) | (i))
+    __m128i A = _mm_cvtsi32_si128(KEY(0) & 0xFFFF);
+    A = _mm_insert_epi16(A, KEY(1), 1); A = _mm_insert_epi16(A, KEY(2), 2); A = _mm_insert_epi16(A, KEY(3), 3);
+    A = _mm_insert_epi16(A, KEY(4), 4); A = _mm_insert_epi16(A, KEY(5), 5); A = _mm_insert_epi16(A, KEY(6), 6);
+    A = _mm_insert_epi16(A, KEY(7), 7);
+    const __m128i bias = _mm_set1_epi16((short)0x8000);
+    const __m128i padA = _mm_cmpgt_epi16(_mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7), _mm_set1_epi16((short)(m - 1)));
+    A = _mm_xor_si128(_mm_or_si128(A, padA), bias);
+    if (wide) {
+        __m128i B = _mm_cvtsi32_si128(KEY(8) & 0xFFFF);
+        B = _mm_insert_epi16(B, KEY(9), 1); B = _mm_insert_epi16(B, KEY(10), 2); B = _mm_insert_epi16(B, KEY(11), 3);
+        B = _mm_insert_epi16(B, KEY(12), 4); B = _mm_insert_epi16(B, KEY(13), 5); B = _mm_insert_epi16(B, KEY(14), 6);
+        B = _mm_insert_epi16(B, KEY(15), 7);
+        const __m128i padB = _mm_cmpgt_epi16(_mm_setr_epi16(8, 9, 10, 11, 12, 13, 14, 15),
+                                             _mm_set1_epi16((short)(m - 1)));
+        B = _mm_xor_si128(_mm_or_si128(B, padB), bias);
+        net_sort(&A, &B);
+        _mm_storeu_si128((__m128i *)(sk + 8), _mm_xor_si128(B, bias));
     } else {
-        const double *inv = w->inv; int wl = 0; double sl = 0;
-        for (int k = 0; k < m - 1; k++) {
-            unsigned i = (unsigned)__builtin_ctz(M[k + 1] ^ M[k]); wl += sn->lw[i]; sl += sn->lwy[i];
-            double sr = S - sl, px = sl * sl * inv[wl] + sr * sr * inv[Wi - wl];
-            int gt = px > lbest; lbest = gt ? px : lbest; lr = gt ? k : lr;
-        }
+        net_sort(&A, NULL);
     }
-    *lb = lbest;
-    *lqo = lr >= 0 ? (int)P[__builtin_ctz(M[lr + 1] ^ M[lr])] : -1;
+    _mm_storeu_si128((__m128i *)sk, _mm_xor_si128(A, bias));
+#else
+    (void)wide;
+    for (int i = 0; i < m; i++) {                 /* insertion sort: the same order (keys are distinct) */
+        const uint16_t key = (uint16_t)((pf[nt->ls[i]] << 4) | i);
+        int j = i;
+        while (j > 0 && sk[j - 1] > key) { sk[j] = sk[j - 1]; j--; }
+        sk[j] = key;
+    }
+#endif
+}
+
+/* Best split of a mid node in one feature: the same arithmetic, in the same order, as walk() (so the same
+ * bits); lf = the feature's lims row, or a row of zeros for a feature without near-ties (then every boundary
+ * qualifies and the feature is never constant: ranks are distinct and the next rank is >= 1). */
+static inline __attribute__((always_inline)) int net_eval(const ws_t *w, const net_t *nt, const uint16_t *pf,
+        const uint16_t *lf, int Wi, double S, double *lb, int *lqo, unsigned *lmo, const int wide) {
+    uint16_t sk[NET_MAX];
+    const int m = nt->m;
+    net_keys(nt, pf, sk, wide);
+    if ((unsigned)(sk[m - 1] >> 4) <= lf[nt->ls[sk[0] & 15]]) return 1;
+    const double *inv = w->inv;
+    int wl = 0, lr = -1; double sl = 0, lbest = -INFINITY; unsigned cm = 0, bm = 0;
+    for (int k = 0; k < m - 1; k++) {
+        const unsigned i = sk[k] & 15, qn = (unsigned)(sk[k + 1] >> 4);
+        wl += nt->lw[i]; sl += nt->lwy[i]; cm |= 1u << i;
+        const double sr = S - sl;
+        double px = sl * sl * inv[wl] + sr * sr * inv[Wi - wl];
+        px = qn > lf[nt->ls[i]] ? px : -INFINITY;
+        const int gt = px > lbest; lbest = gt ? px : lbest; lr = gt ? k : lr; bm = gt ? cm : bm;
+    }
+    *lb = lbest; *lmo = bm;
+    *lqo = lr >= 0 ? (int)(sk[lr] >> 4) : -1;
     return 0;
 }
 
-static int small_eval(const ws_t *w, const small_t *sn, const uint16_t *P, const uint16_t *lf, int Wi, double S,
-                      double *lb, int *lqo) {
-    switch (sn->m) {
-    case 3: return small_eval_m(w, sn, P, lf, Wi, S, lb, lqo, 3);
-    case 4: return small_eval_m(w, sn, P, lf, Wi, S, lb, lqo, 4);
-    case 5: return small_eval_m(w, sn, P, lf, Wi, S, lb, lqo, 5);
-    case 6: return small_eval_m(w, sn, P, lf, Wi, S, lb, lqo, 6);
-    case 7: return small_eval_m(w, sn, P, lf, Wi, S, lb, lqo, 7);
-    default: return small_eval_m(w, sn, P, lf, Wi, S, lb, lqo, 8);
-    }
-}
-
-static void small_init(const ws_t *w, small_t *sn, const int32_t *r, int m, int K, int Wi, double S) {
-    const double *inv = w->inv;
-    sn->m = m;
-    for (int i = 0; i < m; i++) {
-        unsigned s = (unsigned)r[i];
-        sn->ls[i] = s; sn->lw[i] = w->wi[s]; sn->lwy[i] = w->wy[s];
-    }
-    /* tabulate when 2^m proxies cost less than (m-1) proxies for each of K features */
-    sn->tab = m <= 6 && (12 << m) < 13 * (m - 1) * K;
-    if (sn->tab) {
-        int TW[1 << 6]; double TS[1 << 6];
-        TW[0] = 0; TS[0] = 0;
-        for (unsigned mask = 1; mask < (1u << m) - 1; mask++) {
-            unsigned lo = (unsigned)__builtin_ctz(mask), prev = mask & (mask - 1);
-            TW[mask] = TW[prev] + sn->lw[lo]; TS[mask] = TS[prev] + sn->lwy[lo];
-            double sl = TS[mask], sr = S - sl;
-            sn->T[mask] = sl * sl * inv[TW[mask]] + sr * sr * inv[Wi - TW[mask]];
-        }
-    }
+/* Set up a node of 4..NET_MAX samples and find its best possible partition. For squared error the best
+ * split of weighted values into two groups is contiguous in their sorted order (Fisher 1958), so it is the best
+ * split of the y ranks (yr as a feature). opt / opt2: that left set and its complement as masks of local
+ * samples (a feature may order either group first). */
+static inline void net_init(const ws_t *w, net_t *nt, const int32_t *r, int m, int Wi, double S,
+                            unsigned *opt, unsigned *opt2) {
+    nt->m = m;
+    for (int i = 0; i < m; i++) { const int s = r[i]; nt->ls[i] = s; nt->lw[i] = w->wi[s]; nt->lwy[i] = w->wy[s]; }
+    for (int i = m; i < NET_MAX; i++) nt->ls[i] = r[0];
+    double ub; int lq; unsigned o = 0;
+    if (m > 8) net_eval(w, nt, w->yr, w->zlim, Wi, S, &ub, &lq, &o, 1);
+    else net_eval(w, nt, w->yr, w->zlim, Wi, S, &ub, &lq, &o, 0);
+    *opt = o; *opt2 = ((1u << m) - 1) ^ o;
 }
 
 /* -------------------------------------------------------------------------------- one target's forest */
@@ -546,7 +583,9 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
             }
             if (method == 0 && m == 3) {
                 /* three samples: a feature's splits isolate its first or its last sample, so the proxies of
-                 * isolating each sample are computed once and every feature just orders three ranks */
+                 * isolating each sample are computed once and every feature just orders three ranks. All
+                 * features score with these same three numbers, so once one offers the largest, no later one
+                 * can replace it (strict >): the remaining draws are made but not evaluated. */
                 const unsigned s0 = (unsigned)r[0], s1 = (unsigned)r[1], s2 = (unsigned)r[2];
                 double P1[3];
                 const unsigned ss[3] = {s0, s1, s2};
@@ -554,7 +593,13 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                     const double a = wy[ss[i]], b = Sn - a; const int wa = wi[ss[i]];
                     P1[i] = a * a * inv[wa] + b * b * inv[Wi - wa];
                 }
+                const double pmax = P1[0] > P1[1] ? (P1[0] > P1[2] ? P1[0] : P1[2]) : (P1[1] > P1[2] ? P1[1] : P1[2]);
+                int stop = 0; double post = -INFINITY;
                 while (f_i > 0 && (visited < K || visited <= nconst)) {
+                    if (EARLY_EXIT && !stop && best >= pmax) {
+                        stop = 1;
+                        if (!CHECK_EXIT) { skip_draws(&rng, perm, &f_i, visited, K); break; }
+                    }
                     const int f = draw_feature(&rng, perm, &f_i);
                     visited++;
                     const uint16_t *pf = pos + (size_t)feat[f] * n;
@@ -573,28 +618,52 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                         b1 = qq[mid] > lf[ss[lo]] ? b1 : -INFINITY;
                         b2 = qq[hi] > lf[ss[mid]] ? b2 : -INFINITY;
                     }
+                    if (CHECK_EXIT && stop) { post = b1 > post ? b1 : post; post = b2 > post ? b2 : post; continue; }
                     if (b1 > best) { best = b1; bestf = f; bthr = (int)qq[lo]; }
                     if (b2 > best) { best = b2; bestf = f; bthr = (int)qq[mid]; }
                 }
-            } else if (method == 0 && m <= SMALL_MAX && w->nw > 2) {
-                small_t sn;
-                small_init(w, &sn, r, m, K, Wi, Sn);
-                while (f_i > 0 && (visited < K || visited <= nconst)) {
-                    const int nb = draw_batch(&rng, perm, &f_i, F, visited, K, B);
+                if (CHECK_EXIT && stop) check_record(best, post);
+            } else if (method == 0 && m <= NET_MAX && n <= NET_NMAX && (w->nw > 2 || m <= NET_BITMAP_MAX)) {
+                /* 4..16 samples: the node's best possible partition is known (net_init); the draws stop at the
+                 * first feature whose best split is that partition (a later one could only equal it). Samples
+                 * are ordered by the sorting network, or (n <= 128) by the two-word bitmap, cheaper there. */
+                net_t nt;
+                unsigned opt, opt2;
+                net_init(w, &nt, r, m, Wi, Sn, &opt, &opt2);
+                const int bitmap = w->nw <= 2, wide = m > 8;
+                int stop = 0; double post = -INFINITY;
+                while ((CHECK_EXIT || !stop) && f_i > 0 && (visited < K || visited <= nconst)) {
+                    const int nb = draw_batch(&rng, perm, &f_i, F, visited, K, B < NET_BATCH ? B : NET_BATCH);
                     visited += nb;
-                    for (int j2 = 0; j2 < nb; j2++) {                /* all reads first: latencies overlap */
-                        const uint16_t *pf = pos + (size_t)feat[F[j2]] * n;
-                        uint16_t *P = w->smallP + (size_t)j2 * SMALL_MAX;
-                        for (int i = 0; i < m; i++) P[i] = pf[sn.ls[i]];
+                    if (bitmap) {
+                        for (int j2 = 0; j2 < nb; j2++) {
+                            const int g = feat[F[j2]], sr = slot[g];
+                            pass1(w, &w->slots[j2], r, m, pos + (size_t)g * n, sr >= 0 ? lims + (size_t)sr * n : NULL);
+                        }
                     }
-                    for (int j2 = 0; j2 < nb; j2++) {
-                        const int sr = slot[feat[F[j2]]];
-                        double lb; int lq;
-                        if (small_eval(w, &sn, w->smallP + (size_t)j2 * SMALL_MAX, sr >= 0 ? lims + (size_t)sr * n : NULL,
-                                       Wi, Sn, &lb, &lq)) { nconst++; continue; }
-                        if (lb > best) { best = lb; bestf = F[j2]; bthr = lq; }
+                    for (int j2 = 0; j2 < nb && (CHECK_EXIT || !stop); j2++) {
+                        const int g = feat[F[j2]], sr = slot[g];
+                        const uint16_t *pf = pos + (size_t)g * n;
+                        double lb; int lq; unsigned lm = 0;
+                        int is_const;
+                        if (bitmap) {
+                            is_const = walk(w, &w->slots[j2], sr >= 0, Wi, Sn, &lb, &lq);
+                        } else {
+                            const uint16_t *lf = sr >= 0 ? lims + (size_t)sr * n : w->zlim;
+                            is_const = wide ? net_eval(w, &nt, pf, lf, Wi, Sn, &lb, &lq, &lm, 1)
+                                            : net_eval(w, &nt, pf, lf, Wi, Sn, &lb, &lq, &lm, 0);
+                        }
+                        if (is_const) { nconst++; continue; }
+                        if (CHECK_EXIT && stop) { post = lb > post ? lb : post; continue; }
+                        if (lb > best) {
+                            best = lb; bestf = F[j2]; bthr = lq;
+                            if (bitmap) for (int k = 0; k < m; k++) lm |= (unsigned)(pf[r[k]] <= (unsigned)lq) << k;
+                            stop = EARLY_EXIT && (lm == opt || lm == opt2);
+                        }
                     }
                 }
+                if (stop && !CHECK_EXIT) skip_draws(&rng, perm, &f_i, visited, K);
+                if (CHECK_EXIT && stop) check_record(best, post);
             } else if (method == 0) {
                 while (f_i > 0 && (visited < K || visited <= nconst)) {
                     /* draw a batch, mark all, then walk all (in draw order) */
@@ -674,6 +743,12 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
 }
 
 /* ----------------------------------------------------------------------------------- target loop */
+/* order of y: value, then sample index (a total order: the same ranks on every run and CPU) */
+static int cmp_ykey(const void *a, const void *b) {
+    const struct ykey *u = (const struct ykey *)a, *v = (const struct ykey *)b;
+    return u->y < v->y ? -1 : u->y > v->y ? 1 : (u->s > v->s) - (u->s < v->s);
+}
+
 static void run_target(ws_t *w, job_t *J, int t) {
     const int n = J->n, R = J->R, gene = J->targets[t];
     const float *x = J->values + (size_t)gene * n;
@@ -687,6 +762,11 @@ static void run_target(ws_t *w, job_t *J, int t) {
     if (p == 0) { J->status[t] = 2; return; }
     if (!(sd > 0.0) || !isfinite(sd)) { J->status[t] = 1; return; }
     for (int i = 0; i < n; i++) w->y[i] = (double)x[i] / sd;     /* scaled, not centred */
+    if (J->method == 0 && n <= NET_NMAX) {                       /* y ranks: the best partitions of small nodes */
+        for (int i = 0; i < n; i++) { w->ys[i].y = w->y[i]; w->ys[i].s = i; }
+        qsort(w->ys, (size_t)n, sizeof(*w->ys), cmp_ykey);
+        for (int i = 0; i < n; i++) w->yr[w->ys[i].s] = (uint16_t)i;
+    }
     grow_forest(w, J, w->feat, p, p == R ? J->K_out : J->K_in, J->seeds[t]);
     for (int k = 0; k < p; k++) J->out[(int64_t)w->feat[k] * J->ldo + t] = w->acc[k];
     J->status[t] = 0;

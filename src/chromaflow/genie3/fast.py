@@ -60,6 +60,8 @@ def _load(so: Path):
         ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,                      # out, ldo, status
     ]
     lib.genie3_kernel_version.restype = ctypes.c_int
+    lib.genie3_check_stats.restype = ctypes.c_int
+    lib.genie3_check_stats.argtypes = [ctypes.c_void_p]
     return lib
 
 
