@@ -66,11 +66,6 @@
 #define SUMMARY_ABOVE_WORDS 16          /* bitmaps of more words keep a summary word of non-zero words */
 #endif
 
-#ifdef GENIE3_NO_EARLY_EXIT
-#define EARLY_EXIT 0      /* test builds: every drawn feature is evaluated */
-#else
-#define EARLY_EXIT 1
-#endif
 #ifdef GENIE3_CHECK_EXIT  /* test builds: after a stop, go on evaluating (best frozen) and count any better split */
 #define CHECK_EXIT 1
 #else
@@ -462,6 +457,7 @@ static inline __attribute__((always_inline)) void net_keys(const net_t *nt, cons
         net_sort(&A, NULL);
     }
     _mm_storeu_si128((__m128i *)sk, _mm_xor_si128(A, bias));
+#undef KEY
 #else
     (void)wide;
     for (int i = 0; i < m; i++) {                 /* insertion sort: the same order (keys are distinct) */
@@ -596,7 +592,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                 const double pmax = P1[0] > P1[1] ? (P1[0] > P1[2] ? P1[0] : P1[2]) : (P1[1] > P1[2] ? P1[1] : P1[2]);
                 int stop = 0; double post = -INFINITY;
                 while (f_i > 0 && (visited < K || visited <= nconst)) {
-                    if (EARLY_EXIT && !stop && best >= pmax) {
+                    if (!stop && best >= pmax) {
                         stop = 1;
                         if (!CHECK_EXIT) { skip_draws(&rng, perm, &f_i, visited, K); break; }
                     }
@@ -658,7 +654,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                         if (lb > best) {
                             best = lb; bestf = F[j2]; bthr = lq;
                             if (bitmap) for (int k = 0; k < m; k++) lm |= (unsigned)(pf[r[k]] <= (unsigned)lq) << k;
-                            stop = EARLY_EXIT && (lm == opt || lm == opt2);
+                            stop = lm == opt || lm == opt2;
                         }
                     }
                 }
