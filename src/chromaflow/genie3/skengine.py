@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 
-def unnormalised_mdi(forest, n_features: int) -> np.ndarray:
-    """Mean over trees of sum over nodes splitting on f of (w*imp - wL*impL - wR*impR) / w_root."""
-    total = np.zeros(n_features, dtype=np.float64)
-    for est in forest.estimators_:
+def per_tree_unnormalised_mdi(forest, n_features: int) -> np.ndarray:
+    """(trees, features): per tree, the sum over nodes splitting on f of (w*imp - wL*impL - wR*impR) / w_root
+    (a tree that is one leaf contributes a row of zeros)."""
+    out = np.zeros((len(forest.estimators_), n_features), dtype=np.float64)
+    for k, est in enumerate(forest.estimators_):
         t = est.tree_
         left, right = t.children_left, t.children_right
         internal = np.flatnonzero(left != -1)
@@ -19,7 +20,15 @@ def unnormalised_mdi(forest, n_features: int) -> np.ndarray:
         imp = t.impurity
         l, r = left[internal], right[internal]
         dec = w[internal] * imp[internal] - w[l] * imp[l] - w[r] * imp[r]
-        total += np.bincount(t.feature[internal], weights=dec, minlength=n_features) / w[0]
+        out[k] = np.bincount(t.feature[internal], weights=dec, minlength=n_features) / w[0]
+    return out
+
+
+def unnormalised_mdi(forest, n_features: int) -> np.ndarray:
+    """Mean over trees of sum over nodes splitting on f of (w*imp - wL*impL - wR*impR) / w_root."""
+    total = np.zeros(n_features, dtype=np.float64)
+    for row in per_tree_unnormalised_mdi(forest, n_features):  # summed in tree order, as always
+        total += row
     return total / max(len(forest.estimators_), 1)
 
 
