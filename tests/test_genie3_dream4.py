@@ -183,7 +183,7 @@ def test_fast_importances_are_unbiased_estimates_of_scikit_learns(reference_dir)
     (regulator, target) pair of 4 targets of net 3, scikit-learn's mean unnormalised importance (2,000 trees)
     and the fast engine's (20 x 500 trees) differ by a z-score that must look standard normal (396 pairs: mean
     within 0.25, sd 0.8-1.3, at most 2 beyond 4). Measured (about 40 s): mean -0.13, sd 1.06, none beyond 4;
-    at 10,000 trees on 10 targets (a dev run) the per-target means were -0.05..0.05 and sds 0.82-1.07.
+    at 10,000 trees on 10 targets (a dev run, docs/genie3.md) mean -0.02, sd 1.00, none beyond 4.
     Checked that it fails for a kernel without the bootstrap (mean 0.71, sd 2.39, 35 beyond 4) and one trying
     8 features per split instead of 9 (mean -0.36); 10 instead of 9 is too small a change for this size (mean
     0.13, sd 1.08) -- test_max_features_means_what_scikit_learn_means covers K. Why it matters: the DREAM4
