@@ -156,9 +156,8 @@ def _forest_z_scores(reference_dir, net, targets, fast_max_features="sqrt", sk_t
     """Per (regulator, target): (scikit-learn's mean importance - the fast engine's) / its standard error.
     scikit-learn: one forest of `sk_trees`, the error from its per-tree importances; fast: `fast_forests`
     forests of `fast_trees` (seeds 1000...), the error from their spread."""
-    from sklearn.ensemble import RandomForestRegressor
-
-    from chromaflow.genie3.skengine import per_tree_unnormalised_mdi
+    from chromaflow.genie3.core import resolve_k
+    from chromaflow.genie3.skengine import fit_forest, tree_unnormalised_mdi
 
     expr, _ = _load(reference_dir, net)
     F = np.stack([compute_weights(expr.values, expr.genes, np.arange(100), targets,
@@ -169,9 +168,9 @@ def _forest_z_scores(reference_dir, net, targets, fast_max_features="sqrt", sk_t
     for t, j in enumerate(targets):
         keep = np.flatnonzero(np.arange(100) != j)
         x = expr.values[j].astype(np.float64)
-        rf = RandomForestRegressor(n_estimators=sk_trees, max_features=9, random_state=int(j), n_jobs=2)
-        rf.fit(np.ascontiguousarray(expr.values[keep].T), x / np.std(x))
-        per = per_tree_unnormalised_mdi(rf, keep.size)
+        rf = fit_forest(np.ascontiguousarray(expr.values[keep].T), x / np.std(x), sk_trees,
+                        resolve_k("sqrt", keep.size), "RF", random_state=int(j), n_jobs=2)
+        per = np.stack(list(tree_unnormalised_mdi(rf, keep.size)))
         f = F[:, keep, t]
         se2 = per.var(axis=0, ddof=1) / per.shape[0] + f.var(axis=0, ddof=1) / f.shape[0]
         z.append((per.mean(axis=0) - f.mean(axis=0)) / np.sqrt(se2))
