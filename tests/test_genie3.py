@@ -504,6 +504,106 @@ def test_ranked_links_ties_by_names():
     assert list(zip(rows2, cols2)) == list(zip(rows, cols))[:2]
 
 
+def _lexsort_reference(W, reg_names, tgt_names, reg_idx, tgt_idx, limit=0):
+    """The specification of ranked_links, written plainly: every non-self pair, sorted by (-value, regulator
+    name, target name) with np.lexsort; the first ``limit``."""
+    rows, cols = np.divmod(np.arange(W.size), W.shape[1])
+    keep = reg_idx[rows] != tgt_idx[cols]
+    rows, cols = rows[keep], cols[keep]
+    rrank = np.argsort(np.argsort(np.array(reg_names, dtype=object), kind="stable"), kind="stable")
+    trank = np.argsort(np.argsort(np.array(tgt_names, dtype=object), kind="stable"), kind="stable")
+    order = np.lexsort((trank[cols], rrank[rows], -(W[rows, cols] + 0.0)))
+    if limit:
+        order = order[:limit]
+    return rows[order], cols[order]
+
+
+def _adversarial_weights(rng, R, T):
+    """Weights with the cases a fast sort gets wrong: exact ties (zeros, repeated values), values one ulp
+    apart, -0.0 next to 0.0, subnormals, huge and negative values."""
+    W = rng.random((R, T)) * rng.random((R, T)) ** 3
+    n = R * T
+    W.flat[rng.integers(0, n, n // 3)] = 0.0
+    i = rng.integers(0, n, n // 5)
+    W.flat[i] = np.nextafter(W.flat[i[::-1]], 1.0)
+    W.flat[rng.integers(0, n, n // 10 + 1)] = 0.123456789012345
+    for v in (-0.0, 5e-324, 1e-300, 1e300, -1e-5):
+        W.flat[rng.integers(0, n, 3)] = v
+    return W
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["C", "numpy"])
+def test_ranked_links_match_a_lexsort_of_the_specification(native, monkeypatch):
+    """ranked_links (C radix sort of the values in name order, or its np.lexsort fallback) gives exactly the
+    order of a plain lexsort over (-value, regulator name, target name), with and without self-links and a
+    limit, on weights full of ties and near-ties."""
+    if not native:
+        monkeypatch.setitem(gio._LINKS_LIB, "lib", None)
+    elif gio._links_lib() is None:
+        pytest.skip("no C compiler")
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        R, T = int(rng.integers(1, 40)), int(rng.integers(1, 60))
+        W = _adversarial_weights(rng, R, T)
+        G = max(R, T) + int(rng.integers(0, 4))
+        names = [f"g{int(rng.integers(0, 10 ** 6))}_{k}" for k in range(G)]
+        reg_idx = rng.choice(G, R, replace=False)      # unsorted: name order differs from index order
+        tgt_idx = rng.choice(G, T, replace=False) if trial % 4 else np.sort(rng.choice(G, T, replace=False))
+        rn, tn = [names[k] for k in reg_idx], [names[k] for k in tgt_idx]
+        for limit in (0, 1, 7, int(rng.integers(1, R * T + 2))):
+            got = gio.ranked_links(W, rn, tn, reg_idx, tgt_idx, limit)
+            want = _lexsort_reference(W, rn, tn, reg_idx, tgt_idx, limit)
+            assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), (trial, limit)
+
+
+def test_link_writer_bytes_match_python_formatting(tmp_path, monkeypatch):
+    """The C formatter ('%.9g' of the C library) writes the same bytes as Python's f"{x:.9g}" on edge cases
+    (exponent switch points, subnormals, exact rounding ties at 9 digits, -0.0, non-ASCII names), and the file
+    does not depend on the number of threads; the text is checked against Python's formatting line by line."""
+    if gio._links_lib() is None:
+        pytest.skip("no C compiler")
+    rng = np.random.default_rng(3)
+    edge = [0.0, -0.0, 1e-4, 9.99999999e-5, 0.0001, 123456789.0, 1234567890.0, 999999999.5, 1234567885.0,
+            1234567895.0, 0.5, 2.5e-7, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 1 / 3, 2 / 3,
+            0.1, 1e16, 1e-5, 12345678.85, 0.00012345678950000001, -7.25]
+    vals = np.concatenate([edge, rng.random(3000) * 10.0 ** rng.integers(-12, 12, 3000),
+                           np.nextafter(np.round(rng.random(500), 9), 2.0)])
+    R = 40
+    T = -(-len(vals) // R)
+    W = np.zeros(R * T)
+    W[:len(vals)] = vals
+    W = W.reshape(R, T)
+    reg = [f"TF{k}_α" for k in range(R)]
+    tgt = [f"gene{k}-β" for k in range(T)]
+    rows, cols = np.divmod(np.arange(R * T), T)
+    gio.write_links(tmp_path / "c1.tsv.gz", W, reg, tgt, rows, cols, threads=1)
+    gio.write_links(tmp_path / "c3.tsv.gz", W, reg, tgt, rows, cols, threads=3)
+    monkeypatch.setitem(gio._LINKS_LIB, "lib", None)
+    gio.write_links(tmp_path / "py.tsv.gz", W, reg, tgt, rows, cols, threads=1)
+    c1 = (tmp_path / "c1.tsv.gz").read_bytes()
+    assert c1 == (tmp_path / "py.tsv.gz").read_bytes() == (tmp_path / "c3.tsv.gz").read_bytes()
+    lines = gzip.decompress(c1).decode().splitlines()
+    assert lines[0] == "regulator\ttarget\timportance"
+    assert lines[1:] == [f"{reg[r]}\t{tgt[c]}\t{W[r, c]:.9g}" for r, c in zip(rows, cols)]
+
+
+def test_link_list_members_do_not_depend_on_threads(tmp_path, monkeypatch):
+    """A link list of several gzip members (MEMBER made small: one per formatted block) is byte-identical for 1, 2
+    and 5 threads."""
+    monkeypatch.setattr(gio._GzipMembers, "MEMBER", 1 << 12)
+    rng = np.random.default_rng(5)
+    W = rng.random((60, 5000))
+    names = [f"g{k}" for k in range(5000)]
+    rows, cols = gio.ranked_links(W, names[:60], names, np.arange(60), np.arange(5000))
+    blobs = []
+    for t in (1, 2, 5):
+        gio.write_links(tmp_path / f"{t}.tsv.gz", W, names[:60], names, rows, cols, threads=t)
+        blobs.append((tmp_path / f"{t}.tsv.gz").read_bytes())
+    assert blobs[0] == blobs[1] == blobs[2]
+    assert blobs[0].count(b"\x1f\x8b\x08\x00\x00\x00\x00\x00") >= 5  # header + one member per 65,536 lines
+    assert len(gzip.decompress(blobs[0]).splitlines()) == 60 * 5000 - 60 + 1
+
+
 def test_same_bytes_under_other_numeric_kernels(tmp_path):
     """Issue 14 §1: the links (default engine, both importance modes) are byte-identical when numpy/OpenBLAS run
     the kernels of other machines (OpenBLAS core types, numpy's SIMD dispatch off): the expression scaling and

@@ -18,6 +18,10 @@ usage (from the repo root, after `source scripts/env.sh`):
         synthetic matrices of growing gene count at a fixed sample count
   python benchmarks/genie3/run_benchmark.py bigmem [--genes 20000] [--samples 2000]
         peak RSS of the CLI on a genes x samples table of that size (one target chunk): the memory bound
+  python benchmarks/genie3/run_benchmark.py links [--genes 5000] [--repeats 3] [--threads 2]
+        ranking and writing the link list of a genes x genes random weight block (30 % zeros), alternated:
+        np.lexsort of the specification vs ranked_links (C radix sort); the pure-Python writer (the path
+        without a compiler) vs the C writer on 1 and --threads threads; medians and ranges, same-bytes check
 """
 from __future__ import annotations
 
@@ -154,6 +158,57 @@ def bigmem(ns) -> None:
                                             "compute_s", "cpu_s", "peak_rss_bytes")}, indent=1))
 
 
+def links(ns) -> None:
+    import hashlib
+
+    from chromaflow.genie3 import io as gio
+
+    G = ns.genes
+    rng = np.random.default_rng(0)
+    W = rng.random((G, G)) * rng.random((G, G)) ** 3
+    W[rng.random((G, G)) < 0.3] = 0.0
+    names = [f"G{i:05d}" for i in range(G)]
+    idx = np.arange(G)
+    lib = gio._links_lib()
+    if lib is None:
+        sys.exit("links: the C link formatter is unavailable (no compiler?)")
+    t = {k: [] for k in ("rank lexsort", "rank radix", "write python", "write C 1 thread",
+                         f"write C {ns.threads} threads")}
+    digests = set()
+    with tempfile.TemporaryDirectory() as d:
+        for _ in range(ns.repeats):
+            t0 = time.perf_counter()
+            rows, cols = np.divmod(np.arange(G * G), G)
+            keep = rows != cols
+            rows, cols = rows[keep], cols[keep]
+            o = np.lexsort((cols, rows, -W[rows, cols]))        # names sort as indices here
+            ref = (rows[o], cols[o])
+            t1 = time.perf_counter()
+            got = gio.ranked_links(W, names, names, idx, idx)
+            t2 = time.perf_counter()
+            assert np.array_equal(ref[0], got[0]) and np.array_equal(ref[1], got[1]), "ranking differs"
+            del ref, rows, cols, keep, o
+            t["rank lexsort"].append(t1 - t0)
+            t["rank radix"].append(t2 - t1)
+            gio._LINKS_LIB["lib"] = None
+            t0 = time.perf_counter()
+            gio.write_links(Path(d) / "py.gz", W, names, names, *got, threads=1)
+            t["write python"].append(time.perf_counter() - t0)
+            gio._LINKS_LIB["lib"] = lib
+            for n, key in ((1, "write C 1 thread"), (ns.threads, f"write C {ns.threads} threads")):
+                t0 = time.perf_counter()
+                gio.write_links(Path(d) / f"c{n}.gz", W, names, names, *got, threads=n)
+                t[key].append(time.perf_counter() - t0)
+            for f in ("py.gz", "c1.gz", f"c{ns.threads}.gz"):
+                digests.add(hashlib.sha256((Path(d) / f).read_bytes()).hexdigest())
+    print(f"{G} x {G} weights, {G * G - G:,} links, {ns.repeats} alternated repeats, load before "
+          f"{os.getloadavg()[0]:.2f}; identical files: {len(digests) == 1}")
+    print("| step | median s | range |")
+    print("|---|---|---|")
+    for k, v in t.items():
+        print(f"| {k} | {np.median(v):.2f} | {min(v):.2f}–{max(v):.2f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -179,8 +234,12 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=2000)
     p.add_argument("--n-trees", type=int, default=10)
     p.add_argument("--tmpdir", default=None)
+    p = sub.add_parser("links")
+    p.add_argument("--genes", type=int, default=5000)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--threads", type=int, default=2)
     ns = ap.parse_args()
-    {"dream4": dream4, "synth": synth, "scale": scale, "bigmem": bigmem}[ns.cmd](ns)
+    {"dream4": dream4, "synth": synth, "scale": scale, "bigmem": bigmem, "links": links}[ns.cmd](ns)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
     python3 -m chromaflow.prebuild
 
-The kernels (GENIE3's forest, fasta2h5's onehot deflate encoder, the bigwig per-base loops) are normally
+The kernels (GENIE3's forest and link-list ranking/printing, fasta2h5's onehot deflate encoder, the bigwig
+per-base loops) are normally
 compiled on first use. Container images have no compiler at run time, and without the kernel two stages fall
 back to other code: bigwig to numpy (same bytes, slower), fasta2h5's ``--deflate auto`` to libdeflate (same
 values, other compressed bytes). So the image recipes run this in a build stage that has gcc and copy the cache
@@ -31,6 +32,14 @@ def main() -> int:
               "CHROMAFLOW_BIGWIG_NO_CC=1)", file=sys.stderr)
         return 1
     built.append(("bigwig", lib._name))
+    from chromaflow.genie3 import io as gio
+
+    links = gio._links_lib()
+    if links is None:
+        print("chromaflow.prebuild: error: the genie3 link-list kernel could not be built or loaded (no C compiler, "
+              "CHROMAFLOW_GENIE3_NO_CC=1, or a locale whose decimal point is not '.')", file=sys.stderr)
+        return 1
+    built.append(("genie3 link list", links._name))
     for what, path in built:
         print(f"chromaflow.prebuild: {what}: {path}")
     return 0

@@ -3,7 +3,7 @@
  */
 process GENIE3_MERGE {
     tag "${meta.id}"
-    label 'process_single'
+    label 'process_low'
 
     input:
     tuple val(meta), path(parts, stageAs: 'parts/*')
@@ -27,6 +27,7 @@ process GENIE3_MERGE {
         --summary ${prefix}.genie3_summary.json \\
         --plot ${prefix}.genie3_weights.png \\
         --metrics ${prefix}.genie3_merge.metrics.json \\
+        --threads ${task.cpus} \\
         ${args} \\
         ${parts}
 

@@ -6,7 +6,7 @@ import argparse
 
 import numpy as np
 
-from ..common import ChromaflowError, StageMetrics
+from ..common import ChromaflowError, StageMetrics, resolve_threads
 from . import io as gio
 from .report import add_output_arguments, check_output_dirs, finish_outputs
 
@@ -16,6 +16,8 @@ _SAME = ("genes", "regulators", "n_targets_total", "options", "fingerprint", "sa
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("parts", nargs="+", metavar="PART", help="part files written by genie3 --targets-chunk")
     add_output_arguments(p, "ranked link list (.tsv.gz)")
+    p.add_argument("--threads", type=int, default=0,
+                   help="threads formatting and compressing the link list (0 = all usable CPUs; same bytes)")
 
 
 def merge_parts(paths: list[str]) -> tuple[np.ndarray, dict]:
@@ -59,10 +61,11 @@ def merge_parts(paths: list[str]) -> tuple[np.ndarray, dict]:
 
 def run(args: argparse.Namespace) -> int:
     check_output_dirs(args.out, args.weights, args.summary, args.plot, args.metrics)
-    with StageMetrics("genie3-merge", args.metrics) as m:
+    threads = resolve_threads(args.threads)
+    with StageMetrics("genie3-merge", args.metrics, threads=threads) as m:
         W, meta = merge_parts(args.parts)
         n_links = finish_outputs(W, meta, args.out, weights=args.weights, summary=args.summary, plot=args.plot,
-                                 top=args.top, max_links=args.max_links)
+                                 top=args.top, max_links=args.max_links, threads=threads)
         o = meta["options"]
         m.set(genes=len(meta["genes"]), samples=meta["samples"], regulators=len(meta["regulators"]),
               targets=len(meta["targets"]), trees=o["n_trees"], engine=o["engine"], parts=len(args.parts),

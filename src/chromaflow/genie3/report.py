@@ -10,8 +10,9 @@ from . import io as gio
 
 
 def finish_outputs(W: np.ndarray, meta: dict, out, weights=None, summary=None, plot=None, top: int = 1000,
-                   max_links: int = 0) -> int:
-    """Link list (+ optional weight matrix, summary, plot) from the full weight block W (R x T)."""
+                   max_links: int = 0, threads: int = 1) -> int:
+    """Link list (+ optional weight matrix, summary, plot) from the full weight block W (R x T); ``threads``
+    format and compress the link list (same bytes for any number)."""
     genes = meta["genes"]
     reg_idx = np.asarray(meta["regulators"], dtype=np.int64)
     tgt_idx = np.asarray(meta["targets"], dtype=np.int64)
@@ -20,7 +21,7 @@ def finish_outputs(W: np.ndarray, meta: dict, out, weights=None, summary=None, p
     limit = 0 if max_links == 0 else max(max_links, top if summary else 0)
     rows, cols = gio.ranked_links(W, reg_names, tgt_names, reg_idx, tgt_idx, limit)
     n_write = len(rows) if max_links == 0 else min(max_links, len(rows))
-    n_links = gio.write_links(out, W, reg_names, tgt_names, rows[:n_write], cols[:n_write])
+    n_links = gio.write_links(out, W, reg_names, tgt_names, rows[:n_write], cols[:n_write], threads=threads)
     if weights:
         gio.write_weights(weights, W, reg_names, tgt_names)
     if summary or plot:
