@@ -18,6 +18,7 @@ def main() -> int:
     from chromaflow import chunkdeflate
     from chromaflow.bigwig import _native
     from chromaflow.genie3 import fast
+    from chromaflow.genie3 import io as gio
 
     built = []
     try:
@@ -26,20 +27,15 @@ def main() -> int:
     except Exception as exc:  # KernelUnavailable / EngineUnavailable: say which and stop
         print(f"chromaflow.prebuild: error: {exc}", file=sys.stderr)
         return 1
-    lib = _native.load()
-    if lib is None:
-        print("chromaflow.prebuild: error: the bigwig kernel could not be built or loaded (no C compiler, or "
-              "CHROMAFLOW_BIGWIG_NO_CC=1)", file=sys.stderr)
-        return 1
-    built.append(("bigwig", lib._name))
-    from chromaflow.genie3 import io as gio
-
-    links = gio._links_lib()
-    if links is None:
-        print("chromaflow.prebuild: error: the genie3 link-list kernel could not be built or loaded (no C compiler, "
-              "CHROMAFLOW_GENIE3_NO_CC=1, or a locale whose decimal point is not '.')", file=sys.stderr)
-        return 1
-    built.append(("genie3 link list", links._name))
+    # loaders that fall back quietly (None) instead of raising
+    for what, lib, why in (("bigwig", _native.load(), "CHROMAFLOW_BIGWIG_NO_CC=1"),
+                           ("genie3 link list", gio._links_lib(),
+                            "CHROMAFLOW_GENIE3_NO_CC=1, or a locale whose decimal point is not '.'")):
+        if lib is None:
+            print(f"chromaflow.prebuild: error: the {what} kernel could not be built or loaded (no C compiler, "
+                  f"{why})", file=sys.stderr)
+            return 1
+        built.append((what, lib._name))
     for what, path in built:
         print(f"chromaflow.prebuild: {what}: {path}")
     return 0
