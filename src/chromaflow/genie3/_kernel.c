@@ -38,6 +38,9 @@
  *   from the full search as one random forest differs from another, not systematically. A GENIE3_CHECK_EXIT build
  *   evaluates on after each stop and counts later splits beating it (tests: none beyond rounding).
  *
+ * Root candidates: balanced over a forest (root_candidates): each tree's are a uniform K-subset as in a random
+ *   forest, but every feature is a candidate equally often (+-1) -- a variance reduction, not another model.
+ *
  * Determinism: every target's random stream is xoshiro256** seeded (splitmix64) from a 64-bit seed the caller
  * derives from (run seed, target gene index); targets are independent, so results do not depend on the
  * number of threads or on which other targets run. Only IEEE double/float add, sub, mul, div and compares
@@ -58,7 +61,7 @@
 #define G3_SSE2 1
 #endif
 
-#define KERNEL_VERSION 8
+#define KERNEL_VERSION 9
 #define EPS_IMP 2.220446049250313e-16   /* scikit-learn's EPSILON: a node at least this pure is a leaf */
 #define FEAT_THR 1e-7f                  /* scikit-learn's FEATURE_THRESHOLD, compared in float32 */
 #define SLOT_BUDGET (192 * 1024)        /* bytes of per-feature scratch: all K features for usual n */
@@ -114,27 +117,65 @@ static inline uint32_t rand_below(rng_t *r, uint32_t n) {   /* Lemire multiply-s
     return (uint32_t)(((rng_next(r) >> 32) * (uint64_t)n) >> 32);
 }
 
+/* A node's draws: the features not yet drawn are perm[0..f_i), drawn ones are moved behind them; where[f] is
+ * f's position in perm. forced > 0 (a tree's root only): the next draws are perm[f_i - 1], perm[f_i - 2], ...,
+ * where root_candidates put the tree's designated root candidates, and use no random number. */
+typedef struct { int32_t *perm, *where; int forced; } draw_t;
+
 /* one feature drawn without replacement: a uniform pick among the f_i not yet drawn (moved behind them) */
-static inline int draw_feature(rng_t *rng, int32_t *perm, int *f_i) {
-    const int j = (int)rand_below(rng, (uint32_t)*f_i);
-    const int f = perm[j]; perm[j] = perm[*f_i - 1]; perm[*f_i - 1] = f; (*f_i)--;
+static inline int draw_feature(rng_t *rng, draw_t *d, int *f_i) {
+    if (d->forced > 0) { d->forced--; (*f_i)--; return d->perm[*f_i]; }
+    int32_t *perm = d->perm, *where = d->where;
+    const int j = (int)rand_below(rng, (uint32_t)*f_i), last = *f_i - 1;
+    const int f = perm[j], g = perm[last];
+    perm[j] = g; perm[last] = f; where[g] = j; where[f] = last; (*f_i)--;
     return f;
+}
+
+/* Balanced root candidates. A random forest's root draws K of the p features; over T trees a feature is among
+ * them Binomial(T, K/p) times, and as the root split carries the largest impurity decrease that count drives
+ * the noise of the strongest regulators' importances. Here the K features a root draws first are taken from a
+ * cycle over all p features: K not yet taken in the current cycle (uniformly), or, when fewer than K are left,
+ * all of those plus the rest drawn from a new cycle that leaves them out. No rule here tells features apart, so
+ * each tree's root candidates are still a uniform K-subset, in uniform order -- every tree, taken alone, is the
+ * random forest's tree and the expected importances are GENIE3's -- while over a forest each feature is a
+ * root candidate K*T/p times (+-1). Measured: variance of the top-5 regulators' importances 0.4-0.7x that of
+ * independent trees; DREAM4 mean AUPR +0.0008 (36 seeds). cyc/cp: the cycle (cyc[0..cp) taken). */
+static void root_candidates(rng_t *rng, int32_t *cyc, int *cp, int p, int K, draw_t *d) {
+    int32_t *perm = d->perm, *where = d->where;
+    int nd = 0;
+#define TAKE_ROOT(F_) do { const int f_ = (F_), at_ = where[f_], tg_ = p - 1 - nd, g_ = perm[tg_]; \
+                           perm[tg_] = f_; perm[at_] = g_; where[f_] = tg_; where[g_] = at_; nd++; } while (0)
+    int from = p;                                      /* draw from cyc[*cp .. from) */
+    if (p - *cp < K) {                                 /* the cycle's last features, then a new cycle */
+        for (int k = *cp; k < p; k++) TAKE_ROOT(cyc[k]);
+        from = *cp;
+        *cp = 0;
+    }
+    while (nd < K) {
+        const int u = *cp + (int)rand_below(rng, (uint32_t)(from - *cp));
+        const int32_t v = cyc[u]; cyc[u] = cyc[*cp]; cyc[*cp] = v;
+        TAKE_ROOT(v);
+        (*cp)++;
+    }
+#undef TAKE_ROOT
+    d->forced = K;
 }
 
 /* the next batch of draws into F: within the first K draws the loop condition does not depend on the
  * results, so all K - visited are drawn together (at most B, at most what is left); after that one at a time */
-static inline int draw_batch(rng_t *rng, int32_t *perm, int *f_i, int32_t *F, int visited, int K, int B) {
+static inline int draw_batch(rng_t *rng, draw_t *d, int *f_i, int32_t *F, int visited, int K, int B) {
     int nb = visited < K ? K - visited : 1;
     if (nb > B) nb = B;
     if (nb > *f_i) nb = *f_i;
-    for (int j2 = 0; j2 < nb; j2++) F[j2] = draw_feature(rng, perm, f_i);
+    for (int j2 = 0; j2 < nb; j2++) F[j2] = draw_feature(rng, d, f_i);
     return nb;
 }
 
 /* after an early stop: the draws the full loop would still make. Once a drawn feature was usable the loop
  * runs while visited < K, so the random stream, and every later node, is what it would have been. */
-static inline void skip_draws(rng_t *rng, int32_t *perm, int *f_i, int visited, int K) {
-    for (; visited < K && *f_i > 0; visited++) (void)draw_feature(rng, perm, f_i);
+static inline void skip_draws(rng_t *rng, draw_t *d, int *f_i, int visited, int K) {
+    for (; visited < K && *f_i > 0; visited++) (void)draw_feature(rng, d, f_i);
 }
 
 static inline double rand01(rng_t *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
@@ -168,7 +209,7 @@ typedef struct {           /* read-only inputs shared by all threads */
 typedef struct {           /* per thread; sizes fixed per run */
     int n, nw, nsw, B;
     double *inv, *wy, *wyy, *y, *acc;
-    int32_t *wi, *idx, *buf, *perm, *feat, *F, *sf;
+    int32_t *wi, *idx, *buf, *perm, *feat, *F, *sf, *where, *cyc;
     double *sd;            /* tree-normalised importance: the splits of the current tree (feature, decrease) */
     node_t *stack;
     uint64_t *T0, *T1;     /* nw <= 2: the word-0 / word-1 bit of rank q */
@@ -179,7 +220,7 @@ typedef struct {           /* per thread; sizes fixed per run */
 
 static void ws_free(ws_t *w) {
     free(w->inv); free(w->wy); free(w->wyy); free(w->y); free(w->acc);
-    free(w->wi); free(w->idx); free(w->buf); free(w->perm); free(w->feat); free(w->F); free(w->sf); free(w->sd);
+    free(w->wi); free(w->idx); free(w->buf); free(w->perm); free(w->feat); free(w->F); free(w->sf); free(w->sd); free(w->where); free(w->cyc);
     free(w->stack); free(w->T0); free(w->words); free(w->shorts); free(w->slots); free(w->zlim); free(w->yr); free(w->ys);
     memset(w, 0, sizeof(*w));
 }
@@ -201,6 +242,7 @@ static int ws_alloc(ws_t *w, int n, int R, int K, int method) {
     w->wi = malloc(sizeof(int32_t) * n); w->idx = malloc(sizeof(int32_t) * n); w->buf = malloc(sizeof(int32_t) * n);
     w->perm = malloc(sizeof(int32_t) * (R > 0 ? R : 1)); w->feat = malloc(sizeof(int32_t) * (R > 0 ? R : 1));
     w->F = malloc(sizeof(int32_t) * B);
+    w->where = malloc(sizeof(int32_t) * (R > 0 ? R : 1)); w->cyc = malloc(sizeof(int32_t) * (R > 0 ? R : 1));
     w->sf = malloc(sizeof(int32_t) * ((size_t)n + 1)); w->sd = malloc(sizeof(double) * ((size_t)n + 1));
     w->stack = malloc(sizeof(node_t) * ((size_t)n + 2));
     w->T0 = malloc(sizeof(uint64_t) * 256); w->T1 = w->T0 ? w->T0 + 128 : NULL;
@@ -210,7 +252,7 @@ static int ws_alloc(ws_t *w, int n, int R, int K, int method) {
     w->zlim = calloc((size_t)n, sizeof(uint16_t));
     w->yr = malloc(sizeof(uint16_t) * (size_t)n);
     w->ys = malloc(sizeof(*w->ys) * (size_t)n);
-    if (!(w->inv && w->wy && w->wyy && w->y && w->acc && w->wi && w->idx && w->buf && w->perm && w->feat && w->F && w->sf && w->sd &&
+    if (!(w->inv && w->wy && w->wyy && w->y && w->acc && w->wi && w->idx && w->buf && w->perm && w->feat && w->F && w->sf && w->sd && w->where && w->cyc &&
           w->stack && w->T0 && w->words && w->shorts && w->slots && w->zlim && w->yr && w->ys)) {
         ws_free(w);
         return -1;
@@ -519,7 +561,9 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
     node_t *stack = w->stack;
     rng_t rng; rng_seed(&rng, seed);
     if (K > p) K = p;
-    for (int f = 0; f < p; f++) { perm[f] = f; acc[f] = 0.0; }
+    for (int f = 0; f < p; f++) { perm[f] = f; acc[f] = 0.0; w->where[f] = f; w->cyc[f] = f; }
+    draw_t dr = { perm, w->where, 0 };
+    int cycle_pos = 0;
     const double inv_root = 1.0 / (double)n;
     const int tree_norm = J->tree_norm;
     int nsplit = 0, split_trees = 0;
@@ -541,11 +585,14 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
             wy[i] = v; wyy[i] = v * y[i];
             if (wi[i] > 0) idx[m0++] = i;
         }
-        int sp = 0;
+        dr.forced = 0;
+        if (K < p) root_candidates(&rng, w->cyc, &cycle_pos, p, K, &dr);
+        int sp = 0, popped = 0;
         nsplit = 0;
         stack[sp].start = 0; stack[sp].end = m0; sp++;
         while (sp > 0) {
             sp--;
+            if (popped++) dr.forced = 0;                         /* designated draws are the root's only */
             const int start = stack[sp].start, end = stack[sp].end, m = end - start;
             int32_t *r = idx + start;
             /* the node's weighted sums, from scratch as scikit-learn's criterion computes them */
@@ -561,7 +608,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                 /* one possible split: the first non-constant drawn feature takes it */
                 const unsigned s0 = (unsigned)r[0], s1 = (unsigned)r[1];
                 while (f_i > 0 && (visited < K || visited <= nconst)) {
-                    const int f = draw_feature(&rng, perm, &f_i);
+                    const int f = draw_feature(&rng, &dr, &f_i);
                     visited++;
                     const int sr = slot[feat[f]];
                     if (sr >= 0) {
@@ -594,9 +641,9 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                 while (f_i > 0 && (visited < K || visited <= nconst)) {
                     if (!stop && best >= pmax) {
                         stop = 1;
-                        if (!CHECK_EXIT) { skip_draws(&rng, perm, &f_i, visited, K); break; }
+                        if (!CHECK_EXIT) { skip_draws(&rng, &dr, &f_i, visited, K); break; }
                     }
-                    const int f = draw_feature(&rng, perm, &f_i);
+                    const int f = draw_feature(&rng, &dr, &f_i);
                     visited++;
                     const uint16_t *pf = pos + (size_t)feat[f] * n;
                     const unsigned q0 = pf[s0], q1 = pf[s1], q2 = pf[s2];
@@ -629,7 +676,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                 const int bitmap = w->nw <= 2, wide = m > 8;
                 int stop = 0; double post = -INFINITY;
                 while ((CHECK_EXIT || !stop) && f_i > 0 && (visited < K || visited <= nconst)) {
-                    const int nb = draw_batch(&rng, perm, &f_i, F, visited, K, B < NET_BATCH ? B : NET_BATCH);
+                    const int nb = draw_batch(&rng, &dr, &f_i, F, visited, K, B < NET_BATCH ? B : NET_BATCH);
                     visited += nb;
                     if (bitmap) {
                         for (int j2 = 0; j2 < nb; j2++) {
@@ -658,12 +705,12 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                         }
                     }
                 }
-                if (stop && !CHECK_EXIT) skip_draws(&rng, perm, &f_i, visited, K);
+                if (stop && !CHECK_EXIT) skip_draws(&rng, &dr, &f_i, visited, K);
                 if (CHECK_EXIT && stop) check_record(best, post);
             } else if (method == 0) {
                 while (f_i > 0 && (visited < K || visited <= nconst)) {
                     /* draw a batch, mark all, then walk all (in draw order) */
-                    const int nb = draw_batch(&rng, perm, &f_i, F, visited, K, B);
+                    const int nb = draw_batch(&rng, &dr, &f_i, F, visited, K, B);
                     visited += nb;
                     for (int j2 = 0; j2 < nb; j2++) {
                         const int g = feat[F[j2]], sr = slot[g];
@@ -678,7 +725,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
             } else {
                 /* extra-trees: one uniform threshold in [min, max) per drawn feature */
                 while (f_i > 0 && (visited < K || visited <= nconst)) {
-                    const int f = draw_feature(&rng, perm, &f_i);
+                    const int f = draw_feature(&rng, &dr, &f_i);
                     visited++;
                     const float *xv = J->values + (size_t)J->regs[feat[f]] * n;
                     float vmin = INFINITY, vmax = -INFINITY;
