@@ -279,13 +279,25 @@ def _finish(proc: subprocess.Popen, timeout: float) -> tuple[int, str]:
     return proc.returncode, out
 
 
+def _event_epoch(t: str) -> float:
+    """Seconds since the epoch of a podman event's RFC 3339 time (nanoseconds, 'Z' or an offset)."""
+    from datetime import datetime
+
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)", t)
+    assert m, f"podman event time {t!r}"
+    tz = "+00:00" if m.group(3) == "Z" else m.group(3)
+    return datetime.fromisoformat(m.group(1) + tz).timestamp() + float(m.group(2) or 0.0)
+
+
 def _events(podman: str, since: float, until: float) -> list[dict]:
-    """Containers started between the two times, from podman's own event log."""
-    r = subprocess.run([podman, "events", "--stream=false", "--since", str(int(since)), "--until",
-                        str(int(until) + 1), "--filter", "event=start", "--format", "json"],
-                       capture_output=True, text=True, timeout=120)
+    """Containers started between the two times, from podman's own event log. The end is applied here, not with
+    ``--until``: podman 4.3's file event logger returns no event at all for ``--until`` once its log has been
+    rotated (events_logfile_max_size, 1 MB: a machine that ran several CI jobs)."""
+    r = subprocess.run([podman, "events", "--stream=false", "--since", str(int(since)), "--filter", "event=start",
+                        "--format", "json"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    return [json.loads(ln) for ln in r.stdout.splitlines() if ln.strip()]
+    events = [json.loads(ln) for ln in r.stdout.splitlines() if ln.strip()]
+    return [e for e in events if _event_epoch(e["Time"]) <= until + 1]
 
 
 @pytest.fixture(scope="module")
