@@ -398,33 +398,37 @@ def ranked_links(W: np.ndarray, reg_names: list[str], tgt_names: list[str], reg_
                             if int(g) in tpos), dtype=np.int64)
     n_self = len(selfs)
     if limit and 0 < limit < R * T - n_self:
+        # only the candidates (entries >= the cut) are ordered, read in place: listed in name order but given
+        # by their own flat positions in W (ties keep list order, so the name order still breaks them)
         flat = W.ravel()
         k = min(limit + n_self, R * T)  # self entries could be among the k largest; never more than n_self
         thr = np.partition(flat, R * T - k)[R * T - k]
         cand = np.flatnonzero(flat >= thr)
         rows, cols = np.divmod(cand, T)
-        nk = np.sort(rrank[rows] * T + trank[cols])        # positions in name order of the candidates
-        nk = nk[~np.isin(nk, selfs)]
-    elif n_self:
+        key = rrank[rows] * T + trank[cols]                # unique: any sort gives the same order
+        keep = ~np.isin(key, selfs)
+        cand = cand[keep][np.argsort(key[keep])]
+        return _order_desc(flat, cand, T, np.arange(R), np.arange(T), min(limit, len(cand)))
+    identity = np.array_equal(rord, np.arange(R)) and np.array_equal(cord, np.arange(T))
+    wp = (W if identity else W[np.ix_(rord, cord)]).ravel()  # W in name order: position = rrank * T + trank
+    if n_self:
         keep = np.ones(R * T, dtype=bool)
         keep[selfs] = False
         nk = np.flatnonzero(keep)
         del keep
     else:
         nk = None                                          # every pair, in name order
-    identity = np.array_equal(rord, np.arange(R)) and np.array_equal(cord, np.arange(T))
-    wp = (W if identity else W[np.ix_(rord, cord)]).ravel()  # W in name order: position = rrank * T + trank
-    n = R * T - n_self if nk is None else len(nk)
-    nout = min(limit, n) if limit and limit > 0 else n
-    return _order_desc(wp, nk, T, rord, cord, nout)
+    n = R * T if nk is None else len(nk)
+    return _order_desc(wp, nk, T, rord, cord, min(limit, n) if limit and limit > 0 else n)
 
 
 def _order_desc(wp: np.ndarray, nk: np.ndarray | None, T: int, rord: np.ndarray, cord: np.ndarray,
                 nout: int) -> tuple[np.ndarray, np.ndarray]:
-    """The first ``nout`` of positions ``nk`` (None: all of ``wp``) ordered by value ``wp[position]``
-    descending, ties by position (-0.0 == 0.0), as (rord[position // T], cord[position % T]). The C radix
-    sort of ``_links.c`` (~5x faster than ``np.lexsort`` at 25 M values); ``np.lexsort`` without a compiler,
-    for non-finite values or 2^32 positions and more. Both give the same order (tests compare them)."""
+    """Elements i with value ``wp[nk[i]]`` (``nk`` None: ``wp[i]``) in stable order of value descending (ties
+    keep i's order; -0.0 == 0.0); the first ``nout``, as (rord[position // T], cord[position % T]) of their
+    positions nk[i]. The C radix sort of ``_links.c`` (~5x faster than ``np.lexsort`` at 25 M values);
+    ``np.lexsort`` without a compiler, for non-finite values or 2^32 positions and more. Both give the same
+    order (tests compare them)."""
     wp = np.ascontiguousarray(wp, dtype=np.float64)
     rord = np.ascontiguousarray(rord, dtype=np.int64)
     cord = np.ascontiguousarray(cord, dtype=np.int64)
@@ -439,7 +443,7 @@ def _order_desc(wp: np.ndarray, nk: np.ndarray | None, T: int, rord: np.ndarray,
             return rows, cols
     if pos is None:
         pos = np.arange(len(wp), dtype=np.int64)
-    order = pos[np.lexsort((pos, -(wp[pos] + 0.0)))][:nout]
+    order = pos[np.lexsort((np.arange(m), -(wp[pos] + 0.0)))][:nout]
     r, c = np.divmod(order, T)
     return rord[r], cord[c]
 
