@@ -248,7 +248,8 @@ def test_quick_run_against_the_real_peers(tmp_path, reference_dir):
         assert c["agreement"]["per_contender"]["chromaflow"]["size_ratio"] <= render.EQUAL_SIZE
         assert abs(c["agreement"]["per_contender"]["chromaflow --deflate zlib"]["size_ratio"] - 1) < 0.01
     g3 = [r for c in ran if c["stage"] == "genie3" for r in c["runs"]]
-    assert {r["contender"] for r in g3} == {"chromaflow", "arboreto genie3", "reference GENIE3", "arboreto grnboost2"}
+    assert {r["contender"] for r in g3} == {"chromaflow", "chromaflow tree-normalised", "arboreto genie3",
+                                            "reference GENIE3", "arboreto grnboost2"}
     assert all(0.5 < r["auroc"] <= 1 and 0 < r["aupr"] <= 1 for r in g3)
     md = files[0].with_suffix(".md").read_text()
     assert "## Ratios" in md
@@ -348,12 +349,14 @@ def test_targets_follow_the_measured_ratios():
         return {"stage": "bigwig", "case": name, "ratios": [{"ours": "chromaflow", "peer": "predmoter",
                                                              "wall": {"of_medians": r}}], "agreement": {"ok": ok}}
 
-    def d4(net, r, aupr_ours, aupr_peer):
-        runs = [{"contender": t, "exit": 0, "seed": 1, "auroc": 0.7, "aupr": a, "wall_s": 1.0}
-                for t, a in (("chromaflow", aupr_ours), ("arboreto genie3", aupr_peer))]
+    def d4(net, r, aupr_ours, aupr_peer, aupr_tn=None):
+        tools = [("chromaflow", aupr_ours), ("arboreto genie3", aupr_peer)]
+        tools += [("chromaflow tree-normalised", aupr_tn)] if aupr_tn is not None else []
+        runs = [{"contender": t, "exit": 0, "seed": 1, "auroc": 0.7, "aupr": a, "wall_s": 1.0} for t, a in tools]
         return {"stage": "genie3", "case": f"dream4_net{net}", "runs": runs,
-                "contenders": {"chromaflow": {"label": "ours"}, "arboreto genie3": {"label": "arboreto"}},
-                "ratios": [{"ours": "chromaflow", "peer": "arboreto genie3", "wall": {"of_medians": r}}]}
+                "contenders": {t: {"label": t} for t, _ in tools},
+                "ratios": [{"ours": o, "peer": "arboreto genie3", "wall": {"of_medians": r}}
+                           for o, _ in tools if o != "arboreto genie3"]}
 
     def verdicts(cases):
         return [row.rsplit("|", 2)[1].strip() for row in render.targets_rows({"cases": cases})[2:]]
@@ -365,6 +368,9 @@ def test_targets_follow_the_measured_ratios():
     assert verdicts([d4(1, 52.0, 0.20, 0.19), d4(2, 50.0, 0.20, 0.19)]) == ["✔"]
     assert verdicts([d4(1, 52.0, 0.18, 0.19), d4(2, 50.0, 0.18, 0.19)]) == ["✘"]
     assert verdicts([d4(1, 49.0, 0.20, 0.19), d4(2, 50.0, 0.20, 0.19)]) == ["✘"]
+    # the default importance and arboreto's (tree-normalised) are judged each on its own AUPR
+    assert verdicts([d4(1, 52.0, 0.18, 0.19, 0.20), d4(2, 50.0, 0.18, 0.19, 0.20)]) == ["✘", "✔"]
+    assert verdicts([d4(1, 52.0, 0.20, 0.19, 0.18), d4(2, 50.0, 0.20, 0.19, 0.18)]) == ["✔", "✘"]
 
 
 def test_render_of_a_full_run(tmp_path):
