@@ -343,7 +343,8 @@ def genie3(ctx: Ctx) -> tuple[list, list[Case]]:
         cases.append(Case("genie3", f"dream4_net{net}", {"network": net, "genes": 100, "samples": 100, "trees": trees,
                                                          "seeds": list(range(1, seeds + 1)),
                                                          "our_seeds": list(range(1, ns + 1))},
-                          cs, [("chromaflow", c.key) for c in cs if c.role == "peer"] + [(TREE_NORMALISED, "arboreto genie3")],
+                          cs, [("chromaflow", c.key) for c in cs if c.role == "peer"]
+                          + [(TREE_NORMALISED, "arboreto genie3")],
                           _genie3_summary, per_run=_scorer(gold), skip=skip,
                           note=f"repeat r uses seed r + 1 for every tool; peers seeds 1-{seeds}, ours 1-{ns} (seconds "
                                "each); AUROC/AUPR per run"))
