@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .core import ROOT, Case, Contender
+from .core import ROOT, TREE_NORMALISED, Case, Contender
 
 PY = sys.executable
 SPECIES = "Bench_species"
@@ -311,9 +311,6 @@ def _genie3_contenders(ctx: Ctx, expr: Path, trees: int, seeds: int, ref_seeds: 
                                           "--seed", str(r + 1), "--workers", "2"], repeats=seeds,
                             seed_for_repeat=True))
     return cs
-
-
-TREE_NORMALISED = "chromaflow tree-normalised"
 
 
 def _scorer(gold: Path):

@@ -20,6 +20,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 RUNNER = HERE / "runner.py"
 SCHEMA = "chromaflow-bench-run/1"
+# GENIE3: the key of our --importance tree-normalised contender (arboreto's importance), in cases and tables
+TREE_NORMALISED = "chromaflow tree-normalised"
 
 
 # --------------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from .core import machine_brief
+from .core import TREE_NORMALISED, machine_brief
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -198,7 +198,7 @@ def targets_rows(res: dict) -> list[str]:
                     f"intervals, every variant | {span([(n, r) for n, r, _ in bw])} | {'✔' if ok else '✘'} |")
     acc = genie3_accuracy(cases)
     for ours_key, what in (("chromaflow", "default importance (the reference GENIE3's, unnormalised)"),
-                           ("chromaflow tree-normalised", "`--importance tree-normalised` (arboreto's importance: "
+                           (TREE_NORMALISED, "`--importance tree-normalised` (arboreto's importance: "
                                                           "scikit-learn's `feature_importances_`)")):
         d4 = [ratio(c, ours_key, "arboreto genie3") for c in cases
               if c["stage"] == "genie3" and c["case"].startswith("dream4")]
