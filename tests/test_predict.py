@@ -7,6 +7,7 @@ import io
 import math
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import h5py
@@ -491,6 +492,51 @@ def test_find_batch_size_power_then_bisect():
     assert find_batch_size(lambda b: True, start=16, limit=4096)[0] == 4096
     with pytest.raises(ChromaflowError, match="batch of 1"):
         find_batch_size(lambda b: False)
+
+
+def test_batch_size_cache_reuses_a_probe_and_keys_on_what_changes_it(tmp_path):
+    """--batch-size auto keeps a probed size per model architecture, device, precision, L, D and limit; a second
+    resolve of the same key probes nothing, another key probes, a damaged cache file is only a cache miss."""
+    from chromaflow.predict.engine import EngineStats, batch_cache_key, resolve_batch_size
+
+    cache = str(tmp_path / "c" / "batch-sizes.json")
+    kw = dict(device=torch.device("cpu"), L=16, D=1, rows=80, probe_cpu=True, cache=cache)
+    first, again, other = EngineStats(), EngineStats(), EngineStats()
+    assert resolve_batch_size("auto", model=_Const(limit=37), precision="fp32", stats=first, **kw) == 37
+    assert first.batch_probe_source == "probe" and len(first.batch_probe) == 8
+    assert resolve_batch_size("auto", model=_Const(limit=37), precision="fp32", stats=again, **kw) == 37
+    assert again.batch_probe_source == "cache" and again.batch_probe == [] and "probed earlier" in again.notes[0]
+    assert resolve_batch_size("auto", model=_Const(limit=21), precision="bf16", stats=other, **kw) == 21
+    assert other.batch_probe_source == "probe"   # another precision is another key
+    key = batch_cache_key(_Const(limit=37), torch.device("cpu"), L=16, D=1, precision="fp32", limit=80)
+    assert key != batch_cache_key(_Const(limit=37), torch.device("cpu"), L=32, D=1, precision="fp32", limit=80)
+    assert key != batch_cache_key(torch.nn.Linear(2, 3), torch.device("cpu"), L=16, D=1, precision="fp32", limit=80)
+    with open(cache, "w") as fh:
+        fh.write("{not json")
+    damaged = EngineStats()
+    assert resolve_batch_size("auto", model=_Const(limit=37), precision="fp32", stats=damaged, **kw) == 37
+    assert damaged.batch_probe_source == "probe" and not list((tmp_path / "c").glob("*.part"))
+
+
+def test_predict_metrics_give_the_phases_of_the_process(tmp_path, reference_dir):
+    """phases_s: where a process's seconds go (start-up before the stage, imports, model load, batch size,
+    set-up, loop and drain, finish), each >= 0 and together no more than the process lived."""
+    import json
+    import time
+
+    ref = reference_dir / "predmoter"
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "chromaflow", "predict", "--h5", ref / "pred_data_1.h5", "--model",
+                           ref / "mini_model.ckpt", "--out", tmp_path / "p.h5", "--metrics", tmp_path / "m.json"],
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    assert proc.returncode == 0, proc.stderr
+    m = json.loads((tmp_path / "m.json").read_text())
+    ph = m["phases_s"]
+    assert set(ph) == {"before_run", "checks_imports", "model_load", "batch_size", "setup", "loop_and_drain",
+                       "finish"}
+    assert all(v >= 0 for v in ph.values()) and sum(ph.values()) <= wall
+    assert ph["loop_and_drain"] >= m["loop_s"] and m["drain_s"] >= 0 and ph["before_run"] > 0
 
 
 def test_batch_size_auto_with_fake_oom_on_cpu(tmp_path):

@@ -126,6 +126,25 @@ def test_cuda_batch_probe_with_fake_oom():
     assert size == 37 and stats.batch_probe[-1] == [37, True]
 
 
+def test_cuda_batch_size_cache_same_predictions(reference_dir, tmp_path, monkeypatch):
+    """A second process on the same GPU takes the probed batch size from the cache (no probe) and writes the
+    same predictions."""
+    monkeypatch.setenv("CHROMAFLOW_CACHE", str(tmp_path / "cache"))
+    ref = reference_dir / "predmoter"
+    got = []
+    for i in range(2):
+        out, m = tmp_path / f"o{i}.h5", tmp_path / f"m{i}.json"
+        run_cli("predict", "--h5", ref / "pred_data_1.h5", "--model", ref / "mini_model.ckpt", "--out", out,
+                "--device", "cuda", "--metrics", m)
+        got.append((json.loads(m.read_text()), out))
+    (m0, o0), (m1, o1) = got
+    assert m0["batch_probe_source"] == "probe" and m0["batch_probe"]
+    assert m1["batch_probe_source"] == "cache" and m1["batch_probe"] is None
+    assert m1["batch_size"] == m0["batch_size"]
+    with h5py.File(o0) as a, h5py.File(o1) as b:
+        assert np.array_equal(a["prediction/predictions"][:], b["prediction/predictions"][:])
+
+
 def test_pinned_feed_buffers(reference_dir):
     from chromaflow.predict.engine import pinned_pool
     from chromaflow.predict.feed import FastaFeed

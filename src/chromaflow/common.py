@@ -140,6 +140,39 @@ def _human(x: float) -> str:
 # --------------------------------------------------------------------------------------------------
 # metrics JSON (collected by the BENCHMARK stage)
 # --------------------------------------------------------------------------------------------------
+def process_age_s() -> float | None:
+    """Seconds since this process started (Linux ``/proc``; None elsewhere): the interpreter's start-up and
+    imports before any stage code ran."""
+    try:
+        with open("/proc/self/stat") as fh:
+            start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+        return round(max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK")), 3)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Phases:
+    """Wall seconds of a run's consecutive phases: ``mark(name)`` closes the phase that ran since the last mark
+    (or since the object was made) under ``name``; ``as_dict()`` gives them in order."""
+
+    def __init__(self) -> None:
+        self._t = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self._t, 6)
+        self._t = now
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = round(seconds, 6)
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(self.seconds)
+
+
 def peak_rss_bytes() -> int:
     """Peak resident set size of this process and its waited-for children, in bytes (Linux: ru_maxrss is KiB)."""
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

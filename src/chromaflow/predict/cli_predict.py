@@ -6,8 +6,8 @@ import argparse
 import gc
 import os
 
-from ..common import (ChromaflowError, OutputExistsError, StageMetrics, atomic_output, part_bounds, parse_part,
-                      resolve_threads)
+from ..common import (ChromaflowError, OutputExistsError, Phases, StageMetrics, atomic_output, part_bounds,
+                      parse_part, process_age_s, resolve_threads)
 from ..subseq import DEFAULT_L
 
 
@@ -109,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
 
     from . import h5io
 
+    args.phases, args.process_age_s = Phases(), process_age_s()  # start-up profile (metrics "phases_s")
     _check_args(args)
     shard = parse_part(args.shard, "--shard")
     if os.path.exists(args.out) and not args.force:
@@ -136,8 +137,11 @@ def _predict(args, shard, fh, info) -> int:
     from .checkpoint import build_model, load_checkpoint
     from .engine import (EngineStats, _Writer, pinned_pool, predict_feed, resolve_batch_size, resolve_device)
     from .feed import FastaFeed, H5Feed
+    from .engine import batch_cache_path
     from .gpumetrics import NvmlSampler
 
+    phases = args.phases
+    phases.mark("checks_imports")
     tune_malloc()  # model activations and read blocks reuse heap memory instead of page-faulting fresh mmaps
     threads = resolve_threads(args.threads)
     torch.set_num_threads(threads)
@@ -167,6 +171,7 @@ def _predict(args, shard, fh, info) -> int:
             cfg.check_length(L, args.h5)
             species0, n_total = info.species0, info.n_rows
         model = build_model(ckpt)
+        phases.mark("model_load")
         # torch and the model are long-lived: keep the cyclic GC from traversing them during the run and again
         # at interpreter exit (measured: ~0.5 CPU-s per process at exit)
         gc.freeze()
@@ -177,7 +182,9 @@ def _predict(args, shard, fh, info) -> int:
         n_out = None if row_end is None else row_end - row_start
         D = len(cfg.datasets)
         batch = resolve_batch_size(args.batch_size, model=model, device=device, L=L, D=D,
-                                   precision=args.precision, rows=n_out, stats=stats)
+                                   precision=args.precision, rows=n_out, stats=stats,
+                                   cache=batch_cache_path() if device.type == "cuda" else None)
+        phases.mark("batch_size")
         use_cuda = device.type == "cuda"
         engine, level = parse_deflate(args.deflate, device.type)
         reader = args.reader if args.reader != "auto" else ("process" if use_cuda else "thread")
@@ -215,10 +222,12 @@ def _predict(args, shard, fh, info) -> int:
                 on_batch = (lambda b: collected.append((b.seqids, b.start_ends))) if fasta else None
                 release = (lambda b: pool.release(b.slot)) if pool is not None else None
                 with NvmlSampler([device.index or 0] if use_cuda else None) as nvml:
+                    phases.mark("setup")
                     predict_feed(model, feed, writer, n_rows=n_out, batch_size=batch, device=device,
                                  precision=args.precision, threads=threads, streams=args.streams or threads,
                                  num_workers=args.num_workers, check_rows=args.precision_check_rows,
                                  on_batch=on_batch, release=release, stats=stats)
+                    phases.mark("loop_and_drain")
                 if fasta:
                     got_ids = [s for ids, _ in collected for s in ids]
                     got_se = np.concatenate([se for _, se in collected]) if collected else np.zeros((0, 2), np.int64)
@@ -227,6 +236,7 @@ def _predict(args, shard, fh, info) -> int:
                     elif not (np.array_equal(got_se, start_ends) and list(seqids) == got_ids):
                         raise ChromaflowError(f"{fasta}: rows changed between the layout scan and prediction "
                                               "(was the file modified while it was read?)")
+        phases.mark("finish")
         loop = stats.loop_s
         timing = stats.gpu_timing or {}
         gpu = nvml.result()
@@ -236,7 +246,9 @@ def _predict(args, shard, fh, info) -> int:
             data_wait_source="cuda events (compute-stream idle time)" if timing else "host wait for the reader",
             host_wait_fraction=(stats.wait_s / loop) if loop > 0 else 0.0, loop_s=loop,
             write_wait_s=stats.write_wait_s, deflate=f"{engine}:{level}", device=stats.device, precision=stats.precision,
-            batch_size=batch, batch_probe=stats.batch_probe or None, batch_size_final=stats.final_batch,
+            batch_size=batch, batch_probe=stats.batch_probe or None, batch_probe_source=stats.batch_probe_source,
+            batch_size_final=stats.final_batch, drain_s=stats.drain_s,
+            phases_s=dict(before_run=args.process_age_s, **phases.as_dict()),
             streams=stats.streams, intra_threads=stats.intra_threads,
             peak_gpu_bytes=stats.peak_gpu_bytes, gpu=gpu, gpu_timing=stats.gpu_timing,
             gpu_util_pct=gpu["devices"][0]["utilization_mean_pct"] if gpu.get("available") else None,

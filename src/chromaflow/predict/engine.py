@@ -13,9 +13,12 @@ computed independently (eval mode), so batch and micro-batch sizes do not change
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import queue
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -54,6 +57,8 @@ class EngineStats:
     final_batch: int = 0   # rows per model call at the end (after any out-of-memory back-off)
     batch_size: int = 0    # rows per batch (as resolved; "auto" -> the probed size)
     batch_probe: list = field(default_factory=list)
+    batch_probe_source: str | None = None   # "probe" or "cache" (--batch-size auto)
+    drain_s: float = 0.0   # after the loop: writer and executor finishing their last batches
     peak_gpu_bytes: int | None = None
     device: str = "cpu"
     precision: str = "fp32"
@@ -680,7 +685,8 @@ def predict_feed(model: torch.nn.Module, feed, writer: _Writer, *, n_rows: int |
                     release(done)
                 emit(done, arr)
     finally:
-        stats.loop_s = time.perf_counter() - t_loop
+        t_end = time.perf_counter()
+        stats.loop_s = t_end - t_loop
         pf.close()
         with contextlib.suppress(BaseException):
             writer.put(_DONE)  # loops until queued or the writer has died
@@ -689,6 +695,7 @@ def predict_feed(model: torch.nn.Module, feed, writer: _Writer, *, n_rows: int |
         bar.close()
         if isinstance(feed, H5Feed):
             feed.close()
+        stats.drain_s = time.perf_counter() - t_end
     if writer.error is not None:
         err = writer.error
         if isinstance(err, ChromaflowError):
@@ -732,12 +739,62 @@ def pinned_pool(slots: int, batch: int, L: int, pin: bool) -> BufferPool:
                       alloc=lambda shape, dtype: cuda.pinned_empty(shape, types[dtype]).numpy())
 
 
+def batch_cache_path() -> str | None:
+    """Where ``--batch-size auto`` keeps the sizes it probed (``$CHROMAFLOW_CACHE/batch-sizes.json``, default
+    ``~/.cache/chromaflow``); None when ``CHROMAFLOW_BATCH_CACHE=0``."""
+    if os.environ.get("CHROMAFLOW_BATCH_CACHE", "1") == "0":
+        return None
+    root = os.environ.get("CHROMAFLOW_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "chromaflow")
+    return os.path.join(root, "batch-sizes.json")
+
+
+def batch_cache_key(model, device: torch.device, *, L: int, D: int, precision: str, limit: int) -> str:
+    """What a probed size depends on: the architecture (parameter names and shapes, not the weights), the
+    device (name and memory), torch and the pipeline depth, the row length, datasets, precision and limit."""
+    arch = hashlib.sha256(repr([(n, tuple(p.shape), str(p.dtype)) for n, p in model.named_parameters()])
+                          .encode()).hexdigest()[:16]
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        dev = [props.name, int(props.total_memory)]
+    else:
+        dev = [device.type]
+    return json.dumps([arch, *dev, torch.__version__, CUDA_DEPTH, L, D, precision, limit])
+
+
+def _read_batch_cache(path: str) -> dict:
+    try:
+        with open(path) as fh:
+            data = json.load(fh)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):  # absent or damaged: probe again (the file is only a shortcut)
+        return {}
+
+
+def _write_batch_cache(path: str, key: str, size: int) -> None:
+    """Add one entry, atomically (temporary name, then rename); a cache that cannot be written is skipped."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        data = _read_batch_cache(path)
+        data[key] = int(size)
+        fd, tmp = tempfile.mkstemp(prefix=".batch-sizes.", suffix=".part", dir=os.path.dirname(path))
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
 def resolve_batch_size(value: str | int, *, model, device: torch.device, L: int, D: int, precision: str,
-                       rows: int | None, stats: EngineStats, cpu_default: int = 120, probe_cpu: bool = False) -> int:
+                       rows: int | None, stats: EngineStats, cpu_default: int = 120, probe_cpu: bool = False,
+                       cache: str | None = None) -> int:
     """An integer, or ``auto``: on CUDA the largest batch that fits (probed, see :func:`probe_batch_size`); on CPU
     ``cpu_default`` capped at the row count, because CPU memory cannot be probed safely (the kernel's OOM killer,
     not an exception, ends a process that asks for too much) and on CPU the batch size does not change the model
-    calls (micro-batches). ``probe_cpu`` runs the probe on CPU anyway (tests, with a model that fakes OOM)."""
+    calls (micro-batches). ``probe_cpu`` runs the probe on CPU anyway (tests, with a model that fakes OOM).
+
+    ``cache`` (a JSON file, :func:`batch_cache_path`): a size probed earlier for the same key
+    (:func:`batch_cache_key`) is used without probing (a probe costs seconds on a GPU); should it not fit now
+    (another process holds device memory), the executor's out-of-memory back-off still splits the batch."""
     if value != "auto":
         return int(value)
     limit = max(1, min(rows or AUTO_BATCH_MAX, AUTO_BATCH_MAX))
@@ -748,7 +805,16 @@ def resolve_batch_size(value: str | int, *, model, device: torch.device, L: int,
     if device.type == "cuda":
         configure_cuda_exact()
     model = model.to(device)
+    key = batch_cache_key(model, device, L=L, D=D, precision=precision, limit=limit) if cache else None
+    cached = _read_batch_cache(cache).get(key) if cache else None
+    if isinstance(cached, int) and 1 <= cached <= limit:
+        stats.batch_probe_source = "cache"
+        stats.notes.append(f"batch size auto: {cached} (probed earlier for this model and device: {cache})")
+        return cached
     size, trials = probe_batch_size(model, device, L=L, D=D, precision=precision, limit=limit)
     stats.batch_probe = [[b, ok] for b, ok in trials]
+    stats.batch_probe_source = "probe"
     stats.notes.append(f"batch size auto: {size} (largest that fitted; tried {len(trials)} sizes)")
+    if cache:
+        _write_batch_cache(cache, key, size)
     return size
