@@ -112,11 +112,13 @@ def timed(cmd, log: Path, env=None) -> dict:
             "processes": ts.nproc}
 
 
-def run_predmoter(data: Path, out: Path, epochs: int, arch: list[str]) -> dict:
+def run_predmoter(data: Path, out: Path, epochs: int, arch: list[str], *, device: str = "cpu",
+                  peer: list | None = None) -> dict:
+    """Predmoter ``-m train`` (``peer``: the launcher, default the peers kit's; ``device``: its --device, cpu|gpu)."""
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    r = timed([PEER, "-m", "train", "-i", data, "-o", out, "--seed", "1", "--device", "cpu", "-e", str(epochs),
-               "-b", "120", *arch], out / "stdout.log")
+    r = timed([*(peer or [PEER]), "-m", "train", "-i", data, "-o", out, "--seed", "1", "--device", device,
+               "-e", str(epochs), "-b", "120", *arch], out / "stdout.log")
     log = (out / "predmoter.log").read_text()
     stamp = r"(\d\d\.\d\d\.\d{4} \d\d:\d\d:\d\d), INFO: Training "
     t_start = dt.datetime.strptime(re.search(stamp + "started", log).group(1), "%d.%m.%Y %H:%M:%S")
@@ -128,12 +130,13 @@ def run_predmoter(data: Path, out: Path, epochs: int, arch: list[str]) -> dict:
     return r
 
 
-def run_ours(data: Path, out: Path, epochs: int, arch: list[str], extra: list[str]) -> dict:
+def run_ours(data: Path, out: Path, epochs: int, arch: list[str], extra: list[str], *, device: str = "cpu") -> dict:
+    """``chromaflow train`` (``device``: cpu|cuda) with ``extra`` options; the metrics JSON's epochs and curve."""
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     metrics = out / "metrics.json"
     r = timed([sys.executable, "-m", "chromaflow", "train", "--input-dir", data, "--out", out / "run", "--seed", "1",
-               "--epochs", str(epochs), "--device", "cpu", *arch, *extra, "--metrics", metrics, "--force"],
+               "--epochs", str(epochs), "--device", device, *arch, *extra, "--metrics", metrics, "--force"],
               out / "stdout.log", env=dict(os.environ, CHROMAFLOW_PROGRESS="0"))
     m = json.loads(metrics.read_text())
     ep = m["epochs"]
