@@ -143,8 +143,9 @@ def run_ours(data: Path, out: Path, epochs: int, arch: list[str], extra: list[st
     r.update(epoch_s=statistics.fmean(e["epoch_s"] for e in ep), epochs=len(ep),
              samples_per_s=m["train_samples_per_s"], bp_per_s=m["train_bp_per_s"],
              data_wait_fraction=m["data_wait_fraction"],
-             curve=[{k: e[k] for k in ("epoch", "avg_train_loss", "avg_train_accuracy", "avg_val_loss",
-                                       "avg_val_accuracy")} for e in ep])
+             curve=[{k: e.get(k) for k in ("epoch", "avg_train_loss", "avg_train_accuracy", "avg_val_loss",
+                                           "avg_val_accuracy", "epoch_s", "data_wait_fraction", "train_start_unix",
+                                           "train_end_unix")} for e in ep])
     return r
 
 

@@ -22,6 +22,7 @@ class ThroughputCallback(L.Callback):
 
     def on_train_epoch_start(self, trainer, pl_module):
         self._t0 = time.perf_counter()
+        self._t0_unix = time.time()
         self._last = self._t0
         self._wait = 0.0
         self._samples = 0
@@ -59,6 +60,9 @@ class ThroughputCallback(L.Callback):
             "samples_per_s": samples / train_s,
             "bp_per_s": samples * self.seq_len / train_s,
             "data_wait_fraction": self._wait / train_s,
+            # wall-clock bounds of the training part (for GPU samples taken by another process, e.g. NVML)
+            "train_start_unix": self._t0_unix,
+            "train_end_unix": self._t0_unix + train_s,
         })
         self._train_end = None
         if self._bar is not None:
