@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from . import __version__
 
@@ -65,6 +65,56 @@ def atomic_output(path: str | os.PathLike, *, force: bool = True, suffix: str = 
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
         raise
+
+
+#: (option, path) pairs; a path may be None (option not given) and an option may name several paths
+Named = Iterable[tuple[str, Any]]
+
+
+def _same_file(a: str, b: str) -> bool:
+    """The same file: same inode where both exist (so hard and symbolic links are caught), else same real path."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _given(pairs) -> list[tuple[str, str]]:
+    return [(opt, os.fspath(p)) for opt, p in pairs if p is not None and os.fspath(p) != ""]
+
+
+def check_outputs(outputs: Named, inputs: Named = (), outdirs: Named = ()) -> None:
+    """The output rule, called by every command before any work (docs/reliability.md, "The output rule").
+
+    ``outputs``, ``inputs`` and ``outdirs`` are (option, path) pairs; files under an ``outdirs`` folder are
+    listed in ``outputs`` too. Refused with one line naming the option and the path: an output that is the
+    same file as an input (also through links, and also with ``--force``: nothing is worth losing an input
+    for), an output that is the same file as another output, an output that is an existing folder, and an
+    output whose folder does not exist (an ``outdirs`` folder excepted: it is created, as MACS3 does, once
+    every check has passed). Nothing is written when a check fails.
+    """
+    outs, ins, dirs = _given(outputs), _given(inputs), _given(outdirs)
+    for opt, d in dirs:
+        if os.path.exists(d) and not os.path.isdir(d):
+            raise ChromaflowError(f"{opt} {d}: exists and is not a folder")
+    made = {os.path.realpath(d) for _, d in dirs}
+    for i, (opt, path) in enumerate(outs):
+        for in_opt, in_path in ins:
+            if _same_file(path, in_path):
+                raise ChromaflowError(f"{opt} {path}: is the input {in_opt} {in_path}; an output never overwrites "
+                                      "an input (not even with --force)")
+        for other_opt, other in outs[:i]:
+            if _same_file(path, other):
+                raise ChromaflowError(f"{opt} {path}: is the same file as {other_opt} {other}; every output needs "
+                                      "its own path")
+        if os.path.isdir(path):
+            raise ChromaflowError(f"{opt} {path}: is a folder, not a file")
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent) and os.path.realpath(parent) not in made:
+            raise ChromaflowError(f"{os.path.dirname(path) or '.'}: output directory does not exist "
+                                  f"(for {opt} {path})")
+    for _, d in dirs:
+        os.makedirs(d, exist_ok=True)
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:

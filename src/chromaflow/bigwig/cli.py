@@ -11,7 +11,8 @@ import ctypes
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..common import ChromaflowError, OutputExistsError, Progress, StageMetrics, atomic_output, resolve_threads
+from ..common import (ChromaflowError, OutputExistsError, Progress, StageMetrics, atomic_output, check_outputs,
+                      resolve_threads)
 from .bedgraph import BedGraphWriter
 from .bigwigfile import BigWigWriter, PyBigWigWriter
 from .convert import Track, convert
@@ -26,7 +27,7 @@ DEFAULT_LEVEL = {"bigwig": 1, "bedgraph": 1}
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--predictions", required=True, metavar="P.h5",
                    help="predictions h5 (or, with --experimental, a training-style h5 with evaluation/<ds>_coverage)")
-    p.add_argument("--outdir", required=True, metavar="D", help="output directory (must exist)")
+    p.add_argument("--outdir", required=True, metavar="D", help="output directory (created when absent)")
     p.add_argument("--basename", required=True, metavar="B", help="file name prefix")
     p.add_argument("--format", choices=["bigwig", "bw", "bedgraph", "bg"], default="bigwig",
                    help="bigwig -> .bw, bedgraph -> .bg.gz (default: bigwig)")
@@ -102,8 +103,6 @@ def run(args: argparse.Namespace) -> int:
     if "/" in args.basename or not args.basename:
         raise ChromaflowError(f"--basename {args.basename!r}: must be a non-empty file name without '/'")
     outdir = Path(args.outdir)
-    if not outdir.is_dir():
-        raise ChromaflowError(f"{outdir}: output directory does not exist")
     threads = resolve_threads(args.threads)
     _keep_freed_memory()
     blacklist = read_blacklist(args.blacklist) if args.blacklist else set()
@@ -117,6 +116,9 @@ def run(args: argparse.Namespace) -> int:
             tracks = [Track(d, c, s, outdir / output_name(args.basename, d, s, bool(args.blacklist), ws, fmt))
                       for c, d in enumerate(inp.datasets) for s in strands]
             browser = [] if args.no_browser_files else _browser_paths(outdir, fmt)
+            check_outputs([("--outdir", p) for p in [t.path for t in tracks] + browser] + [("--metrics", args.metrics)],
+                          [("--predictions", args.predictions), ("--blacklist", args.blacklist)],
+                          [("--outdir", outdir)])
             if not args.force:  # all or nothing: check every output before writing any
                 for p in [t.path for t in tracks] + browser:
                     if p.exists():

@@ -7,12 +7,13 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import statistics
 import sys
 import warnings
 
-from ..common import ChromaflowError, StageMetrics, resolve_threads
+from ..common import ChromaflowError, StageMetrics, check_outputs, resolve_threads
 
 QUANTITIES = ("avg_train_loss", "avg_train_accuracy", "avg_val_loss", "avg_val_accuracy")
 
@@ -108,6 +109,15 @@ def _check_args(args) -> None:
         raise ChromaflowError(f"--datasets lists a name twice: {' '.join(args.datasets)}")
 
 
+def _check_outputs(args) -> None:
+    """The output rule (:func:`chromaflow.common.check_outputs`); the checkpoints are left out: ``--resume
+    OUT/last.ckpt`` is read before Lightning writes the next one."""
+    h5s = glob.glob(os.path.join(args.input_dir, "*", "*.h5"))
+    check_outputs([("--metrics", args.metrics), ("--out", os.path.join(args.out, "metrics.tsv"))],
+                  [("--init", args.init), ("--resume", args.resume)] + [("--input-dir", p) for p in h5s],
+                  [("--out", args.out)])
+
+
 def cpu_has_native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool | None:
     """True/False from the CPU flags (Linux x86); None where they cannot be read (then nothing is claimed)."""
     try:
@@ -147,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         if os.path.exists(os.path.join(out, "last.ckpt")) and not (args.resume or args.force):
             raise ChromaflowError(f"{out}: holds a previous run (last.ckpt); use --resume {out}/last.ckpt to continue "
                                   f"it or --force to start afresh")
-        os.makedirs(out, exist_ok=True)
+        _check_outputs(args)
     accel = _accelerator(args)
     if accel == "cpu" and args.precision == "bf16-mixed" and not child and cpu_has_native_bf16() is False:
         print("chromaflow train: warning: --precision bf16-mixed on a CPU without native bf16 (avx512_bf16 / amx_bf16) "
