@@ -42,6 +42,10 @@ def chromosome_map(seqids: np.ndarray, start_ends: np.ndarray, blacklist: set[st
     chroms = []
     for u in order:
         name = _decode(uniq[u])
+        if len(name.split()) != 1 or name != name.strip():
+            raise ChromaflowError(f"{path}: data/seqids {name!r} holds whitespace, which would break the columns of "
+                                  "chrom.sizes and bedGraph (Helixer keeps a header's tab in the id; make the h5 "
+                                  "with chromaflow fasta2h5, which cuts the id at it)")
         if name in blacklist:
             continue
         rows = rows_by[bounds[u]:bounds[u + 1]]
