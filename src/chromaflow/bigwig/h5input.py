@@ -62,6 +62,15 @@ def chromosome_map(seqids: np.ndarray, start_ends: np.ndarray, blacklist: set[st
     return chroms
 
 
+def _check_dataset_name(path: str, name: str) -> None:
+    """A dataset name becomes part of track file names and hub lines: no '/' (a file outside --outdir, or in a
+    subfolder of it), no control character (a tab or line break would break trackDb lines)."""
+    if "/" in name:
+        raise ChromaflowError(f"{path}: dataset name {name!r} holds '/', which cannot be part of a track file name")
+    if not name or any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
+        raise ChromaflowError(f"{path}: dataset name {name!r} is empty or holds a control character")
+
+
 class PredictionsInput:
     """An opened and validated predictions file (or, with ``experimental``, a training-style h5)."""
 
@@ -134,6 +143,8 @@ class PredictionsInput:
             raise ChromaflowError(f"{path}: dataset(s) {' '.join(bad)} not in {key} (available: {' '.join(avail)})")
         if len(set(chosen)) != len(chosen):
             raise ChromaflowError("--datasets names a dataset twice")
+        for d in chosen:
+            _check_dataset_name(path, d)
         self.datasets = chosen
         # ---- the values
         if self.experimental:
