@@ -105,3 +105,39 @@ def test_temporaries_of_a_killed_run_are_removed_by_the_next(inputs, tmp_path):
     res = _cli(*argv)
     assert res.returncode == 0, res.stderr
     assert _parts(tmp_path) == sorted([live, other]) and (tmp_path / "g.h5").is_file()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: signal.Signals(s).name)
+def test_train_stops_with_128_plus_signal_and_resumes_exactly(tmp_path, sig):
+    """A scheduler's time limit or a preemption (SIGTERM) must not look like a finished model: before, train exited
+    0 after the epoch it was in (Lightning's SystemExit), and 1 on SIGINT. Now it stops at the next batch end, exits
+    128 + signal, and --resume from last.ckpt (the last completed epoch's) gives the uninterrupted run's weights."""
+    import torch
+
+    from trainfactory import TINY, make_input_dir
+
+    make_input_dir(tmp_path / "data")
+    out, whole = tmp_path / "run", tmp_path / "whole"
+    argv = ["train", "--input-dir", tmp_path / "data", "--batch-size", "1", "--seed", "1"]
+    proc = subprocess.Popen([sys.executable, "-m", "chromaflow", *map(str, argv), "--out", out, *TINY,
+                             "--epochs", "1000"], stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, CHROMAFLOW_PROGRESS="0"), preexec_fn=_default_signals)
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None and not (out / "metrics.tsv").exists():
+        time.sleep(0.05)
+    time.sleep(0.5)  # into the second epoch
+    assert proc.poll() is None, "finished before it could be signalled"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 128 + sig, err[-3000:]
+    assert err.strip().splitlines()[-1].startswith(f"chromaflow train: error: interrupted by "
+                                                   f"{signal.Signals(sig).name}; continue with --resume {out}/last.ckpt")
+    assert "Traceback" not in err and not _parts(out)
+    done = torch.load(out / "last.ckpt", map_location="cpu", weights_only=False)["epoch"] + 1
+    res = _cli(*argv, "--out", out, "--resume", out / "last.ckpt", "--epochs", done + 1)
+    assert res.returncode == 0, res.stderr[-3000:]
+    res = _cli(*argv, "--out", whole, *TINY, "--epochs", done + 1)
+    assert res.returncode == 0, res.stderr[-3000:]
+    a, b = (torch.load(p / "last.ckpt", map_location="cpu", weights_only=False) for p in (out, whole))
+    assert a["epoch"] == b["epoch"] == done and a["global_step"] == b["global_step"]
+    assert all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])

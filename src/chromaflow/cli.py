@@ -87,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prefix} {_os_error_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:  # Interrupted (SIGTERM, SIGINT, SIGHUP) or Python's own Ctrl-C
-        signum = getattr(exc, "signum", signal.SIGINT)
-        print(f"{prefix} interrupted by {signal.Signals(signum).name}", file=sys.stderr)
+        signum, note = getattr(exc, "signum", signal.SIGINT), getattr(exc, "note", "")
+        print(f"{prefix} interrupted by {signal.Signals(signum).name}{'; ' + note if note else ''}", file=sys.stderr)
         return 128 + signum
     return int(rc or 0)
 

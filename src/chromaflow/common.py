@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from . import __version__
 
@@ -116,13 +116,15 @@ class Interrupted(KeyboardInterrupt):
     so everything that cleans up after Ctrl-C (temporaries, worker pools, child processes) does so for all three;
     the CLI prints one line naming the signal and exits with 128 + its number."""
 
-    def __init__(self, signum: int):
+    def __init__(self, signum: int, note: str = ""):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+        self.note = note
 
 
-def handle_stop_signals() -> None:
-    """Make SIGTERM, SIGINT and SIGHUP raise :class:`Interrupted` in this (main) process.
+def handle_stop_signals(on_stop: Callable[[int], None] | None = None) -> None:
+    """Make SIGTERM, SIGINT and SIGHUP raise :class:`Interrupted` in this (main) process, or, with ``on_stop``,
+    call ``on_stop(signum)`` instead (``train`` stops at the next batch end, see its StopOnSignal).
 
     A signal ignored when the process started stays ignored (SIGINT of a background job, SIGHUP under nohup).
     After the first signal the three get their default action back: a second one ends the process at once
@@ -137,8 +139,10 @@ def handle_stop_signals() -> None:
             signal.signal(s, signal.SIG_DFL)
         if os.getpid() != main_pid:
             os.kill(os.getpid(), signum)
-            return
-        raise Interrupted(signum)
+        elif on_stop is not None:
+            on_stop(signum)
+        else:
+            raise Interrupted(signum)
 
     for s in handled:
         signal.signal(s, on_signal)
