@@ -61,15 +61,18 @@ def _commands(d: Path, out: Path) -> dict[str, list]:
                      "--deflate", "zlib"],
         "predict": ["predict", "--fasta", d / "big.fa", "--species", "sp", "--model", d / "m.ckpt", "--out",
                     out / "p.h5", "--device", "cpu", "--threads", "1"],
+        "predict-process-reader": ["predict", "--fasta", d / "big.fa", "--species", "sp", "--model", d / "m.ckpt",
+                                   "--out", out / "p.h5", "--device", "cpu", "--threads", "1", "--reader", "process"],
         "bigwig": ["bigwig", "--predictions", d / "p.h5", "--outdir", out, "--basename", "b", "--strand", "all",
                    "--format", "bedgraph", "--threads", "1", "--compression-level", "12"],
     }
 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
-@pytest.mark.parametrize("command", ["fasta2h5", "predict", "bigwig"])
-def test_signal_removes_temporaries(inputs, tmp_path, command, sig):
-    argv = _commands(inputs, tmp_path)[command]
+@pytest.mark.parametrize("case", ["fasta2h5", "predict", "predict-process-reader", "bigwig"])
+def test_signal_removes_temporaries(inputs, tmp_path, case, sig):
+    argv = _commands(inputs, tmp_path)[case]
+    command = argv[0]
     proc = subprocess.Popen([sys.executable, "-m", "chromaflow", *map(str, argv)], stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, CHROMAFLOW_PROGRESS="0"), preexec_fn=_default_signals)
     deadline = time.time() + 120
