@@ -72,6 +72,7 @@ def _variant(pred: Path, out: Path, **changes) -> Path:
     ("rows", "prediction/predictions", ["15 rows", "data/seqids 16"]),
     ("start_ends", "data/start_ends", ["shape (16, 3)", "(N, 2) integers"]),
     ("seqids", "data/seqids", ["dtype int64", "byte strings"]),
+    ("tab_in_seqid", "data/seqids", ["\\tdesc'", "holds whitespace"]),
     ("no_datasets", "prediction/datasets", ["not a predictions file", "missing prediction/datasets"]),
     ("no_start_ends", "data/start_ends", ["missing data/start_ends"]),
     ("wide_row", "data/start_ends", ["row 0", "spans 30000 bp", "L = 21384"]),
@@ -89,6 +90,7 @@ def test_bad_predictions_file(pred, tmp_path, case, key, words):
         "rows": p[:15],
         "start_ends": np.concatenate([se, se[:, :1]], axis=1),
         "seqids": np.arange(len(sq)),
+        "tab_in_seqid": np.char.add(sq, b"\tdesc"),
         "no_datasets": None,
         "no_start_ends": None,
         "wide_row": np.where(np.arange(len(se))[:, None] == 0, [[0, 30000]], se),
@@ -232,3 +234,26 @@ def _stanzas(path: Path) -> list[dict[str, str]]:
         key, _, value = line.partition(" ")
         cur[key] = value.strip()
     return out
+
+
+def test_dataset_name_with_slash_is_refused(pred, tmp_path):
+    """A '/' in a dataset name was reported as 'output directory does not exist', or, where that subfolder
+    existed, the track was written into it with exit 0."""
+    bad = _variant(pred, tmp_path / "slash.h5", **{"prediction/datasets": np.array([b"atac/seq", b"h3k4me3"])})
+    out = tmp_path / "out"
+    (out / "b_atac").mkdir(parents=True)
+    _one_error_line(cli("--predictions", bad, "--outdir", out, "--basename", "b"), str(bad), "'atac/seq'",
+                    "holds '/'")
+    assert [p.name for p in out.rglob("*")] == ["b_atac"]
+
+
+def test_dataset_name_with_space_is_escaped_in_bigDataUrl(pred, tmp_path):
+    from urllib.parse import unquote
+
+    spaced = _variant(pred, tmp_path / "spaced.h5", **{"prediction/datasets": np.array([b"atac seq", b"h3k4me3"])})
+    out = tmp_path / "out"
+    proc = cli("--predictions", spaced, "--outdir", out, "--basename", "b", "--window-size", "5")
+    assert proc.returncode == 0, proc.stderr
+    urls = [t["bigDataUrl"] for t in _stanzas(out / "trackDb.txt")]
+    assert urls == ["b_atac%20seq_avg_strand_ws=5.bw", "b_h3k4me3_avg_strand_ws=5.bw"]
+    assert all((out / unquote(u)).is_file() for u in urls)

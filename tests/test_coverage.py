@@ -374,7 +374,7 @@ def test_interrupt_removes_temporary(tmp_path):
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert err.strip().splitlines() == ["chromaflow add-coverage: error: interrupted"]
+    assert err.strip().splitlines() == ["chromaflow add-coverage: error: interrupted by SIGINT"]
     assert _sha(h5) == before
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
 

@@ -347,13 +347,27 @@ def test_id_of_50_bytes_and_species_of_25_are_accepted(tmp_path):
     assert d["seqids"].tolist() == [b"x" * 50] * 2 and d["species"].tolist() == [b"s" * 25] * 2
 
 
-def test_tab_is_not_an_id_separator(tmp_path):
-    """Helixer's rule: the id is the header up to the first space; tabs stay in the id."""
+def test_tab_ends_the_id_as_in_samtools(tmp_path):
+    """The id ends at the first space or tab, as samtools faidx cuts it (Helixer keeps 'c2<TAB>desc': a documented
+    deviation): no tab reaches the h5 of fasta2h5, the rows of predict --fasta, chrom.sizes or a bedGraph line."""
     fa = tmp_path / "tab.fa"
-    fa.write_bytes(b">a\tb c\nAC\n")
-    out = tmp_path / "tab.h5"
-    convert(str(fa), out, "spec", 10)
-    assert _datasets(out)["seqids"].tolist() == [b"a\tb"] * 2
+    fa.write_bytes(b">c1 first\n" + b"ACGT" * 300 + b"\n>c2\tdesc\tmore\n" + b"GATTACA" * 200 + b"\n")
+    model, pred, tracks = tmp_path / "m.ckpt", tmp_path / "p.h5", tmp_path / "tracks"
+    for argv in (["fasta2h5", "--fasta", fa, "--species", "sp", "--out", tmp_path / "g.h5", "--subsequence-length",
+                  "500"], ["make-test-model", "--out", model],
+                 ["predict", "--fasta", fa, "--species", "sp", "--subsequence-length", "500", "--model", model,
+                  "--out", pred, "--device", "cpu"],
+                 ["bigwig", "--predictions", pred, "--outdir", tracks, "--basename", "b", "--format", "bedgraph",
+                  "--datasets", "atacseq"]):
+        res = subprocess.run([sys.executable, "-m", "chromaflow", *map(str, argv)], capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+    assert sorted(set(_datasets(tmp_path / "g.h5")["seqids"].tolist())) == [b"c1", b"c2"]
+    with h5py.File(pred, "r") as f:
+        assert sorted(set(f["data/seqids"][()].tolist())) == [b"c1", b"c2"]
+    assert (tracks / "chrom.sizes").read_text() == "c1\t1200\nc2\t1400\n"
+    with gzip.open(tracks / "b_atacseq_avg_strand.bg.gz", "rt") as fh:
+        rows = [line.rstrip("\n").split("\t") for line in fh if not line.startswith("track")]
+    assert rows and {len(r) for r in rows} == {4} and {r[0] for r in rows} == {"c1", "c2"}
 
 
 @pytest.mark.parametrize("read_block,task_bp", [(1, 1), (13, 50), (97, 1), (1 << 20, 200)])

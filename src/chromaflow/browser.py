@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import quote
 from xml.sax.saxutils import quoteattr
 
 from .common import write_text_atomic
@@ -19,6 +20,10 @@ from .common import write_text_atomic
 #: colour per dataset, in dataset order (Okabe-Ito, colour-blind safe)
 PALETTE = [(0, 114, 178), (213, 94, 0), (0, 158, 115), (204, 121, 167), (230, 159, 0), (86, 180, 233),
            (240, 228, 66), (0, 0, 0)]
+
+#: kept as they are in bigDataUrl (RFC 3986 sub-delimiters, ':' and '@' may stand in a URL path); anything else
+#: outside letters, digits and '_.-~' is percent-escaped: a space in a dataset name becomes %20
+URL_SAFE = "/:@!$&'()*+,;="
 
 STRAND_WORD = {"avg": "strand average", "+": "plus strand", "-": "minus strand"}
 STRAND_ID = {"avg": "avg", "+": "plus", "-": "minus"}
@@ -84,7 +89,7 @@ def write_browser_files(outdir: str | os.PathLike, *, chroms: list[tuple[str, in
             r, g, b = colour[ds]
             stanzas.append("\n".join([
                 f"track {_ident(basename)}_{_ident(ds)}_{STRAND_ID[strand]}",
-                f"bigDataUrl {path}",
+                f"bigDataUrl {quote(path, safe=URL_SAFE)}",
                 f"shortLabel {ds[:9]} {STRAND_ID[strand]}",
                 f"longLabel {basename} {ds} predicted coverage, {STRAND_WORD[strand]}",
                 "type bigWig",

@@ -11,10 +11,11 @@ import argparse
 import errno
 import importlib
 import re
+import signal
 import sys
 
 from . import __version__
-from .common import ChromaflowError
+from .common import TEMP_MIDDLE, ChromaflowError, handle_stop_signals
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -50,7 +51,7 @@ def _build_parser(chosen: str | None) -> argparse.ArgumentParser:
     return parser
 
 
-_PART = re.compile(r"(?P<dir>[^\s'\"]*/)?\.(?P<name>[^/\s'\"]+?)\.[A-Za-z0-9_]{8}(?:\.[A-Za-z0-9]+)?\.part")
+_PART = re.compile(r"(?P<dir>[^\s'\"]*/)?\.(?P<name>[^/\s'\"]+?)\." + TEMP_MIDDLE + r"(?:\.[A-Za-z0-9]+)?\.part")
 
 
 def _os_error_line(exc: OSError) -> str:
@@ -76,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     module = importlib.import_module(COMMANDS[args.command][0])
     prefix = f"chromaflow {args.command}: error:"
+    handle_stop_signals()
     try:
         rc = module.run(args)
     except ChromaflowError as exc:
@@ -84,9 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # disk full, permission denied, ...: one line naming the file
         print(f"{prefix} {_os_error_line(exc)}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"{prefix} interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Interrupted (SIGTERM, SIGINT, SIGHUP) or Python's own Ctrl-C
+        signum, note = getattr(exc, "signum", signal.SIGINT), getattr(exc, "note", "")
+        print(f"{prefix} interrupted by {signal.Signals(signum).name}{'; ' + note if note else ''}", file=sys.stderr)
+        return 128 + signum
     return int(rc or 0)
 
 

@@ -6,17 +6,19 @@ turns it into a single line on stderr and a non-zero exit code.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import platform
 import re
 import resource
+import signal
 import socket
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from . import __version__
 
@@ -38,15 +40,50 @@ class OutputExistsError(ChromaflowError):
 # --------------------------------------------------------------------------------------------------
 # atomic outputs
 # --------------------------------------------------------------------------------------------------
+#: tags every temporary name with this host and the writing process: ``.<name>.<host>-<pid>.<random>[suffix].part``
+_HOST = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:6]
+#: the tag and random part of a temporary name (cli.py turns a temporary name back into its output's name)
+_RANDOM = r"[A-Za-z0-9_]{8}"
+TEMP_MIDDLE = rf"(?:[0-9a-f]{{6}}-\d+\.)?{_RANDOM}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def remove_stale_temporaries(path: str | os.PathLike) -> list[str]:
+    """Remove the temporaries of ``path`` that a killed earlier run (kill -9) on this host left: those whose
+    writing process is no longer alive. A live run's temporaries (also another one's) are kept."""
+    path = Path(path)
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.{_HOST}-(\d+)\.{_RANDOM}.*\.part")
+    removed = []
+    with contextlib.suppress(OSError), os.scandir(path.parent if str(path.parent) else ".") as entries:
+        for entry in entries:
+            m = pattern.fullmatch(entry.name)
+            if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1))):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+                    removed.append(entry.name)
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike, *, force: bool = True, suffix: str = "",
                   mode: int = 0o644) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds.
 
-    On any exception (including KeyboardInterrupt) the temporary file is removed, so no half-written
-    file is ever left under the final name. The temporary name starts with ``.`` and ends with
-    ``.part`` so pipeline output globs never match it. ``mode`` is the permission bits of the result
-    (an in-place update passes the original file's).
+    On any exception (including KeyboardInterrupt and :class:`Interrupted`: SIGTERM, SIGINT, SIGHUP) the temporary
+    file is removed, so no half-written file is ever left under the final name. The temporary name starts with
+    ``.`` and ends with ``.part`` so pipeline output globs never match it; it carries this host and process id,
+    so the temporaries a killed run (kill -9) left are recognised and removed here, by the next run with the same
+    output (:func:`remove_stale_temporaries`). ``mode`` is the permission bits of the result (an in-place update
+    passes the original file's).
     """
     path = Path(path)
     if path.exists() and not force:
@@ -54,7 +91,8 @@ def atomic_output(path: str | os.PathLike, *, force: bool = True, suffix: str = 
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise ChromaflowError(f"{parent}: output directory does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f"{suffix}.part", dir=parent)
+    remove_stale_temporaries(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}.", suffix=f"{suffix}.part", dir=parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -65,6 +103,99 @@ def atomic_output(path: str | os.PathLike, *, force: bool = True, suffix: str = 
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
         raise
+
+
+# --------------------------------------------------------------------------------------------------
+# signals: SIGTERM, SIGINT and SIGHUP end every command alike
+# --------------------------------------------------------------------------------------------------
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+class Interrupted(KeyboardInterrupt):
+    """Raised in the main thread by SIGTERM, SIGINT or SIGHUP (:func:`handle_stop_signals`). A KeyboardInterrupt,
+    so everything that cleans up after Ctrl-C (temporaries, worker pools, child processes) does so for all three;
+    the CLI prints one line naming the signal and exits with 128 + its number."""
+
+    def __init__(self, signum: int, note: str = ""):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.note = note
+
+
+def handle_stop_signals(on_stop: Callable[[int], None] | None = None) -> None:
+    """Make SIGTERM, SIGINT and SIGHUP raise :class:`Interrupted` in this (main) process, or, with ``on_stop``,
+    call ``on_stop(signum)`` instead (``train`` stops at the next batch end, see its StopOnSignal).
+
+    A signal ignored when the process started stays ignored (SIGINT of a background job, SIGHUP under nohup).
+    After the first signal the three get their default action back: a second one ends the process at once
+    (what the first left is then removed by the next run, see :func:`remove_stale_temporaries`). A process
+    forked from this one (a worker pool) does not raise: it takes the signal's default action, as before.
+    """
+    main_pid = os.getpid()
+    handled = [s for s in STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
+
+    def on_signal(signum: int, frame: object) -> None:
+        for s in handled:
+            signal.signal(s, signal.SIG_DFL)
+        if os.getpid() != main_pid:
+            os.kill(os.getpid(), signum)
+        elif on_stop is not None:
+            on_stop(signum)
+        else:
+            raise Interrupted(signum)
+
+    for s in handled:
+        signal.signal(s, on_signal)
+
+
+#: (option, path) pairs; a path may be None (option not given) and an option may name several paths
+Named = Iterable[tuple[str, Any]]
+
+
+def _same_file(a: str, b: str) -> bool:
+    """The same file: same inode where both exist (so hard and symbolic links are caught), else same real path."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _given(pairs) -> list[tuple[str, str]]:
+    return [(opt, os.fspath(p)) for opt, p in pairs if p is not None and os.fspath(p) != ""]
+
+
+def check_outputs(outputs: Named, inputs: Named = (), outdirs: Named = ()) -> None:
+    """The output rule, called by every command before any work (docs/reliability.md, "The output rule").
+
+    ``outputs``, ``inputs`` and ``outdirs`` are (option, path) pairs; files under an ``outdirs`` folder are
+    listed in ``outputs`` too. Refused with one line naming the option and the path: an output that is the
+    same file as an input (also through links, and also with ``--force``: nothing is worth losing an input
+    for), an output that is the same file as another output, an output that is an existing folder, and an
+    output whose folder does not exist (an ``outdirs`` folder excepted: it is created, as MACS3 does, once
+    every check has passed). Nothing is written when a check fails.
+    """
+    outs, ins, dirs = _given(outputs), _given(inputs), _given(outdirs)
+    for opt, d in dirs:
+        if os.path.exists(d) and not os.path.isdir(d):
+            raise ChromaflowError(f"{opt} {d}: exists and is not a folder")
+    made = {os.path.realpath(d) for _, d in dirs}
+    for i, (opt, path) in enumerate(outs):
+        for in_opt, in_path in ins:
+            if _same_file(path, in_path):
+                raise ChromaflowError(f"{opt} {path}: is the input {in_opt} {in_path}; an output never overwrites "
+                                      "an input (not even with --force)")
+        for other_opt, other in outs[:i]:
+            if _same_file(path, other):
+                raise ChromaflowError(f"{opt} {path}: is the same file as {other_opt} {other}; every output needs "
+                                      "its own path")
+        if os.path.isdir(path):
+            raise ChromaflowError(f"{opt} {path}: is a folder, not a file")
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent) and os.path.realpath(parent) not in made:
+            raise ChromaflowError(f"{os.path.dirname(path) or '.'}: output directory does not exist "
+                                  f"(for {opt} {path})")
+    for _, d in dirs:
+        os.makedirs(d, exist_ok=True)
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:

@@ -35,7 +35,7 @@ import numpy as np
 
 from . import __version__
 from . import chunkdeflate
-from .common import ChromaflowError, Progress, StageMetrics, atomic_output, resolve_threads
+from .common import ChromaflowError, Progress, StageMetrics, atomic_output, check_outputs, resolve_threads
 from .fasta import DEFAULT_BLOCK, FastaReader
 from .subseq import Job, cut, start_ends
 from .subseq import chunk_codes as _chunk_codes
@@ -385,6 +385,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{level} (same file size, slower)", file=sys.stderr)
         args.deflate = f"{engine}:{level}"
     check_input(args.fasta)
+    check_outputs([("--out", out), ("--metrics", args.metrics)], [("--fasta", args.fasta)])
     if out.exists() and not args.force:
         raise ChromaflowError(f"{out}: output exists (use --force to overwrite)")
     with StageMetrics("fasta2h5", args.metrics, threads=threads) as m:

@@ -11,7 +11,8 @@ import ctypes
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..common import ChromaflowError, OutputExistsError, Progress, StageMetrics, atomic_output, resolve_threads
+from ..common import (ChromaflowError, OutputExistsError, Progress, StageMetrics, atomic_output, check_outputs,
+                      resolve_threads)
 from .bedgraph import BedGraphWriter
 from .bigwigfile import BigWigWriter, PyBigWigWriter
 from .convert import Track, convert
@@ -26,7 +27,7 @@ DEFAULT_LEVEL = {"bigwig": 1, "bedgraph": 1}
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--predictions", required=True, metavar="P.h5",
                    help="predictions h5 (or, with --experimental, a training-style h5 with evaluation/<ds>_coverage)")
-    p.add_argument("--outdir", required=True, metavar="D", help="output directory (must exist)")
+    p.add_argument("--outdir", required=True, metavar="D", help="output directory (created when absent)")
     p.add_argument("--basename", required=True, metavar="B", help="file name prefix")
     p.add_argument("--format", choices=["bigwig", "bw", "bedgraph", "bg"], default="bigwig",
                    help="bigwig -> .bw, bedgraph -> .bg.gz (default: bigwig)")
@@ -102,8 +103,6 @@ def run(args: argparse.Namespace) -> int:
     if "/" in args.basename or not args.basename:
         raise ChromaflowError(f"--basename {args.basename!r}: must be a non-empty file name without '/'")
     outdir = Path(args.outdir)
-    if not outdir.is_dir():
-        raise ChromaflowError(f"{outdir}: output directory does not exist")
     threads = resolve_threads(args.threads)
     _keep_freed_memory()
     blacklist = read_blacklist(args.blacklist) if args.blacklist else set()
@@ -113,14 +112,7 @@ def run(args: argparse.Namespace) -> int:
                                blacklist=blacklist)
         with contextlib.ExitStack() as stack:
             stack.callback(inp.close)
-            strands = ["avg", "+", "-"] if args.strand == "all" else [args.strand]
-            tracks = [Track(d, c, s, outdir / output_name(args.basename, d, s, bool(args.blacklist), ws, fmt))
-                      for c, d in enumerate(inp.datasets) for s in strands]
-            browser = [] if args.no_browser_files else _browser_paths(outdir, fmt)
-            if not args.force:  # all or nothing: check every output before writing any
-                for p in [t.path for t in tracks] + browser:
-                    if p.exists():
-                        raise OutputExistsError(f"{p}: output exists (use --force to overwrite)")
+            tracks, browser = _outputs(args, inp.datasets, outdir, fmt)
             pool = ThreadPoolExecutor(threads, thread_name_prefix="bigwig") if threads > 1 else None
             if pool is not None:
                 stack.callback(pool.shutdown, cancel_futures=True)
@@ -160,6 +152,23 @@ def run(args: argparse.Namespace) -> int:
                     experimental=bool(args.experimental), outputs=[t.path.name for t in tracks],
                     intervals=sum(t.writer.count for t in tracks))
     return 0
+
+
+def _outputs(args: argparse.Namespace, datasets: list[str], outdir: Path, fmt: str) -> tuple[list[Track], list[Path]]:
+    """The tracks and browser files this call writes, checked before any is written: the output rule
+    (:func:`chromaflow.common.check_outputs`, which also creates ``--outdir``) and, without --force, all or nothing."""
+    strands = ["avg", "+", "-"] if args.strand == "all" else [args.strand]
+    tracks = [Track(d, c, s, outdir / output_name(args.basename, d, s, bool(args.blacklist), args.window_size, fmt))
+              for c, d in enumerate(datasets) for s in strands]
+    browser = [] if args.no_browser_files else _browser_paths(outdir, fmt)
+    paths = [t.path for t in tracks] + browser
+    check_outputs([("--outdir", p) for p in paths] + [("--metrics", args.metrics)],
+                  [("--predictions", args.predictions), ("--blacklist", args.blacklist)], [("--outdir", outdir)])
+    if not args.force:
+        for p in paths:
+            if p.exists():
+                raise OutputExistsError(f"{p}: output exists (use --force to overwrite)")
+    return tracks, browser
 
 
 def _browser_paths(outdir: Path, fmt: str) -> list[Path]:

@@ -42,6 +42,10 @@ def chromosome_map(seqids: np.ndarray, start_ends: np.ndarray, blacklist: set[st
     chroms = []
     for u in order:
         name = _decode(uniq[u])
+        if len(name.split()) != 1 or name != name.strip():
+            raise ChromaflowError(f"{path}: data/seqids {name!r} holds whitespace, which would break the columns of "
+                                  "chrom.sizes and bedGraph (Helixer keeps a header's tab in the id; make the h5 "
+                                  "with chromaflow fasta2h5, which cuts the id at it)")
         if name in blacklist:
             continue
         rows = rows_by[bounds[u]:bounds[u + 1]]
@@ -56,6 +60,15 @@ def chromosome_map(seqids: np.ndarray, start_ends: np.ndarray, blacklist: set[st
             raise ChromaflowError(f"{path}: data/start_ends of seqid {name!r} holds negative coordinates")
         chroms.append(Chrom(name=name, size=int(se.max()), plus=plus.astype(np.int64), minus=minus.astype(np.int64)))
     return chroms
+
+
+def _check_dataset_name(path: str, name: str) -> None:
+    """A dataset name becomes part of track file names and hub lines: no '/' (a file outside --outdir, or in a
+    subfolder of it), no control character (a tab or line break would break trackDb lines)."""
+    if "/" in name:
+        raise ChromaflowError(f"{path}: dataset name {name!r} holds '/', which cannot be part of a track file name")
+    if not name or any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
+        raise ChromaflowError(f"{path}: dataset name {name!r} is empty or holds a control character")
 
 
 class PredictionsInput:
@@ -130,6 +143,8 @@ class PredictionsInput:
             raise ChromaflowError(f"{path}: dataset(s) {' '.join(bad)} not in {key} (available: {' '.join(avail)})")
         if len(set(chosen)) != len(chosen):
             raise ChromaflowError("--datasets names a dataset twice")
+        for d in chosen:
+            _check_dataset_name(path, d)
         self.datasets = chosen
         # ---- the values
         if self.experimental:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..common import ChromaflowError, StageMetrics, resolve_threads
+from ..common import ChromaflowError, StageMetrics, check_outputs, resolve_threads
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -78,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
             raise ChromaflowError(f"{args.out}: output exists (use --force to overwrite)")
         if os.path.exists(args.out) and os.path.samefile(args.out, args.h5):
             args.out = None  # same file: an in-place update
+    inputs = [("--h5", args.h5)] + [(f"--{kind}", p) for p in paths] + [("--bam-index", p) for p in args.bam_index or []]
+    check_outputs([("--out", args.out), ("--metrics", args.metrics)], inputs)
     threads = resolve_threads(args.threads)
     opt = CountOptions(strand_mode=args.strand_mode, shift=args.shift, min_mapq=args.min_mapq,
                        skip_duplicates=args.skip_duplicates, bigwig_split=args.bigwig_split)

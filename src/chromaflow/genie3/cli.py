@@ -7,10 +7,10 @@ import time
 
 import numpy as np
 
-from ..common import ChromaflowError, StageMetrics, part_bounds, parse_part, resolve_threads
+from ..common import ChromaflowError, StageMetrics, check_outputs, part_bounds, parse_part, resolve_threads
 from . import io as gio
 from .core import ENGINES, IMPORTANCES, METHODS, Options, compute_weights, parse_max_features
-from .report import add_output_arguments, check_output_dirs
+from .report import add_output_arguments, output_options
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if chunk and (args.weights or args.summary or args.plot):
         raise ChromaflowError("--weights/--summary/--plot are written by genie3-merge when --targets-chunk is used")
     threads = resolve_threads(args.threads)
-    check_output_dirs(args.out, args.weights, args.summary, args.plot, args.metrics)
+    check_outputs(output_options(args), [("--expression", args.expression), ("--regulators", args.regulators)])
     with StageMetrics("genie3", args.metrics, threads=threads) as m:
         expr = gio.read_expression(args.expression, args.layout)
         if args.regulators:

@@ -6,9 +6,9 @@ import argparse
 
 import numpy as np
 
-from ..common import ChromaflowError, StageMetrics, resolve_threads
+from ..common import ChromaflowError, StageMetrics, check_outputs, resolve_threads
 from . import io as gio
-from .report import add_output_arguments, check_output_dirs, finish_outputs
+from .report import add_output_arguments, finish_outputs, output_options
 
 _SAME = ("genes", "regulators", "n_targets_total", "options", "fingerprint", "samples")
 
@@ -60,7 +60,7 @@ def merge_parts(paths: list[str]) -> tuple[np.ndarray, dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output_dirs(args.out, args.weights, args.summary, args.plot, args.metrics)
+    check_outputs(output_options(args), [("PART", p) for p in args.parts])
     threads = resolve_threads(args.threads)
     with StageMetrics("genie3-merge", args.metrics, threads=threads) as m:
         W, meta = merge_parts(args.parts)

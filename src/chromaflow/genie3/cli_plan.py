@@ -12,7 +12,7 @@ import json
 import math
 import sys
 
-from ..common import ChromaflowError, part_bounds, write_json_atomic
+from ..common import ChromaflowError, check_outputs, part_bounds, write_json_atomic
 from . import io as gio
 
 
@@ -36,6 +36,7 @@ def plan(genes: int, chunk_size: int) -> dict:
 def run(args: argparse.Namespace) -> int:
     if args.chunk_size < 1:
         raise ChromaflowError(f"--chunk-size must be >= 1 (got {args.chunk_size})")
+    check_outputs([("--out", args.out)], [("--expression", args.expression), ("--regulators", args.regulators)])
     expr = gio.read_expression(args.expression, args.layout)
     regulators = None
     if args.regulators:

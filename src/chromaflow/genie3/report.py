@@ -92,14 +92,10 @@ def make_plot(path, vals: np.ndarray) -> None:
     plt.close(fig)
 
 
-def check_output_dirs(*paths) -> None:
-    """Fail before any work when an output's directory is missing (otherwise some outputs would be written
-    and a later one would fail)."""
-    for p in paths:
-        if p:
-            parent = Path(p).parent
-            if not parent.is_dir():
-                raise ChromaflowError(f"{parent}: output directory does not exist (for {p})")
+def output_options(args) -> list[tuple[str, str | None]]:
+    """(option, path) of every output ``genie3`` and ``genie3-merge`` may write, for
+    :func:`chromaflow.common.check_outputs`."""
+    return [(f"--{name}", getattr(args, name)) for name in ("out", "weights", "summary", "plot", "metrics")]
 
 
 def add_output_arguments(p, out_help: str) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..common import ChromaflowError, OutputExistsError, StageMetrics, atomic_output, open_h5_input
+from ..common import (ChromaflowError, OutputExistsError, StageMetrics, atomic_output, check_outputs,
+                      open_h5_input)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .h5io import create_predictions
 
+    check_outputs([("--out", args.out), ("--metrics", args.metrics)], [("SHARD", s) for s in args.shards])
     if os.path.exists(args.out) and not args.force:
         raise OutputExistsError(f"{args.out}: output exists (use --force to overwrite)")
     with StageMetrics("predict-merge", args.metrics, threads=1) as metrics:

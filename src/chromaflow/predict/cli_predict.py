@@ -6,8 +6,8 @@ import argparse
 import gc
 import os
 
-from ..common import (ChromaflowError, OutputExistsError, Phases, StageMetrics, atomic_output, part_bounds,
-                      parse_part, process_age_s, resolve_threads)
+from ..common import (ChromaflowError, OutputExistsError, Phases, StageMetrics, atomic_output, check_outputs,
+                      part_bounds, parse_part, process_age_s, resolve_threads)
 from ..subseq import DEFAULT_L
 
 
@@ -112,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
     args.phases, args.process_age_s = Phases(), process_age_s()  # start-up profile (metrics "phases_s")
     _check_args(args)
     shard = parse_part(args.shard, "--shard")
+    check_outputs([("--out", args.out), ("--metrics", args.metrics)],
+                  [("--h5", args.h5), ("--fasta", args.fasta), ("--model", args.model)])
     if os.path.exists(args.out) and not args.force:
         raise OutputExistsError(f"{args.out}: output exists (use --force to overwrite)")
     # cheap checks first, so bad input fails fast without importing torch

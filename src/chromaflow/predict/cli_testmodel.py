@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..common import ChromaflowError, atomic_output
+from ..common import ChromaflowError, atomic_output, check_outputs
 
 #: architecture presets; options given on the command line override them
 PRESETS = {
@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = ModelConfig(datasets=tuple(args.datasets), seq_len=args.seq_len, **opts)
     cfg.validate("make-test-model")
     cfg.check_length(cfg.seq_len, "--seq-len")
+    check_outputs([("--out", args.out)])
     with atomic_output(args.out, force=args.force) as tmp:
         write_test_checkpoint(tmp, cfg, args.seed)
     return 0

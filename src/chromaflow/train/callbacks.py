@@ -10,6 +10,33 @@ import lightning as L
 from ..common import Progress, write_text_atomic
 
 
+class SignalStop(Exception):
+    """Raised by :class:`StopOnSignal` (an Exception, not a KeyboardInterrupt: Lightning ends the fit quietly and
+    re-raises it)."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"stopped by signal {signum}")
+        self.signum = signum
+
+
+class StopOnSignal(L.Callback):
+    """SIGTERM, SIGINT or SIGHUP during training (:meth:`request`, from
+    :func:`chromaflow.common.handle_stop_signals`) ends the fit at the end of the current batch, never inside an
+    optimizer step or a checkpoint write, by raising :class:`SignalStop`. ``<out>/last.ckpt`` stays the one of the
+    last completed epoch, which ``--resume`` continues exactly (a mid-epoch checkpoint would not: the data order
+    and the per-epoch callbacks start at epoch boundaries)."""
+
+    def __init__(self):
+        self.signum: int | None = None
+
+    def request(self, signum: int) -> None:
+        self.signum = signum
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if self.signum is not None:
+            raise SignalStop(self.signum)
+
+
 class ThroughputCallback(L.Callback):
     """Per training epoch: wall seconds, samples, samples/s, bp/s and the fraction of the epoch spent waiting for
     data (time between the end of one step and the start of the next, plus before the first step)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..common import ChromaflowError, StageMetrics, resolve_threads
+from ..common import ChromaflowError, StageMetrics, check_outputs, resolve_threads
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,14 +47,16 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(threads)
     with StageMetrics("evaluate", args.metrics, threads=threads, device=str(device), batch_size=args.batch_size) as m:
         ckpt = load_checkpoint(args.model)
-        model = build_model(ckpt).to(device)
         datasets = tuple(ckpt.datasets)
+        pngs = [os.path.join(args.plots, f"{s}_{d}.png") for s in stems for d in datasets] if args.plots else []
+        check_outputs([("--out", args.out), ("--metrics", args.metrics)] + [("--plots", p) for p in pngs],
+                      [("--model", args.model)] + [("--h5", h5) for h5 in args.h5], [("--plots", args.plots)])
+        model = build_model(ckpt).to(device)
         results = [evaluate_file(model, datasets, h5, batch_size=args.batch_size, device=device,
                                  blacklist=args.blacklist) for h5 in args.h5]
         write_tsv(args.out, results, datasets)
         plots = []
         if args.plots:
-            os.makedirs(args.plots, exist_ok=True)
             for r in results:
                 for d in r.datasets:
                     png = os.path.join(args.plots, f"{r.stem}_{d}.png")

@@ -7,12 +7,13 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import statistics
 import sys
 import warnings
 
-from ..common import ChromaflowError, StageMetrics, resolve_threads
+from ..common import ChromaflowError, Interrupted, StageMetrics, check_outputs, handle_stop_signals, resolve_threads
 
 QUANTITIES = ("avg_train_loss", "avg_train_accuracy", "avg_val_loss", "avg_val_accuracy")
 
@@ -108,6 +109,15 @@ def _check_args(args) -> None:
         raise ChromaflowError(f"--datasets lists a name twice: {' '.join(args.datasets)}")
 
 
+def _check_outputs(args) -> None:
+    """The output rule (:func:`chromaflow.common.check_outputs`); the checkpoints are left out: ``--resume
+    OUT/last.ckpt`` is read before Lightning writes the next one."""
+    h5s = glob.glob(os.path.join(args.input_dir, "*", "*.h5"))
+    check_outputs([("--metrics", args.metrics), ("--out", os.path.join(args.out, "metrics.tsv"))],
+                  [("--init", args.init), ("--resume", args.resume)] + [("--input-dir", p) for p in h5s],
+                  [("--out", args.out)])
+
+
 def cpu_has_native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool | None:
     """True/False from the CPU flags (Linux x86); None where they cannot be read (then nothing is claimed)."""
     try:
@@ -147,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         if os.path.exists(os.path.join(out, "last.ckpt")) and not (args.resume or args.force):
             raise ChromaflowError(f"{out}: holds a previous run (last.ckpt); use --resume {out}/last.ckpt to continue "
                                   f"it or --force to start afresh")
-        os.makedirs(out, exist_ok=True)
+        _check_outputs(args)
     accel = _accelerator(args)
     if accel == "cpu" and args.precision == "bf16-mixed" and not child and cpu_has_native_bf16() is False:
         print("chromaflow train: warning: --precision bf16-mixed on a CPU without native bf16 (avx512_bf16 / amx_bf16) "
@@ -172,8 +182,8 @@ def _train(args, accel: str, workers: int, threads: int, child: bool) -> dict:
     import torch
     from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
-    from ..predict.checkpoint import _numpy_safe_globals, load_checkpoint
-    from .callbacks import EpochTable, ThroughputCallback
+    from ..predict.checkpoint import load_checkpoint
+    from .callbacks import EpochTable, StopOnSignal, ThroughputCallback
     from .data import CoverageDataModule
     from .finetune import init_from
     from .module import PredmoterModule, hparams_for
@@ -236,6 +246,7 @@ def _train(args, accel: str, workers: int, threads: int, child: bool) -> dict:
                          min_delta=0.0, check_on_train_epoch_end=True)
     throughput = ThroughputCallback(seq_len)
     table = EpochTable(os.path.join(out, "metrics.tsv"), throughput)
+    stopper = StopOnSignal()
     if args.resume:
         from .callbacks import resume_history
         module.epoch_log = [r for r in resume_history(os.path.join(out, "metrics.tsv"))
@@ -244,10 +255,9 @@ def _train(args, accel: str, workers: int, threads: int, child: bool) -> dict:
         accelerator=accel, devices=args.devices, strategy="ddp" if args.devices > 1 else "auto",
         precision=args.precision, max_epochs=args.epochs, deterministic=True, logger=False,
         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-        use_distributed_sampler=False, sync_batchnorm=sync_bn and accel == "gpu", callbacks=[throughput, best, stop, table], default_root_dir=out,
+        use_distributed_sampler=False, sync_batchnorm=sync_bn and accel == "gpu", callbacks=[throughput, best, stop, table, stopper], default_root_dir=out,
     )
-    with torch.serialization.safe_globals(_numpy_safe_globals()):
-        trainer.fit(module, datamodule=dm, ckpt_path=args.resume, weights_only=True)
+    _fit(trainer, module, dm, args.resume, stopper, out)
     if not trainer.is_global_zero:
         return {}
     epochs = throughput.epochs
@@ -272,6 +282,29 @@ def _train(args, accel: str, workers: int, threads: int, child: bool) -> dict:
         "stopped_early": bool(stop.stopped_epoch), "notes": notes,
         "final_epoch": int(trainer.current_epoch),
     }
+
+
+def _fit(trainer, module, dm, resume: str | None, stopper, out: str) -> None:
+    """``trainer.fit``; a stop signal ends it at the next batch end (StopOnSignal) and becomes
+    :class:`~chromaflow.common.Interrupted` (exit 128 + signal), naming the checkpoint to resume from. Lightning
+    ends a run that got SIGTERM during validation with SystemExit(None), i.e. exit 0: that becomes the same."""
+    import torch
+
+    from ..predict.checkpoint import _numpy_safe_globals
+    from .callbacks import SignalStop
+
+    handle_stop_signals(stopper.request)
+    try:
+        with torch.serialization.safe_globals(_numpy_safe_globals()):
+            trainer.fit(module, datamodule=dm, ckpt_path=resume, weights_only=True)
+    except (SignalStop, SystemExit):
+        if stopper.signum is None:
+            raise
+    if stopper.signum is not None:
+        last = os.path.join(out, "last.ckpt")
+        note = (f"continue with --resume {last} (epoch {base_epoch(last)} done)" if os.path.exists(last) else
+                "no epoch was completed, nothing to resume")
+        raise Interrupted(stopper.signum, note)
 
 
 def base_epoch(path: str) -> int:

@@ -1,0 +1,135 @@
+"""The output rule (docs/reliability.md, "The output rule"), through the real CLI of every command: an output that
+is an input (also through a link, also with --force) or another output, or whose folder is missing, is refused
+with one line naming the option and the path, a non-zero exit, the inputs unchanged and nothing written."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TEST = ROOT / "assets" / "test"
+
+
+def run(*args, cwd=None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, CHROMAFLOW_PROGRESS="0")
+    return subprocess.run([sys.executable, "-m", "chromaflow", *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=600)
+
+
+def ok(*args) -> None:
+    res = run(*args)
+    assert res.returncode == 0, res.stderr
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory) -> Path:
+    """Every kind of input, made with the real stages."""
+    d = tmp_path_factory.mktemp("inputs")
+    shutil.copy(TEST / "asmA.fa", d / "a.fa")
+    shutil.copy(TEST / "genie3" / "expression.tsv", d / "e.tsv")
+    ok("fasta2h5", "--fasta", d / "a.fa", "--species", "Sp", "--out", d / "g.h5", "--subsequence-length", "2000")
+    ok("make-test-model", "--out", d / "m.ckpt", "--seed", "3")
+    ok("predict", "--h5", d / "g.h5", "--model", d / "m.ckpt", "--out", d / "p.h5", "--device", "cpu")
+    ok("predict", "--h5", d / "g.h5", "--model", d / "m.ckpt", "--out", d / "s.h5", "--device", "cpu",
+       "--shard", "1/1")
+    ok("bigwig", "--predictions", d / "p.h5", "--outdir", d, "--basename", "t", "--datasets", "atacseq",
+       "--no-browser-files")
+    os.rename(d / "t_atacseq_avg_strand.bw", d / "t.bw")
+    ok("add-coverage", "--h5", d / "g.h5", "--prefix", "atacseq", "--bigwig", d / "t.bw", "--unstranded",
+       "--out", d / "cov.h5")
+    ok("genie3", "--expression", d / "e.tsv", "--layout", "samples-x-genes", "--n-trees", "5",
+       "--targets-chunk", "1/1", "--out", d / "part.npz")
+    for sub in ("train", "val"):
+        (d / "data" / sub).mkdir(parents=True)
+        shutil.copy(d / "cov.h5", d / "data" / sub / "cov.h5")
+    return d
+
+
+def _sha(d: Path) -> dict[str, str]:
+    return {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+            for p in sorted(d.rglob("*"))}
+
+
+#: (case id, argv with {d} for the input folder, words the one error line must hold)
+CASES = [
+    ("fasta2h5-metrics-is-fasta", "fasta2h5 --fasta {d}/a.fa --species Sp --out {d}/o.h5 --metrics {d}/a.fa",
+     ["--metrics {d}/a.fa", "--fasta {d}/a.fa"]),
+    ("fasta2h5-out-is-fasta-force", "fasta2h5 --fasta {d}/a.fa --species Sp --out {d}/a.fa --force",
+     ["--out {d}/a.fa", "--fasta"]),
+    ("fasta2h5-metrics-folder-missing", "fasta2h5 --fasta {d}/a.fa --species Sp --out {d}/o.h5 "
+     "--metrics {d}/nonexist/m.json", ["{d}/nonexist: output directory does not exist", "--metrics"]),
+    ("predict-metrics-is-h5", "predict --h5 {d}/g.h5 --model {d}/m.ckpt --out {d}/o.h5 --metrics {d}/g.h5 "
+     "--device cpu", ["--metrics {d}/g.h5", "--h5 {d}/g.h5"]),
+    ("predict-metrics-is-model", "predict --h5 {d}/g.h5 --model {d}/m.ckpt --out {d}/o.h5 --metrics {d}/m.ckpt "
+     "--device cpu", ["--metrics {d}/m.ckpt", "--model"]),
+    ("predict-out-is-h5-force", "predict --h5 {d}/g.h5 --model {d}/m.ckpt --out {d}/./g.h5 --force --device cpu",
+     ["--out {d}/./g.h5", "--h5 {d}/g.h5", "--force"]),
+    ("predict-metrics-is-out", "predict --h5 {d}/g.h5 --model {d}/m.ckpt --out {d}/o.h5 --metrics {d}/o.h5 "
+     "--device cpu", ["--metrics {d}/o.h5", "--out {d}/o.h5"]),
+    ("predict-metrics-folder-missing", "predict --fasta {d}/a.fa --species Sp --subsequence-length 2000 "
+     "--model {d}/m.ckpt --out {d}/o.h5 --metrics {d}/nonexist/m.json --device cpu",
+     ["{d}/nonexist: output directory does not exist"]),
+    ("predict-merge-metrics-is-shard", "predict-merge --out {d}/o.h5 --metrics {d}/s.h5 {d}/s.h5",
+     ["--metrics {d}/s.h5", "SHARD {d}/s.h5"]),
+    ("bigwig-metrics-is-predictions", "bigwig --predictions {d}/p.h5 --outdir {d} --basename b "
+     "--metrics {d}/p.h5", ["--metrics {d}/p.h5", "--predictions {d}/p.h5"]),
+    ("genie3-out-is-expression", "genie3 --expression {d}/e.tsv --layout genes-x-samples --out {d}/e.tsv",
+     ["--out {d}/e.tsv", "--expression {d}/e.tsv"]),
+    ("genie3-weights-is-out", "genie3 --expression {d}/e.tsv --layout samples-x-genes --n-trees 5 "
+     "--out {d}/l.tsv.gz --weights {d}/l.tsv.gz", ["--weights {d}/l.tsv.gz", "--out {d}/l.tsv.gz"]),
+    ("genie3-summary-links-to-expression", "genie3 --expression {d}/e.tsv --layout samples-x-genes --n-trees 5 "
+     "--out {d}/l.tsv.gz --summary {d}/link.json", ["--summary {d}/link.json", "--expression {d}/e.tsv"]),
+    ("genie3-merge-out-is-part", "genie3-merge {d}/part.npz --out {d}/part.npz", ["--out {d}/part.npz", "PART"]),
+    ("genie3-merge-metrics-is-plot", "genie3-merge {d}/part.npz --out {d}/l.tsv.gz --plot {d}/x.png "
+     "--metrics {d}/x.png", ["--metrics {d}/x.png", "--plot {d}/x.png"]),
+    ("genie3-plan-out-is-expression", "genie3-plan --expression {d}/e.tsv --layout samples-x-genes --out {d}/e.tsv",
+     ["--out {d}/e.tsv", "--expression"]),
+    ("add-coverage-metrics-is-h5", "add-coverage --h5 {d}/g.h5 --prefix x --bigwig {d}/t.bw --unstranded "
+     "--out {d}/o.h5 --metrics {d}/g.h5", ["--metrics {d}/g.h5", "--h5 {d}/g.h5"]),
+    ("add-coverage-out-is-bigwig-force", "add-coverage --h5 {d}/g.h5 --prefix x --bigwig {d}/t.bw --unstranded "
+     "--out {d}/t.bw --force", ["--out {d}/t.bw", "--bigwig {d}/t.bw"]),
+    ("evaluate-metrics-is-h5", "evaluate --model {d}/m.ckpt --h5 {d}/cov.h5 --out {d}/r.tsv --metrics {d}/cov.h5",
+     ["--metrics {d}/cov.h5", "--h5 {d}/cov.h5"]),
+    ("evaluate-out-is-model", "evaluate --model {d}/m.ckpt --h5 {d}/cov.h5 --out {d}/m.ckpt",
+     ["--out {d}/m.ckpt", "--model {d}/m.ckpt"]),
+    ("train-metrics-is-training-h5", "train --input-dir {d}/data --out {d}/run --metrics {d}/data/train/cov.h5 "
+     "--epochs 1 --batch-size 4 --cnn-layers 1 --filter-size 4 --hidden-size 4",
+     ["--metrics {d}/data/train/cov.h5", "--input-dir {d}/data/train/cov.h5"]),
+    ("make-test-model-folder-missing", "make-test-model --out {d}/nonexist/m.ckpt",
+     ["{d}/nonexist: output directory does not exist", "--out"]),
+]
+
+
+@pytest.mark.parametrize("argv,needles", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_output_rule(made, tmp_path, argv, needles):
+    d = tmp_path / "w"
+    shutil.copytree(made, d)
+    (d / "link.json").symlink_to(d / "e.tsv")
+    before = _sha(d)
+    res = run(*argv.format(d=d).split())
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 1 and len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
+    assert lines[0].startswith(f"chromaflow {argv.split()[0]}: error: ")
+    for n in needles:
+        assert n.format(d=d) in lines[0], lines[0]
+    assert _sha(d) == before  # the inputs unchanged, nothing written (no output, no temporary, no folder)
+
+
+def test_bigwig_creates_a_missing_outdir(made, tmp_path):
+    out = tmp_path / "new" / "tracks"
+    ok("bigwig", "--predictions", made / "p.h5", "--outdir", out, "--basename", "b", "--datasets", "atacseq")
+    assert (out / "b_atacseq_avg_strand.bw").is_file() and (out / "chrom.sizes").is_file()
+
+
+def test_outdir_that_is_a_file_is_refused(made, tmp_path):
+    (tmp_path / "f").write_text("x")
+    res = run("bigwig", "--predictions", made / "p.h5", "--outdir", tmp_path / "f", "--basename", "b")
+    assert res.returncode == 1 and res.stderr.strip() == (f"chromaflow bigwig: error: --outdir {tmp_path / 'f'}: "
+                                                           "exists and is not a folder"), res.stderr
+    assert (tmp_path / "f").read_text() == "x"
