@@ -144,3 +144,25 @@ def test_train_stops_with_128_plus_signal_and_resumes_exactly(tmp_path, sig):
     a, b = (torch.load(p / "last.ckpt", map_location="cpu", weights_only=False) for p in (out, whole))
     assert a["epoch"] == b["epoch"] == done and a["global_step"] == b["global_step"]
     assert all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])
+
+
+def test_a_signal_between_creating_a_temporary_and_guarding_it_leaves_nothing(tmp_path, monkeypatch, capsys):
+    """A signal can arrive after a temporary exists and before the block (or ExitStack entry) that removes it on
+    error: bigwig, stopped while it created its six temporaries, once kept one. The CLI removes every temporary of
+    the process that is still listed when a command stops."""
+    import types
+
+    from chromaflow import cli
+    from chromaflow.common import Interrupted, _new_temporary
+
+    def run(args):
+        _new_temporary(tmp_path, "out.h5", "")  # created, not yet guarded by atomic_output's block
+        raise Interrupted(signal.SIGTERM)
+
+    real = cli.importlib.import_module(cli.COMMANDS["fasta2h5"][0])
+    fake = types.SimpleNamespace(run=run, add_arguments=real.add_arguments)
+    monkeypatch.setattr(cli.importlib, "import_module", lambda name: fake)
+    rc = cli.main(["fasta2h5", "--fasta", "x.fa", "--species", "s", "--out", str(tmp_path / "out.h5")])
+    assert rc == 128 + signal.SIGTERM
+    assert capsys.readouterr().err.strip() == "chromaflow fasta2h5: error: interrupted by SIGTERM"
+    assert list(tmp_path.iterdir()) == []

@@ -15,7 +15,7 @@ import signal
 import sys
 
 from . import __version__
-from .common import TEMP_MIDDLE, ChromaflowError, handle_stop_signals
+from .common import TEMP_MIDDLE, ChromaflowError, handle_stop_signals, remove_live_temporaries
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -78,6 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(COMMANDS[args.command][0])
     prefix = f"chromaflow {args.command}: error:"
     handle_stop_signals()
+    try:
+        return _run(module, args, prefix)
+    finally:
+        remove_live_temporaries()  # what an interruption left between creating a temporary and guarding it
+
+
+def _run(module, args, prefix: str) -> int:
+    """The command, with every way it can stop turned into one line on stderr and the exit status."""
     try:
         rc = module.run(args)
     except ChromaflowError as exc:

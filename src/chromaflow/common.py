@@ -12,10 +12,10 @@ import os
 import platform
 import re
 import resource
+import secrets
 import signal
 import socket
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -92,17 +92,48 @@ def atomic_output(path: str | os.PathLike, *, force: bool = True, suffix: str = 
     if not parent.is_dir():
         raise ChromaflowError(f"{parent}: output directory does not exist")
     remove_stale_temporaries(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}.", suffix=f"{suffix}.part", dir=parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    name = _new_temporary(parent, path.name, suffix)
     try:
-        yield tmp_path
-        os.chmod(tmp_path, mode)
-        os.replace(tmp_path, path)
+        yield Path(name)
+        os.chmod(name, mode)
+        os.replace(name, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            tmp_path.unlink()
+            os.unlink(name)
         raise
+    finally:
+        _LIVE_TEMPORARIES.discard(name)
+
+
+#: temporaries of this process that are neither renamed nor removed yet. A signal can arrive between two
+#: bytecodes anywhere, also after a temporary was created and before the block that removes it on error was
+#: entered (or before an ExitStack registered it): the CLI removes what is still listed here when it stops.
+_LIVE_TEMPORARIES: set[str] = set()
+
+
+def _new_temporary(parent: Path, name: str, suffix: str) -> str:
+    """Create an empty temporary ``.<name>.<host>-<pid>.<random>[suffix].part`` in ``parent``; it is listed in
+    :data:`_LIVE_TEMPORARIES` before it exists, so no moment leaves it unlisted."""
+    for _ in range(100):
+        tmp = os.path.join(parent, f".{name}.{_HOST}-{os.getpid()}.{secrets.token_hex(4)}{suffix}.part")
+        _LIVE_TEMPORARIES.add(tmp)
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            return tmp
+        except FileExistsError:  # another process's (a random collision): try another name
+            _LIVE_TEMPORARIES.discard(tmp)
+    raise ChromaflowError(f"{parent}: could not create a temporary file for {name}")
+
+
+def remove_live_temporaries() -> list[str]:
+    """Remove this process's temporaries that are still listed (the CLI calls it when a command stops)."""
+    removed = []
+    for tmp in list(_LIVE_TEMPORARIES):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+            removed.append(tmp)
+        _LIVE_TEMPORARIES.discard(tmp)
+    return removed
 
 
 # --------------------------------------------------------------------------------------------------
