@@ -192,3 +192,55 @@ def test_bad_train_sheet_stops_before_any_task(tmp_path, nextflow_bin, line, mes
     assert f"train sheet {sheet} {message}" in out, out[-3000:]
     assert "Traceback" not in out
     assert not (tmp_path / "work").exists() or not any((tmp_path / "work").iterdir())
+
+
+def _train_pid(task_dir: Path) -> int | None:
+    """The `chromaflow train` process whose working directory is ``task_dir``."""
+    import os
+
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"train" in cmd and b"--input-dir" in cmd and Path(os.readlink(f"/proc/{pid}/cwd")) == task_dir:
+                return int(pid)
+        except OSError:
+            continue
+    return None
+
+
+def test_train_task_stopped_by_sigterm_is_retried_and_continues(tmp_path, nextflow_bin):
+    """A scheduler's SIGTERM (time limit, preemption) stops the TRAIN task with exit 143 after an epoch was saved;
+    Nextflow's retry (130-145) runs attempt 2, which copies the stopped attempt's checkpoints and continues with
+    --resume instead of starting afresh: every epoch appears once in metrics.tsv and the run completes."""
+    import os
+    import signal
+    import time
+
+    from pipeline_utils import nextflow_cmd, nextflow_env
+
+    outdir, epochs = tmp_path / "results", 40
+    proc = subprocess.Popen(nextflow_cmd(["-profile", "test", "--mode", "train", "--train_epochs", str(epochs),
+                                          "--outdir", str(outdir)]), cwd=tmp_path, env=nextflow_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline, pid, task = time.time() + 600, None, None
+        while time.time() < deadline and proc.poll() is None and pid is None:
+            ckpts = list((tmp_path / "work").glob("*/*/model/last.ckpt"))
+            if ckpts:
+                task = ckpts[0].parent.parent
+                pid = _train_pid(task)
+            time.sleep(0.1)
+        assert pid is not None, f"TRAIN never saved an epoch while running: {proc.stdout.read()[-3000:]}"
+        os.kill(pid, signal.SIGTERM)
+        out, _ = proc.communicate(timeout=900)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, out[-4000:]
+    train = [r for r in read_trace(outdir) if r["process"].endswith(":TRAIN")]
+    assert [(r["attempt"], r["status"], r["exit"]) for r in train] == [("1", "FAILED", "143"), ("2", "COMPLETED", "0")]
+    assert "interrupted by SIGTERM; continue with --resume" in (task / ".command.err").read_text()
+    second = next(p for p in (tmp_path / "work").glob("*/*") if p != task and (p / "model" / "last.ckpt").exists())
+    assert f"attempt 2 continues from {task}/model/last.ckpt" in (second / ".command.err").read_text()
+    rows = read_tsv(second / "model" / "metrics.tsv")
+    assert [int(r["epoch"]) for r in rows] == list(range(epochs))

@@ -433,3 +433,22 @@ def test_bad_inputs(data, tmp_path):
     res = _cli("evaluate", "--model", MINI, "--h5", tmp_path / "corrupt" / "train" / "x.h5", "--out", tmp_path / "e.tsv")
     assert res.returncode != 0 and res.stderr.count("\n") == 1 and "x.h5" in res.stderr
     assert not (tmp_path / "e.tsv").exists()
+
+
+def test_architecture_options_with_resume_must_agree_with_the_checkpoint():
+    """A pipeline retry passes the run's options again with --resume: options equal to the checkpoint's
+    architecture are accepted, another value is refused naming both."""
+    import argparse
+
+    from chromaflow.common import ChromaflowError
+    from chromaflow.predict.checkpoint import load_checkpoint
+    from chromaflow.train.cli_train import ARCH_OPTIONS, _check_architecture
+
+    cfg = load_checkpoint(MINI).config
+    same = argparse.Namespace(init=None, resume=str(MINI), **{k: None for k in ARCH_OPTIONS})
+    same.cnn_layers, same.model_type, same.bnorm = cfg.cnn_layers, cfg.model_type, cfg.bnorm
+    _check_architecture(same, cfg)
+    other = argparse.Namespace(**{**vars(same), "hidden_size": cfg.hidden_size + 1})
+    with pytest.raises(ChromaflowError, match=rf"--hidden-size {cfg.hidden_size + 1}: .*--resume checkpoint, which "
+                                              rf"has {cfg.hidden_size}"):
+        _check_architecture(other, cfg)

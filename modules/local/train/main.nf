@@ -27,15 +27,25 @@ process TRAIN {
     def devices = task.accelerator ? (task.accelerator.request as int) : 1
     def threads = Math.max(1, (task.cpus as int).intdiv(devices))
     def initArg = init ? "--init ${init}" : ''
+    // a retry (exit 130-145: SIGTERM of a scheduler's time limit or a preemption) continues the stopped attempt:
+    // `chromaflow train` saved last.ckpt after each epoch and exits 128 + signal. Its folder is copied from the
+    // previous attempt's work directory when this task can see it (always without containers; with containers
+    // only where the work directory is mounted), else the attempt starts afresh.
+    def previous = task.attempt > 1 && task.previousTrace ? (task.previousTrace.get('workdir') ?: '') : ''
     """
+    start="--force ${initArg}"
+    if [ -n "${previous}" ] && [ -f "${previous}/${prefix}/last.ckpt" ]; then
+        rm -rf ${prefix} && cp -r "${previous}/${prefix}" ${prefix}
+        start="--resume ${prefix}/last.ckpt"
+        echo "TRAIN ${meta.id}: attempt ${task.attempt} continues from ${previous}/${prefix}/last.ckpt" >&2
+    fi
     chromaflow train \\
         --input-dir input \\
         --out ${prefix} \\
         --devices ${devices} \\
         --threads ${threads} \\
         --metrics ${prefix}.train.metrics.json \\
-        --force \\
-        ${initArg} \\
+        \$start \\
         ${args}
 
     cat <<-END_VERSIONS >| versions.yml

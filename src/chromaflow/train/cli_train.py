@@ -96,11 +96,6 @@ def _check_args(args) -> None:
         raise ChromaflowError(f"--learning-rate must be > 0, got {args.learning_rate}")
     if args.num_workers is not None and args.num_workers < 0:
         raise ChromaflowError(f"--num-workers must be >= 0, got {args.num_workers}")
-    arch = [a for a in ("model_type", "cnn_layers", "filter_size", "kernel_size", "step", "up", "dilation",
-                        "lstm_layers", "hidden_size", "bnorm", "dropout") if getattr(args, a) is not None]
-    if (args.init or args.resume) and arch:
-        raise ChromaflowError(f"--{arch[0].replace('_', '-')}: the architecture comes from the "
-                              f"{'--init' if args.init else '--resume'} checkpoint")
     if args.resume and args.datasets:
         raise ChromaflowError("--datasets: a resumed run keeps the checkpoint's datasets")
     if (args.head != "keep" or args.freeze_encoder) and not args.init:
@@ -145,6 +140,21 @@ def _accelerator(args) -> str:
     if args.precision == "16-mixed":
         raise ChromaflowError("--precision 16-mixed needs a CUDA device (use bf16-mixed on CPU)")
     return "cpu"
+
+
+ARCH_OPTIONS = ("model_type", "cnn_layers", "filter_size", "kernel_size", "step", "up", "dilation", "lstm_layers",
+                "hidden_size", "bnorm", "dropout")
+
+
+def _check_architecture(args, cfg) -> None:
+    """With --resume/--init the architecture is the checkpoint's: an architecture option may be given (a pipeline
+    retry passes the run's options again) only with the checkpoint's own value; another value is refused."""
+    for name in ARCH_OPTIONS:
+        given = getattr(args, name)
+        if given is not None and given != getattr(cfg, name):
+            raise ChromaflowError(f"--{name.replace('_', '-')} {given}: the architecture comes from the "
+                                  f"{'--init' if args.init else '--resume'} checkpoint, which has "
+                                  f"{getattr(cfg, name)}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -196,6 +206,7 @@ def _train(args, accel: str, workers: int, threads: int, child: bool) -> dict:
     base = None
     if args.resume or args.init:
         base = load_checkpoint(args.resume or args.init)
+        _check_architecture(args, base.config)
         datasets = tuple(args.datasets or base.config.datasets)
     else:
         datasets = tuple(args.datasets or ("atacseq", "h3k4me3"))
@@ -214,9 +225,7 @@ def _train(args, accel: str, workers: int, threads: int, child: bool) -> dict:
         if args.learning_rate is not None:
             hp["learning_rate"] = args.learning_rate
     else:
-        hp = hparams_for({k: getattr(args, k) for k in ("model_type", "cnn_layers", "filter_size", "kernel_size",
-                                                         "step", "up", "dilation", "lstm_layers", "hidden_size",
-                                                         "bnorm", "dropout", "learning_rate")}, datasets, seq_len)
+        hp = hparams_for({k: getattr(args, k) for k in (*ARCH_OPTIONS, "learning_rate")}, datasets, seq_len)
     try:
         module = PredmoterModule(**hp)
     except (ValueError, RuntimeError) as exc:
