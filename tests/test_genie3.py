@@ -532,11 +532,14 @@ def _adversarial_weights(rng, R, T):
     return W
 
 
+@pytest.mark.parametrize("block", [1 << 22, 5], ids=["one-block", "blocks-of-5"])
 @pytest.mark.parametrize("native", [True, False], ids=["C", "numpy"])
-def test_ranked_links_match_a_lexsort_of_the_specification(native, monkeypatch):
+def test_ranked_links_match_a_lexsort_of_the_specification(native, block, monkeypatch):
     """ranked_links (C radix sort of the values in name order, or its np.lexsort fallback) gives exactly the
     order of a plain lexsort over (-value, regulator name, target name), with and without self-links and a
-    limit, on weights full of ties and near-ties."""
+    limit, on weights full of ties and near-ties; with a limit its candidates are found block by block (blocks
+    of 5 values: many merges, ties across block edges)."""
+    monkeypatch.setattr(gio, "LIMIT_BLOCK", block)
     if not native:
         monkeypatch.setitem(gio._LINKS_LIB, "lib", None)
     elif gio._links_lib() is None:
@@ -554,6 +557,33 @@ def test_ranked_links_match_a_lexsort_of_the_specification(native, monkeypatch):
             got = gio.ranked_links(W, rn, tn, reg_idx, tgt_idx, limit)
             want = _lexsort_reference(W, rn, tn, reg_idx, tgt_idx, limit)
             assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), (trial, limit)
+
+
+def test_max_links_candidates_need_no_copy_of_the_matrix(monkeypatch):
+    """The --max-links candidates: the same positions as a partition of the whole matrix (NaN, ties, the largest
+    values at either end, blocks of 1,000), and ranked_links with a limit allocates far less than the matrix (the
+    earlier np.partition copied all of W, and the cut an R x T mask)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(11)
+    monkeypatch.setattr(gio, "LIMIT_BLOCK", 1000)
+    for case in range(3):
+        flat = np.round(rng.random(20_000), 3)          # many ties
+        if case == 2:
+            flat[rng.integers(0, flat.size, 50)] = np.nan
+        flat[[0, -1][case % 2]] = 2.0 + case
+        for k in (1, 2, 17, 1000, 1001, 19_999, 20_000):
+            want = np.flatnonzero(flat >= np.partition(flat, flat.size - k)[flat.size - k])
+            assert np.array_equal(gio._entries_at_or_above_kth(flat, k), want), (case, k)
+    W = rng.random((2000, 2000))
+    names = [f"g{i}" for i in range(2000)]
+    monkeypatch.setattr(gio, "LIMIT_BLOCK", 1 << 16)
+    tracemalloc.start()
+    rows, cols = gio.ranked_links(W, names, names, np.arange(2000), np.arange(2000), limit=100)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(rows) == 100 and W[rows[0], cols[0]] == max(W[i, j] for i in range(2000) for j in range(2000) if i != j)
+    assert peak < W.nbytes // 8
 
 
 def test_link_writer_bytes_match_python_formatting(tmp_path, monkeypatch):

@@ -402,8 +402,7 @@ def ranked_links(W: np.ndarray, reg_names: list[str], tgt_names: list[str], reg_
         # by their own flat positions in W (ties keep list order, so the name order still breaks them)
         flat = W.ravel()
         k = min(limit + n_self, R * T)  # self entries could be among the k largest; never more than n_self
-        thr = np.partition(flat, R * T - k)[R * T - k]
-        cand = np.flatnonzero(flat >= thr)
+        cand = _entries_at_or_above_kth(flat, k)
         rows, cols = np.divmod(cand, T)
         key = rrank[rows] * T + trank[cols]                # unique: any sort gives the same order
         keep = ~np.isin(key, selfs)
@@ -422,6 +421,25 @@ def ranked_links(W: np.ndarray, reg_names: list[str], tgt_names: list[str], reg_
     return _order_desc(wp, nk, T, rord, cord, min(limit, n) if limit and limit > 0 else n)
 
 
+#: values per block when the --max-links candidates are found (memory: about 2 blocks of float64, not R x T)
+LIMIT_BLOCK = 1 << 22
+
+
+def _entries_at_or_above_kth(flat: np.ndarray, k: int) -> np.ndarray:
+    """Positions (ascending) of the values >= the k-th largest of ``flat``, found block by block: the k largest
+    seen so far are kept and merged with the next block (``np.partition``'s order, NaN largest), so memory stays
+    at max(k, LIMIT_BLOCK) values instead of a copy of the whole matrix (7.2 GB at 30,000 x 30,000) and an R x T
+    boolean mask. Same positions as ``np.flatnonzero(flat >= np.partition(flat, n - k)[n - k])``."""
+    n = len(flat)
+    block = max(LIMIT_BLOCK, k)
+    top = flat[:0]
+    for a in range(0, n, block):
+        merged = np.concatenate([top, flat[a:a + block]])
+        top = np.partition(merged, len(merged) - k)[len(merged) - k:] if len(merged) > k else merged
+    thr = np.partition(top, 0)[0] if len(top) > 1 else top[0]
+    return np.concatenate([np.flatnonzero(flat[a:a + block] >= thr) + a for a in range(0, n, block)])
+
+
 def _order_desc(wp: np.ndarray, nk: np.ndarray | None, T: int, rord: np.ndarray, cord: np.ndarray,
                 nout: int) -> tuple[np.ndarray, np.ndarray]:
     """Elements i with value ``wp[nk[i]]`` (``nk`` None: ``wp[i]``) in stable order of value descending (ties
@@ -435,7 +453,9 @@ def _order_desc(wp: np.ndarray, nk: np.ndarray | None, T: int, rord: np.ndarray,
     pos = None if nk is None else np.ascontiguousarray(nk, dtype=np.int64)
     m = len(wp) if pos is None else len(pos)
     lib = _links_lib()
-    if lib is not None and 0 < m and len(wp) <= (1 << 32) and np.isfinite(wp).all():
+    # only the values that are sorted need to be finite (the --max-links path sorts a few candidates of W)
+    finite = np.isfinite(wp).all() if pos is None else np.isfinite(wp[pos]).all()
+    if lib is not None and 0 < m and len(wp) <= (1 << 32) and finite:
         rows = np.empty(nout, dtype=np.int64)
         cols = np.empty(nout, dtype=np.int64)
         if lib.genie3_order_desc(wp.ctypes.data, None if pos is None else pos.ctypes.data, m, T, rord.ctypes.data,
