@@ -276,3 +276,30 @@ def test_odd_inputs_give_the_same_results_as_plain_ones(odd_inputs_run, test_run
     want = gzip.decompress((reference / "asmA" / "network" / "asmA.genie3_links.tsv.gz").read_bytes())
     for new in ("spaced", "remote"):
         assert gzip.decompress((outdir / new / "network" / f"{new}.genie3_links.tsv.gz").read_bytes()) == want, new
+
+
+def test_predict_from_fasta_gives_the_same_predictions_and_tracks_without_a_genome_h5(test_run, tmp_path):
+    """--predict_from fasta --save_h5 false: PREDICT reads the FASTA (2 shards per assembly planned from
+    FASTA_LAYOUT's row count, merged), FASTA2H5 does not run and no h5 is published, and the predictions and tracks
+    are those of the h5 route (the test profile's run)."""
+    from pipeline_utils import run_nextflow
+
+    _, reference, _ = test_run
+    outdir = tmp_path / "results"
+    run_nextflow(["-profile", "test", "--outdir", str(outdir), "--predict_from", "fasta", "--save_h5", "false",
+                  "--skip_genie3"], cwd=tmp_path)
+    done = sorted(r["process"].split(":")[-1] for r in read_trace(outdir) if r["status"] == "COMPLETED")
+    assert done == sorted(["FASTA_LAYOUT"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
+                          + ["BIGWIG"] * 2 + ["BENCHMARK", "MULTIQC"])
+    for asm in ("asmA", "asmB"):
+        assert not (outdir / asm / "h5").exists()
+        got, want = (d / asm / "predictions" / f"{asm}_predictions.h5" for d in (outdir, reference))
+        with h5py.File(got) as x, h5py.File(want) as y:
+            for name in ("data/species", "data/seqids", "data/start_ends", "prediction/predictions",
+                         "prediction/datasets"):
+                np.testing.assert_array_equal(x[name][()], y[name][()], err_msg=f"{asm}:{name}")
+        tracks = sorted(p.name for p in (reference / asm / "tracks").iterdir())
+        assert tracks == sorted(p.name for p in (outdir / asm / "tracks").iterdir())
+        for name in tracks:
+            if name.endswith(".bw"):
+                assert (outdir / asm / "tracks" / name).read_bytes() == (reference / asm / "tracks" / name).read_bytes()

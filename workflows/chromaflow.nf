@@ -1,10 +1,12 @@
 /*
  * The chromaflow workflow: FASTA → h5 → (sharded) prediction → tracks; expression → GENIE3 plan → chunked
- * GENIE3 → merge; benchmark report; MultiQC.
+ * GENIE3 → merge; benchmark report; MultiQC. With --predict_from fasta, PREDICT reads the FASTA itself (shards
+ * planned from FASTA_LAYOUT's row count) and FASTA2H5 runs only when --save_h5 asks for the genome h5.
  *
  * take: ch_samplesheet  channel of [meta, fasta, expression|[], regulators|[]], meta = [id, species, expression_layout]
  */
 include { FASTA2H5        } from '../modules/local/fasta2h5'
+include { FASTA_LAYOUT    } from '../modules/local/fasta_layout'
 include { MAKE_TEST_MODEL } from '../modules/local/make_test_model'
 include { PREDICT         } from '../modules/local/predict'
 include { PREDICT_MERGE   } from '../modules/local/predict_merge'
@@ -38,9 +40,15 @@ def annotateMetrics(meta, json, extra = [:]) {
     return groovy.json.JsonOutput.toJson(m)
 }
 
-// meta without the keys of one shard / chunk
+// meta without the keys of one shard / chunk (and of PREDICT's input kind)
 def baseMeta(meta) {
-    return meta.findAll { k, v -> !(k in ['shard', 'shards', 'chunk', 'chunks']) }
+    return meta.findAll { k, v -> !(k in ['shard', 'shards', 'chunk', 'chunks', 'predict_input']) }
+}
+
+// [meta, input] of every prediction shard of an assembly of `rows` subsequences
+def shardsOf(meta, input, rows, extra = [:]) {
+    def n = shardCount(rows as long, params.predict_shards, params.predict_shard_rows)
+    return (1..n).collect { i -> [meta + extra + [shard: i, shards: n], input] }
 }
 
 workflow CHROMAFLOW {
@@ -54,9 +62,13 @@ workflow CHROMAFLOW {
     //
     // FASTA → HDF5
     //
-    FASTA2H5(ch_samplesheet.map { meta, fasta, expr, regs -> [meta, fasta] })
-    ch_versions = ch_versions.mix(FASTA2H5.out.versions)
-    ch_metrics  = ch_metrics.mix(FASTA2H5.out.metrics.map { meta, j -> annotateMetrics(meta, j) })
+    ch_fasta = ch_samplesheet.map { meta, fasta, expr, regs -> [meta, fasta] }
+    def from_fasta = params.predict_from == 'fasta' && !params.skip_predict
+    if (!from_fasta || params.save_h5) {
+        FASTA2H5(ch_fasta)
+        ch_versions = ch_versions.mix(FASTA2H5.out.versions)
+        ch_metrics  = ch_metrics.mix(FASTA2H5.out.metrics.map { meta, j -> annotateMetrics(meta, j) })
+    }
 
     //
     // Prediction, sharded over tasks (GPUs/nodes), merged per assembly
@@ -70,12 +82,17 @@ workflow CHROMAFLOW {
             ch_model = Channel.value(file(params.model, checkIfExists: true))
         }
 
-        ch_shards = FASTA2H5.out.h5
-            .join(FASTA2H5.out.metrics)
-            .flatMap { meta, h5, json ->
-                def n = shardCount(readJson(json).subsequences as long, params.predict_shards, params.predict_shard_rows)
-                (1..n).collect { i -> [meta + [shard: i, shards: n], h5] }
-            }
+        if (from_fasta) {
+            FASTA_LAYOUT(ch_fasta)
+            ch_versions = ch_versions.mix(FASTA_LAYOUT.out.versions)
+            ch_shards = ch_fasta
+                .join(FASTA_LAYOUT.out.layout)
+                .flatMap { meta, fasta, json -> shardsOf(meta, fasta, readJson(json).subsequences, [predict_input: 'fasta']) }
+        } else {
+            ch_shards = FASTA2H5.out.h5
+                .join(FASTA2H5.out.metrics)
+                .flatMap { meta, h5, json -> shardsOf(meta, h5, readJson(json).subsequences) }
+        }
         PREDICT(ch_shards, ch_model)
         ch_versions = ch_versions.mix(PREDICT.out.versions)
         ch_metrics  = ch_metrics.mix(PREDICT.out.metrics.map { meta, j -> annotateMetrics(meta, j, [shard: meta.shard, shards: meta.shards]) })
