@@ -35,6 +35,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PEER = ROOT.parent / "shared" / "peers" / "bin" / "peer-predmoter-convert"
+sys.path.insert(0, str(ROOT / "src"))  # chromaflow.bigwig.ties: the smoothing ties and the tie rule
 DEFAULT_CASES = ["bw:avg", "bg:avg", "bw:+", "bg:-", "bw:avg:150", "bg:avg:150"]
 
 
@@ -87,8 +88,7 @@ def commands(pred: Path, out: Path, fmt: str, strand: str, ws: int | None, threa
 
 
 def ties(pred: Path, dataset: int, w: int, strand: str) -> dict[str, np.ndarray]:
-    sys.path.insert(0, str(ROOT / "tests"))
-    from bigwig_helpers import smoothing_ties
+    from chromaflow.bigwig.ties import smoothing_ties
 
     return {c: np.array(sorted(v), dtype=np.int64) for c, v in smoothing_ties(pred, dataset, w, strand).items()}
 
@@ -126,8 +126,7 @@ def compare(ours: Path, peer: Path, tie_pos: dict[str, np.ndarray] | None) -> di
         return {"identical": True, "tie_differences": 0, "ok": True}
     if tie_pos is None:
         return {"identical": False, "why": "bedGraph text differs"}
-    sys.path.insert(0, str(ROOT / "tests"))
-    from bigwig_helpers import bg_intervals, compare_with_ties
+    from chromaflow.bigwig.ties import bg_intervals, compare_with_ties
 
     try:
         named = compare_with_ties(bg_intervals(ta.decode()), bg_intervals(tb.decode()),
