@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..common import (ChromaflowError, OutputExistsError, Progress, StageMetrics, atomic_output, check_outputs,
+                      naming_errors,
                       resolve_threads)
 from .bedgraph import BedGraphWriter
 from .bigwigfile import BigWigWriter, PyBigWigWriter
@@ -132,8 +133,9 @@ def run(args: argparse.Namespace) -> int:
                 with Progress(total_bp, "bigwig", "bp") as prog:
                     convert(inp, tracks, window=ws, smoothing=args.smoothing, clip=not args.no_clip, pool=pool,
                             prog=prog)
-                for w in writers:
-                    w.close()
+                for t in tracks:
+                    with naming_errors(t.path):
+                        t.writer.close()
             except BaseException:
                 for w in writers:
                     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common import ChromaflowError, Progress
+from ..common import ChromaflowError, Progress, naming_errors
 from .h5input import Chrom, ChunkReader, Piece, PredictionsInput
 from .tracks import (SmoothStream, TrackState, runs, runs_native, smooth_numpy, strand_average,
                      strand_average_f32)
@@ -178,7 +178,8 @@ def _convert(inp, reader, tracks, window, smoothing, clip, pool, prog) -> None:
                 length = n
                 res = t.state.feed_runs(rns, dtype, offset + rel, final)
                 if res is not None:
-                    t.writer.write(chrom.name, *res)
+                    with naming_errors(t.path):  # a full disk names the track
+                        t.writer.write(chrom.name, *res)
             offset += length
             prog.update(length)
         if cur is not None:

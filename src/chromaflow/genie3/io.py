@@ -494,10 +494,10 @@ def write_links(path: str | Path, W: np.ndarray, reg_names: list[str], tgt_names
 
     Lines are formatted in C (``_links.c``) on ``threads`` threads, members compressed on ``threads`` threads;
     the bytes are the same as the pure-Python path's (used without a compiler) and do not depend on
-    ``threads``."""
+    ``threads``. ``path`` is written directly: the caller passes a temporary (report.finish_outputs)."""
     step = 1 << 16
     lib = _links_lib()
-    with atomic_output(path) as tmp, open(tmp, "wb") as fh:
+    with open(path, "wb") as fh:
         gz = _GzipMembers(fh, threads)
         try:
             gz.write(b"regulator\ttarget\timportance\n")
@@ -549,8 +549,9 @@ def _write_links_c(lib, gz, W, reg_names, tgt_names, rows, cols, step, threads) 
 
 
 def write_weights(path: str | Path, W: np.ndarray, reg_names: list[str], tgt_names: list[str]) -> None:
-    """Full weight matrix as gzip TSV: rows = regulators, columns = targets, corner cell 'regulator'."""
-    with atomic_output(path) as tmp, open(tmp, "wb") as fh:
+    """Full weight matrix as gzip TSV: rows = regulators, columns = targets, corner cell 'regulator'; ``path`` is
+    written directly (a temporary of report.finish_outputs)."""
+    with open(path, "wb") as fh:
         gz = _GzipMembers(fh)
         gz.write(("regulator\t" + "\t".join(tgt_names) + "\n").encode())
         for i, name in enumerate(reg_names):

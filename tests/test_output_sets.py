@@ -1,0 +1,128 @@
+"""One run's outputs are all or nothing, and two runs never write the same output at once (issue 33,
+docs/reliability.md "The output rule"). Every case runs the real CLI in a child process."""
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_reliability import assert_nothing_left, assert_one_line_error, full_disk, ok, run, small  # noqa: F401
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPR = ROOT / "assets" / "test" / "genie3" / "expression.tsv"
+GENIE3 = ["genie3", "--expression", str(EXPR), "--layout", "samples-x-genes", "--n-trees", "5", "--threads", "1"]
+
+#: runs the CLI with genie3's weight-matrix writer replaced by one that fails as a full disk does, after the link
+#: list was written completely
+FAILING_WEIGHTS = """
+import errno, sys
+import chromaflow.genie3.io as gio
+def write_weights(path, *args, **kw):
+    open(path, "wb").write(b"partial")
+    raise OSError(errno.ENOSPC, "No space left on device", str(path))
+gio.write_weights = write_weights
+from chromaflow.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_genie3_failing_weights_leaves_no_link_list(tmp_path):
+    out, weights = tmp_path / "links.tsv.gz", tmp_path / "weights.tsv.gz"
+    res = subprocess.run([sys.executable, "-c", FAILING_WEIGHTS, *GENIE3, "--out", str(out), "--weights", str(weights),
+                          "--summary", str(tmp_path / "s.json")], capture_output=True, text=True, timeout=300)
+    assert_one_line_error(res, f"{weights}: No space left on device")
+    assert_nothing_left(tmp_path, set())
+
+
+@pytest.mark.parametrize("full_disk", ["64k"], indirect=True)
+def test_genie3_disk_full_on_the_second_output(full_disk, tmp_path):
+    """The link list (on a roomy disk) is complete, then the weight matrix meets a full tmpfs: neither is kept."""
+    work = tmp_path / "work"
+    work.mkdir()
+    out, weights = work / "links.tsv.gz", full_disk / "weights.tsv.gz"
+    with pytest.raises(OSError), open(full_disk / "filler", "wb") as fh:  # fill it: no room for the weights
+        for _ in range(64):
+            fh.write(b"\0" * 4096)
+            fh.flush()
+    res = run(*GENIE3, "--out", str(out), "--weights", str(weights))
+    assert_one_line_error(res, f"{weights}: No space left on device")
+    assert_nothing_left(work, set())
+    assert_nothing_left(full_disk, {"filler"})
+
+
+#: runs the CLI with every text file write failing as a full disk does once the name holds "trackDb"
+FAILING_TRACKDB = """
+import errno, pathlib, sys
+write_text = pathlib.Path.write_text
+def failing(self, *args, **kw):
+    if "trackDb" in self.name:
+        raise OSError(errno.ENOSPC, "No space left on device")
+    return write_text(self, *args, **kw)
+pathlib.Path.write_text = failing
+from chromaflow.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_bigwig_failing_last_browser_file_leaves_no_track_and_no_browser_file(tmp_path, small):
+    out = tmp_path / "tracks"
+    res = subprocess.run([sys.executable, "-c", FAILING_TRACKDB, "bigwig", "--predictions", str(small / "p.h5"),
+                          "--outdir", str(out), "--basename", "x"], capture_output=True, text=True, timeout=300)
+    assert_one_line_error(res, f"{out / 'trackDb.txt'}: No space left on device")
+    assert_nothing_left(out, set())
+
+
+# --------------------------------------------------------------------------------------------------
+# concurrent runs into the same output
+# --------------------------------------------------------------------------------------------------
+def _hold(output: Path, pid: int):
+    """Hold ``output``'s lock as a running chromaflow process would."""
+    fd = os.open(output.parent / f".{output.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.write(fd, f"{pid}\n".encode())
+    return fd
+
+
+def test_second_run_into_a_locked_output_is_refused(tmp_path):
+    out = tmp_path / "links.tsv.gz"
+    fd = _hold(out, os.getpid())
+    try:
+        res = run(*GENIE3, "--out", str(out))
+    finally:
+        os.close(fd)
+    assert_one_line_error(res, f"{out}: is being written by another chromaflow process (pid {os.getpid()})")
+    assert_nothing_left(tmp_path, {".links.tsv.gz.lock"})
+
+
+def test_lock_on_a_side_output_refuses_too(tmp_path, small):
+    metrics = tmp_path / "m.json"
+    fd = _hold(metrics, 4242)
+    try:
+        res = run("predict", "--h5", str(small / "g.h5"), "--model", str(small / "m.ckpt"), "--out",
+                  str(tmp_path / "p.h5"), "--metrics", str(metrics), "--device", "cpu")
+    finally:
+        os.close(fd)
+    assert_one_line_error(res, f"{metrics}: is being written by another chromaflow process (pid 4242)")
+    assert_nothing_left(tmp_path, {".m.json.lock"})
+
+
+def test_stale_lock_of_a_dead_run_is_taken_over(tmp_path):
+    out = tmp_path / "links.tsv.gz"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / ".links.tsv.gz.lock").write_text(f"{dead.pid}\n")  # what a run killed with kill -9 leaves
+    ok(*GENIE3, "--out", str(out))
+    assert_nothing_left(tmp_path, {"links.tsv.gz"})
+
+
+def test_lock_is_released_after_success_and_failure(tmp_path):
+    out = tmp_path / "links.tsv.gz"
+    ok(*GENIE3, "--out", str(out))
+    assert_nothing_left(tmp_path, {"links.tsv.gz"})
+    res = run(*GENIE3, "--out", str(out), "--regulators", str(tmp_path / "missing.txt"))
+    assert_one_line_error(res, "missing.txt")
+    assert_nothing_left(tmp_path, {"links.tsv.gz"})
