@@ -217,6 +217,31 @@ def test_gzip_and_csv_inputs_give_the_same_links(tmp_path, name, sep, compress):
     assert (tmp_path / "alt.tsv.gz").read_bytes() == (tmp_path / "ref.tsv.gz").read_bytes()
 
 
+BOM = b"\xef\xbb\xbf"
+
+
+@pytest.mark.parametrize("compress", [False, True], ids=["plain", "gzip"])
+def test_utf8_bom_is_accepted_in_matrix_and_regulators(tmp_path, compress):
+    """A UTF-8 BOM (Excel's 'CSV UTF-8') before the matrix or the regulator list changes nothing: before, the first
+    regulator was '\\ufeffTF1' (not a gene) and the first gene of a samples-x-genes matrix '\\ufeff"TF1"'."""
+    pack = (lambda b: gzip.compress(b, mtime=0)) if compress else (lambda b: b)
+    expr = tmp_path / ("bom.tsv.gz" if compress else "bom.tsv")
+    expr.write_bytes(pack(BOM + EXPR.read_bytes()))
+    regs = tmp_path / ("regs.txt.gz" if compress else "regs.txt")
+    regs.write_bytes(pack(BOM + REGS.read_bytes()))
+    ref = gio.read_expression(EXPR, "samples-x-genes")
+    e = gio.read_expression(expr, "samples-x-genes")
+    assert e.genes == ref.genes
+    assert gio.count_genes(expr, "samples-x-genes") == len(ref.genes)
+    assert gio.read_regulators(regs, e) == gio.read_regulators(REGS, ref)
+    assert main(base(tmp_path, "--n-trees", "20", out="ref.tsv.gz")) == 0
+    argv = base(tmp_path, "--n-trees", "20", out="links_bom.tsv.gz")
+    argv[argv.index("--expression") + 1] = str(expr)
+    argv[argv.index("--regulators") + 1] = str(regs)
+    assert main(argv) == 0
+    assert (tmp_path / "links_bom.tsv.gz").read_bytes() == (tmp_path / "ref.tsv.gz").read_bytes()
+
+
 def test_count_genes_agrees_with_the_reader(tmp_path):
     """count_genes (chunk planning) = the reader's gene count, for every format and both layouts."""
     e = gio.read_expression(EXPR, "samples-x-genes")

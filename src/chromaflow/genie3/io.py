@@ -56,15 +56,16 @@ _MAGIC = {b"BZh": "bzip2", b"\xfd7zXZ": "xz", b"\x28\xb5\x2f\xfd": "zstd", b"PK\
 
 
 def _open_text(path: Path):
-    """Plain or gzip text (recognised by its magic bytes, whatever the name); other compressions -> error."""
+    """Plain or gzip text (recognised by its magic bytes, whatever the name); other compressions -> error.
+    A UTF-8 byte order mark (Excel's "CSV UTF-8") is skipped."""
     with open(path, "rb") as fh:
         head = fh.read(6)
     if head[:2] == b"\x1f\x8b":
-        return gzip.open(path, "rt", newline="", encoding="utf-8")
+        return gzip.open(path, "rt", newline="", encoding="utf-8-sig")
     for magic, kind in _MAGIC.items():
         if head.startswith(magic):
             raise ChromaflowError(f"{path}: {kind}-compressed; expression tables may be plain or gzip (.gz) only")
-    return open(path, "r", newline="", encoding="utf-8")
+    return open(path, "r", newline="", encoding="utf-8-sig")
 
 
 def _cell(layout: str, line: int, row_label: str | None, col: int, col_name: str) -> str:
