@@ -35,6 +35,7 @@ class Expression:
     genes: list[str]
     samples: list[str]
     path: str
+    layout: str = ""  # as given (--layout)
 
     @property
     def n_genes(self) -> int:
@@ -259,7 +260,7 @@ def read_expression(path: str | Path, layout: str) -> Expression:
     if const.all():
         raise ChromaflowError(f"{path}: every gene is constant across the samples (e.g. {genes[0]!r}); "
                               f"there is nothing to infer")
-    return Expression(values=values, genes=genes, samples=samples, path=str(path))
+    return Expression(values=values, genes=genes, samples=samples, path=str(path), layout=layout)
 
 
 def read_regulators(path: str | Path, expr: Expression) -> list[int]:
@@ -292,15 +293,24 @@ def read_regulators(path: str | Path, expr: Expression) -> list[int]:
             continue
         out.append(index[name])
     if unknown:
-        ln, name = unknown[0]
-        more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
-        hint = ""
-        if name in set(expr.samples):
-            hint = " (it is a sample label: wrong --layout?)"
-        raise ChromaflowError(f"{path}: line {ln}: regulator {name!r} is not a gene of {expr.path}{more}{hint}")
+        raise ChromaflowError(_unknown_regulators(path, expr, unknown, len(seen)))
     if not out:
         raise ChromaflowError(f"{path}: no regulator names")
     return out
+
+
+def _unknown_regulators(path: Path, expr: Expression, unknown: list[tuple[int, str]], listed: int) -> str:
+    """The one line for regulators that are not genes. When every regulator listed is a sample label and none a
+    gene, the matrix (both axes named, so it reads either way) was given in the other layout: say which to use."""
+    ln, name = unknown[0]
+    line = f"{path}: line {ln}: regulator {name!r} is not a gene of {expr.path}"
+    more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
+    samples = set(expr.samples)
+    if len(unknown) == listed and all(n in samples for _, n in unknown) and expr.layout in LAYOUTS:
+        other = LAYOUTS[1 - LAYOUTS.index(expr.layout)]
+        return (f"{line}{more}; all {listed} regulators are sample labels of it and none is a gene: the layout "
+                f"looks swapped (wrong --layout?); try --layout {other}")
+    return f"{line}{more}{' (it is a sample label: wrong --layout?)' if name in samples else ''}"
 
 
 # --------------------------------------------------------------------------------------------------
