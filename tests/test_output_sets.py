@@ -126,3 +126,45 @@ def test_lock_is_released_after_success_and_failure(tmp_path):
     res = run(*GENIE3, "--out", str(out), "--regulators", str(tmp_path / "missing.txt"))
     assert_one_line_error(res, "missing.txt")
     assert_nothing_left(tmp_path, {"links.tsv.gz"})
+
+
+# --------------------------------------------------------------------------------------------------
+# ENOSPC, EIO, EACCES: one line naming the output (not its temporary)
+# --------------------------------------------------------------------------------------------------
+HDF5_TEXT = ("Can't write data (file write failed: time = Thu Nov 26 22:05:29 2026\n, filename = "
+             "'/d/.p.h5.0a7c9c-3352.d9d8b4fe.part', file descriptor = 5, errno = {}, error message = '{}', buf = "
+             "0x1, total write size = 8, bytes this sub-write = 8, bytes actually written = 18446744073709551615, "
+             "offset = 0)")
+
+
+@pytest.mark.parametrize("exc,line", [
+    (RuntimeError(HDF5_TEXT.format(5, "Input/output error")), "/d/p.h5: Input/output error"),
+    (OSError(28, HDF5_TEXT.format(28, "No space left on device")), "/d/p.h5: No space left on device"),
+    (PermissionError(13, "Permission denied", "/d/.g.h5.0a7c9c-3352.d9d8b4fe.part"), "/d/g.h5: Permission denied"),
+    (OSError(5, "Input/output error", "/d/links.tsv.gz"), "/d/links.tsv.gz: Input/output error"),
+], ids=["hdf5-runtime-EIO", "hdf5-ENOSPC", "EACCES-temporary", "EIO"])
+def test_os_error_line_names_the_output(exc, line):
+    from chromaflow.cli import _os_error_line
+
+    assert _os_error_line(exc) == line
+
+
+def test_naming_errors_names_the_file_of_a_failed_write(tmp_path):
+    from chromaflow.common import naming_errors
+
+    with pytest.raises(OSError) as info, naming_errors(tmp_path / "x"):
+        raise OSError(5, "Input/output error")
+    assert info.value.filename == str(tmp_path / "x") and info.value.errno == 5
+
+
+def test_unwritable_folder_names_the_output(tmp_path, monkeypatch):
+    """A folder the lock file cannot be created in (read-only, as a non-root user sees it) names the output."""
+    from chromaflow import common
+
+    def deny(path, *args, **kw):
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(common.os, "open", deny)
+    with pytest.raises(PermissionError) as info:
+        common.lock_output(tmp_path / "out.h5")
+    assert info.value.filename == str(tmp_path / "out.h5")
