@@ -12,7 +12,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..common import (ChromaflowError, OutputExistsError, Progress, StageMetrics, atomic_output, check_outputs,
-                      naming_errors,
                       resolve_threads)
 from .bedgraph import BedGraphWriter
 from .bigwigfile import BigWigWriter, PyBigWigWriter
@@ -134,8 +133,7 @@ def run(args: argparse.Namespace) -> int:
                     convert(inp, tracks, window=ws, smoothing=args.smoothing, clip=not args.no_clip, pool=pool,
                             prog=prog)
                 for t in tracks:
-                    with naming_errors(t.path):
-                        t.writer.close()
+                    t.close()
             except BaseException:
                 for w in writers:
                     try:

@@ -34,6 +34,14 @@ class Track:
     writer: object = None
     state: TrackState = field(default_factory=TrackState)
 
+    def write(self, chrom: str, *intervals) -> None:
+        with naming_errors(self.path):  # a full disk names the track
+            self.writer.write(chrom, *intervals)
+
+    def close(self) -> None:
+        with naming_errors(self.path):
+            self.writer.close()
+
 
 def pieces(chroms: list[Chrom], n_block: int, piece: int):
     """(chrom, j, e, final, block_final) for each piece of at most ``piece`` chunks, never crossing a block
@@ -178,8 +186,7 @@ def _convert(inp, reader, tracks, window, smoothing, clip, pool, prog) -> None:
                 length = n
                 res = t.state.feed_runs(rns, dtype, offset + rel, final)
                 if res is not None:
-                    with naming_errors(t.path):  # a full disk names the track
-                        t.writer.write(chrom.name, *res)
+                    t.write(chrom.name, *res)
             offset += length
             prog.update(length)
         if cur is not None:
