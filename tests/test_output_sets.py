@@ -110,6 +110,20 @@ def test_lock_on_a_side_output_refuses_too(tmp_path, small):
     assert_nothing_left(tmp_path, {".m.json.lock"})
 
 
+def test_lock_is_found_through_a_linked_folder(tmp_path):
+    """The same output named through a symbolic link to its folder is the same output."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    fd = _hold(real / "links.tsv.gz", os.getpid())
+    try:
+        res = run(*GENIE3, "--out", str(tmp_path / "link" / "links.tsv.gz"))
+    finally:
+        os.close(fd)
+    assert_one_line_error(res, "is being written by another chromaflow process")
+    assert_nothing_left(real, {".links.tsv.gz.lock"})
+
+
 def test_stale_lock_of_a_dead_run_is_taken_over(tmp_path):
     out = tmp_path / "links.tsv.gz"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
