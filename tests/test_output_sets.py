@@ -182,3 +182,34 @@ def test_unwritable_folder_names_the_output(tmp_path, monkeypatch):
     with pytest.raises(PermissionError) as info:
         common.lock_output(tmp_path / "out.h5")
     assert info.value.filename == str(tmp_path / "out.h5")
+
+
+# --------------------------------------------------------------------------------------------------
+# a stop signal that lands where Python swallows exceptions
+# --------------------------------------------------------------------------------------------------
+#: genie3 whose link writer first runs a __del__ that receives SIGTERM: the handler's exception is raised inside
+#: the __del__, where Python only prints "Exception ignored in ..." and goes on (seen in test_signals under load:
+#: predict exited 0 after SIGTERM, its signal raised in a WeakValueDictionary callback)
+SIGNAL_IN_DEL = """
+import os, signal, sys
+import chromaflow.genie3.io as gio
+class Dying:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+write_links = gio.write_links
+def links(*args, **kw):
+    Dying()
+    return write_links(*args, **kw)
+gio.write_links = links
+from chromaflow.cli import main
+sys.exit(main())
+"""
+
+
+def test_a_stop_signal_swallowed_in_a_destructor_still_stops_the_run(tmp_path):
+    out = tmp_path / "links.tsv.gz"
+    res = subprocess.run([sys.executable, "-c", SIGNAL_IN_DEL, *GENIE3, "--out", str(out),
+                          "--summary", str(tmp_path / "s.json")], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 143, res.stderr
+    assert res.stderr.splitlines() == ["chromaflow genie3: error: interrupted by SIGTERM"]
+    assert_nothing_left(tmp_path, set())

@@ -16,7 +16,7 @@ import signal
 import sys
 
 from . import __version__
-from .common import (TEMP_MIDDLE, ChromaflowError, handle_stop_signals, release_output_locks,
+from .common import (TEMP_MIDDLE, ChromaflowError, handle_stop_signals, raise_if_stopped, release_output_locks,
                      remove_live_temporaries)
 
 #: subcommand -> (module, one-line help)
@@ -112,6 +112,7 @@ def _run(module, args, prefix: str) -> int:
     """The command, with every way it can stop turned into one line on stderr and the exit status."""
     try:
         rc = module.run(args)
+        raise_if_stopped()  # a stop signal whose exception Python swallowed (in a __del__ or weakref callback)
     except ChromaflowError as exc:
         print(f"{prefix} {exc}", file=sys.stderr)
         return exc.exit_code

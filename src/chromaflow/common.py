@@ -98,6 +98,7 @@ def atomic_output(path: str | os.PathLike, *, force: bool = True, suffix: str = 
         name = _new_temporary(parent, path.name, suffix)
         try:
             yield Path(name)
+            raise_if_stopped()  # never rename after a stop signal, even one whose exception was swallowed
             os.chmod(name, mode)
             os.replace(name, path)
         except BaseException:
@@ -240,6 +241,27 @@ class Interrupted(KeyboardInterrupt):
         self.note = note
 
 
+#: the stop signal this process received (:func:`handle_stop_signals`). Its :class:`Interrupted` can be raised where
+#: Python swallows exceptions (a ``__del__`` or weakref callback: "Exception ignored in ...") and the run then goes
+#: on, so :func:`atomic_output` checks this before renaming and the CLI before reporting success.
+STOPPED: list[int] = []
+
+
+def raise_if_stopped() -> None:
+    """Raise :class:`Interrupted` again if a stop signal arrived (its first exception may have been swallowed)."""
+    if STOPPED:
+        raise Interrupted(STOPPED[0])
+
+
+def _unraisable(hook: Callable) -> Callable:
+    """``sys.unraisablehook`` that keeps quiet about a swallowed :class:`Interrupted` (:data:`STOPPED` has it)."""
+    def quiet(unraisable) -> None:
+        if not isinstance(unraisable.exc_value, Interrupted):
+            hook(unraisable)
+    quiet.chromaflow_quiet = True
+    return quiet
+
+
 def handle_stop_signals(on_stop: Callable[[int], None] | None = None) -> None:
     """Make SIGTERM, SIGINT and SIGHUP raise :class:`Interrupted` in this (main) process, or, with ``on_stop``,
     call ``on_stop(signum)`` instead (``train`` stops at the next batch end, see its StopOnSignal).
@@ -260,8 +282,12 @@ def handle_stop_signals(on_stop: Callable[[int], None] | None = None) -> None:
         elif on_stop is not None:
             on_stop(signum)
         else:
+            STOPPED.append(signum)
             raise Interrupted(signum)
 
+    STOPPED.clear()
+    if on_stop is None and not getattr(sys.unraisablehook, "chromaflow_quiet", False):
+        sys.unraisablehook = _unraisable(sys.unraisablehook)
     for s in handled:
         signal.signal(s, on_signal)
 
