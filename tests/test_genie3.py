@@ -187,6 +187,32 @@ def test_regulator_that_is_a_sample_label_hints_at_the_layout(tmp_path):
     assert rc == 1 and "regulator 'S2' is not a gene" in err and "wrong --layout?" in err
 
 
+NAMED_GENES_X_SAMPLES = "gene\tS1\tS2\tS3\tS4\nTF1\t1\t2\t3\t5\nTF2\t2\t3\t1\t4\nG1\t3\t1\t2\t2\n"
+
+
+@pytest.mark.parametrize("given,other", [("samples-x-genes", "genes-x-samples"),
+                                          ("genes-x-samples", "samples-x-genes")])
+def test_regulators_found_only_among_the_samples_mean_a_swapped_layout(tmp_path, given, other):
+    """Both axes carry names, so the matrix reads either way; regulators that are all sample labels and none a gene
+    show the layout is swapped: one line naming the layout to use (the matrix is written so that ``other`` is right)."""
+    rows = [ln.split("\t") for ln in NAMED_GENES_X_SAMPLES.splitlines()]
+    if other == "samples-x-genes":  # transpose: genes are the columns
+        rows = [list(r) for r in zip(*rows)]
+    p = tmp_path / "named.tsv"
+    p.write_text("".join("\t".join(r) + "\n" for r in rows))
+    r = tmp_path / "regs.txt"
+    r.write_text("TF1\nTF2\n")
+    rc, err = _cli("genie3", "--expression", p, "--layout", given, "--regulators", r, "--out", tmp_path / "o.tsv.gz")
+    assert rc == 1 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"chromaflow genie3: error: {r}: line 1: regulator 'TF1' is not a gene of {p}"), err
+    assert (f"all 2 regulators are sample labels of it and none is a gene: the layout looks swapped (wrong --layout?); "
+            f"try --layout {other}") in err, err
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["named.tsv", "regs.txt"]
+    rc, err = _cli("genie3", "--expression", p, "--layout", other, "--regulators", r, "--n-trees", "5",
+                   "--out", tmp_path / "o.tsv.gz")
+    assert rc == 0, err
+
+
 def test_missing_output_directory_fails_before_any_work(tmp_path):
     rc, err = _cli(*base(tmp_path), "--plot", tmp_path / "nodir" / "p.png")
     assert rc == 1 and err.count("\n") == 1 and "Traceback" not in err
@@ -215,6 +241,31 @@ def test_gzip_and_csv_inputs_give_the_same_links(tmp_path, name, sep, compress):
     argv[argv.index("--expression") + 1] = str(p)
     assert main(argv) == 0
     assert (tmp_path / "alt.tsv.gz").read_bytes() == (tmp_path / "ref.tsv.gz").read_bytes()
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+@pytest.mark.parametrize("compress", [False, True], ids=["plain", "gzip"])
+def test_utf8_bom_is_accepted_in_matrix_and_regulators(tmp_path, compress):
+    """A UTF-8 BOM (Excel's 'CSV UTF-8') before the matrix or the regulator list changes nothing: before, the first
+    regulator was '\\ufeffTF1' (not a gene) and the first gene of a samples-x-genes matrix '\\ufeff"TF1"'."""
+    pack = (lambda b: gzip.compress(b, mtime=0)) if compress else (lambda b: b)
+    expr = tmp_path / ("bom.tsv.gz" if compress else "bom.tsv")
+    expr.write_bytes(pack(BOM + EXPR.read_bytes()))
+    regs = tmp_path / ("regs.txt.gz" if compress else "regs.txt")
+    regs.write_bytes(pack(BOM + REGS.read_bytes()))
+    ref = gio.read_expression(EXPR, "samples-x-genes")
+    e = gio.read_expression(expr, "samples-x-genes")
+    assert e.genes == ref.genes
+    assert gio.count_genes(expr, "samples-x-genes") == len(ref.genes)
+    assert gio.read_regulators(regs, e) == gio.read_regulators(REGS, ref)
+    assert main(base(tmp_path, "--n-trees", "20", out="ref.tsv.gz")) == 0
+    argv = base(tmp_path, "--n-trees", "20", out="links_bom.tsv.gz")
+    argv[argv.index("--expression") + 1] = str(expr)
+    argv[argv.index("--regulators") + 1] = str(regs)
+    assert main(argv) == 0
+    assert (tmp_path / "links_bom.tsv.gz").read_bytes() == (tmp_path / "ref.tsv.gz").read_bytes()
 
 
 def test_count_genes_agrees_with_the_reader(tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import quote
 from xml.sax.saxutils import quoteattr
 
-from .common import write_text_atomic
+from .common import write_texts_atomic
 
 #: colour per dataset, in dataset order (Okabe-Ito, colour-blind safe)
 PALETTE = [(0, 114, 178), (213, 94, 0), (0, 158, 115), (204, 121, 167), (230, 159, 0), (86, 180, 233),
@@ -41,13 +41,12 @@ def write_browser_files(outdir: str | os.PathLike, *, chroms: list[tuple[str, in
                         genome: str | None = None, force: bool = True) -> list[Path]:
     """Write the browser files; ``tracks`` = (dataset, strand, file name relative to outdir)."""
     outdir = Path(outdir)
-    written = []
+    texts: dict[Path, str] = {}  # written together at the end: all or none
     datasets = list(dict.fromkeys(d for d, _, _ in tracks))
     colour = {d: PALETTE[i % len(PALETTE)] for i, d in enumerate(datasets)}
 
     def put(name: str, text: str) -> None:
-        write_text_atomic(outdir / name, text)
-        written.append(outdir / name)
+        texts[outdir / name] = text
 
     put("chrom.sizes", "".join(f"{c}\t{s}\n" for c, s in chroms))
 
@@ -99,7 +98,8 @@ def write_browser_files(outdir: str | os.PathLike, *, chroms: list[tuple[str, in
                 f"color {r},{g},{b}",
                 ""]))
         put("trackDb.txt", "\n".join(stanzas))
-    return written
+    write_texts_atomic(texts)
+    return list(texts)
 
 
 def _ident(s: str) -> str:

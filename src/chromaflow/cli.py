@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import os
 import re
 import signal
 import sys
 
 from . import __version__
-from .common import TEMP_MIDDLE, ChromaflowError, handle_stop_signals, remove_live_temporaries
+from .common import (TEMP_MIDDLE, ChromaflowError, handle_stop_signals, raise_if_stopped, release_output_locks,
+                     remove_live_temporaries)
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -54,21 +56,31 @@ def _build_parser(chosen: str | None) -> argparse.ArgumentParser:
 _PART = re.compile(r"(?P<dir>[^\s'\"]*/)?\.(?P<name>[^/\s'\"]+?)\." + TEMP_MIDDLE + r"(?:\.[A-Za-z0-9]+)?\.part")
 
 
-def _os_error_line(exc: OSError) -> str:
-    """One line for an OS-level failure, naming the final output (not its temporary ``.part`` name)."""
+#: how HDF5 reports a failed system call inside its message (h5py raises OSError or, from a close, RuntimeError)
+_HDF5_ERRNO = re.compile(r"errno = (\d+)")
+_HDF5_FILE = re.compile(r"filename = '([^']+)'")
+
+
+def _os_error_line(exc: Exception) -> str:
+    """One line for an OS-level failure, naming the final output (not its temporary ``.part`` name); HDF5's
+    multi-line messages are cut down to the system error and the file they name."""
     text = " ".join(str(exc).split())
     filename = getattr(exc, "filename", None)
-    if exc.errno == errno.ENOSPC or "errno = 28" in text or "No space left on device" in text:
-        m = re.search(r"filename = '([^']+)'", text)
+    hdf5 = _HDF5_ERRNO.search(text)
+    if hdf5:
+        m = _HDF5_FILE.search(text)
         filename = filename or (m.group(1) if m else None)
+        text = os.strerror(int(hdf5.group(1)))
+    elif getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in text:
         text = "No space left on device"
-    elif exc.strerror:
+    elif getattr(exc, "strerror", None):
         text = exc.strerror
     line = f"{filename}: {text}" if filename else text
     return _PART.sub(lambda m: (m.group("dir") or "") + m.group("name"), line)
 
 
 def main(argv: list[str] | None = None) -> int:
+    program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)
     if chosen not in COMMANDS:
@@ -79,20 +91,36 @@ def main(argv: list[str] | None = None) -> int:
     prefix = f"chromaflow {args.command}: error:"
     handle_stop_signals()
     try:
-        return _run(module, args, prefix)
+        rc = _run(module, args, prefix)
     finally:
         remove_live_temporaries()  # what an interruption left between creating a temporary and guarding it
+        release_output_locks()
+    if program and _FAILURES:  # end here: Python's clean-up would free them (see _FAILURES)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)
+    return rc
+
+
+#: the OS errors a command failed with, kept alive until the process ends: freeing the HDF5 objects their
+#: tracebacks hold (a file whose write failed on a full disk) crashes h5py 3.16 / HDF5 2.0 with a segmentation
+#: fault after the error line. As the program (not called in-process), the CLI then ends without that clean-up.
+_FAILURES: list[Exception] = []
 
 
 def _run(module, args, prefix: str) -> int:
     """The command, with every way it can stop turned into one line on stderr and the exit status."""
     try:
         rc = module.run(args)
+        raise_if_stopped()  # a stop signal whose exception Python swallowed (in a __del__ or weakref callback)
     except ChromaflowError as exc:
         print(f"{prefix} {exc}", file=sys.stderr)
         return exc.exit_code
-    except OSError as exc:  # disk full, permission denied, ...: one line naming the file
+    except (OSError, RuntimeError) as exc:  # disk full, permission denied, ...: one line naming the file
+        if isinstance(exc, RuntimeError) and not _HDF5_ERRNO.search(str(exc)):
+            raise  # a bug, not the system: keep its traceback
         print(f"{prefix} {_os_error_line(exc)}", file=sys.stderr)
+        _FAILURES.append(exc)
         return 1
     except KeyboardInterrupt as exc:  # Interrupted (SIGTERM, SIGINT, SIGHUP) or Python's own Ctrl-C
         signum, note = getattr(exc, "signum", signal.SIGINT), getattr(exc, "note", "")

@@ -6,6 +6,7 @@ turns it into a single line on stderr and a non-zero exit code.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -86,23 +87,110 @@ def atomic_output(path: str | os.PathLike, *, force: bool = True, suffix: str = 
     passes the original file's).
     """
     path = Path(path)
-    if path.exists() and not force:
-        raise OutputExistsError(f"{path}: output exists (use --force to overwrite)")
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise ChromaflowError(f"{parent}: output directory does not exist")
-    remove_stale_temporaries(path)
-    name = _new_temporary(parent, path.name, suffix)
+    taken = lock_output(path)  # False: this process took it already (check_outputs)
     try:
-        yield Path(name)
-        os.chmod(name, mode)
-        os.replace(name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(name)
-        raise
+        if path.exists() and not force:
+            raise OutputExistsError(f"{path}: output exists (use --force to overwrite)")
+        remove_stale_temporaries(path)
+        name = _new_temporary(parent, path.name, suffix)
+        try:
+            yield Path(name)
+            raise_if_stopped()  # never rename after a stop signal, even one whose exception was swallowed
+            os.chmod(name, mode)
+            os.replace(name, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name)
+            raise
+        finally:
+            _LIVE_TEMPORARIES.discard(name)
     finally:
-        _LIVE_TEMPORARIES.discard(name)
+        if taken:
+            release_output(path)
+
+
+@contextlib.contextmanager
+def atomic_outputs(paths: Iterable[str | os.PathLike | None], *, force: bool = True) -> Iterator[list[Path | None]]:
+    """:func:`atomic_output` for all the outputs of one run: yield one temporary per path (None for a None path);
+    they are renamed onto their outputs only when the whole block succeeded, and on any failure (a full disk while
+    the second output is written, a signal) every temporary is removed and no output is renamed."""
+    with contextlib.ExitStack() as stack:
+        yield [None if p is None else stack.enter_context(atomic_output(p, force=force)) for p in paths]
+
+
+@contextlib.contextmanager
+def naming_errors(path: str | os.PathLike) -> Iterator[None]:
+    """An OSError raised in the block without a file name (``write``/``close`` into a full disk, an I/O error)
+    is raised again naming ``path`` (a temporary's name is turned back into its output's by the CLI)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from exc
+
+
+# --------------------------------------------------------------------------------------------------
+# output locks: two runs never write the same output at the same time
+# --------------------------------------------------------------------------------------------------
+#: absolute output path -> open descriptor of its lock file ``.<name>.lock``, for the outputs this process holds
+_HELD_LOCKS: dict[str, int] = {}
+
+
+def _lock_name(key: str) -> str:
+    return os.path.join(os.path.dirname(key), f".{os.path.basename(key)}.lock")
+
+
+def lock_output(path: str | os.PathLike) -> bool:
+    """Take ``path`` for this process: an exclusive ``flock`` on ``.<name>.lock`` beside it, which holds the pid.
+
+    Another live process holding it -> one-line :class:`ChromaflowError` naming its pid. The kernel drops the lock
+    when its process dies, so the lock file a killed run (kill -9) left is simply taken over. Returns False when
+    this process holds it already, True when taken now (then :func:`release_output` removes it)."""
+    key = os.path.abspath(path)
+    if key in _HELD_LOCKS:
+        return False
+    lock = _lock_name(key)
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:  # a read-only folder, a full disk: name the output, not its lock file
+            raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise ChromaflowError(f"{path}: is being written by another chromaflow process (pid {holder}); wait "
+                                  "for it to end or write elsewhere") from None
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(lock).st_ino == os.fstat(fd).st_ino:  # not removed by its last holder meanwhile
+                break
+        os.close(fd)
+    with contextlib.suppress(OSError):  # a full disk: the lock holds all the same, its pid reads "unknown"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _HELD_LOCKS[key] = fd
+    return True
+
+
+def release_output(path: str | os.PathLike) -> None:
+    """Remove the lock :func:`lock_output` took on ``path`` (a no-op when this process does not hold it)."""
+    key = os.path.abspath(path)
+    fd = _HELD_LOCKS.pop(key, None)
+    if fd is not None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(_lock_name(key))
+        os.close(fd)
+
+
+def release_output_locks() -> None:
+    """Release every output lock this process holds (the CLI calls it when a command stops)."""
+    for key in list(_HELD_LOCKS):
+        release_output(key)
 
 
 #: temporaries of this process that are neither renamed nor removed yet. A signal can arrive between two
@@ -153,6 +241,27 @@ class Interrupted(KeyboardInterrupt):
         self.note = note
 
 
+#: the stop signal this process received (:func:`handle_stop_signals`). Its :class:`Interrupted` can be raised where
+#: Python swallows exceptions (a ``__del__`` or weakref callback: "Exception ignored in ...") and the run then goes
+#: on, so :func:`atomic_output` checks this before renaming and the CLI before reporting success.
+STOPPED: list[int] = []
+
+
+def raise_if_stopped() -> None:
+    """Raise :class:`Interrupted` again if a stop signal arrived (its first exception may have been swallowed)."""
+    if STOPPED:
+        raise Interrupted(STOPPED[0])
+
+
+def _unraisable(hook: Callable) -> Callable:
+    """``sys.unraisablehook`` that keeps quiet about a swallowed :class:`Interrupted` (:data:`STOPPED` has it)."""
+    def quiet(unraisable) -> None:
+        if not isinstance(unraisable.exc_value, Interrupted):
+            hook(unraisable)
+    quiet.chromaflow_quiet = True
+    return quiet
+
+
 def handle_stop_signals(on_stop: Callable[[int], None] | None = None) -> None:
     """Make SIGTERM, SIGINT and SIGHUP raise :class:`Interrupted` in this (main) process, or, with ``on_stop``,
     call ``on_stop(signum)`` instead (``train`` stops at the next batch end, see its StopOnSignal).
@@ -173,8 +282,12 @@ def handle_stop_signals(on_stop: Callable[[int], None] | None = None) -> None:
         elif on_stop is not None:
             on_stop(signum)
         else:
+            STOPPED.append(signum)
             raise Interrupted(signum)
 
+    STOPPED.clear()
+    if on_stop is None and not getattr(sys.unraisablehook, "chromaflow_quiet", False):
+        sys.unraisablehook = _unraisable(sys.unraisablehook)
     for s in handled:
         signal.signal(s, on_signal)
 
@@ -203,7 +316,8 @@ def check_outputs(outputs: Named, inputs: Named = (), outdirs: Named = ()) -> No
     same file as an input (also through links, and also with ``--force``: nothing is worth losing an input
     for), an output that is the same file as another output, an output that is an existing folder, and an
     output whose folder does not exist (an ``outdirs`` folder excepted: it is created, as MACS3 does, once
-    every check has passed). Nothing is written when a check fails.
+    every check has passed). Nothing is written when a check fails. Every output is then taken for this process
+    (:func:`lock_output`), so a concurrent run into the same output is refused; the CLI releases them at the end.
     """
     outs, ins, dirs = _given(outputs), _given(inputs), _given(outdirs)
     for opt, d in dirs:
@@ -227,12 +341,22 @@ def check_outputs(outputs: Named, inputs: Named = (), outdirs: Named = ()) -> No
                                   f"(for {opt} {path})")
     for _, d in dirs:
         os.makedirs(d, exist_ok=True)
+    for _, path in outs:  # held until the command ends (chromaflow.cli.main releases them)
+        lock_output(path)
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` through :func:`atomic_output`."""
     with atomic_output(path) as tmp:
         tmp.write_text(text)
+
+
+def write_texts_atomic(texts: dict[str | os.PathLike, str]) -> None:
+    """Write each ``path: text`` through :func:`atomic_outputs`: all the files or none."""
+    with atomic_outputs(texts) as tmps:
+        for path, tmp in zip(texts, tmps):
+            with naming_errors(tmp):
+                tmp.write_text(texts[path])
 
 
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:

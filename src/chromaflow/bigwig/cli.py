@@ -132,8 +132,8 @@ def run(args: argparse.Namespace) -> int:
                 with Progress(total_bp, "bigwig", "bp") as prog:
                     convert(inp, tracks, window=ws, smoothing=args.smoothing, clip=not args.no_clip, pool=pool,
                             prog=prog)
-                for w in writers:
-                    w.close()
+                for t in tracks:
+                    t.close()
             except BaseException:
                 for w in writers:
                     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common import ChromaflowError, Progress
+from ..common import ChromaflowError, Progress, naming_errors
 from .h5input import Chrom, ChunkReader, Piece, PredictionsInput
 from .tracks import (SmoothStream, TrackState, runs, runs_native, smooth_numpy, strand_average,
                      strand_average_f32)
@@ -33,6 +33,14 @@ class Track:
     path: Path
     writer: object = None
     state: TrackState = field(default_factory=TrackState)
+
+    def write(self, chrom: str, *intervals) -> None:
+        with naming_errors(self.path):  # a full disk names the track
+            self.writer.write(chrom, *intervals)
+
+    def close(self) -> None:
+        with naming_errors(self.path):
+            self.writer.close()
 
 
 def pieces(chroms: list[Chrom], n_block: int, piece: int):
@@ -178,7 +186,7 @@ def _convert(inp, reader, tracks, window, smoothing, clip, pool, prog) -> None:
                 length = n
                 res = t.state.feed_runs(rns, dtype, offset + rel, final)
                 if res is not None:
-                    t.writer.write(chrom.name, *res)
+                    t.write(chrom.name, *res)
             offset += length
             prog.update(length)
         if cur is not None:

@@ -16,7 +16,10 @@ from .report import add_output_arguments, output_options
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--expression", required=True, help="expression matrix, TSV or CSV (optionally .gz)")
     p.add_argument("--layout", required=True, choices=gio.LAYOUTS,
-                   help="orientation of the matrix (checked): genes-x-samples or samples-x-genes")
+                   help="orientation of the matrix: genes-x-samples (a gene per line) or samples-x-genes (a gene "
+                        "per column). Only partly checkable: refused when gene names look like numbers, fewer than "
+                        "3 samples or 2 genes result, or all --regulators are sample labels; a matrix with names on "
+                        "both axes otherwise reads either way, so a swapped one is not caught")
     p.add_argument("--regulators", help="file of candidate regulator names, one per line (default: all genes)")
     p.add_argument("--tree-method", default="RF", choices=METHODS, help="RF (bootstrap) or ET (extra-trees)")
     p.add_argument("--max-features", default="sqrt", help="features per split: sqrt (floor), all, or an integer")

@@ -35,6 +35,7 @@ class Expression:
     genes: list[str]
     samples: list[str]
     path: str
+    layout: str = ""  # as given (--layout)
 
     @property
     def n_genes(self) -> int:
@@ -56,15 +57,16 @@ _MAGIC = {b"BZh": "bzip2", b"\xfd7zXZ": "xz", b"\x28\xb5\x2f\xfd": "zstd", b"PK\
 
 
 def _open_text(path: Path):
-    """Plain or gzip text (recognised by its magic bytes, whatever the name); other compressions -> error."""
+    """Plain or gzip text (recognised by its magic bytes, whatever the name); other compressions -> error.
+    A UTF-8 byte order mark (Excel's "CSV UTF-8") is skipped."""
     with open(path, "rb") as fh:
         head = fh.read(6)
     if head[:2] == b"\x1f\x8b":
-        return gzip.open(path, "rt", newline="", encoding="utf-8")
+        return gzip.open(path, "rt", newline="", encoding="utf-8-sig")
     for magic, kind in _MAGIC.items():
         if head.startswith(magic):
             raise ChromaflowError(f"{path}: {kind}-compressed; expression tables may be plain or gzip (.gz) only")
-    return open(path, "r", newline="", encoding="utf-8")
+    return open(path, "r", newline="", encoding="utf-8-sig")
 
 
 def _cell(layout: str, line: int, row_label: str | None, col: int, col_name: str) -> str:
@@ -258,7 +260,7 @@ def read_expression(path: str | Path, layout: str) -> Expression:
     if const.all():
         raise ChromaflowError(f"{path}: every gene is constant across the samples (e.g. {genes[0]!r}); "
                               f"there is nothing to infer")
-    return Expression(values=values, genes=genes, samples=samples, path=str(path))
+    return Expression(values=values, genes=genes, samples=samples, path=str(path), layout=layout)
 
 
 def read_regulators(path: str | Path, expr: Expression) -> list[int]:
@@ -291,15 +293,24 @@ def read_regulators(path: str | Path, expr: Expression) -> list[int]:
             continue
         out.append(index[name])
     if unknown:
-        ln, name = unknown[0]
-        more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
-        hint = ""
-        if name in set(expr.samples):
-            hint = " (it is a sample label: wrong --layout?)"
-        raise ChromaflowError(f"{path}: line {ln}: regulator {name!r} is not a gene of {expr.path}{more}{hint}")
+        raise ChromaflowError(_unknown_regulators(path, expr, unknown, len(seen)))
     if not out:
         raise ChromaflowError(f"{path}: no regulator names")
     return out
+
+
+def _unknown_regulators(path: Path, expr: Expression, unknown: list[tuple[int, str]], listed: int) -> str:
+    """The one line for regulators that are not genes. When every regulator listed is a sample label and none a
+    gene, the matrix (both axes named, so it reads either way) was given in the other layout: say which to use."""
+    ln, name = unknown[0]
+    line = f"{path}: line {ln}: regulator {name!r} is not a gene of {expr.path}"
+    more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
+    samples = set(expr.samples)
+    if len(unknown) == listed and all(n in samples for _, n in unknown) and expr.layout in LAYOUTS:
+        other = LAYOUTS[1 - LAYOUTS.index(expr.layout)]
+        return (f"{line}{more}; all {listed} regulators are sample labels of it and none is a gene: the layout "
+                f"looks swapped (wrong --layout?); try --layout {other}")
+    return f"{line}{more}{' (it is a sample label: wrong --layout?)' if name in samples else ''}"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -514,10 +525,10 @@ def write_links(path: str | Path, W: np.ndarray, reg_names: list[str], tgt_names
 
     Lines are formatted in C (``_links.c``) on ``threads`` threads, members compressed on ``threads`` threads;
     the bytes are the same as the pure-Python path's (used without a compiler) and do not depend on
-    ``threads``."""
+    ``threads``. ``path`` is written directly: the caller passes a temporary (report.finish_outputs)."""
     step = 1 << 16
     lib = _links_lib()
-    with atomic_output(path) as tmp, open(tmp, "wb") as fh:
+    with open(path, "wb") as fh:
         gz = _GzipMembers(fh, threads)
         try:
             gz.write(b"regulator\ttarget\timportance\n")
@@ -569,8 +580,9 @@ def _write_links_c(lib, gz, W, reg_names, tgt_names, rows, cols, step, threads) 
 
 
 def write_weights(path: str | Path, W: np.ndarray, reg_names: list[str], tgt_names: list[str]) -> None:
-    """Full weight matrix as gzip TSV: rows = regulators, columns = targets, corner cell 'regulator'."""
-    with atomic_output(path) as tmp, open(tmp, "wb") as fh:
+    """Full weight matrix as gzip TSV: rows = regulators, columns = targets, corner cell 'regulator'; ``path`` is
+    written directly (a temporary of report.finish_outputs)."""
+    with open(path, "wb") as fh:
         gz = _GzipMembers(fh)
         gz.write(("regulator\t" + "\t".join(tgt_names) + "\n").encode())
         for i, name in enumerate(reg_names):

@@ -1,18 +1,25 @@
 """Final outputs shared by ``genie3`` and ``genie3-merge``: link list, weight matrix, summary, plot."""
 from __future__ import annotations
 
-from pathlib import Path
+import json
 
 import numpy as np
 
-from ..common import ChromaflowError, atomic_output, write_json_atomic
+from ..common import atomic_outputs, naming_errors
 from . import io as gio
 
 
 def finish_outputs(W: np.ndarray, meta: dict, out, weights=None, summary=None, plot=None, top: int = 1000,
                    max_links: int = 0, threads: int = 1) -> int:
     """Link list (+ optional weight matrix, summary, plot) from the full weight block W (R x T); ``threads``
-    format and compress the link list (same bytes for any number)."""
+    format and compress the link list (same bytes for any number). All or nothing: every output is written to
+    its temporary and they are renamed together at the end; on any failure none is left
+    (:func:`chromaflow.common.atomic_outputs`)."""
+    with atomic_outputs([out, weights, summary, plot]) as (t_out, t_weights, t_summary, t_plot):
+        return _write_outputs(W, meta, t_out, t_weights, t_summary, t_plot, top, max_links, threads)
+
+
+def _write_outputs(W, meta, out, weights, summary, plot, top, max_links, threads) -> int:
     genes = meta["genes"]
     reg_idx = np.asarray(meta["regulators"], dtype=np.int64)
     tgt_idx = np.asarray(meta["targets"], dtype=np.int64)
@@ -21,16 +28,21 @@ def finish_outputs(W: np.ndarray, meta: dict, out, weights=None, summary=None, p
     limit = 0 if max_links == 0 else max(max_links, top if summary else 0)
     rows, cols = gio.ranked_links(W, reg_names, tgt_names, reg_idx, tgt_idx, limit)
     n_write = len(rows) if max_links == 0 else min(max_links, len(rows))
-    n_links = gio.write_links(out, W, reg_names, tgt_names, rows[:n_write], cols[:n_write], threads=threads)
+    with naming_errors(out):
+        n_links = gio.write_links(out, W, reg_names, tgt_names, rows[:n_write], cols[:n_write], threads=threads)
     if weights:
-        gio.write_weights(weights, W, reg_names, tgt_names)
+        with naming_errors(weights):
+            gio.write_weights(weights, W, reg_names, tgt_names)
     if summary or plot:
         vals_all = W[~gio.self_mask(reg_idx, tgt_idx)]
         if summary:
-            write_json_atomic(summary, make_summary(W, vals_all, rows, cols, reg_names, tgt_names, meta, top,
-                                                    n_links))
+            text = json.dumps(make_summary(W, vals_all, rows, cols, reg_names, tgt_names, meta, top, n_links),
+                              indent=2, sort_keys=True) + "\n"
+            with naming_errors(summary):
+                summary.write_text(text)
         if plot:
-            make_plot(plot, vals_all)
+            with naming_errors(plot):
+                make_plot(plot, vals_all)
     return n_links
 
 
@@ -87,9 +99,10 @@ def make_plot(path, vals: np.ndarray) -> None:
     a2.set_ylabel("importance")
     a2.set_title("rank plot")
     fig.tight_layout()
-    with atomic_output(path, suffix=Path(path).suffix) as tmp:
-        fig.savefig(tmp, format="png", metadata={"Software": None})
-    plt.close(fig)
+    try:
+        fig.savefig(path, format="png", metadata={"Software": None})
+    finally:
+        plt.close(fig)
 
 
 def output_options(args) -> list[tuple[str, str | None]]:
