@@ -52,13 +52,13 @@ def nextflow_bin() -> str:
 def test_run(tmp_path_factory, nextflow_bin):
     """One real ``nextflow run main.nf -profile test`` per session: (launch dir, outdir, CompletedProcess).
 
-    The first BIGWIG attempt is made to exit 137 (as if OOM-killed) to exercise the retry strategy
-    (CHROMAFLOW_TEST_FAIL, read by tests/nextflow.config).
+    The first BIGWIG attempt is made to exit 137 (as if OOM-killed) and the first GENIE3_MERGE attempt 75 (an output
+    another process is writing) to exercise the retry strategy (CHROMAFLOW_TEST_FAIL, read by tests/nextflow.config).
     """
     from pipeline_utils import run_nextflow
 
     work = tmp_path_factory.mktemp("pipeline")
     outdir = work / "results"
     res = run_nextflow(["-profile", "test", "--outdir", str(outdir)], cwd=work,
-                       env={"CHROMAFLOW_TEST_FAIL": "BIGWIG:137"})
+                       env={"CHROMAFLOW_TEST_FAIL": "BIGWIG:137,GENIE3_MERGE:75"})
     return work, outdir, res

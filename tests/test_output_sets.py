@@ -95,6 +95,7 @@ def test_second_run_into_a_locked_output_is_refused(tmp_path):
     finally:
         os.close(fd)
     assert_one_line_error(res, f"{out}: is being written by another chromaflow process (pid {os.getpid()})")
+    assert res.returncode == 75  # EX_TEMPFAIL: the pipeline retries it (conf/base.config)
     assert_nothing_left(tmp_path, {".links.tsv.gz.lock"})
 
 

@@ -64,6 +64,15 @@ def test_injected_oom_exit_is_retried_with_more_memory(test_run):
     assert mem(done[0]) == 2 * mem(failed[0])
 
 
+def test_output_busy_exit_is_retried(test_run):
+    """Exit 75 (chromaflow's OutputBusyError: an output another live process is writing, e.g. an orphaned task when
+    -resume reruns it in the same work directory) is retried, in a work directory of its own."""
+    _, outdir, _ = test_run
+    merge = [r for r in read_trace(outdir) if r["process"].endswith("GENIE3_MERGE")]
+    assert [(r["attempt"], r["status"], r["exit"]) for r in merge] == [("1", "FAILED", "75"), ("2", "COMPLETED", "0")]
+    assert merge[0]["workdir"] != merge[1]["workdir"]
+
+
 def test_fasta2h5_in_pipeline_equals_direct_cli(test_run, tmp_path):
     _, outdir, _ = test_run
     for asm, fasta, species in (("asmA", "asmA.fa", "Testus_primus"), ("asmB", "asmB.fa.gz", "Testus_secundus")):

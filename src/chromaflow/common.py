@@ -38,6 +38,13 @@ class OutputExistsError(ChromaflowError):
     """An output already exists and the caller did not ask to overwrite it."""
 
 
+class OutputBusyError(ChromaflowError):
+    """Another live process is writing the same output. Exit 75 (EX_TEMPFAIL, "try again later"): the pipeline
+    retries it (conf/base.config), and a retry runs in a work directory of its own."""
+
+    exit_code = 75
+
+
 # --------------------------------------------------------------------------------------------------
 # atomic outputs
 # --------------------------------------------------------------------------------------------------
@@ -164,7 +171,7 @@ def lock_output(path: str | os.PathLike) -> bool:
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             os.close(fd)
-            raise ChromaflowError(f"{path}: is being written by another chromaflow process (pid {holder}); wait "
+            raise OutputBusyError(f"{path}: is being written by another chromaflow process (pid {holder}); wait "
                                   "for it to end or write elsewhere") from None
         with contextlib.suppress(FileNotFoundError):
             if os.stat(lock).st_ino == os.fstat(fd).st_ino:  # not removed by its last holder meanwhile
