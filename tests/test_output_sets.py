@@ -30,6 +30,37 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+#: runs the CLI with the metrics JSON writer failing as a full disk does, after the command's outputs are in place
+FAILING_METRICS = """
+import errno, sys
+import chromaflow.common as common
+def write_json_atomic(path, obj):
+    raise OSError(errno.ENOSPC, "No space left on device", str(path))
+common.write_json_atomic = write_json_atomic
+from chromaflow.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("command", ["fasta2h5", "genie3"])
+def test_failing_metrics_leave_none_of_the_run_outputs(tmp_path, command):
+    """--metrics is written last: when it fails, the outputs the run had already put in place are removed too (a
+    failed run leaves none of its outputs); an output that existed before (--force) is not removed."""
+    fa = ROOT / "assets" / "test" / "asmA.fa"
+    argv = {"fasta2h5": ["fasta2h5", "--fasta", str(fa), "--species", "S", "--out", str(tmp_path / "o.h5")],
+            "genie3": [*GENIE3, "--out", str(tmp_path / "o.tsv.gz"), "--summary", str(tmp_path / "s.json")]}[command]
+    m = tmp_path / "m.json"
+    res = subprocess.run([sys.executable, "-c", FAILING_METRICS, *argv, "--metrics", str(m)], capture_output=True,
+                         text=True, timeout=300)
+    assert_one_line_error(res, f"{m}: No space left on device")
+    assert_nothing_left(tmp_path, set())
+    if command == "fasta2h5":  # an earlier result overwritten with --force stays (the new one is complete)
+        assert subprocess.run([sys.executable, "-m", "chromaflow", *argv], capture_output=True).returncode == 0
+        res = subprocess.run([sys.executable, "-c", FAILING_METRICS, *argv, "--metrics", str(m), "--force"],
+                             capture_output=True, text=True, timeout=300)
+        assert res.returncode == 1 and (tmp_path / "o.h5").exists()
+
+
 def test_genie3_failing_weights_leaves_no_link_list(tmp_path):
     out, weights = tmp_path / "links.tsv.gz", tmp_path / "weights.tsv.gz"
     res = subprocess.run([sys.executable, "-c", FAILING_WEIGHTS, *GENIE3, "--out", str(out), "--weights", str(weights),

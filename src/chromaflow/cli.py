@@ -16,8 +16,8 @@ import signal
 import sys
 
 from . import __version__
-from .common import (TEMP_MIDDLE, ChromaflowError, handle_stop_signals, raise_if_stopped, release_output_locks,
-                     remove_live_temporaries)
+from .common import (CREATED_OUTPUTS, TEMP_MIDDLE, ChromaflowError, handle_stop_signals, raise_if_stopped,
+                     release_output_locks, remove_created_outputs, remove_live_temporaries)
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -90,11 +90,16 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(COMMANDS[args.command][0])
     prefix = f"chromaflow {args.command}: error:"
     handle_stop_signals()
+    CREATED_OUTPUTS.clear()
+    rc = None  # stays None when an unexpected exception (a bug) ends the command
     try:
         rc = _run(module, args, prefix)
     finally:
+        if rc != 0 and not getattr(module, "KEEP_PARTIAL_OUTPUTS", False):
+            remove_created_outputs()  # a failed run leaves none of its outputs (its --metrics failed, say)
         remove_live_temporaries()  # what an interruption left between creating a temporary and guarding it
         release_output_locks()
+        CREATED_OUTPUTS.clear()
     if program and _FAILURES:  # end here: Python's clean-up would free them (see _FAILURES)
         sys.stdout.flush()
         sys.stderr.flush()

@@ -102,12 +102,15 @@ def atomic_output(path: str | os.PathLike, *, force: bool = True, suffix: str = 
         if path.exists() and not force:
             raise OutputExistsError(f"{path}: output exists (use --force to overwrite)")
         remove_stale_temporaries(path)
+        existed = path.exists()
         name = _new_temporary(parent, path.name, suffix)
         try:
             yield Path(name)
             raise_if_stopped()  # never rename after a stop signal, even one whose exception was swallowed
             os.chmod(name, mode)
             os.replace(name, path)
+            if not existed:
+                CREATED_OUTPUTS.append(str(path))
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name)
@@ -117,6 +120,24 @@ def atomic_output(path: str | os.PathLike, *, force: bool = True, suffix: str = 
     finally:
         if taken:
             release_output(path)
+
+
+#: outputs this process created (renamed into place where no file was before), in order: when a command fails
+#: after some were complete (its --metrics cannot be written, a later output fails), the CLI removes them, so a
+#: failed run leaves none of its outputs (:func:`remove_created_outputs`). An output that existed before (an
+#: in-place update, a --force overwrite) is not listed: removing it would lose what was there.
+CREATED_OUTPUTS: list[str] = []
+
+
+def remove_created_outputs() -> list[str]:
+    """Remove the outputs listed in :data:`CREATED_OUTPUTS` and empty the list."""
+    removed = []
+    for path in CREATED_OUTPUTS:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+            removed.append(path)
+    CREATED_OUTPUTS.clear()
+    return removed
 
 
 @contextlib.contextmanager

@@ -142,6 +142,10 @@ def _accelerator(args) -> str:
     return "cpu"
 
 
+#: a stopped or failed training run keeps what it saved (checkpoints, metrics.tsv): it is what --resume continues
+#: from, so the CLI does not remove this command's outputs on failure (chromaflow.cli.main)
+KEEP_PARTIAL_OUTPUTS = True
+
 ARCH_OPTIONS = ("model_type", "cnn_layers", "filter_size", "kernel_size", "step", "up", "dilation", "lstm_layers",
                 "hidden_size", "bnorm", "dropout")
 
