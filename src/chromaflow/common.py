@@ -131,12 +131,18 @@ CREATED_OUTPUTS: list[str] = []
 
 def remove_created_outputs() -> list[str]:
     """Remove the outputs listed in :data:`CREATED_OUTPUTS` and empty the list."""
+    removed = _unlink_existing(CREATED_OUTPUTS)
+    CREATED_OUTPUTS.clear()
+    return removed
+
+
+def _unlink_existing(paths) -> list[str]:
+    """Remove each of ``paths`` that exists; the ones removed, in order."""
     removed = []
-    for path in CREATED_OUTPUTS:
+    for path in list(paths):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
             removed.append(path)
-    CREATED_OUTPUTS.clear()
     return removed
 
 
@@ -243,13 +249,9 @@ def _new_temporary(parent: Path, name: str, suffix: str) -> str:
 
 def remove_live_temporaries() -> list[str]:
     """Remove this process's temporaries that are still listed (the CLI calls it when a command stops)."""
-    removed = []
-    for tmp in list(_LIVE_TEMPORARIES):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-            removed.append(tmp)
-        _LIVE_TEMPORARIES.discard(tmp)
-    return removed
+    listed = list(_LIVE_TEMPORARIES)
+    _LIVE_TEMPORARIES.difference_update(listed)
+    return _unlink_existing(listed)
 
 
 # --------------------------------------------------------------------------------------------------
