@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from chromaflow import bench
+from chromaflow.report import sweep as bench
 
 
 def test_bench_quick_tiny(tmp_path):

@@ -89,7 +89,7 @@ def test_alternation_and_failure_recording(tmp_path):
 # the output comparisons fail on a wrong output
 # --------------------------------------------------------------------------------------------------
 def test_h5_comparison_catches_one_changed_value(tmp_path):
-    from chromaflow.fasta2h5 import convert
+    from chromaflow.fasta2h5.convert import convert
 
     fa = tmp_path / "g.fa"
     fa.write_text(">a\n" + "ACGTN" * 300 + "\n>b\nGATTACA\n")

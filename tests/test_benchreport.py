@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chromaflow import benchreport as br
+from chromaflow.report import benchreport as br
 from chromaflow.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chromaflow import benchreport as br
+from chromaflow.report import benchreport as br
 
 
 def test_genome_hours_hand_computed():

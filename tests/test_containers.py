@@ -163,8 +163,8 @@ def test_dockerfile_essentials(name):
     assert "gcc" in " ".join(a for k, a in stages[1] if k == "RUN")
     # every C kernel is compiled in the compiler stage and proven to load in the final one (without it, fasta2h5's
     # default engine would fall back to other compressed bytes inside the image)
-    assert "python3 -m chromaflow.prebuild" in " ".join(a for k, a in stages[1] if k == "RUN")
-    assert "python3 -m chromaflow.prebuild" in " ".join(final_runs)
+    assert "python3 -m chromaflow.native.prebuild" in " ".join(a for k, a in stages[1] if k == "RUN")
+    assert "python3 -m chromaflow.native.prebuild" in " ".join(final_runs)
     # installing the requirements comes before copying the sources (the dependency layer survives code edits)
     assert copies.index("requirements.txt /opt/chromaflow/requirements.txt") < copies.index("src /opt/chromaflow/src")
     assert final[-1][0] in ("USER", "WORKDIR") and any(k == "USER" for k, _ in final)

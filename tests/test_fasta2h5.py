@@ -15,7 +15,7 @@ import h5py
 import numpy as np
 import pytest
 
-from chromaflow.fasta2h5 import convert
+from chromaflow.fasta2h5.convert import convert
 
 DATASETS = ("X", "seqids", "species", "start_ends")
 
@@ -434,8 +434,8 @@ def test_declared_level_is_the_level_used(tmp_path, deflate):
     """Every chunk of every dataset re-compresses to the same bytes with the engine and level the file declares."""
     import zlib
 
-    from chromaflow import chunkdeflate
-    from chromaflow.fasta2h5 import LUT16, LUT16_RC
+    from chromaflow.fasta2h5 import deflate as chunkdeflate
+    from chromaflow.genome.encoding import LUT16, LUT16_RC
 
     recs = RECORDS + [("big", "ACGTTGCANNNNNNNNNNRYKM" * 30)]
     fa = tmp_path / "d.fa"
@@ -516,7 +516,7 @@ def test_default_file_no_larger_than_helixers(reference_dir, tmp_path):
     ours = sum(map(len, _raw_chunks(out, "X")))
     helixer = sum(map(len, _raw_chunks(reference_dir / "predmoter/pred_data_1.h5", "X")))
     assert ours <= helixer, (ours, helixer)
-    from chromaflow.bench import write_random_fasta
+    from chromaflow.report.sweep import write_random_fasta
 
     fa = tmp_path / "r.fa"
     write_random_fasta(fa, 1_000_000, seed=5, records=5)

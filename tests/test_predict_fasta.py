@@ -160,6 +160,12 @@ def test_fasta_layout_command(reference_dir, tmp_path):
     with h5py.File(predmoter(reference_dir, "pred_data_1.h5")) as f:
         assert lay["subsequences"] == f["data/X"].shape[0] == 16
     assert lay["records"] == 2 and lay["bp"] == 51321 + 102642
+    # the one subsequence-length rule (genome.encoding.check_length), as fasta2h5 and predict apply it
+    proc = run_cli("fasta-layout", "--fasta", predmoter(reference_dir, "pred_data.fa"), "--subsequence-length",
+                   str((1 << 20) + 1), check=False)
+    assert proc.returncode != 0 and proc.stderr.strip() == (
+        "chromaflow fasta-layout: error: --subsequence-length 1048577: must be between 1 and 1,048,576 "
+        "(Predmoter's is 21384)")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -183,8 +189,11 @@ def test_fasta_route_bad_input(reference_dir, tmp_path):
         (["--fasta", ok, "--species", "s" * 26], ["--species", "26 bytes"]),
         (["--fasta", ok, "--species", "esp\u00e8ce"], ["--species", "ASCII"]),
         (["--fasta", ok], ["--fasta needs --species"]),
-        (["--fasta", ok, "--species", "s", "--subsequence-length", "0"], ["--subsequence-length must be >= 1"]),
-        (["--fasta", ok, "--species", "s", "--subsequence-length", "-5"], ["--subsequence-length must be >= 1"]),
+        (["--fasta", ok, "--species", "s", "--subsequence-length", "0"], ["--subsequence-length 0: must be between 1"]),
+        (["--fasta", ok, "--species", "s", "--subsequence-length", "-5"], ["--subsequence-length -5: must be between"]),
+        # the same cap as fasta2h5 (genome.encoding.check_length): 2^20 + 1 is refused before any work
+        (["--fasta", ok, "--species", "s", "--subsequence-length", str((1 << 20) + 1)],
+         ["--subsequence-length 1048577: must be between 1 and 1,048,576"]),
         (["--fasta", ok, "--species", "s", "--subsequence-length", "21"], [str(ok), "L=21", "not divisible"]),
         (["--fasta", tmp_path / "none.fa", "--species", "s"], ["none.fa", "does not exist"]),
         (["--fasta", tmp_path, "--species", "s"], [str(tmp_path), "not a regular file"]),

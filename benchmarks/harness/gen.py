@@ -1,7 +1,7 @@
 """Seeded benchmark inputs, each written by its own process (``python -m harness.gen KIND ...``) so the harness
 stays small. Every generator is deterministic: same arguments, same bytes.
 
-    fasta OUT TOTAL_BP RECORDS SEED          random ACGT, 60-column lines (chromaflow.bench.write_random_fasta)
+    fasta OUT TOTAL_BP RECORDS SEED          random ACGT, 60-column lines (chromaflow.report.sweep.write_random_fasta)
     expression OUT GENES SAMPLES SEED GOLD   synthetic genes x samples TSV (DREAM4-like layout: samples x genes)
                                              and its true regulator -> target edges (GOLD, DREAM4 gold format)
 """
@@ -14,7 +14,7 @@ import numpy as np
 
 
 def fasta(out: str, total_bp: str, records: str, seed: str) -> None:
-    from chromaflow.bench import write_random_fasta
+    from chromaflow.report.sweep import write_random_fasta
 
     tmp = Path(out + ".tmp")
     write_random_fasta(tmp, int(total_bp), int(seed), records=int(records))

@@ -93,7 +93,7 @@ def machine() -> dict:
 
 
 def make_inputs(work: Path, rows: int, seed: int) -> dict:
-    from chromaflow.bench import write_random_fasta
+    from chromaflow.report.sweep import write_random_fasta
 
     fa = work / f"genome_{rows}.fa"
     if not fa.exists():

@@ -21,7 +21,7 @@ from .common import (CREATED_OUTPUTS, TEMP_MIDDLE, ChromaflowError, handle_stop_
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "fasta2h5": ("chromaflow.fasta2h5", "FASTA -> Helixer-layout HDF5 (one-hot, chunked, both strands)"),
+    "fasta2h5": ("chromaflow.fasta2h5.cli", "FASTA -> Helixer-layout HDF5 (one-hot, chunked, both strands)"),
     "predict": ("chromaflow.predict.cli_predict", "Predmoter-compatible coverage prediction from a genome h5"),
     "predict-merge": ("chromaflow.predict.cli_merge", "join --shard outputs into one predictions h5"),
     "make-test-model": ("chromaflow.predict.cli_testmodel", "write a tiny seeded Predmoter-layout checkpoint (meaningless weights, for tests)"),
@@ -29,9 +29,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "genie3": ("chromaflow.genie3.cli", "GENIE3 gene-regulatory-network inference from an expression matrix"),
     "genie3-merge": ("chromaflow.genie3.cli_merge", "merge GENIE3 target-chunk results into one ranked link list"),
     "genie3-plan": ("chromaflow.genie3.cli_plan", "count the genes of an expression matrix and plan GENIE3 target chunks"),
-    "bench": ("chromaflow.bench", "sweep settings on this machine (batch size, workers, threads) and print the best"),
-    "benchmark-report": ("chromaflow.benchreport", "collect metrics JSONs + Nextflow trace into the benchmark report"),
-    "fasta-layout": ("chromaflow.subseq", "rows (subsequences) a FASTA gives at chunk length L, without writing anything"),
+    "bench": ("chromaflow.report.sweep", "sweep settings on this machine (batch size, workers, threads) and print the best"),
+    "benchmark-report": ("chromaflow.report.benchreport", "collect metrics JSONs + Nextflow trace into the benchmark report"),
+    "fasta-layout": ("chromaflow.genome.cli_layout", "rows (subsequences) a FASTA gives at chunk length L, without writing anything"),
     "add-coverage": ("chromaflow.coverage.cli", "BAM/bigWig read coverage -> evaluation/<prefix>_coverage in a genome h5 (Helixer-compatible, atomic)"),
     "train": ("chromaflow.train.cli_train", "train, resume or fine-tune a Predmoter-compatible model (Lightning; CPU, GPU, DDP)"),
     "evaluate": ("chromaflow.train.cli_evaluate", "Predmoter test mode: per-file loss and Pearson per dataset, plus plots"),

@@ -16,7 +16,7 @@ import os
 import threading
 from pathlib import Path
 
-from chromaflow import cbuild
+from chromaflow.native import build as cbuild
 
 SOURCE = Path(__file__).with_name("_kernels.c")
 CFLAGS = ["-O2", "-fPIC", "-shared", "-std=c99"]

@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
                         pass
                 raise
             if browser:
-                from ..browser import write_browser_files
+                from .browser import write_browser_files
 
                 write_browser_files(outdir, chroms=header, tracks=[(t.dataset, t.strand, t.path.name) for t in tracks],
                                     fmt=fmt, basename=args.basename, genome=args.genome, force=True)
@@ -172,6 +172,6 @@ def _outputs(args: argparse.Namespace, datasets: list[str], outdir: Path, fmt: s
 
 
 def _browser_paths(outdir: Path, fmt: str) -> list[Path]:
-    from ..browser import browser_file_names
+    from .browser import browser_file_names
 
     return [outdir / n for n in browser_file_names(fmt)]

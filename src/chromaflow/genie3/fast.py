@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from chromaflow import cbuild
+from chromaflow.native import build as cbuild
 
 SOURCE = Path(__file__).with_name("_kernel.c")
 #: No -march/-ffast-math: the same bytes on every x86-64 CPU. -ffp-contract=off: never fuse a*b+c into an

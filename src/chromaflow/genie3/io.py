@@ -490,7 +490,7 @@ def _links_lib():
         import locale
         import os
 
-        from chromaflow import cbuild
+        from chromaflow.native import build as cbuild
 
         lib = None
         if os.environ.get("CHROMAFLOW_GENIE3_NO_CC") != "1" and locale.localeconv()["decimal_point"] == ".":

@@ -8,7 +8,7 @@ import os
 
 from ..common import (ChromaflowError, OutputExistsError, Phases, StageMetrics, atomic_output, check_outputs,
                       part_bounds, parse_part, process_age_s, resolve_threads)
-from ..subseq import DEFAULT_L
+from ..genome.encoding import DEFAULT_L
 
 
 def _batch_size(text: str) -> str | int:
@@ -71,8 +71,8 @@ DEFLATE_DEFAULT_LEVEL = {"zlib": 9, "libdeflate": 6, "isal": 1}
 
 def parse_deflate(text: str, device_type: str | None = None) -> tuple[str, int] | None:
     """``--deflate`` -> (engine, level); ``auto`` gives None until ``device_type`` is known (zlib 9 on CPU, zlib 1
-    on CUDA). One-line errors for an unknown engine or level (:func:`chromaflow.chunkdeflate.parse_engine`)."""
-    from ..chunkdeflate import parse_engine
+    on CUDA). One-line errors for an unknown engine or level (:func:`chromaflow.fasta2h5.deflate.parse_engine`)."""
+    from ..fasta2h5.deflate import parse_engine
 
     if str(text).strip().lower() == "auto":
         return None if device_type is None else ("zlib", 1) if device_type == "cuda" else ("zlib", 9)
@@ -91,7 +91,7 @@ def _check_args(args) -> None:
         if args.species is not None or args.subsequence_length is not None:
             raise ChromaflowError("--species and --subsequence-length belong to --fasta (an h5 already has them)")
     else:
-        from ..subseq import check_length, check_species
+        from ..genome.encoding import check_length, check_species
 
         if args.species is None:
             raise ChromaflowError("--fasta needs --species (the name fasta2h5 would store)")
@@ -133,7 +133,7 @@ def _predict(args, shard, fh, info) -> int:
     import numpy as np
     import torch  # heavy: only now
 
-    from ..chunkdeflate import byte_compressor
+    from ..fasta2h5.deflate import byte_compressor
     from ..common import tune_malloc
     from . import h5io
     from .checkpoint import build_model, load_checkpoint
@@ -158,7 +158,7 @@ def _predict(args, shard, fh, info) -> int:
         cfg = ckpt.config
         layout = None
         if fasta:
-            from ..subseq import scan_layout
+            from ..genome.layout import scan_layout
 
             L = args.subsequence_length
             cfg.check_length(L, f"{fasta} (--subsequence-length)")

@@ -29,7 +29,7 @@ import h5py
 import numpy as np
 import torch
 
-from ..chunkdeflate import byte_compressor
+from ..fasta2h5.deflate import byte_compressor
 from ..common import ChromaflowError, Progress
 from .feed import ONEHOT_LUT, Batch, BufferPool, H5Feed, Prefetcher, count_bp
 

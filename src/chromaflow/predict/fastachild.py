@@ -10,7 +10,7 @@ import struct
 import sys
 
 from ..common import ChromaflowError, tune_malloc
-from ..fasta import FastaReader
+from ..genome.fasta import FastaReader
 
 HDR = struct.Struct("<BQHI")  # kind (0 piece, 1 last piece, 2 end, 3 error), bytes, seqid bytes, header line
 

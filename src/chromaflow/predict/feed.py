@@ -11,8 +11,8 @@ No torch here (a reader process imports this module). A batch holds either
 * ``x``: (n, L, 4) float16 (or float32) one-hot rows as stored in ``data/X`` (the h5 route). Converting them to
   float32 is exact; :func:`x_to_codes` turns standard rows back into codes where that is cheaper to ship.
 
-The FASTA route reads with :class:`chromaflow.fasta.FastaReader` (in this thread, or in a child process so that
-parsing runs beside the batcher on another core), cuts rows with :func:`chromaflow.subseq.cut` exactly as
+The FASTA route reads with :class:`chromaflow.genome.fasta.FastaReader` (in this thread, or in a child process so that
+parsing runs beside the batcher on another core), cuts rows with :func:`chromaflow.genome.layout.cut` exactly as
 fasta2h5 does, and copies them into reusable (optionally pinned) buffers with numpy; no per-base Python.
 The h5 route reads compressed chunks directly and inflates them in a thread pool when the dataset has Helixer's
 chunking and filters (shuffle + deflate), and falls back to h5py's own reads otherwise.
@@ -32,9 +32,9 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ..common import ChromaflowError
-from ..fasta import FastaReader, Piece
-from ..fasta2h5 import LUT16
-from ..subseq import Job, RecordEnd, cut, rows_into
+from ..genome.fasta import FastaReader, Piece
+from ..genome.encoding import LUT16
+from ..genome.layout import Job, RecordEnd, cut, rows_into
 from .fastachild import HDR as _HDR
 
 _DONE = object()

@@ -7,7 +7,7 @@ import h5py
 import numpy as np
 
 from ..common import ChromaflowError, open_h5_input
-from ..subseq import input_fingerprint
+from ..genome.layout import input_fingerprint
 
 #: root attributes of a shard file (absent from a complete predictions file)
 SHARD_ATTRS = ("chromaflow_shard_index", "chromaflow_shard_count", "chromaflow_row_start", "chromaflow_row_end",

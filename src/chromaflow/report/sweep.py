@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from . import benchreport as br
-from .common import ChromaflowError, resolve_threads, write_json_atomic, write_text_atomic
+from ..common import ChromaflowError, resolve_threads, write_json_atomic, write_text_atomic
 
 STAGES = ("fasta2h5", "predict", "genie3")
 
@@ -196,7 +196,7 @@ class GpuSampler:
 # --------------------------------------------------------------------------------------------------
 def _stage(argv: list) -> dict:
     """Run one stage through the real CLI in this process; return its metrics JSON."""
-    from .cli import main as cli_main
+    from ..cli import main as cli_main
 
     metrics = None
     for i, a in enumerate(argv):
@@ -229,7 +229,7 @@ def sweep(cfg: dict, work: Path) -> list[dict]:
             m.update(setting=f"threads={t}", assembly="synthetic")
             rows.append(m)
     elif need_h5:
-        from .fasta2h5 import convert
+        from ..fasta2h5.convert import convert
         convert(str(fasta), h5, "Bench_species", cfg["L"], threads=resolve_threads(None))
 
     if "predict" in cfg["stages"]:
@@ -278,7 +278,7 @@ def sweep(cfg: dict, work: Path) -> list[dict]:
 
 
 def _stage_plain(argv: list) -> None:
-    from .cli import main as cli_main
+    from ..cli import main as cli_main
 
     rc = cli_main([str(a) for a in argv])
     if rc != 0:

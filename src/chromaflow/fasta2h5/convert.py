@@ -1,4 +1,4 @@
-"""``chromaflow fasta2h5``: FASTA -> Helixer-layout genome HDF5 (FORMATS.md §1), fast.
+"""The conversion behind ``chromaflow fasta2h5``: FASTA -> Helixer-layout genome HDF5 (FORMATS.md §1), fast.
 
 Layout (identical to Helixer's ``fasta2h5.py``): ``data/X`` (N, L, 4) float16 one-hot in column order
 C, A, T, G; ``data/seqids`` S50; ``data/species`` S25; ``data/start_ends`` int64. Per record of length n:
@@ -8,66 +8,42 @@ boundaries in descending order, padding (zeros) always at the end of a chunk. Mi
 
 How it is fast:
 
-* The FASTA is parsed in large blocks (:mod:`chromaflow.fasta`); a record is held as its raw bytes
+* The FASTA is parsed in large blocks (:mod:`chromaflow.genome.fasta`); a record is held as its raw bytes
   (1 byte/bp), never as float16.
 * A byte is turned into a chunk's *already shuffled* bytes with two 256-entry uint32 lookup tables: HDF5's
   shuffle filter (element size 2) stores all low bytes of the chunk, then all high bytes, so
   ``LO[seq] || HI[seq]`` is exactly the shuffled chunk. Minus chunks use column-reversed tables on the
   reversed bytes.
 * Chunks are deflated in a thread pool (every engine releases the GIL) and written in row order with
-  HDF5 direct chunk writes (:mod:`chromaflow.chunkdeflate`). The default engine, ``onehot``, builds each
+  HDF5 direct chunk writes (:mod:`chromaflow.fasta2h5.deflate`). The default engine, ``onehot``, builds each
   data/X chunk's deflate stream straight from the base bytes (the shuffled float16 chunk is never
   materialised); ``--deflate zlib`` gives zlib level 4, byte-identical to Helixer's chunks. The level used
   is the one the file declares. ``--compression lzf`` uses h5py's own lzf filter (single-threaded).
 """
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
-import sys
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from . import __version__
-from . import chunkdeflate
-from .common import ChromaflowError, Progress, StageMetrics, atomic_output, check_outputs, resolve_threads
-from .fasta import DEFAULT_BLOCK, FastaReader
-from .subseq import Job, cut, start_ends
-from .subseq import chunk_codes as _chunk_codes
+from .. import __version__
+from ..common import ChromaflowError, Progress
+from ..genome.encoding import DEFAULT_L, LUT16, LUT16_RC, check_length, check_species
+from ..genome.fasta import DEFAULT_BLOCK, FastaReader
+from ..genome.layout import Job, cut, start_ends
+from ..genome.layout import chunk_codes as _chunk_codes
+from . import deflate as engines  # (the argument "deflate" is the ENGINE[:LEVEL] text)
 
-DEFAULT_L = 21384
-#: longest accepted --subsequence-length (a chunk of data/X is 8 bytes per position: 8 MiB here)
-MAX_L = 1 << 20
-MAX_SPECIES_BYTES = 25
 #: target number of bases per thread-pool task (records are batched / split to about this size)
 TASK_BP = 1 << 20
 
 # --------------------------------------------------------------------------------------------------
-# lookup tables: byte -> float16 bit patterns of the 4 columns C, A, T, G
+# lookup tables: byte -> float16 bit patterns of the 4 columns C, A, T, G (genome.encoding.LUT16), packed
 # --------------------------------------------------------------------------------------------------
-_ONE, _HALF, _QUARTER, _THIRD = 0x3C00, 0x3800, 0x3400, 0x3548  # 1.0, 0.5, 0.25, float16(0.33)
-_CODES = {  # symbol: (C, A, T, G)
-    "C": (_ONE, 0, 0, 0), "A": (0, _ONE, 0, 0), "T": (0, 0, _ONE, 0), "G": (0, 0, 0, _ONE),
-    "Y": (_HALF, 0, _HALF, 0), "R": (0, _HALF, 0, _HALF), "W": (0, _HALF, _HALF, 0),
-    "S": (_HALF, 0, 0, _HALF), "K": (0, 0, _HALF, _HALF), "M": (_HALF, _HALF, 0, 0),
-    "D": (0, _THIRD, _THIRD, _THIRD), "V": (_THIRD, _THIRD, 0, _THIRD),
-    "H": (_THIRD, _THIRD, _THIRD, 0), "B": (_THIRD, 0, _THIRD, _THIRD),
-    "N": (_QUARTER, _QUARTER, _QUARTER, _QUARTER),
-}
-
-#: (256, 4) uint16 float16 bit patterns; row 0 (and every non-IUPAC byte) is all zero = padding
-LUT16 = np.zeros((256, 4), dtype=np.uint16)
-for _sym, _cols in _CODES.items():
-    LUT16[ord(_sym)] = _cols
-    LUT16[ord(_sym.lower())] = _cols
-LUT16_RC = np.ascontiguousarray(LUT16[:, ::-1])  # complement = reversed column order
-
-
 def _pack_bytes(cols: np.ndarray) -> np.ndarray:
     """(256, 4) uint8 -> (256,) uint32 whose little-endian bytes are the 4 columns."""
     return np.ascontiguousarray(cols.astype(np.uint8)).view("<u4").reshape(256)
@@ -166,27 +142,22 @@ def convert(fasta: str, out_path: str | os.PathLike, species: str, L: int = DEFA
             input_path_attr: str | None = None) -> dict:
     """Write the Helixer-layout h5 of ``fasta`` to ``out_path`` (which is created/truncated).
 
-    ``deflate`` is ``ENGINE[:LEVEL]`` (:mod:`chromaflow.chunkdeflate`; only used with gzip). Returns counts:
+    ``deflate`` is ``ENGINE[:LEVEL]`` (:mod:`chromaflow.fasta2h5.deflate`; only used with gzip). Returns counts:
     bp, records, subsequences, and the deflate engine and level used. ``read_block`` and ``task_bp`` only change
     how the work is cut into pieces, never the result.
     """
     import h5py
 
-    check_subsequence_length(L)
-    sp = species.encode("utf-8")
-    if not species or not species.isascii():
-        raise ChromaflowError(f"--species {species!r}: must be a non-empty ASCII string")
-    if len(sp) > MAX_SPECIES_BYTES:
-        raise ChromaflowError(f"--species {species!r} is {len(sp)} bytes long; the Helixer layout stores at most"
-                              f" {MAX_SPECIES_BYTES} (S25)")
+    check_length(L)
+    sp = check_species(species)
     if compression not in ("gzip", "lzf"):
         raise ChromaflowError(f"unknown --compression {compression!r}")
     direct = compression == "gzip"
-    engine, level = chunkdeflate.parse_engine(deflate)
-    compress = chunkdeflate.byte_compressor(engine, level) if direct else None
+    engine, level = engines.parse_engine(deflate)
+    compress = engines.byte_compressor(engine, level) if direct else None
     x_encoder = None
     if direct and engine == "onehot":
-        x_encoder = chunkdeflate.OnehotEncoder(LUT16, LUT16_RC, L, level)
+        x_encoder = engines.OnehotEncoder(LUT16, LUT16_RC, L, level)
     chunks_per_task = max(1, task_bp // L)
     size = os.path.getsize(fasta)
 
@@ -277,7 +248,7 @@ def convert(fasta: str, out_path: str | os.PathLike, species: str, L: int = DEFA
                 if batch_rows >= chunks_per_task:
                     submit()
 
-        # Rows come from the shared cutting (chromaflow.subseq.cut): plus-strand jobs as soon as a segment of a
+        # Rows come from the shared cutting (chromaflow.genome.layout.cut): plus-strand jobs as soon as a segment of a
         # record is complete, the minus strand once the record's length is known; RecordEnd closes a record.
         id_cache: tuple[str, bytes | None] = ("", None)
         for job in cut(FastaReader(fasta, block_size=read_block, on_progress=on_progress).pieces(), L,
@@ -323,76 +294,8 @@ def convert(fasta: str, out_path: str | os.PathLike, species: str, L: int = DEFA
             f.attrs["compression"] = f"gzip level {level} (shuffle + deflate; chunks deflated by {engine})"
             f.attrs["deflate_engine"] = engine
             f.attrs["deflate_level"] = np.int64(level)
-            f.attrs["deflate_implementation"] = chunkdeflate.engine_version(engine)
+            f.attrs["deflate_implementation"] = engines.engine_version(engine)
         else:
             f.attrs["compression"] = compression
     return {"bp": bp, "records": records, "subsequences": n_rows,
             "deflate": f"{engine}:{level}" if direct else None}
-
-
-def check_subsequence_length(L: int) -> None:
-    if L < 1 or L > MAX_L:
-        raise ChromaflowError(f"--subsequence-length {L}: must be between 1 and {MAX_L:,} "
-                              f"(Predmoter's is {DEFAULT_L})")
-
-
-# --------------------------------------------------------------------------------------------------
-# CLI
-# --------------------------------------------------------------------------------------------------
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--fasta", required=True, help="input FASTA (plain, gzip or bgzip; detected by content)")
-    p.add_argument("--species", required=True, help="species name stored on every row (ASCII, <= 25 bytes)")
-    p.add_argument("--out", required=True, help="output .h5 (written atomically)")
-    p.add_argument("--subsequence-length", type=int, default=DEFAULT_L, metavar="L",
-                   help=f"chunk length L (default {DEFAULT_L})")
-    p.add_argument("--compression", choices=("gzip", "lzf"), default="gzip",
-                   help="HDF5 filter after shuffle (default gzip, as Helixer)")
-    p.add_argument("--deflate", default="auto", metavar="ENGINE[:LEVEL]",
-                   help="deflate engine for the gzip chunks; the level used is the one the file declares. "
-                        "auto (default): onehot if it can be built, else libdeflate. onehot (level 1): our "
-                        "encoder for one-hot chunks, several times less CPU than zlib level 4 and a smaller "
-                        "file; compiled with the system C compiler on first use. zlib (level 4): chunk bytes "
-                        "identical to Helixer's, slowest. libdeflate (level 4): about Helixer's size, ~2x zlib's "
-                        "speed. isal (level 1): fast, larger file. Measured speed and size: docs/fasta2h5.md")
-    p.add_argument("--threads", type=int, default=0, help="compression threads (default: all usable CPUs)")
-    p.add_argument("--metrics", default=None, help="write a metrics JSON here")
-    p.add_argument("--force", action="store_true", help="overwrite an existing --out")
-
-
-def check_input(path: str) -> None:
-    """The FASTA path must name a readable regular file: one line naming it otherwise."""
-    if not path or not os.path.exists(path):
-        raise ChromaflowError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise ChromaflowError(f"{path}: is a directory, not a FASTA file")
-    try:
-        with open(path, "rb"):
-            pass
-    except PermissionError:
-        raise ChromaflowError(f"{path}: permission denied (the FASTA file is not readable)") from None
-    except OSError as exc:
-        raise ChromaflowError(f"{path}: cannot open ({exc.strerror or exc})") from None
-
-
-def run(args: argparse.Namespace) -> int:
-    threads = resolve_threads(args.threads)
-    out = Path(args.out)
-    check_subsequence_length(args.subsequence_length)
-    if args.compression == "gzip":
-        engine, level = chunkdeflate.parse_engine(args.deflate)
-        if chunkdeflate.auto_fallback_reason and args.deflate.strip().lower() == "auto":
-            print(f"chromaflow fasta2h5: warning: {chunkdeflate.auto_fallback_reason}; using libdeflate level "
-                  f"{level} (same file size, slower)", file=sys.stderr)
-        args.deflate = f"{engine}:{level}"
-    check_input(args.fasta)
-    check_outputs([("--out", out), ("--metrics", args.metrics)], [("--fasta", args.fasta)])
-    if out.exists() and not args.force:
-        raise ChromaflowError(f"{out}: output exists (use --force to overwrite)")
-    with StageMetrics("fasta2h5", args.metrics, threads=threads) as m:
-        with atomic_output(out, force=args.force) as tmp:
-            counts = convert(args.fasta, tmp, args.species, args.subsequence_length,
-                             compression=args.compression, deflate=args.deflate, threads=threads,
-                             input_path_attr=args.fasta)
-        m.set(**counts, compression=args.compression, subsequence_length=args.subsequence_length,
-              output_bytes=out.stat().st_size)
-    return 0

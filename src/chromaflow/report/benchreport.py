@@ -30,8 +30,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable
 
-from . import __version__
-from .common import ChromaflowError, write_json_atomic, write_text_atomic
+from .. import __version__
+from ..common import ChromaflowError, write_json_atomic, write_text_atomic
 
 SCHEMA = "chromaflow-benchmark/1"
 

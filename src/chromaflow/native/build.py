@@ -4,7 +4,7 @@
 the source, the flags and the machine type, so an edited source or other flags build anew and concurrent
 builders (two pipeline tasks) each rename a complete file into place. Why not setuptools/cffi at install time:
 the package is also run from a clone (``src/`` on PYTHONPATH, no build step) and in images whose final stage
-has no compiler (they run ``python -m chromaflow.prebuild`` in a build stage instead).
+has no compiler (they run ``python -m chromaflow.native.prebuild`` in a build stage instead).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Compile every C kernel of the package into ``$CHROMAFLOW_CACHE`` now, and fail if one cannot be built.
 
-    python3 -m chromaflow.prebuild
+    python3 -m chromaflow.native.prebuild
 
 The kernels (GENIE3's forest and link-list ranking/printing, fasta2h5's onehot deflate encoder, the bigwig
 per-base loops) are normally
@@ -15,7 +15,7 @@ import sys
 
 
 def main() -> int:
-    from chromaflow import chunkdeflate
+    from chromaflow.fasta2h5 import deflate as chunkdeflate
     from chromaflow.bigwig import _native
     from chromaflow.genie3 import fast
     from chromaflow.genie3 import io as gio
@@ -25,19 +25,19 @@ def main() -> int:
         built.append(("genie3", fast.load_kernel()._name))
         built.append(("fasta2h5 onehot deflate", chunkdeflate.load_kernel()._name))
     except Exception as exc:  # KernelUnavailable / EngineUnavailable: say which and stop
-        print(f"chromaflow.prebuild: error: {exc}", file=sys.stderr)
+        print(f"chromaflow.native.prebuild: error: {exc}", file=sys.stderr)
         return 1
     # loaders that fall back quietly (None) instead of raising
     for what, lib, why in (("bigwig", _native.load(), "CHROMAFLOW_BIGWIG_NO_CC=1"),
                            ("genie3 link list", gio._links_lib(),
                             "CHROMAFLOW_GENIE3_NO_CC=1, or a locale whose decimal point is not '.'")):
         if lib is None:
-            print(f"chromaflow.prebuild: error: the {what} kernel could not be built or loaded (no C compiler, "
+            print(f"chromaflow.native.prebuild: error: the {what} kernel could not be built or loaded (no C compiler, "
                   f"{why})", file=sys.stderr)
             return 1
         built.append((what, lib._name))
     for what, path in built:
-        print(f"chromaflow.prebuild: {what}: {path}")
+        print(f"chromaflow.native.prebuild: {what}: {path}")
     return 0
 
 

@@ -9,33 +9,21 @@ its plus row. Padding (byte 0 = :data:`PAD`) is always at the end of a row. Plus
 Rows are handled as **uint8 base codes** (1 byte per base): the FASTA bytes themselves (any case, IUPAC), padding
 0. A minus row is held as the *reversed, not complemented* bytes plus its strand; complementing is a column
 reversal of the one-hot encoding (C,A,T,G → G,T,A,C), done by whoever encodes (fasta2h5's reverse-complement
-lookup tables, the predict engine's second lookup table). :data:`COMPLEMENT` maps a byte to its complement byte for
+lookup tables, the predict engine's second lookup table). :data:`~chromaflow.genome.encoding.COMPLEMENT` maps a byte to its complement byte for
 consumers that want complemented bytes.
 
-:func:`cut` turns the streaming pieces of :class:`chromaflow.fasta.FastaReader` into :class:`Job` s (consecutive
+:func:`cut` turns the streaming pieces of :class:`chromaflow.genome.fasta.FastaReader` into :class:`Job` s (consecutive
 rows of one strand of one record, in file row order) and :class:`RecordEnd` markers, holding only the current
 record in memory.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 from typing import Iterable, Iterator, NamedTuple
 
 import numpy as np
 
-from .common import ChromaflowError
-
-DEFAULT_L = 21384
-PAD = 0  # byte used for padding positions: encodes to all-zero columns
-MAX_SPECIES_BYTES = 25
-
-#: byte -> complement byte (IUPAC, both cases; padding and anything else unchanged)
-COMPLEMENT = np.arange(256, dtype=np.uint8)
-for _a, _b in zip(b"ACGTRYKMBDHVSWN", b"TGCAYRMKVHDBSWN"):
-    COMPLEMENT[_a] = _b
-    COMPLEMENT[ord(chr(_a).lower())] = ord(chr(_b).lower())
-
+from .encoding import PAD
 
 def n_chunks(n: int, L: int) -> int:
     """Rows per strand of a record of n bases: ceil(n / L)."""
@@ -51,23 +39,6 @@ def start_ends(n: int, L: int) -> np.ndarray:
     se[:k, 0], se[:k, 1] = starts, ends
     se[k:, 0], se[k:, 1] = ends[::-1], starts[::-1]
     return se
-
-
-def check_species(species: str, option: str = "--species") -> bytes:
-    """The species as stored (ASCII, 1..25 bytes, S25) or a one-line error."""
-    if not species or not species.isascii():
-        raise ChromaflowError(f"{option} {species!r}: must be a non-empty ASCII string")
-    sp = species.encode("ascii")
-    if len(sp) > MAX_SPECIES_BYTES:
-        raise ChromaflowError(f"{option} {species!r} is {len(sp)} bytes long; the Helixer layout stores at most"
-                              f" {MAX_SPECIES_BYTES} (S25)")
-    return sp
-
-
-def check_length(L: int, option: str = "--subsequence-length") -> int:
-    if L < 1:
-        raise ChromaflowError(f"{option} must be >= 1, got {L}")
-    return int(L)
 
 
 def chunk_codes(seq: np.ndarray, base: int, n: int, L: int, k: int, strand: int, j0: int, j1: int) -> np.ndarray:
@@ -233,32 +204,3 @@ def scan_layout(fasta: str, L: int, species: bytes = b"") -> Layout:
             records.append((piece.seqid, n))
             n = 0
     return Layout(records, L, species)
-
-
-# --------------------------------------------------------------------------------------------------
-# CLI: chromaflow fasta-layout (rows of a FASTA without writing anything; the pipeline's shard count)
-# --------------------------------------------------------------------------------------------------
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--fasta", required=True, help="input FASTA (plain, gzip or bgzip; detected by content)")
-    p.add_argument("--subsequence-length", type=int, default=DEFAULT_L, metavar="L",
-                   help=f"chunk length L (default {DEFAULT_L})")
-    p.add_argument("--out", default=None, help="write the JSON here (default: stdout)")
-
-
-def run(args: argparse.Namespace) -> int:
-    import json
-    import os
-
-    from .common import write_json_atomic
-
-    L = check_length(args.subsequence_length)
-    if not os.path.exists(args.fasta) or os.path.isdir(args.fasta):
-        raise ChromaflowError(f"{args.fasta}: no such file")
-    lay = scan_layout(args.fasta, L)
-    obj = {"fasta": args.fasta, "subsequence_length": L, "records": len(lay.records), "bp": lay.bp,
-           "subsequences": lay.n_rows}
-    if args.out:
-        write_json_atomic(args.out, obj)
-    else:
-        print(json.dumps(obj, sort_keys=True))
-    return 0
