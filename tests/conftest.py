@@ -55,7 +55,7 @@ def test_run(tmp_path_factory, nextflow_bin):
     The first BIGWIG attempt is made to exit 137 (as if OOM-killed) and the first GENIE3_MERGE attempt 75 (an output
     another process is writing) to exercise the retry strategy (CHROMAFLOW_TEST_FAIL, read by tests/nextflow.config).
     """
-    from pipeline_utils import run_nextflow
+    from helpers.pipeline_utils import run_nextflow
 
     work = tmp_path_factory.mktemp("pipeline")
     outdir = work / "results"

@@ -22,7 +22,7 @@ import pytest
 
 pyBigWig = pytest.importorskip("pyBigWig")
 
-from bigwig_helpers import (bg_intervals, bg_text, bw_intervals, compare_with_ties, intervals,  # noqa: E402
+from helpers.bigwig_helpers import (bg_intervals, bg_text, bw_intervals, compare_with_ties, intervals,  # noqa: E402
                             smoothing_ties)
 from chromaflow import bigwig  # noqa: E402
 from chromaflow.bigwig import bedgraph as bgmod  # noqa: E402

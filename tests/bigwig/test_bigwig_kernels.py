@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-import kernel_variants
-from bigwig_helpers import bg_intervals, bg_text, compare_with_ties, smoothing_ties
+from helpers import kernel_variants
+from helpers.bigwig_helpers import bg_intervals, bg_text, compare_with_ties, smoothing_ties
 
 pytestmark = pytest.mark.reference
 

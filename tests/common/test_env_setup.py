@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "iniconfig==2.1.0"   # small, pure-Python, no dependencies
 
 SCRIPT = r"""

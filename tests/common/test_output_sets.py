@@ -12,7 +12,7 @@ import pytest
 
 from test_reliability import assert_nothing_left, assert_one_line_error, full_disk, ok, run, small  # noqa: F401
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXPR = ROOT / "assets" / "test" / "genie3" / "expression.tsv"
 GENIE3 = ["genie3", "--expression", str(EXPR), "--layout", "samples-x-genes", "--n-trees", "5", "--threads", "1"]
 

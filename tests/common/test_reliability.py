@@ -17,7 +17,7 @@ import numpy as np
 import pyBigWig
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TEST = ROOT / "assets" / "test"
 
 

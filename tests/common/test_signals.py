@@ -117,7 +117,7 @@ def test_train_stops_with_128_plus_signal_and_resumes_exactly(tmp_path, sig):
     128 + signal, and --resume from last.ckpt (the last completed epoch's) gives the uninterrupted run's weights."""
     import torch
 
-    from trainfactory import TINY, make_input_dir
+    from helpers.trainfactory import TINY, make_input_dir
 
     make_input_dir(tmp_path / "data")
     out, whole = tmp_path / "run", tmp_path / "whole"

@@ -19,7 +19,7 @@ import h5py
 import numpy as np
 import pytest
 
-from bamfactory import Read, expected, to_rows, write_bam, write_fasta
+from helpers.bamfactory import Read, expected, to_rows, write_bam, write_fasta
 from conftest import REFERENCE, _ci
 
 L = 100

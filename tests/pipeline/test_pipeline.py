@@ -21,7 +21,7 @@ import numpy as np
 import pyBigWig
 import pytest
 
-from pipeline_utils import ROOT, read_trace
+from helpers.pipeline_utils import ROOT, read_trace
 
 pytestmark = pytest.mark.pipeline
 
@@ -235,7 +235,7 @@ def odd_inputs_run(tmp_path_factory, nextflow_bin):
     """One run on a sheet with: a FASTA in a folder and file with spaces; a FASTA fetched over http (a local
     server on loopback); a gzipped TSV expression matrix; a CSV matrix in the other layout; one prediction shard
     per assembly (published without a merge)."""
-    from pipeline_utils import LocalHttpServer, run_nextflow
+    from helpers.pipeline_utils import LocalHttpServer, run_nextflow
 
     work = tmp_path_factory.mktemp("odd_inputs")
     data = work / "my data"
@@ -291,7 +291,7 @@ def test_predict_from_fasta_gives_the_same_predictions_and_tracks_without_a_geno
     """--predict_from fasta --save_h5 false: PREDICT reads the FASTA (2 shards per assembly planned from
     FASTA_LAYOUT's row count, merged), FASTA2H5 does not run and no h5 is published, and the predictions and tracks
     are those of the h5 route (the test profile's run)."""
-    from pipeline_utils import run_nextflow
+    from helpers.pipeline_utils import run_nextflow
 
     _, reference, _ = test_run
     outdir = tmp_path / "results"

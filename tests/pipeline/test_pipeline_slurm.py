@@ -1,4 +1,4 @@
-"""The real pipeline under ``-profile test,slurm_gpu`` on a real single-node SLURM cluster (tests/slurm_cluster.py).
+"""The real pipeline under ``-profile test,slurm_gpu`` on a real single-node SLURM cluster (tests/helpers/slurm_cluster.py).
 
 Nextflow's SLURM executor submits every task with the real ``sbatch``; the per-job records written by
 slurmctld show where each job ran and what it asked for. Checks: PREDICT (label process_gpu) jobs ran in
@@ -8,7 +8,7 @@ trace's ``native_id`` is the SLURM job id of that task; the outputs exist.
 The cluster's "GPU" is an empty file that SLURM counts (see docs/slurm-testing.md): PREDICT runs with
 ``--predict_device auto`` and so on the CPU -- this tests the routing, not CUDA. GENIE3 and the benchmark are
 skipped, and prediction is not sharded, to keep the run short (~2 min: the single GPU GRES serialises the
-PREDICT jobs); sharding and merging under the local executor are covered by tests/test_pipeline.py.
+PREDICT jobs); sharding and merging under the local executor are covered by tests/pipeline/test_pipeline.py.
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import re
 import h5py
 import pytest
 
-from pipeline_utils import read_trace, run_nextflow
-from slurm_cluster import slurm_cluster  # noqa: F401  (session fixture)
+from helpers.pipeline_utils import read_trace, run_nextflow
+from helpers.slurm_cluster import slurm_cluster  # noqa: F401  (session fixture)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.pipeline]
 

@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 import pytest
 
-from pipeline_utils import ROOT, read_trace, run_nextflow
+from helpers.pipeline_utils import ROOT, read_trace, run_nextflow
 
 pytestmark = pytest.mark.pipeline
 
@@ -216,7 +216,7 @@ def test_train_task_stopped_by_sigterm_is_retried_and_continues(tmp_path, nextfl
     import signal
     import time
 
-    from pipeline_utils import nextflow_cmd, nextflow_env
+    from helpers.pipeline_utils import nextflow_cmd, nextflow_env
 
     outdir, epochs = tmp_path / "results", 40
     proc = subprocess.Popen(nextflow_cmd(["-profile", "test", "--mode", "train", "--train_epochs", str(epochs),

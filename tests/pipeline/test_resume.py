@@ -28,7 +28,7 @@ import numpy as np
 import pyBigWig
 import pytest
 
-from pipeline_utils import nextflow_cmd, nextflow_env, run_nextflow
+from helpers.pipeline_utils import nextflow_cmd, nextflow_env, run_nextflow
 
 pytestmark = pytest.mark.pipeline
 

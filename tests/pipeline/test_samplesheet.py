@@ -3,8 +3,8 @@ naming the sheet, the line and the problem; every odd-but-valid sheet (BOM, CRLF
 fields, paths with spaces, URLs that answer) gives exactly the rows it says.
 
 The sheets are validated by the pipeline's own function (subworkflows/local/samplesheet.nf) in one Nextflow JVM
-(tests/nextflow/validate_sheets.nf); two tests run main.nf itself. URLs are served by a local http server on
-loopback that the test starts (tests/pipeline_utils.LocalHttpServer).
+(tests/pipeline/nextflow/validate_sheets.nf); two tests run main.nf itself. URLs are served by a local http server on
+loopback that the test starts (tests/helpers/pipeline_utils.LocalHttpServer).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_utils import ROOT, LocalHttpServer, free_port, run_nextflow
+from helpers.pipeline_utils import ROOT, LocalHttpServer, free_port, run_nextflow
 
 pytestmark = pytest.mark.pipeline
 
@@ -101,7 +101,7 @@ def validation_results(sheets_dir, nextflow_bin):
             p.write_bytes(t if isinstance(t, bytes) else t.encode())
             sheets[case] = p
         res = subprocess.run(
-            ["nextflow", "run", str(ROOT / "tests" / "nextflow" / "validate_sheets.nf"), "-ansi-log", "false",
+            ["nextflow", "run", str(ROOT / "tests" / "pipeline" / "nextflow" / "validate_sheets.nf"), "-ansi-log", "false",
              "--sheets", ",".join(str(p) for p in sheets.values())],
             cwd=sheets_dir, capture_output=True, text=True, timeout=600, env={**os.environ, "NXF_OFFLINE": "true"})
     assert res.returncode == 0, res.stdout + res.stderr

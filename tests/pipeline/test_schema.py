@@ -2,7 +2,7 @@
 values the CLI options they are passed to (through ext.args in conf/modules.config) accept.
 
 The schema is the one source of the rules the pipeline enforces (subworkflows/local/utils_chromaflow.nf reads it;
-tests/test_params.py checks each rule in the real Nextflow); this file keeps it in step with the config and
+tests/pipeline/test_params.py checks each rule in the real Nextflow); this file keeps it in step with the config and
 the CLI.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from chromaflow.cli import _build_parser
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DYNAMIC = object()   # a default computed when the config is read (e.g. the launch time)
 
 
@@ -106,7 +106,7 @@ def _choices(command: str, option: str) -> list[str]:
 def test_every_enum_param_is_mapped_to_a_cli_option():
     enums = {n for n, s in schema_params().items() if "enum" in s}
     # mode and publish_dir_mode are Nextflow's own, not a CLI option; predict_from chooses the workflow's route
-    # (PREDICT's --h5 or --fasta input: tests/test_pipeline.py runs both)
+    # (PREDICT's --h5 or --fasta input: tests/pipeline/test_pipeline.py runs both)
     assert enums - {"mode", "publish_dir_mode", "predict_from"} == set(ENUM_TO_CLI)
 
 

@@ -1,4 +1,4 @@
-"""The single-node test SLURM cluster itself (tests/slurm_cluster.py): partitions, GRES, records, teardown."""
+"""The single-node test SLURM cluster itself (tests/helpers/slurm_cluster.py): partitions, GRES, records, teardown."""
 from __future__ import annotations
 
 import concurrent.futures
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_cluster import SlurmCluster, SlurmUnavailable, _ci, _pid_alive, slurm_cluster  # noqa: F401
+from helpers.slurm_cluster import SlurmCluster, SlurmUnavailable, _ci, _pid_alive, slurm_cluster  # noqa: F401
 
 pytestmark = pytest.mark.slurm
 

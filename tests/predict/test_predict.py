@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from predict_helpers import ScaledModel
+from helpers.predict_helpers import ScaledModel
 import torch.nn.functional as F
 
 from chromaflow.predict.checkpoint import build_model, load_checkpoint, make_test_state_dict, write_test_checkpoint
@@ -621,7 +621,7 @@ def test_nvml_metrics_degrade_without_gpu():
         pass
     assert s.result() == {"available": False, "reason": "no CUDA device used (CPU run)"}
     if torch.cuda.is_available():
-        pytest.skip("a GPU is present: tests/test_predict_cuda.py checks real NVML samples")
+        pytest.skip("a GPU is present: tests/predict/test_predict_cuda.py checks real NVML samples")
     with NvmlSampler([0]) as s:
         pass
     res = s.result()
@@ -646,7 +646,7 @@ def test_test_checkpoint_is_byte_reproducible(tmp_path):
 
 # --------------------------------------------------------------------------------------------------
 # the CUDA executor's logic on the CPU: a stand-in for the CUDA runtime (streams and events as no-ops / clocks,
-# pinned memory as plain memory). On a GPU, tests/test_predict_cuda.py runs the real thing.
+# pinned memory as plain memory). On a GPU, tests/predict/test_predict_cuda.py runs the real thing.
 # --------------------------------------------------------------------------------------------------
 class _FakeEvent:
     def __init__(self, enable_timing=False):

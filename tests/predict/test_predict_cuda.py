@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from predict_helpers import ScaledModel
+from helpers.predict_helpers import ScaledModel
 
 from test_predict import run_cli, write_genome_h5
 
@@ -104,7 +104,7 @@ def test_cuda_transfer_dtype_widens_without_loss(tmp_path):
     want[X.max(axis=2) == 0] = -1
     assert np.array_equal(got, want)
     # the batches already in flight in int8 (CUDA_DEPTH of them) did not fit: copied again as int64; the next
-    # one comes back as int32 (as tests/test_predict.py checks with a stand-in runtime on the CPU)
+    # one comes back as int32 (as tests/predict/test_predict.py checks with a stand-in runtime on the CPU)
     assert stats.transfer_dtypes == {"int64": engine.CUDA_DEPTH, "int32": 3 - engine.CUDA_DEPTH}
 
 

@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
 PEERS = (ROOT / ".." / "shared" / "peers").resolve()
 sys.path.insert(0, str(BENCH))

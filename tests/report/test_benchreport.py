@@ -20,7 +20,7 @@ import pytest
 from chromaflow.report import benchreport as br
 from chromaflow.cli import main as cli_main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TEST = ROOT / "assets" / "test"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 

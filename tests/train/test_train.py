@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from conftest import REFERENCE, _ci
-from trainfactory import TINY, make_file, make_input_dir
+from helpers.trainfactory import TINY, make_file, make_input_dir
 
 PEER = REFERENCE.parent / "peers" / "bin" / "peer-predmoter"
 MINI = REFERENCE / "predmoter" / "mini_model.ckpt"

@@ -2,14 +2,14 @@ import groovy.json.JsonSlurper
 
 /**
  * Content digests for nf-test snapshots of files whose bytes are not reproducible (h5 attributes with a time
- * stamp, gzip headers): see tests/lib/digest.py. nf-test runs from the repository root (nf-test.config).
+ * stamp, gzip headers): see tests/helpers/nftest/digest.py. nf-test runs from the repository root (nf-test.config).
  *
  *   snapshot(Digest.h5(path), Digest.bigwig(path), Digest.gz(path), Digest.npz(path)).match()
  */
 class Digest {
 
     static Object run(String kind, Object path) {
-        def script = new File(System.getProperty('user.dir'), 'tests/lib/digest.py').absolutePath
+        def script = new File(System.getProperty('user.dir'), 'tests/helpers/nftest/digest.py').absolutePath
         def proc = ['python3', script, kind, path.toString()].execute()
         def out = new StringBuilder()
         def err = new StringBuilder()

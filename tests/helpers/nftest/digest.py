@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Content digests of chromaflow outputs for nf-test snapshots (tests/lib/Digest.groovy calls this).
+"""Content digests of chromaflow outputs for nf-test snapshots (tests/helpers/nftest/Digest.groovy calls this).
 
 Files whose bytes carry a time stamp or a compression header (h5 attributes, gzip mtime) cannot be
 snapshotted by their md5; these digests cover only their content:

@@ -4,7 +4,7 @@
  * Run with `-c <repo>/nextflow.config` so the defaults are the pipeline's. --cases FILE is JSON
  * {case: {param: value}}: each case is the defaults with these values (null = unset). Prints one line per case:
  *   RESULT<TAB>case<TAB>{"errors": [...], "warnings": [...]}
- * Used by tests/test_params.py.
+ * Used by tests/pipeline/test_params.py.
  */
 params.cases = ''
 

@@ -2,7 +2,7 @@
  * Test driver: runs the pipeline's own samplesheet validation (subworkflows/local/samplesheet.nf) on every
  * sheet given in --sheets (comma-separated) in one JVM, printing one line each:
  *   RESULT<TAB><sheet><TAB>OK<TAB><rows as JSON>   or   RESULT<TAB><sheet><TAB>ERROR<TAB><message>
- * Used by tests/test_samplesheet.py; the real pipeline calls the same function.
+ * Used by tests/pipeline/test_samplesheet.py; the real pipeline calls the same function.
  */
 params.sheets = ''
 
