@@ -1,7 +1,7 @@
 # Source this file: sets up (or reuses) chromaflow's toolchain outside the clone and puts it on PATH.
 #   CHROMAFLOW_CACHE          cache root (default ~/.cache/chromaflow)
 #   CHROMAFLOW_REQUIREMENTS   requirements file of the venv (default: this clone's requirements.txt; the
-#                             concurrency test in tests/test_setup.py points it at a one-package file)
+#                             concurrency test in tests/common/test_env_setup.py points it at a one-package file)
 #   CHROMAFLOW_SKIP_TOOLS=1   do not install Nextflow/hadolint/Groovy parser (that test only)
 #
 # * System packages: scripts/install-system-deps runs first; it does nothing (and uses no network) when
