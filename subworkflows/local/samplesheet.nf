@@ -11,7 +11,7 @@
  * line naming the sheet, the line number and the column.
  */
 
-// Stops the run with one line and exit status 1 (catchable by the test driver tests/nextflow/validate_sheets.nf).
+// Stops the run with one line and exit status 1 (catchable by the test driver tests/pipeline/nextflow/validate_sheets.nf).
 def sheetError(String message) {
     error(message)
 }
