@@ -1,23 +1,17 @@
-"""Shared pytest fixtures.
+"""Shared pytest fixtures (the plain helpers they use are in tests/helpers/).
 
 ``reference_dir`` points at ``../shared/reference`` (read in place, never copied). Where it is absent
 the tests that need it are skipped with the reason stated, except under ``CI=true``, where a missing
-reference folder is a failure.
+reference folder is a failure (``helpers.environment.unavailable``, the one rule for every missing piece).
 """
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = (ROOT / ".." / "shared" / "reference").resolve()
-
-
-def _ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+from helpers.environment import REFERENCE, ROOT, unavailable
 
 
 @pytest.fixture(scope="session")
@@ -28,12 +22,10 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def reference_dir() -> Path:
     if not REFERENCE.is_dir():
-        msg = f"reference data folder {REFERENCE} is absent (expected ../shared/reference beside the checkout)"
         # CI=true makes a missing reference folder a failure, unless CHROMAFLOW_REQUIRE_REFERENCE=0 says this CI
         # (e.g. a public mirror's) has no reference folder by design
-        if _ci() and os.environ.get("CHROMAFLOW_REQUIRE_REFERENCE", "1") != "0":
-            pytest.fail(msg)
-        pytest.skip(msg)
+        unavailable(f"reference data folder {REFERENCE} is absent (expected ../shared/reference beside the checkout)",
+                    waiver="CHROMAFLOW_REQUIRE_REFERENCE")
     return REFERENCE
 
 
@@ -41,10 +33,7 @@ def reference_dir() -> Path:
 def nextflow_bin() -> str:
     nf = shutil.which("nextflow")
     if nf is None:
-        msg = "nextflow not on PATH (run: source scripts/env.sh)"
-        if _ci():
-            pytest.fail(msg)
-        pytest.skip(msg)
+        unavailable("nextflow not on PATH (run: source scripts/env.sh)")
     return nf
 
 

@@ -18,7 +18,7 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
+from helpers.environment import unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "iniconfig==2.1.0"   # small, pure-Python, no dependencies
@@ -28,10 +28,6 @@ date +%s.%N > "$1"
 source scripts/env.sh || exit 3
 python -c 'import sys, iniconfig; print("PREFIX", sys.prefix); print("MODULE", iniconfig.__file__)'
 """
-
-
-def _ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def test_two_concurrent_first_setups_build_one_venv(tmp_path):
@@ -48,10 +44,7 @@ def test_two_concurrent_first_setups_build_one_venv(tmp_path):
     codes = [p.returncode for p in procs]
     errs = "\n".join(f"--- shell {i}: rc={c}\n{o}\n{e}" for i, (c, (o, e)) in enumerate(zip(codes, results)))
     if codes != [0, 0] and "pip" in errs and any(s in errs for s in ("Could not", "NewConnectionError", "SSLError")):
-        msg = "PyPI unreachable, the concurrent set-up could not be exercised:\n" + errs[-2000:]
-        if _ci():
-            pytest.fail(msg)
-        pytest.skip(msg)
+        unavailable("PyPI unreachable, the concurrent set-up could not be exercised:\n" + errs[-2000:])
     assert codes == [0, 0], errs
 
     creators = [i for i, (_, e) in enumerate(results) if "creating virtualenv" in e]

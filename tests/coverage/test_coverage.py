@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from helpers.bamfactory import Read, expected, to_rows, write_bam, write_fasta
-from conftest import REFERENCE, _ci
+from helpers.environment import REFERENCE, unavailable
 
 L = 100
 SIZES = {"chr1": 250, "chr2": 70, "chr3": 300}
@@ -173,10 +173,7 @@ def test_append_and_threads_identical(case, tmp_path):
 @pytest.fixture(scope="module")
 def peer():
     if not PEER.exists():
-        msg = f"{PEER} is absent (the peers kit beside the checkout)"
-        if _ci():
-            pytest.fail(msg)
-        pytest.skip(msg)
+        unavailable(f"{PEER} is absent (the peers kit beside the checkout)")
     return str(PEER)
 
 

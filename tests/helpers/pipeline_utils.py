@@ -6,7 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.environment import ROOT
+
 MAIN_NF = ROOT / "main.nf"
 
 

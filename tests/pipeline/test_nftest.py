@@ -18,14 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from helpers.environment import unavailable
+
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted(str(p.relative_to(ROOT)) for p in [ROOT / "tests" / "pipeline" / "main.nf.test", *ROOT.glob("modules/local/*/tests/main.nf.test")])
 
 pytestmark = pytest.mark.pipeline
-
-
-def _ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def nf_test_bin() -> str | None:
@@ -40,10 +38,7 @@ def nftest_results(tmp_path_factory, nextflow_bin) -> dict[str, list[tuple[str, 
     """{spec file: [(test name, failure message or None), ...]} from one nf-test run over all specs."""
     nft = nf_test_bin()
     if nft is None or shutil.which("java") is None:
-        msg = "nf-test not found (../shared/tools/nf-test/nf-test or nf-test on PATH) or no java"
-        if _ci():
-            pytest.fail(msg)
-        pytest.skip(msg)
+        unavailable("nf-test not found (../shared/tools/nf-test/nf-test or nf-test on PATH) or no java")
     work = tmp_path_factory.mktemp("nftest")
     junit = work / "junit.xml"
     env = dict(os.environ, NFT_WORKDIR=str(work / "nft"), NXF_ANSI_LOG="false", NXF_OFFLINE="true",

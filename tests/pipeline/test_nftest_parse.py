@@ -15,13 +15,14 @@ One JVM parses all files (~20-50 s). Skips with the reason where the jar cannot 
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from helpers.environment import unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,10 +61,6 @@ args.each { String path ->
 KNOWN_STRICT: dict[str, tuple[str, list[str]]] = {}
 
 
-def _ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
 def _files() -> tuple[list[str], list[str]]:
     nftest = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("**/*.nf.test")
                     if ".nf-test" not in p.parts and "work" not in p.parts)
@@ -81,11 +78,6 @@ NFTEST_FILES, NF_FILES = _files()
 
 @pytest.fixture(scope="module")
 def parsed(tmp_path_factory) -> dict[str, list[str]]:
-    def unavailable(msg):
-        if _ci():
-            pytest.fail(msg)
-        pytest.skip(msg)
-
     if shutil.which("java") is None:
         unavailable("java not found (Java 17+ needed)")
     r = subprocess.run([str(ROOT / "scripts" / "install-groovy-parser")], capture_output=True, text=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -21,6 +20,7 @@ import numpy as np
 import pyBigWig
 import pytest
 
+from helpers.environment import ci
 from helpers.pipeline_utils import ROOT, read_trace
 
 pytestmark = pytest.mark.pipeline
@@ -194,7 +194,7 @@ def test_benchmark_stage_reports_every_stage(test_run):
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
-@pytest.mark.skipif(CHROMIUM is None and os.environ.get("CI", "").lower() not in ("1", "true", "yes"),
+@pytest.mark.skipif(CHROMIUM is None and not ci(),
                     reason="chromium not installed (apt-get install -y chromium); required under CI=true")
 def test_multiqc_report_shows_our_sections_in_headless_chromium(test_run, tmp_path):
     """The MultiQC report rendered by a real browser: our sections are there after its JavaScript ran, the throughput

@@ -19,6 +19,7 @@ import pytest
 
 from chromaflow.report import benchreport as br
 from chromaflow.cli import main as cli_main
+from helpers.environment import ci
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST = ROOT / "assets" / "test"
@@ -237,7 +238,7 @@ def test_bad_metrics_line_is_one_line_error(tmp_path):
     assert not (tmp_path / "benchmark.json").exists()
 
 
-@pytest.mark.skipif(CHROMIUM is None and os.environ.get("CI", "").lower() not in ("1", "true", "yes"),
+@pytest.mark.skipif(CHROMIUM is None and not ci(),
                     reason="chromium not installed (apt-get install -y chromium); required under CI=true")
 def test_report_renders_in_headless_chromium(report, tmp_path):
     assert CHROMIUM, "chromium is required under CI=true"

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REFERENCE, _ci
+from helpers.environment import REFERENCE, unavailable
 from helpers.trainfactory import TINY, make_file, make_input_dir
 
 PEER = REFERENCE.parent / "peers" / "bin" / "peer-predmoter"
@@ -43,9 +43,7 @@ def _sd(path):
 @pytest.fixture(scope="module")
 def peer():
     if not PEER.exists():
-        if _ci():
-            pytest.fail(f"{PEER} is absent")
-        pytest.skip(f"{PEER} is absent (the peers kit beside the checkout)")
+        unavailable(f"{PEER} is absent (the peers kit beside the checkout)")
     return str(PEER)
 
 
