@@ -6,6 +6,7 @@ tie of the smoothing (S/w = k + ½), where the reference's own value depends on 
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
@@ -27,17 +28,13 @@ from helpers.bigwig_helpers import (bg_intervals, bg_text, bw_intervals, compare
 from chromaflow import bigwig  # noqa: E402
 from chromaflow.bigwig import bedgraph as bgmod  # noqa: E402
 from chromaflow.bigwig import bigwigfile  # noqa: E402
+from helpers.cli import chromaflow
 
 pytestmark = pytest.mark.reference
 DATASETS = ("atacseq", "h3k4me3")
 
 
-def cli(*args, check=True, env=None):
-    proc = subprocess.run([sys.executable, "-m", "chromaflow", "bigwig", *map(str, args)],
-                          capture_output=True, text=True, env=env)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
-    return proc
+cli = functools.partial(chromaflow, "bigwig", check=True)
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,7 @@
 """Bad input and browser files of ``chromaflow bigwig`` (subprocess, like a pipeline task)."""
 from __future__ import annotations
 
-import subprocess
-import sys
+import functools
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -11,13 +10,12 @@ import shutil
 import h5py
 import numpy as np
 import pytest
+from helpers.cli import assert_one_line_error, chromaflow
 
 pytestmark = pytest.mark.reference
 
 
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "chromaflow", "bigwig", *map(str, args)],
-                          capture_output=True, text=True)
+cli = functools.partial(chromaflow, "bigwig")
 
 
 @pytest.fixture
@@ -25,29 +23,21 @@ def pred(reference_dir):
     return reference_dir / "predmoter" / "pred_data_1_predictions.h5"
 
 
-def _one_error_line(proc, *words):
-    assert proc.returncode != 0
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("chromaflow bigwig: error: ")
-    for w in words:
-        assert w in lines[0]
-
-
 def test_not_a_predictions_file(reference_dir, tmp_path):
     txt = tmp_path / "x.h5"
     txt.write_text("hello\n")
-    _one_error_line(cli("--predictions", txt, "--outdir", tmp_path, "--basename", "b"), "not a readable HDF5 file")
+    assert_one_line_error(cli("--predictions", txt, "--outdir", tmp_path, "--basename", "b"), "bigwig",
+                          "not a readable HDF5 file")
     genome = reference_dir / "predmoter" / "pred_data_1.h5"
-    _one_error_line(cli("--predictions", genome, "--outdir", tmp_path, "--basename", "b"),
+    assert_one_line_error(cli("--predictions", genome, "--outdir", tmp_path, "--basename", "b"), "bigwig",
                     "not a predictions file", "prediction/predictions")
-    _one_error_line(cli("--predictions", tmp_path / "nope.h5", "--outdir", tmp_path, "--basename", "b"),
+    assert_one_line_error(cli("--predictions", tmp_path / "nope.h5", "--outdir", tmp_path, "--basename", "b"), "bigwig",
                     "predictions file does not exist")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.h5"]
 
 
 def test_dataset_not_present(pred, tmp_path):
-    _one_error_line(cli("--predictions", pred, "--outdir", tmp_path, "--basename", "b", "--datasets", "dnase"),
+    assert_one_line_error(cli("--predictions", pred, "--outdir", tmp_path, "--basename", "b", "--datasets", "dnase"), "bigwig",
                     str(pred), "dnase", "prediction/datasets", "available: atacseq h3k4me3")
     assert list(tmp_path.iterdir()) == []
 
@@ -98,7 +88,8 @@ def test_bad_predictions_file(pred, tmp_path, case, key, words):
     bad = _variant(pred, tmp_path / "bad.h5", **{key: change})
     out = tmp_path / "out"
     out.mkdir()
-    _one_error_line(cli("--predictions", bad, "--outdir", out, "--basename", "b"), str(bad), key, *words)
+    assert_one_line_error(cli("--predictions", bad, "--outdir", out, "--basename", "b"), "bigwig",
+                          str(bad), key, *words)
     assert list(out.iterdir()) == []
 
 
@@ -111,7 +102,8 @@ def test_corrupt_chunk(pred, tmp_path):
         d.id.write_direct_chunk((7, 0, 1), b"x" * 10 + bytes(raw[10:]))
     out = tmp_path / "out"
     out.mkdir()
-    _one_error_line(cli("--predictions", bad, "--outdir", out, "--basename", "b", "--strand", "all"), str(bad),
+    assert_one_line_error(cli("--predictions", bad, "--outdir", out, "--basename", "b", "--strand", "all"), "bigwig",
+                          str(bad),
                     "prediction/predictions row 7", "corrupt chunk")
     assert list(out.iterdir()) == []
 
@@ -126,13 +118,13 @@ def test_bad_options(pred, reference_dir, tmp_path, args, words):
     argv = ["--predictions", p, "--outdir", tmp_path, *args]
     if "--basename" not in args:
         argv += ["--basename", "b"]
-    _one_error_line(cli(*argv), *words)
+    assert_one_line_error(cli(*argv), "bigwig", *words)
     assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("w", [0, -5])
 def test_bad_window(pred, tmp_path, w):
-    _one_error_line(cli("--predictions", pred, "--outdir", tmp_path, "--basename", "b", "--window-size", w),
+    assert_one_line_error(cli("--predictions", pred, "--outdir", tmp_path, "--basename", "b", "--window-size", w), "bigwig",
                     "--window-size")
     assert list(tmp_path.iterdir()) == []
 
@@ -141,7 +133,7 @@ def test_existing_output_and_force(pred, tmp_path):
     existing = tmp_path / "b_h3k4me3_avg_strand.bw"
     existing.write_text("old")
     proc = cli("--predictions", pred, "--outdir", tmp_path, "--basename", "b")
-    _one_error_line(proc, "output exists", "--force")
+    assert_one_line_error(proc, "bigwig", "output exists", "--force")
     assert sorted(p.name for p in tmp_path.iterdir()) == [existing.name]  # nothing else written
     assert existing.read_text() == "old"
     proc = cli("--predictions", pred, "--outdir", tmp_path, "--basename", "b", "--force")
@@ -174,7 +166,8 @@ def test_no_partial_output_on_failure(pred, tmp_path):
         src.copy("prediction/predictions", dst, name="prediction/predictions")
     out = tmp_path / "out"
     out.mkdir()
-    _one_error_line(cli("--predictions", bad, "--outdir", out, "--basename", "b", "--strand", "all"), "Chrom2")
+    assert_one_line_error(cli("--predictions", bad, "--outdir", out, "--basename", "b", "--strand", "all"), "bigwig",
+                          "Chrom2")
     assert list(out.iterdir()) == []
 
 
@@ -242,7 +235,8 @@ def test_dataset_name_with_slash_is_refused(pred, tmp_path):
     bad = _variant(pred, tmp_path / "slash.h5", **{"prediction/datasets": np.array([b"atac/seq", b"h3k4me3"])})
     out = tmp_path / "out"
     (out / "b_atac").mkdir(parents=True)
-    _one_error_line(cli("--predictions", bad, "--outdir", out, "--basename", "b"), str(bad), "'atac/seq'",
+    assert_one_line_error(cli("--predictions", bad, "--outdir", out, "--basename", "b"), "bigwig",
+                          str(bad), "'atac/seq'",
                     "holds '/'")
     assert [p.name for p in out.rglob("*")] == ["b_atac"]
 

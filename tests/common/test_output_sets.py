@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from test_reliability import assert_nothing_left, assert_one_line_error, full_disk, ok, run, small  # noqa: F401
+from helpers.cli import assert_nothing_left, assert_one_line_error, ok
+from helpers.cli import chromaflow as run
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPR = ROOT / "assets" / "test" / "genie3" / "expression.tsv"
@@ -52,7 +53,7 @@ def test_failing_metrics_leave_none_of_the_run_outputs(tmp_path, command):
     m = tmp_path / "m.json"
     res = subprocess.run([sys.executable, "-c", FAILING_METRICS, *argv, "--metrics", str(m)], capture_output=True,
                          text=True, timeout=300)
-    assert_one_line_error(res, f"{m}: No space left on device")
+    assert_one_line_error(res, command, f"{m}: No space left on device")
     assert_nothing_left(tmp_path, set())
     if command == "fasta2h5":  # an earlier result overwritten with --force stays (the new one is complete)
         assert subprocess.run([sys.executable, "-m", "chromaflow", *argv], capture_output=True).returncode == 0
@@ -65,7 +66,7 @@ def test_genie3_failing_weights_leaves_no_link_list(tmp_path):
     out, weights = tmp_path / "links.tsv.gz", tmp_path / "weights.tsv.gz"
     res = subprocess.run([sys.executable, "-c", FAILING_WEIGHTS, *GENIE3, "--out", str(out), "--weights", str(weights),
                           "--summary", str(tmp_path / "s.json")], capture_output=True, text=True, timeout=300)
-    assert_one_line_error(res, f"{weights}: No space left on device")
+    assert_one_line_error(res, "genie3", f"{weights}: No space left on device")
     assert_nothing_left(tmp_path, set())
 
 
@@ -80,7 +81,7 @@ def test_genie3_disk_full_on_the_second_output(full_disk, tmp_path):
             fh.write(b"\0" * 4096)
             fh.flush()
     res = run(*GENIE3, "--out", str(out), "--weights", str(weights))
-    assert_one_line_error(res, f"{weights}: No space left on device")
+    assert_one_line_error(res, "genie3", f"{weights}: No space left on device")
     assert_nothing_left(work, set())
     assert_nothing_left(full_disk, {"filler"})
 
@@ -103,7 +104,7 @@ def test_bigwig_failing_last_browser_file_leaves_no_track_and_no_browser_file(tm
     out = tmp_path / "tracks"
     res = subprocess.run([sys.executable, "-c", FAILING_TRACKDB, "bigwig", "--predictions", str(small / "p.h5"),
                           "--outdir", str(out), "--basename", "x"], capture_output=True, text=True, timeout=300)
-    assert_one_line_error(res, f"{out / 'trackDb.txt'}: No space left on device")
+    assert_one_line_error(res, "bigwig", f"{out / 'trackDb.txt'}: No space left on device")
     assert_nothing_left(out, set())
 
 
@@ -125,7 +126,7 @@ def test_second_run_into_a_locked_output_is_refused(tmp_path):
         res = run(*GENIE3, "--out", str(out))
     finally:
         os.close(fd)
-    assert_one_line_error(res, f"{out}: is being written by another chromaflow process (pid {os.getpid()})")
+    assert_one_line_error(res, "genie3", f"{out}: is being written by another chromaflow process (pid {os.getpid()})")
     assert res.returncode == 75  # EX_TEMPFAIL: the pipeline retries it (conf/base.config)
     assert_nothing_left(tmp_path, {".links.tsv.gz.lock"})
 
@@ -138,7 +139,7 @@ def test_lock_on_a_side_output_refuses_too(tmp_path, small):
                   str(tmp_path / "p.h5"), "--metrics", str(metrics), "--device", "cpu")
     finally:
         os.close(fd)
-    assert_one_line_error(res, f"{metrics}: is being written by another chromaflow process (pid 4242)")
+    assert_one_line_error(res, "predict", f"{metrics}: is being written by another chromaflow process (pid 4242)")
     assert_nothing_left(tmp_path, {".m.json.lock"})
 
 
@@ -152,7 +153,7 @@ def test_lock_is_found_through_a_linked_folder(tmp_path):
         res = run(*GENIE3, "--out", str(tmp_path / "link" / "links.tsv.gz"))
     finally:
         os.close(fd)
-    assert_one_line_error(res, "is being written by another chromaflow process")
+    assert_one_line_error(res, "genie3", "is being written by another chromaflow process")
     assert_nothing_left(real, {".links.tsv.gz.lock"})
 
 
@@ -170,7 +171,7 @@ def test_lock_is_released_after_success_and_failure(tmp_path):
     ok(*GENIE3, "--out", str(out))
     assert_nothing_left(tmp_path, {"links.tsv.gz"})
     res = run(*GENIE3, "--out", str(out), "--regulators", str(tmp_path / "missing.txt"))
-    assert_one_line_error(res, "missing.txt")
+    assert_one_line_error(res, "genie3", "missing.txt")
     assert_nothing_left(tmp_path, {"links.tsv.gz"})
 
 

@@ -6,25 +6,15 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from helpers.cli import chromaflow as run
+from helpers.cli import ok
+
 ROOT = Path(__file__).resolve().parents[2]
 TEST = ROOT / "assets" / "test"
-
-
-def run(*args, cwd=None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, CHROMAFLOW_PROGRESS="0")
-    return subprocess.run([sys.executable, "-m", "chromaflow", *map(str, args)], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=600)
-
-
-def ok(*args) -> None:
-    res = run(*args)
-    assert res.returncode == 0, res.stderr
 
 
 @pytest.fixture(scope="module")

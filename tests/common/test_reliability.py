@@ -4,11 +4,8 @@ the file and the problem, a non-zero exit code, and no output (nor temporary fil
 from __future__ import annotations
 
 import gzip
-import os
 import pickle
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -17,49 +14,11 @@ import numpy as np
 import pyBigWig
 import pytest
 
+from helpers.cli import assert_nothing_left, assert_one_line_error, ok
+from helpers.cli import chromaflow as run
+
 ROOT = Path(__file__).resolve().parents[2]
 TEST = ROOT / "assets" / "test"
-
-
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, CHROMAFLOW_PROGRESS="0")
-    return subprocess.run([sys.executable, "-m", "chromaflow", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=600)
-
-
-def ok(*args: str) -> subprocess.CompletedProcess:
-    res = run(*args)
-    assert res.returncode == 0, res.stderr
-    return res
-
-
-def assert_one_line_error(res: subprocess.CompletedProcess, *needles: str) -> str:
-    assert res.returncode != 0, res.stdout + res.stderr
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, f"expected one stderr line, got:\n{res.stderr}"
-    line = lines[0]
-    assert "error:" in line and "Traceback" not in res.stderr
-    for n in needles:
-        assert n in line, f"{n!r} not in {line!r}"
-    return line
-
-
-def assert_nothing_left(directory: Path, keep: set[str]) -> None:
-    left = {p.name for p in directory.iterdir()} - keep
-    assert not left, f"left behind: {sorted(left)}"
-
-
-# --------------------------------------------------------------------------------------------------
-# shared small inputs, made with the real stages
-# --------------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def small(tmp_path_factory):
-    d = tmp_path_factory.mktemp("small")
-    ok("fasta2h5", "--fasta", str(TEST / "asmA.fa"), "--species", "Sp", "--out", str(d / "g.h5"),
-       "--subsequence-length", "2000")
-    ok("make-test-model", "--out", str(d / "m.ckpt"), "--seed", "3")
-    ok("predict", "--h5", str(d / "g.h5"), "--model", str(d / "m.ckpt"), "--out", str(d / "p.h5"), "--device", "cpu")
-    return d
 
 
 def _half(src: Path, dst: Path) -> Path:
@@ -74,7 +33,7 @@ def _half(src: Path, dst: Path) -> Path:
 def test_truncated_genome_h5_to_predict(small, tmp_path):
     bad = _half(small / "g.h5", tmp_path / "cut.h5")
     res = run("predict", "--h5", str(bad), "--model", str(small / "m.ckpt"), "--out", str(tmp_path / "o.h5"))
-    assert_one_line_error(res, str(bad))
+    assert_one_line_error(res, "predict", str(bad))
     assert_nothing_left(tmp_path, {"cut.h5"})
 
 
@@ -83,7 +42,7 @@ def test_truncated_predictions_h5_to_bigwig(small, tmp_path):
     out = tmp_path / "tracks"
     out.mkdir()
     res = run("bigwig", "--predictions", str(bad), "--outdir", str(out), "--basename", "x")
-    assert_one_line_error(res, str(bad))
+    assert_one_line_error(res, "bigwig", str(bad))
     assert_nothing_left(out, set())
 
 
@@ -92,22 +51,22 @@ def test_h5_from_another_tool(tmp_path, small):
     with h5py.File(foreign, "w") as f:
         f.create_dataset("matrix", data=np.arange(10))
     res = run("predict", "--h5", str(foreign), "--model", str(small / "m.ckpt"), "--out", str(tmp_path / "o.h5"))
-    assert_one_line_error(res, str(foreign), "data/X")
+    assert_one_line_error(res, "predict", str(foreign), "data/X")
     out = tmp_path / "tracks"
     out.mkdir()
     res = run("bigwig", "--predictions", str(foreign), "--outdir", str(out), "--basename", "x")
-    assert_one_line_error(res, str(foreign))
+    assert_one_line_error(res, "bigwig", str(foreign))
     assert_nothing_left(out, set())
     # a genome h5 is not a predictions file either
     res = run("bigwig", "--predictions", str(small / "g.h5"), "--outdir", str(out), "--basename", "x")
-    assert_one_line_error(res, "g.h5")
+    assert_one_line_error(res, "bigwig", "g.h5")
 
 
 def test_not_hdf5_at_all(tmp_path, small):
     txt = tmp_path / "notes.h5"
     txt.write_text("hello\n")
     res = run("predict", "--h5", str(txt), "--model", str(small / "m.ckpt"), "--out", str(tmp_path / "o.h5"))
-    assert_one_line_error(res, str(txt))
+    assert_one_line_error(res, "predict", str(txt))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -115,14 +74,14 @@ def test_not_hdf5_at_all(tmp_path, small):
 # --------------------------------------------------------------------------------------------------
 def test_checkpoint_wrong_file(small, tmp_path):
     res = run("predict", "--h5", str(small / "g.h5"), "--model", str(TEST / "asmA.fa"), "--out", str(tmp_path / "o.h5"))
-    assert_one_line_error(res, "asmA.fa")
+    assert_one_line_error(res, "predict", "asmA.fa")
     assert_nothing_left(tmp_path, set())
 
 
 def test_checkpoint_truncated_zip(small, tmp_path):
     bad = _half(small / "m.ckpt", tmp_path / "cut.ckpt")
     res = run("predict", "--h5", str(small / "g.h5"), "--model", str(bad), "--out", str(tmp_path / "o.h5"))
-    assert_one_line_error(res, "cut.ckpt")
+    assert_one_line_error(res, "predict", "cut.ckpt")
     assert_nothing_left(tmp_path, {"cut.ckpt"})
 
 
@@ -136,7 +95,7 @@ def test_checkpoint_wrong_architecture_keys(small, tmp_path):
     bad = tmp_path / "renamed.ckpt"
     torch.save(ckpt, bad)
     res = run("predict", "--h5", str(small / "g.h5"), "--model", str(bad), "--out", str(tmp_path / "o.h5"))
-    line = assert_one_line_error(res, "renamed.ckpt")
+    line = assert_one_line_error(res, "predict", "renamed.ckpt")
     assert first in line or "encoder" in line
     assert_nothing_left(tmp_path, {"renamed.ckpt"})
 
@@ -165,7 +124,7 @@ def test_malicious_pickle_is_refused_and_runs_nothing(small, tmp_path):
     assert probe.exists()
     probe.unlink()
     res = run("predict", "--h5", str(small / "g.h5"), "--model", str(evil), "--out", str(tmp_path / "o.h5"))
-    assert_one_line_error(res, "evil.ckpt")
+    assert_one_line_error(res, "predict", "evil.ckpt")
     assert not marker.exists(), "code from the checkpoint was executed"
     assert_nothing_left(tmp_path, {"evil.ckpt"})
 
@@ -176,7 +135,7 @@ def test_chunk_length_the_model_cannot_take(tmp_path):
     ok("make-test-model", "--out", str(tmp_path / "m.ckpt"), "--seed", "1")
     res = run("predict", "--h5", str(tmp_path / "odd.h5"), "--model", str(tmp_path / "m.ckpt"),
               "--out", str(tmp_path / "o.h5"))
-    assert_one_line_error(res, "2001")
+    assert_one_line_error(res, "predict", "2001")
     assert_nothing_left(tmp_path, {"odd.h5", "m.ckpt"})
 
 
@@ -196,7 +155,7 @@ def test_bad_expression_matrix(tmp_path, case, text, needle):
     m.write_text(text)
     res = run("genie3", "--expression", str(m), "--layout", "genes-x-samples", "--n-trees", "10",
               "--out", str(tmp_path / "links.tsv.gz"))
-    assert_one_line_error(res, m.name, needle)
+    assert_one_line_error(res, "genie3", m.name, needle)
     assert_nothing_left(tmp_path, {m.name})
 
 
@@ -221,26 +180,6 @@ def test_constant_gene_is_handled_not_crashed(tmp_path):
 # --------------------------------------------------------------------------------------------------
 # disk full: a 256 KiB tmpfs as output directory
 # --------------------------------------------------------------------------------------------------
-@pytest.fixture
-def full_disk(tmp_path, request):
-    size = getattr(request, "param", "256k")
-    mnt = tmp_path / "tiny"
-    mnt.mkdir()
-    try:
-        res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True,
-                             text=True)
-        why = res.stderr.strip() or f"mount exited {res.returncode}"
-    except FileNotFoundError:
-        res, why = None, "no mount command"
-    if res is None or res.returncode != 0:
-        # a container without CAP_SYS_ADMIN, or not root: the disk-full behaviour cannot be produced here
-        pytest.skip(f"cannot mount a {size} tmpfs here ({why}): needs root with CAP_SYS_ADMIN")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
-
-
 def test_disk_full_fasta2h5(full_disk, tmp_path):
     big = tmp_path / "big.fa"
     rng = np.random.default_rng(0)
@@ -249,7 +188,7 @@ def test_disk_full_fasta2h5(full_disk, tmp_path):
     out = full_disk / "big.h5"
     res = run("fasta2h5", "--fasta", str(big), "--species", "Sp", "--out", str(out), "--subsequence-length", "2000",
               "--compression", "lzf")
-    assert_one_line_error(res, f"{out}: No space left on device")
+    assert_one_line_error(res, "fasta2h5", f"{out}: No space left on device")
     assert res.returncode == 1, "a crash after the error line (h5py 3.16 freeing a failed file: exit -11)"
     assert_nothing_left(full_disk, set())
 
@@ -259,7 +198,7 @@ def test_disk_full_predict(full_disk, small):
     out = full_disk / "p.h5"
     res = run("predict", "--h5", str(small / "g.h5"), "--model", str(small / "m.ckpt"), "--out", str(out),
               "--device", "cpu", "--batch-size", "4")
-    assert_one_line_error(res, f"{out}: No space left on device")
+    assert_one_line_error(res, "predict", f"{out}: No space left on device")
     assert res.returncode == 1, "a crash after the error line"
     assert_nothing_left(full_disk, set())
 
@@ -268,7 +207,7 @@ def test_disk_full_predict(full_disk, small):
 def test_disk_full_bigwig(full_disk, small):
     res = run("bigwig", "--predictions", str(small / "p.h5"), "--outdir", str(full_disk), "--basename", "x",
               "--strand", "all", "--format", "bedgraph")
-    line = assert_one_line_error(res, "No space left on device")
+    line = assert_one_line_error(res, "bigwig", "No space left on device")
     assert f"{full_disk}/x_" in line, "the line names the track being written"
     assert res.returncode == 1
     assert not [p for p in full_disk.iterdir() if p.name.endswith(".part") or p.name.startswith(".")]

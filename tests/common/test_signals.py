@@ -13,13 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers.cli import chromaflow as _cli
+
 SIGNALS = [signal.SIGTERM, signal.SIGINT, signal.SIGHUP]
-
-
-def _cli(*args) -> subprocess.CompletedProcess:
-    env = dict(os.environ, CHROMAFLOW_PROGRESS="0")
-    return subprocess.run([sys.executable, "-m", "chromaflow", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=600)
 
 
 def _default_signals() -> None:

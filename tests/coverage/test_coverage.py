@@ -6,6 +6,7 @@ the real ``add_ngs_coverage.py`` (``../shared/peers``) on a copy of the same h5 
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -21,6 +22,7 @@ import pytest
 
 from helpers.bamfactory import Read, expected, to_rows, write_bam, write_fasta
 from helpers.environment import REFERENCE, unavailable
+from helpers.cli import chromaflow
 
 L = 100
 SIZES = {"chr1": 250, "chr2": 70, "chr3": 300}
@@ -60,10 +62,7 @@ READS_B = [
 ]
 
 
-def _cli(*args, cwd=None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, CHROMAFLOW_PROGRESS="0")
-    return subprocess.run([sys.executable, "-m", "chromaflow", "add-coverage", *map(str, args)],
-                          capture_output=True, text=True, env=env, cwd=cwd)
+_cli = functools.partial(chromaflow, "add-coverage")
 
 
 def _sha(path) -> str:

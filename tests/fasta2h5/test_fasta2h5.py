@@ -1,6 +1,7 @@
 """Tests for ``chromaflow fasta2h5`` (FORMATS.md §1) and its FASTA reader."""
 from __future__ import annotations
 
+import functools
 import bz2
 import gzip
 import json
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 from chromaflow.fasta2h5.convert import convert
+from helpers.cli import assert_nothing_left, assert_one_line_error, chromaflow
 
 DATASETS = ("X", "seqids", "species", "start_ends")
 
@@ -32,10 +34,7 @@ FIXTURES = [
 ]
 
 
-def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, CHROMAFLOW_PROGRESS="0")
-    return subprocess.run([sys.executable, "-m", "chromaflow", "fasta2h5", *args], capture_output=True,
-                          text=True, env=env, cwd=cwd)
+_cli = functools.partial(chromaflow, "fasta2h5")
 
 
 def _props(d: h5py.Dataset) -> tuple:
@@ -563,19 +562,12 @@ def test_bad_deflate_option(tmp_path, value, needle):
 def _bad_path_run(tmp_path: Path, fasta: str, *prefix: str) -> tuple[subprocess.CompletedProcess, Path]:
     outdir = tmp_path / "out"
     outdir.mkdir(exist_ok=True)
-    env = dict(os.environ, CHROMAFLOW_PROGRESS="0")
-    r = subprocess.run([*prefix, sys.executable, "-m", "chromaflow", "fasta2h5", "--fasta", fasta, "--species",
-                        "spec", "--out", str(outdir / "o.h5")], capture_output=True, text=True, env=env)
-    return r, outdir
+    return _cli("--fasta", fasta, "--species", "spec", "--out", outdir / "o.h5", prefix=prefix), outdir
 
 
 def _assert_one_line_error(r: subprocess.CompletedProcess, outdir: Path, *needles: str) -> None:
-    assert r.returncode != 0
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("chromaflow fasta2h5: error: "), r.stderr
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
-    assert list(outdir.iterdir()) == []
+    assert_one_line_error(r, "fasta2h5", *needles)
+    assert_nothing_left(outdir)
 
 
 def test_missing_fasta(tmp_path):

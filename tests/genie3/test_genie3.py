@@ -17,6 +17,7 @@ from chromaflow.genie3 import io as gio
 from chromaflow.common import part_bounds
 from chromaflow.genie3.core import Options, compute_weights, resolve_k, target_seed, target_seeds
 from chromaflow.genie3.skengine import unnormalised_mdi
+from helpers.cli import chromaflow
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "assets" / "test" / "genie3"
@@ -86,8 +87,7 @@ def test_read_fixture_both_layouts(tmp_path):
 
 def _cli(*argv, env=None):
     """The real command line in a subprocess (checks exit code, stderr and 'no traceback')."""
-    proc = subprocess.run([sys.executable, "-m", "chromaflow", *map(str, argv)], capture_output=True, text=True,
-                          env=env)
+    proc = chromaflow(*argv, env=env)
     return proc.returncode, proc.stderr
 
 

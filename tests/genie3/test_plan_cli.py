@@ -6,23 +6,20 @@ CSV matrices in both layouts; bad input is the reader's one-line error with no p
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.cli import chromaflow
 
 ROOT = Path(__file__).resolve().parents[2]
 G3 = ROOT / "assets" / "test" / "genie3"
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "chromaflow", *map(str, args)], capture_output=True, text=True,
-                          env=dict(os.environ, CHROMAFLOW_PROGRESS="0"), timeout=300)
+run = functools.partial(chromaflow, timeout=300)
 
 
 @pytest.fixture(scope="module")

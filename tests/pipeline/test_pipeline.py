@@ -7,12 +7,12 @@ attempt; a test checks that the task was retried with more memory and the run st
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import h5py
@@ -22,14 +22,14 @@ import pytest
 
 from helpers.environment import ci
 from helpers.pipeline_utils import ROOT, read_trace
+from helpers.cli import chromaflow
 
 pytestmark = pytest.mark.pipeline
 
 TEST_DIR = ROOT / "assets" / "test"
 
 
-def cli(*args: str, cwd: Path | None = None) -> None:
-    subprocess.run([sys.executable, "-m", "chromaflow", *args], check=True, cwd=cwd, capture_output=True)
+cli = functools.partial(chromaflow, check=True, timeout=None)
 
 
 def test_run_succeeds_and_reports_exist(test_run):

@@ -7,11 +7,11 @@ reads, and an evaluation equal to the training run's own validation of the best 
 """
 from __future__ import annotations
 
+import functools
 import csv
 import math
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import h5py
@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from helpers.pipeline_utils import ROOT, read_trace, run_nextflow
+from helpers.cli import chromaflow
 
 pytestmark = pytest.mark.pipeline
 
@@ -26,8 +27,7 @@ TRAIN_DIR = ROOT / "assets" / "train_test"
 DATASETS = ("atacseq", "h3k4me3")
 
 
-def cli(*args: str, cwd: Path | None = None) -> None:
-    subprocess.run([sys.executable, "-m", "chromaflow", *args], check=True, cwd=cwd, capture_output=True)
+cli = functools.partial(chromaflow, check=True, timeout=None)
 
 
 def read_tsv(path: Path) -> list[dict]:

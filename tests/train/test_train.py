@@ -6,11 +6,11 @@ comparisons with Predmoter run the real tool from ``../shared/peers`` side by si
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import h5py
@@ -20,15 +20,13 @@ import torch
 
 from helpers.environment import REFERENCE, unavailable
 from helpers.trainfactory import TINY, make_file, make_input_dir
+from helpers.cli import chromaflow
 
 PEER = REFERENCE.parent / "peers" / "bin" / "peer-predmoter"
 MINI = REFERENCE / "predmoter" / "mini_model.ckpt"
 
 
-def _cli(*args, cwd=None, env_extra=None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, CHROMAFLOW_PROGRESS="0", **(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "chromaflow", *map(str, args)], capture_output=True, text=True,
-                          env=env, cwd=cwd)
+_cli = functools.partial(chromaflow, timeout=None)
 
 
 def _ok(res):
