@@ -2,11 +2,14 @@
 
 ``chromaflow(*args)`` is the one runner: ``python -m chromaflow ARGS`` in a child process, as a pipeline task runs
 it (text output captured, no progress bar). A test file that runs one command binds it, e.g.
-``_cli = functools.partial(chromaflow, "fasta2h5")``. ``assert_one_line_error`` is the one check of the error rule
-(docs/reliability.md): a non-zero exit and exactly one stderr line, ``chromaflow <command>: error: ...``.
+``_cli = functools.partial(chromaflow, "fasta2h5")``. ``run_in_process(*args)`` runs the same command line in this
+process (fast where torch would be imported by every child). ``assert_one_line_error`` is the one check of the error
+rule (docs/reliability.md): a non-zero exit and exactly one stderr line, ``chromaflow <command>: error: ...``.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -28,6 +31,19 @@ def chromaflow(*args, cwd: Path | str | None = None, env: Mapping[str, str] | No
                           cwd=cwd, env=environ, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"chromaflow {' '.join(map(str, args[:1]))}: exit {proc.returncode}: {proc.stderr[-3000:]}")
+    return proc
+
+
+def run_in_process(*args, check: bool = True) -> subprocess.CompletedProcess:
+    """The chromaflow CLI in this process (fast: torch is imported once), stderr captured, as a CompletedProcess."""
+    from chromaflow.cli import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = main([str(a) for a in args])
+    proc = subprocess.CompletedProcess(["chromaflow", *args], rc, "", err.getvalue())
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
     return proc
 
 

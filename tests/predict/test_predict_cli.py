@@ -141,7 +141,7 @@ def _genome(path: Path, X: np.ndarray) -> Path:
 
 
 def _expect(args, needles, out: Path) -> None:
-    from test_predict import run_cli
+    from helpers.cli import run_in_process as run_cli
 
     proc = run_cli(*args, check=False)
     lines = proc.stderr.strip().splitlines()
@@ -154,7 +154,7 @@ def _expect(args, needles, out: Path) -> None:
 
 
 def test_bad_h5_checkpoint_and_merge_inputs(reference_dir, tmp_path):
-    from test_predict import run_cli
+    from helpers.cli import run_in_process as run_cli
 
     cfg = ModelConfig(model_type="bi-hybrid", cnn_layers=1, filter_size=4, kernel_size=9, step=2, up=2, dilation=1,
                       lstm_layers=1, hidden_size=4, bnorm=True, dropout=0.0, datasets=("atacseq",))

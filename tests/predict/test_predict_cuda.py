@@ -14,9 +14,9 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from helpers.predict_helpers import ScaledModel
 
-from test_predict import run_cli, write_genome_h5
+from helpers.cli import run_in_process as run_cli
+from helpers.predict_helpers import ScaledModel, write_genome_h5
 
 pytestmark = pytest.mark.skipif(
     not torch.cuda.is_available(),

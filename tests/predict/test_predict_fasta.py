@@ -15,7 +15,8 @@ import pytest
 
 from chromaflow.predict.checkpoint import write_test_checkpoint
 from chromaflow.predict.model import ModelConfig
-from test_predict import assert_same_file, run_cli
+from helpers.cli import run_in_process as run_cli
+from helpers.predict_helpers import assert_same_file
 
 SPECIES = "Species_artificialis_9"
 
