@@ -214,38 +214,12 @@ def test_disk_full_bigwig(full_disk, small):
 
 
 # --------------------------------------------------------------------------------------------------
-# determinism
+# determinism (the other stages' checks are where that stage is tested: fasta2h5 threads in
+# tests/fasta2h5/test_fasta2h5.py::test_threads_give_identical_chunk_bytes, predict shards and batch sizes in
+# tests/predict/test_predict.py::test_shards_merge_equal_unsharded and ::test_reference_predictions_exact, GENIE3
+# threads and target chunks in tests/genie3/test_genie3.py::test_deterministic_and_thread_independent and
+# ::test_chunked_merge_is_byte_identical)
 # --------------------------------------------------------------------------------------------------
-def _datasets(path: Path) -> dict:
-    out = {}
-    with h5py.File(path) as f:
-        f.visititems(lambda n, o: out.__setitem__(n, o[()]) if isinstance(o, h5py.Dataset) else None)
-    return out
-
-
-def _assert_same_h5(a: Path, b: Path) -> None:
-    da, db = _datasets(a), _datasets(b)
-    assert da.keys() == db.keys()
-    for k in da:
-        np.testing.assert_array_equal(da[k], db[k], err_msg=k)
-
-
-def test_fasta2h5_same_content_for_any_thread_count(tmp_path):
-    for t in ("1", "2"):
-        ok("fasta2h5", "--fasta", str(TEST / "asmB.fa.gz"), "--species", "Sp", "--out", str(tmp_path / f"t{t}.h5"),
-           "--subsequence-length", "1000", "--threads", t)
-    _assert_same_h5(tmp_path / "t1.h5", tmp_path / "t2.h5")
-
-
-def test_predict_same_numbers_for_any_shard_count_and_batch(small, tmp_path):
-    shards = [tmp_path / f"s{i}.h5" for i in (1, 2, 3)]
-    for i, s in enumerate(shards, 1):
-        ok("predict", "--h5", str(small / "g.h5"), "--model", str(small / "m.ckpt"), "--out", str(s),
-           "--shard", f"{i}/3", "--batch-size", "3", "--threads", "1", "--device", "cpu")
-    ok("predict-merge", "--out", str(tmp_path / "merged.h5"), *map(str, reversed(shards)))
-    _assert_same_h5(tmp_path / "merged.h5", small / "p.h5")
-
-
 def test_bigwig_byte_identical_across_runs(small, tmp_path):
     for run_dir in ("r1", "r2"):
         (tmp_path / run_dir).mkdir()
@@ -255,18 +229,3 @@ def test_bigwig_byte_identical_across_runs(small, tmp_path):
     assert len(names) == 6
     for n in names:
         assert (tmp_path / "r1" / n).read_bytes() == (tmp_path / "r2" / n).read_bytes(), n
-
-
-def test_genie3_identical_for_threads_and_chunks(tmp_path):
-    expr = TEST / "genie3" / "expression.tsv"
-    common = ["--expression", str(expr), "--layout", "samples-x-genes", "--n-trees", "50", "--seed", "7"]
-    ok("genie3", *common, "--threads", "1", "--out", str(tmp_path / "t1.tsv.gz"))
-    ok("genie3", *common, "--threads", "2", "--out", str(tmp_path / "t2.tsv.gz"))
-    parts = []
-    for i in (1, 2, 3):
-        parts.append(tmp_path / f"p{i}.npz")
-        ok("genie3", *common, "--targets-chunk", f"{i}/3", "--out", str(parts[-1]))
-    ok("genie3-merge", "--out", str(tmp_path / "merged.tsv.gz"), *map(str, parts))
-    t1 = gzip.decompress((tmp_path / "t1.tsv.gz").read_bytes())
-    assert t1 == gzip.decompress((tmp_path / "t2.tsv.gz").read_bytes())
-    assert t1 == gzip.decompress((tmp_path / "merged.tsv.gz").read_bytes())
