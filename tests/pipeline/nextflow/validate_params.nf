@@ -8,14 +8,14 @@
  */
 params.cases = ''
 
-include { checkParams } from '../../subworkflows/local/utils_chromaflow'
+include { checkParams } from '../../../subworkflows/local/utils_chromaflow'
 
 workflow {
     def cases = new groovy.json.JsonSlurper().parse(file(params.cases).toFile())
     def defaults = params.findAll { k, v -> k != 'cases' }
     cases.each { name, overrides ->
         def values = defaults + overrides
-        def res = checkParams(values, "${projectDir}/../../nextflow_schema.json")
+        def res = checkParams(values, "${projectDir}/../../../nextflow_schema.json")
         println("RESULT\t${name}\t" + groovy.json.JsonOutput.toJson([errors: res[0], warnings: res[1]]))
     }
 }

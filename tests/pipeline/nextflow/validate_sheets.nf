@@ -6,7 +6,7 @@
  */
 params.sheets = ''
 
-include { parseSamplesheet } from '../../subworkflows/local/samplesheet'
+include { parseSamplesheet } from '../../../subworkflows/local/samplesheet'
 
 def rootCause(Throwable e) {
     return (e.cause != null && e.cause != e) ? rootCause(e.cause) : e
