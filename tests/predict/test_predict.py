@@ -18,7 +18,8 @@ import torch.nn.functional as F
 from chromaflow.predict.checkpoint import build_model, load_checkpoint, make_test_state_dict, write_test_checkpoint
 from chromaflow.predict.model import ModelConfig, PredmoterNet
 from helpers.cli import run_in_process as run_cli
-from helpers.predict_helpers import ScaledModel, assert_same_file, write_genome_h5
+from helpers.predict_files import assert_same_file, write_genome_h5
+from helpers.predict_helpers import ScaledModel
 
 
 def predmoter(reference_dir: Path, name: str) -> Path:

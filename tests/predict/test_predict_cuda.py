@@ -16,7 +16,8 @@ import pytest
 import torch
 
 from helpers.cli import run_in_process as run_cli
-from helpers.predict_helpers import ScaledModel, write_genome_h5
+from helpers.predict_files import write_genome_h5
+from helpers.predict_helpers import ScaledModel
 
 pytestmark = pytest.mark.skipif(
     not torch.cuda.is_available(),

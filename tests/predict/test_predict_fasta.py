@@ -16,7 +16,7 @@ import pytest
 from chromaflow.predict.checkpoint import write_test_checkpoint
 from chromaflow.predict.model import ModelConfig
 from helpers.cli import run_in_process as run_cli
-from helpers.predict_helpers import assert_same_file
+from helpers.predict_files import assert_same_file
 
 SPECIES = "Species_artificialis_9"
 
