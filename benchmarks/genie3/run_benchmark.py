@@ -40,8 +40,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 REF = Path(os.environ.get("CHROMAFLOW_REFERENCE", ROOT.parent / "shared" / "reference")) / "dream4"
-sys.path.insert(0, str(HERE))
-from score import score  # noqa: E402
+sys.path.insert(0, str(ROOT / "src"))
+from chromaflow.genie3.dream4 import score_links  # noqa: E402
 
 
 def anchors(method: str = "reference GENIE3") -> dict[int, tuple[float, float]]:
@@ -80,7 +80,8 @@ def dream4(ns) -> None:
                                 "--layout", "samples-x-genes", "--engine", ns.engine, "--n-trees", str(ns.n_trees),
                                 "--importance", ns.importance,
                                 "--seed", str(seed), "--threads", str(ns.threads), "--out", str(out)], tmp)
-                auroc, aupr = score(str(out), str(REF / f"DREAM4_GoldStandard_InSilico_Size100_multifactorial_{net}.tsv"))
+                s = score_links(out, REF / f"DREAM4_GoldStandard_InSilico_Size100_multifactorial_{net}.tsv")
+                auroc, aupr = s["auroc"], s["aupr"]
                 rows.append((auroc, aupr, m["process_wall_s"], m["cpu_s"]))
                 r = ref.get(net, (float("nan"), float("nan")))
                 print(f"| {seed} | {net} | {ns.n_trees} | {auroc:.4f} | {aupr:.4f} | {r[0]:.4f} / {r[1]:.4f} | "

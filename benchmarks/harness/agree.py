@@ -287,34 +287,12 @@ def _smoothing_ties(pred_h5: str, chrom: str, dataset: str, strand: str, w: int,
 # GENIE3
 # --------------------------------------------------------------------------------------------------
 def score(links: str, gold: str) -> dict:
-    from sklearn.metrics import average_precision_score, roc_auc_score
+    """AUROC / AUPR of a link list against a DREAM4-style gold standard: the package's scorer
+    (chromaflow.genie3.dream4), the one the DREAM4 tests use."""
+    from chromaflow.genie3.dream4 import score_links
 
-    labels: dict[tuple[str, str], int] = {}
-    for line in open(gold):
-        a, b, v = line.split()
-        labels[(a, b)] = int(v)
-    pred: dict[tuple[str, str], float] = {}
-    opener = gzip.open if links.endswith(".gz") else open
-    with opener(links, "rt") as f:
-        for line in f:
-            parts = line.rstrip("\n").replace(",", "\t").split("\t")
-            if len(parts) < 3:
-                parts = line.split()
-            if len(parts) < 3:
-                continue
-            try:
-                v = float(parts[-1])
-            except ValueError:
-                continue  # header
-            a, b = parts[-3].strip('"'), parts[-2].strip('"')
-            pred[(a, b)] = v
-    keys = sorted(labels)
-    y = np.array([labels[k] for k in keys])
-    s = np.array([pred.get(k, 0.0) for k in keys])
-    covered = sum(k in pred for k in keys)
-    return {"ok": covered > 0, "auroc": float(roc_auc_score(y, s)), "aupr": float(average_precision_score(y, s)),
-            "pairs": len(keys), "scored_links": covered,
-            "detail": f"AUROC {roc_auc_score(y, s):.4f}, AUPR {average_precision_score(y, s):.4f}"}
+    s = score_links(links, gold)
+    return {"ok": s["scored_links"] > 0, **s, "detail": f"AUROC {s['auroc']:.4f}, AUPR {s['aupr']:.4f}"}
 
 
 if __name__ == "__main__":
