@@ -99,13 +99,8 @@ def plot_data_wait(tasks: list[dict]) -> str | None:
     vals = [t["data_wait_pct"] for t in ts]
     ax.bar(range(len(ts)), vals, color=["#C44E52" if v > 100 * DATA_WAIT_ALARM else "#55A868" for v in vals])
     ax.axhline(100 * DATA_WAIT_ALARM, color="black", ls="--", lw=1, label="10 % alarm")
-    ax.set_xticks(range(len(ts)))
-    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("data-wait (% of prediction loop)")
-    ax.set_title("Prediction data-wait per task")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return _png(fig)
+    return _per_task_bars(fig, ax, range(len(ts)), labels, 30, "data-wait (% of prediction loop)",
+                          "Prediction data-wait per task")
 
 
 def plot_memory(tasks: list[dict]) -> str | None:
@@ -119,10 +114,15 @@ def plot_memory(tasks: list[dict]) -> str | None:
     ax.bar([i - 0.2 for i in x], [(t["peak_rss_bytes"] or 0) / 2 ** 20 for t in ts], 0.4, label="metrics peak RSS")
     ax.bar([i + 0.2 for i in x], [(t["trace_peak_rss_bytes"] or 0) / 2 ** 20 for t in ts], 0.4,
            label="trace peak_rss")
+    return _per_task_bars(fig, ax, x, labels, 35, "MiB", "Peak memory per task (size memory requests from this)")
+
+
+def _per_task_bars(fig, ax, x, labels: list[str], rotation: int, ylabel: str, title: str) -> str:
+    """Ticks (one per task), axis label, title and legend of a per-task bar chart; the figure as a base64 PNG."""
     ax.set_xticks(x)
-    ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=8)
-    ax.set_ylabel("MiB")
-    ax.set_title("Peak memory per task (size memory requests from this)")
+    ax.set_xticklabels(labels, rotation=rotation, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
     return _png(fig)

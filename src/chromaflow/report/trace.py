@@ -34,12 +34,8 @@ def parse_duration_s(text: str | None) -> float | None:
 def parse_memory_bytes(text: str | None) -> float | None:
     """Nextflow trace memory (``123.4 MB``, ``1 GB``, ``0``) -> bytes (Nextflow units are powers of 1024)."""
     t = _trace_field(text)
-    if t is None:
-        return None
-    m = re.fullmatch(r"([\d.]+)\s*([KMGTP]?B)?", t)
-    if not m:
-        return None
-    return float(m.group(1)) * _MEM[m.group(2) or "B"]
+    m = re.fullmatch(r"([\d.]+)\s*([KMGTP]?B)?", t) if t is not None else None
+    return float(m.group(1)) * _MEM[m.group(2) or "B"] if m else None
 
 
 def parse_percent(text: str | None) -> float | None:
