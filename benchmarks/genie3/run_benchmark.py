@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,7 +40,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 REF = Path(os.environ.get("CHROMAFLOW_REFERENCE", ROOT.parent / "shared" / "reference")) / "dream4"
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # harness.timer: the benchmarks' process timer
 from chromaflow.genie3.dream4 import score_links  # noqa: E402
+from harness.timer import measure  # noqa: E402
 
 
 def anchors(method: str = "reference GENIE3") -> dict[int, tuple[float, float]]:
@@ -55,11 +56,13 @@ def anchors(method: str = "reference GENIE3") -> dict[int, tuple[float, float]]:
 
 
 def run_genie3(args: list[str], tmp: Path) -> dict:
+    """``chromaflow genie3`` as a process (the benchmarks' process timer): its metrics, the process's wall time and
+    the load average before it."""
     metrics = tmp / "m.json"
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "chromaflow", "genie3", *args, "--metrics", str(metrics)], check=True)
+    r = measure([sys.executable, "-m", "chromaflow", "genie3", *args, "--metrics", str(metrics)], stdin=None,
+                stdout=None, stderr=None, check=True)
     m = json.loads(metrics.read_text())
-    m["process_wall_s"] = time.perf_counter() - t0
+    m.update(process_wall_s=r["wall_s"], load_before=r["load_before"])
     return m
 
 
@@ -74,7 +77,6 @@ def dream4(ns) -> None:
         for seed in ns.seeds:
             rows = []
             for net in ns.nets:
-                la0 = os.getloadavg()[0]
                 out = tmp / f"links{net}.tsv.gz"
                 m = run_genie3(["--expression", str(REF / f"insilico_size100_{net}_multifactorial.tsv"),
                                 "--layout", "samples-x-genes", "--engine", ns.engine, "--n-trees", str(ns.n_trees),
@@ -85,7 +87,7 @@ def dream4(ns) -> None:
                 rows.append((auroc, aupr, m["process_wall_s"], m["cpu_s"]))
                 r = ref.get(net, (float("nan"), float("nan")))
                 print(f"| {seed} | {net} | {ns.n_trees} | {auroc:.4f} | {aupr:.4f} | {r[0]:.4f} / {r[1]:.4f} | "
-                      f"{m['process_wall_s']:.2f} | {m['cpu_s']:.2f} | {la0:.2f} |", flush=True)
+                      f"{m['process_wall_s']:.2f} | {m['cpu_s']:.2f} | {m['load_before']:.2f} |", flush=True)
             a = np.array(rows)
             per_seed.append(a.mean(axis=0))
             print(f"| {seed} | **mean** | | **{a[:, 0].mean():.4f}** | **{a[:, 1].mean():.4f}** | | "
