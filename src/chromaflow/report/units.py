@@ -83,7 +83,6 @@ def fleet_hours(n_genomes: float, genome_gbp: float, bp_per_s: float | None, wor
     return n * t / k
 
 
-
 def fmt_hours(h: float | None) -> str:
     """Hours with 4 significant digits, or ``n/a``."""
     if h is None:
