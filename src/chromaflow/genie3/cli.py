@@ -8,14 +8,15 @@ import time
 import numpy as np
 
 from ..common import ChromaflowError, StageMetrics, check_outputs, part_bounds, parse_part, resolve_threads
-from . import io as gio
+from .expression import LAYOUTS, read_expression, read_regulators
+from .parts import write_part
 from .core import ENGINES, IMPORTANCES, METHODS, Options, compute_weights, parse_max_features
 from .report import add_output_arguments, output_options
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--expression", required=True, help="expression matrix, TSV or CSV (optionally .gz)")
-    p.add_argument("--layout", required=True, choices=gio.LAYOUTS,
+    p.add_argument("--layout", required=True, choices=LAYOUTS,
                    help="orientation of the matrix: genes-x-samples (a gene per line) or samples-x-genes (a gene "
                         "per column). Only partly checkable: refused when gene names look like numbers, fewer than "
                         "3 samples or 2 genes result, or all --regulators are sample labels; a matrix with names on "
@@ -36,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_arguments(p, "ranked link list (.tsv.gz), or the part file with --targets-chunk")
 
 
-def _warn(msg: str) -> None:
+def warn(msg: str) -> None:
     print(f"chromaflow genie3: warning: {msg}", file=sys.stderr)
 
 
@@ -52,9 +53,11 @@ def run(args: argparse.Namespace) -> int:
     threads = resolve_threads(args.threads)
     check_outputs(output_options(args), [("--expression", args.expression), ("--regulators", args.regulators)])
     with StageMetrics("genie3", args.metrics, threads=threads) as m:
-        expr = gio.read_expression(args.expression, args.layout)
+        expr = read_expression(args.expression, args.layout)
+        for line in expr.warnings:
+            warn(line)
         if args.regulators:
-            reg_idx = np.asarray(gio.read_regulators(args.regulators, expr), dtype=np.int64)
+            reg_idx = np.asarray(read_regulators(args.regulators, expr), dtype=np.int64)
         else:
             reg_idx = np.arange(expr.n_genes, dtype=np.int64)
         all_targets = np.arange(expr.n_genes, dtype=np.int64)
@@ -68,12 +71,12 @@ def run(args: argparse.Namespace) -> int:
                 if expr.n_samples > 65535:
                     raise KernelUnavailable("more than 65535 samples")
             except KernelUnavailable as exc:
-                _warn(f"fast engine unavailable ({exc}); using --engine sklearn")
+                warn(f"fast engine unavailable ({exc}); using --engine sklearn")
                 engine = "sklearn"
         opts = Options(tree_method=args.tree_method, max_features=max_features, n_trees=args.n_trees,
                        seed=args.seed, engine=engine, importance=args.importance)
         t0 = time.perf_counter()
-        W, info = compute_weights(expr.values, expr.genes, reg_idx, tgt_idx, opts, threads, warn=_warn)
+        W, info = compute_weights(expr.values, expr.genes, reg_idx, tgt_idx, opts, threads, warn=warn)
         elapsed = time.perf_counter() - t0
         meta = {
             "genes": expr.genes,
@@ -89,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
             "constant_targets": info["constant_targets"],
         }
         if chunk:
-            gio.write_part(args.out, W, meta)
+            write_part(args.out, W, meta)
         else:
             from .report import finish_outputs
             finish_outputs(W, meta, args.out, weights=args.weights, summary=args.summary, plot=args.plot,

@@ -7,7 +7,7 @@ import argparse
 import numpy as np
 
 from ..common import ChromaflowError, StageMetrics, check_outputs, resolve_threads
-from . import io as gio
+from .parts import read_part
 from .report import add_output_arguments, finish_outputs, output_options
 
 _SAME = ("genes", "regulators", "n_targets_total", "options", "fingerprint", "samples")
@@ -21,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def merge_parts(paths: list[str]) -> tuple[np.ndarray, dict]:
-    loaded = [(p, *gio.read_part(p)) for p in paths]
+    loaded = [(p, *read_part(p)) for p in paths]
     p0, _, m0 = loaded[0]
     for p, W, m in loaded:
         for k in _SAME:
