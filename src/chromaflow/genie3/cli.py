@@ -7,7 +7,8 @@ import time
 
 import numpy as np
 
-from ..common import ChromaflowError, StageMetrics, check_outputs, part_bounds, parse_part, resolve_threads
+from ..common import (ChromaflowError, StageMetrics, add_run_options, check_outputs, part_bounds, parse_part,
+                      resolve_threads)
 from .expression import LAYOUTS, read_expression, read_regulators
 from .parts import write_part
 from .core import ENGINES, IMPORTANCES, METHODS, Options, compute_weights, parse_max_features
@@ -26,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-features", default="sqrt", help="features per split: sqrt (floor), all, or an integer")
     p.add_argument("--n-trees", type=int, default=1000, help="trees per target (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="run seed; each target's RNG derives from (seed, gene index)")
-    p.add_argument("--threads", type=int, default=0, help="worker threads (0 = all usable CPUs)")
+    add_run_options(p, threads="worker threads (0 = all usable CPUs)")
     p.add_argument("--importance", default="unnormalised", choices=IMPORTANCES,
                    help="unnormalised (default): the reference GENIE3's mean variance decrease; tree-normalised: "
                         "scikit-learn's feature_importances_, as arboreto")

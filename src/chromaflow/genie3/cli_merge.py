@@ -6,7 +6,7 @@ import argparse
 
 import numpy as np
 
-from ..common import ChromaflowError, StageMetrics, check_outputs, resolve_threads
+from ..common import ChromaflowError, StageMetrics, add_run_options, check_outputs, resolve_threads
 from .parts import read_part
 from .report import add_output_arguments, finish_outputs, output_options
 
@@ -16,8 +16,7 @@ _SAME = ("genes", "regulators", "n_targets_total", "options", "fingerprint", "sa
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("parts", nargs="+", metavar="PART", help="part files written by genie3 --targets-chunk")
     add_output_arguments(p, "ranked link list (.tsv.gz)")
-    p.add_argument("--threads", type=int, default=0,
-                   help="threads formatting and compressing the link list (0 = all usable CPUs; same bytes)")
+    add_run_options(p, threads="threads formatting and compressing the link list (0 = all usable CPUs; same bytes)")
 
 
 def merge_parts(paths: list[str]) -> tuple[np.ndarray, dict]:

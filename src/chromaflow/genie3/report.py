@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 
-from ..common import atomic_outputs, naming_errors
+from ..common import add_run_options, atomic_outputs, naming_errors
 from . import links
 
 
@@ -119,4 +119,4 @@ def add_output_arguments(p, out_help: str) -> None:
     p.add_argument("--plot", help="PNG: weight histogram (log) + rank plot")
     p.add_argument("--top", type=int, default=1000, help="top-N edges used by --summary (default 1000)")
     p.add_argument("--max-links", type=int, default=0, help="write only the first M links (0 = all)")
-    p.add_argument("--metrics", help="metrics JSON")
+    add_run_options(p, metrics=True)
