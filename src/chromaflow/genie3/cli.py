@@ -42,6 +42,21 @@ def warn(msg: str) -> None:
     print(f"chromaflow genie3: warning: {msg}", file=sys.stderr)
 
 
+def _engine(requested: str, samples: int) -> str:
+    """The engine that runs: sklearn, with a warning, where the fast one cannot (no compiler, > 65535 samples)."""
+    if requested != "fast":
+        return requested
+    from .fast import KernelUnavailable, load_kernel
+    try:
+        load_kernel()
+        if samples > 65535:
+            raise KernelUnavailable("more than 65535 samples")
+    except KernelUnavailable as exc:
+        warn(f"fast engine unavailable ({exc}); using --engine sklearn")
+        return "sklearn"
+    return "fast"
+
+
 def run(args: argparse.Namespace) -> int:
     if args.n_trees < 1:
         raise ChromaflowError(f"--n-trees must be >= 1 (got {args.n_trees})")
@@ -64,16 +79,7 @@ def run(args: argparse.Namespace) -> int:
         all_targets = np.arange(expr.n_genes, dtype=np.int64)
         lo, hi = part_bounds(*chunk, len(all_targets)) if chunk else (0, len(all_targets))
         tgt_idx = all_targets[lo:hi]
-        engine = args.engine
-        if engine == "fast":
-            from .fast import KernelUnavailable, load_kernel
-            try:
-                load_kernel()
-                if expr.n_samples > 65535:
-                    raise KernelUnavailable("more than 65535 samples")
-            except KernelUnavailable as exc:
-                warn(f"fast engine unavailable ({exc}); using --engine sklearn")
-                engine = "sklearn"
+        engine = _engine(args.engine, expr.n_samples)
         opts = Options(tree_method=args.tree_method, max_features=max_features, n_trees=args.n_trees,
                        seed=args.seed, engine=engine, importance=args.importance)
         t0 = time.perf_counter()
