@@ -17,7 +17,7 @@ import pytest
 from scipy.stats import spearmanr
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from chromaflow.genie3 import io as gio
+from chromaflow.genie3 import expression
 from chromaflow.genie3.core import Options, compute_weights
 from chromaflow.genie3.fast import KernelUnavailable, load_kernel
 
@@ -46,7 +46,7 @@ def _anchors(reference_dir, method="reference GENIE3"):
 
 def _load(reference_dir, net):
     d = reference_dir / "dream4"
-    expr = gio.read_expression(d / f"insilico_size100_{net}_multifactorial.tsv", "samples-x-genes")
+    expr = expression.read_expression(d / f"insilico_size100_{net}_multifactorial.tsv", "samples-x-genes")
     gold = np.zeros((100, 100), dtype=np.int8)
     with open(d / f"DREAM4_GoldStandard_InSilico_Size100_multifactorial_{net}.tsv") as fh:
         for line in fh:
