@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from chromaflow.genie3 import dream4
-from chromaflow.genie3 import io as gio
+from chromaflow.genie3 import dream4, expression
 from chromaflow.genie3.core import Options, compute_weights
 from chromaflow.genie3.fast import KernelUnavailable, load_kernel
 
@@ -46,7 +45,7 @@ def _anchors(reference_dir, method="reference GENIE3"):
 
 def _load(reference_dir, net):
     d = reference_dir / "dream4"
-    expr = gio.read_expression(d / f"insilico_size100_{net}_multifactorial.tsv", "samples-x-genes")
+    expr = expression.read_expression(d / f"insilico_size100_{net}_multifactorial.tsv", "samples-x-genes")
     return expr, dream4.read_gold(d / f"DREAM4_GoldStandard_InSilico_Size100_multifactorial_{net}.tsv")
 
 

@@ -164,7 +164,7 @@ def bigmem(ns) -> None:
 def links(ns) -> None:
     import hashlib
 
-    from chromaflow.genie3 import io as gio
+    from chromaflow.genie3 import links as glinks
 
     G = ns.genes
     rng = np.random.default_rng(0)
@@ -172,7 +172,7 @@ def links(ns) -> None:
     W[rng.random((G, G)) < 0.3] = 0.0
     names = [f"G{i:05d}" for i in range(G)]
     idx = np.arange(G)
-    lib = gio._links_lib()
+    lib = glinks.links_kernel()
     if lib is None:
         sys.exit("links: the C link formatter is unavailable (no compiler?)")
     t = {k: [] for k in ("rank lexsort", "rank radix", "write python", "write C 1 thread",
@@ -187,20 +187,20 @@ def links(ns) -> None:
             o = np.lexsort((cols, rows, -W[rows, cols]))        # names sort as indices here
             ref = (rows[o], cols[o])
             t1 = time.perf_counter()
-            got = gio.ranked_links(W, names, names, idx, idx)
+            got = glinks.ranked_links(W, names, names, idx, idx)
             t2 = time.perf_counter()
             assert np.array_equal(ref[0], got[0]) and np.array_equal(ref[1], got[1]), "ranking differs"
             del ref, rows, cols, keep, o
             t["rank lexsort"].append(t1 - t0)
             t["rank radix"].append(t2 - t1)
-            gio._LINKS_LIB["lib"] = None
+            glinks.LINKS_KERNEL["lib"] = None
             t0 = time.perf_counter()
-            gio.write_links(Path(d) / "py.gz", W, names, names, *got, threads=1)
+            glinks.write_links(Path(d) / "py.gz", W, names, names, *got, threads=1)
             t["write python"].append(time.perf_counter() - t0)
-            gio._LINKS_LIB["lib"] = lib
+            glinks.LINKS_KERNEL["lib"] = lib
             for n, key in ((1, "write C 1 thread"), (ns.threads, f"write C {ns.threads} threads")):
                 t0 = time.perf_counter()
-                gio.write_links(Path(d) / f"c{n}.gz", W, names, names, *got, threads=n)
+                glinks.write_links(Path(d) / f"c{n}.gz", W, names, names, *got, threads=n)
                 t[key].append(time.perf_counter() - t0)
             for f in ("py.gz", "c1.gz", f"c{ns.threads}.gz"):
                 digests.add(hashlib.sha256((Path(d) / f).read_bytes()).hexdigest())

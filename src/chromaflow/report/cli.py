@@ -22,22 +22,28 @@ import math
 import os
 from pathlib import Path
 
-from ..common import ChromaflowError, write_json_atomic, write_text_atomic
+from ..common import ChromaflowError, check_outputs, write_json_atomic, write_text_atomic
 from .html import render_html
 from .tables import multiqc_json, multiqc_tsv, tasks_tsv
 from .tasks import build_report, read_metrics, read_versions, task_from_metrics
 from .trace import match_trace, read_trace
 
 
+#: the files the report writes into its folder (report.html only with ``html_report``)
+REPORT_FILES = ("benchmark.json", "benchmark.tsv", "chromaflow_benchmark_mqc.tsv", "chromaflow_throughput_mqc.json",
+                "report.html")
+
+
 def write_outputs(rep: dict, outdir: str | os.PathLike, *, html_report: bool = True) -> None:
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out / "benchmark.json", rep)
-    write_text_atomic(out / "benchmark.tsv", tasks_tsv(rep["tasks"]))
-    write_text_atomic(out / "chromaflow_benchmark_mqc.tsv", multiqc_tsv(rep["tasks"]))
-    write_json_atomic(out / "chromaflow_throughput_mqc.json", multiqc_json(rep["stages"]))
+    bench_json, bench_tsv, mqc_tsv, mqc_json, html_file = (out / name for name in REPORT_FILES)
+    write_json_atomic(bench_json, rep)
+    write_text_atomic(bench_tsv, tasks_tsv(rep["tasks"]))
+    write_text_atomic(mqc_tsv, multiqc_tsv(rep["tasks"]))
+    write_json_atomic(mqc_json, multiqc_json(rep["stages"]))
     if html_report:
-        write_text_atomic(out / "report.html", render_html(rep))
+        write_text_atomic(html_file, render_html(rep))
 
 
 def add_extrapolation_arguments(p: argparse.ArgumentParser) -> None:
@@ -68,6 +74,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_extrapolation_arguments(args)
+    check_outputs([("--outdir", Path(args.outdir) / name) for name in REPORT_FILES],
+                  [("--metrics", args.metrics), ("--versions", args.versions), ("--trace", args.trace)],
+                  [("--outdir", args.outdir)])
     metrics = read_metrics(args.metrics)
     tasks = [task_from_metrics(m) for m in metrics]
     notes = []
