@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -36,35 +34,18 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PEER = ROOT.parent / "shared" / "peers" / "bin" / "peer-predmoter-convert"
 sys.path.insert(0, str(ROOT / "src"))  # chromaflow.bigwig.ties: the smoothing ties and the tie rule
+sys.path.insert(0, str(ROOT / "benchmarks"))  # harness.timer: the benchmarks' process timer
+from chromaflow.report.machine import machine_info  # noqa: E402 - the machine record
+from harness.timer import measure  # noqa: E402
+
 DEFAULT_CASES = ["bw:avg", "bg:avg", "bw:+", "bg:-", "bw:avg:150", "bg:avg:150"]
 
 
-def machine() -> dict:
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version()}
-
-
 def run_child(cmd: list[str], cwd: Path) -> dict:
-    """Run one command; wall, CPU (user + sys of that process and its children) and peak RSS from wait4."""
-    load0 = os.getloadavg()[0]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    err = proc.stderr.read().decode(errors="replace")
-    proc.stderr.close()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.strip()[-2000:]}")
-    return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
-            "peak_rss_mb": ru.ru_maxrss / 1024, "load_before": load0, "load_after": os.getloadavg()[0]}
+    """Run one command; wall, CPU (user + sys of that process and its children) and peak RSS (the one timer)."""
+    r = measure(cmd, cwd=cwd, check=True)
+    return {"wall_s": r["wall_s"], "cpu_s": r["cpu_s"], "user_s": r["user_s"], "sys_s": r["sys_s"],
+            "peak_rss_mb": r["peak_rss_bytes"] / 2**20, "load_before": r["load_before"], "load_after": r["load_after"]}
 
 
 def parse_case(text: str) -> tuple[str, str, int | None]:
@@ -171,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                                  capture_output=True, text=True).stdout
             gen = json.loads(out)
             gen["seconds"] = time.perf_counter() - t0
-        record = {"machine": machine(), "predictions": str(pred), "generated": gen, "repeat": args.repeat,
+        record = {"machine": machine_info(), "predictions": str(pred), "generated": gen, "repeat": args.repeat,
                   "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cases": []}
         for case in args.cases:
             fmt, strand, ws = parse_case(case)
@@ -229,7 +210,7 @@ def markdown(rec: dict) -> str:
             f"{len(gen['datasets'])} datasets)") if gen else rec["predictions"]
     loads = [r[k] for c in rec["cases"] for who in ("ours", "peer") for r in c["runs"].get(who, [])
              for k in ("load_before", "load_after")]
-    lines = [f"{what}; {m['cpu']}, {m['cores']} cores, host {m['host']}; load average {min(loads):.1f}–{max(loads):.1f}; "
+    lines = [f"{what}; {m['cpu_model']}, {m['logical_cpus']} cores, host {m['host']}; load average {min(loads):.1f}–{max(loads):.1f}; "
              f"{rec['repeat']} alternating run(s) per side; {rec['started']} – {rec['finished']}.", "",
              "| case | ours wall s | peer wall s | ratio (wall) | ours CPU s | peer CPU s | ratio (CPU) | ours / peer peak RSS MB | ours / peer output MB | outputs |",
              "|---|---|---|---|---|---|---|---|---|---|"]

@@ -21,6 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # harness.timer: the benchmarks' process timer
+from harness.timer import measure  # noqa: E402
+
 WRITERS = ["chromaflow-l1", "chromaflow-l6", "pybigwig", "pybigtools"]
 
 
@@ -82,14 +85,9 @@ def main(argv=None) -> int:
                 out = Path(tmp) / f"{w}.bw"
                 cmd = [sys.executable, __file__, "--intervals", str(args.intervals), "--mean-bp", str(args.mean_bp),
                        "--seed", str(args.seed), "--threads", str(args.threads), "--child", w, str(out)]
-                load = os.getloadavg()[0]
-                t0 = time.perf_counter()
-                p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
-                _, status, ru = os.wait4(p.pid, 0)
-                wall = time.perf_counter() - t0
-                inner = float(p.stdout.read().decode().strip() or "nan")
-                p.stdout.close()
-                assert os.waitstatus_to_exitcode(status) == 0, w
+                r = measure(cmd, stdin=None, stdout=subprocess.PIPE, stderr=None)
+                inner = float(r["stdout"].decode().strip() or "nan")
+                assert r["exit"] == 0, w
                 if rep == 0:  # the file holds exactly the intervals written
                     import pyBigWig
 
@@ -98,8 +96,8 @@ def main(argv=None) -> int:
                     bw.close()
                     assert len(got) == len(s) and np.array_equal(got[:, 0], s) and np.array_equal(got[:, 1], e) \
                         and np.array_equal(got[:, 2], v), w
-                res[w].append({"cpu_s": ru.ru_utime + ru.ru_stime, "wall_s": wall, "write_s": inner,
-                               "bytes": out.stat().st_size, "load": load})
+                res[w].append({"cpu_s": r["cpu_s"], "wall_s": r["wall_s"], "write_s": inner,
+                               "bytes": out.stat().st_size, "load": r["load_before"]})
     print(f"{args.intervals:,} intervals (mean {args.mean_bp} bp, seed {args.seed}), {args.repeat} alternating "
           f"runs each, {os.cpu_count()} CPUs, load {min(r['load'] for x in res.values() for r in x):.1f}–"
           f"{max(r['load'] for x in res.values() for r in x):.1f}; process CPU and wall include Python start-up and "

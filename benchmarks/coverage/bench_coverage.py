@@ -20,28 +20,23 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PEER = ROOT.parent / "shared" / "peers" / "bin" / "peer-helixer-add-ngs-coverage"
+sys.path.insert(0, str(ROOT / "benchmarks"))  # harness.timer: the benchmarks' process timer
+from harness.timer import measure  # noqa: E402
 
 
 def timed(cmd, cwd, log) -> dict:
-    import resource
-
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
+    """Run cmd in cwd, its output to log (the benchmarks' process timer)."""
     with open(log, "w") as fh:
-        proc = subprocess.Popen([str(c) for c in cmd], cwd=cwd, stdout=fh, stderr=subprocess.STDOUT,
-                                env=dict(os.environ, CHROMAFLOW_PROGRESS="0"))
-        _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if os.waitstatus_to_exitcode(status) != 0:
+        r = measure(cmd, cwd=cwd, env=dict(os.environ, CHROMAFLOW_PROGRESS="0"), stdin=None, stdout=fh,
+                    stderr=subprocess.STDOUT)
+    if r["exit"] != 0:
         raise SystemExit(f"failed: {' '.join(map(str, cmd))} (see {log})")
-    return {"wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-            "peak_rss_bytes": ru.ru_maxrss * 1024, "load_avg": os.getloadavg()[0]}
+    return {"wall_s": r["wall_s"], "cpu_s": r["cpu_s"], "peak_rss_bytes": r["peak_rss_bytes"],
+            "load_avg": r["load_after"]}
 
 
 def inputs(work: Path, records: int, record_bp: int, reads: int) -> Path:

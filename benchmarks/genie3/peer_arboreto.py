@@ -16,21 +16,20 @@ import shutil
 import tempfile
 import time
 
-import numpy as np
+import sys
+from pathlib import Path
+
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))  # chromaflow.genie3.dream4: the scorer
 
-def score(links, gold_path, genes):
-    from sklearn.metrics import average_precision_score, roc_auc_score
 
-    idx = {g: i for i, g in enumerate(genes)}
-    vim = np.zeros((len(genes), len(genes)))
-    for tf, tg, imp in links[["TF", "target", "importance"]].itertuples(index=False):
-        vim[idx[tf], idx[tg]] = imp
-    gold = pd.read_csv(gold_path, sep="\t", header=None, names=["reg", "tgt", "label"])
-    y = gold["label"].to_numpy()
-    s = np.array([vim[idx[r], idx[t]] for r, t in zip(gold["reg"], gold["tgt"])])
-    return {"auroc": float(roc_auc_score(y, s)), "aupr": float(average_precision_score(y, s))}
+def score(links, gold_path):
+    """AUROC / AUPR of arboreto's links (TF, target, importance) with chromaflow's DREAM4 scorer."""
+    from chromaflow.genie3 import dream4
+
+    weights = {(tf, tg): float(imp) for tf, tg, imp in links[["TF", "target", "importance"]].itertuples(index=False)}
+    return dream4.score(dream4.read_gold(gold_path), weights)
 
 
 def main():
@@ -67,7 +66,7 @@ def main():
     res = {"method": a.method, "links": int(len(links)), "trees": a.trees, "seed": a.seed, "workers": a.workers,
            "cluster_start_s": round(t1 - t0, 2), "infer_s": round(t2 - t1, 2)}
     if a.gold:
-        res.update(score(links, a.gold, list(df.columns)))
+        res.update(score(links, a.gold))
     print(json.dumps(res), flush=True)
     try:
         client.close()

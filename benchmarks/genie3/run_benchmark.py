@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,8 +39,10 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 REF = Path(os.environ.get("CHROMAFLOW_REFERENCE", ROOT.parent / "shared" / "reference")) / "dream4"
-sys.path.insert(0, str(HERE))
-from score import score  # noqa: E402
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # harness.timer: the benchmarks' process timer
+from chromaflow.genie3.dream4 import score_links  # noqa: E402
+from harness.timer import measure  # noqa: E402
 
 
 def anchors(method: str = "reference GENIE3") -> dict[int, tuple[float, float]]:
@@ -55,11 +56,13 @@ def anchors(method: str = "reference GENIE3") -> dict[int, tuple[float, float]]:
 
 
 def run_genie3(args: list[str], tmp: Path) -> dict:
+    """``chromaflow genie3`` as a process (the benchmarks' process timer): its metrics, the process's wall time and
+    the load average before it."""
     metrics = tmp / "m.json"
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "chromaflow", "genie3", *args, "--metrics", str(metrics)], check=True)
+    r = measure([sys.executable, "-m", "chromaflow", "genie3", *args, "--metrics", str(metrics)], stdin=None,
+                stdout=None, stderr=None, check=True)
     m = json.loads(metrics.read_text())
-    m["process_wall_s"] = time.perf_counter() - t0
+    m.update(process_wall_s=r["wall_s"], load_before=r["load_before"])
     return m
 
 
@@ -74,17 +77,17 @@ def dream4(ns) -> None:
         for seed in ns.seeds:
             rows = []
             for net in ns.nets:
-                la0 = os.getloadavg()[0]
                 out = tmp / f"links{net}.tsv.gz"
                 m = run_genie3(["--expression", str(REF / f"insilico_size100_{net}_multifactorial.tsv"),
                                 "--layout", "samples-x-genes", "--engine", ns.engine, "--n-trees", str(ns.n_trees),
                                 "--importance", ns.importance,
                                 "--seed", str(seed), "--threads", str(ns.threads), "--out", str(out)], tmp)
-                auroc, aupr = score(str(out), str(REF / f"DREAM4_GoldStandard_InSilico_Size100_multifactorial_{net}.tsv"))
+                s = score_links(out, REF / f"DREAM4_GoldStandard_InSilico_Size100_multifactorial_{net}.tsv")
+                auroc, aupr = s["auroc"], s["aupr"]
                 rows.append((auroc, aupr, m["process_wall_s"], m["cpu_s"]))
                 r = ref.get(net, (float("nan"), float("nan")))
                 print(f"| {seed} | {net} | {ns.n_trees} | {auroc:.4f} | {aupr:.4f} | {r[0]:.4f} / {r[1]:.4f} | "
-                      f"{m['process_wall_s']:.2f} | {m['cpu_s']:.2f} | {la0:.2f} |", flush=True)
+                      f"{m['process_wall_s']:.2f} | {m['cpu_s']:.2f} | {m['load_before']:.2f} |", flush=True)
             a = np.array(rows)
             per_seed.append(a.mean(axis=0))
             print(f"| {seed} | **mean** | | **{a[:, 0].mean():.4f}** | **{a[:, 1].mean():.4f}** | | "
@@ -161,7 +164,7 @@ def bigmem(ns) -> None:
 def links(ns) -> None:
     import hashlib
 
-    from chromaflow.genie3 import io as gio
+    from chromaflow.genie3 import links as glinks
 
     G = ns.genes
     rng = np.random.default_rng(0)
@@ -169,7 +172,7 @@ def links(ns) -> None:
     W[rng.random((G, G)) < 0.3] = 0.0
     names = [f"G{i:05d}" for i in range(G)]
     idx = np.arange(G)
-    lib = gio._links_lib()
+    lib = glinks.links_kernel()
     if lib is None:
         sys.exit("links: the C link formatter is unavailable (no compiler?)")
     t = {k: [] for k in ("rank lexsort", "rank radix", "write python", "write C 1 thread",
@@ -184,20 +187,20 @@ def links(ns) -> None:
             o = np.lexsort((cols, rows, -W[rows, cols]))        # names sort as indices here
             ref = (rows[o], cols[o])
             t1 = time.perf_counter()
-            got = gio.ranked_links(W, names, names, idx, idx)
+            got = glinks.ranked_links(W, names, names, idx, idx)
             t2 = time.perf_counter()
             assert np.array_equal(ref[0], got[0]) and np.array_equal(ref[1], got[1]), "ranking differs"
             del ref, rows, cols, keep, o
             t["rank lexsort"].append(t1 - t0)
             t["rank radix"].append(t2 - t1)
-            gio._LINKS_LIB["lib"] = None
+            glinks.LINKS_KERNEL["lib"] = None
             t0 = time.perf_counter()
-            gio.write_links(Path(d) / "py.gz", W, names, names, *got, threads=1)
+            glinks.write_links(Path(d) / "py.gz", W, names, names, *got, threads=1)
             t["write python"].append(time.perf_counter() - t0)
-            gio._LINKS_LIB["lib"] = lib
+            glinks.LINKS_KERNEL["lib"] = lib
             for n, key in ((1, "write C 1 thread"), (ns.threads, f"write C {ns.threads} threads")):
                 t0 = time.perf_counter()
-                gio.write_links(Path(d) / f"c{n}.gz", W, names, names, *got, threads=n)
+                glinks.write_links(Path(d) / f"c{n}.gz", W, names, names, *got, threads=n)
                 t[key].append(time.perf_counter() - t0)
             for f in ("py.gz", "c1.gz", f"c{ns.threads}.gz"):
                 digests.add(hashlib.sha256((Path(d) / f).read_bytes()).hexdigest())

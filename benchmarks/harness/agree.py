@@ -19,9 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-#: |raw - (k + 0.5)| below this counts as a rounding tie of a prediction (float32 vs float64 forward passes
-#: differ by ~1e-6 relative; FORMATS.md §5.4 "Machine dependence")
-PRED_TIE_EPS = 1e-4
+from chromaflow.predict.compare import TIE_EPS
+
+#: The tie rule of predictions is the package's (chromaflow.predict.compare, which the fidelity tests use): a value
+#: v of a float64 forward pass is a tie if |v - (floor(v) + 0.5)| <= TIE_EPS * max(1, v), TIE_EPS = 1e-5
+#: relative. Until issue 28 the harness had its own rule, |v - (floor(v) + 0.5)| < 1e-4 absolute; the package's
+#: window is 10x narrower below v = 10, the same at 10 and wider above (1e-3 at v = 100), and a padding position
+#: is never a tie (FORMATS.md §5.4 "Machine dependence": float32 and float64 passes differ by ~1e-6 relative).
 
 
 def _h5_datasets_equal(a, b, names: list[str]) -> list[str]:
@@ -80,7 +84,7 @@ def _diff_positions(a, b) -> tuple[int, int, list[tuple]]:
 
 def predictions(ours: str, peer: str, ckpt: str, genome: str) -> dict:
     """Identical, or every difference is ±1 at a position whose float64 model output lies within
-    PRED_TIE_EPS of a .5 rounding boundary (the tie rule of issue 14)."""
+    TIE_EPS (relative) of a .5 rounding boundary (the package's tie rule, issue 14)."""
     import h5py
 
     with h5py.File(ours, "r") as a, h5py.File(peer, "r") as b:
@@ -101,32 +105,25 @@ def predictions(ours: str, peer: str, ckpt: str, genome: str) -> dict:
     ties, not_ties = _prediction_ties(genome, ckpt, where)
     ok = not not_ties
     return {"ok": ok, "differ": n, "values": total, "ties": ties, "detail":
-            f"{n} of {total:,} values differ by 1, {'all' if ok else 'not all'} at ties (|raw - k.5| < "
-            f"{PRED_TIE_EPS:g} in float64)" + ("" if ok else f"; not ties at (row, pos, dataset) {not_ties[:5]}")}
+            f"{n} of {total:,} values differ by 1, {'all' if ok else 'not all'} at ties (|raw - k.5| <= "
+            f"{TIE_EPS:g} x max(1, raw) in float64)" + ("" if ok else f"; not ties at (row, pos, dataset) {not_ties[:5]}")}
 
 
 def _prediction_ties(genome: str, ckpt: str, where: list[tuple]) -> tuple[int, list[tuple]]:
+    """How many of the differing (row, pos, dataset) are ties by the package's rule, and which are not."""
     import h5py
-    import torch
 
     from chromaflow.predict.checkpoint import build_model, load_checkpoint
+    from chromaflow.predict.compare import near_ties
 
-    model = build_model(load_checkpoint(ckpt)).double().eval()
-    rows = sorted({r for r, _, _ in where})
-    ties, not_ties = 0, []
-    with h5py.File(genome, "r") as f, torch.inference_mode():
+    model = build_model(load_checkpoint(ckpt))
+    ties: set[tuple[int, int, int]] = set()
+    with h5py.File(genome, "r") as f:
         X = f["data/X"]
-        for r in rows:
-            raw = torch.exp(model(torch.from_numpy(X[r:r + 1].astype(np.float64)))).numpy()[0]
-            for rr, p, c in where:
-                if rr != r:
-                    continue
-                v = raw[p, c]
-                if abs(v - np.floor(v) - 0.5) < PRED_TIE_EPS:
-                    ties += 1
-                else:
-                    not_ties.append((r, p, c))
-    return ties, not_ties
+        for r in sorted({r for r, _, _ in where}):
+            ties |= near_ties(model, X[r:r + 1], row_offset=r)
+    allowed = [w for w in where if tuple(w) in ties]
+    return len(allowed), [w for w in where if tuple(w) not in ties]
 
 
 def deviation(a_path: str, b_path: str) -> dict:
@@ -196,6 +193,7 @@ def tracks(ours_dir: str, peer_dir: str, pred_h5: str, ws: str) -> dict:
     if not peer_files:
         return {"ok": False, "detail": "the peer wrote no track"}
     bad, ties_total, compared = [], 0, 0
+    tie_sets: dict[str, dict[str, set[int]]] = {}  # per track file, computed where it differs
     for pf in peer_files:
         of = Path(ours_dir) / pf.name
         if not of.exists():
@@ -221,8 +219,9 @@ def tracks(ours_dir: str, peer_dir: str, pred_h5: str, ws: str) -> dict:
             if w is None or pos.size == 0:
                 bad.append(f"{pf.name} {c}: {len(x)} vs {len(y)} intervals, {pos.size} bp differ")
                 continue
-            dataset, strand = _track_of(pf.name)
-            nt = _smoothing_ties(pred_h5, c, dataset, strand, w, pos)
+            if pf.name not in tie_sets:
+                tie_sets[pf.name] = _smoothing_ties(pred_h5, *_track_of(pf.name), w)
+            nt = int(np.isin(pos, np.fromiter(tie_sets[pf.name].get(c, ()), np.int64)).sum())
             if nt < pos.size:
                 bad.append(f"{pf.name} {c}: {pos.size - nt} bp differ that are not exact .5 ties")
             ties_total += nt
@@ -240,81 +239,28 @@ def _track_of(name: str) -> tuple[str, str]:
     return parts[1], parts[2]
 
 
-def _smoothing_ties(pred_h5: str, chrom: str, dataset: str, strand: str, w: int, pos: np.ndarray) -> int:
-    """How many of ``pos`` have an exact .5 window mean S/w (FORMATS.md §5.4: per 21.384 Mbp block, window
-    [i - (w - 1 - (w-1)//2), i + (w-1)//2], outside the block = 0), from the predictions h5."""
+def _smoothing_ties(pred_h5: str, dataset: str, strand: str, w: int) -> dict[str, set[int]]:
+    """The positions of each chromosome whose window mean S/w is exactly k + 1/2: the package's smoothing-tie rule
+    (chromaflow.bigwig.ties, which the bigWig fidelity tests use; FORMATS.md §5.4)."""
     import h5py
 
+    from chromaflow.bigwig.ties import smoothing_ties
+
     with h5py.File(pred_h5, "r") as f:
-        seqids = f["data/seqids"][()]
-        se = f["data/start_ends"][()]
-        dsets = [d.decode() for d in f["prediction/datasets"][()]]
-        P = f["prediction/predictions"]
-        L = P.shape[1]
-        rows = np.flatnonzero(seqids == chrom.encode())
-        plus = [r for r in rows if se[r, 0] <= se[r, 1]]
-        minus = [r for r in rows if se[r, 0] > se[r, 1]][::-1]
-        c = dsets.index(dataset)
-        nblk = 21_384_000 // L
-        ties = 0
-        for b0 in sorted(set((pos // (nblk * L)).tolist())):
-            blk = slice(b0 * nblk, (b0 + 1) * nblk)
-
-            def vec(rs, rev):
-                if not rs:
-                    return None
-                arr = np.concatenate([P[r, :, c] for r in sorted(rs)]) if rev else \
-                    np.concatenate([P[r, :, c] for r in rs])
-                arr = arr[::-1] if rev else arr
-                return arr[arr != -1].astype(np.int64)
-
-            p = vec(plus[blk], False) if strand in ("avg", "+") else None
-            m = vec(minus[blk], True) if strand in ("avg", "-") else None
-            if strand == "avg":
-                t = np.round((p.astype(np.float32) + m.astype(np.float32)) / np.float32(2)).astype(np.int64)
-            else:
-                t = p if strand == "+" else m
-            cs = np.concatenate([[0], np.cumsum(t)])
-            lo_off, hi_off = w - 1 - (w - 1) // 2, (w - 1) // 2
-            start = b0 * nblk * L
-            sel = pos[(pos >= start) & (pos < start + len(t))] - start
-            S = cs[np.clip(sel + hi_off + 1, 0, len(t))] - cs[np.clip(sel - lo_off, 0, len(t))]
-            ties += int(((2 * S) % (2 * w) == w).sum())
-    return ties
+        names = [d.decode() for d in f["prediction/datasets"][()]]
+    return smoothing_ties(Path(pred_h5), names.index(dataset), w, strand)
 
 
 # --------------------------------------------------------------------------------------------------
 # GENIE3
 # --------------------------------------------------------------------------------------------------
 def score(links: str, gold: str) -> dict:
-    from sklearn.metrics import average_precision_score, roc_auc_score
+    """AUROC / AUPR of a link list against a DREAM4-style gold standard: the package's scorer
+    (chromaflow.genie3.dream4), the one the DREAM4 tests use."""
+    from chromaflow.genie3.dream4 import score_links
 
-    labels: dict[tuple[str, str], int] = {}
-    for line in open(gold):
-        a, b, v = line.split()
-        labels[(a, b)] = int(v)
-    pred: dict[tuple[str, str], float] = {}
-    opener = gzip.open if links.endswith(".gz") else open
-    with opener(links, "rt") as f:
-        for line in f:
-            parts = line.rstrip("\n").replace(",", "\t").split("\t")
-            if len(parts) < 3:
-                parts = line.split()
-            if len(parts) < 3:
-                continue
-            try:
-                v = float(parts[-1])
-            except ValueError:
-                continue  # header
-            a, b = parts[-3].strip('"'), parts[-2].strip('"')
-            pred[(a, b)] = v
-    keys = sorted(labels)
-    y = np.array([labels[k] for k in keys])
-    s = np.array([pred.get(k, 0.0) for k in keys])
-    covered = sum(k in pred for k in keys)
-    return {"ok": covered > 0, "auroc": float(roc_auc_score(y, s)), "aupr": float(average_precision_score(y, s)),
-            "pairs": len(keys), "scored_links": covered,
-            "detail": f"AUROC {roc_auc_score(y, s):.4f}, AUPR {average_precision_score(y, s):.4f}"}
+    s = score_links(links, gold)
+    return {"ok": s["scored_links"] > 0, **s, "detail": f"AUROC {s['auroc']:.4f}, AUPR {s['aupr']:.4f}"}
 
 
 if __name__ == "__main__":

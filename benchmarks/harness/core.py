@@ -4,20 +4,23 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import platform
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+if str(ROOT / "src") not in sys.path:
+    sys.path.insert(0, str(ROOT / "src"))  # this checkout's chromaflow (scripts/env.sh puts it there too)
+from chromaflow.report.machine import machine_info  # noqa: E402,F401 - the machine record of every results file
+
+from .timer import TreeSampler, loadavg  # noqa: E402
+
 RUNNER = HERE / "runner.py"
 SCHEMA = "chromaflow-bench-run/1"
 # GENIE3: the key of our --importance tree-normalised contender (arboreto's importance), in cases and tables
@@ -25,57 +28,8 @@ TREE_NORMALISED = "chromaflow tree-normalised"
 
 
 # --------------------------------------------------------------------------------------------------
-# the machine
+# the machine: the package's one machine record (src/chromaflow/report/machine.py)
 # --------------------------------------------------------------------------------------------------
-FLAGS_OF_INTEREST = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16",
-                     "avx512_vnni", "amx_bf16", "sha_ni")
-
-
-def machine_info() -> dict:
-    """CPU model, the SIMD flags that change library kernels, cores, memory, OS and the main library versions."""
-    cpu, flags = platform.processor() or "unknown", set()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name") and cpu in ("unknown", "", "x86_64"):
-                cpu = line.split(":", 1)[1].strip()
-            elif line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    mem = None
-    try:
-        for line in open("/proc/meminfo"):
-            if line.startswith("MemTotal:"):
-                mem = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    os_name = platform.platform()
-    try:
-        for line in open("/etc/os-release"):
-            if line.startswith("PRETTY_NAME="):
-                os_name = line.split("=", 1)[1].strip().strip('"')
-    except OSError:
-        pass
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count()
-    info = {
-        "host": socket.gethostname(),
-        "cpu_model": cpu,
-        "cpu_flags": sorted(f for f in FLAGS_OF_INTEREST if f in flags),
-        "logical_cpus": os.cpu_count(),
-        "usable_cpus": usable,
-        "memory_bytes": mem,
-        "os": os_name,
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "env": {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "ATEN_CPU_CAPABILITY", "NPY_DISABLE_CPU_FEATURES",
-                                           "OMP_NUM_THREADS") if k in os.environ},
-    }
-    return info
-
-
 def software_versions() -> dict:
     """Installed versions (package metadata: nothing is imported, so the harness stays small)."""
     from importlib import metadata
@@ -101,69 +55,9 @@ def git_state() -> dict:
     return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain"))}
 
 
-def loadavg() -> list[float]:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return []
-
-
 # --------------------------------------------------------------------------------------------------
-# one timed run
+# one timed run: the runner (a small interpreter) times it with timer.measure, the one process timer
 # --------------------------------------------------------------------------------------------------
-class TreeSampler:
-    """Samples the summed RSS of a process tree (psutil) while it runs: the peak memory of tools that fork
-    workers (Helixer's multiprocessing, dask), which ``ru_maxrss`` (largest single process) does not show.
-    Also keeps the last CPU seconds seen of every descendant (``cpu_s``): a lower bound of the tree's CPU time
-    that counts workers nobody waits for (e.g. DDP ranks), which ``RUSAGE_CHILDREN`` misses."""
-
-    def __init__(self, pid: int, interval: float = 0.05, include_root: bool = False):
-        self.pid, self.interval, self.include_root = pid, interval, include_root
-        self.peak = 0
-        self.nproc = 1
-        self._cpu: dict[tuple[int, float], float] = {}
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self) -> None:
-        import psutil
-
-        try:
-            root = psutil.Process(self.pid)
-        except psutil.Error:
-            return
-        while not self._stop.is_set():
-            try:
-                procs = root.children(recursive=True)  # the runner itself is not counted ...
-                if self.include_root:                    # ... unless it is the tool
-                    procs.append(root)
-            except psutil.Error:
-                return
-            rss = 0
-            for p in procs:
-                try:
-                    rss += p.memory_info().rss
-                    t = p.cpu_times()
-                    self._cpu[(p.pid, p.create_time())] = t.user + t.system
-                except psutil.Error:
-                    pass
-            self.peak = max(self.peak, rss)
-            self.nproc = max(self.nproc, len(procs))
-            self._stop.wait(self.interval)
-
-    @property
-    def cpu_s(self) -> float:
-        return sum(self._cpu.values())
-
-    def __enter__(self) -> "TreeSampler":
-        self._t.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._t.join(timeout=5)
-
-
 def timed_run(argv: list[str], cwd: Path, env: dict | None = None, timeout: float | None = None) -> dict:
     """Run ``argv`` in ``cwd`` through the runner; wall/CPU/RSS, load before/after, exit status."""
     cwd.mkdir(parents=True, exist_ok=True)

@@ -33,17 +33,19 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # harness.timer: the benchmarks' process timer
+from chromaflow.report.machine import machine_info  # noqa: E402 - the machine record
+from harness.timer import measure  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 L = 21384
 SPECIES = "Synthetica"
@@ -55,18 +57,9 @@ def env() -> dict:
 
 
 def run(cmd: list[str], cwd: Path | None = None) -> dict:
-    """Run ``cmd``; wall, CPU (user+sys incl. its children) and peak RSS of that process tree, from wait4."""
-    load0 = os.getloadavg()[0]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env(), cwd=cwd)
-    err = proc.stderr.read()
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"bench_predict: failed ({proc.returncode}): {' '.join(map(str, cmd))}\n{err.decode()[-3000:]}")
-    return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
-            "peak_rss_bytes": ru.ru_maxrss * 1024, "load_before": load0, "load_after": os.getloadavg()[0]}
+    """Run ``cmd``; wall, CPU (user+sys incl. its children) and peak RSS of that process tree (the one timer)."""
+    r = measure(cmd, cwd=cwd, env=env(), check=True)
+    return {k: r[k] for k in ("wall_s", "cpu_s", "user_s", "sys_s", "peak_rss_bytes", "load_before", "load_after")}
 
 
 def add(a: dict, b: dict) -> dict:
@@ -77,19 +70,9 @@ def add(a: dict, b: dict) -> dict:
 
 
 def machine() -> dict:
-    cpu, flags = "", set()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name") and not cpu:
-                cpu = line.split(":", 1)[1].strip()
-            if line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
     import torch
 
-    return {"host": socket.gethostname(), "cpu": cpu, "cores": len(os.sched_getaffinity(0)),
-            "avx512": "avx512f" in flags, "torch": torch.__version__, "python": platform.python_version()}
+    return {**machine_info(), "torch": torch.__version__}
 
 
 def make_inputs(work: Path, rows: int, seed: int) -> dict:
@@ -152,12 +135,12 @@ def regenerate_md() -> Path:
     for r in runs:
         m = r["machine"]
         loads = [x["load_before"] for runs_ in r["runs"].values() for x in runs_]
-        lines += [f"## {r['started']} UTC — {m['cpu']}, {m['cores']} cores, host {m['host']}", "",
+        lines += [f"## {r['started']} UTC — {m['cpu_model']}, {m['usable_cpus']} cores, host {m['host']}", "",
                   f"Command: `{r['command']}`. {r['rows']} subsequences of {L} bp = {r['rows'] * L / 1e6:.2f} Mbp, "
                   f"model release-bihybrid (random weights), fp32 on CPU, torch {m['torch']}. {r['repeats']} rounds, "
                   f"alternating; load average (1 min) before the runs: {min(loads):.1f}–{max(loads):.1f}"
                   + (" — **the machine was shared: wall times are inflated and noisy, compare CPU seconds**"
-                     if max(loads) > m["cores"] + 0.5 else "") + ".", "",
+                     if max(loads) > m["usable_cpus"] + 0.5 else "") + ".", "",
                   "| case | wall s, median [min–max] | CPU s (user+sys) | sys s | peak RSS | Predmoter ÷ case, wall | "
                   "Predmoter ÷ case, CPU | output vs Predmoter |",
                   "|---|---|---|---|---|---|---|---|"]

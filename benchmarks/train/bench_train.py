@@ -40,11 +40,11 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # harness.core: the process-tree sampler and the machine record
+sys.path.insert(0, str(ROOT / "benchmarks"))  # harness.timer: the benchmarks' process timer
+sys.path.insert(0, str(ROOT / "src"))  # chromaflow.report.machine: the machine record
 PEER = ROOT.parent / "shared" / "peers" / "bin" / "peer-predmoter"
 L_CHUNK = 21384
 ARCH = {
@@ -90,26 +90,20 @@ def make_data(work: Path, train_files: int, record_bp: int, seed: int = 1) -> Pa
 
 
 def timed(cmd, log: Path, env=None) -> dict:
-    """Run cmd; wall, CPU seconds of the whole process tree and peak RSS.
+    """Run cmd (the benchmarks' process timer, the tree sampled); wall, CPU seconds of the whole process tree and
+    peak RSS.
 
     CPU: the larger of wait4's rusage (the process and the descendants it waited for) and the sampled CPU
     seconds of every descendant (DDP ranks are not waited for, so rusage alone misses them). Peak RSS: the
     larger of wait4's ru_maxrss (this run only: the largest single process) and the sampled summed RSS of the
     tree (RUSAGE_CHILDREN's ru_maxrss is a maximum over every earlier run too, so it is not used)."""
-    from harness.core import TreeSampler
+    from harness.timer import measure
 
-    t0 = time.perf_counter()
     with open(log, "w") as fh:
-        proc = subprocess.Popen([str(c) for c in cmd], stdout=fh, stderr=subprocess.STDOUT, env=env)
-        with TreeSampler(proc.pid, include_root=True) as ts:
-            _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    rc = os.waitstatus_to_exitcode(status)
-    if rc != 0:
-        raise SystemExit(f"{cmd[0]} failed (rc {rc}); see {log}")
-    cpu = max(ru.ru_utime + ru.ru_stime, ts.cpu_s)
-    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_bytes": max(ru.ru_maxrss * 1024, ts.peak),
-            "processes": ts.nproc}
+        r = measure(cmd, env=env, stdin=None, stdout=fh, stderr=subprocess.STDOUT, sample_tree=True)
+    if r["exit"] != 0:
+        raise SystemExit(f"{cmd[0]} failed (rc {r['exit']}); see {log}")
+    return {k: r[k] for k in ("wall_s", "cpu_s", "peak_rss_bytes", "processes")}
 
 
 def run_predmoter(data: Path, out: Path, epochs: int, arch: list[str], *, device: str = "cpu",
@@ -220,9 +214,9 @@ def main(argv=None) -> int:
                 ratios[v] = {"epoch": summary["predmoter"]["epoch_s"] / summary[v]["epoch_s"],
                              "cpu": summary["predmoter"]["cpu_s"] / summary[v]["cpu_s"]}
     chunks = {s: _chunks(data / s) for s in ("train", "val")}
-    from harness.core import machine_info
+    from chromaflow.report.machine import machine_info
     mi = machine_info()
-    res = {"machine": {"cpus": p, "host": os.uname().nodename, "cpu_model": mi.get("cpu_model"),
+    res = {"machine": {"cpus": p, "host": mi["host"], "cpu_model": mi.get("cpu_model"),
                        "cpu_flags": mi.get("cpu_flags")}, "model": a.model, "arch_args": arch,
            "epochs": a.epochs, "reps": a.reps, "chunks": chunks, "summary": summary, "ratios_vs_predmoter": ratios,
            "memory_stream": memory, "runs": runs,

@@ -30,7 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "genie3-merge": ("chromaflow.genie3.cli_merge", "merge GENIE3 target-chunk results into one ranked link list"),
     "genie3-plan": ("chromaflow.genie3.cli_plan", "count the genes of an expression matrix and plan GENIE3 target chunks"),
     "bench": ("chromaflow.report.sweep", "sweep settings on this machine (batch size, workers, threads) and print the best"),
-    "benchmark-report": ("chromaflow.report.benchreport", "collect metrics JSONs + Nextflow trace into the benchmark report"),
+    "benchmark-report": ("chromaflow.report.cli", "collect metrics JSONs + Nextflow trace into the benchmark report"),
     "fasta-layout": ("chromaflow.genome.cli_layout", "rows (subsequences) a FASTA gives at chunk length L, without writing anything"),
     "add-coverage": ("chromaflow.coverage.cli", "BAM/bigWig read coverage -> evaluation/<prefix>_coverage in a genome h5 (Helixer-compatible, atomic)"),
     "train": ("chromaflow.train.cli_train", "train, resume or fine-tune a Predmoter-compatible model (Lightning; CPU, GPU, DDP)"),

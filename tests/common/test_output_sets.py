@@ -21,11 +21,11 @@ GENIE3 = ["genie3", "--expression", str(EXPR), "--layout", "samples-x-genes", "-
 #: list was written completely
 FAILING_WEIGHTS = """
 import errno, sys
-import chromaflow.genie3.io as gio
+import chromaflow.genie3.links as links
 def write_weights(path, *args, **kw):
     open(path, "wb").write(b"partial")
     raise OSError(errno.ENOSPC, "No space left on device", str(path))
-gio.write_weights = write_weights
+links.write_weights = write_weights
 from chromaflow.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -225,15 +225,15 @@ def test_unwritable_folder_names_the_output(tmp_path, monkeypatch):
 #: predict exited 0 after SIGTERM, its signal raised in a WeakValueDictionary callback)
 SIGNAL_IN_DEL = """
 import os, signal, sys
-import chromaflow.genie3.io as gio
+import chromaflow.genie3.links as links
 class Dying:
     def __del__(self):
         os.kill(os.getpid(), signal.SIGTERM)
-write_links = gio.write_links
-def links(*args, **kw):
+write_links = links.write_links
+def write_links_after_del(*args, **kw):
     Dying()
     return write_links(*args, **kw)
-gio.write_links = links
+links.write_links = write_links_after_del
 from chromaflow.cli import main
 sys.exit(main())
 """

@@ -111,15 +111,63 @@ def test_output_rule(made, tmp_path, argv, needles):
     assert _sha(d) == before  # the inputs unchanged, nothing written (no output, no temporary, no folder)
 
 
-def test_bigwig_creates_a_missing_outdir(made, tmp_path):
-    out = tmp_path / "new" / "tracks"
-    ok("bigwig", "--predictions", made / "p.h5", "--outdir", out, "--basename", "b", "--datasets", "atacseq")
-    assert (out / "b_atacseq_avg_strand.bw").is_file() and (out / "chrom.sizes").is_file()
+#: every command with an --outdir: its argv writing into {out} ({d}: the made inputs, {m}: a metrics.jsonl) and a
+#: file it writes there. One rule for all (docs/reliability.md): the folder is created when absent, refused when it
+#: is a file, and its files are outputs like any other (never an input).
+OUTDIR_COMMANDS = {
+    "bigwig": ("bigwig --predictions {d}/p.h5 --outdir {out} --basename b --datasets atacseq",
+               "b_atacseq_avg_strand.bw"),
+    "benchmark-report": ("benchmark-report --metrics {m} --outdir {out}", "benchmark.json"),
+}
+
+#: one task's metrics, the input of benchmark-report
+METRICS_LINE = '{"stage": "predict", "assembly": "x", "bp": 1000, "subsequences": 1, "wall_s": 2.0, "cpu_s": 1.0}\n'
 
 
-def test_outdir_that_is_a_file_is_refused(made, tmp_path):
+def _outdir_argv(command: str, made: Path, tmp_path: Path, out: Path) -> list[str]:
+    m = tmp_path / "m.jsonl"
+    m.write_text(METRICS_LINE)
+    return OUTDIR_COMMANDS[command][0].format(d=made, m=m, out=out).split()
+
+
+def test_every_outdir_command_is_listed(capsys):
+    """A command that gains an --outdir joins OUTDIR_COMMANDS, so the tests below hold for it too."""
+    from chromaflow.cli import COMMANDS, main
+
+    have = set()
+    for name in COMMANDS:
+        with pytest.raises(SystemExit):
+            main([name, "--help"])
+        if "--outdir" in capsys.readouterr().out:
+            have.add(name)
+    assert have == set(OUTDIR_COMMANDS)
+
+
+@pytest.mark.parametrize("command", OUTDIR_COMMANDS)
+def test_a_missing_outdir_is_created(made, tmp_path, command):
+    out = tmp_path / "new" / "sub"
+    ok(*_outdir_argv(command, made, tmp_path, out))
+    assert (out / OUTDIR_COMMANDS[command][1]).is_file()
+
+
+@pytest.mark.parametrize("command", OUTDIR_COMMANDS)
+def test_outdir_that_is_a_file_is_refused(made, tmp_path, command):
     (tmp_path / "f").write_text("x")
-    res = run("bigwig", "--predictions", made / "p.h5", "--outdir", tmp_path / "f", "--basename", "b")
-    assert res.returncode == 1 and res.stderr.strip() == (f"chromaflow bigwig: error: --outdir {tmp_path / 'f'}: "
+    res = run(*_outdir_argv(command, made, tmp_path, tmp_path / "f"))
+    assert res.returncode == 1 and res.stderr.strip() == (f"chromaflow {command}: error: --outdir {tmp_path / 'f'}: "
                                                            "exists and is not a folder"), res.stderr
     assert (tmp_path / "f").read_text() == "x"
+
+
+def test_benchmark_report_never_writes_over_its_input(tmp_path):
+    """benchmark-report's files in --outdir are outputs under the rule: a --trace that is one of them is refused
+    (it was overwritten with the report's table, exit 0)."""
+    m = tmp_path / "m.jsonl"
+    m.write_text(METRICS_LINE)
+    trace = tmp_path / "benchmark.tsv"
+    trace.write_text("task_id\tname\n")
+    res = run("benchmark-report", "--metrics", m, "--trace", trace, "--outdir", tmp_path)
+    assert res.returncode == 1 and res.stderr.strip() == (
+        f"chromaflow benchmark-report: error: --outdir {trace}: is the input --trace {trace}; an output never "
+        "overwrites an input (not even with --force)"), res.stderr
+    assert trace.read_text() == "task_id\tname\n" and not (tmp_path / "benchmark.json").exists()

@@ -13,7 +13,7 @@ import pytest
 
 from chromaflow.cli import main
 from chromaflow.common import ChromaflowError
-from chromaflow.genie3 import io as gio
+from chromaflow.genie3 import expression, links
 from chromaflow.common import part_bounds
 from chromaflow.genie3.core import Options, compute_weights, resolve_k, target_seed, target_seeds
 from chromaflow.genie3.skengine import unnormalised_mdi
@@ -73,14 +73,14 @@ def test_target_seed_is_the_documented_seedsequence_derivation():
 
 # ------------------------------------------------------------------ parsing
 def test_read_fixture_both_layouts(tmp_path):
-    e = gio.read_expression(EXPR, "samples-x-genes")
+    e = expression.read_expression(EXPR, "samples-x-genes")
     assert e.values.shape == (20, 30) and e.genes[:2] == ["TF1", "TF2"]
     # transpose to genes x samples CSV with a corner cell
     p = tmp_path / "gxs.csv"
     lines = ["gene," + ",".join(f"S{i}" for i in range(30))]
     lines += [g + "," + ",".join(f"{v:.7f}" for v in row) for g, row in zip(e.genes, e.values)]
     p.write_text("\n".join(lines) + "\n")
-    e2 = gio.read_expression(p, "genes-x-samples")
+    e2 = expression.read_expression(p, "genes-x-samples")
     assert e2.genes == e.genes
     np.testing.assert_array_equal(e2.values, e.values)
 
@@ -232,8 +232,8 @@ def _fixture_as(tmp_path, name: str, sep: str, compress: bool) -> Path:
                                                 ("e.csv.gz", ",", True), ("e.txt", ",", False)])
 def test_gzip_and_csv_inputs_give_the_same_links(tmp_path, name, sep, compress):
     p = _fixture_as(tmp_path, name, sep, compress)
-    e = gio.read_expression(p, "samples-x-genes")
-    ref = gio.read_expression(EXPR, "samples-x-genes")
+    e = expression.read_expression(p, "samples-x-genes")
+    ref = expression.read_expression(EXPR, "samples-x-genes")
     assert e.genes == ref.genes
     np.testing.assert_array_equal(e.values, ref.values)
     assert main(base(tmp_path, "--n-trees", "20", out="ref.tsv.gz")) == 0
@@ -255,11 +255,11 @@ def test_utf8_bom_is_accepted_in_matrix_and_regulators(tmp_path, compress):
     expr.write_bytes(pack(BOM + EXPR.read_bytes()))
     regs = tmp_path / ("regs.txt.gz" if compress else "regs.txt")
     regs.write_bytes(pack(BOM + REGS.read_bytes()))
-    ref = gio.read_expression(EXPR, "samples-x-genes")
-    e = gio.read_expression(expr, "samples-x-genes")
+    ref = expression.read_expression(EXPR, "samples-x-genes")
+    e = expression.read_expression(expr, "samples-x-genes")
     assert e.genes == ref.genes
-    assert gio.count_genes(expr, "samples-x-genes") == len(ref.genes)
-    assert gio.read_regulators(regs, e) == gio.read_regulators(REGS, ref)
+    assert expression.count_genes(expr, "samples-x-genes") == len(ref.genes)
+    assert expression.read_regulators(regs, e) == expression.read_regulators(REGS, ref)
     assert main(base(tmp_path, "--n-trees", "20", out="ref.tsv.gz")) == 0
     argv = base(tmp_path, "--n-trees", "20", out="links_bom.tsv.gz")
     argv[argv.index("--expression") + 1] = str(expr)
@@ -270,7 +270,7 @@ def test_utf8_bom_is_accepted_in_matrix_and_regulators(tmp_path, compress):
 
 def test_count_genes_agrees_with_the_reader(tmp_path):
     """count_genes (chunk planning) = the reader's gene count, for every format and both layouts."""
-    e = gio.read_expression(EXPR, "samples-x-genes")
+    e = expression.read_expression(EXPR, "samples-x-genes")
     gxs = tmp_path / "gxs.csv.gz"
     lines = ["gene," + ",".join(f"S{i}" for i in range(30))]
     lines += [g + "," + ",".join(f"{v:.7f}" for v in row) for g, row in zip(e.genes, e.values)]
@@ -282,12 +282,12 @@ def test_count_genes_agrees_with_the_reader(tmp_path):
              (_fixture_as(tmp_path, "e.tsv.gz", "\t", True), "samples-x-genes"),
              (_fixture_as(tmp_path, "e.csv", ",", False), "samples-x-genes")]
     for p, layout in cases:
-        assert gio.count_genes(p, layout) == len(gio.read_expression(p, layout).genes) == 20, p
+        assert expression.count_genes(p, layout) == len(expression.read_expression(p, layout).genes) == 20, p
     with pytest.raises(ChromaflowError, match="the first column holds numbers"):
-        gio.count_genes(EXPR, "genes-x-samples")
+        expression.count_genes(EXPR, "genes-x-samples")
     with pytest.raises(ChromaflowError, match="empty file"):
         (tmp_path / "empty.tsv").write_text("")
-        gio.count_genes(tmp_path / "empty.tsv", "samples-x-genes")
+        expression.count_genes(tmp_path / "empty.tsv", "samples-x-genes")
 
 
 def test_constant_genes_cli_warns_and_scores_zero(tmp_path):
@@ -387,7 +387,7 @@ def test_summary_plot_metrics(tmp_path):
     w = tmp_path / "w.tsv.gz"
     assert main(base(tmp_path, "--summary", str(tmp_path / "s.json"), "--plot", str(tmp_path / "p.png"),
                      "--top", "10", "--metrics", str(tmp_path / "m.json"), "--weights", str(w), "--threads", "2")) == 0
-    links = read_links(tmp_path / "links.tsv.gz")[1:]
+    listed = read_links(tmp_path / "links.tsv.gz")[1:]
     with gzip.open(w, "rt") as fh:
         table = [line.rstrip("\n").split("\t") for line in fh]
     targets = table[0][1:]
@@ -399,11 +399,11 @@ def test_summary_plot_metrics(tmp_path):
     assert (s["edges"], s["edges_written"], s["top_n"]) == (95, 95, 10)
     assert s["edges_nonzero"] == int(np.count_nonzero(W[off]))
     deg: dict[str, int] = {}
-    for a, _, _ in links[:10]:
+    for a, _, _ in listed[:10]:
         deg[a] = deg.get(a, 0) + 1
     assert [(d["regulator"], d["out_degree"]) for d in s["top_regulators_by_out_degree_in_top_n"]] == \
         sorted(deg.items(), key=lambda kv: (-kv[1], kv[0]))
-    assert s["top_n_min_importance"] == pytest.approx(float(links[9][2]), rel=1e-8)
+    assert s["top_n_min_importance"] == pytest.approx(float(listed[9][2]), rel=1e-8)
     tot = {r: W[i][off[i]].sum() for i, r in enumerate(regs)}
     assert [d["regulator"] for d in s["top_regulators_by_total_weight"]] == sorted(tot, key=lambda r: (-tot[r], r))
     for d in s["top_regulators_by_total_weight"]:
@@ -424,7 +424,7 @@ def test_summary_plot_metrics(tmp_path):
 
 
 def test_constant_genes(tmp_path, capsys):
-    e = gio.read_expression(EXPR, "samples-x-genes")
+    e = expression.read_expression(EXPR, "samples-x-genes")
     vals = e.values.copy()
     vals[0] = 0.5   # TF1 constant (regulator: never split on)
     vals[7] = 1.0   # G3 constant (target: all-zero column + warning)
@@ -471,7 +471,7 @@ def test_kernel_bytes_do_not_depend_on_build_simd_or_threads():
 
     rng = np.random.default_rng(11)
     X300 = np.round(rng.normal(size=(40, 300)), 2).astype(np.float32)   # 2 decimals: many near-ties
-    X30 = gio.read_expression(EXPR, "samples-x-genes").values
+    X30 = expression.read_expression(EXPR, "samples-x-genes").values
     base = fast.load_kernel()
     variants = [fast.load_kernel(("-DGENIE3_NO_SIMD",)), fast.load_kernel(("-O0",)),
                 fast.load_kernel(("-DSUMMARY_ABOVE_WORDS=2",))]
@@ -495,7 +495,7 @@ def test_early_exit_never_skips_a_better_split():
 
     rng = np.random.default_rng(3)
     X300 = np.round(rng.normal(size=(40, 300)), 2).astype(np.float32)
-    X30 = gio.read_expression(EXPR, "samples-x-genes").values
+    X30 = expression.read_expression(EXPR, "samples-x-genes").values
     base, check = fast.load_kernel(), fast.load_kernel(("-DGENIE3_CHECK_EXIT",))
     stats = (ctypes.c_int64 * 3)()
     assert base.genie3_check_stats(stats) == -1
@@ -530,10 +530,16 @@ def test_layout_warning_when_labelled_rows_outnumber_gene_columns(tmp_path, caps
     lines = ["\t".join(f"S{i}" for i in range(10))]
     lines += [f"gene{g}\t" + "\t".join(f"{v:.4f}" for v in rng.random(10)) for g in range(40)]
     p.write_text("\n".join(lines) + "\n")
-    e = gio.read_expression(p, "samples-x-genes")  # cannot be proven wrong: warn, do not fail
+    e = expression.read_expression(p, "samples-x-genes")  # cannot be proven wrong: warn, do not fail
     assert e.n_genes == 10
-    assert "use --layout genes-x-samples" in capsys.readouterr().err
-    assert gio.read_expression(p, "genes-x-samples").n_genes == 40
+    assert capsys.readouterr().err == ""  # the reader returns the warning; the CLIs print it
+    assert e.warnings == [f"{p}: 40 labelled rows (samples) but only 10 gene columns; if rows are genes use "
+                          f"--layout genes-x-samples"]
+    assert expression.read_expression(p, "genes-x-samples").warnings == []
+    assert expression.read_expression(p, "genes-x-samples").n_genes == 40
+    for argv in (["genie3-plan"], ["genie3", "--n-trees", "2", "--out", tmp_path / "l.tsv.gz"]):
+        rc, err = _cli(*argv, "--expression", p, "--layout", "samples-x-genes")
+        assert rc == 0 and err == f"chromaflow genie3: warning: {e.warnings[0]}\n", err
 
 
 def test_max_links_is_the_head_of_the_full_list(tmp_path):
@@ -548,10 +554,10 @@ def test_max_links_is_the_head_of_the_full_list(tmp_path):
 
 def test_ranked_links_ties_by_names():
     W = np.array([[0.0, 0.5, 0.5], [0.5, 0.0, 0.2]])
-    rows, cols = gio.ranked_links(W, ["B", "A"], ["B", "A", "C"], np.array([0, 1]), np.array([0, 1, 2]))
+    rows, cols = links.ranked_links(W, ["B", "A"], ["B", "A", "C"], np.array([0, 1]), np.array([0, 1, 2]))
     pairs = [(["B", "A"][r], ["B", "A", "C"][c]) for r, c in zip(rows, cols)]
     assert pairs == [("A", "B"), ("B", "A"), ("B", "C"), ("A", "C")]
-    rows2, cols2 = gio.ranked_links(W, ["B", "A"], ["B", "A", "C"], np.array([0, 1]), np.array([0, 1, 2]), limit=2)
+    rows2, cols2 = links.ranked_links(W, ["B", "A"], ["B", "A", "C"], np.array([0, 1]), np.array([0, 1, 2]), limit=2)
     assert list(zip(rows2, cols2)) == list(zip(rows, cols))[:2]
 
 
@@ -590,10 +596,10 @@ def test_ranked_links_match_a_lexsort_of_the_specification(native, block, monkey
     order of a plain lexsort over (-value, regulator name, target name), with and without self-links and a
     limit, on weights full of ties and near-ties; with a limit its candidates are found block by block (blocks
     of 5 values: many merges, ties across block edges)."""
-    monkeypatch.setattr(gio, "LIMIT_BLOCK", block)
+    monkeypatch.setattr(links, "LIMIT_BLOCK", block)
     if not native:
-        monkeypatch.setitem(gio._LINKS_LIB, "lib", None)
-    elif gio._links_lib() is None:
+        monkeypatch.setitem(links.LINKS_KERNEL, "lib", None)
+    elif links.links_kernel() is None:
         pytest.skip("no C compiler")
     rng = np.random.default_rng(7)
     for trial in range(40):
@@ -605,7 +611,7 @@ def test_ranked_links_match_a_lexsort_of_the_specification(native, block, monkey
         tgt_idx = rng.choice(G, T, replace=False) if trial % 4 else np.sort(rng.choice(G, T, replace=False))
         rn, tn = [names[k] for k in reg_idx], [names[k] for k in tgt_idx]
         for limit in (0, 1, 7, int(rng.integers(1, R * T + 2))):
-            got = gio.ranked_links(W, rn, tn, reg_idx, tgt_idx, limit)
+            got = links.ranked_links(W, rn, tn, reg_idx, tgt_idx, limit)
             want = _lexsort_reference(W, rn, tn, reg_idx, tgt_idx, limit)
             assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), (trial, limit)
 
@@ -617,7 +623,7 @@ def test_max_links_candidates_need_no_copy_of_the_matrix(monkeypatch):
     import tracemalloc
 
     rng = np.random.default_rng(11)
-    monkeypatch.setattr(gio, "LIMIT_BLOCK", 1000)
+    monkeypatch.setattr(links, "LIMIT_BLOCK", 1000)
     for case in range(3):
         flat = np.round(rng.random(20_000), 3)          # many ties
         if case == 2:
@@ -625,12 +631,12 @@ def test_max_links_candidates_need_no_copy_of_the_matrix(monkeypatch):
         flat[[0, -1][case % 2]] = 2.0 + case
         for k in (1, 2, 17, 1000, 1001, 19_999, 20_000):
             want = np.flatnonzero(flat >= np.partition(flat, flat.size - k)[flat.size - k])
-            assert np.array_equal(gio._entries_at_or_above_kth(flat, k), want), (case, k)
+            assert np.array_equal(links.entries_at_or_above_kth(flat, k), want), (case, k)
     W = rng.random((2000, 2000))
     names = [f"g{i}" for i in range(2000)]
-    monkeypatch.setattr(gio, "LIMIT_BLOCK", 1 << 16)
+    monkeypatch.setattr(links, "LIMIT_BLOCK", 1 << 16)
     tracemalloc.start()
-    rows, cols = gio.ranked_links(W, names, names, np.arange(2000), np.arange(2000), limit=100)
+    rows, cols = links.ranked_links(W, names, names, np.arange(2000), np.arange(2000), limit=100)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert len(rows) == 100 and W[rows[0], cols[0]] == max(W[i, j] for i in range(2000) for j in range(2000) if i != j)
@@ -641,7 +647,7 @@ def test_link_writer_bytes_match_python_formatting(tmp_path, monkeypatch):
     """The C formatter ('%.9g' of the C library) writes the same bytes as Python's f"{x:.9g}" on edge cases
     (exponent switch points, subnormals, exact rounding ties at 9 digits, -0.0, non-ASCII names), and the file
     does not depend on the number of threads; the text is checked against Python's formatting line by line."""
-    if gio._links_lib() is None:
+    if links.links_kernel() is None:
         pytest.skip("no C compiler")
     rng = np.random.default_rng(3)
     edge = [0.0, -0.0, 1e-4, 9.99999999e-5, 0.0001, 123456789.0, 1234567890.0, 999999999.5, 1234567885.0,
@@ -657,10 +663,10 @@ def test_link_writer_bytes_match_python_formatting(tmp_path, monkeypatch):
     reg = [f"TF{k}_α" for k in range(R)]
     tgt = [f"gene{k}-β" for k in range(T)]
     rows, cols = np.divmod(np.arange(R * T), T)
-    gio.write_links(tmp_path / "c1.tsv.gz", W, reg, tgt, rows, cols, threads=1)
-    gio.write_links(tmp_path / "c3.tsv.gz", W, reg, tgt, rows, cols, threads=3)
-    monkeypatch.setitem(gio._LINKS_LIB, "lib", None)
-    gio.write_links(tmp_path / "py.tsv.gz", W, reg, tgt, rows, cols, threads=1)
+    links.write_links(tmp_path / "c1.tsv.gz", W, reg, tgt, rows, cols, threads=1)
+    links.write_links(tmp_path / "c3.tsv.gz", W, reg, tgt, rows, cols, threads=3)
+    monkeypatch.setitem(links.LINKS_KERNEL, "lib", None)
+    links.write_links(tmp_path / "py.tsv.gz", W, reg, tgt, rows, cols, threads=1)
     c1 = (tmp_path / "c1.tsv.gz").read_bytes()
     assert c1 == (tmp_path / "py.tsv.gz").read_bytes() == (tmp_path / "c3.tsv.gz").read_bytes()
     lines = gzip.decompress(c1).decode().splitlines()
@@ -671,14 +677,14 @@ def test_link_writer_bytes_match_python_formatting(tmp_path, monkeypatch):
 def test_link_list_members_do_not_depend_on_threads(tmp_path, monkeypatch):
     """A link list of several gzip members (MEMBER made small: one per formatted block) is byte-identical for 1, 2
     and 5 threads."""
-    monkeypatch.setattr(gio._GzipMembers, "MEMBER", 1 << 12)
+    monkeypatch.setattr(links.GzipMembers, "MEMBER", 1 << 12)
     rng = np.random.default_rng(5)
     W = rng.random((60, 5000))
     names = [f"g{k}" for k in range(5000)]
-    rows, cols = gio.ranked_links(W, names[:60], names, np.arange(60), np.arange(5000))
+    rows, cols = links.ranked_links(W, names[:60], names, np.arange(60), np.arange(5000))
     blobs = []
     for t in (1, 2, 5):
-        gio.write_links(tmp_path / f"{t}.tsv.gz", W, names[:60], names, rows, cols, threads=t)
+        links.write_links(tmp_path / f"{t}.tsv.gz", W, names[:60], names, rows, cols, threads=t)
         blobs.append((tmp_path / f"{t}.tsv.gz").read_bytes())
     assert blobs[0] == blobs[1] == blobs[2]
     assert blobs[0].count(b"\x1f\x8b\x08\x00\x00\x00\x00\x00") >= 5  # header + one member per 65,536 lines

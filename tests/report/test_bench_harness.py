@@ -47,6 +47,23 @@ def test_peak_rss_is_the_commands_not_the_parents(tmp_path):
     assert big["peak_tree_rss_bytes"] >= big["peak_rss_bytes"]
 
 
+def test_timer_of_the_scripts_drains_pipes_samples_the_tree_and_checks(tmp_path):
+    """harness.timer.measure, the process timer of the per-stage scripts: both pipes drained while the child runs
+    (a child writing more than a pipe holds must not block), the sampled tree counted, a failure named with its
+    stderr."""
+    from harness import timer
+
+    chatty = "import sys; sys.stdout.write('o' * 300000); sys.stderr.write('e' * 300000)"
+    r = timer.measure([sys.executable, "-c", chatty], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert r["exit"] == 0 and r["stdout"] == b"o" * 300000 and r["stderr"] == b"e" * 300000
+    assert r["load_before"] is not None and r["load_after"] is not None
+    sleeper = [sys.executable, "-c", "import subprocess, sys; subprocess.run([sys.executable, '-c', "
+               "'import time; time.sleep(0.5)'])"]
+    assert timer.measure(sleeper, sample_tree=True)["processes"] >= 2
+    with pytest.raises(SystemExit, match=r"failed \(exit 3\): .*\nboom"):
+        timer.measure([sys.executable, "-c", "import sys; sys.stderr.write('boom'); sys.exit(3)"], check=True)
+
+
 def test_failed_command_and_summary(tmp_path):
     m = core.timed_run([sys.executable, "-c", "import sys; print('boom', file=sys.stderr); sys.exit(3)"],
                        tmp_path / "f")

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chromaflow.report import benchreport as br
+from chromaflow.report import tasks as report_tasks
 from chromaflow.cli import main as cli_main
 from helpers.environment import ci
 
@@ -139,7 +139,7 @@ def test_tsv_one_row_per_task_with_measured_fields_only(report, real_run):
     # prediction covers both strands: its bp are twice the genome's (the extrapolation's s = 2)
     fb = next(r for r in rows if r["stage"] == "fasta2h5" and r["assembly"] == "asmB")
     pb = next(r for r in pred if r["assembly"] == "asmB")
-    assert int(pb["bp"]) == br.STRANDS["predict"] * int(fb["bp"])
+    assert int(pb["bp"]) == report_tasks.STRANDS["predict"] * int(fb["bp"])
     assert sum(int(r["bp"]) for r in pred if r["assembly"] == "asmA") == 2 * int(fa["bp"])
 
 
@@ -159,7 +159,7 @@ def test_trace_join_prefers_completed_attempt_and_skips_partial_row(report):
 
 def test_json_extrapolation_matches_measured_rates(report):
     rep = json.loads((report / "benchmark.json").read_text())
-    assert rep["schema"] == br.SCHEMA
+    assert rep["schema"] == report_tasks.SCHEMA
     ex = rep["extrapolation"]
     assert (ex["genome_gbp"], ex["genomes"], ex["workers"]) == (2.2, 10, 4)
     stages = {s["stage"]: s for s in rep["stages"]}

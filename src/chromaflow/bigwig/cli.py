@@ -11,8 +11,8 @@ import ctypes
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..common import (ChromaflowError, OutputExistsError, Progress, StageMetrics, atomic_output, check_outputs,
-                      resolve_threads)
+from ..common import (ChromaflowError, OutputExistsError, Progress, StageMetrics, add_run_options, atomic_output,
+                      check_outputs, resolve_threads)
 from .bedgraph import BedGraphWriter
 from .bigwigfile import BigWigWriter, PyBigWigWriter
 from .convert import Track, convert
@@ -56,13 +56,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="deflate level 1-12 (libdeflate) of bigWig blocks or bedGraph gzip members (default 1: "
                         "fastest, about the size of pyBigWig's and Predmoter's files); ignored by --bigwig-writer "
                         "pybigwig (zlib level 6)")
-    p.add_argument("--force", action="store_true", help="overwrite existing outputs")
-    p.add_argument("--metrics", metavar="M.json", default=None, help="write stage metrics JSON here")
+    add_run_options(p, force="overwrite existing outputs", metrics=True)
     p.add_argument("--no-browser-files", action="store_true",
                    help="do not write chrom.sizes, igv_session.xml and the UCSC hub files")
     p.add_argument("--genome", default=None, metavar="NAME",
                    help="genome name for the UCSC hub / IGV session (default: chrom.sizes placeholder)")
-    p.add_argument("--threads", type=int, default=0, metavar="N", help="worker threads (default: all CPUs)")
+    add_run_options(p, threads="worker threads (default: all CPUs)")
 
 
 def output_name(basename: str, dataset: str, strand: str, bl: bool, ws: int | None, fmt: str) -> str:

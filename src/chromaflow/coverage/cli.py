@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..common import ChromaflowError, StageMetrics, check_outputs, resolve_threads
+from ..common import ChromaflowError, StageMetrics, add_run_options, check_outputs, resolve_threads
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,14 +42,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bigwig-split", choices=("half", "both"), default="half",
                    help="unstranded bigWig value per strand row: half of it on each strand (default; the scale of "
                         "--unstranded BAM counts) or the full value on both")
-    p.add_argument("--threads", type=int, default=0,
-                   help="worker processes counting and compressing windows (default: all usable CPUs)")
+    add_run_options(p, threads="worker processes counting and compressing windows (default: all usable CPUs)")
     p.add_argument("--window-bp", type=int, default=None,
                    help="genomic window per task (default 64 chunks); memory grows with it, not with the genome")
     p.add_argument("--out", default=None,
                    help="write the result to this new h5 instead of updating --h5 in place (--h5 is left untouched)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing --out")
-    p.add_argument("--metrics", default=None, help="write a metrics JSON here")
+    add_run_options(p, force=True, metrics=True)
 
 
 def run(args: argparse.Namespace) -> int:

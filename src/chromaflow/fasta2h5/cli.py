@@ -6,7 +6,8 @@ import os
 import sys
 from pathlib import Path
 
-from ..common import ChromaflowError, StageMetrics, atomic_output, check_outputs, resolve_threads
+from ..common import (ChromaflowError, StageMetrics, add_run_options, atomic_output, check_outputs,
+                      resolve_threads)
 from ..genome.encoding import DEFAULT_L, check_length
 from . import deflate as chunkdeflate
 from .convert import convert
@@ -26,9 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "file; compiled with the system C compiler on first use. zlib (level 4): chunk bytes "
                         "identical to Helixer's, slowest. libdeflate (level 4): about Helixer's size, ~2x zlib's "
                         "speed. isal (level 1): fast, larger file. Measured speed and size: docs/fasta2h5.md")
-    p.add_argument("--threads", type=int, default=0, help="compression threads (default: all usable CPUs)")
-    p.add_argument("--metrics", default=None, help="write a metrics JSON here")
-    p.add_argument("--force", action="store_true", help="overwrite an existing --out")
+    add_run_options(p, threads="compression threads (default: all usable CPUs)", metrics=True, force=True)
 
 
 def check_input(path: str) -> None:

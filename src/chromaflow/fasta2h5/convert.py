@@ -34,7 +34,7 @@ from .. import __version__
 from ..common import ChromaflowError, Progress
 from ..genome.encoding import DEFAULT_L, LUT16, LUT16_RC, check_length, check_species
 from ..genome.fasta import DEFAULT_BLOCK, FastaReader
-from ..genome.layout import Job, cut, start_ends
+from ..genome.layout import Job, Layout, cut
 from ..genome.layout import chunk_codes as _chunk_codes
 from . import deflate as engines  # (the argument "deflate" is the ENGINE[:LEVEL] text)
 
@@ -136,6 +136,92 @@ def _encode_jobs_raw(jobs: list[tuple], L: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------
 # conversion
 # --------------------------------------------------------------------------------------------------
+class _ChunkWriter:
+    """Batches the row jobs of :func:`chromaflow.genome.layout.cut` into thread-pool tasks of about ``task_bp``
+    bases and writes their results in row order: gzip as HDF5 direct chunk writes of the four datasets (data/X
+    chunks, the species and seqid chunks, the shuffled start_ends chunks), lzf as h5py writes of data/X only (the
+    small datasets are written at the end, :func:`_write_small_lzf`). At most ``2 * threads + 2`` tasks wait; the
+    datasets grow by doubling and :meth:`finish` cuts them to the rows written."""
+
+    def __init__(self, datasets: tuple, pool: ThreadPoolExecutor, threads: int, L: int, chunks_per_task: int,
+                 compress: Callable | None, x_encoder: Callable | None, species_chunk: bytes | None, bar: Progress):
+        self.X, self.d_species, self.d_seqids, self.d_se = self.datasets = datasets
+        self.direct = compress is not None  # gzip: direct chunk writes
+        self.pool, self.L, self.chunks_per_task = pool, L, chunks_per_task
+        self.compress, self.x_encoder, self.species_chunk, self.bar = compress, x_encoder, species_chunk, bar
+        self.max_pending = 2 * threads + 2
+        self.pending: deque = deque()  # (first row, rows, future, seqid chunks, input position)
+        self.batch: list[tuple] = []
+        self.batch_ids: list[bytes] = []
+        self.batch_rows = 0
+        self.batch_row0 = 0
+        self.cap = 0
+        # progress = input bytes whose chunks have been written (not merely read)
+        self.read_pos = 0  # bytes read so far
+        self.shown = 0  # bytes shown on the bar
+
+    def on_progress(self, pos: int) -> None:
+        self.read_pos = pos
+
+    def add(self, job: Job, id_chunk: bytes | None) -> None:
+        """Rows j0..j1-1 of one strand of a record, cut into the current and next batches."""
+        j = job.j0
+        while j < job.j1:
+            take = min(job.j1 - j, self.chunks_per_task - self.batch_rows)
+            self.batch.append((job.seq, job.base, job.n, job.k, job.strand, j, j + take))
+            self.batch_rows += take
+            if self.direct:
+                self.batch_ids.extend([id_chunk] * take)
+            j += take
+            if self.batch_rows >= self.chunks_per_task:
+                self.submit()
+
+    def submit(self) -> None:
+        if not self.batch:
+            return
+        if self.direct:
+            fut = self.pool.submit(_encode_jobs_deflate, self.batch, self.L, self.compress, self.x_encoder)
+        else:
+            fut = self.pool.submit(_encode_jobs_raw, self.batch, self.L)
+        self.pending.append((self.batch_row0, self.batch_rows, fut, self.batch_ids, self.read_pos))
+        self.batch_row0 += self.batch_rows
+        self.batch, self.batch_rows, self.batch_ids = [], 0, []
+        while len(self.pending) > self.max_pending:
+            self._drain_one()
+
+    def _drain_one(self) -> None:
+        row0, rows, fut, seqid_chunks, pos = self.pending.popleft()
+        res = fut.result()
+        if row0 + rows > self.cap:
+            self.cap = max(row0 + rows, 2 * self.cap)
+            for d in self.datasets if self.direct else (self.X,):
+                d.resize((self.cap,) + d.shape[1:])
+        if self.direct:
+            xs, ses = res
+            w_x, w_se = self.X.id.write_direct_chunk, self.d_se.id.write_direct_chunk
+            w_sp, w_id = self.d_species.id.write_direct_chunk, self.d_seqids.id.write_direct_chunk
+            for i in range(rows):
+                row = row0 + i
+                w_x((row, 0, 0), xs[i])
+                w_sp((row,), self.species_chunk)
+                w_id((row,), seqid_chunks[i])
+                w_se((row, 0), ses[i])
+        else:
+            self.X[row0:row0 + rows] = res.view("<f2")
+        if pos > self.shown:
+            self.bar.update(pos - self.shown)
+            self.shown = pos
+
+    def finish(self, n_rows: int) -> None:
+        """Submit the last batch, write every pending task, and cut the datasets written so far to ``n_rows``."""
+        self.submit()
+        while self.pending:
+            self._drain_one()
+        if n_rows != self.cap:
+            for d in self.datasets if self.direct else (self.X,):
+                d.resize((n_rows,) + d.shape[1:])
+
+
 def convert(fasta: str, out_path: str | os.PathLike, species: str, L: int = DEFAULT_L, *,
             compression: str = "gzip", deflate: str = "auto", threads: int = 1,
             read_block: int = DEFAULT_BLOCK, task_bp: int = TASK_BP, progress: bool | None = None,
@@ -155,147 +241,80 @@ def convert(fasta: str, out_path: str | os.PathLike, species: str, L: int = DEFA
     direct = compression == "gzip"
     engine, level = engines.parse_engine(deflate)
     compress = engines.byte_compressor(engine, level) if direct else None
-    x_encoder = None
-    if direct and engine == "onehot":
-        x_encoder = engines.OnehotEncoder(LUT16, LUT16_RC, L, level)
+    x_encoder = engines.OnehotEncoder(LUT16, LUT16_RC, L, level) if direct and engine == "onehot" else None
     chunks_per_task = max(1, task_bp // L)
-    size = os.path.getsize(fasta)
-
-    seqid_rows: list[tuple[bytes, int]] = []  # (seqid, number of rows)
-    se_parts: list[np.ndarray] = []
-    n_rows = 0
-    bp = 0
-    records = 0
-
-    with h5py.File(out_path, "w") as f, Progress(size, "fasta2h5", "B", enabled=progress) as bar, \
+    with h5py.File(out_path, "w") as f, Progress(os.path.getsize(fasta), "fasta2h5", "B", enabled=progress) as bar, \
             ThreadPoolExecutor(max_workers=threads) as pool:
-        g = f.create_group("data")
-        # the deflate level the chunks are really written with (HDF5 itself never compresses them)
-        comp = dict(compression="gzip", compression_opts=level) if direct else dict(compression="lzf")
-        X = g.create_dataset("X", shape=(0, L, 4), maxshape=(None, L, 4), chunks=(1, L, 4), dtype="<f2",
-                             shuffle=True, **comp)
-        d_species = g.create_dataset("species", shape=(0,), maxshape=(None,), chunks=(1,), dtype="S25", **comp)
-        d_seqids = g.create_dataset("seqids", shape=(0,), maxshape=(None,), chunks=(1,), dtype="S50", **comp)
-        d_se = g.create_dataset("start_ends", shape=(0, 2), maxshape=(None, 2), chunks=(1, 2), dtype="<i8",
-                                shuffle=True, **comp)
-
-        cap = 0
-        pending: deque = deque()  # (first row, rows, future, seqid chunks, input position)
-        max_pending = 2 * threads + 2
-        batch: list[tuple] = []
-        batch_rows = 0
-        batch_row0 = 0
-        # progress = input bytes whose chunks have been written (not merely read)
-        read_pos = [0, 0]  # [bytes read so far, bytes shown on the bar]
-
-        def on_progress(pos: int) -> None:
-            read_pos[0] = pos
-
-        dsets = (X, d_species, d_seqids, d_se)
+        datasets = _create_datasets(f, L, direct, level)
         sp_chunk = compress(np.array(sp, dtype="S25").tobytes()) if direct else None
-
-        def drain_one() -> None:
-            nonlocal cap
-            row0, rows, fut, seqid_chunks, pos = pending.popleft()
-            res = fut.result()
-            if row0 + rows > cap:
-                cap = max(row0 + rows, 2 * cap)
-                for d in dsets if direct else (X,):
-                    d.resize((cap,) + d.shape[1:])
-            if direct:
-                xs, ses = res
-                w_x, w_se = X.id.write_direct_chunk, d_se.id.write_direct_chunk
-                w_sp, w_id = d_species.id.write_direct_chunk, d_seqids.id.write_direct_chunk
-                for i in range(rows):
-                    row = row0 + i
-                    w_x((row, 0, 0), xs[i])
-                    w_sp((row,), sp_chunk)
-                    w_id((row,), seqid_chunks[i])
-                    w_se((row, 0), ses[i])
-            else:
-                X[row0:row0 + rows] = res.view("<f2")
-            if pos > read_pos[1]:
-                bar.update(pos - read_pos[1])
-                read_pos[1] = pos
-
-        def submit() -> None:
-            nonlocal batch, batch_rows, batch_row0, batch_ids
-            if not batch:
-                return
-            if direct:
-                fut = pool.submit(_encode_jobs_deflate, batch, L, compress, x_encoder)
-            else:
-                fut = pool.submit(_encode_jobs_raw, batch, L)
-            pending.append((batch_row0, batch_rows, fut, batch_ids, read_pos[0]))
-            batch_row0 += batch_rows
-            batch, batch_rows, batch_ids = [], 0, []
-            while len(pending) > max_pending:
-                drain_one()
-
-        batch_ids: list[bytes] = []
-
-        def add_jobs(seq: np.ndarray, base: int, n: int, k: int, strand: int, j0: int, j1: int,
-                     id_chunk: bytes | None) -> None:
-            nonlocal batch_rows
-            j = j0
-            while j < j1:
-                take = min(j1 - j, chunks_per_task - batch_rows)
-                batch.append((seq, base, n, k, strand, j, j + take))
-                batch_rows += take
-                if direct:
-                    batch_ids.extend([id_chunk] * take)
-                j += take
-                if batch_rows >= chunks_per_task:
-                    submit()
-
-        # Rows come from the shared cutting (chromaflow.genome.layout.cut): plus-strand jobs as soon as a segment of a
-        # record is complete, the minus strand once the record's length is known; RecordEnd closes a record.
-        id_cache: tuple[str, bytes | None] = ("", None)
-        for job in cut(FastaReader(fasta, block_size=read_block, on_progress=on_progress).pieces(), L,
-                       chunks_per_task):
-            if id_cache[0] != job.seqid:
-                id_chunk = compress(np.array(job.seqid.encode("ascii"), dtype="S50").tobytes()) if direct else None
-                id_cache = (job.seqid, id_chunk)
-            if isinstance(job, Job):
-                add_jobs(job.seq, job.base, job.n, job.k, job.strand, job.j0, job.j1, id_cache[1])
-                continue
-            n, k = job.n, job.k
-            if not direct:
-                se_parts.append(start_ends(n, L))
-                seqid_rows.append((job.seqid.encode("ascii"), 2 * k))
-            n_rows += 2 * k
-            bp += n
-            records += 1
-        submit()
-        while pending:
-            drain_one()
-        if direct:
-            if n_rows != cap:
-                for d in dsets:
-                    d.resize((n_rows,) + d.shape[1:])
-        else:
-            # lzf: the three small datasets in one h5py write each (HDF5 applies the filters itself)
-            if n_rows != cap:
-                X.resize((n_rows, L, 4))
-            for d in (d_species, d_seqids, d_se):
-                d.resize((n_rows,) + d.shape[1:])
-            d_species[:] = np.full(n_rows, sp, dtype="S25")
-            d_seqids[:] = np.repeat(np.array([s for s, _ in seqid_rows], dtype="S50"),
-                                    [c for _, c in seqid_rows])
-            d_se[:] = np.concatenate(se_parts)
-
-        f.attrs["tool"] = "chromaflow fasta2h5"
-        f.attrs["chromaflow_version"] = __version__
-        f.attrs["input_path"] = str(fasta if input_path_attr is None else input_path_attr)
-        f.attrs["timestamp"] = str(datetime.datetime.now())
-        f.attrs["subsequence_length"] = np.int64(L)
-        f.attrs["species"] = species
-        if direct:
-            f.attrs["compression"] = f"gzip level {level} (shuffle + deflate; chunks deflated by {engine})"
-            f.attrs["deflate_engine"] = engine
-            f.attrs["deflate_level"] = np.int64(level)
-            f.attrs["deflate_implementation"] = engines.engine_version(engine)
-        else:
-            f.attrs["compression"] = compression
-    return {"bp": bp, "records": records, "subsequences": n_rows,
+        writer = _ChunkWriter(datasets, pool, threads, L, chunks_per_task, compress, x_encoder, sp_chunk, bar)
+        layout = _write_rows(fasta, L, read_block, chunks_per_task, writer, compress, sp)
+        writer.finish(layout.n_rows)
+        if not direct:  # lzf: the three small datasets in one h5py write each (HDF5 applies the filters itself)
+            _write_small_lzf(datasets, layout)
+        _write_attrs(f, fasta if input_path_attr is None else input_path_attr, L, species,
+                     (engine, level) if direct else None, compression)
+    return {"bp": layout.bp, "records": len(layout.records), "subsequences": layout.n_rows,
             "deflate": f"{engine}:{level}" if direct else None}
+
+
+def _create_datasets(f, L: int, direct: bool, level: int) -> tuple:
+    """data/X, data/species, data/seqids, data/start_ends, empty and resizable, chunked one row each."""
+    g = f.create_group("data")
+    # the deflate level the chunks are really written with (HDF5 itself never compresses them)
+    comp = dict(compression="gzip", compression_opts=level) if direct else dict(compression="lzf")
+    X = g.create_dataset("X", shape=(0, L, 4), maxshape=(None, L, 4), chunks=(1, L, 4), dtype="<f2",
+                         shuffle=True, **comp)
+    d_species = g.create_dataset("species", shape=(0,), maxshape=(None,), chunks=(1,), dtype="S25", **comp)
+    d_seqids = g.create_dataset("seqids", shape=(0,), maxshape=(None,), chunks=(1,), dtype="S50", **comp)
+    d_se = g.create_dataset("start_ends", shape=(0, 2), maxshape=(None, 2), chunks=(1, 2), dtype="<i8",
+                            shuffle=True, **comp)
+    return X, d_species, d_seqids, d_se
+
+
+def _write_rows(fasta: str, L: int, read_block: int, chunks_per_task: int, writer: _ChunkWriter,
+                compress: Callable | None, species: bytes) -> Layout:
+    """Every row of the FASTA handed to ``writer``; returns the records read (seqid, bases).
+
+    Rows come from the shared cutting (chromaflow.genome.layout.cut): plus-strand jobs as soon as a segment of a
+    record is complete, the minus strand once the record's length is known; RecordEnd closes a record."""
+    records: list[tuple[str, int]] = []
+    id_cache: tuple[str, bytes | None] = ("", None)
+    for job in cut(FastaReader(fasta, block_size=read_block, on_progress=writer.on_progress).pieces(), L,
+                   chunks_per_task):
+        if id_cache[0] != job.seqid:
+            id_chunk = compress(np.array(job.seqid.encode("ascii"), dtype="S50").tobytes()) if compress else None
+            id_cache = (job.seqid, id_chunk)
+        if isinstance(job, Job):
+            writer.add(job, id_cache[1])
+        else:
+            records.append((job.seqid, job.n))
+    return Layout(records, L, species)
+
+
+def _write_small_lzf(datasets: tuple, layout: Layout) -> None:
+    """data/species, data/seqids and data/start_ends of an lzf file, each in one h5py write."""
+    _, d_species, d_seqids, d_se = datasets
+    n_rows = layout.n_rows
+    for d in (d_species, d_seqids, d_se):
+        d.resize((n_rows,) + d.shape[1:])
+    d_species[:] = np.full(n_rows, layout.species, dtype="S25")
+    d_seqids[:] = layout.seqids()
+    d_se[:] = layout.start_ends()
+
+
+def _write_attrs(f, input_path, L: int, species: str, deflated: tuple[str, int] | None, compression: str) -> None:
+    f.attrs["tool"] = "chromaflow fasta2h5"
+    f.attrs["chromaflow_version"] = __version__
+    f.attrs["input_path"] = str(input_path)
+    f.attrs["timestamp"] = str(datetime.datetime.now())
+    f.attrs["subsequence_length"] = np.int64(L)
+    f.attrs["species"] = species
+    if deflated:
+        engine, level = deflated
+        f.attrs["compression"] = f"gzip level {level} (shuffle + deflate; chunks deflated by {engine})"
+        f.attrs["deflate_engine"] = engine
+        f.attrs["deflate_level"] = np.int64(level)
+        f.attrs["deflate_implementation"] = engines.engine_version(engine)
+    else:
+        f.attrs["compression"] = compression

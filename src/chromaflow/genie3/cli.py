@@ -7,15 +7,17 @@ import time
 
 import numpy as np
 
-from ..common import ChromaflowError, StageMetrics, check_outputs, part_bounds, parse_part, resolve_threads
-from . import io as gio
+from ..common import (ChromaflowError, StageMetrics, add_run_options, check_outputs, part_bounds, parse_part,
+                      resolve_threads)
+from .expression import LAYOUTS, read_expression, read_regulators
+from .parts import write_part
 from .core import ENGINES, IMPORTANCES, METHODS, Options, compute_weights, parse_max_features
 from .report import add_output_arguments, output_options
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--expression", required=True, help="expression matrix, TSV or CSV (optionally .gz)")
-    p.add_argument("--layout", required=True, choices=gio.LAYOUTS,
+    p.add_argument("--layout", required=True, choices=LAYOUTS,
                    help="orientation of the matrix: genes-x-samples (a gene per line) or samples-x-genes (a gene "
                         "per column). Only partly checkable: refused when gene names look like numbers, fewer than "
                         "3 samples or 2 genes result, or all --regulators are sample labels; a matrix with names on "
@@ -25,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-features", default="sqrt", help="features per split: sqrt (floor), all, or an integer")
     p.add_argument("--n-trees", type=int, default=1000, help="trees per target (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="run seed; each target's RNG derives from (seed, gene index)")
-    p.add_argument("--threads", type=int, default=0, help="worker threads (0 = all usable CPUs)")
+    add_run_options(p, threads="worker threads (0 = all usable CPUs)")
     p.add_argument("--importance", default="unnormalised", choices=IMPORTANCES,
                    help="unnormalised (default): the reference GENIE3's mean variance decrease; tree-normalised: "
                         "scikit-learn's feature_importances_, as arboreto")
@@ -36,8 +38,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_arguments(p, "ranked link list (.tsv.gz), or the part file with --targets-chunk")
 
 
-def _warn(msg: str) -> None:
+def warn(msg: str) -> None:
     print(f"chromaflow genie3: warning: {msg}", file=sys.stderr)
+
+
+def _engine(requested: str, samples: int) -> str:
+    """The engine that runs: sklearn, with a warning, where the fast one cannot (no compiler, > 65535 samples)."""
+    if requested != "fast":
+        return requested
+    from .fast import KernelUnavailable, load_kernel
+    try:
+        load_kernel()
+        if samples > 65535:
+            raise KernelUnavailable("more than 65535 samples")
+    except KernelUnavailable as exc:
+        warn(f"fast engine unavailable ({exc}); using --engine sklearn")
+        return "sklearn"
+    return "fast"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,28 +69,21 @@ def run(args: argparse.Namespace) -> int:
     threads = resolve_threads(args.threads)
     check_outputs(output_options(args), [("--expression", args.expression), ("--regulators", args.regulators)])
     with StageMetrics("genie3", args.metrics, threads=threads) as m:
-        expr = gio.read_expression(args.expression, args.layout)
+        expr = read_expression(args.expression, args.layout)
+        for line in expr.warnings:
+            warn(line)
         if args.regulators:
-            reg_idx = np.asarray(gio.read_regulators(args.regulators, expr), dtype=np.int64)
+            reg_idx = np.asarray(read_regulators(args.regulators, expr), dtype=np.int64)
         else:
             reg_idx = np.arange(expr.n_genes, dtype=np.int64)
         all_targets = np.arange(expr.n_genes, dtype=np.int64)
         lo, hi = part_bounds(*chunk, len(all_targets)) if chunk else (0, len(all_targets))
         tgt_idx = all_targets[lo:hi]
-        engine = args.engine
-        if engine == "fast":
-            from .fast import KernelUnavailable, load_kernel
-            try:
-                load_kernel()
-                if expr.n_samples > 65535:
-                    raise KernelUnavailable("more than 65535 samples")
-            except KernelUnavailable as exc:
-                _warn(f"fast engine unavailable ({exc}); using --engine sklearn")
-                engine = "sklearn"
+        engine = _engine(args.engine, expr.n_samples)
         opts = Options(tree_method=args.tree_method, max_features=max_features, n_trees=args.n_trees,
                        seed=args.seed, engine=engine, importance=args.importance)
         t0 = time.perf_counter()
-        W, info = compute_weights(expr.values, expr.genes, reg_idx, tgt_idx, opts, threads, warn=_warn)
+        W, info = compute_weights(expr.values, expr.genes, reg_idx, tgt_idx, opts, threads, warn=warn)
         elapsed = time.perf_counter() - t0
         meta = {
             "genes": expr.genes,
@@ -89,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
             "constant_targets": info["constant_targets"],
         }
         if chunk:
-            gio.write_part(args.out, W, meta)
+            write_part(args.out, W, meta)
         else:
             from .report import finish_outputs
             finish_outputs(W, meta, args.out, weights=args.weights, summary=args.summary, plot=args.plot,

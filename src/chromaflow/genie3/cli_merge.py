@@ -6,8 +6,8 @@ import argparse
 
 import numpy as np
 
-from ..common import ChromaflowError, StageMetrics, check_outputs, resolve_threads
-from . import io as gio
+from ..common import ChromaflowError, StageMetrics, add_run_options, check_outputs, resolve_threads
+from .parts import read_part
 from .report import add_output_arguments, finish_outputs, output_options
 
 _SAME = ("genes", "regulators", "n_targets_total", "options", "fingerprint", "samples")
@@ -16,12 +16,11 @@ _SAME = ("genes", "regulators", "n_targets_total", "options", "fingerprint", "sa
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("parts", nargs="+", metavar="PART", help="part files written by genie3 --targets-chunk")
     add_output_arguments(p, "ranked link list (.tsv.gz)")
-    p.add_argument("--threads", type=int, default=0,
-                   help="threads formatting and compressing the link list (0 = all usable CPUs; same bytes)")
+    add_run_options(p, threads="threads formatting and compressing the link list (0 = all usable CPUs; same bytes)")
 
 
 def merge_parts(paths: list[str]) -> tuple[np.ndarray, dict]:
-    loaded = [(p, *gio.read_part(p)) for p in paths]
+    loaded = [(p, *read_part(p)) for p in paths]
     p0, _, m0 = loaded[0]
     for p, W, m in loaded:
         for k in _SAME:

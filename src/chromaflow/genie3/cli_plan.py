@@ -1,7 +1,7 @@
 """``chromaflow genie3-plan``: how many target chunks one expression matrix needs.
 
 The pipeline splits GENIE3 into tasks of ``--chunk-size`` target genes. The number of genes is counted
-here, by the same reader ``chromaflow genie3`` uses (:func:`chromaflow.genie3.io.read_expression`: TSV or
+here, by the same reader ``chromaflow genie3`` uses (:func:`chromaflow.genie3.expression.read_expression`: TSV or
 CSV, optionally gzip, both layouts), so the plan and the GENIE3 tasks can never disagree, and a bad matrix
 stops the run with the reader's one-line error before any GENIE3 task starts.
 """
@@ -13,12 +13,13 @@ import math
 import sys
 
 from ..common import ChromaflowError, check_outputs, part_bounds, write_json_atomic
-from . import io as gio
+from .cli import warn
+from .expression import LAYOUTS, read_expression, read_regulators
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--expression", required=True, help="expression matrix, TSV or CSV (optionally .gz)")
-    p.add_argument("--layout", required=True, choices=gio.LAYOUTS,
+    p.add_argument("--layout", required=True, choices=LAYOUTS,
                    help="orientation of the matrix: genes-x-samples or samples-x-genes")
     p.add_argument("--regulators", help="candidate regulators file: checked against the matrix's genes")
     p.add_argument("--chunk-size", type=int, default=500, metavar="N",
@@ -37,10 +38,12 @@ def run(args: argparse.Namespace) -> int:
     if args.chunk_size < 1:
         raise ChromaflowError(f"--chunk-size must be >= 1 (got {args.chunk_size})")
     check_outputs([("--out", args.out)], [("--expression", args.expression), ("--regulators", args.regulators)])
-    expr = gio.read_expression(args.expression, args.layout)
+    expr = read_expression(args.expression, args.layout)
+    for line in expr.warnings:
+        warn(line)
     regulators = None
     if args.regulators:
-        regulators = len(gio.read_regulators(args.regulators, expr))
+        regulators = len(read_regulators(args.regulators, expr))
     result = {"expression": str(args.expression), "layout": args.layout, "samples": int(expr.n_samples),
               "regulators": regulators, **plan(int(expr.n_genes), args.chunk_size)}
     if args.out:

@@ -5,8 +5,8 @@ import json
 
 import numpy as np
 
-from ..common import atomic_outputs, naming_errors
-from . import io as gio
+from ..common import add_run_options, atomic_outputs, naming_errors
+from . import links
 
 
 def finish_outputs(W: np.ndarray, meta: dict, out, weights=None, summary=None, plot=None, top: int = 1000,
@@ -26,15 +26,15 @@ def _write_outputs(W, meta, out, weights, summary, plot, top, max_links, threads
     reg_names = [genes[i] for i in reg_idx]
     tgt_names = [genes[i] for i in tgt_idx]
     limit = 0 if max_links == 0 else max(max_links, top if summary else 0)
-    rows, cols = gio.ranked_links(W, reg_names, tgt_names, reg_idx, tgt_idx, limit)
+    rows, cols = links.ranked_links(W, reg_names, tgt_names, reg_idx, tgt_idx, limit)
     n_write = len(rows) if max_links == 0 else min(max_links, len(rows))
     with naming_errors(out):
-        n_links = gio.write_links(out, W, reg_names, tgt_names, rows[:n_write], cols[:n_write], threads=threads)
+        n_links = links.write_links(out, W, reg_names, tgt_names, rows[:n_write], cols[:n_write], threads=threads)
     if weights:
         with naming_errors(weights):
-            gio.write_weights(weights, W, reg_names, tgt_names)
+            links.write_weights(weights, W, reg_names, tgt_names)
     if summary or plot:
-        vals_all = W[~gio.self_mask(reg_idx, tgt_idx)]
+        vals_all = W[~links.self_mask(reg_idx, tgt_idx)]
         if summary:
             text = json.dumps(make_summary(W, vals_all, rows, cols, reg_names, tgt_names, meta, top, n_links),
                               indent=2, sort_keys=True) + "\n"
@@ -119,4 +119,4 @@ def add_output_arguments(p, out_help: str) -> None:
     p.add_argument("--plot", help="PNG: weight histogram (log) + rank plot")
     p.add_argument("--top", type=int, default=1000, help="top-N edges used by --summary (default 1000)")
     p.add_argument("--max-links", type=int, default=0, help="write only the first M links (0 = all)")
-    p.add_argument("--metrics", help="metrics JSON")
+    add_run_options(p, metrics=True)

@@ -18,7 +18,7 @@ def main() -> int:
     from chromaflow.fasta2h5 import deflate as chunkdeflate
     from chromaflow.bigwig import _native
     from chromaflow.genie3 import fast
-    from chromaflow.genie3 import io as gio
+    from chromaflow.genie3 import links
 
     built = []
     try:
@@ -29,7 +29,7 @@ def main() -> int:
         return 1
     # loaders that fall back quietly (None) instead of raising
     for what, lib, why in (("bigwig", _native.load(), "CHROMAFLOW_BIGWIG_NO_CC=1"),
-                           ("genie3 link list", gio._links_lib(),
+                           ("genie3 link list", links.links_kernel(),
                             "CHROMAFLOW_GENIE3_NO_CC=1, or a locale whose decimal point is not '.'")):
         if lib is None:
             print(f"chromaflow.native.prebuild: error: the {what} kernel could not be built or loaded (no C compiler, "

@@ -10,15 +10,14 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..common import (ChromaflowError, OutputExistsError, StageMetrics, atomic_output, check_outputs,
-                      open_h5_input)
+from ..common import (ChromaflowError, OutputExistsError, StageMetrics, add_run_options, atomic_output,
+                      check_outputs, open_h5_input)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="merged predictions h5")
     p.add_argument("shards", nargs="+", metavar="SHARD", help="shard files written by predict --shard i/n")
-    p.add_argument("--metrics", default=None, help="write stage metrics JSON here")
-    p.add_argument("--force", action="store_true", help="overwrite an existing --out")
+    add_run_options(p, metrics=True, force=True)
 
 
 def _read_shard(path: str):

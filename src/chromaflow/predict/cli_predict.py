@@ -6,8 +6,8 @@ import argparse
 import gc
 import os
 
-from ..common import (ChromaflowError, OutputExistsError, Phases, StageMetrics, atomic_output, check_outputs,
-                      part_bounds, parse_part, process_age_s, resolve_threads)
+from ..common import (ChromaflowError, OutputExistsError, Phases, StageMetrics, add_run_options, atomic_output,
+                      check_outputs, part_bounds, parse_part, process_age_s, resolve_threads)
 from ..genome.encoding import DEFAULT_L
 
 
@@ -41,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="auto = cuda if available, else cpu (default auto)")
     p.add_argument("--shard", default=None, metavar="I/N",
                    help="predict only shard I of N (1-based, contiguous row ranges); join with predict-merge")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all usable CPUs)")
+    add_run_options(p, threads="torch CPU threads (default: all usable CPUs)", threads_default=None)
     p.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="fp32",
                    help="fp32 = exact (default); bf16/fp16 = autocast, faster on GPUs, not exact (the deviation "
                         "from fp32 on a sample of rows is written to the metrics)")
@@ -61,8 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "isal (level 1; its bytes may differ between CPUs). auto (default): zlib:9 on CPU, "
                         "zlib:1 on CUDA, where level 9 cannot keep up with the GPU (measured: docs/predict.md, "
                         "GPU); level 1 files are about 2-3x larger than level 9's")
-    p.add_argument("--metrics", default=None, help="write stage metrics JSON here")
-    p.add_argument("--force", action="store_true", help="overwrite an existing --out")
+    add_run_options(p, metrics=True, force=True)
 
 
 #: levels used when --deflate names an engine without one (predictions: zlib 9 = Predmoter's bytes)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..common import ChromaflowError, atomic_output, check_outputs
+from ..common import ChromaflowError, add_run_options, atomic_output, check_outputs
 
 #: architecture presets; options given on the command line override them
 PRESETS = {
@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dropout", type=float, default=None)
     p.add_argument("--seq-len", type=int, default=21384, help="recorded training seq_len (prediction uses the input's L)")
     p.add_argument("--datasets", nargs="+", default=["atacseq", "h3k4me3"])
-    p.add_argument("--force", action="store_true", help="overwrite an existing --out")
+    add_run_options(p, force=True)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -27,7 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import benchreport as br
+from .cli import add_extrapolation_arguments, check_extrapolation_arguments
+from .html import render_html
+from .tasks import build_report, task_from_metrics
+from .units import BP_PER_MBP, NA, fmt_rate
 from ..common import ChromaflowError, resolve_threads, write_json_atomic, write_text_atomic
 
 STAGES = ("fasta2h5", "predict", "genie3")
@@ -75,7 +78,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workdir", default=None, help="keep inputs/outputs here (default: a temporary directory)")
     p.add_argument("--out", default=None, help="write the results JSON (benchmark.json format) here")
     p.add_argument("--html", default=None, help="also write the HTML report here")
-    br.add_extrapolation_arguments(p)
+    add_extrapolation_arguments(p)
 
 
 def _resolve(args: argparse.Namespace) -> dict:
@@ -214,7 +217,7 @@ def _say(msg: str) -> None:
 
 def sweep(cfg: dict, work: Path) -> list[dict]:
     rows: list[dict] = []
-    total_bp = int(round(cfg["genome_mbp"] * br.BP_PER_MBP))
+    total_bp = int(round(cfg["genome_mbp"] * BP_PER_MBP))
     fasta = work / "genome.fa"
     h5 = work / "genome.h5"
     need_h5 = "predict" in cfg["stages"]
@@ -304,9 +307,9 @@ def format_table(tasks: list[dict], best: dict) -> str:
     lines = [head, "-" * len(head)]
     for t in tasks:
         if t["stage"] == "genie3":
-            rate = f"{t['targets_per_s']:.4g} targets/s" if t.get("targets_per_s") else br.NA
+            rate = f"{t['targets_per_s']:.4g} targets/s" if t.get("targets_per_s") else NA
         else:
-            rate = br.fmt_rate(t.get("bp_per_s"))
+            rate = fmt_rate(t.get("bp_per_s"))
         dw = "" if t.get("data_wait_pct") is None else f"{t['data_wait_pct']:.1f} %"
         mark = " *" if best.get(t["stage"], {}).get("setting") == t.get("setting") else ""
         lines.append(f"{t['stage']:<9} {str(t.get('setting')):<20} {str(t.get('device') or ''):<7} "
@@ -314,13 +317,13 @@ def format_table(tasks: list[dict], best: dict) -> str:
     lines.append("")
     for stage, b in best.items():
         unit = "targets/s" if b["metric"] == "targets_per_s" else "bp/s"
-        val = f"{b['value']:.4g} {unit}" if unit != "bp/s" else br.fmt_rate(b["value"])
+        val = f"{b['value']:.4g} {unit}" if unit != "bp/s" else fmt_rate(b["value"])
         lines.append(f"best {stage}: {b['setting']} ({val})")
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
-    br.check_extrapolation_arguments(args)
+    check_extrapolation_arguments(args)
     cfg = _resolve(args)
     os.environ.setdefault("CHROMAFLOW_PROGRESS", "0")
     t0 = time.perf_counter()
@@ -331,12 +334,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         with tempfile.TemporaryDirectory(prefix="chromaflow-bench-") as tmp:
             metrics = sweep(cfg, Path(tmp))
-    tasks = [br.task_from_metrics(m) for m in metrics]
+    tasks = [task_from_metrics(m) for m in metrics]
     notes = ["peak RSS is this process's high-water mark across all runs (one process)"]
     if "predict" in cfg["stages"] and not cfg["model"]:
         notes.append("prediction used a tiny seeded test model (make-test-model): its rates measure chromaflow's "
                      "I/O and a toy network, not Predmoter; pass --model for real rates")
-    rep = br.build_report(tasks, genome_gbp=args.extrapolate_genome_gbp, genomes=args.extrapolate_genomes,
+    rep = build_report(tasks, genome_gbp=args.extrapolate_genome_gbp, genomes=args.extrapolate_genomes,
                           workers=args.extrapolate_workers, notes=notes, source="chromaflow bench")
     rep["best"] = best_settings(rep["tasks"])
     rep["bench"] = dict(cfg, model=str(cfg["model"]) if cfg["model"] else None,
@@ -349,5 +352,5 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         write_json_atomic(args.out, rep)
     if args.html:
-        write_text_atomic(args.html, br.render_html(rep))
+        write_text_atomic(args.html, render_html(rep))
     return 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..common import ChromaflowError, StageMetrics, check_outputs, resolve_threads
+from ..common import ChromaflowError, StageMetrics, add_run_options, check_outputs, resolve_threads
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,8 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=10, help="chunks per forward pass (default 10)")
     p.add_argument("--blacklist", action="store_true", help="drop chunks with data/blacklist == 0 (Predmoter -bl)")
     p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (default: all usable CPUs)")
-    p.add_argument("--metrics", default=None, help="write the stage metrics JSON here")
+    add_run_options(p, threads="torch threads (default: all usable CPUs)", metrics=True)
 
 
 def run(args: argparse.Namespace) -> int:

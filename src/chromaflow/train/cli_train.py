@@ -13,7 +13,8 @@ import statistics
 import sys
 import warnings
 
-from ..common import ChromaflowError, Interrupted, StageMetrics, check_outputs, handle_stop_signals, resolve_threads
+from ..common import (ChromaflowError, Interrupted, StageMetrics, add_run_options, check_outputs, handle_stop_signals,
+                      resolve_threads)
 
 QUANTITIES = ("avg_train_loss", "avg_train_accuracy", "avg_val_loss", "avg_val_accuracy")
 
@@ -36,8 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                          "chunks in RAM compressed (faster epochs, RAM ~ 1.5 byte per bp)")
     io.add_argument("--num-workers", type=int, default=None,
                     help="DataLoader workers per device (default: GPU: usable CPUs / devices - 1, at most 8; CPU: 0)")
-    io.add_argument("--metrics", default=None, help="write the stage metrics JSON here")
-    io.add_argument("--force", action="store_true", help="start afresh even if --out already holds checkpoints")
+    add_run_options(io, metrics=True, force="start afresh even if --out already holds checkpoints")
 
     m = p.add_argument_group("model (new models; Predmoter's defaults)")
     m.add_argument("--model-type", choices=("cnn", "hybrid", "bi-hybrid"), default=None, help="default bi-hybrid")
@@ -68,7 +68,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--devices", type=int, default=1, help="devices; > 1 trains with DDP (gloo on CPU, NCCL on GPUs)")
     t.add_argument("--precision", choices=("32", "bf16-mixed", "16-mixed"), default="32",
                    help="32 (default, exact) or mixed precision (bf16-mixed on CPU/GPU, 16-mixed on GPU only)")
-    t.add_argument("--threads", type=int, default=0, help="torch threads per process (default: CPUs / devices)")
+    add_run_options(t, threads="torch threads per process (default: CPUs / devices)")
     t.add_argument("--sync-batchnorm", action=argparse.BooleanOptionalAction, default=True,
                    help="with --devices > 1, BatchNorm statistics over all processes' batches, so N devices x batch B "
                         "compute what 1 device x batch N*B would (default on; CPU: gloo all-reduce, GPU: "
