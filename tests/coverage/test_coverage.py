@@ -22,7 +22,7 @@ import pytest
 
 from helpers.bamfactory import Read, expected, to_rows, write_bam, write_fasta
 from helpers.environment import REFERENCE, unavailable
-from helpers.cli import chromaflow
+from helpers.cli import chromaflow, ok
 
 L = 100
 SIZES = {"chr1": 250, "chr2": 70, "chr3": 300}
@@ -73,10 +73,7 @@ def _genome(d: Path, sizes=SIZES, species="sp", name="genome") -> Path:
     fa = d / f"{name}.fa"
     write_fasta(str(fa), sizes)
     h5 = d / f"{name}.h5"
-    res = subprocess.run([sys.executable, "-m", "chromaflow", "fasta2h5", "--fasta", str(fa), "--species", species,
-                          "--out", str(h5), "--subsequence-length", str(L), "--deflate", "zlib"],
-                         capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
+    ok("fasta2h5", "--fasta", fa, "--species", species, "--out", h5, "--subsequence-length", L, "--deflate", "zlib")
     return h5
 
 
@@ -250,8 +247,7 @@ def test_equals_helixer_selftest_case(peer, tmp_path):
     check = REFERENCE.parent / "peers" / "checks" / "ngs_coverage.py"
     subprocess.run([sys.executable, str(check), "make", str(tmp_path)], check=True)
     h5 = tmp_path / "genome.h5"
-    subprocess.run([sys.executable, "-m", "chromaflow", "fasta2h5", "--fasta", str(tmp_path / "genome.fa"),
-                    "--species", "sp", "--out", str(h5), "--subsequence-length", "100"], check=True)
+    ok("fasta2h5", "--fasta", tmp_path / "genome.fa", "--species", "sp", "--out", h5, "--subsequence-length", "100")
     ours = tmp_path / "ours.h5"
     shutil.copy(h5, ours)
     for args in (["-b", "a.bam", "b.bam", "--second-read-is-sense-strand", "--dataset-prefix", "rna"],

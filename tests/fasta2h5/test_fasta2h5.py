@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from chromaflow.fasta2h5.convert import convert
-from helpers.cli import assert_nothing_left, assert_one_line_error, chromaflow
+from helpers.cli import assert_nothing_left, assert_one_line_error, chromaflow, ok
 
 DATASETS = ("X", "seqids", "species", "start_ends")
 
@@ -358,8 +358,7 @@ def test_tab_ends_the_id_as_in_samtools(tmp_path):
                   "--out", pred, "--device", "cpu"],
                  ["bigwig", "--predictions", pred, "--outdir", tracks, "--basename", "b", "--format", "bedgraph",
                   "--datasets", "atacseq"]):
-        res = subprocess.run([sys.executable, "-m", "chromaflow", *map(str, argv)], capture_output=True, text=True)
-        assert res.returncode == 0, res.stderr
+        ok(*argv)
     assert sorted(set(_datasets(tmp_path / "g.h5")["seqids"].tolist())) == [b"c1", b"c2"]
     with h5py.File(pred, "r") as f:
         assert sorted(set(f["data/seqids"][()].tolist())) == [b"c1", b"c2"]
@@ -530,19 +529,15 @@ def test_auto_without_compiler_falls_back_to_libdeflate(tmp_path):
     fa = tmp_path / "n.fa"
     fa.write_text(_fasta_text(RECORDS))
     out = tmp_path / "n.h5"
-    env = dict(os.environ, CHROMAFLOW_PROGRESS="0", CHROMAFLOW_NO_CC="1")
-    base = [sys.executable, "-m", "chromaflow", "fasta2h5", "--fasta", str(fa), "--species", "spec",
-            "--subsequence-length", "10"]
-    r = subprocess.run(base + ["--out", str(out)], capture_output=True, text=True, env=env)
-    assert r.returncode == 0, r.stderr
+    base = ["--fasta", str(fa), "--species", "spec", "--subsequence-length", "10"]
+    r = _cli(*base, "--out", str(out), env={"CHROMAFLOW_NO_CC": "1"}, check=True)
     assert r.stderr.count("\n") == 1 and "warning" in r.stderr and "libdeflate level 4" in r.stderr
     with h5py.File(out, "r") as f:
         assert f.attrs["deflate_engine"] == "libdeflate" and f["data/X"].compression_opts == 4
     _check(out, RECORDS, 10)
-    r = subprocess.run(base + ["--out", str(tmp_path / "x.h5"), "--deflate", "onehot"], capture_output=True,
-                       text=True, env=env)
+    r = _cli(*base, "--out", str(tmp_path / "x.h5"), "--deflate", "onehot", env={"CHROMAFLOW_NO_CC": "1"})
     # asked for explicitly: no silent substitute
-    assert r.returncode != 0 and r.stderr.count("\n") == 1 and "onehot deflate engine" in r.stderr, r.stderr
+    assert_one_line_error(r, "fasta2h5", "onehot deflate engine")
     assert not (tmp_path / "x.h5").exists()
 
 
@@ -552,7 +547,7 @@ def test_bad_deflate_option(tmp_path, value, needle):
     fa = tmp_path / "b.fa"
     fa.write_text(_fasta_text(RECORDS))
     r = _cli("--fasta", str(fa), "--species", "spec", "--out", str(tmp_path / "b.h5"), "--deflate", value)
-    assert r.returncode != 0 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
+    assert_one_line_error(r, "fasta2h5", needle)
     assert not (tmp_path / "b.h5").exists()
 
 

@@ -2,21 +2,17 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from chromaflow.report import sweep as bench
+from helpers.cli import assert_one_line_error, chromaflow, ok
 
 
 def test_bench_quick_tiny(tmp_path):
     out = tmp_path / "bench.json"
-    res = subprocess.run(
-        [sys.executable, "-m", "chromaflow", "bench", "--quick", "--genome-mbp", "0.05", "--subsequence-length",
-         "1000", "--predict-rows", "6", "--batch-sizes", "2,6", "--num-workers", "1", "--threads", "1,2",
-         "--genie3-genes", "12", "--genie3-samples", "8", "--genie3-trees", "5", "--device", "cpu",
-         "--out", str(out), "--html", str(tmp_path / "bench.html")],
-        capture_output=True, text=True, timeout=900, env={**__import__("os").environ, "CHROMAFLOW_PROGRESS": "0"})
-    assert res.returncode == 0, res.stderr[-3000:]
+    res = ok("bench", "--quick", "--genome-mbp", "0.05", "--subsequence-length", "1000", "--predict-rows", "6",
+             "--batch-sizes", "2,6", "--num-workers", "1", "--threads", "1,2", "--genie3-genes", "12",
+             "--genie3-samples", "8", "--genie3-trees", "5", "--device", "cpu", "--out", out,
+             "--html", tmp_path / "bench.html", timeout=900)
     rep = json.loads(out.read_text())
     assert rep["schema"] == "chromaflow-benchmark/1" and rep["source"] == "chromaflow bench"
     settings = [(t["stage"], t["setting"]) for t in rep["tasks"]]
@@ -42,9 +38,9 @@ def test_best_settings_and_bad_stage():
              {"stage": "genie3", "setting": "t1", "targets_per_s": 5.0, "bp_per_s": None}]
     best = bench.best_settings(tasks)
     assert best["predict"]["setting"] == "b" and best["genie3"]["setting"] == "t1"
-    res = subprocess.run([sys.executable, "-m", "chromaflow", "bench", "--stages", "fasta2h5,nope"],
-                         capture_output=True, text=True)
-    assert res.returncode == 1 and "nope" in res.stderr and res.stderr.count("\n") == 1
+    res = chromaflow("bench", "--stages", "fasta2h5,nope")
+    assert_one_line_error(res, "bench", "nope")
+    assert res.returncode == 1
 
 
 def test_random_fasta_is_seeded(tmp_path):

@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ import pytest
 
 from chromaflow.report import tasks as report_tasks
 from chromaflow.cli import main as cli_main
+from helpers.cli import assert_one_line_error, chromaflow
 from helpers.environment import ci
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -231,10 +231,9 @@ def test_single_point_stage_says_no_fit(tmp_path):
 
 def test_bad_metrics_line_is_one_line_error(tmp_path):
     (tmp_path / "m.jsonl").write_text('{"stage": "predict"}\n{oops\n')
-    res = subprocess.run([sys.executable, "-m", "chromaflow", "benchmark-report", "--metrics",
-                          str(tmp_path / "m.jsonl"), "--outdir", str(tmp_path)], capture_output=True, text=True)
+    res = chromaflow("benchmark-report", "--metrics", tmp_path / "m.jsonl", "--outdir", tmp_path)
+    assert_one_line_error(res, "benchmark-report", "line 2")
     assert res.returncode == 1
-    assert res.stderr.count("\n") == 1 and "line 2" in res.stderr
     assert not (tmp_path / "benchmark.json").exists()
 
 
