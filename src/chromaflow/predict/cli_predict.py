@@ -136,9 +136,11 @@ def _predict(args, shard, fh, info) -> int:
     from ..common import tune_malloc
     from . import h5io
     from .checkpoint import build_model, load_checkpoint
-    from .engine import (EngineStats, _Writer, pinned_pool, predict_feed, resolve_batch_size, resolve_device)
+    from .engine import predict_feed
+    from .executors import EngineStats, pinned_pool, resolve_device
     from .feed import FastaFeed, H5Feed
-    from .engine import batch_cache_path
+    from .probe import batch_cache_path, resolve_batch_size
+    from .writer import PredictionWriter
     from .gpumetrics import NvmlSampler
 
     phases = args.phases
@@ -218,8 +220,8 @@ def _predict(args, shard, fh, info) -> int:
                 else:
                     feed = H5Feed(fh["data/X"], args.h5, batch, row_start=row_start, row_end=row_end,
                                   threads=threads, mode="x")
-                writer = _Writer(dset, row_start, pool_threads=threads, depth=2, grow=n_out is None,
-                                 compress=byte_compressor(engine, level))
+                writer = PredictionWriter(dset, row_start, pool_threads=threads, depth=2, grow=n_out is None,
+                                          compress=byte_compressor(engine, level))
                 on_batch = (lambda b: collected.append((b.seqids, b.start_ends))) if fasta else None
                 release = (lambda b: pool.release(b.slot)) if pool is not None else None
                 with NvmlSampler([device.index or 0] if use_cuda else None) as nvml:

@@ -303,12 +303,12 @@ def _fit(trainer, module, dm, resume: str | None, stopper, out: str) -> None:
     ends a run that got SIGTERM during validation with SystemExit(None), i.e. exit 0: that becomes the same."""
     import torch
 
-    from ..predict.checkpoint import _numpy_safe_globals
+    from ..predict.checkpoint import numpy_safe_globals
     from .callbacks import SignalStop
 
     handle_stop_signals(stopper.request)
     try:
-        with torch.serialization.safe_globals(_numpy_safe_globals()):
+        with torch.serialization.safe_globals(numpy_safe_globals()):
             trainer.fit(module, datamodule=dm, ckpt_path=resume, weights_only=True)
     except (SignalStop, SystemExit):
         if stopper.signum is None:
@@ -324,8 +324,8 @@ def base_epoch(path: str) -> int:
     """The epoch count stored in a checkpoint (epochs completed)."""
     import torch
 
-    from ..predict.checkpoint import _numpy_safe_globals
+    from ..predict.checkpoint import numpy_safe_globals
 
-    with torch.serialization.safe_globals(_numpy_safe_globals()):
+    with torch.serialization.safe_globals(numpy_safe_globals()):
         obj = torch.load(path, map_location="cpu", weights_only=True)
     return int(obj.get("epoch", -1)) + 1
