@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ..common import ChromaflowError, Progress
-from .executors import (CPU_MICRO, CUDA_DEPTH, PRECISIONS, CpuExecutor, CudaExecutor, EngineStats, Encoder,
+from .executors import (CPU_MICRO, PRECISIONS, CpuExecutor, CudaExecutor, EngineStats, Encoder,
                         PrecisionCheck, bf16_supported, configure_cuda_exact, cuda)
 from .feed import Batch, H5Feed, Prefetcher, count_bp
 from .writer import PredictionWriter
@@ -39,34 +39,22 @@ def predict_feed(model: torch.nn.Module, feed, writer: PredictionWriter, *, n_ro
     "cpu") overrides the choice made from ``device`` (tests run the CUDA executor's logic on the CPU).
     """
     stats = stats or EngineStats()
-    if precision not in PRECISIONS:
-        raise ChromaflowError(f"unknown --precision {precision!r} ({', '.join(PRECISIONS)})")
-    if precision == "bf16" and not bf16_supported(device):
-        print("chromaflow predict: bf16 not supported on this hardware, using fp32", file=sys.stderr)
-        stats.notes.append("bf16 unsupported: fell back to fp32")
-        precision = "fp32"
+    precision = _usable_precision(precision, device, stats)
     stats.device, stats.precision, stats.batch_size = str(device), precision, batch_size
     use_cuda = (executor or device.type) == "cuda"
     model = model.to(device)
-    L, D = feed.L, int(writer.dset.shape[2])
     if use_cuda:
         configure_cuda_exact()
         cuda.reset_peak_memory_stats(device)
     check = PrecisionCheck(precision, check_rows)
-    encoder = Encoder(device)
-    if use_cuda:
-        ex = CudaExecutor(model, device, precision=precision, batch=batch_size, L=L, D=D, encoder=encoder,
-                          check=check, stats=stats)
-        stats.streams, stats.intra_threads = 1, threads
-    else:
-        streams = max(1, min(streams, batch_size))
-        ex = CpuExecutor(model, precision=precision, threads=threads, streams=streams, micro=min(micro, batch_size),
-                         L=L, D=D, encoder=encoder, check=check, stats=stats)
-        stats.streams, stats.intra_threads = ex.streams, ex.intra
+    ex = _executor(model, device, use_cuda, precision=precision, batch_size=batch_size, threads=threads,
+                   streams=streams, micro=micro, L=feed.L, D=int(writer.dset.shape[2]), check=check, stats=stats)
     pf = Prefetcher(feed, depth=max(1, num_workers))
     bar = Progress(n_rows or 0, "predict", unit=" subseq", enabled=progress if n_rows else False)
 
     def emit(batch: Batch, arr: np.ndarray) -> None:
+        if release:
+            release(batch)
         stats.rows += batch.n
         stats.write_wait_s += writer.put((batch.row0, arr))
         bar.update(batch.n)
@@ -75,33 +63,7 @@ def predict_feed(model: torch.nn.Module, feed, writer: PredictionWriter, *, n_ro
     writer.start()
     t_loop = time.perf_counter()
     try:
-        while True:
-            t0 = time.perf_counter()
-            batch = pf.get()
-            stats.wait_s += time.perf_counter() - t0
-            if batch is None:
-                break
-            if on_batch is not None:
-                on_batch(batch)
-            stats.bp += _count_bp(batch)
-            if use_cuda:
-                ex.submit(batch)
-                while ex.pending() > CUDA_DEPTH - 1:
-                    done, arr = ex.pop()
-                    if release:
-                        release(done)
-                    emit(done, arr)
-            else:
-                arr = ex.run(batch)
-                if release:
-                    release(batch)
-                emit(batch, arr)
-        if use_cuda:
-            while ex.pending():
-                done, arr = ex.pop()
-                if release:
-                    release(done)
-                emit(done, arr)
+        _run_batches(pf, ex, stats, on_batch, emit)
     finally:
         t_end = time.perf_counter()
         stats.loop_s = t_end - t_loop
@@ -123,6 +85,51 @@ def predict_feed(model: torch.nn.Module, feed, writer: PredictionWriter, *, n_ro
         stats.gpu_timing = ex.timing()
         stats.peak_gpu_bytes = int(cuda.max_memory_allocated(device))
     return stats
+
+
+def _usable_precision(precision: str, device: torch.device, stats: EngineStats) -> str:
+    """``precision``, or fp32 (said on stderr and in the notes) where bf16 is not supported."""
+    if precision not in PRECISIONS:
+        raise ChromaflowError(f"unknown --precision {precision!r} ({', '.join(PRECISIONS)})")
+    if precision == "bf16" and not bf16_supported(device):
+        print("chromaflow predict: bf16 not supported on this hardware, using fp32", file=sys.stderr)
+        stats.notes.append("bf16 unsupported: fell back to fp32")
+        return "fp32"
+    return precision
+
+
+def _executor(model, device: torch.device, use_cuda: bool, *, precision: str, batch_size: int, threads: int,
+              streams: int, micro: int, L: int, D: int, check: PrecisionCheck, stats: EngineStats):
+    encoder = Encoder(device)
+    if use_cuda:
+        ex = CudaExecutor(model, device, precision=precision, batch=batch_size, L=L, D=D, encoder=encoder,
+                          check=check, stats=stats)
+        stats.streams, stats.intra_threads = 1, threads
+        return ex
+    streams = max(1, min(streams, batch_size))
+    ex = CpuExecutor(model, precision=precision, threads=threads, streams=streams, micro=min(micro, batch_size),
+                     L=L, D=D, encoder=encoder, check=check, stats=stats)
+    stats.streams, stats.intra_threads = ex.streams, ex.intra
+    return ex
+
+
+def _run_batches(pf: Prefetcher, ex, stats: EngineStats, on_batch: Callable[[Batch], None] | None,
+                 emit: Callable[[Batch, np.ndarray], None]) -> None:
+    """Batches from the prefetcher through the executor (``ex.depth`` in flight), each finished one to ``emit``."""
+    while True:
+        t0 = time.perf_counter()
+        batch = pf.get()
+        stats.wait_s += time.perf_counter() - t0
+        if batch is None:
+            break
+        if on_batch is not None:
+            on_batch(batch)
+        stats.bp += _count_bp(batch)
+        ex.submit(batch)
+        while ex.pending() > ex.depth - 1:
+            emit(*ex.pop())
+    while ex.pending():
+        emit(*ex.pop())
 
 
 def _count_bp(batch: Batch) -> int:

@@ -209,7 +209,12 @@ class PrecisionCheck:
 class CpuExecutor:
     """Each batch is split into ``streams`` contiguous parts run concurrently (torch releases the GIL), each with
     ``threads // streams`` intra-op threads, in micro-batches of ``micro`` rows (small activations stay in cache
-    and in the heap). One-hot, exp/round and the −1 mask happen per micro-batch."""
+    and in the heap). One-hot, exp/round and the −1 mask happen per micro-batch.
+
+    The loop's interface is :class:`CudaExecutor`'s (``submit``, ``pending``, ``pop``, ``depth``): a CPU batch is
+    done when ``submit`` returns, so one is in flight at most."""
+
+    depth = 1
 
     def __init__(self, model, *, precision: str, threads: int, streams: int, micro: int, L: int, D: int,
                  encoder: Encoder, check: PrecisionCheck, stats: EngineStats):
@@ -224,6 +229,7 @@ class CpuExecutor:
         self.pool = ThreadPoolExecutor(max_workers=self.streams, thread_name_prefix="predict-stream",
                                        initializer=lambda: torch.set_num_threads(intra)) if self.streams > 1 else None
         self.index = 0
+        self.done: list[tuple[Batch, np.ndarray]] = []
 
     def _forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.amp is None:
@@ -273,6 +279,15 @@ class CpuExecutor:
             for f in futs:
                 f.result()
         return out
+
+    def submit(self, batch: Batch) -> None:
+        self.done.append((batch, self.run(batch)))
+
+    def pending(self) -> int:
+        return len(self.done)
+
+    def pop(self) -> tuple[Batch, np.ndarray]:
+        return self.done.pop(0)
 
     def close(self) -> None:
         if self.pool is not None:
