@@ -425,7 +425,7 @@ def test_reference_predictions_tie_rule(reference_dir, tmp_path, stem):
 # --------------------------------------------------------------------------------------------------
 def test_find_batch_size_power_then_bisect():
     from chromaflow.common import ChromaflowError
-    from chromaflow.predict.engine import find_batch_size
+    from chromaflow.predict.probe import find_batch_size
 
     for limit in (1, 2, 5, 16, 37, 100, 1000, 3000):
         size, trials = find_batch_size(lambda b: b <= limit, start=16, limit=4096)
@@ -440,7 +440,8 @@ def test_find_batch_size_power_then_bisect():
 def test_batch_size_cache_reuses_a_probe_and_keys_on_what_changes_it(tmp_path):
     """--batch-size auto keeps a probed size per model architecture, device, precision, L, D and limit; a second
     resolve of the same key probes nothing, another key probes, a damaged cache file is only a cache miss."""
-    from chromaflow.predict.engine import EngineStats, batch_cache_key, resolve_batch_size
+    from chromaflow.predict.executors import EngineStats
+    from chromaflow.predict.probe import batch_cache_key, resolve_batch_size
 
     cache = str(tmp_path / "c" / "batch-sizes.json")
     kw = dict(device=torch.device("cpu"), L=16, D=1, rows=80, probe_cpu=True, cache=cache)
@@ -483,7 +484,8 @@ def test_predict_metrics_give_the_phases_of_the_process(tmp_path, reference_dir)
 
 
 def test_batch_size_auto_with_fake_oom_on_cpu(tmp_path):
-    from chromaflow.predict.engine import EngineStats, resolve_batch_size
+    from chromaflow.predict.executors import EngineStats
+    from chromaflow.predict.probe import resolve_batch_size
 
     X = write_genome_h5(tmp_path / "g.h5", 80, 16)
     stats = EngineStats()
@@ -511,7 +513,7 @@ def test_batch_size_auto_with_fake_oom_on_cpu(tmp_path):
 
 
 def test_smallest_transfer_dtype():
-    from chromaflow.predict.engine import smallest_int_dtype
+    from chromaflow.predict.executors import smallest_int_dtype
 
     assert smallest_int_dtype(-1, 5) == torch.int8
     assert smallest_int_dtype(-1, 127) == torch.int8
@@ -525,7 +527,7 @@ def test_bf16_deviation_in_metrics_matches_independent_count(reference_dir, tmp_
     """The metrics' deviation figures are exactly what running the sampled rows both ways gives."""
     import json
 
-    from chromaflow.predict.engine import bf16_supported
+    from chromaflow.predict.executors import bf16_supported
 
     if not bf16_supported(torch.device("cpu")):
         pytest.skip("this CPU has no bf16 support in oneDNN (the engine would fall back to fp32)")
@@ -613,9 +615,9 @@ class _FakeStream:
 
 @pytest.fixture
 def fake_cuda(monkeypatch):
-    from chromaflow.predict import engine
+    from chromaflow.predict import executors
 
-    rt = engine.cuda
+    rt = executors.cuda
     monkeypatch.setattr(rt, "Stream", lambda device=None: _FakeStream())
     monkeypatch.setattr(rt, "Event", lambda enable_timing=False: _FakeEvent(enable_timing))
     monkeypatch.setattr(rt, "stream", lambda s: contextlib.nullcontext())
@@ -634,9 +636,9 @@ def fake_cuda(monkeypatch):
 def test_cuda_runtime_calls_reach_torch_cuda(monkeypatch):
     """Each of the runtime's plain calls forwards to torch.cuda's function of the same name (a GPU run once
     found reset_peak_memory_stats calling itself; the executor tests above replace these calls)."""
-    from chromaflow.predict.engine import _CudaRuntime
+    from chromaflow.predict.executors import CudaRuntime
 
-    rt = _CudaRuntime()
+    rt = CudaRuntime()
     for name in ("synchronize", "reset_peak_memory_stats", "max_memory_allocated", "empty_cache", "Stream",
                  "Event", "stream"):
         seen = []
@@ -669,7 +671,7 @@ def test_cuda_executor_logic_on_cpu(tmp_path, fake_cuda, scale, limit, dtypes, d
 
 
 def test_cuda_batch_probe_logic_on_cpu(fake_cuda):
-    from chromaflow.predict.engine import probe_batch_size
+    from chromaflow.predict.probe import probe_batch_size
 
     size, trials = probe_batch_size(ScaledModel(1.0, limit=37), torch.device("cpu"), L=16, D=1, precision="fp32",
                                     limit=4096, executor="cuda")
@@ -680,18 +682,20 @@ def test_cuda_executor_fasta_route_logic_on_cpu(reference_dir, tmp_path, fake_cu
     """The FASTA route through the CUDA executor (codes + strand flags, one-hot by table, grown output) gives
     Predmoter's predictions."""
     from chromaflow.predict import engine, h5io
+    from chromaflow.predict.executors import pinned_pool
     from chromaflow.predict.feed import FastaFeed
+    from chromaflow.predict.writer import PredictionWriter
 
     torch.set_num_threads(1)  # the model runs in this thread here (on a GPU it would not load the CPU)
     model = build_model(load_checkpoint(predmoter(reference_dir, "mini_model.ckpt")))
-    pool = engine.pinned_pool(5, 5, 21384, pin=True)
+    pool = pinned_pool(5, 5, 21384, pin=True)
     feed = FastaFeed(str(predmoter(reference_dir, "pred_data.fa")), 21384, 5, pool, reader="process")
     got_meta = []
     with h5py.File(tmp_path / "o.h5", "w") as out:
         dset = h5io.create_predictions(out, n_rows=0, length=21384, datasets=["atacseq", "h3k4me3"],
                                        species0=b"Species_artificialis_9", model_name="m",
                                        seqids=np.zeros(0, "S50"), start_ends=np.zeros((0, 2), np.int64))
-        writer = engine._Writer(dset, 0, pool_threads=2, depth=2, grow=True)
+        writer = PredictionWriter(dset, 0, pool_threads=2, depth=2, grow=True)
         stats = engine.predict_feed(model, feed, writer, n_rows=None, batch_size=5, device=torch.device("cpu"),
                                     precision="fp32", threads=1, on_batch=lambda b: got_meta.append(b),
                                     release=lambda b: pool.release(b.slot), executor="cuda")
@@ -745,7 +749,7 @@ def test_gpu_benchmark_refuses_without_cuda_and_its_checks_work(repo_root, refer
     chk = mod.check_rows_on_cpu(fa, ckpt, bad, [0, 5, 15], threads=1)
     assert not chk["ok"] and chk["unexpected"][0][:3] == [5, 100, 0]
     dev = mod.deviation(outs["bf16"], outs["fp32"])
-    from chromaflow.predict.engine import bf16_supported
+    from chromaflow.predict.executors import bf16_supported
 
     if bf16_supported(torch.device("cpu")):
         assert dev["values"] == 16 * 21384 * 2 and 0 < dev["differ"] < dev["values"] // 50

@@ -69,7 +69,7 @@ def test_cuda_fp32_equals_reference_tie_only(reference_dir, tmp_path, route):
 
 
 def test_cuda_bf16_deviation_and_cpu_agreement(reference_dir, tmp_path):
-    from chromaflow.predict.engine import bf16_supported
+    from chromaflow.predict.executors import bf16_supported
 
     if not bf16_supported(torch.device("cuda")):
         pytest.skip("this GPU has no bf16")
@@ -97,7 +97,7 @@ def _run(tmp_path, model, X, batch):
 
 
 def test_cuda_transfer_dtype_widens_without_loss(tmp_path):
-    from chromaflow.predict import engine
+    from chromaflow.predict.executors import CUDA_DEPTH
 
     X = write_genome_h5(tmp_path / "g.h5", 9, 32)
     stats, got = _run(tmp_path, ScaledModel(12.0), X, batch=3)  # exp(12) = 162755: needs int32
@@ -106,7 +106,7 @@ def test_cuda_transfer_dtype_widens_without_loss(tmp_path):
     assert np.array_equal(got, want)
     # the batches already in flight in int8 (CUDA_DEPTH of them) did not fit: copied again as int64; the next
     # one comes back as int32 (as tests/predict/test_predict.py checks with a stand-in runtime on the CPU)
-    assert stats.transfer_dtypes == {"int64": engine.CUDA_DEPTH, "int32": 3 - engine.CUDA_DEPTH}
+    assert stats.transfer_dtypes == {"int64": CUDA_DEPTH, "int32": 3 - CUDA_DEPTH}
 
 
 def test_cuda_oom_halves_batch(tmp_path):
@@ -119,7 +119,8 @@ def test_cuda_oom_halves_batch(tmp_path):
 
 
 def test_cuda_batch_probe_with_fake_oom():
-    from chromaflow.predict.engine import EngineStats, resolve_batch_size
+    from chromaflow.predict.executors import EngineStats
+    from chromaflow.predict.probe import resolve_batch_size
 
     stats = EngineStats()
     size = resolve_batch_size("auto", model=ScaledModel(1.0, limit=37), device=torch.device("cuda"), L=32, D=1,
@@ -147,7 +148,7 @@ def test_cuda_batch_size_cache_same_predictions(reference_dir, tmp_path, monkeyp
 
 
 def test_pinned_feed_buffers(reference_dir):
-    from chromaflow.predict.engine import pinned_pool
+    from chromaflow.predict.executors import pinned_pool
     from chromaflow.predict.feed import FastaFeed
 
     pool = pinned_pool(3, 4, 21384, pin=True)

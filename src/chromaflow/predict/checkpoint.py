@@ -20,7 +20,7 @@ from ..common import ChromaflowError
 from .model import HPARAM_KEYS, ModelConfig, PredmoterNet
 
 
-def _numpy_safe_globals() -> list:
+def numpy_safe_globals() -> list:
     """(object, pickled name) pairs for the numpy globals in Lightning RNG-state pickles."""
     import numpy as np
 
@@ -74,7 +74,7 @@ def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
     if not zipfile.is_zipfile(path):
         raise ChromaflowError(f"{path}: not a PyTorch zip checkpoint (no zip archive)")
     try:
-        with torch.serialization.safe_globals(_numpy_safe_globals()):
+        with torch.serialization.safe_globals(numpy_safe_globals()):
             obj = torch.load(path, map_location="cpu", weights_only=True, mmap=False)
     except pickle.UnpicklingError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -3,11 +3,12 @@ from a FASTA (cut exactly as ``fasta2h5`` cuts it, no h5 written), and a checkpo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 
 from ..common import (ChromaflowError, OutputExistsError, Phases, StageMetrics, add_run_options, atomic_output,
-                      check_outputs, part_bounds, parse_part, process_age_s, resolve_threads)
+                      check_outputs, parse_part, process_age_s, resolve_threads)
 from ..genome.encoding import DEFAULT_L
 
 
@@ -106,7 +107,7 @@ def _check_args(args) -> None:
 def run(args: argparse.Namespace) -> int:
     import zipfile
 
-    from . import h5io
+    from .sources import open_source
 
     args.phases, args.process_age_s = Phases(), process_age_s()  # start-up profile (metrics "phases_s")
     _check_args(args)
@@ -120,26 +121,19 @@ def run(args: argparse.Namespace) -> int:
         raise ChromaflowError(f"{args.model}: checkpoint does not exist")
     if not zipfile.is_zipfile(args.model):
         raise ChromaflowError(f"{args.model}: not a PyTorch zip checkpoint (no zip archive)")
-    if args.fasta is not None:
-        return _predict(args, shard, None, None)
-    fh, info = h5io.open_input(args.h5)
-    with fh:
-        return _predict(args, shard, fh, info)
+    with open_source(args) as source:
+        return _predict(args, shard, source)
 
 
-def _predict(args, shard, fh, info) -> int:
-    import h5py
-    import numpy as np
+def _predict(args, shard, source) -> int:
     import torch  # heavy: only now
 
-    from ..fasta2h5.deflate import byte_compressor
     from ..common import tune_malloc
-    from . import h5io
     from .checkpoint import build_model, load_checkpoint
-    from .engine import (EngineStats, _Writer, pinned_pool, predict_feed, resolve_batch_size, resolve_device)
-    from .feed import FastaFeed, H5Feed
-    from .engine import batch_cache_path
+    from .engine import predict_feed
+    from .executors import EngineStats, resolve_device
     from .gpumetrics import NvmlSampler
+    from .probe import batch_cache_path, resolve_batch_size
 
     phases = args.phases
     phases.mark("checks_imports")
@@ -147,119 +141,89 @@ def _predict(args, shard, fh, info) -> int:
     threads = resolve_threads(args.threads)
     torch.set_num_threads(threads)
     device = resolve_device(args.device)
-    fasta = args.fasta
     stats = EngineStats()
 
     with StageMetrics("predict", args.metrics, threads=threads, batch_size_requested=args.batch_size,
                       num_workers=args.num_workers, precision=args.precision, shard=args.shard,
-                      device=str(device), input="fasta" if fasta else "h5") as metrics:
+                      device=str(device), input=source.kind) as metrics:
         ckpt = load_checkpoint(args.model)
-        cfg = ckpt.config
-        layout = None
-        if fasta:
-            from ..genome.layout import scan_layout
-
-            L = args.subsequence_length
-            cfg.check_length(L, f"{fasta} (--subsequence-length)")
-            species0 = args.species.encode("ascii")
-            if shard is not None:  # the row count and fingerprint are needed before predicting: one scan
-                layout = scan_layout(fasta, L, species0)
-                n_total = layout.n_rows
-            else:
-                n_total = None
-        else:
-            L = info.length
-            cfg.check_length(L, args.h5)
-            species0, n_total = info.species0, info.n_rows
+        source.prepare(ckpt.config, sharded=shard is not None)
         model = build_model(ckpt)
         phases.mark("model_load")
         # torch and the model are long-lived: keep the cyclic GC from traversing them during the run and again
         # at interpreter exit (measured: ~0.5 CPU-s per process at exit)
         gc.freeze()
-        if shard is None:
-            row_start, row_end = 0, n_total
-        else:
-            row_start, row_end = part_bounds(*shard, n_total)
-        n_out = None if row_end is None else row_end - row_start
-        D = len(cfg.datasets)
-        batch = resolve_batch_size(args.batch_size, model=model, device=device, L=L, D=D,
-                                   precision=args.precision, rows=n_out, stats=stats,
+        rows = source.shard_range(shard)
+        n_out = None if rows[1] is None else rows[1] - rows[0]
+        batch = resolve_batch_size(args.batch_size, model=model, device=device, L=source.L,
+                                   D=len(ckpt.config.datasets), precision=args.precision, rows=n_out, stats=stats,
                                    cache=batch_cache_path() if device.type == "cuda" else None)
         phases.mark("batch_size")
-        use_cuda = device.type == "cuda"
-        engine, level = parse_deflate(args.deflate, device.type)
-        reader = args.reader if args.reader != "auto" else ("process" if use_cuda else "thread")
-        pool = None
-        collected: list = []
-        with atomic_output(args.out, force=args.force) as tmp:
-            with h5py.File(tmp, "w") as out:
-                if fasta:
-                    if layout is not None:
-                        seqids, start_ends = layout.seqids()[row_start:row_end], layout.start_ends()[row_start:row_end]
-                    else:
-                        seqids, start_ends = np.zeros(0, "S50"), np.zeros((0, 2), np.int64)
-                else:
-                    seqids, start_ends = fh["data/seqids"][row_start:row_end], fh["data/start_ends"][row_start:row_end]
-                dset = h5io.create_predictions(
-                    out, n_rows=n_out or 0, length=L, datasets=list(cfg.datasets), species0=species0,
-                    model_name=args.model, seqids=seqids, start_ends=start_ends, level=level)
-                if shard is not None:
-                    out.attrs.update({
-                        "chromaflow_shard_index": shard[0], "chromaflow_shard_count": shard[1],
-                        "chromaflow_row_start": row_start, "chromaflow_row_end": row_end,
-                        "chromaflow_total_rows": n_total,
-                        "chromaflow_input_fingerprint": layout.fingerprint() if fasta else info.fingerprint,
-                        "chromaflow_input_path": fasta or args.h5, "chromaflow_model_sha256": ckpt.sha256,
-                    })
-                if fasta:
-                    depth = max(1, args.num_workers)
-                    pool = pinned_pool(depth + 3 + (2 if use_cuda else 0), batch, L, pin=use_cuda)
-                    feed = FastaFeed(fasta, L, batch, pool, row_start=row_start, row_end=row_end, reader=reader)
-                else:
-                    feed = H5Feed(fh["data/X"], args.h5, batch, row_start=row_start, row_end=row_end,
-                                  threads=threads, mode="x")
-                writer = _Writer(dset, row_start, pool_threads=threads, depth=2, grow=n_out is None,
-                                 compress=byte_compressor(engine, level))
-                on_batch = (lambda b: collected.append((b.seqids, b.start_ends))) if fasta else None
-                release = (lambda b: pool.release(b.slot)) if pool is not None else None
-                with NvmlSampler([device.index or 0] if use_cuda else None) as nvml:
-                    phases.mark("setup")
-                    predict_feed(model, feed, writer, n_rows=n_out, batch_size=batch, device=device,
-                                 precision=args.precision, threads=threads, streams=args.streams or threads,
-                                 num_workers=args.num_workers, check_rows=args.precision_check_rows,
-                                 on_batch=on_batch, release=release, stats=stats)
-                    phases.mark("loop_and_drain")
-                if fasta:
-                    got_ids = [s for ids, _ in collected for s in ids]
-                    got_se = np.concatenate([se for _, se in collected]) if collected else np.zeros((0, 2), np.int64)
-                    if layout is None:
-                        h5io.finalize_rows(out, seqids=np.array(got_ids, dtype="S50"), start_ends=got_se)
-                    elif not (np.array_equal(got_se, start_ends) and list(seqids) == got_ids):
-                        raise ChromaflowError(f"{fasta}: rows changed between the layout scan and prediction "
-                                              "(was the file modified while it was read?)")
+        deflate = parse_deflate(args.deflate, device.type)
+        with _predictions_file(args, source, ckpt, shard=shard, rows=rows, batch=batch, device=device,
+                               deflate=deflate, threads=threads) as (feed, writer):
+            with NvmlSampler([device.index or 0] if device.type == "cuda" else None) as nvml:
+                phases.mark("setup")
+                predict_feed(model, feed, writer, n_rows=n_out, batch_size=batch, device=device,
+                             precision=args.precision, threads=threads, streams=args.streams or threads,
+                             num_workers=args.num_workers, check_rows=args.precision_check_rows,
+                             on_batch=source.on_batch, release=source.release, stats=stats)
+                phases.mark("loop_and_drain")
         phases.mark("finish")
-        loop = stats.loop_s
-        timing = stats.gpu_timing or {}
-        gpu = nvml.result()
-        fields = dict(
-            subsequences=stats.rows, bp=stats.bp, bp_rows=stats.rows * L, seq_len=L,
-            data_wait_fraction=timing.get("data_wait_fraction", (stats.wait_s / loop) if loop > 0 else 0.0),
-            data_wait_source="cuda events (compute-stream idle time)" if timing else "host wait for the reader",
-            host_wait_fraction=(stats.wait_s / loop) if loop > 0 else 0.0, loop_s=loop,
-            write_wait_s=stats.write_wait_s, deflate=f"{engine}:{level}", device=stats.device, precision=stats.precision,
-            batch_size=batch, batch_probe=stats.batch_probe or None, batch_probe_source=stats.batch_probe_source,
-            batch_size_final=stats.final_batch, drain_s=stats.drain_s,
-            phases_s=dict(before_run=args.process_age_s, **phases.as_dict()),
-            streams=stats.streams, intra_threads=stats.intra_threads,
-            peak_gpu_bytes=stats.peak_gpu_bytes, gpu=gpu, gpu_timing=stats.gpu_timing,
-            gpu_util_pct=gpu["devices"][0]["utilization_mean_pct"] if gpu.get("available") else None,
-            transfer_dtypes=stats.transfer_dtypes or None, h2d_bytes=stats.h2d_bytes or None,
-            d2h_bytes=stats.d2h_bytes or None, precision_check=stats.precision_check,
-            rows=[row_start, row_start + stats.rows], total_rows=n_total if n_total is not None else stats.rows,
-            model_type=cfg.model_type, datasets=list(cfg.datasets), notes=stats.notes,
-        )
-        if fasta:
-            fields.update(fasta=fasta, species=args.species, subsequence_length=L, reader=reader,
-                          records=len(feed.records) if layout is None else len(layout.records))
-        metrics.set(**fields)
+        fields = _metrics_fields(stats, source, batch=batch, rows=rows, deflate=deflate, gpu=nvml.result(),
+                                 cfg=ckpt.config, phases_s=dict(before_run=args.process_age_s, **phases.as_dict()))
+        metrics.set(**fields, **source.metrics())
     return 0
+
+
+@contextlib.contextmanager
+def _predictions_file(args, source, ckpt, *, shard, rows, batch, device, deflate, threads):
+    """``args.out``, written atomically: the predictions layout for rows [start, end) of ``source`` and the shard
+    attributes; yields (feed, writer) for the loop that fills it, then lets the source complete or check the rows."""
+    import h5py
+
+    from ..fasta2h5.deflate import byte_compressor
+    from . import h5io
+    from .writer import PredictionWriter
+
+    (start, end), (engine, level) = rows, deflate
+    n_out = None if end is None else end - start
+    with atomic_output(args.out, force=args.force) as tmp:
+        with h5py.File(tmp, "w") as out:
+            seqids, start_ends = source.rows(start, end)
+            dset = h5io.create_predictions(
+                out, n_rows=n_out or 0, length=source.L, datasets=list(ckpt.config.datasets),
+                species0=source.species0, model_name=args.model, seqids=seqids, start_ends=start_ends, level=level)
+            if shard is not None:
+                out.attrs.update({
+                    "chromaflow_shard_index": shard[0], "chromaflow_shard_count": shard[1],
+                    "chromaflow_row_start": start, "chromaflow_row_end": end,
+                    "chromaflow_total_rows": source.n_total, "chromaflow_input_fingerprint": source.fingerprint(),
+                    "chromaflow_input_path": source.path, "chromaflow_model_sha256": ckpt.sha256,
+                })
+            feed = source.feed(batch, start, end, threads=threads, device=device, num_workers=args.num_workers)
+            yield feed, PredictionWriter(dset, start, pool_threads=threads, depth=2, grow=n_out is None,
+                                         compress=byte_compressor(engine, level))
+            source.finish(out)
+
+
+def _metrics_fields(stats, source, *, batch, rows, deflate, gpu, cfg, phases_s) -> dict:
+    """The metrics JSON's fields of a finished run (the source adds its own)."""
+    loop, L = stats.loop_s, source.L
+    timing = stats.gpu_timing or {}
+    return dict(
+        subsequences=stats.rows, bp=stats.bp, bp_rows=stats.rows * L, seq_len=L,
+        data_wait_fraction=timing.get("data_wait_fraction", (stats.wait_s / loop) if loop > 0 else 0.0),
+        data_wait_source="cuda events (compute-stream idle time)" if timing else "host wait for the reader",
+        host_wait_fraction=(stats.wait_s / loop) if loop > 0 else 0.0, loop_s=loop,
+        write_wait_s=stats.write_wait_s, deflate="{}:{}".format(*deflate), device=stats.device,
+        precision=stats.precision, batch_size=batch, batch_probe=stats.batch_probe or None,
+        batch_probe_source=stats.batch_probe_source, batch_size_final=stats.final_batch, drain_s=stats.drain_s,
+        phases_s=phases_s, streams=stats.streams, intra_threads=stats.intra_threads,
+        peak_gpu_bytes=stats.peak_gpu_bytes, gpu=gpu, gpu_timing=stats.gpu_timing,
+        gpu_util_pct=gpu["devices"][0]["utilization_mean_pct"] if gpu.get("available") else None,
+        transfer_dtypes=stats.transfer_dtypes or None, h2d_bytes=stats.h2d_bytes or None,
+        d2h_bytes=stats.d2h_bytes or None, precision_check=stats.precision_check,
+        rows=[rows[0], rows[0] + stats.rows], total_rows=source.n_total if source.n_total is not None else stats.rows,
+        model_type=cfg.model_type, datasets=list(cfg.datasets), notes=stats.notes,
+    )

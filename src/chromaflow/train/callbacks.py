@@ -99,13 +99,18 @@ class ThroughputCallback(L.Callback):
 
 class EpochTable(L.Callback):
     """Writes ``<out>/metrics.tsv`` (one row per epoch: losses, accuracies, per-dataset values, timing) after every
-    epoch, on rank 0, atomically; like Predmoter's ``metrics.log`` but tab-separated and with more columns."""
+    epoch, on rank 0, atomically; like Predmoter's ``metrics.log`` but tab-separated and with more columns.
+    ``resumed_epochs``: a resumed run (that many epochs done) continues the table's rows of those epochs."""
 
-    def __init__(self, path: str, throughput: ThroughputCallback):
+    def __init__(self, path: str, throughput: ThroughputCallback, resumed_epochs: int | None = None):
         self.path = path
         self.throughput = throughput
+        self.resumed_epochs = resumed_epochs
 
     def setup(self, trainer, pl_module, stage):
+        if self.resumed_epochs is not None:
+            pl_module.epoch_log = [r for r in resume_history(self.path)
+                                   if r.get("epoch", 1 << 30) < self.resumed_epochs]
         if self.write not in pl_module.epoch_listeners:
             pl_module.epoch_listeners.append(self.write)
 

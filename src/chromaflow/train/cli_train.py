@@ -12,6 +12,7 @@ import os
 import statistics
 import sys
 import warnings
+from typing import Any, NamedTuple
 
 from ..common import (ChromaflowError, Interrupted, StageMetrics, add_run_options, check_outputs, handle_stop_signals,
                       resolve_threads)
@@ -194,60 +195,66 @@ def run(args: argparse.Namespace) -> int:
 def _train(args, accel: str, workers: int, threads: int, child: bool) -> dict:
     import lightning as L
     import torch
-    from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
-    from ..predict.checkpoint import load_checkpoint
-    from .callbacks import EpochTable, StopOnSignal, ThroughputCallback
     from .data import CoverageDataModule
-    from .finetune import init_from
-    from .module import PredmoterModule, hparams_for
+    from .module import PredmoterModule
 
     torch.set_num_threads(threads)
-    warnings.filterwarnings("ignore", ".*does not have many workers.*")
-    warnings.filterwarnings("ignore", ".*sync_dist=True.*")
-    warnings.filterwarnings("ignore", ".*LeafSpec.*")
-
-    base = None
-    if args.resume or args.init:
-        base = load_checkpoint(args.resume or args.init)
-        _check_architecture(args, base.config)
-        datasets = tuple(args.datasets or base.config.datasets)
-    else:
-        datasets = tuple(args.datasets or ("atacseq", "h3k4me3"))
+    for message in (".*does not have many workers.*", ".*sync_dist=True.*", ".*LeafSpec.*"):
+        warnings.filterwarnings("ignore", message)
+    base = _base_checkpoint(args)
+    datasets = tuple(args.datasets or (base.config.datasets if base is not None else ("atacseq", "h3k4me3")))
     dm = CoverageDataModule(args.input_dir, datasets, batch_size=args.batch_size, seed=args.seed,
                             data_mode=args.data_mode, num_workers=workers, blacklist=args.blacklist,
                             devices=args.devices, pin_memory=accel == "gpu")
     dm.scan()  # every input is validated before anything trains
-    seq_len = dm.seq_len
-
     L.seed_everything(args.seed, workers=True, verbose=False)
-    if base is not None:
-        hp = base.config.hparams()
-        hp["seq_len"] = seq_len
-        hp["datasets"] = list(datasets)
-        hp["output_size"] = len(datasets)
-        if args.learning_rate is not None:
-            hp["learning_rate"] = args.learning_rate
-    else:
-        hp = hparams_for({k: getattr(args, k) for k in (*ARCH_OPTIONS, "learning_rate")}, datasets, seq_len)
-    try:
-        module = PredmoterModule(**hp)
-    except (ValueError, RuntimeError) as exc:
-        raise ChromaflowError(f"model: {exc}") from None
-    module.seed = args.seed
-    notes = []
-    if args.init:
-        notes += init_from(module, base, head=args.head)
-        if args.freeze_encoder:
-            module.freeze(("down_layer_list", "lstm_layer_list"))
-            notes.append("encoder frozen (down_layer_list, lstm_layer_list)")
-
+    module = PredmoterModule.for_training(datasets, dm.seq_len, seed=args.seed, base=base,
+                                          options={k: getattr(args, k) for k in (*ARCH_OPTIONS, "learning_rate")})
+    notes = module.fine_tune(base, head=args.head, freeze_encoder=args.freeze_encoder) if args.init else []
     sync_bn = args.devices > 1 and args.sync_batchnorm and module.cfg.bnorm
     if sync_bn and accel == "cpu":
-        from .syncbn import convert
-        convert(module.net)
-    out = args.out
-    quantity = args.ckpt_quantity
+        module.sync_batchnorm_on_cpu()
+    cb = _callbacks(args, dm.seq_len)
+    trainer = L.Trainer(
+        accelerator=accel, devices=args.devices, strategy="ddp" if args.devices > 1 else "auto",
+        precision=args.precision, max_epochs=args.epochs, deterministic=True, logger=False,
+        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+        use_distributed_sampler=False, sync_batchnorm=sync_bn and accel == "gpu", callbacks=list(cb),
+        default_root_dir=args.out,
+    )
+    _fit(trainer, module, dm, args.resume, cb.stopper, args.out)
+    if not trainer.is_global_zero:
+        return {}
+    return _summary(trainer, module, dm, cb, quantity=args.ckpt_quantity, notes=notes)
+
+
+def _base_checkpoint(args):
+    """The --resume/--init checkpoint (its architecture checked against the options given), or None."""
+    from ..predict.checkpoint import load_checkpoint
+
+    if not (args.resume or args.init):
+        return None
+    base = load_checkpoint(args.resume or args.init)
+    _check_architecture(args, base.config)
+    return base
+
+
+class _Callbacks(NamedTuple):
+    """The run's callbacks, in the order the Trainer gets them."""
+    throughput: Any
+    best: Any
+    stop: Any
+    table: Any
+    stopper: Any
+
+
+def _callbacks(args, seq_len: int) -> _Callbacks:
+    from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+
+    from .callbacks import EpochTable, StopOnSignal, ThroughputCallback
+
+    out, quantity = args.out, args.ckpt_quantity
     if args.save_top_k == 1:
         best = ModelCheckpoint(dirpath=out, filename="best", monitor=quantity, mode=_mode(quantity), save_top_k=1,
                                save_last=True, auto_insert_metric_name=False, enable_version_counter=False)
@@ -258,28 +265,21 @@ def _train(args, accel: str, workers: int, threads: int, child: bool) -> dict:
     stop = EarlyStopping(monitor=args.stop_quantity, mode=_mode(args.stop_quantity), patience=args.patience,
                          min_delta=0.0, check_on_train_epoch_end=True)
     throughput = ThroughputCallback(seq_len)
-    table = EpochTable(os.path.join(out, "metrics.tsv"), throughput)
-    stopper = StopOnSignal()
-    if args.resume:
-        from .callbacks import resume_history
-        module.epoch_log = [r for r in resume_history(os.path.join(out, "metrics.tsv"))
-                            if r.get("epoch", 1 << 30) < base_epoch(args.resume)]
-    trainer = L.Trainer(
-        accelerator=accel, devices=args.devices, strategy="ddp" if args.devices > 1 else "auto",
-        precision=args.precision, max_epochs=args.epochs, deterministic=True, logger=False,
-        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-        use_distributed_sampler=False, sync_batchnorm=sync_bn and accel == "gpu", callbacks=[throughput, best, stop, table, stopper], default_root_dir=out,
-    )
-    _fit(trainer, module, dm, args.resume, stopper, out)
-    if not trainer.is_global_zero:
-        return {}
-    epochs = throughput.epochs
+    table = EpochTable(os.path.join(out, "metrics.tsv"), throughput,
+                       resumed_epochs=base_epoch(args.resume) if args.resume else None)
+    return _Callbacks(throughput, best, stop, table, StopOnSignal())
+
+
+def _summary(trainer, module, dm, cb: _Callbacks, *, quantity: str, notes: list) -> dict:
+    """The metrics JSON's fields of a finished run (rank 0)."""
+    epochs = cb.throughput.epochs
     rates = [e["samples_per_s"] for e in epochs]
     bp_rates = [e["bp_per_s"] for e in epochs]
     waits = [e["data_wait_fraction"] for e in epochs]
     trained = sum(e["train_samples"] for e in epochs)
     history = {r["epoch"]: r for r in module.epoch_log}
     per_epoch = [{**history.get(e["epoch"], {}), **e} for e in epochs]
+    best, seq_len = cb.best, dm.seq_len
     best_path = best.best_model_path or ""
     return {
         "subsequences": trained, "bp": trained * seq_len, "seq_len": seq_len,
@@ -291,8 +291,8 @@ def _train(args, accel: str, workers: int, threads: int, child: bool) -> dict:
         "train_files": len(dm.train_files), "val_files": len(dm.val_files),
         "best_checkpoint": os.path.basename(best_path) if best_path else None,
         "best_score": float(best.best_model_score) if best.best_model_score is not None else None,
-        "monitor": quantity, "model": {k: v for k, v in hp.items()}, "datasets": list(datasets),
-        "stopped_early": bool(stop.stopped_epoch), "notes": notes,
+        "monitor": quantity, "model": dict(module.hparams), "datasets": list(dm.datasets),
+        "stopped_early": bool(cb.stop.stopped_epoch), "notes": notes,
         "final_epoch": int(trainer.current_epoch),
     }
 
@@ -303,12 +303,12 @@ def _fit(trainer, module, dm, resume: str | None, stopper, out: str) -> None:
     ends a run that got SIGTERM during validation with SystemExit(None), i.e. exit 0: that becomes the same."""
     import torch
 
-    from ..predict.checkpoint import _numpy_safe_globals
+    from ..predict.checkpoint import numpy_safe_globals
     from .callbacks import SignalStop
 
     handle_stop_signals(stopper.request)
     try:
-        with torch.serialization.safe_globals(_numpy_safe_globals()):
+        with torch.serialization.safe_globals(numpy_safe_globals()):
             trainer.fit(module, datamodule=dm, ckpt_path=resume, weights_only=True)
     except (SignalStop, SystemExit):
         if stopper.signum is None:
@@ -324,8 +324,8 @@ def base_epoch(path: str) -> int:
     """The epoch count stored in a checkpoint (epochs completed)."""
     import torch
 
-    from ..predict.checkpoint import _numpy_safe_globals
+    from ..predict.checkpoint import numpy_safe_globals
 
-    with torch.serialization.safe_globals(_numpy_safe_globals()):
+    with torch.serialization.safe_globals(numpy_safe_globals()):
         obj = torch.load(path, map_location="cpu", weights_only=True)
     return int(obj.get("epoch", -1)) + 1

@@ -14,6 +14,7 @@ import lightning as L
 import numpy as np
 import torch
 
+from ..common import ChromaflowError
 from ..predict.model import ModelConfig, PredmoterNet
 from .losses import EpochMeans, row_stats
 
@@ -48,6 +49,46 @@ class PredmoterModule(L.LightningModule):
         self._val_means: EpochMeans | None = None
         self.epoch_log: list[dict] = []  # per-epoch metrics (every rank holds the reduced values)
         self.epoch_listeners: list = []  # called with (trainer, module) after each epoch's row is added
+
+    # --- construction for a training run ------------------------------------------------------------
+    @classmethod
+    def for_training(cls, datasets, seq_len: int, *, seed: int, options: dict, base=None) -> "PredmoterModule":
+        """The module a run trains: a new model from ``options`` (the architecture options and learning_rate; None
+        = Predmoter's default), or with ``base`` (the --init/--resume checkpoint) the base's architecture, with
+        ``datasets``, ``seq_len`` and, when given, options' learning_rate. ``seed`` seeds each epoch's dropout."""
+        if base is not None:
+            hp = base.config.hparams()
+            hp["seq_len"] = seq_len
+            hp["datasets"] = list(datasets)
+            hp["output_size"] = len(datasets)
+            if options.get("learning_rate") is not None:
+                hp["learning_rate"] = options["learning_rate"]
+        else:
+            hp = hparams_for(options, datasets, seq_len)
+        try:
+            module = cls(**hp)
+        except (ValueError, RuntimeError) as exc:
+            raise ChromaflowError(f"model: {exc}") from None
+        module.seed = seed
+        return module
+
+    def fine_tune(self, base, *, head: str, freeze_encoder: bool) -> list[str]:
+        """Start from ``base``'s weights (:func:`chromaflow.train.finetune.init_from`), optionally with the encoder
+        (down path and LSTMs) frozen; returns notes for the metrics."""
+        from .finetune import init_from
+
+        notes = init_from(self, base, head=head)
+        if freeze_encoder:
+            self.freeze(("down_layer_list", "lstm_layer_list"))
+            notes.append("encoder frozen (down_layer_list, lstm_layer_list)")
+        return notes
+
+    def sync_batchnorm_on_cpu(self) -> None:
+        """BatchNorm statistics over all DDP processes on CPU (gloo; :mod:`chromaflow.train.syncbn`); on GPUs the
+        Trainer's ``sync_batchnorm`` does it."""
+        from .syncbn import convert
+
+        convert(self.net)
 
     # --- checkpoint layout: the network's keys, unprefixed ------------------------------------------
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):

@@ -1,0 +1,171 @@
+"""The two inputs of ``chromaflow predict`` behind one interface: a Helixer-layout genome h5 (:class:`H5Source`) or
+a FASTA cut as ``fasta2h5`` cuts it (:class:`FastaSource`). The command asks a source for its row length and
+species, its row count and fingerprint (a shard needs both before predicting), the rows of its shard, a feed of
+batches and what the metrics say about it; it never asks which source it has.
+
+Light imports only at the top: the command checks its input before it imports torch."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..common import ChromaflowError, part_bounds
+
+
+class InputSource:
+    """What every source has and does. Attributes: ``kind`` (the metrics' ``input``), ``path``, ``L`` (row
+    length), ``species0`` (the species stored in data/species), ``n_total`` (rows of the whole input; None where
+    they are known only once predicted: a FASTA predicted whole). ``on_batch``/``release``: called with each batch
+    in row order / once the device holds its contents (None where a source needs neither)."""
+
+    kind: str
+    path: str
+    L: int
+    species0: bytes
+    n_total: int | None = None
+    on_batch = None
+    release = None
+
+    def prepare(self, cfg, *, sharded: bool) -> None:
+        """Check the row length against the model (``cfg``: its ModelConfig); learn what a shard needs."""
+        raise NotImplementedError
+
+    def shard_range(self, shard: tuple[int, int] | None) -> tuple[int, int | None]:
+        """Rows [start, end) to predict: all of them (end None while unknown), or shard I of N."""
+        if shard is None:
+            return 0, self.n_total
+        return part_bounds(*shard, self.n_total)
+
+    def rows(self, start: int, end: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """seqids and start_ends of rows [start, end), as far as they are known before predicting."""
+        raise NotImplementedError
+
+    def fingerprint(self) -> str:
+        """The input's fingerprint (shard files of one input carry the same, predict-merge checks it)."""
+        raise NotImplementedError
+
+    def feed(self, batch: int, start: int, end: int | None, *, threads: int, device, num_workers: int):
+        """The feed of rows [start, end) in batches of ``batch`` (an object with ``batches(stop)`` and ``L``)."""
+        raise NotImplementedError
+
+    def finish(self, out) -> None:
+        """After the loop, in the open predictions file ``out``: complete or check the rows (nothing by default)."""
+
+    def metrics(self) -> dict:
+        """The source's own fields of the metrics JSON (none by default)."""
+        return {}
+
+    def close(self) -> None:
+        """Release the input (nothing by default)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class H5Source(InputSource):
+    """``--h5``: a Helixer-layout genome h5 (opened and validated here)."""
+
+    kind = "h5"
+
+    def __init__(self, path: str):
+        from . import h5io
+
+        self.path = path
+        self.fh, info = h5io.open_input(path)
+        self.L, self.species0, self.n_total = info.length, info.species0, info.n_rows
+        self._fingerprint = info.fingerprint
+
+    def prepare(self, cfg, *, sharded: bool) -> None:
+        cfg.check_length(self.L, self.path)
+
+    def rows(self, start: int, end: int | None) -> tuple[np.ndarray, np.ndarray]:
+        return self.fh["data/seqids"][start:end], self.fh["data/start_ends"][start:end]
+
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    def feed(self, batch: int, start: int, end: int | None, *, threads: int, device, num_workers: int):
+        from .feed import H5Feed
+
+        return H5Feed(self.fh["data/X"], self.path, batch, row_start=start, row_end=end, threads=threads, mode="x")
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+class FastaSource(InputSource):
+    """``--fasta``: rows cut as ``fasta2h5`` cuts them, read while predicting. The rows' seqids and start_ends are
+    collected from the batches and written at the end; a shard scans the layout first (row count, fingerprint, its
+    rows) and the rows read while predicting must be the scanned ones."""
+
+    kind = "fasta"
+
+    def __init__(self, path: str, species: str, L: int, reader: str):
+        self.path, self.species, self.L, self.reader = path, species, L, reader
+        self.species0 = species.encode("ascii")
+        self.layout = None
+        self.collected: list = []
+        self._rows = self._feed = self._pool = None
+
+    def prepare(self, cfg, *, sharded: bool) -> None:
+        from ..genome.layout import scan_layout
+
+        cfg.check_length(self.L, f"{self.path} (--subsequence-length)")
+        if sharded:  # the row count and fingerprint are needed before predicting: one scan
+            self.layout = scan_layout(self.path, self.L, self.species0)
+            self.n_total = self.layout.n_rows
+
+    def rows(self, start: int, end: int | None) -> tuple[np.ndarray, np.ndarray]:
+        if self.layout is not None:
+            self._rows = (self.layout.seqids()[start:end], self.layout.start_ends()[start:end])
+        else:
+            self._rows = (np.zeros(0, "S50"), np.zeros((0, 2), np.int64))
+        return self._rows
+
+    def fingerprint(self) -> str:
+        return self.layout.fingerprint()
+
+    def feed(self, batch: int, start: int, end: int | None, *, threads: int, device, num_workers: int):
+        from .executors import pinned_pool
+        from .feed import FastaFeed
+
+        use_cuda = device.type == "cuda"
+        if self.reader == "auto":
+            self.reader = "process" if use_cuda else "thread"
+        depth = max(1, num_workers)
+        self._pool = pinned_pool(depth + 3 + (2 if use_cuda else 0), batch, self.L, pin=use_cuda)
+        self._feed = FastaFeed(self.path, self.L, batch, self._pool, row_start=start, row_end=end,
+                               reader=self.reader)
+        return self._feed
+
+    def on_batch(self, batch) -> None:
+        self.collected.append((batch.seqids, batch.start_ends))
+
+    def release(self, batch) -> None:
+        self._pool.release(batch.slot)
+
+    def finish(self, out) -> None:
+        from . import h5io
+
+        got_ids = [s for ids, _ in self.collected for s in ids]
+        got_se = np.concatenate([se for _, se in self.collected]) if self.collected else np.zeros((0, 2), np.int64)
+        seqids, start_ends = self._rows
+        if self.layout is None:
+            h5io.finalize_rows(out, seqids=np.array(got_ids, dtype="S50"), start_ends=got_se)
+        elif not (np.array_equal(got_se, start_ends) and list(seqids) == got_ids):
+            raise ChromaflowError(f"{self.path}: rows changed between the layout scan and prediction "
+                                  "(was the file modified while it was read?)")
+
+    def metrics(self) -> dict:
+        records = self._feed.records if self.layout is None else self.layout.records
+        return dict(fasta=self.path, species=self.species, subsequence_length=self.L, reader=self.reader,
+                    records=len(records))
+
+
+def open_source(args) -> InputSource:
+    """The source the checked arguments name (``--fasta`` or ``--h5``)."""
+    if args.fasta is not None:
+        return FastaSource(args.fasta, args.species, args.subsequence_length, args.reader)
+    return H5Source(args.h5)
