@@ -44,6 +44,7 @@ process ADD_COVERAGE {
         cmds << "chromaflow add-coverage ${target} --prefix ${s.dataset} ${src} ${strand[s.library]}${s.shift ? ' --shift' : ''} --threads ${task.cpus} --metrics ${prefix}.${s.dataset}.add_coverage.metrics.json ${args}"
     }
     """
+    export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
     ${cmds.join('\n    ')}
 
     cat <<-END_VERSIONS >| versions.yml

@@ -33,6 +33,7 @@ process PREDICT {
     def shard  = shards > 1 ? "--shard ${meta.shard}/${shards}" : ''
     def src    = meta.predict_input == 'fasta' ? "--fasta ${genome} --species '${meta.species}'" : "--h5 ${genome}"
     """
+    export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
     chromaflow predict \\
         ${src} \\
         --model ${model} \\
