@@ -1,10 +1,13 @@
 /*
- * The rows (subsequences) one assembly's FASTA gives at the pipeline's chunk length, read with the reader
- * PREDICT --fasta uses, nothing written but a small JSON: with --predict_from fasta the workflow plans the
- * prediction shards from it (as it does from FASTA2H5's metrics on the h5 route), so no genome h5 is needed.
- * A bad FASTA stops the run here with the reader's one line (file, record, line).
+ * The prediction shards of one assembly (chromaflow predict-plan): its rows counted from the FASTA by the reader
+ * FASTA2H5 and PREDICT --fasta use, split into ext.args' --shards (a count, or auto: one per --shard-rows rows).
+ * The workflow fans PREDICT out from the plan's shard list on both routes (h5 and --predict_from fasta); a bad
+ * FASTA stops the run here with the reader's one line (file, record, line).
+ *
+ * The stub runs the same command: it reads only the FASTA (no model, no h5), so a -stub run fans out into exactly
+ * the shards of a real one.
  */
-process FASTA_LAYOUT {
+process PREDICT_PLAN {
     tag "${meta.id}"
     label 'process_single'
 
@@ -12,8 +15,8 @@ process FASTA_LAYOUT {
     tuple val(meta), path(fasta)
 
     output:
-    tuple val(meta), path("${prefix}.layout.json")  , emit: layout
-    path "versions.yml"                             , emit: versions
+    tuple val(meta), path("${prefix}.predict_plan.json")  , emit: plan
+    path "versions.yml"                                   , emit: versions
 
     when:
     task.ext.when == null || task.ext.when
@@ -22,10 +25,7 @@ process FASTA_LAYOUT {
     def args = task.ext.args ?: ''
     prefix   = task.ext.prefix ?: "${meta.id}"
     """
-    chromaflow fasta-layout \\
-        --fasta ${fasta} \\
-        --out ${prefix}.layout.json \\
-        ${args}
+    chromaflow predict-plan --fasta ${fasta} --out ${prefix}.predict_plan.json ${args}
 
     cat <<-END_VERSIONS >| versions.yml
     "${task.process}":
@@ -36,16 +36,8 @@ process FASTA_LAYOUT {
     stub:
     def args = task.ext.args ?: ''
     prefix   = task.ext.prefix ?: "${meta.id}"
-    def m    = args =~ /--subsequence-length[ =](\d+)/
-    def L    = m.find() ? m.group(1) : '21384'
-    // rows counted from the text (both strands, ceil(record length / L) each), so a -stub run fans out into as
-    // many PREDICT shards as a real one would for a well-formed FASTA
     """
-    rows=\$(gzip -cdf ${fasta} | awk -v L=${L} '
-        /^>/ { if (n) rows += 2 * int((n + L - 1) / L); n = 0; next }
-        { gsub(/[ \\t\\r]/, ""); n += length(\$0) }
-        END { if (n) rows += 2 * int((n + L - 1) / L); print rows + 0 }')
-    echo "{\\"stub\\": true, \\"subsequence_length\\": ${L}, \\"subsequences\\": \$rows}" >| ${prefix}.layout.json
+    chromaflow predict-plan --fasta ${fasta} --out ${prefix}.predict_plan.json ${args}
     printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" >| versions.yml
     """
 }
