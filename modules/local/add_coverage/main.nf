@@ -35,8 +35,9 @@ process ADD_COVERAGE {
     // sheet file -> its staged name (reads/indexes hold the specs' files/indexes in spec order: coverageInput)
     def stagedAs = { List sources, staged ->
         def names = staged instanceof List ? staged : (staged ? [staged] : [])
-        if (names*.name != sources*.name) {
-            error("ADD_COVERAGE ${meta.id}: staged ${names*.name} are not the specs' files ${sources*.name} (build the input with coverageInput)")
+        def base = { f -> new File(f.toString()).name }   // a staged path's name is its folder/name
+        if (names.collect(base) != sources.collect(base)) {
+            error("ADD_COVERAGE ${meta.id}: staged ${names.collect(base)} are not the specs' files ${sources.collect(base)} (build the input with coverageInput)")
         }
         [sources*.toString(), names].transpose().collectEntries()
     }
