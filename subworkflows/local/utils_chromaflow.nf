@@ -255,6 +255,11 @@ def completionMessage(outdir) {
     }
 }
 
+// "1 assembly", "3 assemblies"
+def assemblies(List rows) {
+    return "${rows.size()} assembl${rows.size() == 1 ? 'y' : 'ies'}"
+}
+
 /*
  * --help (then nothing else runs: main.nf checks params.help), parameter validation, and the mode's sheet parsed
  * before any task starts (subworkflows/local/samplesheet.nf: one CSV reader, one set of id/species rules).
@@ -269,14 +274,13 @@ workflow PIPELINE_INITIALISATION {
         log.info(paramsHelp(schema))
     } else {
         validateParameters(schema)
-        def n = { List r -> "${r.size()} assembl${r.size() == 1 ? 'y' : 'ies'}" }
         if (params.mode == 'train') {
             rows = parseTrainSheet(params.train_sheet)
-            log.info("chromaflow ${workflow.manifest.version} (--mode train): training '${params.train_name}' on ${n(rows)} from ${params.train_sheet} → ${params.outdir}")
+            log.info("chromaflow ${workflow.manifest.version} (--mode train): training '${params.train_name}' on ${assemblies(rows)} from ${params.train_sheet} → ${params.outdir}")
         } else {
             def sheet = samplesheetParam()
             rows = parseSamplesheet(sheet, samplesheetOptions(schema)).collect { r -> [r[0], r[1], r[2] ?: [], r[3] ?: []] }
-            log.info("chromaflow ${workflow.manifest.version} (--mode ${params.mode}): ${n(rows)} from ${sheet} → ${params.outdir}")
+            log.info("chromaflow ${workflow.manifest.version} (--mode ${params.mode}): ${assemblies(rows)} from ${sheet} → ${params.outdir}")
         }
     }
 

@@ -14,23 +14,25 @@ def rootCause(Throwable e) {
     return (e.cause != null && e.cause != e) ? rootCause(e.cause) : e
 }
 
+// One RESULT line: the rows `parse` returns for sheet `s`, or the root cause's message
+def report(String s, Closure parse) {
+    try {
+        println("RESULT\t${s}\tOK\t" + groovy.json.JsonOutput.toJson(parse.call(s)))
+    } catch (Throwable e) {
+        def root = rootCause(e)
+        println("RESULT\t${s}\tERROR\t${(root.message ?: root.class.name).replace('\n', '\\n')}")
+    }
+}
+
 workflow {
     def options = [default_species: null, default_layout: 'genes-x-samples', layouts: ['genes-x-samples', 'samples-x-genes']]
     def name = { p -> p == null ? null : (p.toUri().scheme == 'file' ? p.toString() : p.toUriString()) }
-    def report = { String s, Closure parse ->
-        try {
-            println("RESULT\t${s}\tOK\t" + groovy.json.JsonOutput.toJson(parse.call(s)))
-        } catch (Throwable e) {
-            def root = rootCause(e)
-            println("RESULT\t${s}\tERROR\t${(root.message ?: root.class.name).replace('\n', '\\n')}")
-        }
-    }
     params.sheets.tokenize(',').each { s ->
-        report(s) { parseSamplesheet(it, options).collect { r -> [r[0], name.call(r[1]), name.call(r[2]), name.call(r[3])] } }
+        report(s, { parseSamplesheet(it, options).collect { r -> [r[0], name.call(r[1]), name.call(r[2]), name.call(r[3])] } })
     }
     params.train_sheets.tokenize(',').each { s ->
-        report(s) { parseTrainSheet(it).collect { meta, fasta, specs ->
+        report(s, { parseTrainSheet(it).collect { meta, fasta, specs ->
             [meta, name.call(fasta), specs.collect { sp -> sp + [files: sp.files.collect { name.call(it) }, indexes: sp.indexes.collect { name.call(it) }] }]
-        } }
+        } })
     }
 }

@@ -13,6 +13,16 @@ def coverageInput(meta, h5, specs) {
     return [meta, h5, specs, specs.collectMany { it.files }, specs.collectMany { it.indexes }]
 }
 
+// sheet file -> its staged name, for the files the specs name; `staged` holds them in the same order (coverageInput)
+def stagedNames(meta, List sources, staged) {
+    def names = staged instanceof List ? staged : (staged ? [staged] : [])
+    def base = { f -> new File(f.toString()).name }   // a staged path's name is its folder/name
+    if (names.collect(base) != sources.collect(base)) {
+        error("ADD_COVERAGE ${meta.id}: staged ${names.collect(base)} are not the specs' files ${sources.collect(base)} (build the input with coverageInput)")
+    }
+    return [sources*.toString(), names].transpose().collectEntries()
+}
+
 process ADD_COVERAGE {
     tag "${meta.id}"
     label 'process_low'
@@ -32,17 +42,8 @@ process ADD_COVERAGE {
     def args   = task.ext.args ?: ''
     prefix     = task.ext.prefix ?: "${meta.id}.coverage"
     def strand = [unstranded: '--unstranded', first: '--first-read-is-sense-strand', second: '--second-read-is-sense-strand']
-    // sheet file -> its staged name (reads/indexes hold the specs' files/indexes in spec order: coverageInput)
-    def stagedAs = { List sources, staged ->
-        def names = staged instanceof List ? staged : (staged ? [staged] : [])
-        def base = { f -> new File(f.toString()).name }   // a staged path's name is its folder/name
-        if (names.collect(base) != sources.collect(base)) {
-            error("ADD_COVERAGE ${meta.id}: staged ${names.collect(base)} are not the specs' files ${sources.collect(base)} (build the input with coverageInput)")
-        }
-        [sources*.toString(), names].transpose().collectEntries()
-    }
-    def readOf  = stagedAs(specs.collectMany { it.files }, reads)
-    def indexOf = stagedAs(specs.collectMany { it.indexes }, indexes)
+    def readOf  = stagedNames(meta, specs.collectMany { it.files }, reads)
+    def indexOf = stagedNames(meta, specs.collectMany { it.indexes }, indexes)
     // one command per dataset; joined with the script's own indentation so that the heredoc below stays intact
     def cmds = specs.withIndex().collect { s, k ->
         def files = s.files.collect { readOf[it.toString()] }.join(' ')
