@@ -1,12 +1,13 @@
 /*
  * The chromaflow workflow: FASTA → h5 → (sharded) prediction → tracks; expression → GENIE3 plan → chunked
- * GENIE3 → merge; benchmark report; MultiQC. With --predict_from fasta, PREDICT reads the FASTA itself (shards
- * planned from FASTA_LAYOUT's row count) and FASTA2H5 runs only when --save_h5 asks for the genome h5.
+ * GENIE3 → merge; REPORTING (benchmark report, MultiQC, versions). PREDICT_PLAN counts each assembly's rows from
+ * its FASTA and lists the prediction shards; PREDICT fans out from that list on both routes. With
+ * --predict_from fasta, PREDICT reads the FASTA itself and FASTA2H5 runs only when --save_h5 asks for the genome h5.
  *
  * take: ch_samplesheet  channel of [meta, fasta, expression|[], regulators|[]], meta = [id, species, expression_layout]
  */
 include { FASTA2H5        } from '../modules/local/fasta2h5'
-include { FASTA_LAYOUT    } from '../modules/local/fasta_layout'
+include { PREDICT_PLAN    } from '../modules/local/predict_plan'
 include { MAKE_TEST_MODEL } from '../modules/local/make_test_model'
 include { PREDICT         } from '../modules/local/predict'
 include { PREDICT_MERGE   } from '../modules/local/predict_merge'
@@ -14,41 +15,11 @@ include { BIGWIG          } from '../modules/local/bigwig'
 include { GENIE3_PLAN     } from '../modules/local/genie3_plan'
 include { GENIE3          } from '../modules/local/genie3'
 include { GENIE3_MERGE    } from '../modules/local/genie3_merge'
-include { BENCHMARK       } from '../modules/local/benchmark'
-include { MULTIQC         } from '../modules/local/multiqc'
-include { runTraceFile    } from '../subworkflows/local/utils_chromaflow'
-
-// Number of prediction shards for an assembly of `rows` subsequences: `shards` is an integer or 'auto'
-// (one shard per `shardRows` subsequences).
-def shardCount(rows, shards, shardRows) {
-    def p = shards.toString()
-    if (p == 'auto') {
-        return Math.max(1, Math.ceil(rows / (shardRows as double)) as int)
-    }
-    return Math.max(1, Math.min(p as int, rows as int))
-}
+include { REPORTING       } from '../subworkflows/local/reporting'
+include { gatherParts; baseMeta } from '../subworkflows/local/utils_chromaflow'
 
 def readJson(path) {
     return new groovy.json.JsonSlurper().parse(path.toFile())
-}
-
-// Annotate one metrics JSON with the assembly/shard it belongs to (for the BENCHMARK stage).
-def annotateMetrics(meta, json, extra = [:]) {
-    def m = readJson(json)
-    m.assembly = meta.id
-    extra.each { k, v -> m[k] = v }
-    return groovy.json.JsonOutput.toJson(m)
-}
-
-// meta without the keys of one shard / chunk (and of PREDICT's input kind)
-def baseMeta(meta) {
-    return meta.findAll { k, v -> !(k in ['shard', 'shards', 'chunk', 'chunks', 'predict_input']) }
-}
-
-// [meta, input] of every prediction shard of an assembly of `rows` subsequences
-def shardsOf(meta, input, rows, extra = [:]) {
-    def n = shardCount(rows as long, params.predict_shards, params.predict_shard_rows)
-    return (1..n).collect { i -> [meta + extra + [shard: i, shards: n], input] }
 }
 
 workflow CHROMAFLOW {
@@ -57,7 +28,7 @@ workflow CHROMAFLOW {
 
     main:
     ch_versions = Channel.empty()
-    ch_metrics  = Channel.empty()
+    ch_metrics  = Channel.empty()   // [meta, metrics JSON] of every task, annotated by REPORTING
 
     //
     // FASTA → HDF5
@@ -67,11 +38,11 @@ workflow CHROMAFLOW {
     if (!from_fasta || params.save_h5) {
         FASTA2H5(ch_fasta)
         ch_versions = ch_versions.mix(FASTA2H5.out.versions)
-        ch_metrics  = ch_metrics.mix(FASTA2H5.out.metrics.map { meta, j -> annotateMetrics(meta, j) })
+        ch_metrics  = ch_metrics.mix(FASTA2H5.out.metrics)
     }
 
     //
-    // Prediction, sharded over tasks (GPUs/nodes), merged per assembly
+    // Prediction, sharded over tasks (GPUs/nodes) as PREDICT_PLAN lists the shards, merged per assembly
     //
     if (!params.skip_predict) {
         if (params.test_model) {
@@ -82,32 +53,26 @@ workflow CHROMAFLOW {
             ch_model = Channel.value(file(params.model, checkIfExists: true))
         }
 
-        if (from_fasta) {
-            FASTA_LAYOUT(ch_fasta)
-            ch_versions = ch_versions.mix(FASTA_LAYOUT.out.versions)
-            ch_shards = ch_fasta
-                .join(FASTA_LAYOUT.out.layout)
-                .flatMap { meta, fasta, json -> shardsOf(meta, fasta, readJson(json).subsequences, [predict_input: 'fasta']) }
-        } else {
-            ch_shards = FASTA2H5.out.h5
-                .join(FASTA2H5.out.metrics)
-                .flatMap { meta, h5, json -> shardsOf(meta, h5, readJson(json).subsequences) }
-        }
+        PREDICT_PLAN(ch_fasta)
+        ch_versions = ch_versions.mix(PREDICT_PLAN.out.versions)
+        // what PREDICT reads (meta.predict_input): the genome h5 of FASTA2H5, or the FASTA itself
+        def predict_input = from_fasta ? 'fasta' : 'h5'
+        ch_shards = (from_fasta ? ch_fasta : FASTA2H5.out.h5)
+            .join(PREDICT_PLAN.out.plan)
+            .flatMap { meta, genome, plan ->
+                readJson(plan).shards.collect { s -> [meta + [predict_input: predict_input, shard: s.index, shards: s.count], genome] }
+            }
         PREDICT(ch_shards, ch_model)
         ch_versions = ch_versions.mix(PREDICT.out.versions)
-        ch_metrics  = ch_metrics.mix(PREDICT.out.metrics.map { meta, j -> annotateMetrics(meta, j, [shard: meta.shard, shards: meta.shards]) })
+        ch_metrics  = ch_metrics.mix(PREDICT.out.metrics)
 
         ch_pred = PREDICT.out.predictions.branch { meta, p ->
             single: meta.shards == 1
             sharded: true
         }
-        ch_to_merge = ch_pred.sharded
-            .map { meta, p -> [groupKey(baseMeta(meta), meta.shards), meta.shard, p] }
-            .groupTuple()
-            .map { key, idx, files -> [key.getGroupTarget(), [idx, files].transpose().sort { it[0] }.collect { it[1] }] }
-        PREDICT_MERGE(ch_to_merge)
+        PREDICT_MERGE(gatherParts(ch_pred.sharded, 'shard', 'shards'))
         ch_versions = ch_versions.mix(PREDICT_MERGE.out.versions)
-        ch_metrics  = ch_metrics.mix(PREDICT_MERGE.out.metrics.map { meta, j -> annotateMetrics(meta, j) })
+        ch_metrics  = ch_metrics.mix(PREDICT_MERGE.out.metrics)
 
         // an unsharded prediction and a merged one carry the same name (<id>_predictions.h5) and meta
         ch_predictions = ch_pred.single
@@ -121,7 +86,7 @@ workflow CHROMAFLOW {
             ch_blacklist = params.track_blacklist ? Channel.value(file(params.track_blacklist, checkIfExists: true)) : Channel.value([])
             BIGWIG(ch_predictions, ch_blacklist)
             ch_versions = ch_versions.mix(BIGWIG.out.versions)
-            ch_metrics  = ch_metrics.mix(BIGWIG.out.metrics.map { meta, j -> annotateMetrics(meta, j) })
+            ch_metrics  = ch_metrics.mix(BIGWIG.out.metrics)
         }
     }
 
@@ -144,57 +109,18 @@ workflow CHROMAFLOW {
             }
         GENIE3(ch_genie3)
         ch_versions = ch_versions.mix(GENIE3.out.versions)
-        ch_metrics  = ch_metrics.mix(GENIE3.out.metrics.map { meta, j -> annotateMetrics(meta, j, [chunk: meta.chunk, chunks: meta.chunks]) })
+        ch_metrics  = ch_metrics.mix(GENIE3.out.metrics)
 
-        ch_parts = GENIE3.out.part
-            .map { meta, part -> [groupKey(baseMeta(meta), meta.chunks), meta.chunk, part] }
-            .groupTuple()
-            .map { key, idx, files -> [key.getGroupTarget(), [idx, files].transpose().sort { it[0] }.collect { it[1] }] }
-        GENIE3_MERGE(ch_parts)
+        GENIE3_MERGE(gatherParts(GENIE3.out.part, 'chunk', 'chunks'))
         ch_versions = ch_versions.mix(GENIE3_MERGE.out.versions)
-        ch_metrics  = ch_metrics.mix(GENIE3_MERGE.out.metrics.map { meta, j -> annotateMetrics(meta, j) })
+        ch_metrics  = ch_metrics.mix(GENIE3_MERGE.out.metrics)
     }
 
     //
-    // Versions of the tools that made the results (one file, deduplicated), for the reports
+    // Benchmark report, MultiQC and the versions of every process
     //
-    ch_versions_file = ch_versions
-        .unique { it.text }
-        .collectFile(name: 'software_versions.yml', sort: { it.text }, newLine: false)
-
-    //
-    // Benchmark report from every task's metrics and this run's trace (a staged input, [] where there is none)
-    //
-    ch_multiqc_files = Channel.empty()
-    if (!params.skip_benchmark) {
-        def trace = runTraceFile()
-        ch_metrics_file = ch_metrics.collectFile(name: 'metrics.jsonl', newLine: true, sort: true)
-        BENCHMARK(ch_metrics_file, ch_versions_file, trace ?: [])
-        ch_versions = ch_versions.mix(BENCHMARK.out.versions)
-        ch_multiqc_files = BENCHMARK.out.multiqc
-    }
-
-    //
-    // MultiQC: benchmark custom content + software versions. Its content is the benchmark's: MultiQC finds no
-    // results in the versions alone and fails, so --skip_benchmark also skips it.
-    //
-    if (!params.skip_multiqc && !params.skip_benchmark) {
-        MULTIQC(
-            ch_multiqc_files.collect().ifEmpty([]),
-            ch_versions_file,
-            file("${projectDir}/assets/multiqc_config.yml", checkIfExists: true)
-        )
-        ch_versions = ch_versions.mix(MULTIQC.out.versions)
-    }
-
-    //
-    // Every process's versions (the report stages included) in pipeline_info/
-    //
-    ch_versions
-        .unique { it.text }
-        .collectFile(name: 'software_versions.yml', storeDir: "${params.outdir}/pipeline_info", sort: { it.text }, newLine: false)
-        .set { ch_versions_published }
+    REPORTING(ch_versions, ch_metrics)
 
     emit:
-    versions = ch_versions_published
+    versions = REPORTING.out.versions
 }

@@ -23,6 +23,7 @@ from .common import (CREATED_OUTPUTS, TEMP_MIDDLE, ChromaflowError, handle_stop_
 COMMANDS: dict[str, tuple[str, str]] = {
     "fasta2h5": ("chromaflow.fasta2h5.cli", "FASTA -> Helixer-layout HDF5 (one-hot, chunked, both strands)"),
     "predict": ("chromaflow.predict.cli_predict", "Predmoter-compatible coverage prediction from a genome h5"),
+    "predict-plan": ("chromaflow.predict.cli_plan", "count an assembly's rows (FASTA or genome h5) and plan its prediction shards"),
     "predict-merge": ("chromaflow.predict.cli_merge", "join --shard outputs into one predictions h5"),
     "make-test-model": ("chromaflow.predict.cli_testmodel", "write a tiny seeded Predmoter-layout checkpoint (meaningless weights, for tests)"),
     "bigwig": ("chromaflow.bigwig.cli", "predictions h5 -> bigWig/bedGraph tracks, chrom.sizes, IGV session, UCSC hub"),

@@ -503,11 +503,17 @@ def cpu_seconds() -> float:
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
+#: environment variable through which whatever launched this command names the task (recorded as ``task_name``)
+TASK_NAME_ENV = "CHROMAFLOW_TASK_NAME"
+
+
 class StageMetrics:
     """Measures one stage run and writes the metrics JSON every stage shares.
 
     Common fields: ``stage``, ``wall_s``, ``cpu_s``, ``peak_rss_bytes``, ``device``, ``threads``,
-    ``started``/``finished`` (UTC ISO), ``host``, ``chromaflow_version``, ``python``. Stages add their
+    ``started``/``finished`` (UTC ISO), ``host``, ``chromaflow_version``, ``python``, and ``task_name`` where the
+    launcher named the task in the environment (:data:`TASK_NAME_ENV`; a report joins its rows to the launcher's
+    own records by that name, absent when unset). Stages add their
     counts with :meth:`set` (``bp``, ``subsequences``, ``records``, ``data_wait_fraction``, ...);
     ``bp_per_s`` and ``subsequences_per_s`` are derived from ``wall_s`` when the counts are present.
 
@@ -550,6 +556,8 @@ class StageMetrics:
             "host": socket.gethostname(),
             "python": platform.python_version(),
         }
+        if os.environ.get(TASK_NAME_ENV):
+            out["task_name"] = os.environ[TASK_NAME_ENV]
         out.update(self.fields)
         if out.get("bp") is not None and wall > 0:
             out["bp_per_s"] = out["bp"] / wall

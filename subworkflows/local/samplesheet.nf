@@ -1,14 +1,17 @@
 /*
- * Samplesheet parsing and validation, done in the pipeline itself before any task starts
- * (no nf-schema / nf-validation plugin: the plugin registry is not reachable on offline clusters).
+ * The two sheets, parsed and validated in the pipeline itself before any task starts (no nf-schema /
+ * nf-validation plugin: the plugin registry is not reachable on offline clusters), through one CSV reader
+ * (readSheet: header, quoting, BOM, line endings, empty lines, field counts) and one set of id and species rules
+ * (checkId, checkSpecies). Every problem stops the run with one line naming the sheet, the line and the column.
  *
- * Columns: id,fasta            required
- *          species             optional (≤ 25 ASCII bytes; default: --default_species, else the id)
- *          expression          optional expression matrix (TSV/CSV) → GENIE3 run for this assembly
- *          regulators          optional list of candidate regulators (needs expression)
- *          expression_layout   optional genes-x-samples | samples-x-genes (default: --genie3_layout)
- * Relative paths are resolved against the samplesheet's own folder. Every problem stops the run with one
- * line naming the sheet, the line number and the column.
+ * Samplesheet (--input / --genomes; parseSamplesheet):
+ *   id,fasta            required
+ *   species             optional (≤ 25 ASCII bytes; default: --default_species, else the id)
+ *   expression          optional expression matrix (TSV/CSV) → GENIE3 run for this assembly
+ *   regulators          optional list of candidate regulators (needs expression)
+ *   expression_layout   optional genes-x-samples | samples-x-genes (default: --genie3_layout)
+ * Train sheet (--train_sheet, --mode train; parseTrainSheet): one row per reads file, see trainSheetColumns().
+ * Relative paths are resolved against the sheet's own folder.
  */
 
 // Stops the run with one line and exit status 1 (catchable by the test driver tests/pipeline/nextflow/validate_sheets.nf).
@@ -100,6 +103,63 @@ def resolveSheetPath(String value, sheetDir, String where, String column, boolea
 }
 
 /*
+ * One CSV sheet: [name, folder, records], each record [fields by (lower-case) column, line number, "<what> <name>
+ * line <n>"]. `what` names the sheet in messages ('samplesheet', 'train sheet'); `columns` are the allowed columns,
+ * `required` those that must be there.
+ */
+def readSheet(sheetPath, String what, List<String> columns, List<String> required) {
+    def sheet = file(sheetPath.toString(), glob: false)
+    def name = sheetPath.toString()
+    if (!sheet.exists()) sheetError("${what} ${name}: file not found")
+    if (sheet.isDirectory()) sheetError("${what} ${name}: is a directory, expected a CSV file")
+    if (!sheet.canRead()) sheetError("${what} ${name}: file not readable")
+    def text
+    try {
+        text = new String(sheet.bytes, 'UTF-8')
+    } catch (Exception e) {
+        sheetError("${what} ${name}: cannot read: ${e.message}")
+    }
+    if (text.startsWith('\uFEFF')) text = text.substring(1)        // UTF-8 byte-order mark (Excel)
+    def lines = text.split(/\r?\n|\r/, -1) as List
+    // drop trailing empty lines only (an empty line between records is an error below)
+    def last = lines.findLastIndexOf { l -> l.trim() != '' }
+    lines = last >= 0 ? lines[0..last] : []
+    if (!lines) sheetError("${what} ${name}: file is empty (expected a header line '${required.join(',')},...')")
+    def header = splitCsvLine(lines[0], "${what} ${name} line 1").collect { it.toLowerCase() }
+    def dup = header.findAll { h -> header.count(h) > 1 }.unique()
+    if (dup) sheetError("${what} ${name} line 1: duplicate column(s): ${dup.join(', ')}")
+    def missing = required.findAll { !(it in header) }
+    if (missing) sheetError("${what} ${name} line 1: missing required column(s): ${missing.join(', ')} (header is '${lines[0].trim()}')")
+    def extra = header.findAll { !(it in columns) }
+    if (extra) sheetError("${what} ${name} line 1: unknown column(s): ${extra.join(', ')} (allowed: ${columns.join(', ')})")
+    def records = []
+    lines.eachWithIndex { String line, int idx ->
+        if (idx == 0) return
+        int lineNo = idx + 1
+        def where = "${what} ${name} line ${lineNo}"
+        if (line.trim() == '') sheetError("${where}: empty line")
+        def fields = splitCsvLine(line, where)
+        if (fields.size() != header.size()) sheetError("${where}: ${fields.size()} fields, but the header has ${header.size()}")
+        records << [[header, fields].transpose().collectEntries { [(it[0]): it[1]] }, lineNo, where]
+    }
+    return [name, sheet.toAbsolutePath().getParent(), records]
+}
+
+// An assembly id (used in output paths): letters, digits, '.', '_', '-'.
+def checkId(id, String where) {
+    if (!id) sheetError("${where}: column 'id' is empty")
+    if (!(id ==~ /^[A-Za-z0-9][A-Za-z0-9._-]*$/)) sheetError("${where}: id '${id}' may only contain letters, digits, '.', '_' and '-' (no spaces or path characters)")
+    return id
+}
+
+// The species string stored in the genome h5: printable ASCII without spaces, at most 25 bytes (data/species S25).
+def checkSpecies(species, String where) {
+    if (!(species ==~ /^[\x21-\x7E]+$/)) sheetError("${where}: species '${species}' must be printable ASCII without spaces")
+    if (species.length() > 25) sheetError("${where}: species '${species}' is ${species.length()} bytes; the Helixer layout stores at most 25 (set a shorter 'species' column)")
+    return species
+}
+
+/*
  * Returns a list of [meta, fasta, expression|null, regulators|null] rows, meta = [id, species, expression_layout].
  * options: default_species (else the id), default_layout (for rows without expression_layout) and layouts (the
  * allowed values: the genie3_layout enum of nextflow_schema.json).
@@ -107,52 +167,16 @@ def resolveSheetPath(String value, sheetDir, String where, String column, boolea
 def parseSamplesheet(sheetPath, Map options = [:]) {
     def layouts = options.layouts ?: ['genes-x-samples', 'samples-x-genes']
     if (!sheetPath) sheetError("--input (or --genomes) is required: a CSV samplesheet with columns id,fasta (see docs/usage.md)")
-    def sheet = file(sheetPath.toString(), glob: false)
-    def name = sheetPath.toString()
-    if (!sheet.exists()) sheetError("samplesheet ${name}: file not found")
-    if (sheet.isDirectory()) sheetError("samplesheet ${name}: is a directory, expected a CSV file")
-    if (!sheet.canRead()) sheetError("samplesheet ${name}: file not readable")
-    def text
-    try {
-        text = new String(sheet.bytes, 'UTF-8')
-    } catch (Exception e) {
-        sheetError("samplesheet ${name}: cannot read: ${e.message}")
-    }
-    if (text.startsWith('\uFEFF')) text = text.substring(1)        // UTF-8 byte-order mark (Excel)
-    def lines = text.split(/\r?\n|\r/, -1) as List
-    // drop trailing empty lines only (an empty line between records is an error below)
-    def last = lines.findLastIndexOf { l -> l.trim() != '' }
-    lines = last >= 0 ? lines[0..last] : []
-    if (!lines) sheetError("samplesheet ${name}: file is empty (expected a header line 'id,fasta,...')")
-    def header = splitCsvLine(lines[0], "samplesheet ${name} line 1").collect { it.toLowerCase() }
-    def dup = header.findAll { h -> header.count(h) > 1 }.unique()
-    if (dup) sheetError("samplesheet ${name} line 1: duplicate column(s): ${dup.join(', ')}")
-    def missing = ['id', 'fasta'].findAll { !(it in header) }
-    if (missing) sheetError("samplesheet ${name} line 1: missing required column(s): ${missing.join(', ')} (header is '${lines[0].trim()}')")
-    def extra = header.findAll { !(it in samplesheetColumns()) }
-    if (extra) sheetError("samplesheet ${name} line 1: unknown column(s): ${extra.join(', ')} (allowed: ${samplesheetColumns().join(', ')})")
-
-    def sheetDir = sheet.toAbsolutePath().getParent()
+    def (name, sheetDir, records) = readSheet(sheetPath, 'samplesheet', samplesheetColumns(), ['id', 'fasta'])
     def rows = []
     def seen = [:]
-    lines.eachWithIndex { String line, int idx ->
-        if (idx == 0) return
-        int lineNo = idx + 1
-        def where = "samplesheet ${name} line ${lineNo}"
-        if (line.trim() == '') sheetError("${where}: empty line")
-        def fields = splitCsvLine(line, where)
-        if (fields.size() != header.size()) sheetError("${where}: ${fields.size()} fields, but the header has ${header.size()}")
-        def rec = [header, fields].transpose().collectEntries { [(it[0]): it[1]] }
-        def id = rec.id
-        if (!id) sheetError("${where}: column 'id' is empty")
-        if (!(id ==~ /^[A-Za-z0-9][A-Za-z0-9._-]*$/)) sheetError("${where}: id '${id}' may only contain letters, digits, '.', '_' and '-' (no spaces or path characters)")
+    records.each { rec, lineNo, where ->
+        def id = checkId(rec.id, where)
         if (seen.containsKey(id)) sheetError("${where}: duplicate id '${id}' (first on line ${seen[id]})")
         seen[id] = lineNo
         if (!rec.fasta) sheetError("${where}: column 'fasta' is empty")
         def fasta = resolveSheetPath(rec.fasta, sheetDir, where, 'fasta')
-        def species = rec.species ?: (options.default_species ?: id)
-        if (!(species ==~ /^[\x21-\x7E]+$/)) sheetError("${where}: species '${species}' must be printable ASCII without spaces")
-        if (species.length() > 25) sheetError("${where}: species '${species}' is ${species.length()} bytes; the Helixer layout stores at most 25 (set a shorter 'species' column)")
+        def species = checkSpecies(rec.species ?: (options.default_species ?: id), where)
         def expression = rec.expression ? resolveSheetPath(rec.expression, sheetDir, where, 'expression') : null
         def regulators = rec.regulators ? resolveSheetPath(rec.regulators, sheetDir, where, 'regulators') : null
         if (regulators && !expression) sheetError("${where}: column 'regulators' is set but 'expression' is empty")
@@ -161,5 +185,86 @@ def parseSamplesheet(sheetPath, Map options = [:]) {
         rows << [[id: id, species: species, expression_layout: layout], fasta, expression, regulators]
     }
     if (!rows) sheetError("samplesheet ${name}: no assemblies (only a header line)")
+    return rows
+}
+
+List<String> trainSheetColumns() { ['id', 'split', 'fasta', 'species', 'dataset', 'file', 'library', 'shift'] }
+
+/*
+ * The train sheet (--mode train; docs/training.md): one row per reads file.
+ *   id        assembly id; rows with the same id share split, fasta and species
+ *   split     train | val | test (at least one train and one val assembly)
+ *   fasta     the assembly (FASTA, plain or gzip)
+ *   species   optional (default: the id)
+ *   dataset   the coverage name the model predicts, e.g. atacseq, h3k4me3
+ *   file      a coordinate-sorted BAM with its index beside it (.bai or .csi), or a bigWig (.bw / .bigwig)
+ *   library   unstranded (default) | first | second (first/second-read-is-sense-strand); bigWig: unstranded
+ *   shift     true | false (default): ATAC Tn5 shift, BAM + unstranded only
+ * Files of one dataset of one assembly are replicates (one coverage column each) and must share kind, library, shift.
+ * Returns one row per assembly: [meta (id, species, split), fasta, specs], one spec per dataset in sheet order:
+ * [dataset, kind: bam|bigwig, library, shift, files: [reads files], indexes: [their BAM indexes; none for bigWigs]].
+ */
+def parseTrainSheet(sheetPath) {
+    if (!sheetPath) sheetError("--mode train needs --train_sheet: a CSV with columns ${trainSheetColumns().join(',')} (see docs/training.md)")
+    def (name, sheetDir, records) = readSheet(sheetPath, 'train sheet', trainSheetColumns(), ['id', 'split', 'fasta', 'dataset', 'file'])
+    def asm = [:]        // id -> [meta, fasta, line]
+    def groups = [:]     // id -> dataset -> spec (+ line)
+    records.each { rec, lineNo, where ->
+        def id = checkId(rec.id, where)
+        if (!(rec.split in ['train', 'val', 'test'])) sheetError("${where}: column 'split' must be train, val or test (got '${rec.split}')")
+        if (!rec.fasta) sheetError("${where}: column 'fasta' is empty")
+        def fasta = resolveSheetPath(rec.fasta, sheetDir, where, 'fasta')
+        def species = checkSpecies(rec.species ?: id, where)
+        if (asm.containsKey(id)) {
+            def (m0, f0, l0) = asm[id]
+            if (m0.split != rec.split || f0.toString() != fasta.toString() || m0.species != species) {
+                sheetError("${where}: assembly '${id}' has another split, fasta or species than on line ${l0}")
+            }
+        } else {
+            asm[id] = [[id: id, species: species, split: rec.split], fasta, lineNo]
+        }
+        def ds = rec.dataset
+        if (!(ds ==~ /^[A-Za-z0-9][A-Za-z0-9_.-]*$/)) sheetError("${where}: dataset '${ds}' may only contain letters, digits, '.', '_' and '-'")
+        if (!rec.file) sheetError("${where}: column 'file' is empty")
+        def lower = rec.file.toLowerCase()
+        def kind = lower.endsWith('.bam') ? 'bam' : (lower.endsWith('.bw') || lower.endsWith('.bigwig') ? 'bigwig' : null)
+        if (!kind) sheetError("${where}: column 'file': '${rec.file}' is neither a .bam nor a .bw/.bigwig file")
+        def reads = resolveSheetPath(rec.file, sheetDir, where, 'file')
+        def index = null
+        if (kind == 'bam') {
+            def bai = file(reads.toString() + '.bai')
+            def csi = file(reads.toString() + '.csi')
+            def bai2 = file(reads.toString().replaceAll(/\.bam$/, '.bai'))
+            index = [bai, csi, bai2].find { it.exists() }
+            if (!index) sheetError("${where}: column 'file': ${reads} has no index (${reads}.bai or .csi); run samtools index")
+        }
+        def library = rec.library ?: 'unstranded'
+        if (!(library in ['unstranded', 'first', 'second'])) sheetError("${where}: column 'library' must be unstranded, first or second (got '${library}')")
+        def shiftText = (rec.shift ?: 'false').toLowerCase()
+        if (!(shiftText in ['true', 'false', 'yes', 'no', '1', '0'])) sheetError("${where}: column 'shift' must be true or false (got '${rec.shift}')")
+        def shift = shiftText in ['true', 'yes', '1']
+        if (kind == 'bigwig' && (library != 'unstranded' || shift)) sheetError("${where}: a bigWig needs library unstranded and shift false")
+        if (shift && library != 'unstranded') sheetError("${where}: shift needs library unstranded (as in Helixer)")
+        def g = groups.get(id, [:])
+        groups[id] = g
+        if (g.containsKey(ds)) {
+            def s = g[ds]
+            if (s.kind != kind || s.library != library || s.shift != shift) {
+                sheetError("${where}: dataset '${ds}' of '${id}' mixes file kind, library or shift with line ${s.line}")
+            }
+            if (reads.toString() in s.files.collect { it.toString() }) sheetError("${where}: ${reads} is listed twice for dataset '${ds}' of '${id}'")
+            s.files << reads
+            if (index) s.indexes << index
+        } else {
+            g[ds] = [dataset: ds, kind: kind, library: library, shift: shift, files: [reads], indexes: index ? [index] : [], line: lineNo]
+        }
+    }
+    def rows = asm.collect { id, a ->
+        def (meta, fasta, l) = a
+        [meta, fasta, groups[id].values().collect { s -> s.findAll { k, v -> k != 'line' } }]
+    }
+    if (!rows) sheetError("train sheet ${name}: no rows (only a header line)")
+    if (!rows.any { it[0].split == 'train' }) sheetError("train sheet ${name}: no assembly with split 'train'")
+    if (!rows.any { it[0].split == 'val' }) sheetError("train sheet ${name}: no assembly with split 'val'")
     return rows
 }

@@ -1,6 +1,8 @@
 /*
- * Pipeline utilities: parameter validation against nextflow_schema.json, --help from the same file, the
- * samplesheet parameter (--input or --genomes) and the route of this run's trace file to the benchmark stage.
+ * Pipeline utilities (nf-core's utils_nfcore_<pipeline>_pipeline in shape): PIPELINE_INITIALISATION (--help,
+ * parameter validation against nextflow_schema.json, the mode's sheet read into a channel) and PIPELINE_COMPLETION
+ * (the end-of-run line), and the helpers the workflows share: the route of this run's trace file to the benchmark
+ * stage, and the gathering of an assembly's shards / chunks for their merge.
  *
  * nextflow_schema.json is the single source of truth for every parameter rule: type, enum, pattern, minimum,
  * exclusiveMinimum, maximum, required, and `format: file-path` with `exists: true`. The schema is plain JSON,
@@ -9,6 +11,8 @@
  * validateParameters() itself, each with its message: --input/--genomes (not in --mode train), --train_sheet
  * (only in --mode train), and --model unless --skip_predict or --test_model.
  */
+
+include { parseSamplesheet; parseTrainSheet } from './samplesheet'
 
 // Every property of every group of the schema: name -> spec (with the group's `required` list folded in).
 def schemaParams(schemaPath) {
@@ -225,6 +229,22 @@ def runTraceFile() {
     return trace
 }
 
+// meta without the keys of one shard / chunk (and of PREDICT's input kind): the meta of the merged result
+def baseMeta(meta) {
+    return meta.findAll { k, v -> !(k in ['shard', 'shards', 'chunk', 'chunks', 'predict_input']) }
+}
+
+/*
+ * The parts of every assembly gathered for their merge: [meta, file] items whose meta carries `part` (1..n) and
+ * `count` (n) → one [baseMeta, [files in part order]] per assembly, emitted as soon as its n parts are in.
+ */
+def gatherParts(ch, String part, String count) {
+    return ch
+        .map { meta, f -> [groupKey(baseMeta(meta), meta[count]), meta[part], f] }
+        .groupTuple()
+        .map { key, idx, files -> [key.getGroupTarget(), [idx, files].transpose().sort { it[0] }.collect { it[1] }] }
+}
+
 // The end-of-run line (a function, so `workflow` is the run's metadata, as in nf-core's completionSummary()).
 def completionMessage(outdir) {
     if (workflow.success) {
@@ -233,6 +253,39 @@ def completionMessage(outdir) {
     } else {
         log.error("chromaflow: failed. See ${outdir}/pipeline_info and .nextflow.log")
     }
+}
+
+// "1 assembly", "3 assemblies"
+def assemblies(List rows) {
+    return "${rows.size()} assembl${rows.size() == 1 ? 'y' : 'ies'}"
+}
+
+/*
+ * --help (then nothing else runs: main.nf checks params.help), parameter validation, and the mode's sheet parsed
+ * before any task starts (subworkflows/local/samplesheet.nf: one CSV reader, one set of id/species rules).
+ * emit: samplesheet  predict mode: [meta, fasta, expression|[], regulators|[]] per assembly (optional files are [],
+ *                    the nf-core convention for an absent path input); train mode: [meta, fasta, specs] per assembly
+ */
+workflow PIPELINE_INITIALISATION {
+    main:
+    def schema = "${projectDir}/nextflow_schema.json"
+    def rows = []
+    if (params.help) {
+        log.info(paramsHelp(schema))
+    } else {
+        validateParameters(schema)
+        if (params.mode == 'train') {
+            rows = parseTrainSheet(params.train_sheet)
+            log.info("chromaflow ${workflow.manifest.version} (--mode train): training '${params.train_name}' on ${assemblies(rows)} from ${params.train_sheet} → ${params.outdir}")
+        } else {
+            def sheet = samplesheetParam()
+            rows = parseSamplesheet(sheet, samplesheetOptions(schema)).collect { r -> [r[0], r[1], r[2] ?: [], r[3] ?: []] }
+            log.info("chromaflow ${workflow.manifest.version} (--mode ${params.mode}): ${assemblies(rows)} from ${sheet} → ${params.outdir}")
+        }
+    }
+
+    emit:
+    samplesheet = Channel.fromList(rows)
 }
 
 /*

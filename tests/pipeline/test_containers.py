@@ -475,7 +475,7 @@ def test_docker_gpu_profile_puts_gpus_all_on_predict_only(gpu_flag_runs):
     assert rc == 0, out[-3000:]
     tasks = _tasks(d)
     assert sorted(re.sub(r" \(.*", "", n) for n in tasks) == ["CHROMAFLOW:FASTA2H5", "CHROMAFLOW:MAKE_TEST_MODEL",
-                                                               "CHROMAFLOW:PREDICT"]
+                                                               "CHROMAFLOW:PREDICT", "CHROMAFLOW:PREDICT_PLAN"]
     for name, text in tasks.items():
         line = _engine_line(text, "docker")
         assert ("--gpus all" in line) == name.startswith("CHROMAFLOW:PREDICT "), (name, line)
@@ -552,7 +552,7 @@ def test_singularity_apptainer_command_lines(shim_runs, engine):
     assert "chromaflow: done" in stdout
     tasks = _tasks(d)
     names = sorted(re.sub(r" \(.*", "", n) for n in tasks)
-    assert names == ["CHROMAFLOW:FASTA2H5", "CHROMAFLOW:PREDICT"], names
+    assert names == ["CHROMAFLOW:FASTA2H5", "CHROMAFLOW:PREDICT", "CHROMAFLOW:PREDICT_PLAN"], names
     for name, text in tasks.items():
         line = _engine_line(text, engine)
         gpu = name.startswith("CHROMAFLOW:PREDICT ")

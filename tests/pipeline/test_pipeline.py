@@ -41,15 +41,16 @@ def test_run_succeeds_and_reports_exist(test_run):
         files = list(info.glob(pattern))
         assert len(files) == 1 and files[0].stat().st_size > 0, pattern
     versions = (info / "software_versions.yml").read_text()
-    processes = ("FASTA2H5", "MAKE_TEST_MODEL", "PREDICT", "PREDICT_MERGE", "BIGWIG", "GENIE3_PLAN", "GENIE3",
-                 "GENIE3_MERGE", "BENCHMARK", "MULTIQC")
-    assert sorted(re.findall(r'^"CHROMAFLOW:(\w+)":$', versions, re.M)) == sorted(processes)
+    processes = ("FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "PREDICT", "PREDICT_MERGE", "BIGWIG", "GENIE3_PLAN",
+                 "GENIE3", "GENIE3_MERGE", "REPORTING:BENCHMARK", "REPORTING:MULTIQC")
+    assert sorted(re.findall(r'^"CHROMAFLOW:([\w:]+)":$', versions, re.M)) == sorted(processes)
     assert "\n    multiqc: 1.35\n" in versions
     trace = read_trace(outdir)
     assert {"peak_rss", "realtime", "%cpu", "attempt"} <= set(trace[0])
     done = [r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED"]
-    # 2 FASTA2H5, 1 model, 4 PREDICT shards, 2 merges, 2 BIGWIG, 1 plan, 3 GENIE3 chunks, 1 merge, BENCHMARK, MULTIQC
-    assert sorted(done) == sorted(["FASTA2H5"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
+    # 2 FASTA2H5, 2 shard plans, 1 model, 4 PREDICT shards, 2 merges, 2 BIGWIG, 1 GENIE3 plan, 3 GENIE3 chunks,
+    # 1 merge, BENCHMARK, MULTIQC
+    assert sorted(done) == sorted(["FASTA2H5"] * 2 + ["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
                                   + ["BIGWIG"] * 2 + ["GENIE3_PLAN"] + ["GENIE3"] * 3 + ["GENIE3_MERGE", "BENCHMARK", "MULTIQC"])
 
 
@@ -269,7 +270,7 @@ def test_odd_inputs_give_the_same_results_as_plain_ones(odd_inputs_run, test_run
     trace = read_trace(outdir)
     done = sorted(r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED")
     # one shard per assembly: no PREDICT_MERGE; both matrices planned and split into 3 chunks
-    assert done == sorted(["FASTA2H5"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 2 + ["GENIE3_PLAN"] * 2
+    assert done == sorted(["FASTA2H5"] * 2 + ["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 2 + ["GENIE3_PLAN"] * 2
                           + ["GENIE3"] * 6 + ["GENIE3_MERGE"] * 2)
     # the FASTA from a folder with spaces and the one fetched over http: the same h5 and predictions as the test
     # profile's asmA / asmB, and an unsharded prediction is published under the same name as a merged one
@@ -289,7 +290,7 @@ def test_odd_inputs_give_the_same_results_as_plain_ones(odd_inputs_run, test_run
 
 def test_predict_from_fasta_gives_the_same_predictions_and_tracks_without_a_genome_h5(test_run, tmp_path):
     """--predict_from fasta --save_h5 false: PREDICT reads the FASTA (2 shards per assembly planned from
-    FASTA_LAYOUT's row count, merged), FASTA2H5 does not run and no h5 is published, and the predictions and tracks
+    PREDICT_PLAN's shard list, merged), FASTA2H5 does not run and no h5 is published, and the predictions and tracks
     are those of the h5 route (the test profile's run)."""
     from helpers.pipeline_utils import run_nextflow
 
@@ -298,7 +299,7 @@ def test_predict_from_fasta_gives_the_same_predictions_and_tracks_without_a_geno
     run_nextflow(["-profile", "test", "--outdir", str(outdir), "--predict_from", "fasta", "--save_h5", "false",
                   "--skip_genie3"], cwd=tmp_path)
     done = sorted(r["process"].split(":")[-1] for r in read_trace(outdir) if r["status"] == "COMPLETED")
-    assert done == sorted(["FASTA_LAYOUT"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
+    assert done == sorted(["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
                           + ["BIGWIG"] * 2 + ["BENCHMARK", "MULTIQC"])
     for asm in ("asmA", "asmB"):
         assert not (outdir / asm / "h5").exists()

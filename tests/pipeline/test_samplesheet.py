@@ -160,3 +160,76 @@ def test_unfetchable_url_stops_the_real_pipeline_with_one_line(tmp_path, nextflo
         out = _stops_before_any_task(sheet, tmp_path)
     lines = [ln for ln in out.splitlines() if "nothing-here.fa" in ln]
     assert lines == [f"samplesheet {sheet} line 2: column 'fasta': cannot fetch {server.url}/nothing-here.fa (HTTP 404)"], out
+
+
+# -----------------------------------------------------------------------------------------------------------------
+# the train sheet (--mode train) goes through the same CSV reader and the same id/species rules
+# -----------------------------------------------------------------------------------------------------------------
+TRAIN = ROOT / "assets" / "train_test"
+TRAIN_HEAD = "id,split,fasta,species,dataset,file,library,shift\n"
+TRAIN_ROW = "{id},{split},{t}/{fa},{species},atacseq,{t}/{bam},unstranded,true\n"
+
+# case -> (id, species): the same bad value in a samplesheet and in a train sheet gives the same message
+RULE_CASES = {"id_with_space": ("my genome", "Sp_a"), "id_with_slash": ("a/b", "Sp_a"),
+              "species_with_space": ("A", "Sp a"), "long_species": ("A", "x" * 26)}
+
+
+def _train_sheet(rows: list[dict]) -> str:
+    return TRAIN_HEAD + "".join(TRAIN_ROW.format(t=TRAIN, **r) for r in rows)
+
+
+@pytest.fixture(scope="module")
+def rule_results(tmp_path_factory, nextflow_bin):
+    d = tmp_path_factory.mktemp("rules")
+    sheets, trains = {}, {}
+    for case, (id_, species) in RULE_CASES.items():
+        sheets[case] = d / f"{case}.csv"
+        sheets[case].write_text(f"id,fasta,species\n{id_},{FASTA},{species}\n")
+        trains[case] = d / f"train_{case}.csv"
+        trains[case].write_text(_train_sheet([dict(id=id_, split="train", fa="trainA.fa", species=species, bam="trainA_atacseq_1.bam")]))
+    trains["duplicate_column"] = d / "train_duplicate_column.csv"
+    trains["duplicate_column"].write_text(TRAIN_HEAD.replace(",shift", ",SPLIT") + "A,train,a.fa,,x,a.bam,,\n")
+    trains["valid"] = d / "train_valid.csv"
+    trains["valid"].write_text(_train_sheet([
+        dict(id="trainA", split="train", fa="trainA.fa", species="", bam="trainA_atacseq_2.bam"),
+        dict(id="trainA", split="train", fa="trainA.fa", species="", bam="trainA_atacseq_1.bam"),
+        dict(id="valA", split="val", fa="valA.fa", species="Testus_val", bam="valA_atacseq_1.bam")]))
+    res = subprocess.run(
+        ["nextflow", "run", str(ROOT / "tests" / "nextflow" / "validate_sheets.nf"), "-ansi-log", "false",
+         "--sheets", ",".join(map(str, sheets.values())), "--train_sheets", ",".join(map(str, trains.values()))],
+        cwd=d, capture_output=True, text=True, timeout=600, env={**os.environ, "NXF_OFFLINE": "true"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    results = {}
+    for line in res.stdout.splitlines():
+        if line.startswith("RESULT\t"):
+            _, sheet, kind, rest = line.split("\t", 3)
+            results[sheet] = (kind, rest)
+    return ({c: results[str(p)] for c, p in sheets.items()}, {c: results[str(p)] for c, p in trains.items()},
+            sheets, trains)
+
+
+@pytest.mark.parametrize("case", sorted(RULE_CASES))
+def test_train_sheet_and_samplesheet_share_the_id_and_species_rules(rule_results, case):
+    sheet_results, train_results, sheets, trains = rule_results
+    (kind, sheet_msg), (tkind, train_msg) = sheet_results[case], train_results[case]
+    assert kind == tkind == "ERROR", (sheet_msg, train_msg)
+    assert sheet_msg.startswith(f"samplesheet {sheets[case]} line 2: ")
+    assert train_msg.startswith(f"train sheet {trains[case]} line 2: ")
+    assert sheet_msg.split(" line 2: ", 1)[1] == train_msg.split(" line 2: ", 1)[1]
+
+
+def test_train_sheet_read_by_the_shared_reader(rule_results):
+    _, train_results, _, trains = rule_results
+    kind, msg = train_results["duplicate_column"]
+    assert kind == "ERROR" and msg == f"train sheet {trains['duplicate_column']} line 1: duplicate column(s): split"
+    kind, rows = train_results["valid"]
+    assert kind == "OK", rows
+    rows = json.loads(rows)
+    assert [r[0] for r in rows] == [{"id": "trainA", "species": "trainA", "split": "train"},
+                                    {"id": "valA", "species": "Testus_val", "split": "val"}]
+    # one spec per dataset; replicates in sheet order, each with its own index
+    (spec,) = rows[0][2]
+    assert {k: spec[k] for k in ("dataset", "kind", "library", "shift")} == \
+        {"dataset": "atacseq", "kind": "bam", "library": "unstranded", "shift": True}
+    assert spec["files"] == [str(TRAIN / "trainA_atacseq_2.bam"), str(TRAIN / "trainA_atacseq_1.bam")]
+    assert spec["indexes"] == [str(TRAIN / "trainA_atacseq_2.bam.bai"), str(TRAIN / "trainA_atacseq_1.bam.bai")]

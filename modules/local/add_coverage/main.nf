@@ -4,9 +4,25 @@
  * first dataset writes <prefix>.h5 with --out, the next ones update that file (each update is atomic).
  *
  * specs: one map per dataset: [dataset: 'atacseq', kind: 'bam'|'bigwig', library: 'unstranded'|'first'|'second',
- *        shift: true|false, n: number of files]; `reads` holds the files of all datasets in spec order, `indexes`
- *        the BAM indexes in the same order (none for bigWigs). Staged in numbered folders so equal names never clash.
+ *        shift: true|false, files: [its reads files], indexes: [their BAM indexes; none for bigWigs]].
+ * reads, indexes: every spec's files and its indexes, in spec order (coverageInput below builds the tuple), staged in
+ *        numbered folders so equal names never clash; the script finds each spec's files by the file they stage.
  */
+// ADD_COVERAGE's input for one assembly: meta, its genome h5 and dataset specs, and the specs' files and indexes to stage
+def coverageInput(meta, h5, specs) {
+    return [meta, h5, specs, specs.collectMany { it.files }, specs.collectMany { it.indexes }]
+}
+
+// sheet file -> its staged name, for the files the specs name; `staged` holds them in the same order (coverageInput)
+def stagedNames(meta, List sources, staged) {
+    def names = staged instanceof List ? staged : (staged ? [staged] : [])
+    def base = { f -> new File(f.toString()).name }   // a staged path's name is its folder/name
+    if (names.collect(base) != sources.collect(base)) {
+        error("ADD_COVERAGE ${meta.id}: staged ${names.collect(base)} are not the specs' files ${sources.collect(base)} (build the input with coverageInput)")
+    }
+    return [sources*.toString(), names].transpose().collectEntries()
+}
+
 process ADD_COVERAGE {
     tag "${meta.id}"
     label 'process_low'
@@ -25,25 +41,18 @@ process ADD_COVERAGE {
     script:
     def args   = task.ext.args ?: ''
     prefix     = task.ext.prefix ?: "${meta.id}.coverage"
-    def readList  = reads instanceof List ? reads : [reads]
-    def indexList = indexes instanceof List ? indexes : (indexes ? [indexes] : [])
     def strand = [unstranded: '--unstranded', first: '--first-read-is-sense-strand', second: '--second-read-is-sense-strand']
+    def readOf  = stagedNames(meta, specs.collectMany { it.files }, reads)
+    def indexOf = stagedNames(meta, specs.collectMany { it.indexes }, indexes)
     // one command per dataset; joined with the script's own indentation so that the heredoc below stays intact
-    def cmds = []
-    int r = 0
-    int x = 0
-    specs.eachWithIndex { s, k ->
-        def files = readList[r..<(r + s.n)]
-        r += s.n
-        def src = s.kind == 'bam' ? "--bam ${files.join(' ')}" : "--bigwig ${files.join(' ')}"
-        if (s.kind == 'bam') {
-            src += " --bam-index ${indexList[x..<(x + s.n)].join(' ')}"
-            x += s.n
-        }
+    def cmds = specs.withIndex().collect { s, k ->
+        def files = s.files.collect { readOf[it.toString()] }.join(' ')
+        def src = s.kind == 'bam' ? "--bam ${files} --bam-index ${s.indexes.collect { indexOf[it.toString()] }.join(' ')}" : "--bigwig ${files}"
         def target = k == 0 ? "--h5 ${h5} --out ${prefix}.h5 --force" : "--h5 ${prefix}.h5"
-        cmds << "chromaflow add-coverage ${target} --prefix ${s.dataset} ${src} ${strand[s.library]}${s.shift ? ' --shift' : ''} --threads ${task.cpus} --metrics ${prefix}.${s.dataset}.add_coverage.metrics.json ${args}"
+        "chromaflow add-coverage ${target} --prefix ${s.dataset} ${src} ${strand[s.library]}${s.shift ? ' --shift' : ''} --threads ${task.cpus} --metrics ${prefix}.${s.dataset}.add_coverage.metrics.json ${args}"
     }
     """
+    export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
     ${cmds.join('\n    ')}
 
     cat <<-END_VERSIONS >| versions.yml

@@ -24,6 +24,7 @@ process BIGWIG {
     prefix   = task.ext.prefix ?: "${meta.id}"
     def bl   = blacklist ? "--blacklist ${blacklist}" : ''
     """
+    export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
     mkdir -p tracks
     chromaflow bigwig \\
         --predictions ${predictions} \\

@@ -22,6 +22,7 @@ process EVALUATE {
     def args = task.ext.args ?: ''
     prefix   = task.ext.prefix ?: "${meta.id}"
     """
+    export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
     chromaflow evaluate \\
         --model ${model} \\
         --h5 ${h5} \\

@@ -22,6 +22,7 @@ process GENIE3 {
     prefix   = task.ext.prefix ?: "${meta.id}.chunk${meta.chunk}of${meta.chunks}"
     def regs = regulators ? "--regulators ${regulators}" : ''
     """
+    export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
     chromaflow genie3 \\
         --expression ${expression} \\
         --layout ${meta.expression_layout} \\

@@ -22,6 +22,7 @@ process GENIE3_MERGE {
     def args = task.ext.args ?: ''
     prefix   = task.ext.prefix ?: "${meta.id}"
     """
+    export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
     chromaflow genie3-merge \\
         --out ${prefix}.genie3_links.tsv.gz \\
         --summary ${prefix}.genie3_summary.json \\

@@ -3,9 +3,10 @@
  * Labelled process_gpu: profiles route it to a GPU (SLURM --gres, container GPU flags); with
  * --device auto it falls back to the CPU where no GPU is visible.
  *
- * The input is the assembly's genome h5, or (meta.predict_input == 'fasta') the FASTA itself: then the rows are
- * cut as FASTA2H5 would cut them and no h5 is written; --species comes from meta, the chunk length from
- * ext.args (--subsequence-length). Shards of either input merge with PREDICT_MERGE unchanged.
+ * meta.predict_input says what `genome` is: 'h5' (or absent) the assembly's genome h5; 'fasta' the FASTA itself,
+ * whose rows are cut as FASTA2H5 would cut them, no h5 written; --species comes from meta, the chunk length from
+ * ext.args (--subsequence-length). workflows/chromaflow.nf sets it from --predict_from on every shard; shards of
+ * either input merge with PREDICT_MERGE unchanged. meta.shard/meta.shards come from PREDICT_PLAN's shard list.
  *
  * Output name: <id>_predictions.h5 for an unsharded assembly -- the same name PREDICT_MERGE gives a merged
  * one, so both are published alike -- and <id>.shard<i>of<n>_predictions.h5 for a shard (ext.prefix overrides).
@@ -33,6 +34,7 @@ process PREDICT {
     def shard  = shards > 1 ? "--shard ${meta.shard}/${shards}" : ''
     def src    = meta.predict_input == 'fasta' ? "--fasta ${genome} --species '${meta.species}'" : "--h5 ${genome}"
     """
+    export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
     chromaflow predict \\
         ${src} \\
         --model ${model} \\

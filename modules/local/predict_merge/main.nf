@@ -21,6 +21,7 @@ process PREDICT_MERGE {
     def args = task.ext.args ?: ''
     prefix   = task.ext.prefix ?: "${meta.id}"
     """
+    export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
     chromaflow predict-merge \\
         --out ${prefix}_predictions.h5 \\
         --metrics ${prefix}.predict_merge.metrics.json \\

@@ -33,6 +33,7 @@ process TRAIN {
     // only where the work directory is mounted), else the attempt starts afresh.
     def previous = task.attempt > 1 && task.previousTrace ? (task.previousTrace.get('workdir') ?: '') : ''
     """
+    export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
     start="--force ${initArg}"
     if [ -n "${previous}" ] && [ -f "${previous}/${prefix}/last.ckpt" ]; then
         rm -rf ${prefix} && cp -r "${previous}/${prefix}" ${prefix}

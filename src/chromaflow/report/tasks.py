@@ -58,6 +58,7 @@ def task_from_metrics(m: dict) -> dict:
         "targets": _num(m.get("targets")) if m.get("stage") == "genie3" else None,
         "targets_per_s": _num(m.get("targets_per_s")) if m.get("stage") == "genie3" else None,
         "host": m.get("host"),
+        "task_name": m.get("task_name"),
         "stub": bool(m.get("stub")),
         "trace_status": None, "trace_attempts": None, "trace_realtime_s": None, "trace_cpu_pct": None,
         "trace_peak_rss_bytes": None, "trace_cpus": None,

@@ -75,13 +75,15 @@ def read_trace(path: str | os.PathLike | None) -> tuple[list[dict], str | None]:
     return rows, note
 
 
-#: metrics ``stage`` -> Nextflow process name
+#: metrics ``stage`` -> Nextflow process name: only for metrics without ``task_name`` (written before the tasks
+#: named themselves), matched by the old rule (process + tag rebuilt from assembly and part)
 STAGE_PROCESS = {"fasta2h5": "FASTA2H5", "predict": "PREDICT", "predict-merge": "PREDICT_MERGE",
                  "bigwig": "BIGWIG", "genie3": "GENIE3", "genie3-merge": "GENIE3_MERGE",
                  "add_coverage": "ADD_COVERAGE", "train": "TRAIN", "evaluate": "EVALUATE"}
 
 
 def _trace_key(row: dict) -> tuple[str, str] | None:
+    """(process without its workflow path, tag) of a trace row: the old rule's key."""
     proc = row.get("process") or ""
     tag = row.get("tag") or ""
     name = row.get("name") or ""
@@ -95,22 +97,30 @@ def _trace_key(row: dict) -> tuple[str, str] | None:
 
 
 def match_trace(tasks: list[dict], trace_rows: list[dict]) -> int:
-    """Fill ``trace_*`` fields of each task from its trace row (process + tag); returns how many matched.
+    """Fill ``trace_*`` fields of each task from its trace row; returns how many matched.
 
+    A task whose metrics carry ``task_name`` (the name its launcher gave it) matches the rows of that ``name``;
+    one without (older metrics) matches by process + tag rebuilt from stage, assembly and part.
     Retried tasks have several rows; the COMPLETED (or CACHED) one wins, and ``trace_attempts`` counts all.
     """
+    by_name: dict[str, list[dict]] = {}
     by_key: dict[tuple[str, str], list[dict]] = {}
     for r in trace_rows:
+        if r.get("name"):
+            by_name.setdefault(r["name"].strip(), []).append(r)
         k = _trace_key(r)
         if k:
             by_key.setdefault(k, []).append(r)
     matched = 0
     for t in tasks:
-        proc = STAGE_PROCESS.get(t["stage"])
-        tag = t["assembly"] or ""
-        if t.get("part"):
-            tag = f"{tag} {t['part']}"
-        rows = by_key.get((proc, tag)) if proc else None
+        if t.get("task_name"):
+            rows = by_name.get(str(t["task_name"]).strip())
+        else:
+            proc = STAGE_PROCESS.get(t["stage"])
+            tag = t["assembly"] or ""
+            if t.get("part"):
+                tag = f"{tag} {t['part']}"
+            rows = by_key.get((proc, tag)) if proc else None
         if not rows:
             continue
         ok = [r for r in rows if r.get("status") in ("COMPLETED", "CACHED")]

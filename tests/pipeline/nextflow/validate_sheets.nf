@@ -1,28 +1,38 @@
 /*
- * Test driver: runs the pipeline's own samplesheet validation (subworkflows/local/samplesheet.nf) on every
- * sheet given in --sheets (comma-separated) in one JVM, printing one line each:
+ * Test driver: runs the pipeline's own sheet validation (subworkflows/local/samplesheet.nf) on every samplesheet
+ * given in --sheets and every train sheet in --train_sheets (comma-separated) in one JVM, printing one line each:
  *   RESULT<TAB><sheet><TAB>OK<TAB><rows as JSON>   or   RESULT<TAB><sheet><TAB>ERROR<TAB><message>
- * Used by tests/pipeline/test_samplesheet.py; the real pipeline calls the same function.
+ * (train sheet rows: [meta, fasta, [dataset, kind, library, shift, files, indexes] per dataset]).
+ * Used by tests/pipeline/test_samplesheet.py; the real pipeline calls the same functions.
  */
 params.sheets = ''
+params.train_sheets = ''
 
-include { parseSamplesheet } from '../../../subworkflows/local/samplesheet'
+include { parseSamplesheet; parseTrainSheet } from '../../../subworkflows/local/samplesheet'
 
 def rootCause(Throwable e) {
     return (e.cause != null && e.cause != e) ? rootCause(e.cause) : e
 }
 
+// One RESULT line: the rows `parse` returns for sheet `s`, or the root cause's message
+def report(String s, Closure parse) {
+    try {
+        println("RESULT\t${s}\tOK\t" + groovy.json.JsonOutput.toJson(parse.call(s)))
+    } catch (Throwable e) {
+        def root = rootCause(e)
+        println("RESULT\t${s}\tERROR\t${(root.message ?: root.class.name).replace('\n', '\\n')}")
+    }
+}
+
 workflow {
     def options = [default_species: null, default_layout: 'genes-x-samples', layouts: ['genes-x-samples', 'samples-x-genes']]
+    def name = { p -> p == null ? null : (p.toUri().scheme == 'file' ? p.toString() : p.toUriString()) }
     params.sheets.tokenize(',').each { s ->
-        try {
-            def rows = parseSamplesheet(s, options)
-            def name = { p -> p == null ? null : (p.toUri().scheme == 'file' ? p.toString() : p.toUriString()) }
-            def plain = rows.collect { r -> [r[0], name.call(r[1]), name.call(r[2]), name.call(r[3])] }
-            println("RESULT\t${s}\tOK\t" + groovy.json.JsonOutput.toJson(plain))
-        } catch (Throwable e) {
-            def root = rootCause(e)
-            println("RESULT\t${s}\tERROR\t${(root.message ?: root.class.name).replace('\n', '\\n')}")
-        }
+        report(s, { parseSamplesheet(it, options).collect { r -> [r[0], name.call(r[1]), name.call(r[2]), name.call(r[3])] } })
+    }
+    params.train_sheets.tokenize(',').each { s ->
+        report(s, { parseTrainSheet(it).collect { meta, fasta, specs ->
+            [meta, name.call(fasta), specs.collect { sp -> sp + [files: sp.files.collect { name.call(it) }, indexes: sp.indexes.collect { name.call(it) }] }]
+        } })
     }
 }

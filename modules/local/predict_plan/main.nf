@@ -1,0 +1,43 @@
+/*
+ * The prediction shards of one assembly (chromaflow predict-plan): its rows counted from the FASTA by the reader
+ * FASTA2H5 and PREDICT --fasta use, split into ext.args' --shards (a count, or auto: one per --shard-rows rows).
+ * The workflow fans PREDICT out from the plan's shard list on both routes (h5 and --predict_from fasta); a bad
+ * FASTA stops the run here with the reader's one line (file, record, line).
+ *
+ * The stub runs the same command: it reads only the FASTA (no model, no h5), so a -stub run fans out into exactly
+ * the shards of a real one.
+ */
+process PREDICT_PLAN {
+    tag "${meta.id}"
+    label 'process_single'
+
+    input:
+    tuple val(meta), path(fasta)
+
+    output:
+    tuple val(meta), path("${prefix}.predict_plan.json")  , emit: plan
+    path "versions.yml"                                   , emit: versions
+
+    when:
+    task.ext.when == null || task.ext.when
+
+    script:
+    def args = task.ext.args ?: ''
+    prefix   = task.ext.prefix ?: "${meta.id}"
+    """
+    chromaflow predict-plan --fasta ${fasta} --out ${prefix}.predict_plan.json ${args}
+
+    cat <<-END_VERSIONS >| versions.yml
+    "${task.process}":
+        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
+    END_VERSIONS
+    """
+
+    stub:
+    def args = task.ext.args ?: ''
+    prefix   = task.ext.prefix ?: "${meta.id}"
+    """
+    chromaflow predict-plan --fasta ${fasta} --out ${prefix}.predict_plan.json ${args}
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" >| versions.yml
+    """
+}

@@ -1,0 +1,76 @@
+"""``chromaflow predict-plan``: the prediction shards the pipeline fans PREDICT out from (PREDICT_PLAN).
+
+The rows counted from the FASTA must be the rows ``fasta2h5`` writes (plain and gzipped FASTA, checked against the
+real h5), the shard count follows --shards (a count capped at the rows, or auto: one per --shard-rows rows), the
+shards' row ranges tile [0, rows) as ``predict --shard i/n`` splits them, and bad options are one-line errors.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chromaflow.common import part_bounds
+from helpers.cli import chromaflow as run
+from helpers.environment import ROOT
+
+TEST = ROOT / "assets" / "test"
+
+
+def plan(*args: str) -> dict:
+    res = run("predict-plan", *args)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+@pytest.mark.parametrize("fasta, rows", [("asmA.fa", 36), ("asmB.fa.gz", 22)])
+def test_rows_from_the_fasta_are_the_rows_fasta2h5_writes(tmp_path, fasta, rows):
+    h5 = tmp_path / "g.h5"
+    res = run("fasta2h5", "--fasta", TEST / fasta, "--species", "Testus", "--subsequence-length", "2000", "--out", h5)
+    assert res.returncode == 0, res.stderr
+    from_fasta = plan("--fasta", TEST / fasta, "--subsequence-length", "2000", "--shards", "2")
+    from_h5 = plan("--h5", h5, "--shards", "2")
+    assert from_fasta["subsequences"] == from_h5["subsequences"] == rows
+    assert from_fasta["shards"] == from_h5["shards"]
+    assert from_h5["subsequence_length"] == 2000
+
+
+@pytest.mark.parametrize("shards, shard_rows, count", [("1", 20000, 1), ("2", 20000, 2), ("100", 20000, 36),
+                                                       ("auto", 20000, 1), ("auto", 10, 4), ("auto", 36, 1),
+                                                       ("auto", 1, 36)])
+def test_shard_count_and_ranges(tmp_path, shards, shard_rows, count):
+    res = run("predict-plan", "--fasta", TEST / "asmA.fa", "--subsequence-length", "2000", "--shards", shards,
+              "--shard-rows", str(shard_rows), "--out", tmp_path / "plan.json")
+    assert res.returncode == 0 and res.stdout == "", res.stderr
+    p = json.loads((tmp_path / "plan.json").read_text())
+    assert p["shard_count"] == count == len(p["shards"])
+    assert [s["shard"] for s in p["shards"]] == [f"{i}/{count}" for i in range(1, count + 1)]
+    assert [s["index"] for s in p["shards"]] == list(range(1, count + 1))
+    assert all(s["count"] == count for s in p["shards"])
+    ranges = [tuple(s["rows"]) for s in p["shards"]]
+    assert ranges == [part_bounds(i, count, 36) for i in range(1, count + 1)]
+    assert ranges[0][0] == 0 and ranges[-1][1] == 36 and all(a[1] == b[0] and a[0] < a[1] for a, b in zip(ranges, ranges[1:]))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--shards", "0"], "--shards '0': expected an integer >= 1 or auto"),
+    (["--shards", "two"], "--shards 'two': expected an integer >= 1 or auto"),
+    (["--shards", "auto", "--shard-rows", "0"], "--shard-rows must be >= 1 (got 0)"),
+    (["--subsequence-length", "0"], "--subsequence-length 0"),
+])
+def test_bad_options_are_one_line_errors(tmp_path, args, message):
+    res = run("predict-plan", "--fasta", TEST / "asmA.fa", "--out", tmp_path / "plan.json", *args)
+    assert res.returncode != 0
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("chromaflow predict-plan: error: ") and message in lines[0], res.stderr
+    assert not (tmp_path / "plan.json").exists()
+
+
+def test_bad_fasta_and_h5_name_the_file(tmp_path):
+    bad = tmp_path / "bad.fa"
+    bad.write_text("ACGT\n")
+    for args in (["--fasta", bad], ["--h5", bad], ["--fasta", tmp_path / "missing.fa"]):
+        res = run("predict-plan", *args)
+        assert res.returncode != 0
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(args[1]) in lines[0], res.stderr
