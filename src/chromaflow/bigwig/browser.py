@@ -41,16 +41,20 @@ def write_browser_files(outdir: str | os.PathLike, *, chroms: list[tuple[str, in
                         genome: str | None = None, force: bool = True) -> list[Path]:
     """Write the browser files; ``tracks`` = (dataset, strand, file name relative to outdir)."""
     outdir = Path(outdir)
-    texts: dict[Path, str] = {}  # written together at the end: all or none
     datasets = list(dict.fromkeys(d for d, _, _ in tracks))
     colour = {d: PALETTE[i % len(PALETTE)] for i, d in enumerate(datasets)}
+    texts = {"chrom.sizes": "".join(f"{c}\t{s}\n" for c, s in chroms),
+             "igv_session.xml": _igv_session(chroms, tracks, colour, fmt, basename, genome)}
+    if fmt == "bigwig":  # UCSC track hub (bigWig only: UCSC hubs cannot serve bedGraph)
+        texts.update(_track_hub(tracks, colour, basename, genome))
+    paths = {outdir / name: text for name, text in texts.items()}
+    write_texts_atomic(paths)  # written together at the end: all or none
+    return list(paths)
 
-    def put(name: str, text: str) -> None:
-        texts[outdir / name] = text
 
-    put("chrom.sizes", "".join(f"{c}\t{s}\n" for c, s in chroms))
-
-    # ---- IGV session
+def _igv_session(chroms: list[tuple[str, int]], tracks: list[tuple[str, str, str]],
+                 colour: dict[str, tuple[int, int, int]], fmt: str, basename: str, genome: str | None) -> str:
+    """igv_session.xml: one Resource and one Track per track file, the view on the first chromosome."""
     first, size = chroms[0]
     lines = ['<?xml version="1.0" encoding="UTF-8" standalone="no"?>',
              f'<Session genome={quoteattr(genome or "chrom.sizes")} locus={quoteattr(f"{first}:1-{size}")} '
@@ -65,41 +69,41 @@ def write_browser_files(outdir: str | os.PathLike, *, chroms: list[tuple[str, in
                      f"color=\"{r},{g},{b}\" id={quoteattr(path)} name={quoteattr(f'{basename} {ds} {strand}')} "
                      f"renderer=\"BAR_CHART\" visible=\"true\" windowFunction=\"mean\"/>")
     lines += ["    </Panel>", "</Session>", ""]
-    put("igv_session.xml", "\n".join(lines))
+    return "\n".join(lines)
 
-    # ---- UCSC track hub (bigWig only: UCSC hubs cannot serve bedGraph)
-    if fmt == "bigwig":
-        put("hub.txt", "\n".join([
-            f"hub {_ident(basename)}_chromaflow",
-            f"shortLabel {basename[:17]} coverage",
-            f"longLabel chromaflow predicted coverage tracks of {basename}",
-            "genomesFile genomes.txt",
-            "email nobody@example.org",
-            "descriptionUrl https://github.com/weberlab-hhu/Predmoter",
+
+def _track_hub(tracks: list[tuple[str, str, str]], colour: dict[str, tuple[int, int, int]], basename: str,
+               genome: str | None) -> dict[str, str]:
+    """hub.txt, genomes.txt and trackDb.txt of the UCSC track hub, by file name."""
+    hub = "\n".join([
+        f"hub {_ident(basename)}_chromaflow",
+        f"shortLabel {basename[:17]} coverage",
+        f"longLabel chromaflow predicted coverage tracks of {basename}",
+        "genomesFile genomes.txt",
+        "email nobody@example.org",
+        "descriptionUrl https://github.com/weberlab-hhu/Predmoter",
+        ""])
+    genomes = "\n".join([
+        "# set 'genome' to the UCSC assembly name of the sequences (e.g. hg38), or make this an assembly hub",
+        "# by adding twoBitPath/organism/defaultPos lines (see docs/bigwig.md)",
+        f"genome {genome or basename}",
+        "trackDb trackDb.txt",
+        ""])
+    stanzas = []
+    for ds, strand, path in tracks:
+        r, g, b = colour[ds]
+        stanzas.append("\n".join([
+            f"track {_ident(basename)}_{_ident(ds)}_{STRAND_ID[strand]}",
+            f"bigDataUrl {quote(path, safe=URL_SAFE)}",
+            f"shortLabel {ds[:9]} {STRAND_ID[strand]}",
+            f"longLabel {basename} {ds} predicted coverage, {STRAND_WORD[strand]}",
+            "type bigWig",
+            "autoScale on",
+            "visibility full",
+            "maxHeightPixels 100:48:8",
+            f"color {r},{g},{b}",
             ""]))
-        put("genomes.txt", "\n".join([
-            "# set 'genome' to the UCSC assembly name of the sequences (e.g. hg38), or make this an assembly hub",
-            "# by adding twoBitPath/organism/defaultPos lines (see docs/bigwig.md)",
-            f"genome {genome or basename}",
-            "trackDb trackDb.txt",
-            ""]))
-        stanzas = []
-        for ds, strand, path in tracks:
-            r, g, b = colour[ds]
-            stanzas.append("\n".join([
-                f"track {_ident(basename)}_{_ident(ds)}_{STRAND_ID[strand]}",
-                f"bigDataUrl {quote(path, safe=URL_SAFE)}",
-                f"shortLabel {ds[:9]} {STRAND_ID[strand]}",
-                f"longLabel {basename} {ds} predicted coverage, {STRAND_WORD[strand]}",
-                "type bigWig",
-                "autoScale on",
-                "visibility full",
-                "maxHeightPixels 100:48:8",
-                f"color {r},{g},{b}",
-                ""]))
-        put("trackDb.txt", "\n".join(stanzas))
-    write_texts_atomic(texts)
-    return list(texts)
+    return {"hub.txt": hub, "genomes.txt": genomes, "trackDb.txt": "\n".join(stanzas)}
 
 
 def _ident(s: str) -> str:

@@ -125,77 +125,100 @@ def convert(inp: PredictionsInput, tracks: list[Track], *, window: int | None, s
     whole_blocks = window is not None and smoothing == "numpy"  # numpy.convolve needs the block at once
     reader = ChunkReader(inp, pool, n_block if whole_blocks else min(n_block, PIECE_CHUNKS))
     try:
-        _convert(inp, reader, tracks, window, smoothing, clip, pool, prog)
+        _Conversion(inp, reader, tracks, window, smoothing, clip, pool).run(prog)
     finally:
         reader.close()
 
 
-def _convert(inp, reader, tracks, window, smoothing, clip, pool, prog) -> None:
-    n_block = max(1, BLOCK_BP // inp.L)
-    piece_chunks = n_block if (window is not None and smoothing == "numpy") else min(n_block, PIECE_CHUNKS)
-    keys = list(dict.fromkeys((t.channel, t.strand) for t in tracks))
-    streams = {k: SmoothStream(window, clip) for k in keys} if window is not None and smoothing == "exact" else {}
-    need: dict[int, tuple[bool, bool]] = {}
-    for c, s in keys:
-        wp, wm = need.get(c, (False, False))
-        need[c] = (wp or s in ("avg", "+"), wm or s in ("avg", "-"))
+class _Conversion:
+    """One conversion's shared state: the (channel, strand) keys of the tracks, their exact-smoothing streams and
+    the strands to read per channel; :meth:`run` streams the pieces through them."""
 
-    def load(desc):
+    def __init__(self, inp: PredictionsInput, reader: ChunkReader, tracks: list[Track], window: int | None,
+                 smoothing: str, clip: bool, pool: ThreadPoolExecutor | None):
+        self.inp, self.reader, self.tracks = inp, reader, tracks
+        self.window, self.smoothing, self.clip, self.pool = window, smoothing, clip, pool
+        self.n_block = max(1, BLOCK_BP // inp.L)
+        self.piece_chunks = self.n_block if (window is not None and smoothing == "numpy") \
+            else min(self.n_block, PIECE_CHUNKS)
+        self.keys = list(dict.fromkeys((t.channel, t.strand) for t in tracks))
+        self.streams = {k: SmoothStream(window, clip) for k in self.keys} \
+            if window is not None and smoothing == "exact" else {}
+        self.need: dict[int, tuple[bool, bool]] = {}  # channel: (plus wanted, minus wanted)
+        for c, s in self.keys:
+            wp, wm = self.need.get(c, (False, False))
+            self.need[c] = (wp or s in ("avg", "+"), wm or s in ("avg", "-"))
+
+    def load(self, desc):
         chrom, j, e, _, _ = desc
-        return reader.load(chrom.plus[j:e], chrom.minus[j:e], need)
+        return self.reader.load(chrom.plus[j:e], chrom.minus[j:e], self.need)
 
-    def compute(data, key, chrom, block_final):
+    def compute(self, data, key, chrom: Chrom, block_final: bool):
         c, strand = key
         try:
-            return piece_runs(data[c], strand, window, smoothing, clip, streams.get(key), block_final)
+            return piece_runs(data[c], strand, self.window, self.smoothing, self.clip, self.streams.get(key),
+                              block_final)
         except ChromaflowError as exc:
-            raise ChromaflowError(f"{inp.path}: seqid {chrom.name!r}: {exc}") from None
+            raise ChromaflowError(f"{self.inp.path}: seqid {chrom.name!r}: {exc}") from None
 
-    prefetch = ThreadPoolExecutor(1, thread_name_prefix="bigwig-read")
-    it = pieces(inp.chroms, n_block, piece_chunks)
-    nxt = next(it, None)
-    fut = prefetch.submit(load, nxt) if nxt is not None else None
-    cur = None
-    offset = 0
-    try:
-        while nxt is not None:
-            desc = nxt
-            data = fut.result()
-            nxt = next(it, None)
-            fut = prefetch.submit(load, nxt) if nxt is not None else None
-            chrom, j, e, final, block_final = desc
-            if chrom is not cur:
-                if cur is not None:
-                    _check_size(inp.path, cur, offset)
-                cur, offset = chrom, 0
-                for t in tracks:
-                    t.state = TrackState()
-            if pool is not None and len(keys) > 1:
-                futs = [pool.submit(compute, data, k, chrom, block_final) for k in keys]
-                results = dict(zip(keys, (f.result() for f in futs)))
-            else:
-                results = {k: compute(data, k, chrom, block_final) for k in keys}
-            for piece in data.values():  # runs are copies: the chunk buffers go back to the reader
-                piece.release()
-            del data
-            length = None
-            for t in tracks:
-                rns, dtype, n, rel = results[(t.channel, t.strand)]
-                if length is not None and n != length:
-                    raise ChromaflowError(f"{inp.path}: seqid {chrom.name!r}: tracks of one piece differ in length")
-                length = n
-                res = t.state.feed_runs(rns, dtype, offset + rel, final)
-                if res is not None:
-                    t.write(chrom.name, *res)
-            offset += length
-            prog.update(length)
-        if cur is not None:
-            _check_size(inp.path, cur, offset)
-        for c in inp.chroms:  # a seqid without rows (malformed) covers nothing
-            if len(c.plus) == 0:
-                _check_size(inp.path, c, 0)
-    finally:
-        prefetch.shutdown(wait=True, cancel_futures=True)
+    def compute_all(self, data, chrom: Chrom, block_final: bool) -> dict:
+        """piece_runs of every key (in the pool when there are several), then the piece's buffers are released."""
+        if self.pool is not None and len(self.keys) > 1:
+            futs = [self.pool.submit(self.compute, data, k, chrom, block_final) for k in self.keys]
+            results = dict(zip(self.keys, (f.result() for f in futs)))
+        else:
+            results = {k: self.compute(data, k, chrom, block_final) for k in self.keys}
+        for piece in data.values():  # runs are copies: the chunk buffers go back to the reader
+            piece.release()
+        return results
+
+    def write(self, results: dict, chrom: Chrom, offset: int, final: bool) -> int:
+        """Feed each track its runs of one piece (writing what is complete); the piece's length in bp."""
+        length = None
+        for t in self.tracks:
+            rns, dtype, n, rel = results[(t.channel, t.strand)]
+            if length is not None and n != length:
+                raise ChromaflowError(f"{self.inp.path}: seqid {chrom.name!r}: tracks of one piece differ in length")
+            length = n
+            res = t.state.feed_runs(rns, dtype, offset + rel, final)
+            if res is not None:
+                t.write(chrom.name, *res)
+        return length
+
+    def run(self, prog: Progress) -> None:
+        """Every piece in order, the next one read (prefetch thread) while this one is computed and written."""
+        inp = self.inp
+        prefetch = ThreadPoolExecutor(1, thread_name_prefix="bigwig-read")
+        it = pieces(inp.chroms, self.n_block, self.piece_chunks)
+        nxt = next(it, None)
+        fut = prefetch.submit(self.load, nxt) if nxt is not None else None
+        cur = None
+        offset = 0
+        try:
+            while nxt is not None:
+                desc = nxt
+                data = fut.result()
+                nxt = next(it, None)
+                fut = prefetch.submit(self.load, nxt) if nxt is not None else None
+                chrom, j, e, final, block_final = desc
+                if chrom is not cur:
+                    if cur is not None:
+                        _check_size(inp.path, cur, offset)
+                    cur, offset = chrom, 0
+                    for t in self.tracks:
+                        t.state = TrackState()
+                results = self.compute_all(data, chrom, block_final)
+                del data
+                length = self.write(results, chrom, offset, final)
+                offset += length
+                prog.update(length)
+            if cur is not None:
+                _check_size(inp.path, cur, offset)
+            for c in inp.chroms:  # a seqid without rows (malformed) covers nothing
+                if len(c.plus) == 0:
+                    _check_size(inp.path, c, 0)
+        finally:
+            prefetch.shutdown(wait=True, cancel_futures=True)
 
 
 def _check_size(path: str, chrom: Chrom, offset: int) -> None:

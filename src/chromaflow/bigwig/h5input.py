@@ -100,6 +100,16 @@ class PredictionsInput:
         return obj
 
     def _validate(self, datasets: list[str] | None, blacklist: set[str]) -> None:
+        seqids, start_ends = self._check_rows()
+        N = seqids.shape[0]
+        avail = self._available(datasets)
+        self.available = avail
+        self.datasets = self._choose(datasets, avail)
+        self._open_values(N, len(avail))
+        self._map_chromosomes(seqids, start_ends, blacklist)
+
+    def _check_rows(self):
+        """data/seqids and data/start_ends, checked: present, shapes, dtypes, one row each per subsequence."""
         path = self.path
         need = ["data/seqids", "data/start_ends"] + ([] if self.experimental else
                                                       ["prediction/predictions", "prediction/datasets"])
@@ -120,7 +130,11 @@ class PredictionsInput:
             raise ChromaflowError(f"{path}: data/start_ends has {start_ends.shape[0]} rows but data/seqids {N}")
         if N == 0:
             raise ChromaflowError(f"{path}: data/seqids is empty (no sequences to convert)")
-        # ---- datasets
+        return seqids, start_ends
+
+    def _available(self, datasets: list[str] | None) -> list[str]:
+        """The dataset names the file holds (evaluation/<ds>_coverage with --experimental, else prediction/datasets)."""
+        path = self.path
         if self.experimental:
             ev = self.h5.get("evaluation")
             avail = sorted(k[: -len("_coverage")] for k in ev.keys() if k.endswith("_coverage")) \
@@ -129,13 +143,16 @@ class PredictionsInput:
                 raise ChromaflowError(f"{path}: no evaluation/<dataset>_coverage datasets (not a training-style h5)")
             if not datasets:
                 raise ChromaflowError(f"--experimental needs --datasets (available in {path}: {' '.join(avail)})")
-        else:
-            names = self._need("prediction/datasets")
-            if names.ndim != 1 or names.dtype.kind != "S":
-                raise ChromaflowError(f"{path}: prediction/datasets has shape {names.shape} and dtype "
-                                      f"{names.dtype}; expected (D,) byte strings")
-            avail = [_decode(x) for x in names[()]]
-        self.available = avail
+            return avail
+        names = self._need("prediction/datasets")
+        if names.ndim != 1 or names.dtype.kind != "S":
+            raise ChromaflowError(f"{path}: prediction/datasets has shape {names.shape} and dtype "
+                                  f"{names.dtype}; expected (D,) byte strings")
+        return [_decode(x) for x in names[()]]
+
+    def _choose(self, datasets: list[str] | None, avail: list[str]) -> list[str]:
+        """``--datasets`` (default: all available), checked against the file and as track file names."""
+        path = self.path
         chosen = list(datasets) if datasets else list(avail)
         bad = [d for d in chosen if d not in avail]
         if bad:
@@ -145,8 +162,11 @@ class PredictionsInput:
             raise ChromaflowError("--datasets names a dataset twice")
         for d in chosen:
             _check_dataset_name(path, d)
-        self.datasets = chosen
-        # ---- the values
+        return chosen
+
+    def _open_values(self, N: int, n_avail: int) -> None:
+        """The value datasets of the chosen datasets (dsets), their chunk length L and channel indices, checked."""
+        chosen = self.datasets
         if self.experimental:
             self.dsets = [self.h5[f"evaluation/{d}_coverage"] for d in chosen]
             for d, ds in zip(chosen, self.dsets):
@@ -154,16 +174,20 @@ class PredictionsInput:
             self.L = int(self.dsets[0].shape[1])
             for d, ds in zip(chosen, self.dsets):
                 if ds.shape[1] != self.L:
-                    raise ChromaflowError(f"{path}: evaluation/{d}_coverage has L = {ds.shape[1]}, "
+                    raise ChromaflowError(f"{self.path}: evaluation/{d}_coverage has L = {ds.shape[1]}, "
                                           f"evaluation/{chosen[0]}_coverage {self.L}")
             self.channels = list(range(len(chosen)))
         else:
             pred = self.h5["prediction/predictions"]
-            self._check_values(pred, "prediction/predictions", N, len(avail))
+            self._check_values(pred, "prediction/predictions", N, n_avail)
             self.dsets = [pred]
             self.L = int(pred.shape[1])
-            self.channels = [avail.index(d) for d in chosen]
-        # ---- chromosome map
+            self.channels = [self.available.index(d) for d in chosen]
+
+    def _map_chromosomes(self, seqids, start_ends, blacklist: set[str]) -> None:
+        """The chromosome map (blacklisted seqids left out, a warning for those not in the file), rows checked
+        to fit the chunk length."""
+        path = self.path
         seq = np.asarray(seqids[()])
         se = np.asarray(start_ends[()], dtype=np.int64)
         present = {_decode(s) for s in np.unique(seq)}

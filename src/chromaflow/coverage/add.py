@@ -229,37 +229,10 @@ def add_coverage(h5: str, prefix: str, paths: list[str], kind: str, opt: CountOp
 
     With ``out`` the result goes to that new file (the input is left untouched); otherwise ``h5`` is replaced.
     """
-    import h5py
-
-    if not prefix or "/" in prefix or prefix.strip() != prefix:
-        raise ChromaflowError(f"--prefix {prefix!r}: expected a plain name such as atacseq")
-    if indexes is not None and len(indexes) != len(paths):
-        raise ChromaflowError(f"--bam-index: {len(indexes)} index file(s) for {len(paths)} BAM file(s)")
-    index_of = dict(zip(paths, indexes)) if indexes is not None else {}
-    paths = _dedupe(paths)
-    for p in paths:
-        if len(p.encode()) > PATH_BYTES:
-            raise ChromaflowError(f"{p[:60]}...: path longer than {PATH_BYTES} bytes cannot be stored in bam_files")
+    paths, index_of = _check_arguments(prefix, paths, indexes)
     dtype = "int64" if kind == "bam" else "float32"
-    fh = open_h5_input(h5, "genome h5")
-    try:
-        try:
-            layout = read_layout(fh, h5)
-            col0, direct = _existing(fh, h5, prefix, layout, dtype)
-        except (KeyError, ValueError, RuntimeError) as exc:
-            raise ChromaflowError(f"{h5}: corrupt or unexpected HDF5 content ({str(exc).splitlines()[0]})") from None
-    finally:
-        fh.close()
-
-    if species is None:
-        rows = np.arange(layout.n_rows)
-    else:
-        if layout.species is None:
-            raise ChromaflowError(f"{h5}: --species given but the file has no data/species")
-        rows = np.flatnonzero(layout.species == species)
-        if rows.size == 0:
-            found = ", ".join(sorted(set(layout.species.tolist()))[:5])
-            raise ChromaflowError(f"{h5}: no rows of species {species!r} (the file has {found})")
+    layout, col0, direct = _read_target(h5, prefix, dtype)
+    rows = _species_rows(h5, layout, species)
     needed: dict[str, int] = {}
     for s in layout.seqids[rows].tolist():
         needed.setdefault(s, layout.record_lengths[s])
@@ -282,15 +255,67 @@ def add_coverage(h5: str, prefix: str, paths: list[str], kind: str, opt: CountOp
                               record_lengths={s.seqid: needed[s.seqid] for s in unit.segments}, opt=opt,
                               raw=not direct, dtype=dtype, index=index_of.get(p)))
     total_bp = sum(u.bp for u in units) * len(paths)
-    mode = stat.S_IMODE(os.stat(h5).st_mode)
+    _run_tasks(h5, out or h5, tasks, result, threads=threads, total_bp=total_bp, progress=progress,
+               label=f"add-coverage {prefix}", prepare=lambda f: _prepare(f, prefix, layout, col0, paths, dtype))
+    return result
 
+
+def _check_arguments(prefix: str, paths: list[str], indexes: list[str] | None) -> tuple[list[str], dict[str, str]]:
+    """The paths without repeats and each one's explicit index, after the checks of --prefix, --bam-index and
+    the path lengths."""
+    if not prefix or "/" in prefix or prefix.strip() != prefix:
+        raise ChromaflowError(f"--prefix {prefix!r}: expected a plain name such as atacseq")
+    if indexes is not None and len(indexes) != len(paths):
+        raise ChromaflowError(f"--bam-index: {len(indexes)} index file(s) for {len(paths)} BAM file(s)")
+    index_of = dict(zip(paths, indexes)) if indexes is not None else {}
+    paths = _dedupe(paths)
+    for p in paths:
+        if len(p.encode()) > PATH_BYTES:
+            raise ChromaflowError(f"{p[:60]}...: path longer than {PATH_BYTES} bytes cannot be stored in bam_files")
+    return paths, index_of
+
+
+def _read_target(h5: str, prefix: str, dtype: str) -> tuple[GenomeLayout, int, bool]:
+    """The genome h5's layout, and the columns already there for ``prefix`` and whether to write raw chunks."""
+    fh = open_h5_input(h5, "genome h5")
+    try:
+        try:
+            layout = read_layout(fh, h5)
+            col0, direct = _existing(fh, h5, prefix, layout, dtype)
+        except (KeyError, ValueError, RuntimeError) as exc:
+            raise ChromaflowError(f"{h5}: corrupt or unexpected HDF5 content ({str(exc).splitlines()[0]})") from None
+    finally:
+        fh.close()
+    return layout, col0, direct
+
+
+def _species_rows(h5: str, layout: GenomeLayout, species: str | None) -> np.ndarray:
+    """The rows to compute: all, or those of ``--species``."""
+    if species is None:
+        return np.arange(layout.n_rows)
+    if layout.species is None:
+        raise ChromaflowError(f"{h5}: --species given but the file has no data/species")
+    rows = np.flatnonzero(layout.species == species)
+    if rows.size == 0:
+        found = ", ".join(sorted(set(layout.species.tolist()))[:5])
+        raise ChromaflowError(f"{h5}: no rows of species {species!r} (the file has {found})")
+    return rows
+
+
+def _run_tasks(h5: str, target: str, tasks: list[Task], result: AddResult, *, threads: int, total_bp: int,
+               progress: bool | None, label: str, prepare) -> None:
+    """Copy ``h5`` to a temporary file, store every task's result (counts into ``result``) in the two datasets
+    ``prepare(file)`` makes there, and put the file in place as ``target`` (atomic: all or nothing)."""
+    import h5py
+
+    mode = stat.S_IMODE(os.stat(h5).st_mode)
     pool = _Pool(threads, len(tasks))  # forked before the output file is opened
     try:
-        with atomic_output(out or h5, mode=mode) as tmp:
+        with atomic_output(target, mode=mode) as tmp:
             shutil.copyfile(h5, tmp)
             with h5py.File(tmp, "r+") as f:
-                cov_ds, spl_ds = _prepare(f, prefix, layout, col0, paths, dtype)
-                with Progress(total_bp, f"add-coverage {prefix}", "bp", enabled=progress) as bar:
+                cov_ds, spl_ds = prepare(f)
+                with Progress(total_bp, label, "bp", enabled=progress) as bar:
                     for task, res in pool.run(tasks):
                         rows_w, cov, spl, counted, bp = res
                         result.reads_counted[task.path] += counted
@@ -300,7 +325,6 @@ def add_coverage(h5: str, prefix: str, paths: list[str], kind: str, opt: CountOp
                         bar.update(bp)
     finally:
         pool.close()
-    return result
 
 
 def _prepare(f, prefix: str, layout: GenomeLayout, col0: int, paths: list[str], dtype: str):

@@ -133,6 +133,9 @@ def _pile(starts: list[int], ends: list[int], lo: int, n: int) -> np.ndarray:
     return np.cumsum(diff[:n])
 
 
+# One function on purpose (issue 28): the loop runs once per read, and moving the strand rule, the --shift
+# trimming and the block walk into helpers (one call each per read) made it 3 % (unstranded), 15 % (stranded)
+# and 31 % (--shift) slower on 300,000 reads (best of 5, pysam fetch included).
 def count_bam_window(bam, path: str, seqid: str, lo: int, hi: int, record_len: int, opt: CountOptions):
     """Per-strand coverage over [lo, hi) of ``seqid``: (cov+, cov-, spliced+, spliced-) int64 arrays, and the
     number of counted reads that start in the window."""

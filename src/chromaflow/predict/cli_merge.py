@@ -37,11 +37,6 @@ def _read_shard(path: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    import h5py
-    import numpy as np
-
-    from .h5io import create_predictions
-
     check_outputs([("--out", args.out), ("--metrics", args.metrics)], [("SHARD", s) for s in args.shards])
     if os.path.exists(args.out) and not args.force:
         raise OutputExistsError(f"{args.out}: output exists (use --force to overwrite)")
@@ -50,75 +45,100 @@ def run(args: argparse.Namespace) -> int:
         try:
             for path in args.shards:
                 files.append((path, _read_shard(path)))
-            ref_path, ref = files[0]
-            a0 = ref.attrs
-            count = int(a0["chromaflow_shard_count"])
-            total = int(a0["chromaflow_total_rows"])
-            p0 = ref["prediction/predictions"]
-            key0 = (a0["chromaflow_input_fingerprint"], a0["chromaflow_model_sha256"],
-                    ref["prediction/model_name"].fillvalue, tuple(ref["prediction/datasets"][()]), p0.shape[1:],
-                    ref["data/species"].fillvalue)
-            by_index: dict[int, tuple[str, h5py.File]] = {}
-            for path, fh in files:
-                a = fh.attrs
-                key = (a["chromaflow_input_fingerprint"], a["chromaflow_model_sha256"],
-                       fh["prediction/model_name"].fillvalue, tuple(fh["prediction/datasets"][()]),
-                       fh["prediction/predictions"].shape[1:], fh["data/species"].fillvalue)
-                if key[0] != key0[0]:
-                    raise ChromaflowError(f"{path}: shard of a different input than {ref_path}")
-                if int(a["chromaflow_shard_count"]) != count or int(a["chromaflow_total_rows"]) != total:
-                    raise ChromaflowError(f"{path}: shard of {int(a['chromaflow_shard_count'])} / "
-                                          f"{int(a['chromaflow_total_rows'])} rows, but {ref_path} is of {count} / {total}")
-                if key[1:3] != key0[1:3]:
-                    raise ChromaflowError(f"{path}: shard of a different model than {ref_path}")
-                if key[3:] != key0[3:]:
-                    raise ChromaflowError(f"{path}: datasets/chunk length/species differ from {ref_path}")
-                idx = int(a["chromaflow_shard_index"])
-                if idx in by_index:
-                    raise ChromaflowError(f"{path}: shard {idx}/{count} given twice (also {by_index[idx][0]})")
-                rows = (int(a["chromaflow_row_start"]), int(a["chromaflow_row_end"]))
-                if fh["prediction/predictions"].shape[0] != rows[1] - rows[0]:
-                    raise ChromaflowError(f"{path}: holds {fh['prediction/predictions'].shape[0]} rows, "
-                                          f"attributes say {rows[0]}-{rows[1]}")
-                by_index[idx] = (path, fh)
-            absent = [i for i in range(1, count + 1) if i not in by_index]
-            if absent:
-                raise ChromaflowError(f"incomplete shard set: shard(s) {', '.join(f'{i}/{count}' for i in absent)} missing")
-            expect = 0
-            for i in range(1, count + 1):
-                path, fh = by_index[i]
-                start, end = int(fh.attrs["chromaflow_row_start"]), int(fh.attrs["chromaflow_row_end"])
-                if start != expect:
-                    raise ChromaflowError(f"{path}: shard {i}/{count} starts at row {start}, expected {expect} "
-                                          "(gap or overlap)")
-                expect = end
-            if expect != total:
-                raise ChromaflowError(f"shards cover rows 0-{expect}, input has {total}")
-
+            ref = files[0][1]
+            count = int(ref.attrs["chromaflow_shard_count"])
+            total = int(ref.attrs["chromaflow_total_rows"])
+            by_index = _index_shards(files, count, total)
+            _check_coverage(by_index, count, total)
             ordered = [by_index[i][1] for i in range(1, count + 1)]
-            length, d = p0.shape[1], p0.shape[2]
-            with atomic_output(args.out, force=args.force) as tmp:
-                with h5py.File(tmp, "w") as out:
-                    seqids = np.concatenate([fh["data/seqids"][()] for fh in ordered])
-                    start_ends = np.concatenate([fh["data/start_ends"][()] for fh in ordered])
-                    dset = create_predictions(
-                        out, n_rows=total, length=length,
-                        datasets=[x.decode() for x in ref["prediction/datasets"][()]],
-                        species0=bytes(ref["data/species"].fillvalue),
-                        model_name=bytes(ref["prediction/model_name"].fillvalue).decode("utf-8", "replace"),
-                        seqids=seqids, start_ends=start_ends)
-                    for fh in ordered:
-                        src = fh["prediction/predictions"]
-                        off = int(fh.attrs["chromaflow_row_start"])
-                        for r in range(src.shape[0]):
-                            for j in range(d):
-                                try:
-                                    mask, data = src.id.read_direct_chunk((r, 0, j))
-                                except (KeyError, OSError, RuntimeError):
-                                    continue  # chunk never written: fill value (-1), same in the output
-                                dset.id.write_direct_chunk((off + r, 0, j), data, mask)
+            length = ref["prediction/predictions"].shape[1]
+            _write_merged(args.out, args.force, ordered, ref, total)
             metrics.set(shards=count, subsequences=total, bp_rows=total * length)
         finally:
             for _, fh in files:
                 fh.close()
     return 0
+
+
+def _shard_key(fh) -> tuple:
+    """What must be equal across the shards: input fingerprint, model (checkpoint SHA-256, model_name),
+    datasets, chunk length and channels, species."""
+    a = fh.attrs
+    return (a["chromaflow_input_fingerprint"], a["chromaflow_model_sha256"], fh["prediction/model_name"].fillvalue,
+            tuple(fh["prediction/datasets"][()]), fh["prediction/predictions"].shape[1:], fh["data/species"].fillvalue)
+
+
+def _index_shards(files: list, count: int, total: int) -> dict:
+    """{shard index: (path, file)}, each shard checked against the first one and against its own rows."""
+    ref_path, ref = files[0]
+    key0 = _shard_key(ref)
+    by_index: dict = {}
+    for path, fh in files:
+        a = fh.attrs
+        key = _shard_key(fh)
+        if key[0] != key0[0]:
+            raise ChromaflowError(f"{path}: shard of a different input than {ref_path}")
+        if int(a["chromaflow_shard_count"]) != count or int(a["chromaflow_total_rows"]) != total:
+            raise ChromaflowError(f"{path}: shard of {int(a['chromaflow_shard_count'])} / "
+                                  f"{int(a['chromaflow_total_rows'])} rows, but {ref_path} is of {count} / {total}")
+        if key[1:3] != key0[1:3]:
+            raise ChromaflowError(f"{path}: shard of a different model than {ref_path}")
+        if key[3:] != key0[3:]:
+            raise ChromaflowError(f"{path}: datasets/chunk length/species differ from {ref_path}")
+        idx = int(a["chromaflow_shard_index"])
+        if idx in by_index:
+            raise ChromaflowError(f"{path}: shard {idx}/{count} given twice (also {by_index[idx][0]})")
+        rows = (int(a["chromaflow_row_start"]), int(a["chromaflow_row_end"]))
+        if fh["prediction/predictions"].shape[0] != rows[1] - rows[0]:
+            raise ChromaflowError(f"{path}: holds {fh['prediction/predictions'].shape[0]} rows, "
+                                  f"attributes say {rows[0]}-{rows[1]}")
+        by_index[idx] = (path, fh)
+    return by_index
+
+
+def _check_coverage(by_index: dict, count: int, total: int) -> None:
+    """Shards 1..count all present, each starting where the one before ended, together rows 0..total."""
+    absent = [i for i in range(1, count + 1) if i not in by_index]
+    if absent:
+        raise ChromaflowError(f"incomplete shard set: shard(s) {', '.join(f'{i}/{count}' for i in absent)} missing")
+    expect = 0
+    for i in range(1, count + 1):
+        path, fh = by_index[i]
+        start, end = int(fh.attrs["chromaflow_row_start"]), int(fh.attrs["chromaflow_row_end"])
+        if start != expect:
+            raise ChromaflowError(f"{path}: shard {i}/{count} starts at row {start}, expected {expect} "
+                                  "(gap or overlap)")
+        expect = end
+    if expect != total:
+        raise ChromaflowError(f"shards cover rows 0-{expect}, input has {total}")
+
+
+def _write_merged(out_path: str, force: bool, ordered: list, ref, total: int) -> None:
+    """The merged predictions h5 (atomically): rows of the shards in order, compressed chunks copied as they are."""
+    import h5py
+    import numpy as np
+
+    from .h5io import create_predictions
+
+    p0 = ref["prediction/predictions"]
+    length, d = p0.shape[1], p0.shape[2]
+    with atomic_output(out_path, force=force) as tmp:
+        with h5py.File(tmp, "w") as out:
+            seqids = np.concatenate([fh["data/seqids"][()] for fh in ordered])
+            start_ends = np.concatenate([fh["data/start_ends"][()] for fh in ordered])
+            dset = create_predictions(
+                out, n_rows=total, length=length,
+                datasets=[x.decode() for x in ref["prediction/datasets"][()]],
+                species0=bytes(ref["data/species"].fillvalue),
+                model_name=bytes(ref["prediction/model_name"].fillvalue).decode("utf-8", "replace"),
+                seqids=seqids, start_ends=start_ends)
+            for fh in ordered:
+                src = fh["prediction/predictions"]
+                off = int(fh.attrs["chromaflow_row_start"])
+                for r in range(src.shape[0]):
+                    for j in range(d):
+                        try:
+                            mask, data = src.id.read_direct_chunk((r, 0, j))
+                        except (KeyError, OSError, RuntimeError):
+                            continue  # chunk never written: fill value (-1), same in the output
+                        dset.id.write_direct_chunk((off + r, 0, j), data, mask)

@@ -217,9 +217,20 @@ def _say(msg: str) -> None:
 
 def sweep(cfg: dict, work: Path) -> list[dict]:
     rows: list[dict] = []
+    h5 = work / "genome.h5"
+    rows += _sweep_fasta2h5(cfg, work, h5)
+    if "predict" in cfg["stages"]:
+        rows += _sweep_predict(cfg, work, h5)
+    if "genie3" in cfg["stages"]:
+        rows += _sweep_genie3(cfg, work)
+    return rows
+
+
+def _sweep_fasta2h5(cfg: dict, work: Path, h5: Path) -> list[dict]:
+    """The random genome, and fasta2h5 per --threads (timed) or, for predict alone, once (untimed) into ``h5``."""
+    rows: list[dict] = []
     total_bp = int(round(cfg["genome_mbp"] * BP_PER_MBP))
     fasta = work / "genome.fa"
-    h5 = work / "genome.h5"
     need_h5 = "predict" in cfg["stages"]
     if "fasta2h5" in cfg["stages"] or need_h5:
         _say(f"bench: writing a seeded random {cfg['genome_mbp']:g} Mbp genome")
@@ -234,49 +245,57 @@ def sweep(cfg: dict, work: Path) -> list[dict]:
     elif need_h5:
         from ..fasta2h5.convert import convert
         convert(str(fasta), h5, "Bench_species", cfg["L"], threads=resolve_threads(None))
+    return rows
 
-    if "predict" in cfg["stages"]:
-        import h5py
 
-        with h5py.File(h5, "r") as f:
-            n_rows = int(f["data/X"].shape[0])
-        model = cfg["model"]
-        if not model:
-            model = work / "tiny.ckpt"
-            _stage_plain(["make-test-model", "--out", model, "--seed", "0", "--force"])
-        n_shards = max(1, math.ceil(n_rows / cfg["predict_rows"]))
-        # untimed warm-up (first torch use, model load paths) so the first setting is not penalised
-        _stage_plain(["predict", "--h5", h5, "--model", model, "--out", work / "warm.h5", "--force",
-                      "--batch-size", "1", "--device", cfg["device"], "--threads", cfg["predict_threads"],
-                      *(["--shard", f"1/{n_rows}"] if n_rows > 1 else [])])
-        for bs in cfg["batch_sizes"]:
-            for nw in cfg["num_workers"]:
-                _say(f"bench: predict --batch-size {bs} --num-workers {nw}")
-                argv = ["predict", "--h5", h5, "--model", model, "--out", work / "pred.h5", "--force",
-                        "--batch-size", bs, "--num-workers", nw, "--device", cfg["device"],
-                        "--threads", cfg["predict_threads"], "--metrics", work / "m.json"]
-                if n_shards > 1:
-                    argv += ["--shard", f"1/{n_shards}"]
-                with GpuSampler() as gs:
-                    m = _stage(argv)
-                if str(m.get("device", "")).startswith("cuda") and gs.mean is not None:
-                    m["gpu_util_pct"] = gs.mean
-                m.update(setting=f"batch={bs} workers={nw}", assembly="synthetic", num_workers=nw,
-                         test_model=not cfg["model"])
-                m.pop("shard", None)
-                rows.append(m)
+def _sweep_predict(cfg: dict, work: Path, h5: Path) -> list[dict]:
+    """predict per batch size x --num-workers on the first shard of ``h5``, after an untimed warm-up."""
+    import h5py
 
-    if "genie3" in cfg["stages"]:
-        expr = work / "expression.tsv"
-        write_expression(expr, cfg["genie3_genes"], cfg["genie3_samples"], cfg["seed"])
-        for t in cfg["threads"]:
-            _say(f"bench: genie3 --threads {t}")
-            m = _stage(["genie3", "--expression", expr, "--layout", "genes-x-samples", "--n-trees",
-                        cfg["genie3_trees"], "--threads", t, "--targets-chunk", "1/1", "--out", work / "part.npz",
-                        "--metrics", work / "m.json"])
-            m.update(setting=f"threads={t}", assembly="synthetic")
-            m.pop("chunk", None)
+    rows: list[dict] = []
+    with h5py.File(h5, "r") as f:
+        n_rows = int(f["data/X"].shape[0])
+    model = cfg["model"]
+    if not model:
+        model = work / "tiny.ckpt"
+        _stage_plain(["make-test-model", "--out", model, "--seed", "0", "--force"])
+    n_shards = max(1, math.ceil(n_rows / cfg["predict_rows"]))
+    # untimed warm-up (first torch use, model load paths) so the first setting is not penalised
+    _stage_plain(["predict", "--h5", h5, "--model", model, "--out", work / "warm.h5", "--force",
+                  "--batch-size", "1", "--device", cfg["device"], "--threads", cfg["predict_threads"],
+                  *(["--shard", f"1/{n_rows}"] if n_rows > 1 else [])])
+    for bs in cfg["batch_sizes"]:
+        for nw in cfg["num_workers"]:
+            _say(f"bench: predict --batch-size {bs} --num-workers {nw}")
+            argv = ["predict", "--h5", h5, "--model", model, "--out", work / "pred.h5", "--force",
+                    "--batch-size", bs, "--num-workers", nw, "--device", cfg["device"],
+                    "--threads", cfg["predict_threads"], "--metrics", work / "m.json"]
+            if n_shards > 1:
+                argv += ["--shard", f"1/{n_shards}"]
+            with GpuSampler() as gs:
+                m = _stage(argv)
+            if str(m.get("device", "")).startswith("cuda") and gs.mean is not None:
+                m["gpu_util_pct"] = gs.mean
+            m.update(setting=f"batch={bs} workers={nw}", assembly="synthetic", num_workers=nw,
+                     test_model=not cfg["model"])
+            m.pop("shard", None)
             rows.append(m)
+    return rows
+
+
+def _sweep_genie3(cfg: dict, work: Path) -> list[dict]:
+    """genie3 per --threads on a seeded synthetic expression matrix."""
+    rows: list[dict] = []
+    expr = work / "expression.tsv"
+    write_expression(expr, cfg["genie3_genes"], cfg["genie3_samples"], cfg["seed"])
+    for t in cfg["threads"]:
+        _say(f"bench: genie3 --threads {t}")
+        m = _stage(["genie3", "--expression", expr, "--layout", "genes-x-samples", "--n-trees",
+                    cfg["genie3_trees"], "--threads", t, "--targets-chunk", "1/1", "--out", work / "part.npz",
+                    "--metrics", work / "m.json"])
+        m.update(setting=f"threads={t}", assembly="synthetic")
+        m.pop("chunk", None)
+        rows.append(m)
     return rows
 
 

@@ -20,6 +20,8 @@ from ..common import (ChromaflowError, Interrupted, StageMetrics, add_run_option
 QUANTITIES = ("avg_train_loss", "avg_train_accuracy", "avg_val_loss", "avg_val_accuracy")
 
 
+# One function on purpose (issue 28): a flat list of argparse declarations in the order --help shows them, one
+# group after the other; split into helpers it would only be harder to read against the help text.
 def add_arguments(p: argparse.ArgumentParser) -> None:
     io = p.add_argument_group("data and outputs")
     io.add_argument("--input-dir", required=True, help="folder with train/*.h5 and val/*.h5")

@@ -50,15 +50,7 @@ def evaluate_file(model, model_datasets: tuple[str, ...], path: str, *, batch_si
     if len(info.keep) == 0:
         raise ChromaflowError(f"{path}: no chunk is left after the chunk filter{' and blacklist' if blacklist else ''}")
     ds = StreamingDataset([info], model_datasets)
-    present = [j for j, d in enumerate(model_datasets) if d in info.datasets]
-    sums = np.zeros((3, len(model_datasets)), dtype=np.float64)
-    import h5py
-    with h5py.File(path, "r") as fh:
-        seqids = [s.decode("ascii", "replace") for s in fh["data/seqids"][()]]
-        start_ends = np.asarray(fh["data/start_ends"][()], dtype=np.int64)
-    best: dict[int, tuple] = {}
-    stride = max(1, int(math.ceil(len(info.keep) * info.length / max(sample_per_dataset, 1))))
-    samples: dict[int, tuple[list, list]] = {j: ([], []) for j in present}
+    tally = _Tally(path, info, model_datasets, sample_per_dataset)
     n = len(ds)
     with Progress(n, f"evaluate {stem_of(path)}", " chunks", enabled=progress) as bar, torch.no_grad():
         for a in range(0, n, batch_size):
@@ -66,43 +58,71 @@ def evaluate_file(model, model_datasets: tuple[str, ...], path: str, *, batch_si
             x = torch.from_numpy(np.stack([it[0] for it in items])).to(device=device, dtype=torch.float32)
             y = torch.from_numpy(np.stack([it[1] for it in items])).to(device)
             p = model(x).to(torch.float32)
-            loss_rows, pearson, used = row_stats(p, y, x)
-            for j in present:
-                sums[0, j] += float(loss_rows[:, j].double().sum())
-                sums[1, j] += float(torch.nan_to_num(pearson[:, j].double()).sum())
-                sums[2, j] += len(items)
-            rate = torch.exp(p).cpu().numpy()
-            yy = y.cpu().numpy()
-            valid = (x != 0).any(dim=2).cpu().numpy()
-            for k in range(len(items)):
-                row = int(info.keep[a + k])
-                nv = int(valid[k].sum())
-                a0, b0 = int(start_ends[row, 0]), int(start_ends[row, 1])
-                for j in present:
-                    obs = yy[k, :nv, j]
-                    score = (a0 < b0, float(obs.sum()))
-                    if j not in best or score > best[j][0]:
-                        best[j] = (score, seqids[row], a0, b0, obs.copy(), rate[k, :nv, j].copy())
-                    off = (row * info.length) % stride
-                    samples[j][0].append(obs[off::stride])
-                    samples[j][1].append(rate[k, off:nv:stride, j])
+            tally.add(a, x, y, p, len(items))
             bar.update(len(items))
     ds.close()
-    values: dict[str, float] = {}
-    total = sums[2, present].sum()
-    values["total_avg_val_loss"] = sums[0, present].sum() / total
-    values["total_avg_val_accuracy"] = sums[1, present].sum() / total
-    for j, d in enumerate(model_datasets):
-        c = sums[2, j]
-        values[f"{d}_avg_val_loss"] = sums[0, j] / c if c else math.nan
-        values[f"{d}_avg_val_accuracy"] = sums[1, j] / c if c else math.nan
-    res = FileResult(path=path, stem=stem_of(path), chunks=len(info.keep), datasets=info.datasets, values=values)
-    for j in present:
-        d = model_datasets[j]
-        _, seqid, a0, b0, obs, pred = best[j]
-        res.regions[d] = (seqid, a0, b0, obs, pred)
-        res.samples[d] = (np.concatenate(samples[j][0]), np.concatenate(samples[j][1]))
-    return res
+    return tally.result()
+
+
+class _Tally:
+    """What one file's evaluation keeps of its batches: per dataset the loss / Pearson sums and chunk counts, the
+    chunk with the most signal (plot region) and a strided sample of positions (scatter plot)."""
+
+    def __init__(self, path: str, info, model_datasets: tuple[str, ...], sample_per_dataset: int):
+        import h5py
+
+        self.path, self.info, self.model_datasets = path, info, model_datasets
+        self.present = [j for j, d in enumerate(model_datasets) if d in info.datasets]
+        self.sums = np.zeros((3, len(model_datasets)), dtype=np.float64)  # loss, Pearson, chunks
+        with h5py.File(path, "r") as fh:
+            self.seqids = [s.decode("ascii", "replace") for s in fh["data/seqids"][()]]
+            self.start_ends = np.asarray(fh["data/start_ends"][()], dtype=np.int64)
+        self.best: dict[int, tuple] = {}
+        self.stride = max(1, int(math.ceil(len(info.keep) * info.length / max(sample_per_dataset, 1))))
+        self.samples: dict[int, tuple[list, list]] = {j: ([], []) for j in self.present}
+
+    def add(self, a: int, x, y, p, n_items: int) -> None:
+        """One batch: chunks a..a+n_items of the kept chunks, inputs x, targets y, predicted log rates p."""
+        sums, present, info, stride = self.sums, self.present, self.info, self.stride
+        loss_rows, pearson, used = row_stats(p, y, x)
+        for j in present:
+            sums[0, j] += float(loss_rows[:, j].double().sum())
+            sums[1, j] += float(torch.nan_to_num(pearson[:, j].double()).sum())
+            sums[2, j] += n_items
+        rate = torch.exp(p).cpu().numpy()
+        yy = y.cpu().numpy()
+        valid = (x != 0).any(dim=2).cpu().numpy()
+        for k in range(n_items):
+            row = int(info.keep[a + k])
+            nv = int(valid[k].sum())
+            a0, b0 = int(self.start_ends[row, 0]), int(self.start_ends[row, 1])
+            for j in present:
+                obs = yy[k, :nv, j]
+                score = (a0 < b0, float(obs.sum()))
+                if j not in self.best or score > self.best[j][0]:
+                    self.best[j] = (score, self.seqids[row], a0, b0, obs.copy(), rate[k, :nv, j].copy())
+                off = (row * info.length) % stride
+                self.samples[j][0].append(obs[off::stride])
+                self.samples[j][1].append(rate[k, off:nv:stride, j])
+
+    def result(self) -> FileResult:
+        sums, present, model_datasets = self.sums, self.present, self.model_datasets
+        values: dict[str, float] = {}
+        total = sums[2, present].sum()
+        values["total_avg_val_loss"] = sums[0, present].sum() / total
+        values["total_avg_val_accuracy"] = sums[1, present].sum() / total
+        for j, d in enumerate(model_datasets):
+            c = sums[2, j]
+            values[f"{d}_avg_val_loss"] = sums[0, j] / c if c else math.nan
+            values[f"{d}_avg_val_accuracy"] = sums[1, j] / c if c else math.nan
+        res = FileResult(path=self.path, stem=stem_of(self.path), chunks=len(self.info.keep),
+                         datasets=self.info.datasets, values=values)
+        for j in present:
+            d = model_datasets[j]
+            _, seqid, a0, b0, obs, pred = self.best[j]
+            res.regions[d] = (seqid, a0, b0, obs, pred)
+            res.samples[d] = (np.concatenate(self.samples[j][0]), np.concatenate(self.samples[j][1]))
+        return res
 
 
 def write_tsv(path: str, results: list[FileResult], model_datasets: tuple[str, ...]) -> None:

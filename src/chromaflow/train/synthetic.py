@@ -22,46 +22,65 @@ def make_file(path: str, *, records: dict[str, int], length: int, datasets: dict
     ``n_chunk_record``: a record made of N (0.25 in every column) so its chunks are dropped by the chunk filter.
     ``blacklist``: per-row 0/1 values for data/blacklist (length must match the row count).
     """
-    import h5py
-
     rng = np.random.default_rng(seed)
     X, seqids, se, covs = [], [], [], {d: [] for d in datasets}
     for name, n in records.items():
-        base = rng.integers(0, 4, n)
-        x = _ONEHOT[base]
-        if name == n_chunk_record:
-            x = np.full((n, 4), 0.25, dtype=np.float16)
-        gc = ((base == 0) | (base == 3)).astype(np.float64)
-        signal = np.convolve(gc, np.ones(25) / 25, mode="same")
-        cov_plus = {}
-        cov_minus = {}
-        for d, reps in datasets.items():
-            s = (scale or {}).get(d, 6.0)
-            lam = np.exp(s * (signal - 0.5)) * 2
-            cov_plus[d] = rng.poisson(lam, (reps, n)).T
-            cov_minus[d] = rng.poisson(lam[::-1] * 0.8, (reps, n)).T[::-1]
-        bounds = [(a, min(a + length, n)) for a in range(0, n, length)]
-        for a, b in bounds:
-            row = np.zeros((length, 4), np.float16)
-            row[:b - a] = x[a:b]
+        x, cov_plus, cov_minus = _record(rng, n, datasets, scale, name == n_chunk_record)
+        for row, start_end, cov in _record_rows(x, cov_plus, cov_minus, length, datasets):
             X.append(row)
             seqids.append(name)
-            se.append((a, b))
-            for d, reps in datasets.items():
-                c = np.full((length, reps), -1, np.int64)
-                c[:b - a] = cov_plus[d][a:b]
+            se.append(start_end)
+            for d, c in cov.items():
                 covs[d].append(c)
-        comp = x[::-1][:, [3, 2, 1, 0]]  # reverse complement in column order C, A, T, G: C<->G, A<->T
-        for a, b in reversed(bounds):
-            row = np.zeros((length, 4), np.float16)
-            row[:b - a] = comp[n - b:n - a]
-            X.append(row)
-            seqids.append(name)
-            se.append((b, a))
-            for d, reps in datasets.items():
-                c = np.full((length, reps), -1, np.int64)
-                c[:b - a] = cov_minus[d][a:b][::-1]
-                covs[d].append(c)
+    _write(path, X, seqids, se, covs, length=length, datasets=datasets, species=species, blacklist=blacklist)
+    return len(X)
+
+
+def _record(rng, n: int, datasets: dict[str, int], scale: dict[str, float] | None, all_n: bool):
+    """A random record of n bp (one-hot, or all N): its sequence and per-dataset (n, replicates) coverage of the
+    plus and the minus strand, Poisson around a smoothed GC signal."""
+    base = rng.integers(0, 4, n)
+    x = _ONEHOT[base]
+    if all_n:
+        x = np.full((n, 4), 0.25, dtype=np.float16)
+    gc = ((base == 0) | (base == 3)).astype(np.float64)
+    signal = np.convolve(gc, np.ones(25) / 25, mode="same")
+    cov_plus = {}
+    cov_minus = {}
+    for d, reps in datasets.items():
+        s = (scale or {}).get(d, 6.0)
+        lam = np.exp(s * (signal - 0.5)) * 2
+        cov_plus[d] = rng.poisson(lam, (reps, n)).T
+        cov_minus[d] = rng.poisson(lam[::-1] * 0.8, (reps, n)).T[::-1]
+    return x, cov_plus, cov_minus
+
+
+def _record_rows(x: np.ndarray, cov_plus: dict, cov_minus: dict, length: int, datasets: dict[str, int]):
+    """(X row, start_end, {dataset: coverage row}) of one record's chunks: the plus strand in order, then the
+    minus strand (reverse complement) from the record's end; padding is 0 in X and -1 in the coverage."""
+    n = len(x)
+    bounds = [(a, min(a + length, n)) for a in range(0, n, length)]
+    for a, b in bounds:
+        row = np.zeros((length, 4), np.float16)
+        row[:b - a] = x[a:b]
+        yield row, (a, b), {d: _padded(cov_plus[d][a:b], length, reps) for d, reps in datasets.items()}
+    comp = x[::-1][:, [3, 2, 1, 0]]  # reverse complement in column order C, A, T, G: C<->G, A<->T
+    for a, b in reversed(bounds):
+        row = np.zeros((length, 4), np.float16)
+        row[:b - a] = comp[n - b:n - a]
+        yield row, (b, a), {d: _padded(cov_minus[d][a:b][::-1], length, reps) for d, reps in datasets.items()}
+
+
+def _padded(values: np.ndarray, length: int, reps: int) -> np.ndarray:
+    c = np.full((length, reps), -1, np.int64)
+    c[:len(values)] = values
+    return c
+
+
+def _write(path: str, X: list, seqids: list, se: list, covs: dict, *, length: int, datasets: dict[str, int],
+           species: str, blacklist: list[int] | None) -> None:
+    import h5py
+
     n_rows = len(X)
     with h5py.File(path, "w") as f:
         f.create_dataset("data/X", data=np.stack(X), chunks=(1, length, 4), compression="gzip", shuffle=True,
@@ -77,7 +96,6 @@ def make_file(path: str, *, records: dict[str, int], length: int, datasets: dict
                              compression="lzf", shuffle=True, fillvalue=-1, maxshape=(None, length, None))
             f.create_dataset(f"evaluation/{d}_meta/bam_files",
                              data=np.array([f"{d}_{i}.bam" for i in range(datasets[d])], dtype="S512"))
-    return n_rows
 
 
 def make_input_dir(root, *, length: int = 1000, train_files: int = 2, seed: int = 0,
