@@ -195,7 +195,7 @@ def rule_results(tmp_path_factory, nextflow_bin):
         dict(id="trainA", split="train", fa="trainA.fa", species="", bam="trainA_atacseq_1.bam"),
         dict(id="valA", split="val", fa="valA.fa", species="Testus_val", bam="valA_atacseq_1.bam")]))
     res = subprocess.run(
-        ["nextflow", "run", str(ROOT / "tests" / "nextflow" / "validate_sheets.nf"), "-ansi-log", "false",
+        ["nextflow", "run", str(ROOT / "tests" / "pipeline" / "nextflow" / "validate_sheets.nf"), "-ansi-log", "false",
          "--sheets", ",".join(map(str, sheets.values())), "--train_sheets", ",".join(map(str, trains.values()))],
         cwd=d, capture_output=True, text=True, timeout=600, env={**os.environ, "NXF_OFFLINE": "true"})
     assert res.returncode == 0, res.stdout + res.stderr
