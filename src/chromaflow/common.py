@@ -394,6 +394,14 @@ def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
     write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
+def emit_json(obj: Any, path: str | os.PathLike | None) -> None:
+    """``obj`` as indented, key-sorted JSON: to ``path`` (atomically) when given, else to stdout (the plan commands)."""
+    if path:
+        write_json_atomic(path, obj)
+    else:
+        sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
 # --------------------------------------------------------------------------------------------------
 # progress on a terminal, silence elsewhere
 # --------------------------------------------------------------------------------------------------

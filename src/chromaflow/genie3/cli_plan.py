@@ -8,11 +8,9 @@ stops the run with the reader's one-line error before any GENIE3 task starts.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import sys
 
-from ..common import ChromaflowError, check_outputs, part_bounds, write_json_atomic
+from ..common import ChromaflowError, check_outputs, part_bounds, emit_json
 from .cli import warn
 from .expression import LAYOUTS, read_expression, read_regulators
 
@@ -46,9 +44,5 @@ def run(args: argparse.Namespace) -> int:
         regulators = len(read_regulators(args.regulators, expr))
     result = {"expression": str(args.expression), "layout": args.layout, "samples": int(expr.n_samples),
               "regulators": regulators, **plan(int(expr.n_genes), args.chunk_size)}
-    if args.out:
-        write_json_atomic(args.out, result)
-    else:
-        json.dump(result, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+    emit_json(result, args.out)
     return 0

@@ -9,11 +9,9 @@ out and the prediction itself cannot disagree, and a bad FASTA stops here with t
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import sys
 
-from ..common import ChromaflowError, check_outputs, open_h5_input, part_bounds, write_json_atomic
+from ..common import ChromaflowError, check_outputs, open_h5_input, part_bounds, emit_json
 from ..genome.encoding import DEFAULT_L, check_length
 
 DEFAULT_SHARD_ROWS = 20000
@@ -70,9 +68,5 @@ def run(args: argparse.Namespace) -> int:
         source = {"h5": str(args.h5), "subsequence_length": int(shape[1])}
         rows = int(shape[0])
     result = {**source, **plan(rows, args.shards, args.shard_rows)}
-    if args.out:
-        write_json_atomic(args.out, result)
-    else:
-        json.dump(result, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+    emit_json(result, args.out)
     return 0
