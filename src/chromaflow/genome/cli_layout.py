@@ -1,5 +1,5 @@
 """``chromaflow fasta-layout``: the rows (subsequences) a FASTA gives at chunk length L, without writing anything
-(the pipeline's prediction shard count)."""
+(the same count ``predict-plan --fasta`` plans the pipeline's prediction shards from)."""
 from __future__ import annotations
 
 import argparse
@@ -23,8 +23,7 @@ def run(args: argparse.Namespace) -> int:
     if not os.path.exists(args.fasta) or os.path.isdir(args.fasta):
         raise ChromaflowError(f"{args.fasta}: no such file")
     lay = scan_layout(args.fasta, L)
-    obj = {"fasta": args.fasta, "subsequence_length": L, "records": len(lay.records), "bp": lay.bp,
-           "subsequences": lay.n_rows}
+    obj = {"fasta": args.fasta, **lay.summary()}
     if args.out:
         write_json_atomic(args.out, obj)
     else:

@@ -177,6 +177,11 @@ class Layout(NamedTuple):
             return np.zeros((0, 2), dtype=np.int64)
         return np.concatenate([start_ends(n, self.L) for _, n in self.records])
 
+    def summary(self) -> dict:
+        """What the row-counting commands report of a FASTA (``fasta-layout``, ``predict-plan --fasta``)."""
+        return {"subsequence_length": self.L, "records": len(self.records), "bp": self.bp,
+                "subsequences": self.n_rows}
+
     def fingerprint(self) -> str:
         """The same SHA-256 as ``predict``'s input fingerprint of the fasta2h5 file of this FASTA."""
         return input_fingerprint(self.n_rows, self.L, self.seqids(), self.start_ends(), self.species)

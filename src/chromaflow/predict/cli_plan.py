@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
         L = check_length(args.subsequence_length)
         lay = scan_layout(args.fasta, L)
-        source = {"fasta": str(args.fasta), "subsequence_length": L, "records": len(lay.records), "bp": lay.bp}
+        source = {"fasta": str(args.fasta), **lay.summary()}
         rows = lay.n_rows
     else:
         with open_h5_input(args.h5, "genome h5") as fh:
