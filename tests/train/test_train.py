@@ -20,7 +20,7 @@ import torch
 
 from helpers.environment import REFERENCE, unavailable
 from helpers.trainfactory import TINY, make_file, make_input_dir
-from helpers.cli import chromaflow
+from helpers.cli import assert_one_line_error, chromaflow, run_in_process
 
 PEER = REFERENCE.parent / "peers" / "bin" / "peer-predmoter"
 MINI = REFERENCE / "predmoter" / "mini_model.ckpt"
@@ -388,46 +388,59 @@ def test_finetune_head_and_freeze(data, tmp_path):
 # --------------------------------------------------------------------------------------------------
 # bad input: one line, non-zero, nothing trained
 # --------------------------------------------------------------------------------------------------
-def test_bad_inputs(data, tmp_path):
-    (tmp_path / "noval" / "train").mkdir(parents=True)
-    os.symlink(data / "train" / "t0.h5", tmp_path / "noval" / "train" / "t0.h5")
-    (tmp_path / "emptytrain" / "train").mkdir(parents=True)
-    (tmp_path / "emptytrain" / "val").mkdir()
-    mixed = tmp_path / "mixed"
-    make_input_dir(mixed)
-    make_file(str(mixed / "val" / "v1.h5"), records={"c": 1200}, length=600, datasets={"atacseq": 1}, seed=9)
-    other = tmp_path / "other"
-    make_input_dir(other, datasets={"dnase": 1})
-    (tmp_path / "corrupt" / "train").mkdir(parents=True)
-    (tmp_path / "corrupt" / "val").mkdir()
-    (tmp_path / "corrupt" / "train" / "x.h5").write_bytes(b"not hdf5")
-    os.symlink(data / "val" / "v0.h5", tmp_path / "corrupt" / "val" / "v0.h5")
-    existing = tmp_path / "existing"
-    existing.mkdir()
-    (existing / "last.ckpt").write_bytes(b"")
-    cases = [
-        (["--input-dir", tmp_path / "noval"], "val folder does not exist"),
-        (["--input-dir", tmp_path / "emptytrain"], "no *.h5 files"),
-        (["--input-dir", mixed], "different chunk lengths"),
-        (["--input-dir", other], "none of the model's datasets"),
-        (["--input-dir", tmp_path / "corrupt"], "x.h5: not a readable HDF5 file"),
-        (["--input-dir", data, "--out", existing], "holds a previous run"),
-        (["--input-dir", data, "--resume", MINI, "--model-type", "cnn"], "architecture comes from"),
-        (["--input-dir", data, "--precision", "16-mixed"], "needs a CUDA device"),
-        (["--input-dir", data, "--init", tmp_path / "nope.ckpt"], "checkpoint does not exist"),
-        (["--input-dir", data, "--device", "cuda"], "no CUDA device"),
-    ]
-    for args, needle in cases:
-        if "--out" not in args:
-            args = args + ["--out", tmp_path / "o"]
-        res = _cli("train", *args, "--epochs", "1")
-        lines = res.stderr.strip().splitlines()
-        assert res.returncode != 0, args
-        assert len(lines) == 1 and lines[0].startswith("chromaflow train: error:") and needle in lines[0], \
-            (args, res.stderr[-1500:])
-        assert not (tmp_path / "o" / "last.ckpt").exists()
-    res = _cli("evaluate", "--model", MINI, "--h5", tmp_path / "corrupt" / "train" / "x.h5", "--out", tmp_path / "e.tsv")
-    assert res.returncode != 0 and res.stderr.count("\n") == 1 and "x.h5" in res.stderr
+@pytest.fixture(scope="module")
+def bad(data, tmp_path_factory):
+    """Input folders, each wrong in one way."""
+    d = tmp_path_factory.mktemp("train_bad")
+    (d / "noval" / "train").mkdir(parents=True)
+    os.symlink(data / "train" / "t0.h5", d / "noval" / "train" / "t0.h5")
+    (d / "emptytrain" / "train").mkdir(parents=True)
+    (d / "emptytrain" / "val").mkdir()
+    make_input_dir(d / "mixed")
+    make_file(str(d / "mixed" / "val" / "v1.h5"), records={"c": 1200}, length=600, datasets={"atacseq": 1}, seed=9)
+    make_input_dir(d / "other", datasets={"dnase": 1})
+    (d / "corrupt" / "train").mkdir(parents=True)
+    (d / "corrupt" / "val").mkdir()
+    (d / "corrupt" / "train" / "x.h5").write_bytes(b"not hdf5")
+    os.symlink(data / "val" / "v0.h5", d / "corrupt" / "val" / "v0.h5")
+    (d / "existing").mkdir()
+    (d / "existing" / "last.ckpt").write_bytes(b"")
+    return d
+
+
+# case -> (arguments: "{data}" is the good input folder, "{bad}" the folder of bad ones; the error's words)
+BAD_TRAIN = {
+    "no val folder": (["--input-dir", "{bad}/noval"], "val folder does not exist"),
+    "no train files": (["--input-dir", "{bad}/emptytrain"], "no *.h5 files"),
+    "mixed chunk lengths": (["--input-dir", "{bad}/mixed"], "different chunk lengths"),
+    "other datasets": (["--input-dir", "{bad}/other"], "none of the model's datasets"),
+    "corrupt h5": (["--input-dir", "{bad}/corrupt"], "x.h5: not a readable HDF5 file"),
+    "previous run in --out": (["--input-dir", "{data}", "--out", "{bad}/existing"], "holds a previous run"),
+    "architecture with --resume": (["--input-dir", "{data}", "--resume", str(MINI), "--model-type", "cnn"],
+                                   "architecture comes from"),
+    "16-mixed on CPU": (["--input-dir", "{data}", "--precision", "16-mixed"], "needs a CUDA device"),
+    "missing --init": (["--input-dir", "{data}", "--init", "{bad}/nope.ckpt"], "checkpoint does not exist"),
+    "cuda without one": (["--input-dir", "{data}", "--device", "cuda"], "no CUDA device"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TRAIN))
+def test_bad_inputs(case, data, bad, tmp_path):
+    """One line, non-zero, nothing trained. In this process (run_in_process): a child per case would import torch
+    and Lightning again each time (about 5 s)."""
+    args, needle = BAD_TRAIN[case]
+    args = [a.format(data=data, bad=bad) for a in args]
+    if "--out" not in args:
+        args += ["--out", str(tmp_path / "o")]
+    res = run_in_process("train", *args, "--epochs", "1", check=False)
+    assert_one_line_error(res, "train", needle)
+    assert not (tmp_path / "o" / "last.ckpt").exists()
+
+
+def test_evaluate_corrupt_h5(bad, tmp_path):
+    res = run_in_process("evaluate", "--model", MINI, "--h5", bad / "corrupt" / "train" / "x.h5", "--out",
+                         tmp_path / "e.tsv", check=False)
+    assert_one_line_error(res, "evaluate", "x.h5")
     assert not (tmp_path / "e.tsv").exists()
 
 
