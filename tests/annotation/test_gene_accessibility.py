@@ -139,3 +139,14 @@ def test_bad_window(tmp_path, ref, tables):
                "--out", tmp_path / "o.tsv", "--downstream", "0")
     assert_one_line_error(proc, "gene-accessibility", "--downstream")
     assert_nothing_left(tmp_path)
+
+
+def test_promoter_bed(tables, ref, tmp_path):
+    run_in_process("gene-accessibility", "--annotation", tables["gff"], "--predictions",
+                   ref / "pred_data_1_predictions.h5", "--out", tmp_path / "o.tsv", "--bed", tmp_path / "p.bed")
+    bed = [ln.split("\t") for ln in (tmp_path / "p.bed").read_text().splitlines()]
+    rows = _rows(tables["pred"])
+    assert [(b[0], int(b[1]), int(b[2]), b[3], b[5]) for b in bed] == \
+           [(r["seqid"], int(r["window_start"]), int(r["window_end"]), r["gene_id"], r["strand"]) for r in rows]
+    # the score is 10 x the unrounded percentile (the table prints 2 decimals): within 1 of the printed one x 10
+    assert all(abs(int(b[4]) - 10 * float(r["percentile_atacseq"])) <= 0.55 for b, r in zip(bed, rows))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common import ChromaflowError, StageMetrics, add_run_options, atomic_output, check_outputs, naming_errors
+from ..common import ChromaflowError, StageMetrics, add_run_options, check_outputs, write_texts_atomic
 from .gff import Gene, check_against_sizes, read_genes, tss_windows
 
 DEFAULT_UPSTREAM = 1000
@@ -46,6 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--bigwig", nargs="+", metavar="T.bw",
                      help="bigWig tracks; each is a dataset named by its file name without .bw")
     p.add_argument("--out", required=True, metavar="TSV", help="the per-gene table")
+    p.add_argument("--bed", default=None, metavar="BED",
+                   help="also the promoter windows as BED6 (name = gene id, score = 10 x the first dataset's "
+                        "percentile, 0-1000), sorted like the table, for a genome browser")
     add_window_options(p)
     add_run_options(p, force=True, metrics=True)
 
@@ -163,13 +166,21 @@ def table_text(gw: GeneWindows, cols: dict[str, np.ndarray]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def bed_text(gw: GeneWindows, pct: np.ndarray) -> str:
+    """BED6 of the windows: score = round(10 x percentile) (BED scores are integers 0-1000)."""
+    score = np.rint(10 * pct).astype(int).tolist()
+    return "".join(f"{g.seqid}\t{gw.start[i]}\t{gw.end[i]}\t{g.gene_id}\t{score[i]}\t{g.strand}\n"
+                   for i, g in enumerate(gw.genes))
+
+
 def run(args: argparse.Namespace) -> int:
     check_window_options(args)
     inputs = [("--annotation", args.annotation), ("--predictions", args.predictions)]
     inputs += [("--bigwig", b) for b in (args.bigwig or [])]
-    check_outputs([("--out", args.out), ("--metrics", args.metrics)], inputs)
-    if not args.force and Path(args.out).exists():
-        raise ChromaflowError(f"{args.out}: output exists (use --force to overwrite)")
+    check_outputs([("--out", args.out), ("--bed", args.bed), ("--metrics", args.metrics)], inputs)
+    for out in (args.out, args.bed):
+        if out and not args.force and Path(out).exists():
+            raise ChromaflowError(f"{out}: output exists (use --force to overwrite)")
     with StageMetrics("gene_accessibility", args.metrics) as metrics:
         genes = read_genes(args.annotation, args.feature)
         if args.predictions:
@@ -185,9 +196,10 @@ def run(args: argparse.Namespace) -> int:
             datasets, cols, _ = predictions_columns(gw, args.predictions)
         else:
             datasets, cols = bigwig_columns(gw, args.bigwig)
-        text = table_text(gw, cols)
-        with atomic_output(args.out, force=True) as tmp, naming_errors(args.out):
-            tmp.write_text(text)
+        texts = {args.out: table_text(gw, cols)}
+        if args.bed:
+            texts[args.bed] = bed_text(gw, cols[f"percentile_{datasets[0]}"])
+        write_texts_atomic(texts)
         metrics.set(genes=len(gw.genes), datasets=datasets, feature=args.feature, upstream=args.upstream,
                     downstream=args.downstream, source="predictions" if args.predictions else "bigwig")
     return 0
