@@ -150,3 +150,14 @@ def test_promoter_bed(tables, ref, tmp_path):
            [(r["seqid"], int(r["window_start"]), int(r["window_end"]), r["gene_id"], r["strand"]) for r in rows]
     # the score is 10 x the unrounded percentile (the table prints 2 decimals): within 1 of the printed one x 10
     assert all(abs(int(b[4]) - 10 * float(r["percentile_atacseq"])) <= 0.55 for b, r in zip(bed, rows))
+
+
+def test_not_a_bigwig(tables, tmp_path):
+    bad = tmp_path / "in" / "x.bw"
+    bad.parent.mkdir()
+    bad.write_text("not a bigwig\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = cli("--annotation", tables["gff"], "--bigwig", bad, "--out", out / "o.tsv")
+    assert_one_line_error(proc, "gene-accessibility", str(bad), "not a bigWig")
+    assert_nothing_left(out)

@@ -15,6 +15,8 @@ import numpy as np
 from ..common import ChromaflowError
 
 STRANDS = ("avg", "+", "-")
+#: the first 4 bytes of a bigWig file (0x888FFC26, little endian)
+BIGWIG_MAGIC = bytes.fromhex("26fc8f88")
 
 
 @dataclass
@@ -125,10 +127,12 @@ def _open_bigwig(path: str):
     import pyBigWig
 
     try:
-        with open(path, "rb"):
-            pass
+        with open(path, "rb") as fh:
+            magic = fh.read(4)
     except OSError as exc:
         raise ChromaflowError(f"{path}: cannot read bigWig ({exc.strerror or exc})") from None
+    if magic not in (BIGWIG_MAGIC, BIGWIG_MAGIC[::-1]):  # checked here: libBigWig prints its own lines to stderr
+        raise ChromaflowError(f"{path}: not a bigWig file")
     bw = None
     try:
         bw = pyBigWig.open(path)
