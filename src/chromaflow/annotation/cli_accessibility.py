@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     for out in (args.out, args.bed):
         if out and not args.force and Path(out).exists():
             raise ChromaflowError(f"{out}: output exists (use --force to overwrite)")
-    with StageMetrics("gene_accessibility", args.metrics) as metrics:
+    with StageMetrics("gene-accessibility", args.metrics) as metrics:
         genes = read_genes(args.annotation, args.feature)
         if args.predictions:
             from .accessibility import predictions_sizes

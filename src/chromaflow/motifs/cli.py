@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
                 raise ChromaflowError(f"{p}: output exists (use --force to overwrite)")
     if not 0 < args.p_value < 1:
         raise ChromaflowError(f"--p-value must be in (0, 1) (got {args.p_value})")
-    with StageMetrics("motif_prior", args.metrics) as metrics:
+    with StageMetrics("motif-prior", args.metrics) as metrics:
         genes = read_genes(args.annotation, args.feature)
         motifs = load_motifs(args.motifs)
         tf_motifs = read_tf_motifs(args.tf_motifs, motifs)
