@@ -326,6 +326,11 @@ def test_prior_alpha_makes_genie3_wait_for_the_motif_prior(test_run, tmp_path):
     _, reference, _ = test_run
     assert (reference / "asmA" / "network" / "asmA.prior.tsv.gz").is_file()
     assert (reference / "asmA" / "genes" / "asmA.gene_accessibility.tsv").is_file()
+    # the promoter BED is in asmA's IGV session, its path relative to the session (asmB has no annotation)
+    session = reference / "asmA" / "tracks" / "igv_session.xml"
+    beds = [p for p in re.findall(r'<Resource path="([^"]+)" type="bed"/>', session.read_text())]
+    assert beds == ["../genes/asmA.promoters.bed"] and (session.parent / beds[0]).is_file()
+    assert 'type="bed"' not in (reference / "asmB" / "tracks" / "igv_session.xml").read_text()
     plain = [r for r in read_trace(reference) if r["process"].endswith(":GENIE3") and r["status"] == "COMPLETED"]
     assert plain and not any((Path(r["workdir"]) / "asmA.prior.tsv.gz").exists() for r in plain)
     outdir = tmp_path / "results"
