@@ -4,7 +4,12 @@
  * its FASTA and lists the prediction shards; PREDICT fans out from that list on both routes. With
  * --predict_from fasta, PREDICT reads the FASTA itself and FASTA2H5 runs only when --save_h5 asks for the genome h5.
  *
- * take: ch_samplesheet  channel of [meta, fasta, expression|[], regulators|[]], meta = [id, species, expression_layout]
+ * Where the samplesheet gives an annotation, GENE_ACCESSIBILITY tabulates each gene's predicted promoter coverage
+ * (after prediction), and with motifs MOTIF_PRIOR builds the (TF, target) prior (hits weighted by the predicted
+ * accessibility when prediction runs); GENIE3 waits for that prior only when --genie3_prior_alpha > 0.
+ *
+ * take: ch_samplesheet  channel of [meta, fasta, expression|[], regulators|[], annotation|[], motifs|[], tf_motifs|[]],
+ *                       meta = [id, species, expression_layout] (+ motifs_db)
  */
 include { FASTA2H5        } from '../modules/local/fasta2h5'
 include { PREDICT_PLAN    } from '../modules/local/predict_plan'
@@ -15,6 +20,8 @@ include { BIGWIG          } from '../modules/local/bigwig'
 include { GENIE3_PLAN     } from '../modules/local/genie3_plan'
 include { GENIE3          } from '../modules/local/genie3'
 include { GENIE3_MERGE    } from '../modules/local/genie3_merge'
+include { GENE_ACCESSIBILITY } from '../modules/local/gene_accessibility'
+include { MOTIF_PRIOR     } from '../modules/local/motif_prior'
 include { REPORTING       } from '../subworkflows/local/reporting'
 include { gatherParts; baseMeta } from '../subworkflows/local/utils_chromaflow'
 
@@ -33,7 +40,8 @@ workflow CHROMAFLOW {
     //
     // FASTA → HDF5
     //
-    ch_fasta = ch_samplesheet.map { meta, fasta, expr, regs -> [meta, fasta] }
+    ch_fasta = ch_samplesheet.map { meta, fasta, expr, regs, annot, motifs, tfm -> [meta, fasta] }
+    ch_predictions = Channel.empty()
     def from_fasta = params.predict_from == 'fasta' && !params.skip_predict
     if (!from_fasta || params.save_h5) {
         FASTA2H5(ch_fasta)
@@ -84,28 +92,73 @@ workflow CHROMAFLOW {
         //
         if (!params.skip_tracks) {
             ch_blacklist = params.track_blacklist ? Channel.value(file(params.track_blacklist, checkIfExists: true)) : Channel.value([])
-            BIGWIG(ch_predictions, ch_blacklist)
+            // an assembly with an annotation gets GENE_ACCESSIBILITY's promoter BED in its IGV session
+            ch_promoter_bed = ch_samplesheet.map { meta, fasta, expr, regs, annot, motifs, tfm -> [meta.id, annot ? true : false] }
+            ch_bigwig = ch_predictions
+                .map { meta, p -> [meta.id, meta, p] }
+                .join(ch_promoter_bed)
+                .map { id, meta, p, annotated -> [annotated ? meta + [promoter_bed: "../genes/${meta.id}.promoters.bed"] : meta, p] }
+            BIGWIG(ch_bigwig, ch_blacklist)
             ch_versions = ch_versions.mix(BIGWIG.out.versions)
             ch_metrics  = ch_metrics.mix(BIGWIG.out.metrics)
         }
+
+        //
+        // Promoter accessibility per gene, for assemblies with an annotation
+        //
+        ch_annotated = ch_samplesheet
+            .filter { meta, fasta, expr, regs, annot, motifs, tfm -> annot }
+            .map { meta, fasta, expr, regs, annot, motifs, tfm -> [meta.id, meta, annot] }
+        GENE_ACCESSIBILITY(
+            ch_annotated.join(ch_predictions.map { meta, p -> [meta.id, p] })
+                .map { id, meta, annot, p -> [meta, annot, p] }
+        )
+        ch_versions = ch_versions.mix(GENE_ACCESSIBILITY.out.versions)
+        ch_metrics  = ch_metrics.mix(GENE_ACCESSIBILITY.out.metrics)
     }
 
     //
-    // GENIE3 for assemblies with an expression matrix: a plan (gene count → chunks, read by the Python reader),
-    // then one task per chunk of target genes, merged per assembly
+    // Networks (not with --skip_genie3). The motif prior of assemblies with motifs: hits weighted by the predicted
+    // accessibility where prediction runs. Then GENIE3 for assemblies with an expression matrix: a plan (gene count →
+    // chunks, read by the Python reader), one task per chunk of target genes, merged per assembly.
     //
     if (!params.skip_genie3) {
+        ch_motifs = ch_samplesheet
+            .filter { meta, fasta, expr, regs, annot, motifs, tfm -> tfm }
+            .map { meta, fasta, expr, regs, annot, motifs, tfm -> [meta.id, meta, fasta, annot, motifs, tfm, regs] }
+        ch_motif_input = params.skip_predict
+            ? ch_motifs.map { row -> row.drop(1) + [[]] }
+            : ch_motifs.join(ch_predictions.map { meta, p -> [meta.id, p] }).map { row -> row.drop(1) }
+        MOTIF_PRIOR(ch_motif_input)
+        ch_versions = ch_versions.mix(MOTIF_PRIOR.out.versions)
+        ch_metrics  = ch_metrics.mix(MOTIF_PRIOR.out.metrics)
+
         ch_expression = ch_samplesheet
-            .filter { meta, fasta, expr, regs -> expr }
-            .map { meta, fasta, expr, regs -> [meta, expr, regs] }
+            .filter { meta, fasta, expr, regs, annot, motifs, tfm -> expr }
+            .map { meta, fasta, expr, regs, annot, motifs, tfm -> [meta, expr, regs] }
+        // the prior reaches GENIE3 only when asked for (--genie3_prior_alpha > 0) and the assembly has motifs: then
+        // its GENIE3 tasks wait for MOTIF_PRIOR; the others get [] (plain GENIE3)
+        def use_prior = (params.genie3_prior_alpha as double) > 0
+        ch_wants_prior = ch_samplesheet
+            .filter { meta, fasta, expr, regs, annot, motifs, tfm -> expr }
+            .map { meta, fasta, expr, regs, annot, motifs, tfm -> [meta.id, use_prior && tfm ? true : false] }
         GENIE3_PLAN(ch_expression)
         ch_versions = ch_versions.mix(GENIE3_PLAN.out.versions)
 
-        ch_genie3 = ch_expression
+        ch_plans = ch_expression
             .join(GENIE3_PLAN.out.plan)
-            .flatMap { meta, expr, regs, plan ->
+            .map { meta, expr, regs, plan -> [meta.id, meta, expr, regs, plan] }
+            .join(ch_wants_prior)
+            .branch { row ->
+                prior: row[5]
+                plain: true
+            }
+        ch_genie3 = ch_plans.prior.map { row -> row[0..4] }
+            .join(MOTIF_PRIOR.out.prior.map { meta, p -> [meta.id, p] })
+            .mix(ch_plans.plain.map { row -> row[0..4] + [[]] })
+            .flatMap { id, meta, expr, regs, plan, prior ->
                 def n = readJson(plan).chunks as int
-                (1..n).collect { i -> [meta + [chunk: i, chunks: n], expr, regs] }
+                (1..n).collect { i -> [meta + [chunk: i, chunks: n], expr, regs, prior ?: []] }
             }
         GENIE3(ch_genie3)
         ch_versions = ch_versions.mix(GENIE3.out.versions)

@@ -10,6 +10,10 @@
  *   expression          optional expression matrix (TSV/CSV) → GENIE3 run for this assembly
  *   regulators          optional list of candidate regulators (needs expression)
  *   expression_layout   optional genes-x-samples | samples-x-genes (default: --genie3_layout)
+ *   annotation          optional GFF3/GTF of the genes → GENE_ACCESSIBILITY (after prediction)
+ *   motifs              optional JASPAR/MEME motif file, or jaspar:<COLLECTION>/<tax group> (pyjaspar's bundled
+ *                       database) → MOTIF_PRIOR (needs annotation and tf_motifs)
+ *   tf_motifs           optional TF<TAB>motif table (needs motifs)
  * Train sheet (--train_sheet, --mode train; parseTrainSheet): one row per reads file, see trainSheetColumns().
  * Relative paths are resolved against the sheet's own folder.
  */
@@ -19,7 +23,7 @@ def sheetError(String message) {
     error(message)
 }
 
-List<String> samplesheetColumns() { ['id', 'fasta', 'species', 'expression', 'regulators', 'expression_layout'] }
+List<String> samplesheetColumns() { ['id', 'fasta', 'species', 'expression', 'regulators', 'expression_layout', 'annotation', 'motifs', 'tf_motifs'] }
 
 // Splits one CSV line; supports double-quoted fields with commas and "" escapes.
 List<String> splitCsvLine(String line, String where) {
@@ -160,7 +164,9 @@ def checkSpecies(species, String where) {
 }
 
 /*
- * Returns a list of [meta, fasta, expression|null, regulators|null] rows, meta = [id, species, expression_layout].
+ * Returns a list of [meta, fasta, expression|null, regulators|null, annotation|null, motifs|null, tf_motifs|null]
+ * rows, meta = [id, species, expression_layout] (+ motifs_db: 'jaspar:...' where the motifs column names pyjaspar's
+ * bundled database instead of a file).
  * options: default_species (else the id), default_layout (for rows without expression_layout) and layouts (the
  * allowed values: the genie3_layout enum of nextflow_schema.json).
  */
@@ -182,7 +188,18 @@ def parseSamplesheet(sheetPath, Map options = [:]) {
         if (regulators && !expression) sheetError("${where}: column 'regulators' is set but 'expression' is empty")
         def layout = rec.expression_layout ?: (options.default_layout ?: layouts[0])
         if (!(layout in layouts)) sheetError("${where}: expression_layout '${layout}' must be ${layouts.join(' or ')}")
-        rows << [[id: id, species: species, expression_layout: layout], fasta, expression, regulators]
+        def annotation = rec.annotation ? resolveSheetPath(rec.annotation, sheetDir, where, 'annotation') : null
+        def motifs_db = (rec.motifs ?: '').startsWith('jaspar:') ? rec.motifs : null
+        if (motifs_db && !(motifs_db ==~ /^jaspar:[A-Za-z_]+(\/[A-Za-z_]+)?(@[A-Za-z0-9_]+)?$/)) {
+            sheetError("${where}: column 'motifs': '${motifs_db}' must be jaspar:<COLLECTION>[/<tax group>][@<release>], e.g. jaspar:CORE/plants")
+        }
+        def motifs = rec.motifs && !motifs_db ? resolveSheetPath(rec.motifs, sheetDir, where, 'motifs') : null
+        def tf_motifs = rec.tf_motifs ? resolveSheetPath(rec.tf_motifs, sheetDir, where, 'tf_motifs') : null
+        if (rec.motifs && !annotation) sheetError("${where}: column 'motifs' is set but 'annotation' is empty (the prior scans the genes' promoters)")
+        if (rec.motifs && !tf_motifs) sheetError("${where}: column 'motifs' is set but 'tf_motifs' is empty (which TF binds which motif)")
+        if (tf_motifs && !rec.motifs) sheetError("${where}: column 'tf_motifs' is set but 'motifs' is empty")
+        def meta = [id: id, species: species, expression_layout: layout] + (motifs_db ? [motifs_db: motifs_db] : [:])
+        rows << [meta, fasta, expression, regulators, annotation, motifs, tf_motifs]
     }
     if (!rows) sheetError("samplesheet ${name}: no assemblies (only a header line)")
     return rows

@@ -206,6 +206,19 @@ def test_browser_files(pred, tmp_path):
     assert all(len(c) == 1 for c in colours.values()) and len({c.pop() for c in colours.values()}) == 2
 
 
+def test_feature_track_in_igv_session(pred, tmp_path):
+    """--feature-track: a BED (gene-accessibility's promoter windows) joins the IGV session as a feature track,
+    its path relative to the session; the UCSC hub (bigBed only) is unchanged."""
+    out = tmp_path / "tracks"
+    proc = cli("--predictions", pred, "--outdir", out, "--basename", "pd1", "--feature-track", "../genes/pd1.promoters.bed")
+    assert proc.returncode == 0, proc.stderr
+    root = ET.parse(out / "igv_session.xml").getroot()
+    assert [(r.get("path"), r.get("type")) for r in root.iter("Resource")][-1] == ("../genes/pd1.promoters.bed", "bed")
+    feature = [t for t in root.iter("Track") if t.get("clazz") == "org.broad.igv.track.FeatureTrack"]
+    assert [(t.get("id"), t.get("name")) for t in feature] == [("../genes/pd1.promoters.bed", "pd1.promoters.bed")]
+    assert "promoters" not in (out / "trackDb.txt").read_text()
+
+
 def test_no_browser_files(pred, tmp_path):
     proc = cli("--predictions", pred, "--outdir", tmp_path, "--basename", "x", "--no-browser-files",
                "--format", "bg", "--datasets", "h3k4me3")

@@ -41,17 +41,18 @@ def test_run_succeeds_and_reports_exist(test_run):
         files = list(info.glob(pattern))
         assert len(files) == 1 and files[0].stat().st_size > 0, pattern
     versions = (info / "software_versions.yml").read_text()
-    processes = ("FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "PREDICT", "PREDICT_MERGE", "BIGWIG", "GENIE3_PLAN",
-                 "GENIE3", "GENIE3_MERGE", "REPORTING:BENCHMARK", "REPORTING:MULTIQC")
+    processes = ("FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "PREDICT", "PREDICT_MERGE", "BIGWIG", "GENE_ACCESSIBILITY",
+                 "MOTIF_PRIOR", "GENIE3_PLAN", "GENIE3", "GENIE3_MERGE", "REPORTING:BENCHMARK", "REPORTING:MULTIQC")
     assert sorted(re.findall(r'^"CHROMAFLOW:([\w:]+)":$', versions, re.M)) == sorted(processes)
     assert "\n    multiqc: 1.35\n" in versions
     trace = read_trace(outdir)
     assert {"peak_rss", "realtime", "%cpu", "attempt"} <= set(trace[0])
     done = [r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED"]
-    # 2 FASTA2H5, 2 shard plans, 1 model, 4 PREDICT shards, 2 merges, 2 BIGWIG, 1 GENIE3 plan, 3 GENIE3 chunks,
-    # 1 merge, BENCHMARK, MULTIQC
+    # 2 FASTA2H5, 2 shard plans, 1 model, 4 PREDICT shards, 2 merges, 2 BIGWIG, GENE_ACCESSIBILITY and MOTIF_PRIOR of
+    # asmA (the only row with an annotation), 1 GENIE3 plan, 3 GENIE3 chunks, 1 merge, BENCHMARK, MULTIQC
     assert sorted(done) == sorted(["FASTA2H5"] * 2 + ["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
-                                  + ["BIGWIG"] * 2 + ["GENIE3_PLAN"] + ["GENIE3"] * 3 + ["GENIE3_MERGE", "BENCHMARK", "MULTIQC"])
+                                  + ["BIGWIG"] * 2 + ["GENE_ACCESSIBILITY", "MOTIF_PRIOR"] + ["GENIE3_PLAN"] + ["GENIE3"] * 3
+                                  + ["GENIE3_MERGE", "BENCHMARK", "MULTIQC"])
 
 
 def test_injected_oom_exit_is_retried_with_more_memory(test_run):
@@ -176,13 +177,14 @@ def test_benchmark_stage_reports_every_stage(test_run):
     bench = outdir / "benchmark"
     tasks = json.loads((bench / "benchmark.json").read_text())["tasks"]
     stages = {t["stage"] for t in tasks}
-    assert {"fasta2h5", "predict", "predict-merge", "bigwig", "genie3", "genie3-merge"} <= stages
+    assert {"fasta2h5", "predict", "predict-merge", "bigwig", "gene-accessibility", "motif-prior", "genie3",
+            "genie3-merge"} <= stages
     predict = [t for t in tasks if t["stage"] == "predict"]
     assert len(predict) == 4 and all(t["assembly"] in ("asmA", "asmB") and t["device"] == "cpu" for t in predict)
     html = (bench / "report.html").read_text()
     assert "data:image/png;base64," in html and "<h2 id='extrapolation'>Extrapolation</h2>" in html
     # joined with this run's trace (a staged input of BENCHMARK): every task has its row, realtime and peak_rss
-    assert len(tasks) == 14
+    assert len(tasks) == 16
     assert all(t["trace_status"] == "COMPLETED" and t["trace_realtime_s"] is not None
                and t["trace_peak_rss_bytes"] for t in tasks)
     bigwig = [t for t in tasks if t["stage"] == "bigwig"]
@@ -300,7 +302,7 @@ def test_predict_from_fasta_gives_the_same_predictions_and_tracks_without_a_geno
                   "--skip_genie3"], cwd=tmp_path)
     done = sorted(r["process"].split(":")[-1] for r in read_trace(outdir) if r["status"] == "COMPLETED")
     assert done == sorted(["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
-                          + ["BIGWIG"] * 2 + ["BENCHMARK", "MULTIQC"])
+                          + ["BIGWIG"] * 2 + ["GENE_ACCESSIBILITY", "BENCHMARK", "MULTIQC"])
     for asm in ("asmA", "asmB"):
         assert not (outdir / asm / "h5").exists()
         got, want = (d / asm / "predictions" / f"{asm}_predictions.h5" for d in (outdir, reference))
@@ -313,3 +315,31 @@ def test_predict_from_fasta_gives_the_same_predictions_and_tracks_without_a_geno
         for name in tracks:
             if name.endswith(".bw"):
                 assert (outdir / asm / "tracks" / name).read_bytes() == (reference / asm / "tracks" / name).read_bytes()
+
+
+def test_prior_alpha_makes_genie3_wait_for_the_motif_prior(test_run, tmp_path):
+    """--genie3_prior_alpha > 0: asmA's GENIE3 tasks start after MOTIF_PRIOR and have its table staged (a -stub run:
+    the wiring, not GENIE3's --prior, which docs/genie3.md covers); with the default 0 (the test profile's run) no
+    GENIE3 task has it, and the prior table of the real run is published."""
+    from helpers.pipeline_utils import run_nextflow
+
+    _, reference, _ = test_run
+    assert (reference / "asmA" / "network" / "asmA.prior.tsv.gz").is_file()
+    assert (reference / "asmA" / "genes" / "asmA.gene_accessibility.tsv").is_file()
+    # the promoter BED is in asmA's IGV session, its path relative to the session (asmB has no annotation)
+    session = reference / "asmA" / "tracks" / "igv_session.xml"
+    beds = [p for p in re.findall(r'<Resource path="([^"]+)" type="bed"/>', session.read_text())]
+    assert beds == ["../genes/asmA.promoters.bed"] and (session.parent / beds[0]).is_file()
+    assert 'type="bed"' not in (reference / "asmB" / "tracks" / "igv_session.xml").read_text()
+    plain = [r for r in read_trace(reference) if r["process"].endswith(":GENIE3") and r["status"] == "COMPLETED"]
+    assert plain and not any((Path(r["workdir"]) / "asmA.prior.tsv.gz").exists() for r in plain)
+    outdir = tmp_path / "results"
+    run_nextflow(["-profile", "test", "-stub", "--outdir", str(outdir), "--genie3_prior_alpha", "0.5",
+                  "--genie3_repeats", "3", "--skip_tracks", "--skip_benchmark", "--skip_multiqc"], cwd=tmp_path)
+    trace = [r for r in read_trace(outdir) if r["status"] == "COMPLETED"]
+    prior = [r for r in trace if r["process"].endswith(":MOTIF_PRIOR")]
+    genie3 = [r for r in trace if r["process"].endswith(":GENIE3")]
+    assert len(prior) == 1 and len(genie3) == 3
+    # trace times are "YYYY-MM-DD HH:MM:SS.mmm": the string order is the time order
+    assert all(g["submit"] >= prior[0]["complete"] for g in genie3), (prior, genie3)
+    assert all((Path(g["workdir"]) / "asmA.prior.tsv.gz").is_symlink() for g in genie3)

@@ -38,13 +38,14 @@ def browser_file_names(fmt: str) -> list[str]:
 
 def write_browser_files(outdir: str | os.PathLike, *, chroms: list[tuple[str, int]],
                         tracks: list[tuple[str, str, str]], fmt: str, basename: str,
-                        genome: str | None = None, force: bool = True) -> list[Path]:
-    """Write the browser files; ``tracks`` = (dataset, strand, file name relative to outdir)."""
+                        genome: str | None = None, force: bool = True, features: list[str] = ()) -> list[Path]:
+    """Write the browser files; ``tracks`` = (dataset, strand, file name relative to outdir); ``features``: BED
+    files (paths relative to outdir, e.g. gene-accessibility's promoter windows) added to the IGV session."""
     outdir = Path(outdir)
     datasets = list(dict.fromkeys(d for d, _, _ in tracks))
     colour = {d: PALETTE[i % len(PALETTE)] for i, d in enumerate(datasets)}
     texts = {"chrom.sizes": "".join(f"{c}\t{s}\n" for c, s in chroms),
-             "igv_session.xml": _igv_session(chroms, tracks, colour, fmt, basename, genome)}
+             "igv_session.xml": _igv_session(chroms, tracks, colour, fmt, basename, genome, list(features))}
     if fmt == "bigwig":  # UCSC track hub (bigWig only: UCSC hubs cannot serve bedGraph)
         texts.update(_track_hub(tracks, colour, basename, genome))
     paths = {outdir / name: text for name, text in texts.items()}
@@ -53,8 +54,10 @@ def write_browser_files(outdir: str | os.PathLike, *, chroms: list[tuple[str, in
 
 
 def _igv_session(chroms: list[tuple[str, int]], tracks: list[tuple[str, str, str]],
-                 colour: dict[str, tuple[int, int, int]], fmt: str, basename: str, genome: str | None) -> str:
-    """igv_session.xml: one Resource and one Track per track file, the view on the first chromosome."""
+                 colour: dict[str, tuple[int, int, int]], fmt: str, basename: str, genome: str | None,
+                 features: list[str] = ()) -> str:
+    """igv_session.xml: one Resource and one Track per track file (and a feature track per BED of ``features``),
+    the view on the first chromosome."""
     first, size = chroms[0]
     lines = ['<?xml version="1.0" encoding="UTF-8" standalone="no"?>',
              f'<Session genome={quoteattr(genome or "chrom.sizes")} locus={quoteattr(f"{first}:1-{size}")} '
@@ -62,12 +65,17 @@ def _igv_session(chroms: list[tuple[str, int]], tracks: list[tuple[str, str, str
              "    <Resources>"]
     for _, _, path in tracks:
         lines.append(f"        <Resource path={quoteattr(path)} type={quoteattr('bw' if fmt == 'bigwig' else 'bedgraph')}/>")
+    for path in features:
+        lines.append(f"        <Resource path={quoteattr(path)} type=\"bed\"/>")
     lines += ["    </Resources>", '    <Panel name="DataPanel">']
     for ds, strand, path in tracks:
         r, g, b = colour[ds]
         lines.append(f"        <Track attributeKey={quoteattr(path)} autoScale=\"true\" clazz=\"org.broad.igv.track.DataSourceTrack\" "
                      f"color=\"{r},{g},{b}\" id={quoteattr(path)} name={quoteattr(f'{basename} {ds} {strand}')} "
                      f"renderer=\"BAR_CHART\" visible=\"true\" windowFunction=\"mean\"/>")
+    for path in features:
+        lines.append(f"        <Track attributeKey={quoteattr(path)} clazz=\"org.broad.igv.track.FeatureTrack\" "
+                     f"displayMode=\"EXPANDED\" id={quoteattr(path)} name={quoteattr(Path(path).name)} visible=\"true\"/>")
     lines += ["    </Panel>", "</Session>", ""]
     return "\n".join(lines)
 

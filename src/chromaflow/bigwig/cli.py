@@ -59,6 +59,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_run_options(p, force="overwrite existing outputs", metrics=True)
     p.add_argument("--no-browser-files", action="store_true",
                    help="do not write chrom.sizes, igv_session.xml and the UCSC hub files")
+    p.add_argument("--feature-track", action="append", default=[], metavar="BED",
+                   help="a BED file to show in the IGV session too, its path relative to --outdir (it need not exist "
+                        "yet; e.g. ../genes/<id>.promoters.bed of gene-accessibility); repeatable")
     p.add_argument("--genome", default=None, metavar="NAME",
                    help="genome name for the UCSC hub / IGV session (default: chrom.sizes placeholder)")
     add_run_options(p, threads="worker threads (default: all CPUs)")
@@ -144,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
                 from .browser import write_browser_files
 
                 write_browser_files(outdir, chroms=header, tracks=[(t.dataset, t.strand, t.path.name) for t in tracks],
-                                    fmt=fmt, basename=args.basename, genome=args.genome, force=True)
+                                    fmt=fmt, basename=args.basename, genome=args.genome, force=True,
+                                    features=args.feature_track)
         metrics.set(bp=total_bp, chromosomes=len(inp.chroms), datasets=inp.datasets, tracks=len(tracks), format=fmt,
                     strand=args.strand, window_size=ws, smoothing=args.smoothing if ws is not None else None,
                     bigwig_writer=args.bigwig_writer if fmt == "bigwig" else None, compression_level=level,

@@ -1,0 +1,50 @@
+/*
+ * Per-gene promoter accessibility: each gene's strand-aware TSS window (ext.args: --upstream/--downstream from
+ * --promoter_upstream/--promoter_downstream) and the mean, max and percentile of the predicted coverage there,
+ * plus the windows as a BED6 for genome browsers.
+ */
+process GENE_ACCESSIBILITY {
+    tag "${meta.id}"
+    label 'process_single'
+
+    input:
+    tuple val(meta), path(annotation), path(predictions)
+
+    output:
+    tuple val(meta), path("${prefix}.gene_accessibility.tsv")          , emit: table
+    tuple val(meta), path("${prefix}.promoters.bed")                    , emit: bed
+    tuple val(meta), path("${prefix}.gene_accessibility.metrics.json")  , emit: metrics
+    path "versions.yml"                                                 , emit: versions
+
+    when:
+    task.ext.when == null || task.ext.when
+
+    script:
+    def args = task.ext.args ?: ''
+    prefix   = task.ext.prefix ?: "${meta.id}"
+    """
+    export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
+    chromaflow gene-accessibility \\
+        --annotation ${annotation} \\
+        --predictions ${predictions} \\
+        --out ${prefix}.gene_accessibility.tsv \\
+        --bed ${prefix}.promoters.bed \\
+        --metrics ${prefix}.gene_accessibility.metrics.json \\
+        --force \\
+        ${args}
+
+    cat <<-END_VERSIONS >| versions.yml
+    "${task.process}":
+        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
+    END_VERSIONS
+    """
+
+    stub:
+    prefix = task.ext.prefix ?: "${meta.id}"
+    """
+    printf 'gene_id\\tseqid\\tstrand\\ttss\\twindow_start\\twindow_end\\n' >| ${prefix}.gene_accessibility.tsv
+    touch ${prefix}.promoters.bed
+    echo '{"stage": "gene_accessibility", "stub": true}' >| ${prefix}.gene_accessibility.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" >| versions.yml
+    """
+}

@@ -1,0 +1,56 @@
+/*
+ * Motif prior for GENIE3: every promoter window scanned for the motifs of each TF (MOODS, both strands), hits
+ * weighted by the predicted accessibility where a predictions h5 is staged ([] for none). `motifs` is a staged
+ * JASPAR/MEME file, or [] with meta.motifs_db naming pyjaspar's bundled database (jaspar:CORE/plants).
+ */
+process MOTIF_PRIOR {
+    tag "${meta.id}"
+    label 'process_single'
+
+    input:
+    tuple val(meta), path(fasta), path(annotation), path(motifs), path(tf_motifs), path(regulators), path(predictions)
+
+    output:
+    tuple val(meta), path("${prefix}.prior.tsv.gz")               , emit: prior
+    tuple val(meta), path("${prefix}.motif_prior.metrics.json")   , emit: metrics
+    path "versions.yml"                                           , emit: versions
+
+    when:
+    task.ext.when == null || task.ext.when
+
+    script:
+    def args  = task.ext.args ?: ''
+    prefix    = task.ext.prefix ?: "${meta.id}"
+    def mot   = motifs ?: meta.motifs_db
+    def regs  = regulators ? "--regulators ${regulators}" : ''
+    def pred  = predictions ? "--predictions ${predictions}" : ''
+    """
+    export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
+    chromaflow motif-prior \\
+        --fasta ${fasta} \\
+        --annotation ${annotation} \\
+        --motifs ${mot} \\
+        --tf-motifs ${tf_motifs} \\
+        ${regs} \\
+        ${pred} \\
+        --out ${prefix}.prior.tsv.gz \\
+        --metrics ${prefix}.motif_prior.metrics.json \\
+        --force \\
+        ${args}
+
+    cat <<-END_VERSIONS >| versions.yml
+    "${task.process}":
+        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
+        MOODS-python: \$(python3 -c 'import importlib.metadata as m; print(m.version("MOODS-python"))')
+        pyjaspar: \$(python3 -c 'import importlib.metadata as m; print(m.version("pyjaspar"))')
+    END_VERSIONS
+    """
+
+    stub:
+    prefix = task.ext.prefix ?: "${meta.id}"
+    """
+    printf 'regulator\\ttarget\\tprior\\thits\\taccessibility\\n' | gzip -n >| ${prefix}.prior.tsv.gz
+    echo '{"stage": "motif_prior", "stub": true}' >| ${prefix}.motif_prior.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" >| versions.yml
+    """
+}

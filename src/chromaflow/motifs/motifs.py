@@ -1,0 +1,163 @@
+"""Motifs (position count matrices) from a JASPAR or MEME file, or from pyjaspar's bundled JASPAR database, and
+the TF -> motif table.
+
+* ``jaspar:<COLLECTION>/<tax group>[@<release>]`` (e.g. ``jaspar:CORE/plants``, ``jaspar:CORE/plants@JASPAR2024``):
+  the matrices of pyjaspar's bundled SQLite database, offline.
+* a file holding ``MEME version`` : MEME minimal format (letter-probability matrices, counts = probability x nsites,
+  nsites 20 when absent), parsed by Biopython.
+* else a file starting with ``>``: JASPAR format (``>ID name`` then four ``A [ ... ]`` rows), parsed by Biopython.
+
+A motif is named by its id (JASPAR matrix id, MEME motif id); the TF table may also use a motif's name where it
+is unique.
+"""
+from __future__ import annotations
+
+import io
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..common import ChromaflowError
+
+DEFAULT_MEME_NSITES = 20
+
+
+@dataclass(frozen=True)
+class Motif:
+    id: str
+    name: str
+    counts: np.ndarray  # (4, L) float64, rows A C G T
+
+    @property
+    def length(self) -> int:
+        return int(self.counts.shape[1])
+
+
+def _from_bio(m, motif_id: str, where: str, scale: float | None = None) -> Motif:
+    counts = np.array([[float(x) for x in m.counts[b]] for b in "ACGT"], dtype=np.float64)
+    if counts.ndim != 2 or counts.shape[1] == 0:
+        raise ChromaflowError(f"{where}: motif {motif_id!r} has no columns")
+    if not np.isfinite(counts).all() or (counts < 0).any():
+        raise ChromaflowError(f"{where}: motif {motif_id!r} holds negative or non-numeric counts")
+    if (counts.sum(axis=0) <= 0).any():
+        raise ChromaflowError(f"{where}: motif {motif_id!r} has a column without counts")
+    if scale is not None:
+        counts = counts / counts.sum(axis=0, keepdims=True) * scale
+    return Motif(motif_id, str(m.name or motif_id), counts)
+
+
+def _jaspar_db(spec: str) -> list[Motif]:
+    body = spec[len("jaspar:"):]
+    release = None
+    if "@" in body:
+        body, release = body.split("@", 1)
+    collection, _, tax = body.partition("/")
+    if not collection:
+        raise ChromaflowError(f"--motifs {spec}: expected jaspar:<COLLECTION>[/<tax group>][@<release>], "
+                              "e.g. jaspar:CORE/plants")
+    try:
+        from pyjaspar import jaspardb
+    except ImportError:  # pragma: no cover - pinned dependency
+        raise ChromaflowError("--motifs jaspar:...: the pyjaspar package is not installed") from None
+    try:
+        db = jaspardb(release=release) if release else jaspardb()
+    except Exception as exc:
+        raise ChromaflowError(f"--motifs {spec}: pyjaspar has no release {release!r} ({exc})") from None
+    kw = {"collection": collection}
+    if tax:
+        kw["tax_group"] = [tax]
+    with warnings.catch_warnings():  # pyjaspar warns on an empty selection: the error below says it
+        warnings.simplefilter("ignore")
+        found = db.fetch_motifs(**kw)
+    motifs = [_from_bio(m, m.matrix_id, f"--motifs {spec}") for m in found]
+    if not motifs:
+        raise ChromaflowError(f"--motifs {spec}: no motifs in pyjaspar's {db.release} for collection {collection!r}"
+                              + (f", tax group {tax!r}" if tax else ""))
+    return motifs
+
+
+def load_motifs(spec: str) -> list[Motif]:
+    """The motifs of ``spec`` (a file or ``jaspar:...``), ids unique, in file (or database) order."""
+    if spec.startswith("jaspar:"):
+        motifs = _jaspar_db(spec)
+    else:
+        try:
+            text = Path(spec).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ChromaflowError(f"{spec}: motif file does not exist") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ChromaflowError(f"{spec}: cannot read motif file ({getattr(exc, 'strerror', None) or exc})") from None
+        from Bio import motifs as biomotifs
+
+        stripped = text.lstrip()
+        try:
+            if "MEME version" in text:
+                parsed = list(biomotifs.parse(io.StringIO(text), "minimal"))
+                motifs = []
+                for m in parsed:
+                    nsites = float(getattr(m, "num_occurrences", 0) or DEFAULT_MEME_NSITES)
+                    motifs.append(_from_bio(m, m.name, spec, scale=nsites))
+            elif stripped.startswith(">"):
+                motifs = [_from_bio(m, m.matrix_id, spec) for m in biomotifs.parse(io.StringIO(text), "jaspar")]
+            elif not stripped:
+                raise ChromaflowError(f"{spec}: motif file is empty")
+            else:
+                raise ChromaflowError(f"{spec}: not a JASPAR (starts with '>') or MEME ('MEME version') motif file")
+        except ChromaflowError:
+            raise
+        except Exception as exc:  # Biopython's parsers raise ValueError, IndexError, ... on malformed input
+            msg = " ".join(str(exc).split()) or type(exc).__name__
+            raise ChromaflowError(f"{spec}: malformed motif file ({msg})") from None
+        if not motifs:
+            raise ChromaflowError(f"{spec}: no motifs in the file")
+    seen: set[str] = set()
+    for m in motifs:
+        if m.id in seen:
+            raise ChromaflowError(f"{spec}: motif id {m.id!r} appears twice")
+        seen.add(m.id)
+    return motifs
+
+
+def read_tf_motifs(path: str, motifs: list[Motif]) -> dict[str, list[int]]:
+    """{TF: indices into ``motifs``} from a two-column TSV ``TF<TAB>motif`` (one line per pair; a TF may have several
+    motifs; an empty motif column or ``NA`` lists a TF without a motif; ``#`` comments and a header line
+    ``regulator<TAB>motif`` / ``tf<TAB>motif`` are skipped). A motif is its id, else its name if unique."""
+    by_id = {m.id: i for i, m in enumerate(motifs)}
+    by_name: dict[str, list[int]] = {}
+    for i, m in enumerate(motifs):
+        by_name.setdefault(m.name, []).append(i)
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise ChromaflowError(f"{path}: TF-motif table does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ChromaflowError(f"{path}: cannot read TF-motif table ({getattr(exc, 'strerror', None) or exc})") from None
+    out: dict[str, list[int]] = {}
+    for n, line in enumerate(lines, 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        cols = line.rstrip("\r").split("\t")
+        if n == 1 and [c.strip().lower() for c in cols[:2]] in (["regulator", "motif"], ["tf", "motif"]):
+            continue
+        if len(cols) > 2 or not cols[0].strip():
+            raise ChromaflowError(f"{path} line {n}: expected 'TF<TAB>motif' (2 tab-separated columns)")
+        tf = cols[0].strip()
+        key = cols[1].strip() if len(cols) == 2 else ""
+        lst = out.setdefault(tf, [])
+        if key in ("", "NA"):
+            continue
+        if key in by_id:
+            i = by_id[key]
+        elif len(by_name.get(key, [])) == 1:
+            i = by_name[key][0]
+        elif key in by_name:
+            raise ChromaflowError(f"{path} line {n}: motif name {key!r} names {len(by_name[key])} motifs; use an id")
+        else:
+            raise ChromaflowError(f"{path} line {n}: motif {key!r} is not among the --motifs (neither an id nor a name)")
+        if i not in lst:
+            lst.append(i)
+    if not out:
+        raise ChromaflowError(f"{path}: no TF lines in the TF-motif table")
+    return out
