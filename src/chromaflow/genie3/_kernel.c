@@ -41,6 +41,14 @@
  * Root candidates: balanced over a forest (root_candidates): each tree's are a uniform K-subset as in a random
  *   forest, but every feature is a candidate equally often (+-1) -- a variance reduction, not another model.
  *
+ * Prior weights (iRafNet's weighted sampling of split candidates, genie3 --prior): with a weight per
+ *   (regulator, target) the candidates of every node are drawn without replacement with probability proportional
+ *   to the target's integer weights (quantised by the caller), through a Fenwick tree of the weights not yet drawn
+ *   in the node (O(log p) a draw; the node's draws are added back before the next node draws). Features of weight
+ *   0 are never drawn: a node draws at most the positive ones. A target whose weights are all equal (alpha = 0,
+ *   or no prior entry) or all 0 is grown exactly as without weights (uniform draws, balanced root candidates),
+ *   so the same bytes; balanced root candidates are not used for weighted targets (their roots draw by weight).
+ *
  * Determinism: every target's random stream is xoshiro256** seeded (splitmix64) from a 64-bit seed the caller
  * derives from (run seed, target gene index); targets are independent, so results do not depend on the
  * number of threads or on which other targets run. Only IEEE double/float add, sub, mul, div and compares
@@ -61,7 +69,7 @@
 #define G3_SSE2 1
 #endif
 
-#define KERNEL_VERSION 9
+#define KERNEL_VERSION 10
 #define EPS_IMP 2.220446049250313e-16   /* scikit-learn's EPSILON: a node at least this pure is a leaf */
 #define FEAT_THR 1e-7f                  /* scikit-learn's FEATURE_THRESHOLD, compared in float32 */
 #define SLOT_BUDGET (192 * 1024)        /* bytes of per-feature scratch: all K features for usual n */
@@ -120,11 +128,44 @@ static inline uint32_t rand_below(rng_t *r, uint32_t n) {   /* Lemire multiply-s
 /* A node's draws: the features not yet drawn are perm[0..f_i), drawn ones are moved behind them; where[f] is
  * f's position in perm. forced > 0 (a tree's root only): the next draws are perm[f_i - 1], perm[f_i - 2], ...,
  * where root_candidates put the tree's designated root candidates, and use no random number. */
-typedef struct { int32_t *perm, *where; int forced; } draw_t;
+typedef struct {
+    int32_t *perm, *where; int forced;
+    int weighted, p, np2, ntaken;   /* weighted draws: p features, np2 = largest power of 2 <= p */
+    const uint64_t *qw;             /* integer weight of each feature */
+    uint64_t *fw, tot;              /* Fenwick tree (1-based) of the weights not drawn in this node, their sum */
+    int32_t *taken;                 /* features drawn in this node (added back before the next node draws) */
+} draw_t;
+
+/* a weighted draw without replacement: feature f with probability qw[f] / (sum of the weights not yet drawn);
+ * the caller guarantees a positive weight is left (*f_i counts the positive ones not drawn) */
+static inline int draw_weighted(rng_t *rng, draw_t *d, int *f_i) {
+    uint64_t u = (uint64_t)(((__uint128_t)rng_next(rng) * d->tot) >> 64);     /* uniform in [0, tot) */
+    const uint64_t *fw = d->fw;
+    int at = 0;
+    for (int step = d->np2; step; step >>= 1) {
+        const int nx = at + step;
+        if (nx <= d->p && fw[nx] <= u) { at = nx; u -= fw[nx]; }
+    }
+    const uint64_t q = d->qw[at];
+    for (int i = at + 1; i <= d->p; i += i & -i) d->fw[i] -= q;
+    d->tot -= q; d->taken[d->ntaken++] = at; (*f_i)--;
+    return at;
+}
+
+/* the node's drawn features back into the tree (integers: exact) */
+static inline void restore_weighted(draw_t *d) {
+    for (int k = 0; k < d->ntaken; k++) {
+        const int f = d->taken[k]; const uint64_t q = d->qw[f];
+        for (int i = f + 1; i <= d->p; i += i & -i) d->fw[i] += q;
+        d->tot += q;
+    }
+    d->ntaken = 0;
+}
 
 /* one feature drawn without replacement: a uniform pick among the f_i not yet drawn (moved behind them) */
 static inline int draw_feature(rng_t *rng, draw_t *d, int *f_i) {
     if (d->forced > 0) { d->forced--; (*f_i)--; return d->perm[*f_i]; }
+    if (d->weighted) return draw_weighted(rng, d, f_i);
     int32_t *perm = d->perm, *where = d->where;
     const int j = (int)rand_below(rng, (uint32_t)*f_i), last = *f_i - 1;
     const int f = perm[j], g = perm[last];
@@ -197,6 +238,7 @@ typedef struct {           /* read-only inputs shared by all threads */
     const uint16_t *pos;   /* R x n (RF) */
     const uint16_t *lims;  /* slow rows x n (RF) */
     const int32_t *slot;   /* R: row of lims, or -1 (RF) */
+    const uint32_t *pw; int64_t ldw;  /* prior weights pw[r * ldw + t], or NULL */
     const int32_t *regs;   /* R regulator gene indices (feature r = gene regs[r]) */
     const int32_t *targets;
     const uint64_t *seeds;
@@ -209,7 +251,8 @@ typedef struct {           /* read-only inputs shared by all threads */
 typedef struct {           /* per thread; sizes fixed per run */
     int n, nw, nsw, B;
     double *inv, *wy, *wyy, *y, *acc;
-    int32_t *wi, *idx, *buf, *perm, *feat, *F, *sf, *where, *cyc;
+    int32_t *wi, *idx, *buf, *perm, *feat, *F, *sf, *where, *cyc, *taken;
+    uint64_t *qw, *fw;     /* prior: the target's integer weights, their Fenwick tree */
     double *sd;            /* tree-normalised importance: the splits of the current tree (feature, decrease) */
     node_t *stack;
     uint64_t *T0, *T1;     /* nw <= 2: the word-0 / word-1 bit of rank q */
@@ -221,6 +264,7 @@ typedef struct {           /* per thread; sizes fixed per run */
 static void ws_free(ws_t *w) {
     free(w->inv); free(w->wy); free(w->wyy); free(w->y); free(w->acc);
     free(w->wi); free(w->idx); free(w->buf); free(w->perm); free(w->feat); free(w->F); free(w->sf); free(w->sd); free(w->where); free(w->cyc);
+    free(w->taken); free(w->qw); free(w->fw);
     free(w->stack); free(w->T0); free(w->words); free(w->shorts); free(w->slots); free(w->zlim); free(w->yr); free(w->ys);
     memset(w, 0, sizeof(*w));
 }
@@ -243,6 +287,8 @@ static int ws_alloc(ws_t *w, int n, int R, int K, int method) {
     w->perm = malloc(sizeof(int32_t) * (R > 0 ? R : 1)); w->feat = malloc(sizeof(int32_t) * (R > 0 ? R : 1));
     w->F = malloc(sizeof(int32_t) * B);
     w->where = malloc(sizeof(int32_t) * (R > 0 ? R : 1)); w->cyc = malloc(sizeof(int32_t) * (R > 0 ? R : 1));
+    w->taken = malloc(sizeof(int32_t) * (R > 0 ? R : 1));
+    w->qw = malloc(sizeof(uint64_t) * (R > 0 ? R : 1)); w->fw = malloc(sizeof(uint64_t) * ((size_t)R + 1));
     w->sf = malloc(sizeof(int32_t) * ((size_t)n + 1)); w->sd = malloc(sizeof(double) * ((size_t)n + 1));
     w->stack = malloc(sizeof(node_t) * ((size_t)n + 2));
     w->T0 = malloc(sizeof(uint64_t) * 256); w->T1 = w->T0 ? w->T0 + 128 : NULL;
@@ -252,7 +298,7 @@ static int ws_alloc(ws_t *w, int n, int R, int K, int method) {
     w->zlim = calloc((size_t)n, sizeof(uint16_t));
     w->yr = malloc(sizeof(uint16_t) * (size_t)n);
     w->ys = malloc(sizeof(*w->ys) * (size_t)n);
-    if (!(w->inv && w->wy && w->wyy && w->y && w->acc && w->wi && w->idx && w->buf && w->perm && w->feat && w->F && w->sf && w->sd && w->where && w->cyc &&
+    if (!(w->inv && w->wy && w->wyy && w->y && w->acc && w->wi && w->idx && w->buf && w->perm && w->feat && w->F && w->sf && w->sd && w->where && w->cyc && w->taken && w->qw && w->fw &&
           w->stack && w->T0 && w->words && w->shorts && w->slots && w->zlim && w->yr && w->ys)) {
         ws_free(w);
         return -1;
@@ -552,7 +598,7 @@ static inline void net_init(const ws_t *w, net_t *nt, const int32_t *r, int m, i
 
 /* -------------------------------------------------------------------------------- one target's forest */
 /* feat: p feature rows (into pos/slot, and regs for the gene); y: n doubles; result in w->acc[0..p) */
-static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int K, uint64_t seed) {
+static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int K, uint64_t seed, int weighted) {
     const int n = w->n, method = J->method, n_trees = J->n_trees, B = w->B;
     const uint16_t *pos = J->pos, *lims = J->lims; const int32_t *slot = J->slot;
     const double *inv = w->inv, *y = w->y;
@@ -562,7 +608,16 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
     rng_t rng; rng_seed(&rng, seed);
     if (K > p) K = p;
     for (int f = 0; f < p; f++) { perm[f] = f; acc[f] = 0.0; w->where[f] = f; w->cyc[f] = f; }
-    draw_t dr = { perm, w->where, 0 };
+    draw_t dr = { perm, w->where, 0, 0, p, 0, 0, w->qw, w->fw, 0, w->taken };
+    int npos = p;                                 /* features of positive weight */
+    if (weighted) {
+        dr.weighted = 1;
+        while (dr.np2 * 2 <= p) dr.np2 = dr.np2 ? dr.np2 * 2 : 1;
+        uint64_t *fw = w->fw;
+        fw[0] = 0; npos = 0;
+        for (int f = 0; f < p; f++) { fw[f + 1] = w->qw[f]; dr.tot += w->qw[f]; npos += w->qw[f] > 0; }
+        for (int i = 1; i <= p; i++) { const int j = i + (i & -i); if (j <= p) fw[j] += fw[i]; }
+    }
     int cycle_pos = 0;
     const double inv_root = 1.0 / (double)n;
     const int tree_norm = J->tree_norm;
@@ -586,7 +641,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
             if (wi[i] > 0) idx[m0++] = i;
         }
         dr.forced = 0;
-        if (K < p) root_candidates(&rng, w->cyc, &cycle_pos, p, K, &dr);
+        if (K < p && !weighted) root_candidates(&rng, w->cyc, &cycle_pos, p, K, &dr);
         int sp = 0, popped = 0;
         nsplit = 0;
         stack[sp].start = 0; stack[sp].end = m0; sp++;
@@ -604,6 +659,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
             const double parent = Sn * Sn / W;
             double best = -INFINITY, bthr_v = 0; int bestf = -1, bthr = -1;
             int f_i = p, visited = 0, nconst = 0;
+            if (weighted) { restore_weighted(&dr); f_i = npos; }
             if (method == 0 && m == 2) {
                 /* one possible split: the first non-constant drawn feature takes it */
                 const unsigned s0 = (unsigned)r[0], s1 = (unsigned)r[1];
@@ -810,7 +866,14 @@ static void run_target(ws_t *w, job_t *J, int t) {
         qsort(w->ys, (size_t)n, sizeof(*w->ys), cmp_ykey);
         for (int i = 0; i < n; i++) w->yr[w->ys[i].s] = (uint16_t)i;
     }
-    grow_forest(w, J, w->feat, p, p == R ? J->K_out : J->K_in, J->seeds[t]);
+    int weighted = 0;
+    if (J->pw) {                       /* weighted only when the target's input weights differ */
+        for (int k = 0; k < p; k++) {
+            w->qw[k] = J->pw[(int64_t)w->feat[k] * J->ldw + t];
+            weighted |= w->qw[k] != w->qw[0];
+        }
+    }
+    grow_forest(w, J, w->feat, p, p == R ? J->K_out : J->K_in, J->seeds[t], weighted);
     for (int k = 0; k < p; k++) J->out[(int64_t)w->feat[k] * J->ldo + t] = w->acc[k];
     J->status[t] = 0;
 }
@@ -843,17 +906,19 @@ static void *worker(void *arg) {
  *            (entries of a regulator that is the target itself are not written)
  *   tree_norm : 0 = importance as the reference GENIE3 (mean over trees of sum of decreases / n);
  *            1 = scikit-learn's feature_importances_ (each tree's importances divided by their sum first)
+ *   pw, ldw : prior weights pw[r * ldw + t] (uint32, 0 = never a candidate), or NULL (uniform draws)
  *   status : T ints, 0 grown, 1 constant target, 2 no inputs, -1 out of memory
  * Returns 0, or -2 for bad sizes. */
 int genie3_run(const float *values, const uint16_t *pos, const uint16_t *lims, const int32_t *slot,
                int n, const int32_t *regs, int R, const int32_t *targets, int T, const uint64_t *seeds,
                int n_trees, int K_in, int K_out, int method, int tree_norm, int threads, double *out,
-               int64_t ldo, int32_t *status) {
+               int64_t ldo, int32_t *status, const uint32_t *pw, int64_t ldw) {
     if (n < 2 || n > 65535 || R < 1 || T < 0 || n_trees < 1 || K_in < 1 || K_out < 1) return -2;
     if (method == 0 && (!pos || !slot)) return -2;
     job_t J;
     J.values = values; J.pos = pos; J.lims = lims; J.slot = slot; J.regs = regs; J.targets = targets;
     J.seeds = seeds; J.n = n; J.R = R; J.T = T; J.n_trees = n_trees; J.K_in = K_in; J.K_out = K_out;
+    J.pw = pw; J.ldw = ldw;
     J.method = method; J.tree_norm = tree_norm; J.out = out; J.ldo = ldo; J.status = status; J.next = 0;
     if (threads < 1) threads = 1;
     if (threads > T) threads = T > 0 ? T : 1;
