@@ -43,9 +43,12 @@
  *
  * Prior weights (iRafNet's weighted sampling of split candidates, genie3 --prior): with a weight per
  *   (regulator, target) the candidates of every node are drawn without replacement with probability proportional
- *   to the target's integer weights (quantised by the caller), through a Fenwick tree of the weights not yet drawn
- *   in the node (O(log p) a draw; the node's draws are added back before the next node draws). Features of weight
- *   0 are never drawn: a node draws at most the positive ones. A target whose weights are all equal (alpha = 0,
+ *   to the target's integer weights (quantised by the caller): a draw from the target's alias table (Walker;
+ *   built once per target in exact integer arithmetic, O(1) a draw), redrawn while it hits a feature already
+ *   drawn in this node (rejection: exactly the conditional distribution over the features not yet drawn); once
+ *   less than a quarter of the weight is left undrawn, an O(p) scan of the undrawn features instead. Features of
+ *   weight 0 are never drawn: a node draws at most the positive ones. The draws an early stop would skip are not
+ *   made (no full-search stream to keep). A target whose weights are all equal (alpha = 0,
  *   or no prior entry) or all 0 is grown exactly as without weights (uniform draws, balanced root candidates),
  *   so the same bytes; balanced root candidates are not used for weighted targets (their roots draw by weight).
  *
@@ -130,36 +133,55 @@ static inline uint32_t rand_below(rng_t *r, uint32_t n) {   /* Lemire multiply-s
  * where root_candidates put the tree's designated root candidates, and use no random number. */
 typedef struct {
     int32_t *perm, *where; int forced;
-    int weighted, p, np2, ntaken;   /* weighted draws: p features, np2 = largest power of 2 <= p */
+    int weighted, p;                /* weighted draws over p features */
     const uint64_t *qw;             /* integer weight of each feature */
-    uint64_t *fw, tot;              /* Fenwick tree (1-based) of the weights not drawn in this node, their sum */
-    int32_t *taken;                 /* features drawn in this node (added back before the next node draws) */
+    const uint64_t *thr;            /* alias table: column f keeps f when u < thr[f] (u uniform in [0, tot)) */
+    const int32_t *alias;           /*   else gives alias[f] */
+    uint32_t *stamp, node;          /* stamp[f] == node: f already drawn in this node */
+    uint64_t tot, rem;              /* total weight; weight not yet drawn in this node */
 } draw_t;
 
-/* a weighted draw without replacement: feature f with probability qw[f] / (sum of the weights not yet drawn);
- * the caller guarantees a positive weight is left (*f_i counts the positive ones not drawn) */
+/* a weighted draw without replacement: feature f with probability qw[f] / (weight not yet drawn); the caller
+ * guarantees a positive weight is left (*f_i counts the positive features not drawn) */
 static inline int draw_weighted(rng_t *rng, draw_t *d, int *f_i) {
-    uint64_t u = (uint64_t)(((__uint128_t)rng_next(rng) * d->tot) >> 64);     /* uniform in [0, tot) */
-    const uint64_t *fw = d->fw;
-    int at = 0;
-    for (int step = d->np2; step; step >>= 1) {
-        const int nx = at + step;
-        if (nx <= d->p && fw[nx] <= u) { at = nx; u -= fw[nx]; }
+    int f;
+    if (4 * d->rem >= d->tot) {                  /* rejection from the alias table: < 4 tries on average */
+        for (;;) {
+            const uint64_t r = rng_next(rng);
+            const int col = (int)(((r >> 32) * (uint64_t)d->p) >> 32);
+            const uint64_t u = (uint64_t)(((__uint128_t)(r & 0xFFFFFFFFULL) * d->tot) >> 32);
+            f = u < d->thr[col] ? col : d->alias[col];
+            if (d->stamp[f] != d->node) break;
+        }
+    } else {                                     /* little weight left: scan the undrawn features */
+        uint64_t u = (uint64_t)(((__uint128_t)rng_next(rng) * d->rem) >> 64);
+        for (f = 0; f < d->p; f++) {
+            if (d->stamp[f] == d->node) continue;
+            if (u < d->qw[f]) break;
+            u -= d->qw[f];
+        }
     }
-    const uint64_t q = d->qw[at];
-    for (int i = at + 1; i <= d->p; i += i & -i) d->fw[i] -= q;
-    d->tot -= q; d->taken[d->ntaken++] = at; (*f_i)--;
-    return at;
+    d->stamp[f] = d->node; d->rem -= d->qw[f]; (*f_i)--;
+    return f;
 }
 
-/* the node's drawn features back into the tree (integers: exact) */
-static inline void restore_weighted(draw_t *d) {
-    for (int k = 0; k < d->ntaken; k++) {
-        const int f = d->taken[k]; const uint64_t q = d->qw[f];
-        for (int i = f + 1; i <= d->p; i += i & -i) d->fw[i] += q;
-        d->tot += q;
+/* Walker's alias table of integer weights q[0..p) (total tot > 0), exact: column f holds q[f] * p of capacity
+ * tot (scaled so that the columns' total is p * tot), topped up from a large column. sw, small, large: scratch */
+static void alias_build(const uint64_t *q, int p, uint64_t tot, uint64_t *thr, int32_t *alias, uint64_t *sw,
+                        int32_t *small, int32_t *large) {
+    int ns = 0, nl = 0;
+    for (int f = 0; f < p; f++) {
+        sw[f] = q[f] * (uint64_t)p;
+        if (sw[f] < tot) small[ns++] = f; else large[nl++] = f;
     }
-    d->ntaken = 0;
+    while (ns > 0 && nl > 0) {
+        const int s = small[--ns], l = large[nl - 1];
+        thr[s] = sw[s]; alias[s] = l;
+        sw[l] -= tot - sw[s];
+        if (sw[l] < tot) { nl--; small[ns++] = l; }
+    }
+    while (nl > 0) { const int l = large[--nl]; thr[l] = tot; alias[l] = l; }
+    while (ns > 0) { const int s = small[--ns]; thr[s] = tot; alias[s] = s; }   /* none: the sums are exact */
 }
 
 /* one feature drawn without replacement: a uniform pick among the f_i not yet drawn (moved behind them) */
@@ -216,6 +238,7 @@ static inline int draw_batch(rng_t *rng, draw_t *d, int *f_i, int32_t *F, int vi
 /* after an early stop: the draws the full loop would still make. Once a drawn feature was usable the loop
  * runs while visited < K, so the random stream, and every later node, is what it would have been. */
 static inline void skip_draws(rng_t *rng, draw_t *d, int *f_i, int visited, int K) {
+    if (d->weighted) return;                            /* weighted: no full-search stream to keep */
     for (; visited < K && *f_i > 0; visited++) (void)draw_feature(rng, d, f_i);
 }
 
@@ -251,8 +274,9 @@ typedef struct {           /* read-only inputs shared by all threads */
 typedef struct {           /* per thread; sizes fixed per run */
     int n, nw, nsw, B;
     double *inv, *wy, *wyy, *y, *acc;
-    int32_t *wi, *idx, *buf, *perm, *feat, *F, *sf, *where, *cyc, *taken;
-    uint64_t *qw, *fw;     /* prior: the target's integer weights, their Fenwick tree */
+    int32_t *wi, *idx, *buf, *perm, *feat, *F, *sf, *where, *cyc;
+    uint64_t *qw, *thr, *sw;   /* prior: the target's integer weights, alias thresholds, scratch */
+    int32_t *alias, *small, *large; uint32_t *stamp;
     double *sd;            /* tree-normalised importance: the splits of the current tree (feature, decrease) */
     node_t *stack;
     uint64_t *T0, *T1;     /* nw <= 2: the word-0 / word-1 bit of rank q */
@@ -264,7 +288,7 @@ typedef struct {           /* per thread; sizes fixed per run */
 static void ws_free(ws_t *w) {
     free(w->inv); free(w->wy); free(w->wyy); free(w->y); free(w->acc);
     free(w->wi); free(w->idx); free(w->buf); free(w->perm); free(w->feat); free(w->F); free(w->sf); free(w->sd); free(w->where); free(w->cyc);
-    free(w->taken); free(w->qw); free(w->fw);
+    free(w->qw); free(w->thr); free(w->sw); free(w->alias); free(w->small); free(w->large); free(w->stamp);
     free(w->stack); free(w->T0); free(w->words); free(w->shorts); free(w->slots); free(w->zlim); free(w->yr); free(w->ys);
     memset(w, 0, sizeof(*w));
 }
@@ -287,8 +311,11 @@ static int ws_alloc(ws_t *w, int n, int R, int K, int method) {
     w->perm = malloc(sizeof(int32_t) * (R > 0 ? R : 1)); w->feat = malloc(sizeof(int32_t) * (R > 0 ? R : 1));
     w->F = malloc(sizeof(int32_t) * B);
     w->where = malloc(sizeof(int32_t) * (R > 0 ? R : 1)); w->cyc = malloc(sizeof(int32_t) * (R > 0 ? R : 1));
-    w->taken = malloc(sizeof(int32_t) * (R > 0 ? R : 1));
-    w->qw = malloc(sizeof(uint64_t) * (R > 0 ? R : 1)); w->fw = malloc(sizeof(uint64_t) * ((size_t)R + 1));
+    {
+        const size_t r1 = R > 0 ? (size_t)R : 1;
+        w->qw = malloc(8 * r1); w->thr = malloc(8 * r1); w->sw = malloc(8 * r1);
+        w->alias = malloc(4 * r1); w->small = malloc(4 * r1); w->large = malloc(4 * r1); w->stamp = malloc(4 * r1);
+    }
     w->sf = malloc(sizeof(int32_t) * ((size_t)n + 1)); w->sd = malloc(sizeof(double) * ((size_t)n + 1));
     w->stack = malloc(sizeof(node_t) * ((size_t)n + 2));
     w->T0 = malloc(sizeof(uint64_t) * 256); w->T1 = w->T0 ? w->T0 + 128 : NULL;
@@ -298,7 +325,7 @@ static int ws_alloc(ws_t *w, int n, int R, int K, int method) {
     w->zlim = calloc((size_t)n, sizeof(uint16_t));
     w->yr = malloc(sizeof(uint16_t) * (size_t)n);
     w->ys = malloc(sizeof(*w->ys) * (size_t)n);
-    if (!(w->inv && w->wy && w->wyy && w->y && w->acc && w->wi && w->idx && w->buf && w->perm && w->feat && w->F && w->sf && w->sd && w->where && w->cyc && w->taken && w->qw && w->fw &&
+    if (!(w->inv && w->wy && w->wyy && w->y && w->acc && w->wi && w->idx && w->buf && w->perm && w->feat && w->F && w->sf && w->sd && w->where && w->cyc && w->qw && w->thr && w->sw && w->alias && w->small && w->large && w->stamp &&
           w->stack && w->T0 && w->words && w->shorts && w->slots && w->zlim && w->yr && w->ys)) {
         ws_free(w);
         return -1;
@@ -608,15 +635,12 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
     rng_t rng; rng_seed(&rng, seed);
     if (K > p) K = p;
     for (int f = 0; f < p; f++) { perm[f] = f; acc[f] = 0.0; w->where[f] = f; w->cyc[f] = f; }
-    draw_t dr = { perm, w->where, 0, 0, p, 0, 0, w->qw, w->fw, 0, w->taken };
+    draw_t dr = { perm, w->where, 0, 0, p, w->qw, w->thr, w->alias, w->stamp, 0, 0, 0 };
     int npos = p;                                 /* features of positive weight */
     if (weighted) {
-        dr.weighted = 1;
-        while (dr.np2 * 2 <= p) dr.np2 = dr.np2 ? dr.np2 * 2 : 1;
-        uint64_t *fw = w->fw;
-        fw[0] = 0; npos = 0;
-        for (int f = 0; f < p; f++) { fw[f + 1] = w->qw[f]; dr.tot += w->qw[f]; npos += w->qw[f] > 0; }
-        for (int i = 1; i <= p; i++) { const int j = i + (i & -i); if (j <= p) fw[j] += fw[i]; }
+        dr.weighted = 1; npos = 0;
+        for (int f = 0; f < p; f++) { dr.tot += w->qw[f]; npos += w->qw[f] > 0; w->stamp[f] = 0; }
+        alias_build(w->qw, p, dr.tot, w->thr, w->alias, w->sw, w->small, w->large);
     }
     int cycle_pos = 0;
     const double inv_root = 1.0 / (double)n;
@@ -659,7 +683,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
             const double parent = Sn * Sn / W;
             double best = -INFINITY, bthr_v = 0; int bestf = -1, bthr = -1;
             int f_i = p, visited = 0, nconst = 0;
-            if (weighted) { restore_weighted(&dr); f_i = npos; }
+            if (weighted) { dr.node++; dr.rem = dr.tot; f_i = npos; }
             if (method == 0 && m == 2) {
                 /* one possible split: the first non-constant drawn feature takes it */
                 const unsigned s0 = (unsigned)r[0], s1 = (unsigned)r[1];
