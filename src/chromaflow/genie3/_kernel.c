@@ -53,7 +53,7 @@
  *   so the same bytes; balanced root candidates are not used for weighted targets (their roots draw by weight).
  *
  * Determinism: every target's random stream is xoshiro256** seeded (splitmix64) from a 64-bit seed the caller
- * derives from (run seed, target gene index); targets are independent, so results do not depend on the
+ * derives from (run seed, target gene NAME: order-invariant); targets are independent, so results do not depend on the
  * number of threads or on which other targets run. Only IEEE double/float add, sub, mul, div and compares
  * are used, in a fixed order; build without -ffast-math, -march=native or FP contraction
  * (-ffp-contract=off): the same bytes on every x86-64 CPU with or without AVX2/AVX-512.
@@ -74,6 +74,9 @@
 
 #define KERNEL_VERSION 10
 #define EPS_IMP 2.220446049250313e-16   /* scikit-learn's EPSILON: a node at least this pure is a leaf */
+#ifndef REJECT_SHIFT
+#define REJECT_SHIFT 2                  /* weighted draws: rejection while >= 1/4 of the weight is undrawn */
+#endif
 #define FEAT_THR 1e-7f                  /* scikit-learn's FEATURE_THRESHOLD, compared in float32 */
 #define SLOT_BUDGET (192 * 1024)        /* bytes of per-feature scratch: all K features for usual n */
 #ifndef SUMMARY_ABOVE_WORDS
@@ -145,7 +148,7 @@ typedef struct {
  * guarantees a positive weight is left (*f_i counts the positive features not drawn) */
 static inline int draw_weighted(rng_t *rng, draw_t *d, int *f_i) {
     int f;
-    if (4 * d->rem >= d->tot) {                  /* rejection from the alias table: < 4 tries on average */
+    if ((d->rem << REJECT_SHIFT) >= d->tot) {     /* rejection from the alias table: < 2^REJECT_SHIFT tries on average */
         for (;;) {
             const uint64_t r = rng_next(rng);
             const int col = (int)(((r >> 32) * (uint64_t)d->p) >> 32);
