@@ -96,8 +96,9 @@ def sample_order(values: np.ndarray, gene_order: np.ndarray) -> np.ndarray:
     """The canonical order of the samples (columns of ``values``): by BLAKE2b of each column's float32 bytes with
     the genes in canonical (name) order, so labels (absent in some layouts, or duplicated) play no part and
     identical columns, the only ties, are interchangeable."""
-    cols = np.ascontiguousarray(values[gene_order].T)
-    keys = [hashlib.blake2b(c.tobytes(), digest_size=16).digest() for c in cols]
+    gene_order = np.asarray(gene_order, dtype=np.int64)
+    keys = [hashlib.blake2b(np.ascontiguousarray(values[gene_order, j]).tobytes(), digest_size=16).digest()
+            for j in range(values.shape[1])]   # one column at a time: no copy of the matrix
     return np.array(sorted(range(len(keys)), key=lambda j: keys[j]), dtype=np.int64)
 
 
@@ -116,7 +117,10 @@ def compute_weights(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, t
     tgt_idx = np.asarray(tgt_idx, dtype=np.int64)
     gorder = np.argsort(np.array(genes, dtype=object), kind="stable")
     sorder = sample_order(values, gorder)
-    vals = np.ascontiguousarray(values[:, sorder], dtype=np.float32)
+    if np.array_equal(sorder, np.arange(len(sorder))):
+        vals = np.ascontiguousarray(values, dtype=np.float32)   # no copy when already so
+    else:
+        vals = np.ascontiguousarray(values[:, sorder], dtype=np.float32)   # one reordered copy of the matrix
     rperm = sorted(range(len(reg_idx)), key=lambda i: genes[int(reg_idx[i])])
     rperm = np.asarray(rperm, dtype=np.int64)
     Wc, info = _compute_canonical(vals, genes, reg_idx[rperm], tgt_idx, opts, threads, warn, prior)
