@@ -374,3 +374,11 @@ def test_weighted_kernel_bytes_do_not_depend_on_build_or_threads():
         assert not np.array_equal(outs[0], plain)
         for W in outs[1:]:
             assert W.tobytes() == outs[0].tobytes()
+
+
+def test_out_may_not_overwrite_the_prior(tmp_path, expr):
+    prior = _write_long(tmp_path / "p.tsv", _fixture_prior(expr))
+    before = prior.read_bytes()
+    proc = _genie3(tmp_path, "--prior", prior, out="p.tsv", check=False)
+    assert_one_line_error(proc, "genie3", "--out", "--prior")
+    assert prior.read_bytes() == before
