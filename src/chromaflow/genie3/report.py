@@ -173,6 +173,6 @@ def add_output_arguments(p, out_help: str) -> None:
     p.add_argument("--weights", help="also write the full regulator x target weight matrix (.tsv.gz)")
     p.add_argument("--summary", help="summary JSON (edge count, top regulators)")
     p.add_argument("--plot", help="PNG: weight histogram (log) + rank plot")
-    p.add_argument("--top", type=int, default=1000, help="top-N edges used by --summary (default 1000)")
+    p.add_argument("--top", type=int, default=1000, help="top-N edges used by --summary and, with --repeats, by the confidence column (default 1000)")
     p.add_argument("--max-links", type=int, default=0, help="write only the first M links (0 = all)")
     add_run_options(p, metrics=True)
