@@ -22,13 +22,17 @@ usage (from the repo root, after `source scripts/env.sh`):
         ranking and writing the link list of a genes x genes random weight block (30 % zeros), alternated:
         np.lexsort of the specification vs ranked_links (C radix sort); the pure-Python writer (the path
         without a compiler) vs the C writer on 1 and --threads threads; medians and ranges, same-bytes check
+  python benchmarks/genie3/run_benchmark.py prior [--nets 1] [--rounds 5] [--n-trees 1000] [--alphas 0.25 0.5 1]
+        cost of genie3 --prior (iRafNet weighted candidate draws): CPU seconds of compute_weights on a DREAM4
+        size-100 network (one thread, in process, all 100 targets) without a prior and with a random prior
+        (per pair pi = 1 with probability 0.1, 0 with 0.6, NA otherwise) at each alpha; the conditions
+        alternate within each round; medians, ranges and the ratio to the unweighted median
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import re
 import sys
 import tempfile
 import time
@@ -212,6 +216,45 @@ def links(ns) -> None:
         print(f"| {k} | {np.median(v):.2f} | {min(v):.2f}–{max(v):.2f} |")
 
 
+def prior_cost(ns) -> None:
+    import resource
+
+    from chromaflow.genie3 import expression
+    from chromaflow.genie3.core import Options, compute_weights
+    from chromaflow.genie3.prior import Prior
+
+    def cpu():
+        r = resource.getrusage(resource.RUSAGE_THREAD)
+        return r.ru_utime + r.ru_stime
+
+    print("| net | condition | trees | rounds | CPU s median | range | ratio to no prior |")
+    print("|---|---|---|---|---|---|---|")
+    for net in ns.nets:
+        expr = expression.read_expression(REF / f"insilico_size100_{net}_multifactorial.tsv", "samples-x-genes")
+        G = expr.n_genes
+        rng = np.random.default_rng(net)
+        reg, tgt = np.divmod(np.arange(G * G), G)
+        keep = reg != tgt
+        u = rng.uniform(size=G * G)
+        pi = np.where(u < 0.1, 1.0, np.where(u < 0.7, 0.0, 0.5))[keep]
+        prior = Prior(reg=reg[keep], tgt=tgt[keep], pi=pi, layout="long", pairs_read=int(keep.sum()), ignored=0,
+                      path="random")
+        conds = [("no prior", None)] + [(f"alpha {a}", a) for a in ns.alphas]
+        times: dict[str, list[float]] = {c: [] for c, _ in conds}
+        for _ in range(ns.rounds):
+            for name, a in conds:
+                opts = Options(n_trees=ns.n_trees, prior_alpha=a)
+                c0 = cpu()
+                compute_weights(expr.values, expr.genes, np.arange(G), np.arange(G), opts, 1, warn=lambda m: None,
+                                prior=None if a is None else prior)
+                times[name].append(cpu() - c0)
+        base = float(np.median(times["no prior"]))
+        for name, _ in conds:
+            v = times[name]
+            print(f"| {net} | {name} | {ns.n_trees} | {ns.rounds} | {np.median(v):.3f} | {min(v):.3f}–{max(v):.3f} | "
+                  f"{np.median(v) / base:.3f} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -241,8 +284,14 @@ def main() -> None:
     p.add_argument("--genes", type=int, default=5000)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
+    p = sub.add_parser("prior")
+    p.add_argument("--nets", type=int, nargs="+", default=[1])
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--n-trees", type=int, default=1000)
+    p.add_argument("--alphas", type=float, nargs="+", default=[0.25, 0.5, 1.0])
     ns = ap.parse_args()
-    {"dream4": dream4, "synth": synth, "scale": scale, "bigmem": bigmem, "links": links}[ns.cmd](ns)
+    {"dream4": dream4, "synth": synth, "scale": scale, "bigmem": bigmem, "links": links,
+     "prior": prior_cost}[ns.cmd](ns)
 
 
 if __name__ == "__main__":

@@ -58,17 +58,20 @@ def test_chunk_bounds_cover_targets_once():
             assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
 
 
-def test_target_seed_is_the_documented_seedsequence_derivation():
-    """docs/genie3.md: a target's 64-bit seed = word <gene index> of
-    numpy SeedSequence([seed, 0x6E3]).generate_state(..., uint64); the same whatever else is drawn."""
-    for seed, g in ((0, 0), (0, 3), (1, 3), (7, 99), (2**63 + 5, 12345)):
-        ss = np.random.SeedSequence([seed & 0xFFFFFFFFFFFFFFFF, 0x6E3])
-        assert target_seed(seed, g) == int(ss.generate_state(g + 1, dtype=np.uint64)[g])
-        assert target_seed(seed, g) == int(ss.generate_state(g + 50, dtype=np.uint64)[g])
-    many = target_seeds(0, np.arange(1000))
+def test_target_seed_is_the_documented_name_derivation():
+    """docs/genie3.md: a target's 64-bit seed = the first 8 bytes (little-endian) of BLAKE2b(name, key = run seed
+    as 8 little-endian bytes, person chromaflow-g3) -- computed here with hashlib, independently of the code."""
+    import hashlib
+
+    for seed, g in ((0, "G1"), (0, "TF3"), (1, "TF3"), (7, "AT1G01010"), (2**63 + 5, "x\u00e9")):
+        key = (seed & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little")
+        h = hashlib.blake2b(g.encode(), digest_size=8, key=key, person=b"chromaflow-g3").digest()
+        assert target_seed(seed, g) == int.from_bytes(h, "little")
+    names = [f"G{i}" for i in range(1000)]
+    many = target_seeds(0, names)
     assert len(set(many.tolist())) == 1000
-    assert target_seeds(0, [500, 3]).tolist() == [many[500], many[3]]
-    assert target_seed(1, 3) != target_seed(0, 3) and target_seed(0, 4) != target_seed(0, 3)
+    assert target_seeds(0, ["G500", "G3"]).tolist() == [many[500], many[3]]   # position plays no part
+    assert target_seed(1, "G3") != target_seed(0, "G3") and target_seed(0, "G4") != target_seed(0, "G3")
 
 
 # ------------------------------------------------------------------ parsing
@@ -457,7 +460,7 @@ def _kernel_weights(lib, X, trees=30, threads=1, method="RF", importance="unnorm
     regs, tg = np.arange(G), np.arange(min(G, 24))
     W = np.zeros((G, len(tg)))
     tables = fast.build_tables(X, regs) if method == "RF" else None
-    seeds = np.array([target_seed(5, int(j)) for j in tg], dtype=np.uint64)
+    seeds = target_seeds(5, [f"G{int(j)}" for j in tg])
     k = resolve_k("sqrt", G - 1)
     fast.run(lib, X, tables, regs, tg, seeds, trees, k, k, method, threads, W, importance=importance)
     return W

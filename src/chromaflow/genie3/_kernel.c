@@ -41,8 +41,19 @@
  * Root candidates: balanced over a forest (root_candidates): each tree's are a uniform K-subset as in a random
  *   forest, but every feature is a candidate equally often (+-1) -- a variance reduction, not another model.
  *
+ * Prior weights (iRafNet's weighted sampling of split candidates, genie3 --prior): with a weight per
+ *   (regulator, target) the candidates of every node are drawn without replacement with probability proportional
+ *   to the target's integer weights (quantised by the caller): a draw from the target's alias table (Walker;
+ *   built once per target in exact integer arithmetic, O(1) a draw), redrawn while it hits a feature already
+ *   drawn in this node (rejection: exactly the conditional distribution over the features not yet drawn); once
+ *   less than a quarter of the weight is left undrawn, an O(p) scan of the undrawn features instead. Features of
+ *   weight 0 are never drawn: a node draws at most the positive ones. The draws an early stop would skip are not
+ *   made (no full-search stream to keep). A target whose weights are all equal (alpha = 0,
+ *   or no prior entry) or all 0 is grown exactly as without weights (uniform draws, balanced root candidates),
+ *   so the same bytes; balanced root candidates are not used for weighted targets (their roots draw by weight).
+ *
  * Determinism: every target's random stream is xoshiro256** seeded (splitmix64) from a 64-bit seed the caller
- * derives from (run seed, target gene index); targets are independent, so results do not depend on the
+ * derives from (run seed, target gene NAME: order-invariant); targets are independent, so results do not depend on the
  * number of threads or on which other targets run. Only IEEE double/float add, sub, mul, div and compares
  * are used, in a fixed order; build without -ffast-math, -march=native or FP contraction
  * (-ffp-contract=off): the same bytes on every x86-64 CPU with or without AVX2/AVX-512.
@@ -61,8 +72,11 @@
 #define G3_SSE2 1
 #endif
 
-#define KERNEL_VERSION 9
+#define KERNEL_VERSION 10
 #define EPS_IMP 2.220446049250313e-16   /* scikit-learn's EPSILON: a node at least this pure is a leaf */
+#ifndef REJECT_SHIFT
+#define REJECT_SHIFT 2                  /* weighted draws: rejection while >= 1/4 of the weight is undrawn */
+#endif
 #define FEAT_THR 1e-7f                  /* scikit-learn's FEATURE_THRESHOLD, compared in float32 */
 #define SLOT_BUDGET (192 * 1024)        /* bytes of per-feature scratch: all K features for usual n */
 #ifndef SUMMARY_ABOVE_WORDS
@@ -120,11 +134,63 @@ static inline uint32_t rand_below(rng_t *r, uint32_t n) {   /* Lemire multiply-s
 /* A node's draws: the features not yet drawn are perm[0..f_i), drawn ones are moved behind them; where[f] is
  * f's position in perm. forced > 0 (a tree's root only): the next draws are perm[f_i - 1], perm[f_i - 2], ...,
  * where root_candidates put the tree's designated root candidates, and use no random number. */
-typedef struct { int32_t *perm, *where; int forced; } draw_t;
+typedef struct {
+    int32_t *perm, *where; int forced;
+    int weighted, p;                /* weighted draws over p features */
+    const uint64_t *qw;             /* integer weight of each feature */
+    const uint64_t *thr;            /* alias table: column f keeps f when u < thr[f] (u uniform in [0, tot)) */
+    const int32_t *alias;           /*   else gives alias[f] */
+    uint32_t *stamp, node;          /* stamp[f] == node: f already drawn in this node */
+    uint64_t tot, rem;              /* total weight; weight not yet drawn in this node */
+} draw_t;
+
+/* a weighted draw without replacement: feature f with probability qw[f] / (weight not yet drawn); the caller
+ * guarantees a positive weight is left (*f_i counts the positive features not drawn) */
+static inline int draw_weighted(rng_t *rng, draw_t *d, int *f_i) {
+    int f;
+    if ((d->rem << REJECT_SHIFT) >= d->tot) {     /* rejection from the alias table: < 2^REJECT_SHIFT tries on average */
+        for (;;) {
+            const uint64_t r = rng_next(rng);
+            const int col = (int)(((r >> 32) * (uint64_t)d->p) >> 32);
+            const uint64_t u = (uint64_t)(((__uint128_t)(r & 0xFFFFFFFFULL) * d->tot) >> 32);
+            f = u < d->thr[col] ? col : d->alias[col];
+            if (d->stamp[f] != d->node) break;
+        }
+    } else {                                     /* little weight left: scan the undrawn features */
+        uint64_t u = (uint64_t)(((__uint128_t)rng_next(rng) * d->rem) >> 64);
+        for (f = 0; f < d->p; f++) {
+            if (d->stamp[f] == d->node) continue;
+            if (u < d->qw[f]) break;
+            u -= d->qw[f];
+        }
+    }
+    d->stamp[f] = d->node; d->rem -= d->qw[f]; (*f_i)--;
+    return f;
+}
+
+/* Walker's alias table of integer weights q[0..p) (total tot > 0), exact: column f holds q[f] * p of capacity
+ * tot (scaled so that the columns' total is p * tot), topped up from a large column. sw, small, large: scratch */
+static void alias_build(const uint64_t *q, int p, uint64_t tot, uint64_t *thr, int32_t *alias, uint64_t *sw,
+                        int32_t *small, int32_t *large) {
+    int ns = 0, nl = 0;
+    for (int f = 0; f < p; f++) {
+        sw[f] = q[f] * (uint64_t)p;
+        if (sw[f] < tot) small[ns++] = f; else large[nl++] = f;
+    }
+    while (ns > 0 && nl > 0) {
+        const int s = small[--ns], l = large[nl - 1];
+        thr[s] = sw[s]; alias[s] = l;
+        sw[l] -= tot - sw[s];
+        if (sw[l] < tot) { nl--; small[ns++] = l; }
+    }
+    while (nl > 0) { const int l = large[--nl]; thr[l] = tot; alias[l] = l; }
+    while (ns > 0) { const int s = small[--ns]; thr[s] = tot; alias[s] = s; }   /* none: the sums are exact */
+}
 
 /* one feature drawn without replacement: a uniform pick among the f_i not yet drawn (moved behind them) */
 static inline int draw_feature(rng_t *rng, draw_t *d, int *f_i) {
     if (d->forced > 0) { d->forced--; (*f_i)--; return d->perm[*f_i]; }
+    if (d->weighted) return draw_weighted(rng, d, f_i);
     int32_t *perm = d->perm, *where = d->where;
     const int j = (int)rand_below(rng, (uint32_t)*f_i), last = *f_i - 1;
     const int f = perm[j], g = perm[last];
@@ -175,6 +241,7 @@ static inline int draw_batch(rng_t *rng, draw_t *d, int *f_i, int32_t *F, int vi
 /* after an early stop: the draws the full loop would still make. Once a drawn feature was usable the loop
  * runs while visited < K, so the random stream, and every later node, is what it would have been. */
 static inline void skip_draws(rng_t *rng, draw_t *d, int *f_i, int visited, int K) {
+    if (d->weighted) return;                            /* weighted: no full-search stream to keep */
     for (; visited < K && *f_i > 0; visited++) (void)draw_feature(rng, d, f_i);
 }
 
@@ -197,6 +264,7 @@ typedef struct {           /* read-only inputs shared by all threads */
     const uint16_t *pos;   /* R x n (RF) */
     const uint16_t *lims;  /* slow rows x n (RF) */
     const int32_t *slot;   /* R: row of lims, or -1 (RF) */
+    const uint32_t *pw; int64_t ldw;  /* prior weights pw[r * ldw + t], or NULL */
     const int32_t *regs;   /* R regulator gene indices (feature r = gene regs[r]) */
     const int32_t *targets;
     const uint64_t *seeds;
@@ -210,6 +278,8 @@ typedef struct {           /* per thread; sizes fixed per run */
     int n, nw, nsw, B;
     double *inv, *wy, *wyy, *y, *acc;
     int32_t *wi, *idx, *buf, *perm, *feat, *F, *sf, *where, *cyc;
+    uint64_t *qw, *thr, *sw;   /* prior: the target's integer weights, alias thresholds, scratch */
+    int32_t *alias, *small, *large; uint32_t *stamp;
     double *sd;            /* tree-normalised importance: the splits of the current tree (feature, decrease) */
     node_t *stack;
     uint64_t *T0, *T1;     /* nw <= 2: the word-0 / word-1 bit of rank q */
@@ -221,6 +291,7 @@ typedef struct {           /* per thread; sizes fixed per run */
 static void ws_free(ws_t *w) {
     free(w->inv); free(w->wy); free(w->wyy); free(w->y); free(w->acc);
     free(w->wi); free(w->idx); free(w->buf); free(w->perm); free(w->feat); free(w->F); free(w->sf); free(w->sd); free(w->where); free(w->cyc);
+    free(w->qw); free(w->thr); free(w->sw); free(w->alias); free(w->small); free(w->large); free(w->stamp);
     free(w->stack); free(w->T0); free(w->words); free(w->shorts); free(w->slots); free(w->zlim); free(w->yr); free(w->ys);
     memset(w, 0, sizeof(*w));
 }
@@ -243,6 +314,11 @@ static int ws_alloc(ws_t *w, int n, int R, int K, int method) {
     w->perm = malloc(sizeof(int32_t) * (R > 0 ? R : 1)); w->feat = malloc(sizeof(int32_t) * (R > 0 ? R : 1));
     w->F = malloc(sizeof(int32_t) * B);
     w->where = malloc(sizeof(int32_t) * (R > 0 ? R : 1)); w->cyc = malloc(sizeof(int32_t) * (R > 0 ? R : 1));
+    {
+        const size_t r1 = R > 0 ? (size_t)R : 1;
+        w->qw = malloc(8 * r1); w->thr = malloc(8 * r1); w->sw = malloc(8 * r1);
+        w->alias = malloc(4 * r1); w->small = malloc(4 * r1); w->large = malloc(4 * r1); w->stamp = malloc(4 * r1);
+    }
     w->sf = malloc(sizeof(int32_t) * ((size_t)n + 1)); w->sd = malloc(sizeof(double) * ((size_t)n + 1));
     w->stack = malloc(sizeof(node_t) * ((size_t)n + 2));
     w->T0 = malloc(sizeof(uint64_t) * 256); w->T1 = w->T0 ? w->T0 + 128 : NULL;
@@ -252,7 +328,7 @@ static int ws_alloc(ws_t *w, int n, int R, int K, int method) {
     w->zlim = calloc((size_t)n, sizeof(uint16_t));
     w->yr = malloc(sizeof(uint16_t) * (size_t)n);
     w->ys = malloc(sizeof(*w->ys) * (size_t)n);
-    if (!(w->inv && w->wy && w->wyy && w->y && w->acc && w->wi && w->idx && w->buf && w->perm && w->feat && w->F && w->sf && w->sd && w->where && w->cyc &&
+    if (!(w->inv && w->wy && w->wyy && w->y && w->acc && w->wi && w->idx && w->buf && w->perm && w->feat && w->F && w->sf && w->sd && w->where && w->cyc && w->qw && w->thr && w->sw && w->alias && w->small && w->large && w->stamp &&
           w->stack && w->T0 && w->words && w->shorts && w->slots && w->zlim && w->yr && w->ys)) {
         ws_free(w);
         return -1;
@@ -552,7 +628,7 @@ static inline void net_init(const ws_t *w, net_t *nt, const int32_t *r, int m, i
 
 /* -------------------------------------------------------------------------------- one target's forest */
 /* feat: p feature rows (into pos/slot, and regs for the gene); y: n doubles; result in w->acc[0..p) */
-static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int K, uint64_t seed) {
+static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int K, uint64_t seed, int weighted) {
     const int n = w->n, method = J->method, n_trees = J->n_trees, B = w->B;
     const uint16_t *pos = J->pos, *lims = J->lims; const int32_t *slot = J->slot;
     const double *inv = w->inv, *y = w->y;
@@ -562,7 +638,13 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
     rng_t rng; rng_seed(&rng, seed);
     if (K > p) K = p;
     for (int f = 0; f < p; f++) { perm[f] = f; acc[f] = 0.0; w->where[f] = f; w->cyc[f] = f; }
-    draw_t dr = { perm, w->where, 0 };
+    draw_t dr = { perm, w->where, 0, 0, p, w->qw, w->thr, w->alias, w->stamp, 0, 0, 0 };
+    int npos = p;                                 /* features of positive weight */
+    if (weighted) {
+        dr.weighted = 1; npos = 0;
+        for (int f = 0; f < p; f++) { dr.tot += w->qw[f]; npos += w->qw[f] > 0; w->stamp[f] = 0; }
+        alias_build(w->qw, p, dr.tot, w->thr, w->alias, w->sw, w->small, w->large);
+    }
     int cycle_pos = 0;
     const double inv_root = 1.0 / (double)n;
     const int tree_norm = J->tree_norm;
@@ -586,7 +668,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
             if (wi[i] > 0) idx[m0++] = i;
         }
         dr.forced = 0;
-        if (K < p) root_candidates(&rng, w->cyc, &cycle_pos, p, K, &dr);
+        if (K < p && !weighted) root_candidates(&rng, w->cyc, &cycle_pos, p, K, &dr);
         int sp = 0, popped = 0;
         nsplit = 0;
         stack[sp].start = 0; stack[sp].end = m0; sp++;
@@ -604,6 +686,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
             const double parent = Sn * Sn / W;
             double best = -INFINITY, bthr_v = 0; int bestf = -1, bthr = -1;
             int f_i = p, visited = 0, nconst = 0;
+            if (weighted) { dr.node++; dr.rem = dr.tot; f_i = npos; }
             if (method == 0 && m == 2) {
                 /* one possible split: the first non-constant drawn feature takes it */
                 const unsigned s0 = (unsigned)r[0], s1 = (unsigned)r[1];
@@ -810,7 +893,14 @@ static void run_target(ws_t *w, job_t *J, int t) {
         qsort(w->ys, (size_t)n, sizeof(*w->ys), cmp_ykey);
         for (int i = 0; i < n; i++) w->yr[w->ys[i].s] = (uint16_t)i;
     }
-    grow_forest(w, J, w->feat, p, p == R ? J->K_out : J->K_in, J->seeds[t]);
+    int weighted = 0;
+    if (J->pw) {                       /* weighted only when the target's input weights differ */
+        for (int k = 0; k < p; k++) {
+            w->qw[k] = J->pw[(int64_t)w->feat[k] * J->ldw + t];
+            weighted |= w->qw[k] != w->qw[0];
+        }
+    }
+    grow_forest(w, J, w->feat, p, p == R ? J->K_out : J->K_in, J->seeds[t], weighted);
     for (int k = 0; k < p; k++) J->out[(int64_t)w->feat[k] * J->ldo + t] = w->acc[k];
     J->status[t] = 0;
 }
@@ -843,17 +933,19 @@ static void *worker(void *arg) {
  *            (entries of a regulator that is the target itself are not written)
  *   tree_norm : 0 = importance as the reference GENIE3 (mean over trees of sum of decreases / n);
  *            1 = scikit-learn's feature_importances_ (each tree's importances divided by their sum first)
+ *   pw, ldw : prior weights pw[r * ldw + t] (uint32, 0 = never a candidate), or NULL (uniform draws)
  *   status : T ints, 0 grown, 1 constant target, 2 no inputs, -1 out of memory
  * Returns 0, or -2 for bad sizes. */
 int genie3_run(const float *values, const uint16_t *pos, const uint16_t *lims, const int32_t *slot,
                int n, const int32_t *regs, int R, const int32_t *targets, int T, const uint64_t *seeds,
                int n_trees, int K_in, int K_out, int method, int tree_norm, int threads, double *out,
-               int64_t ldo, int32_t *status) {
+               int64_t ldo, int32_t *status, const uint32_t *pw, int64_t ldw) {
     if (n < 2 || n > 65535 || R < 1 || T < 0 || n_trees < 1 || K_in < 1 || K_out < 1) return -2;
     if (method == 0 && (!pos || !slot)) return -2;
     job_t J;
     J.values = values; J.pos = pos; J.lims = lims; J.slot = slot; J.regs = regs; J.targets = targets;
     J.seeds = seeds; J.n = n; J.R = R; J.T = T; J.n_trees = n_trees; J.K_in = K_in; J.K_out = K_out;
+    J.pw = pw; J.ldw = ldw;
     J.method = method; J.tree_norm = tree_norm; J.out = out; J.ldo = ldo; J.status = status; J.next = 0;
     if (threads < 1) threads = 1;
     if (threads > T) threads = T > 0 ? T : 1;

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -11,7 +13,7 @@ from ..common import (ChromaflowError, StageMetrics, add_run_options, check_outp
                       resolve_threads)
 from .expression import LAYOUTS, read_expression, read_regulators
 from .parts import write_part
-from .core import ENGINES, IMPORTANCES, METHODS, Options, compute_weights, parse_max_features
+from .core import ENGINES, IMPORTANCES, METHODS, Options, compute_weights, parse_max_features, repeat_seed
 from .report import add_output_arguments, output_options
 
 
@@ -26,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tree-method", default="RF", choices=METHODS, help="RF (bootstrap) or ET (extra-trees)")
     p.add_argument("--max-features", default="sqrt", help="features per split: sqrt (floor), all, or an integer")
     p.add_argument("--n-trees", type=int, default=1000, help="trees per target (default 1000)")
-    p.add_argument("--seed", type=int, default=0, help="run seed; each target's RNG derives from (seed, gene index)")
+    p.add_argument("--seed", type=int, default=0, help="run seed; each target's RNG derives from (seed, gene NAME)")
     add_run_options(p, threads="worker threads (0 = all usable CPUs)")
     p.add_argument("--importance", default="unnormalised", choices=IMPORTANCES,
                    help="unnormalised (default): the reference GENIE3's mean variance decrease; tree-normalised: "
@@ -35,6 +37,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="fast (compiled kernel; falls back to sklearn without a C compiler) or sklearn")
     p.add_argument("--targets-chunk", metavar="i/n",
                    help="compute only the i-th of n contiguous target slices; OUT is then a part (.npz) for genie3-merge")
+    p.add_argument("--prior", metavar="FILE",
+                   help="regulator -> target prior (motif-prior's long table regulator,target,prior or a targets x "
+                        "regulators matrix; TSV/CSV, optionally .gz): split candidates are drawn with probability "
+                        "proportional to its weights (iRafNet; fast engine only)")
+    p.add_argument("--prior-alpha", type=float, default=None, metavar="A",
+                   help="strength of the prior in [0, 1] (DIOgene's link; default 0.5 with --prior): 0 = plain "
+                        "GENIE3 (the same bytes), 1 = only motif-supported regulators are candidates")
+    p.add_argument("--repeats", type=int, default=1, metavar="R",
+                   help="grow R independent forests per target (seeds from --seed and the repeat index) and add "
+                        "the columns confidence (fraction of repeats ranking the link within --top) and mean_rank; "
+                        "1 (default): the plain link list")
     add_output_arguments(p, "ranked link list (.tsv.gz), or the part file with --targets-chunk")
 
 
@@ -42,8 +55,17 @@ def warn(msg: str) -> None:
     print(f"chromaflow genie3: warning: {msg}", file=sys.stderr)
 
 
-def _engine(requested: str, samples: int) -> str:
-    """The engine that runs: sklearn, with a warning, where the fast one cannot (no compiler, > 65535 samples)."""
+def _sha256(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _engine(requested: str, samples: int, need_fast: bool = False) -> str:
+    """The engine that runs: sklearn, with a warning, where the fast one cannot (no compiler, > 65535 samples);
+    ``need_fast`` (a weighted prior): an error instead."""
     if requested != "fast":
         return requested
     from .fast import KernelUnavailable, load_kernel
@@ -52,6 +74,8 @@ def _engine(requested: str, samples: int) -> str:
         if samples > 65535:
             raise KernelUnavailable("more than 65535 samples")
     except KernelUnavailable as exc:
+        if need_fast:
+            raise ChromaflowError(f"--prior with --prior-alpha > 0 needs the fast engine, unavailable here ({exc})")
         warn(f"fast engine unavailable ({exc}); using --engine sklearn")
         return "sklearn"
     return "fast"
@@ -62,12 +86,25 @@ def run(args: argparse.Namespace) -> int:
         raise ChromaflowError(f"--n-trees must be >= 1 (got {args.n_trees})")
     if args.top < 0 or args.max_links < 0:
         raise ChromaflowError("--top and --max-links must be >= 0")
+    if args.repeats < 1:
+        raise ChromaflowError(f"--repeats must be >= 1 (got {args.repeats})")
+    if args.repeats > 1 and args.top < 1:
+        raise ChromaflowError("--repeats needs --top >= 1 (the rank a link must reach to count as confident)")
+    if args.prior_alpha is not None and not args.prior:
+        raise ChromaflowError("--prior-alpha needs --prior")
+    alpha = (0.5 if args.prior_alpha is None else args.prior_alpha) if args.prior else None
+    if alpha is not None and not (0.0 <= alpha <= 1.0):
+        raise ChromaflowError(f"--prior-alpha must be in [0, 1] (got {args.prior_alpha})")
+    if alpha and args.engine == "sklearn":
+        raise ChromaflowError("--prior with --prior-alpha > 0 needs --engine fast: scikit-learn has no per-feature "
+                              "candidate weights (see docs/genie3.md, Prior)")
     max_features = parse_max_features(args.max_features)
     chunk = parse_part(args.targets_chunk, "--targets-chunk")
     if chunk and (args.weights or args.summary or args.plot):
         raise ChromaflowError("--weights/--summary/--plot are written by genie3-merge when --targets-chunk is used")
     threads = resolve_threads(args.threads)
-    check_outputs(output_options(args), [("--expression", args.expression), ("--regulators", args.regulators)])
+    check_outputs(output_options(args), [("--expression", args.expression), ("--regulators", args.regulators),
+                                          ("--prior", args.prior)])
     with StageMetrics("genie3", args.metrics, threads=threads) as m:
         expr = read_expression(args.expression, args.layout)
         for line in expr.warnings:
@@ -79,11 +116,29 @@ def run(args: argparse.Namespace) -> int:
         all_targets = np.arange(expr.n_genes, dtype=np.int64)
         lo, hi = part_bounds(*chunk, len(all_targets)) if chunk else (0, len(all_targets))
         tgt_idx = all_targets[lo:hi]
-        engine = _engine(args.engine, expr.n_samples)
+        prior = None
+        if args.prior:
+            from .prior import read_prior
+            prior = read_prior(args.prior, expr.genes)
+            if prior.ignored:
+                warn(f"{args.prior}: {prior.ignored} of its {prior.pairs_read} prior values name genes absent from "
+                     f"the expression matrix: ignored")
+        engine = _engine(args.engine, expr.n_samples, need_fast=bool(alpha))
         opts = Options(tree_method=args.tree_method, max_features=max_features, n_trees=args.n_trees,
-                       seed=args.seed, engine=engine, importance=args.importance)
+                       seed=args.seed, engine=engine, importance=args.importance, prior_alpha=alpha,
+                       prior=_sha256(args.prior) if args.prior else None, repeats=args.repeats)
         t0 = time.perf_counter()
-        W, info = compute_weights(expr.values, expr.genes, reg_idx, tgt_idx, opts, threads, warn=warn)
+        reps = []
+        for r in range(args.repeats):
+            W, info = compute_weights(expr.values, expr.genes, reg_idx, tgt_idx,
+                                      replace(opts, seed=repeat_seed(args.seed, r)), threads,
+                                      warn=warn if r == 0 else (lambda msg: None), prior=prior)
+            reps.append(W)
+        if args.repeats > 1:
+            reps = np.stack(reps)
+            W = reps.mean(axis=0)
+        else:
+            reps = None
         elapsed = time.perf_counter() - t0
         meta = {
             "genes": expr.genes,
@@ -99,15 +154,16 @@ def run(args: argparse.Namespace) -> int:
             "constant_targets": info["constant_targets"],
         }
         if chunk:
-            write_part(args.out, W, meta)
+            write_part(args.out, W, meta, repeats=reps)
         else:
             from .report import finish_outputs
             finish_outputs(W, meta, args.out, weights=args.weights, summary=args.summary, plot=args.plot,
-                           top=args.top, max_links=args.max_links, threads=threads)
+                           top=args.top, max_links=args.max_links, threads=threads, repeats=reps)
         m.set(genes=expr.n_genes, samples=expr.n_samples, regulators=int(len(reg_idx)),
               targets=int(len(tgt_idx)), trees=args.n_trees, engine=engine, engine_requested=args.engine,
               tree_method=args.tree_method, max_features=max_features, seed=args.seed, importance=args.importance,
               chunk=args.targets_chunk, compute_s=round(elapsed, 6),
               targets_per_s=(len(tgt_idx) / elapsed if elapsed > 0 else None),
-              constant_targets=len(info["constant_targets"]))
+              constant_targets=len(info["constant_targets"]), prior=args.prior, prior_alpha=alpha,
+              repeats=args.repeats)
     return 0

@@ -1,6 +1,7 @@
 """GENIE3 driver: options, per-target seeding, target loop over an engine, threads."""
 from __future__ import annotations
 
+import hashlib
 import math
 import sys
 from dataclasses import asdict, dataclass
@@ -25,9 +26,17 @@ class Options:
     seed: int = 0
     engine: str = "fast"
     importance: str = "unnormalised"
+    prior_alpha: float | None = None   # None: no prior
+    prior: str | None = None           # the prior file's SHA-256 (parts of one run must agree)
+    repeats: int = 1
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The options; the prior and repeat fields only when used (a plain run's summary is unchanged)."""
+        d = asdict(self)
+        for k, plain in (("prior_alpha", None), ("prior", None), ("repeats", 1)):
+            if d[k] == plain:
+                del d[k]
+        return d
 
 
 def parse_max_features(value: str) -> str:
@@ -55,27 +64,72 @@ def resolve_k(max_features: str, n_inputs: int) -> int:
     return max(1, k)
 
 
-def target_seeds(seed: int, gene_indices) -> np.ndarray:
-    """64-bit seeds of targets, from (run seed, the target's 0-based index in the expression file): word
-    ``index`` of ``numpy.random.SeedSequence([seed, 0x6E3]).generate_state(..., uint64)`` (word i of that stream
-    does not depend on how many words are drawn). Independent of threads, chunking and of which other targets run;
-    one call for all targets."""
-    idx = np.asarray(gene_indices, dtype=np.int64)
-    if idx.size == 0:
-        return np.zeros(0, dtype=np.uint64)
-    ss = np.random.SeedSequence([int(seed) & 0xFFFFFFFFFFFFFFFF, 0x6E3])
-    return ss.generate_state(int(idx.max()) + 1, dtype=np.uint64)[idx]
+def _seed_key(seed: int) -> bytes:
+    return (int(seed) & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little")
 
 
-def target_seed(seed: int, gene_index: int) -> int:
+def target_seeds(seed: int, names) -> np.ndarray:
+    """64-bit seeds of targets, from (run seed, the target gene's NAME): the first 8 bytes (little-endian) of
+    BLAKE2b(name, key = the seed as 8 little-endian bytes, person ``chromaflow-g3``). Independent of the
+    gene's position in the file, of threads, chunking and of which other targets run."""
+    key = _seed_key(seed)
+    return np.array([int.from_bytes(hashlib.blake2b(str(g).encode(), digest_size=8, key=key,
+                                                    person=b"chromaflow-g3").digest(), "little")
+                     for g in names], dtype=np.uint64)
+
+
+def target_seed(seed: int, name: str) -> int:
     """The seed of one target (see :func:`target_seeds`)."""
-    return int(target_seeds(seed, [gene_index])[0])
+    return int(target_seeds(seed, [name])[0])
+
+
+def repeat_seed(seed: int, repeat: int) -> int:
+    """Run seed of repeat ``repeat`` (0-based) of ``--repeats``: the run seed itself for repeat 0 (so one repeat
+    is the plain run), else BLAKE2b("repeat <r>", key = the seed) as a 64-bit integer."""
+    if repeat == 0:
+        return int(seed)
+    return int.from_bytes(hashlib.blake2b(f"repeat {repeat}".encode(), digest_size=8, key=_seed_key(seed),
+                                          person=b"chromaflow-g3r").digest(), "little")
+
+
+def sample_order(values: np.ndarray, gene_order: np.ndarray) -> np.ndarray:
+    """The canonical order of the samples (columns of ``values``): by BLAKE2b of each column's float32 bytes with
+    the genes in canonical (name) order, so labels (absent in some layouts, or duplicated) play no part and
+    identical columns, the only ties, are interchangeable."""
+    gene_order = np.asarray(gene_order, dtype=np.int64)
+    keys = [hashlib.blake2b(np.ascontiguousarray(values[gene_order, j]).tobytes(), digest_size=16).digest()
+            for j in range(values.shape[1])]   # one column at a time: no copy of the matrix
+    return np.array(sorted(range(len(keys)), key=lambda j: keys[j]), dtype=np.int64)
 
 
 def compute_weights(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, tgt_idx: np.ndarray,
-                    opts: Options, threads: int, warn=None) -> tuple[np.ndarray, dict]:
+                    opts: Options, threads: int, warn=None, prior=None) -> tuple[np.ndarray, dict]:
     """Weight matrix W (len(reg_idx) x len(tgt_idx), float64): W[r, t] = importance of regulator r for
-    target t; self-links are 0. ``values`` is genes x samples float32 (not copied per target)."""
+    target t; self-links are 0. ``values`` is genes x samples float32. ``prior``: a
+    :class:`chromaflow.genie3.prior.Prior` (with ``opts.prior_alpha``), or None.
+
+    Order invariance: the forests are grown in a canonical order -- genes and regulators sorted by name, samples
+    by content (:func:`sample_order`), each target seeded from its name -- and W is mapped back to the order
+    given, so permuting the rows or columns of the expression file or the regulator list changes nothing but
+    that order."""
+    genes = list(genes)
+    reg_idx = np.asarray(reg_idx, dtype=np.int64)
+    tgt_idx = np.asarray(tgt_idx, dtype=np.int64)
+    gorder = np.argsort(np.array(genes, dtype=object), kind="stable")
+    sorder = sample_order(values, gorder)
+    if np.array_equal(sorder, np.arange(len(sorder))):
+        vals = np.ascontiguousarray(values, dtype=np.float32)   # no copy when already so
+    else:
+        vals = np.ascontiguousarray(values[:, sorder], dtype=np.float32)   # one reordered copy of the matrix
+    rperm = sorted(range(len(reg_idx)), key=lambda i: genes[int(reg_idx[i])])
+    rperm = np.asarray(rperm, dtype=np.int64)
+    Wc, info = _compute_canonical(vals, genes, reg_idx[rperm], tgt_idx, opts, threads, warn, prior)
+    W = np.empty_like(Wc)
+    W[rperm] = Wc
+    return W, info
+
+
+def _compute_canonical(values, genes, reg_idx, tgt_idx, opts: Options, threads: int, warn, prior):
     warn = warn or (lambda msg: print(f"chromaflow genie3: warning: {msg}", file=sys.stderr))
     reg_idx = np.asarray(reg_idx, dtype=np.int64)
     tgt_idx = np.asarray(tgt_idx, dtype=np.int64)
@@ -84,7 +138,11 @@ def compute_weights(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, t
     W = np.zeros((R, T), dtype=np.float64)
     info = {"constant_targets": [], "engine": opts.engine}
     if opts.engine == "fast":
-        _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn)
+        pw = None
+        if prior is not None and opts.prior_alpha is not None:
+            from .prior import PriorWeights
+            pw = PriorWeights(prior, opts.prior_alpha, reg_idx)
+        _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn, pw)
     else:
         _sklearn_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn)
     if n < 10:
@@ -92,7 +150,7 @@ def compute_weights(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, t
     return W, info
 
 
-def _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn) -> None:
+def _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn, pw=None) -> None:
     """All targets through the compiled kernel, in blocks of targets (one call per block, the kernel's own
     threads inside a call) so that the progress bar moves."""
     from . import fast
@@ -101,7 +159,7 @@ def _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn)
     values = np.ascontiguousarray(values, dtype=np.float32)  # no copy when already so
     R, T = len(reg_idx), len(tgt_idx)
     tables = fast.build_tables(values, reg_idx) if opts.tree_method == "RF" else None
-    seeds = target_seeds(opts.seed, tgt_idx)
+    seeds = target_seeds(opts.seed, [genes[int(j)] for j in tgt_idx])
     k_in = resolve_k(opts.max_features, max(R - 1, 1))   # the target is one of the regulators
     k_out = resolve_k(opts.max_features, R)              # it is not
     block = max(1, min(T, max(256, T // 50)))  # one kernel call per ~2 % of the targets (at least 256)
@@ -109,7 +167,8 @@ def _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn)
         for lo in range(0, T, block):
             hi = min(T, lo + block)
             status = fast.run(lib, values, tables, reg_idx, tgt_idx[lo:hi], seeds[lo:hi], opts.n_trees, k_in,
-                              k_out, opts.tree_method, threads, W[:, lo:hi], importance=opts.importance)
+                              k_out, opts.tree_method, threads, W[:, lo:hi], importance=opts.importance,
+                              prior=None if pw is None else pw.block(tgt_idx[lo:hi]))
             for t in np.flatnonzero(status == 1):
                 _note_constant(genes[int(tgt_idx[lo + t])], info, warn)
             prog.update(hi - lo)
@@ -118,7 +177,7 @@ def _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn)
 def _sklearn_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn) -> None:
     from . import skengine
 
-    R, T = len(reg_idx), len(tgt_idx)
+    T = len(tgt_idx)
     with Progress(T, "genie3", unit=" targets") as prog:
         for t in range(T):
             j = int(tgt_idx[t])
@@ -135,7 +194,7 @@ def _sklearn_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, wa
             K = resolve_k(opts.max_features, int(keep.size))
             X_in = np.ascontiguousarray(values[reg_idx[keep]].T)  # one n x |inputs| float32 copy per target
             W[keep, t] = skengine.target_importances(X_in, y, opts.n_trees, K, opts.tree_method,
-                                                     random_state=target_seed(opts.seed, j) % (2**32),
+                                                     random_state=target_seed(opts.seed, genes[j]) % (2**32),
                                                      n_jobs=threads, importance=opts.importance)
 
 

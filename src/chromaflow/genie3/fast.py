@@ -58,6 +58,7 @@ def _load(so: Path):
         ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,  # trees, K_in, K_out, method, tree_norm
         ctypes.c_int,                                                          # threads
         ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,                      # out, ldo, status
+        ctypes.c_void_p, ctypes.c_int64,                                       # prior weights, ldw
     ]
     lib.genie3_kernel_version.restype = ctypes.c_int
     lib.genie3_check_stats.restype = ctypes.c_int
@@ -130,10 +131,11 @@ def _ptr(a: np.ndarray | None):
 
 def run(lib, values: np.ndarray, tables: Tables | None, regs: np.ndarray, targets: np.ndarray,
         seeds: np.ndarray, n_trees: int, k_in: int, k_out: int, method: str, threads: int,
-        out: np.ndarray, importance: str = "unnormalised") -> np.ndarray:
+        out: np.ndarray, importance: str = "unnormalised", prior: np.ndarray | None = None) -> np.ndarray:
     """Grow the forests of ``targets`` (gene indices) on ``threads`` threads; write importances into
     ``out`` (R x T float64, C-contiguous, or a column block of such an array) and return the per-target
-    status (0 grown, 1 constant target, 2 no inputs)."""
+    status (0 grown, 1 constant target, 2 no inputs). ``prior``: R x T uint32 integer weights of the split
+    candidates (iRafNet's weighted draw; 0 = never drawn), or None for uniform draws."""
     n = values.shape[1]
     T = len(targets)
     if T == 0:
@@ -145,6 +147,10 @@ def run(lib, values: np.ndarray, tables: Tables | None, regs: np.ndarray, target
     if out.dtype != np.float64 or out.strides[1] != 8 or out.shape != (len(regs), T):
         raise ValueError("out must be an R x T float64 array with unit column stride")
     status = np.zeros(T, dtype=np.int32)
+    if prior is not None:
+        prior = np.ascontiguousarray(prior, dtype=np.uint32)
+        if prior.shape != (len(regs), T):
+            raise ValueError("prior must be an R x T uint32 array")
     rf = method == "RF"
     if rf and tables is None:
         raise ValueError("the RF kernel needs tables")
@@ -153,7 +159,8 @@ def run(lib, values: np.ndarray, tables: Tables | None, regs: np.ndarray, target
         _ptr(tables.pos) if rf else None, _ptr(tables.lims) if rf else None, _ptr(tables.slot) if rf else None,
         n, regs.ctypes.data, len(regs), targets.ctypes.data, T, seeds.ctypes.data,
         int(n_trees), int(k_in), int(k_out), 0 if rf else 1, 1 if importance == "tree-normalised" else 0, int(threads),
-        out.ctypes.data, ctypes.c_int64(out.strides[0] // 8), status.ctypes.data)
+        out.ctypes.data, ctypes.c_int64(out.strides[0] // 8), status.ctypes.data,
+        None if prior is None else prior.ctypes.data, ctypes.c_int64(T))
     if rc != 0:
         raise ValueError(f"genie3 kernel rejected its arguments (code {rc})")
     if (status < 0).any():

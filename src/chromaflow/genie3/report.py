@@ -10,16 +10,34 @@ from . import links
 
 
 def finish_outputs(W: np.ndarray, meta: dict, out, weights=None, summary=None, plot=None, top: int = 1000,
-                   max_links: int = 0, threads: int = 1) -> int:
+                   max_links: int = 0, threads: int = 1, repeats: np.ndarray | None = None) -> int:
     """Link list (+ optional weight matrix, summary, plot) from the full weight block W (R x T); ``threads``
     format and compress the link list (same bytes for any number). All or nothing: every output is written to
     its temporary and they are renamed together at the end; on any failure none is left
-    (:func:`chromaflow.common.atomic_outputs`)."""
+    (:func:`chromaflow.common.atomic_outputs`). ``repeats`` (``--repeats`` > 1: repeats x R x T, W their mean)
+    adds the columns confidence and mean_rank (:func:`stability`)."""
     with atomic_outputs([out, weights, summary, plot]) as (t_out, t_weights, t_summary, t_plot):
-        return _write_outputs(W, meta, t_out, t_weights, t_summary, t_plot, top, max_links, threads)
+        return _write_outputs(W, meta, t_out, t_weights, t_summary, t_plot, top, max_links, threads, repeats)
 
 
-def _write_outputs(W, meta, out, weights, summary, plot, top, max_links, threads) -> int:
+def stability(repeats: np.ndarray, reg_names, tgt_names, reg_idx, tgt_idx, top: int):
+    """Per link over the repeats: confidence = fraction of repeats in which the link ranks within the first
+    ``top`` (each repeat ranked as the link list is: importance, then regulator and target name) and mean_rank
+    (1-based; self-links 0). Two R x T float64 matrices."""
+    n = len(repeats)
+    R, T = repeats.shape[1:]
+    hits = np.zeros((R, T), dtype=np.int64)
+    rank_sum = np.zeros((R, T), dtype=np.float64)
+    for Wr in repeats:
+        rows, cols = links.ranked_links(Wr, reg_names, tgt_names, reg_idx, tgt_idx, 0)
+        rank = np.zeros((R, T), dtype=np.int64)
+        rank[rows, cols] = np.arange(1, len(rows) + 1)
+        hits += (rank >= 1) & (rank <= top)
+        rank_sum += rank
+    return hits / n, rank_sum / n
+
+
+def _write_outputs(W, meta, out, weights, summary, plot, top, max_links, threads, repeats=None) -> int:
     genes = meta["genes"]
     reg_idx = np.asarray(meta["regulators"], dtype=np.int64)
     tgt_idx = np.asarray(meta["targets"], dtype=np.int64)
@@ -28,21 +46,30 @@ def _write_outputs(W, meta, out, weights, summary, plot, top, max_links, threads
     limit = 0 if max_links == 0 else max(max_links, top if summary else 0)
     rows, cols = links.ranked_links(W, reg_names, tgt_names, reg_idx, tgt_idx, limit)
     n_write = len(rows) if max_links == 0 else min(max_links, len(rows))
+    conf = mrank = None
+    if repeats is not None and len(repeats) > 1:
+        conf, mrank = stability(repeats, reg_names, tgt_names, reg_idx, tgt_idx, top)
     with naming_errors(out):
-        n_links = links.write_links(out, W, reg_names, tgt_names, rows[:n_write], cols[:n_write], threads=threads)
+        if conf is None:
+            n_links = links.write_links(out, W, reg_names, tgt_names, rows[:n_write], cols[:n_write], threads=threads)
+        else:
+            n_links = links.write_links_stability(out, W, conf, mrank, reg_names, tgt_names, rows[:n_write],
+                                                  cols[:n_write])
     if weights:
         with naming_errors(weights):
             links.write_weights(weights, W, reg_names, tgt_names)
     if summary or plot:
         vals_all = W[~links.self_mask(reg_idx, tgt_idx)]
         if summary:
-            text = json.dumps(make_summary(W, vals_all, rows, cols, reg_names, tgt_names, meta, top, n_links),
-                              indent=2, sort_keys=True) + "\n"
+            doc = make_summary(W, vals_all, rows, cols, reg_names, tgt_names, meta, top, n_links)
+            if conf is not None:
+                doc["stability"] = stability_summary(conf, mrank, rows, cols, top, len(repeats))
+            text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
             with naming_errors(summary):
                 summary.write_text(text)
         if plot:
             with naming_errors(plot):
-                make_plot(plot, vals_all)
+                make_plot(plot, vals_all, None if conf is None else conf[rows[:top], cols[:top]])
     return n_links
 
 
@@ -73,8 +100,25 @@ def make_summary(W, vals_all, rows, cols, reg_names, tgt_names, meta, top, n_lin
     }
 
 
-def make_plot(path, vals: np.ndarray) -> None:
-    """Histogram of the positive weights (log x) and rank plot (log y); byte-deterministic PNG."""
+def stability_summary(conf, mrank, rows, cols, top, n_repeats) -> dict:
+    """How stable the first ``top`` links (by mean importance) are over the repeats."""
+    top = int(max(0, min(top, len(rows))))
+    c = conf[rows[:top], cols[:top]]
+    levels = np.round(c * n_repeats).astype(np.int64)
+    return {
+        "repeats": int(n_repeats),
+        "top_n": top,
+        "top_links_mean_confidence": round(float(c.mean()), 9) if top else None,
+        "top_links_in_every_repeat": int(np.count_nonzero(levels == n_repeats)),
+        "top_links_confidence_counts": {f"{k}/{n_repeats}": int(np.count_nonzero(levels == k))
+                                        for k in range(n_repeats + 1)},
+        "top_links_mean_rank_median": round(float(np.median(mrank[rows[:top], cols[:top]])), 9) if top else None,
+    }
+
+
+def make_plot(path, vals: np.ndarray, conf: np.ndarray | None = None) -> None:
+    """Histogram of the positive weights (log x) and rank plot (log y), with ``conf`` (--repeats) a third panel:
+    the confidence of each of the top links by rank; byte-deterministic PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -82,7 +126,19 @@ def make_plot(path, vals: np.ndarray) -> None:
 
     plt.rcParams["svg.hashsalt"] = "chromaflow"
     pos = np.sort(vals[vals > 0])[::-1]
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4), dpi=100)
+    if conf is None:
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4), dpi=100)
+    else:
+        fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(15, 4), dpi=100)
+        x = np.arange(1, len(conf) + 1)
+        a3.plot(x, conf, ".", ms=3, color="#228833")
+        if len(conf) >= 10:  # running mean over a window of a tenth of the links
+            k = max(1, len(conf) // 10)
+            a3.plot(x[k - 1:], np.convolve(conf, np.ones(k) / k, mode="valid"), color="#222222", lw=1)
+        a3.set_ylim(-0.05, 1.05)
+        a3.set_xlabel("rank of the link (mean importance)")
+        a3.set_ylabel("confidence (fraction of repeats in top N)")
+        a3.set_title(f"top-{len(conf)} link stability")
     if pos.size:
         lo, hi = float(pos.min()), float(pos.max())
         bins = np.logspace(np.log10(lo), np.log10(hi) if hi > lo else np.log10(lo) + 1, 60)
@@ -117,6 +173,6 @@ def add_output_arguments(p, out_help: str) -> None:
     p.add_argument("--weights", help="also write the full regulator x target weight matrix (.tsv.gz)")
     p.add_argument("--summary", help="summary JSON (edge count, top regulators)")
     p.add_argument("--plot", help="PNG: weight histogram (log) + rank plot")
-    p.add_argument("--top", type=int, default=1000, help="top-N edges used by --summary (default 1000)")
+    p.add_argument("--top", type=int, default=1000, help="top-N edges used by --summary and, with --repeats, by the confidence column (default 1000)")
     p.add_argument("--max-links", type=int, default=0, help="write only the first M links (0 = all)")
     add_run_options(p, metrics=True)
