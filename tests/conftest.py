@@ -13,6 +13,10 @@ from pathlib import Path
 import pytest
 
 from helpers.environment import REFERENCE, ROOT, unavailable
+from helpers.nftest_run import NEEDED_BY, NfTestRun
+
+#: the background nf-test run of this session (helpers/nftest_run.py), when its tests are selected
+NFTEST_RUN = pytest.StashKey[NfTestRun]()
 
 # The suite starts ~90 JVMs (Nextflow runs, nf-test and the Nextflow each of its cases runs), each a short run whose
 # cost is mostly compiling Nextflow's and Groovy's classes: the client compiler alone (C1, as the official launcher
@@ -20,6 +24,34 @@ from helpers.environment import REFERENCE, ROOT, unavailable
 # Tests only: a user's long pipeline run keeps the launcher's default (C2). A value the caller set wins.
 os.environ.setdefault("NXF_OPTS", "-Xms256m -Xmx1g -XX:+TieredCompilation -XX:TieredStopAtLevel=1")
 os.environ.setdefault("NFT_JAVA_OPTS", "-Xmx2g -XX:+TieredCompilation -XX:TieredStopAtLevel=1")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start nf-test in the background once the selection is known (it overlaps the rest of the suite)."""
+    if session.config.option.collectonly or not any(NEEDED_BY in item.nodeid for item in session.items):
+        return
+    run = NfTestRun(session.config._tmp_path_factory.mktemp("nftest"))
+    run.start()
+    session.config.stash[NFTEST_RUN] = run
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    run = session.config.stash.get(NFTEST_RUN, None)
+    if run is not None:
+        run.stop()
+
+
+@pytest.fixture(scope="session")
+def nftest_run(request, tmp_path_factory) -> NfTestRun:
+    """The session's nf-test run (started at collection; started here when a test asks and none was)."""
+    run = request.config.stash.get(NFTEST_RUN, None)
+    if run is None:
+        run = NfTestRun(tmp_path_factory.mktemp("nftest"))
+        run.start()
+        request.config.stash[NFTEST_RUN] = run
+    if run.missing:
+        unavailable(run.missing)
+    return run
 
 
 @pytest.fixture(scope="session")

@@ -1,52 +1,32 @@
-"""Every nf-test spec, run by the real nf-test on the test profile (so scripts/test and CI run them after the rest).
+"""Every nf-test spec, run by the real nf-test on the test profile (in the background, beside the rest of the suite).
 
 nf-test 0.9.5 is ``../shared/tools/nf-test/nf-test`` here (or ``nf-test`` on PATH elsewhere, e.g. from
 bioconda or get.nf-test.com). It runs once per session with ``--ci`` (a missing snapshot is a failure, not a
-new snapshot) and ``--junitxml``; each spec file is then one pytest test that fails when any of its test
-cases failed, naming them. The specs snapshot content (tests/helpers/nftest/digest.py) and have a ``-stub`` test each.
+new snapshot) and ``--junitxml``, started in the background as soon as pytest has collected (tests/helpers/nftest_run.py,
+tests/conftest.py) so that it overlaps the rest of the suite; each spec file is then one pytest test that waits for
+the run and fails when any of its test cases failed, naming them. The specs snapshot content (tests/helpers/nftest/digest.py) and have a ``-stub`` test each.
 
-Takes about 5.5 min on a 2-core machine (40 cases; the JVMs use the client compiler, tests/conftest.py). Skips with the reason where nf-test or Java is missing (fails under CI=true).
+The run takes about 5.5 min alone on a 2-core machine (40 cases; the JVMs use the client compiler, tests/conftest.py). Skips with the reason where nf-test or Java is missing (fails under CI=true).
 """
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
-from helpers.environment import unavailable
-
-ROOT = Path(__file__).resolve().parents[2]
-SPECS = sorted(str(p.relative_to(ROOT)) for p in [ROOT / "tests" / "pipeline" / "main.nf.test", *ROOT.glob("modules/local/*/tests/main.nf.test")])
+from helpers.environment import ROOT
+from helpers.nftest_run import SPECS
 
 pytestmark = pytest.mark.pipeline
 
 
-def nf_test_bin() -> str | None:
-    shared = ROOT / ".." / "shared" / "tools" / "nf-test" / "nf-test"
-    if shared.is_file():
-        return str(shared.resolve())
-    return shutil.which("nf-test")
-
-
 @pytest.fixture(scope="session")
-def nftest_results(tmp_path_factory, nextflow_bin) -> dict[str, list[tuple[str, str | None]]]:
-    """{spec file: [(test name, failure message or None), ...]} from one nf-test run over all specs."""
-    nft = nf_test_bin()
-    if nft is None or shutil.which("java") is None:
-        unavailable("nf-test not found (../shared/tools/nf-test/nf-test or nf-test on PATH) or no java")
-    work = tmp_path_factory.mktemp("nftest")
-    junit = work / "junit.xml"
-    env = dict(os.environ, NFT_WORKDIR=str(work / "nft"), NXF_ANSI_LOG="false", NXF_OFFLINE="true",
-               CHROMAFLOW_PROGRESS="0")
-    res = subprocess.run([nft, "test", "--ci", f"--junitxml={junit}", "--log", str(work / "nf-test.log"), *SPECS],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=5400)
-    (work / "stdout.txt").write_text(res.stdout + res.stderr)
-    assert junit.is_file(), f"nf-test wrote no results (exit {res.returncode}):\n{res.stdout[-4000:]}\n{res.stderr[-2000:]}"
+def nftest_results(nftest_run) -> dict[str, list[tuple[str, str | None]]]:
+    """{spec file: [(test name, failure message or None), ...]} from the session's one nf-test run over all specs."""
+    code = nftest_run.wait()
+    junit = nftest_run.junit
+    assert junit.is_file(), f"nf-test wrote no results (exit {code}):\n{nftest_run.tail()}"
     results: dict[str, list[tuple[str, str | None]]] = {}
     for suite in ET.parse(junit).getroot().iter("testsuite"):
         cases = []
@@ -59,7 +39,7 @@ def nftest_results(tmp_path_factory, nextflow_bin) -> dict[str, list[tuple[str, 
             else:
                 cases.append((case.get("name"), None))
         results.setdefault(suite.get("name"), []).extend(cases)
-    assert res.returncode == 0 or any(m for c in results.values() for _, m in c), res.stdout[-4000:]
+    assert code == 0 or any(m for c in results.values() for _, m in c), nftest_run.tail()
     return results
 
 
