@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "predict-merge": ("chromaflow.predict.cli_merge", "join --shard outputs into one predictions h5"),
     "make-test-model": ("chromaflow.predict.cli_testmodel", "write a tiny seeded Predmoter-layout checkpoint (meaningless weights, for tests)"),
     "bigwig": ("chromaflow.bigwig.cli", "predictions h5 -> bigWig/bedGraph tracks, chrom.sizes, IGV session, UCSC hub"),
+    "peaks": ("chromaflow.peaks.cli", "narrowPeak calls on a predicted track (predictions h5 or bigWig), equal to MACS3 bdgpeakcall; --cutoff auto = F1-best"),
     "genie3": ("chromaflow.genie3.cli", "GENIE3 gene-regulatory-network inference from an expression matrix"),
     "genie3-merge": ("chromaflow.genie3.cli_merge", "merge GENIE3 target-chunk results into one ranked link list"),
     "genie3-plan": ("chromaflow.genie3.cli_plan", "count the genes of an expression matrix and plan GENIE3 target chunks"),
