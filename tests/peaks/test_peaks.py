@@ -42,7 +42,7 @@ def macs3_peaks(bg: Path, out: Path, name: str, cutoff, min_length: int, max_gap
     out.mkdir(exist_ok=True)
     subprocess.run([macs3(), "bdgpeakcall", "-i", str(bg), "-c", str(cutoff), "-l", str(min_length),
                     "-g", str(max_gap), "--outdir", str(out), "-o", name], check=True, capture_output=True)
-    return [ln.split("\t") for ln in (out / name).read_text().splitlines()]
+    return rows(out / name)  # its default track line left out
 
 
 def rows(path: Path) -> list[list[str]]:
@@ -64,8 +64,10 @@ def test_predictions_equal_bdgpeakcall(data, cutoff, min_length, max_gap):
     theirs = macs3_peaks(data["bg"], d, "atacseq", cutoff, min_length, max_gap)
     out = d / "ours.narrowPeak"
     cli("--predictions", data["pred"], "--out", out, "--cutoff", cutoff, "--min-length", min_length,
-        "--max-gap", max_gap, check=True)
+        "--max-gap", max_gap, "--track-line", check=True)
     assert_same_as_macs3(rows(out), theirs)
+    first = (d / "atacseq").read_text().splitlines()[0]
+    assert out.read_text().splitlines()[0] == first and first.startswith("track type=narrowPeak")
     summary = json.loads((d / "ours.summary.json").read_text())
     assert summary["cutoff"] == float(cutoff) and summary["cutoff_method"] == "fixed (--cutoff)"
     assert summary["peaks"] == len(theirs)
@@ -106,6 +108,37 @@ def test_smoothed_equals_bdgpeakcall_on_bigwig_track(data):
     cli("--predictions", data["pred"], "--out", unsmoothed, "--cutoff", 20, "--min-length", 100, "--max-gap", 10,
         check=True)
     assert rows(unsmoothed) != rows(out)
+
+
+#: edge cases of bdgpeakcall's rules at cutoff 2.5, min length 10, max gap 3 (chrom, start, end, value)
+EDGES = [
+    ("e1", 0, 10, 2.5),                       # a peak at the chromosome start, exactly min length, value == cutoff
+    ("e1", 10, 20, 1), ("e1", 20, 24, 7), ("e1", 24, 27, 0),   # gap of exactly max gap: joined
+    ("e1", 27, 31, 7), ("e1", 31, 40, 1),      # ... summit: 2 runs hold 7 -> the first (midpoint 22)
+    ("e1", 40, 43, 5), ("e1", 43, 45, 2), ("e1", 45, 47, 5), ("e1", 47, 49, 2),  # 3 runs hold 5 -> the middle
+    ("e1", 49, 52, 5), ("e1", 52, 60, 1),      # ... (midpoint 46)
+    ("e1", 60, 69, 9), ("e1", 69, 100, 0),    # 9 bp: one short of min length, dropped
+    ("e2", 5, 30, 3.75), ("e2", 30, 34, 0), ("e2", 34, 40, 3.75),  # starts after 0 (baseline 0); gap 4 > 3: split
+]
+
+
+def test_edge_cases_equal_bdgpeakcall(tmp_path):
+    from chromaflow.peaks.call import call_peaks, merge_runs
+    from chromaflow.peaks.cli import write_narrowpeak
+    bg = tmp_path / "edges.bg"
+    bg.write_text("".join(f"{c}\t{s}\t{e}\t{v}\n" for c, s, e, v in EDGES))
+    theirs = macs3_peaks(bg, tmp_path, "edges", 2.5, 10, 3)
+    chroms, peaks = [], {}
+    for c in dict.fromkeys(r[0] for r in EDGES):
+        rs = [r for r in EDGES if r[0] == c]
+        runs = merge_runs([r[1] for r in rs], [r[2] for r in rs], [r[3] for r in rs], rs[-1][2])
+        chroms.append((c, rs[-1][2]))
+        peaks[c] = call_peaks(*runs, 2.5, 10, 3)
+    write_narrowpeak(tmp_path / "ours.narrowPeak", chroms, peaks, "edges", False)
+    ours = rows(tmp_path / "ours.narrowPeak")
+    assert_same_as_macs3(ours, theirs)
+    assert [(a[0], a[1], a[2], a[9]) for a in ours] == [("e1", "0", "10", "5"), ("e1", "20", "31", "2"),
+                                                        ("e1", "40", "52", "6"), ("e2", "5", "30", "12")]
 
 
 def test_narrowpeak_layout_and_track_line(data):

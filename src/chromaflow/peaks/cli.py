@@ -136,7 +136,8 @@ def write_narrowpeak(path: Path, chroms, peaks: dict, name: str, track_line: boo
     n = 0
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
         if track_line:
-            fh.write(f'track type=narrowPeak name="{name}" description="{name} chromaflow peaks" nextItemButton=on\n')
+            # bdgpeakcall's own track line (its default; ours only with --track-line)
+            fh.write(f'track type=narrowPeak name="{name}" description="{name}" nextItemButton=on\n')
         for chrom in sorted((c for c, _ in chroms), key=lambda c: c.encode()):
             p = peaks[chrom]
             if not len(p):
