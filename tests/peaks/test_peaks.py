@@ -10,11 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.cli import assert_nothing_left, assert_one_line_error, chromaflow
+from helpers.cli import assert_nothing_left, assert_one_line_error, chromaflow, run_in_process
 from helpers.environment import unavailable
 from helpers.peaks_files import strand_average, strands, write_bedgraph, write_h5
 
-cli = functools.partial(chromaflow, "peaks")
+#: in this process (fast); test_bad_files_one_line runs a child process, as a task does (libBigWig writes to the
+#: process's stderr directly, which only a child's captured stderr shows)
+cli = functools.partial(run_in_process, "peaks", check=False)
+child = functools.partial(chromaflow, "peaks")
 
 #: two chromosomes ending in a partial chunk, one shorter than a chunk
 SIZES = {"chrB": 61_237, "chrA": 40_000, "chrM": 777}
@@ -221,13 +224,56 @@ def test_bad_input_one_line(data, tmp_path, args, needles):
 def test_bad_files_one_line(data, tmp_path):
     bad = tmp_path / "bad.bw"
     bad.write_text("not a bigwig\n")
-    assert_one_line_error(cli("--bigwig", bad, "--out", tmp_path / "x.narrowPeak"), "peaks", str(bad), "bigWig")
-    assert_one_line_error(cli("--predictions", bad, "--out", tmp_path / "x.narrowPeak"), "peaks", str(bad),
+    assert_one_line_error(child("--bigwig", bad, "--out", tmp_path / "x.narrowPeak"), "peaks", str(bad), "bigWig")
+    assert_one_line_error(child("--predictions", bad, "--out", tmp_path / "x.narrowPeak"), "peaks", str(bad),
                           "not a readable HDF5")
     other = write_h5(tmp_path / "other.h5", {"chrA": data["tracks"]["chrA"]}, L, observed=True)
-    assert_one_line_error(cli("--predictions", data["pred"], "--out", tmp_path / "x.narrowPeak", "--observed", other),
+    assert_one_line_error(child("--predictions", data["pred"], "--out", tmp_path / "x.narrowPeak", "--observed", other),
                           "peaks", str(other), "chromosomes differ")
     assert_nothing_left(tmp_path, {"bad.bw", "other.h5"})
     (tmp_path / "x.narrowPeak").write_text("")
-    assert_one_line_error(cli("--predictions", data["pred"], "--out", tmp_path / "x.narrowPeak"), "peaks",
+    assert_one_line_error(child("--predictions", data["pred"], "--out", tmp_path / "x.narrowPeak"), "peaks",
                           "output exists")
+
+
+def test_browser_dir_adds_peaks_to_igv_session_and_hub(data, tmp_path):
+    """--browser-dir: the narrowPeak in chromaflow bigwig's IGV session (a FeatureTrack), a bigNarrowPeak .bb with
+    the same rows and a trackDb stanza; a rerun replaces the entries instead of adding more."""
+    import xml.etree.ElementTree as ET
+
+    import pyBigWig
+    tracks = tmp_path / "tracks"
+    chromaflow("bigwig", "--predictions", data["pred"], "--outdir", tracks, "--basename", "p", check=True)
+    out = tracks / "p_atacseq.narrowPeak"
+    for _ in range(2):
+        cli("--predictions", data["pred"], "--out", out, "--name", "p_atacseq", "--browser-dir", tracks, "--force",
+            check=True)
+    root = ET.parse(tracks / "igv_session.xml").getroot()
+    res = [r.get("path") for r in root.iter("Resource")]
+    assert res == ["p_atacseq_avg_strand.bw", "p_atacseq.narrowPeak"]
+    feat = [t for t in root.iter("Track") if t.get("clazz") == "org.broad.igv.track.FeatureTrack"]
+    assert [t.get("id") for t in feat] == ["p_atacseq.narrowPeak"]
+    stanzas = (tracks / "trackDb.txt").read_text().split("\n\n")
+    peak = [x for x in stanzas if x.startswith("track p_atacseq_peaks\n")]
+    assert len(peak) == 1 and "bigDataUrl p_atacseq.bb" in peak[0] and "type bigNarrowPeak" in peak[0]
+    bb = pyBigWig.open(str(tracks / "p_atacseq.bb"))
+    try:
+        sizes = bb.chroms()
+        got = [[c, str(s), str(e), *rest.split("\t")] for c in sorted(sizes) for s, e, rest in
+               (bb.entries(c, 0, sizes[c]) or [])]
+    finally:
+        bb.close()
+    assert got == rows(out) and len(got) > 0
+
+
+def test_cutoff_auto_reads_coverage_inside_the_predictions_h5(data, tmp_path):
+    """A predictions h5 that also holds evaluation/<dataset>_coverage: --cutoff auto uses it without --observed."""
+    import h5py
+    both = tmp_path / "both.h5"
+    shutil.copy(data["pred"], both)
+    obs = write_h5(tmp_path / "obs.h5", data["tracks"], L, observed=True)
+    with h5py.File(obs) as src, h5py.File(both, "a") as dst:
+        src.copy("evaluation", dst)
+    cli("--predictions", both, "--out", tmp_path / "a.narrowPeak", "--observed-cutoff", 37, check=True)
+    s = json.loads((tmp_path / "a.summary.json").read_text())
+    assert s["cutoff"] == 37 and s["observed"] == "both.h5" and s["f1"] == 1.0
