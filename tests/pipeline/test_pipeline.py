@@ -181,13 +181,14 @@ def test_benchmark_stage_reports_every_stage(test_run):
     bench = outdir / "benchmark"
     tasks = json.loads((bench / "benchmark.json").read_text())["tasks"]
     stages = {t["stage"] for t in tasks}
-    assert {"fasta2h5", "predict", "predict-merge", "bigwig", "genie3", "genie3-merge"} <= stages
+    assert {"fasta2h5", "predict", "predict-merge", "bigwig", "peaks", "genie3", "genie3-merge"} <= stages
     predict = [t for t in tasks if t["stage"] == "predict"]
     assert len(predict) == 4 and all(t["assembly"] in ("asmA", "asmB") and t["device"] == "cpu" for t in predict)
     html = (bench / "report.html").read_text()
     assert "data:image/png;base64," in html and "<h2 id='extrapolation'>Extrapolation</h2>" in html
-    # joined with this run's trace (a staged input of BENCHMARK): every task has its row, realtime and peak_rss
-    assert len(tasks) == 14
+    # joined with this run's trace (a staged input of BENCHMARK): every task has its row, realtime and peak_rss;
+    # PEAKS writes one metrics JSON per dataset (2 tasks, 4 rows)
+    assert len(tasks) == 18 and len([t for t in tasks if t["stage"] == "peaks"]) == 4
     assert all(t["trace_status"] == "COMPLETED" and t["trace_realtime_s"] is not None
                and t["trace_peak_rss_bytes"] for t in tasks)
     bigwig = [t for t in tasks if t["stage"] == "bigwig"]
