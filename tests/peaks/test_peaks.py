@@ -212,6 +212,7 @@ def test_cutoff_auto_without_coverage_uses_default(data):
     (["--min-length", "-1"], ["--min-length"]),
     (["--max-gap", "-3"], ["--max-gap"]),
     (["--dataset", "dnase"], ["dnase", "prediction/datasets"]),
+    (["--name", "a b"], ["--name 'a b'", "whitespace"]),
     (["--cutoff", "5", "--observed", "PRED"], ["--observed goes with --cutoff auto"]),
 ])
 def test_bad_input_one_line(data, tmp_path, args, needles):

@@ -175,6 +175,8 @@ def run(args: argparse.Namespace) -> int:
         raise ChromaflowError("--dataset goes with --predictions (a bigWig holds one track)")
     if args.bigwig and args.observed and not args.observed_dataset:
         raise ChromaflowError("--observed with --bigwig needs --observed-dataset (the coverage name in it)")
+    if args.name is not None and (not args.name or any(ch.isspace() for ch in args.name)):
+        raise ChromaflowError(f"--name {args.name!r}: peak names must be non-empty, without whitespace")
     summary = args.summary or default_summary(args.out)
     src = args.predictions or args.bigwig
     bigbed = None
@@ -188,8 +190,8 @@ def run(args: argparse.Namespace) -> int:
                    ("--browser-dir", bigbed)],
                   [("--predictions", args.predictions), ("--bigwig", args.bigwig), ("--observed", args.observed)])
     if not args.force:
-        for opt, p in (("--out", args.out), ("--summary", summary)):
-            if os.path.exists(p):
+        for p in (args.out, summary, bigbed):
+            if p is not None and os.path.exists(p):
                 raise ChromaflowError(f"{p}: output exists (use --force to overwrite)")
     threads = resolve_threads(args.threads)
 
