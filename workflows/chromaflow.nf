@@ -1,5 +1,5 @@
 /*
- * The chromaflow workflow: FASTA → h5 → (sharded) prediction → tracks; expression → GENIE3 plan → chunked
+ * The chromaflow workflow: FASTA → h5 → (sharded) prediction → tracks → peaks; expression → GENIE3 plan → chunked
  * GENIE3 → merge; REPORTING (benchmark report, MultiQC, versions). PREDICT_PLAN counts each assembly's rows from
  * its FASTA and lists the prediction shards; PREDICT fans out from that list on both routes. With
  * --predict_from fasta, PREDICT reads the FASTA itself and FASTA2H5 runs only when --save_h5 asks for the genome h5.
@@ -17,6 +17,7 @@ include { MAKE_TEST_MODEL } from '../modules/local/make_test_model'
 include { PREDICT         } from '../modules/local/predict'
 include { PREDICT_MERGE   } from '../modules/local/predict_merge'
 include { BIGWIG          } from '../modules/local/bigwig'
+include { PEAKS           } from '../modules/local/peaks'
 include { GENIE3_PLAN     } from '../modules/local/genie3_plan'
 include { GENIE3          } from '../modules/local/genie3'
 include { GENIE3_MERGE    } from '../modules/local/genie3_merge'
@@ -101,6 +102,15 @@ workflow CHROMAFLOW {
             BIGWIG(ch_bigwig, ch_blacklist)
             ch_versions = ch_versions.mix(BIGWIG.out.versions)
             ch_metrics  = ch_metrics.mix(BIGWIG.out.metrics)
+
+            //
+            // Peaks on the predicted tracks, added to BIGWIG's IGV session and hub
+            //
+            if (!params.skip_peaks) {
+                PEAKS(ch_predictions.join(BIGWIG.out.tracks))
+                ch_versions = ch_versions.mix(PEAKS.out.versions)
+                ch_metrics  = ch_metrics.mix(PEAKS.out.metrics)
+            }
         }
 
         //

@@ -17,7 +17,7 @@ from .core import ROOT, TREE_NORMALISED, Case, Contender
 PY = sys.executable
 SPECIES = "Bench_species"
 L = 21384
-STAGES = ("fasta2h5", "predict", "bigwig", "genie3", "scaling")
+STAGES = ("fasta2h5", "predict", "bigwig", "peaks", "genie3", "scaling")
 
 FULL = {
     "fasta2h5": [("5x10Mbp", 50_000_000, 5), ("1x50Mbp", 50_000_000, 1), ("10000x5kbp", 50_000_000, 10_000)],
@@ -27,6 +27,7 @@ FULL = {
     "bigwig_variants": [("bigwig", "avg", None), ("bedgraph", "avg", None), ("bigwig", "+", None),
                         ("bigwig", "-", None), ("bigwig", "avg", 150), ("bedgraph", "avg", 150)],
     "bigwig_worst_variants": [("bigwig", "avg", None)],
+    "peaks_mbp": 200,
     # seeds: the peers' (arboreto ~9 min of 2 cores per seed for the 5 networks) and ours (seconds per seed)
     "genie3_networks": [1, 2, 3, 4, 5], "genie3_trees": 1000, "genie3_seeds": 6, "genie3_reference_seeds": 1,
     "genie3_our_seeds": 12,
@@ -43,6 +44,7 @@ QUICK = {
     # one realistic case: the two real-Predmoter cases quick adds already cover bedGraph and windows
     "bigwig_variants": [("bigwig", "avg", None)],
     "bigwig_worst_variants": [],
+    "peaks_mbp": 2,
     "genie3_networks": [1], "genie3_trees": 20, "genie3_seeds": 1, "genie3_reference_seeds": 1,
     "genie3_our_seeds": 1,
     "genie3_synthetic": None,    # DREAM4 net 1 runs every GENIE3 contender already
@@ -276,6 +278,75 @@ def bigwig(ctx: Ctx) -> tuple[list, list[Case]]:
 
 
 # --------------------------------------------------------------------------------------------------
+# peaks
+# --------------------------------------------------------------------------------------------------
+#: bdgpeakcall settings of the peaks cases: the realistic track has the template's (mini model's) value scale,
+#: strand averages mostly 2 and 3 with 3s in runs of 1-4 bp, so cutoff 3 with a 50-bp max gap calls ~100k peaks per
+#: 50 Mbp (a cutoff of 25 would call none)
+PEAKS_ARGS = {"cutoff": 3, "min_length": 50, "max_gap": 50}
+
+
+def _macs3() -> str | None:
+    exe = Path(PY).with_name("macs3")
+    return str(exe) if exe.exists() else None
+
+
+def _narrowpeak_rows(path: Path) -> list[list[str]]:
+    return [ln.split("\t") for ln in path.read_text().splitlines() if ln and not ln.startswith("track")]
+
+
+def _peaks_agree(dirs: dict) -> dict:
+    """Columns 1-6 and 10 of every peak equal (chromaflow's 7-9: summit value, -1, -1; MACS3's: 0, 0, 0)."""
+    ours_rows = _narrowpeak_rows(dirs["chromaflow"] / "peaks.narrowPeak")
+    theirs = _narrowpeak_rows(dirs["macs3"] / "peaks")
+    if len(ours_rows) != len(theirs):
+        return {"ok": False, "detail": f"{len(ours_rows)} peaks vs MACS3's {len(theirs)}"}
+    for a, b in zip(ours_rows, theirs):
+        if a[:6] + a[9:] != b[:6] + b[9:]:
+            return {"ok": False, "detail": f"first difference: {a} vs {b}"}
+    return {"ok": True, "detail": f"{len(theirs)} peaks identical (coordinates, name, score, summit)",
+            "peaks": len(theirs)}
+
+
+def peaks(ctx: Ctx) -> tuple[list, list[Case]]:
+    """chromaflow peaks on the predictions h5 vs MACS3 bdgpeakcall on the bedGraph of the same track (made
+    beforehand by chromaflow bigwig and not timed: the peer's time is the peak call alone)."""
+    mbp = ctx.cfg["peaks_mbp"]
+    pred, skip = _predictions(ctx, mbp, "realistic")
+    macs3 = _macs3()
+    if macs3 is None:
+        skip = skip or "MACS3 is not installed in the chromaflow venv (pip install MACS3)"
+    bg = ctx.inputs() / f"predictions_realistic_{mbp:g}Mbp_seed1_atacseq_avg.bg"
+    a = PEAKS_ARGS
+
+    def prepare():
+        _predictions(ctx, mbp, "realistic", make=True)
+        if not bg.exists():
+            ctx.log(f"  generating {bg.name}")
+            d = ctx.inputs() / "peaks_bg"
+            _run(ours("bigwig", "--predictions", pred, "--outdir", d, "--basename", "b", "--format", "bedgraph",
+                      "--datasets", "atacseq", "--no-browser-files", "--force"), "chromaflow bigwig")
+            with open(bg.with_name(bg.name + ".tmp"), "wb") as fh:
+                subprocess.run(["gzip", "-dc", str(d / "b_atacseq_avg_strand.bg.gz")], stdout=fh, check=True)
+            bg.with_name(bg.name + ".tmp").replace(bg)
+
+    peer = Contender("macs3", "MACS3 bdgpeakcall (on the bedGraph)", "peer",
+                     lambda d, r: [macs3, "bdgpeakcall", "-i", bg, "-c", str(a["cutoff"]), "-l", str(a["min_length"]),
+                                   "-g", str(a["max_gap"]), "--outdir", d, "-o", "peaks"],
+                     outputs=_sizes("peaks"))
+    mine = Contender("chromaflow", "chromaflow peaks (on the predictions h5)", "ours",
+                     lambda d, r: ours("peaks", "--predictions", pred, "--dataset", "atacseq", "--out",
+                                       d / "peaks.narrowPeak", "--name", "peaks", "--cutoff", a["cutoff"],
+                                       "--min-length", a["min_length"], "--max-gap", a["max_gap"]),
+                     outputs=_sizes("peaks.narrowPeak"))
+    case = Case("peaks", f"realistic_{mbp}Mbp_atacseq_avg", {"input": "synth_predictions.py --mode realistic --seed 1",
+                                                             "mbp": mbp, **a}, [peer, mine],
+                [("chromaflow", "macs3")], _peaks_agree, skip=skip, prepare=prepare,
+                note="MACS3 reads the bedGraph chromaflow bigwig wrote (not timed); chromaflow reads the h5")
+    return [], [case]
+
+
+# --------------------------------------------------------------------------------------------------
 # GENIE3
 # --------------------------------------------------------------------------------------------------
 DREAM4 = ROOT.parent / "shared" / "reference" / "dream4"
@@ -414,9 +485,10 @@ def scaling(ctx: Ctx) -> tuple[list, list[Case]]:
     return [], cases
 
 
-BUILDERS = {"fasta2h5": fasta2h5, "predict": predict, "bigwig": bigwig, "genie3": genie3, "scaling": scaling}
+BUILDERS = {"fasta2h5": fasta2h5, "predict": predict, "bigwig": bigwig, "peaks": peaks, "genie3": genie3,
+            "scaling": scaling}
 
 #: launchers each stage needs
 PEERS_NEEDED = {"fasta2h5": ["peer-helixer-fasta2h5"], "predict": ["peer-predmoter"],
-                "bigwig": ["peer-predmoter-convert"],
+                "bigwig": ["peer-predmoter-convert"], "peaks": [],
                 "genie3": ["peer-arboreto-python", "peer-genie3-python"], "scaling": ["peer-arboreto-python"]}

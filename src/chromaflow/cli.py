@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bigwig": ("chromaflow.bigwig.cli", "predictions h5 -> bigWig/bedGraph tracks, chrom.sizes, IGV session, UCSC hub"),
     "gene-accessibility": ("chromaflow.annotation.cli_accessibility", "per-gene promoter (TSS window) mean, max and percentile of predicted coverage"),
     "motif-prior": ("chromaflow.motifs.cli", "motif scan of promoter windows -> (TF, target) prior for GENIE3, optionally weighted by predicted accessibility"),
+    "peaks": ("chromaflow.peaks.cli", "narrowPeak calls on a predicted track (predictions h5 or bigWig), equal to MACS3 bdgpeakcall; --cutoff auto = F1-best"),
     "genie3": ("chromaflow.genie3.cli", "GENIE3 gene-regulatory-network inference from an expression matrix"),
     "genie3-merge": ("chromaflow.genie3.cli_merge", "merge GENIE3 target-chunk results into one ranked link list"),
     "genie3-plan": ("chromaflow.genie3.cli_plan", "count the genes of an expression matrix and plan GENIE3 target chunks"),

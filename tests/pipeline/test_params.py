@@ -93,7 +93,8 @@ CASES: dict[str, tuple[dict, list[str], list[str]]] = {
 
 # pattern rule: a value each patterned parameter must refuse (the test below checks every pattern is listed)
 PATTERN_BAD = {"input": "sheet.tsv", "genomes": "sheet.tsv", "predict_shards": "many",
-               "genie3_max_features": "lots", "trace_report_suffix": "a/b", "train_sheet": "sheet.tsv"}
+               "genie3_max_features": "lots", "trace_report_suffix": "a/b", "train_sheet": "sheet.tsv",
+               "peaks_cutoff": "lots"}
 
 
 def _order(name: str) -> int:

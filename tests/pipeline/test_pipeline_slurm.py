@@ -82,7 +82,7 @@ def test_cpu_jobs_ran_in_cpu_partition_without_gres(slurm_run):
     _, _, _, jobs = slurm_run
     others = [j for j in jobs if not re.search(r"^nf-CHROMAFLOW_PREDICT_\(", j["JobName"])]
     kinds = {re.sub(r"^nf-CHROMAFLOW_([A-Z0-9_]+?)(_\(.*\))?$", r"\1", j["JobName"]) for j in others}
-    assert kinds == {"FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "BIGWIG", "GENE_ACCESSIBILITY"}, kinds
+    assert kinds == {"FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "BIGWIG", "PEAKS", "GENE_ACCESSIBILITY"}, kinds
     for j in others:
         assert j["Partition"] == "cpu", j
         assert j["Gres"] == "", j
@@ -94,8 +94,8 @@ def test_trace_native_ids_are_the_slurm_job_ids(slurm_run):
     _, outdir, _, jobs = slurm_run
     by_id = {j["JobId"]: j for j in jobs}
     trace = read_trace(outdir)
-    # 2 FASTA2H5, 2 PREDICT_PLAN, 1 test model, 2 PREDICT, 2 BIGWIG, 1 GENE_ACCESSIBILITY (asmA's annotation)
-    assert len(trace) == len(jobs) == 10
+    # 2 FASTA2H5, 2 PREDICT_PLAN, 1 test model, 2 PREDICT, 2 BIGWIG, 2 PEAKS, 1 GENE_ACCESSIBILITY (asmA's annotation)
+    assert len(trace) == len(jobs) == 12
     for row in trace:
         assert row["status"] == "COMPLETED", row
         assert row["native_id"].isdigit(), row

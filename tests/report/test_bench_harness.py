@@ -233,7 +233,7 @@ def test_quick_run_against_the_real_peers(tmp_path, reference_dir):
     m = res["machine"]
     assert m["cpu_model"] and m["logical_cpus"] >= 1 and m["memory_bytes"] > 0 and isinstance(m["cpu_flags"], list)
     stages = {c["stage"] for c in res["cases"]}
-    assert stages == {"fasta2h5", "predict", "bigwig", "genie3", "scaling"}
+    assert stages == {"fasta2h5", "predict", "bigwig", "peaks", "genie3", "scaling"}
     ran = [c for c in res["cases"] if not c.get("skipped")]
     for c in res["cases"]:
         assert c["machine"]["cpu_model"] == m["cpu_model"]
@@ -248,9 +248,9 @@ def test_quick_run_against_the_real_peers(tmp_path, reference_dir):
             assert con["wall_s"]["n"] == 1, (c["id"], k)
         for rt in c["ratios"]:
             assert rt["wall"]["of_medians"] > 0 and rt["cpu"]["of_medians"] > 0
-    # the outputs agree: fasta2h5 datasets, predict fp32, bigwig intervals
-    checked = [c for c in ran if c["stage"] in ("fasta2h5", "predict", "bigwig")]
-    assert {c["stage"] for c in checked} == {"fasta2h5", "predict", "bigwig"}
+    # the outputs agree: fasta2h5 datasets, predict fp32, bigwig intervals, peaks with MACS3's
+    checked = [c for c in ran if c["stage"] in ("fasta2h5", "predict", "bigwig", "peaks")]
+    assert {c["stage"] for c in checked} == {"fasta2h5", "predict", "bigwig", "peaks"}
     for c in checked:
         assert c["agreement"]["ok"] is True, (c["id"], c["agreement"])
     pred = next(c for c in checked if c["stage"] == "predict")
