@@ -229,9 +229,10 @@ def test_tracks_are_the_windows(setup):
 
 
 def test_deterministic_and_batch_independent(setup, tmp_path):
+    """Another batch size and two CPU streams (the module run: auto batch, one thread) give the same bytes."""
     out = tmp_path / "e.tsv.gz"
     run_in_process("variant-effect", "--vcf", setup["vcf"], "--fasta", setup["fasta"], "--model", setup["model"],
-                   "--out", out, "--flank", FLANK, "--device", "cpu", "--threads", 1, "--batch-size", 2)
+                   "--out", out, "--flank", FLANK, "--device", "cpu", "--threads", 2, "--batch-size", 10)
     assert out.read_bytes() == setup["out"].read_bytes()
 
 

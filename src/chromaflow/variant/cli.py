@@ -8,6 +8,7 @@ before the model runs; the outputs are written atomically, only when everything 
 from __future__ import annotations
 
 import argparse
+import gc
 import gzip
 import heapq
 import os
@@ -16,7 +17,7 @@ import zipfile
 from collections import defaultdict
 
 from ..common import (ChromaflowError, Progress, StageMetrics, add_run_options, atomic_output, check_outputs,
-                      resolve_threads)
+                      resolve_threads, tune_malloc)
 
 #: default flank F (bp each side of the variant) of the mean: ±250 bp is about one accessible region of a plant
 #: promoter or enhancer (ATAC-seq peaks are mostly 200-600 bp wide), so the mean follows the region the variant
@@ -142,11 +143,14 @@ def _run(args, variants) -> int:
             precision = "fp32"
             stats.notes.append("bf16 unsupported: fell back to fp32")
         model = build_model(ckpt)
+        tune_malloc()  # as predict: activations reuse heap memory instead of page-faulting fresh mmaps
+        gc.freeze()    # torch and the model are long-lived: keep the cyclic GC off them
         D = len(cfg.datasets)
         batch = resolve_batch_size(args.batch_size, model=model, device=device, L=L, D=D, precision=precision,
                                    rows=max(1, 4 * len(scored)), stats=stats)
         micro = CPU_MICRO if device.type == "cpu" else batch
-        predictor = effects.WindowPredictor(model, device, precision, micro)
+        # CPU: one stream per thread, each micro-batch of CPU_MICRO rows in its own stream (predict's CPU layout)
+        predictor = effects.WindowPredictor(model, device, precision, micro, streams=threads)
         rows: dict[int, dict] = {}
         top: list = []
         bar = Progress(len(scored), "variant-effect", unit=" var")
@@ -158,6 +162,7 @@ def _run(args, variants) -> int:
             seq = np.frombuffer(rec.seq, dtype=np.uint8)
             _score_record(args, seq, vs, L, max(1, batch // 2), predictor, effects, rows, top, bar)
         loop_s = time.perf_counter() - t0
+        predictor.close()
         bar.close()
         text = _table(variants, rows, cfg.datasets)
         _write_table(args.out, text, args.force)
