@@ -4,7 +4,7 @@
  * its FASTA and lists the prediction shards; PREDICT fans out from that list on both routes. With
  * --predict_from fasta, PREDICT reads the FASTA itself and FASTA2H5 runs only when --save_h5 asks for the genome h5.
  *
- * take: ch_samplesheet  channel of [meta, fasta, expression|[], regulators|[]], meta = [id, species, expression_layout]
+ * take: ch_samplesheet  channel of [meta, fasta, expression|[], regulators|[], vcf|[]], meta = [id, species, expression_layout]
  */
 include { FASTA2H5        } from '../modules/local/fasta2h5'
 include { PREDICT_PLAN    } from '../modules/local/predict_plan'
@@ -12,6 +12,7 @@ include { MAKE_TEST_MODEL } from '../modules/local/make_test_model'
 include { PREDICT         } from '../modules/local/predict'
 include { PREDICT_MERGE   } from '../modules/local/predict_merge'
 include { BIGWIG          } from '../modules/local/bigwig'
+include { VARIANT_EFFECT  } from '../modules/local/variant_effect'
 include { GENIE3_PLAN     } from '../modules/local/genie3_plan'
 include { GENIE3          } from '../modules/local/genie3'
 include { GENIE3_MERGE    } from '../modules/local/genie3_merge'
@@ -33,7 +34,7 @@ workflow CHROMAFLOW {
     //
     // FASTA → HDF5
     //
-    ch_fasta = ch_samplesheet.map { meta, fasta, expr, regs -> [meta, fasta] }
+    ch_fasta = ch_samplesheet.map { meta, fasta, expr, regs, vcf -> [meta, fasta] }
     def from_fasta = params.predict_from == 'fasta' && !params.skip_predict
     if (!from_fasta || params.save_h5) {
         FASTA2H5(ch_fasta)
@@ -51,6 +52,18 @@ workflow CHROMAFLOW {
             ch_versions = ch_versions.mix(MAKE_TEST_MODEL.out.versions)
         } else {
             ch_model = Channel.value(file(params.model, checkIfExists: true))
+        }
+
+        //
+        // Variant effects of the samplesheet's vcf column, with the same model (GPU label, as PREDICT)
+        //
+        if (!params.skip_variant_effect) {
+            ch_vcf = ch_samplesheet
+                .filter { meta, fasta, expr, regs, vcf -> vcf }
+                .map { meta, fasta, expr, regs, vcf -> [meta, vcf, fasta] }
+            VARIANT_EFFECT(ch_vcf, ch_model)
+            ch_versions = ch_versions.mix(VARIANT_EFFECT.out.versions)
+            ch_metrics  = ch_metrics.mix(VARIANT_EFFECT.out.metrics)
         }
 
         PREDICT_PLAN(ch_fasta)
@@ -96,8 +109,8 @@ workflow CHROMAFLOW {
     //
     if (!params.skip_genie3) {
         ch_expression = ch_samplesheet
-            .filter { meta, fasta, expr, regs -> expr }
-            .map { meta, fasta, expr, regs -> [meta, expr, regs] }
+            .filter { meta, fasta, expr, regs, vcf -> expr }
+            .map { meta, fasta, expr, regs, vcf -> [meta, expr, regs] }
         GENIE3_PLAN(ch_expression)
         ch_versions = ch_versions.mix(GENIE3_PLAN.out.versions)
 

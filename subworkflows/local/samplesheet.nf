@@ -10,6 +10,7 @@
  *   expression          optional expression matrix (TSV/CSV) → GENIE3 run for this assembly
  *   regulators          optional list of candidate regulators (needs expression)
  *   expression_layout   optional genes-x-samples | samples-x-genes (default: --genie3_layout)
+ *   vcf                 optional variants (VCF, bgzipped VCF or BCF) → VARIANT_EFFECT for this assembly
  * Train sheet (--train_sheet, --mode train; parseTrainSheet): one row per reads file, see trainSheetColumns().
  * Relative paths are resolved against the sheet's own folder.
  */
@@ -19,7 +20,7 @@ def sheetError(String message) {
     error(message)
 }
 
-List<String> samplesheetColumns() { ['id', 'fasta', 'species', 'expression', 'regulators', 'expression_layout'] }
+List<String> samplesheetColumns() { ['id', 'fasta', 'species', 'expression', 'regulators', 'expression_layout', 'vcf'] }
 
 // Splits one CSV line; supports double-quoted fields with commas and "" escapes.
 List<String> splitCsvLine(String line, String where) {
@@ -160,7 +161,8 @@ def checkSpecies(species, String where) {
 }
 
 /*
- * Returns a list of [meta, fasta, expression|null, regulators|null] rows, meta = [id, species, expression_layout].
+ * Returns a list of [meta, fasta, expression|null, regulators|null, vcf|null] rows, meta = [id, species,
+ * expression_layout].
  * options: default_species (else the id), default_layout (for rows without expression_layout) and layouts (the
  * allowed values: the genie3_layout enum of nextflow_schema.json).
  */
@@ -182,7 +184,8 @@ def parseSamplesheet(sheetPath, Map options = [:]) {
         if (regulators && !expression) sheetError("${where}: column 'regulators' is set but 'expression' is empty")
         def layout = rec.expression_layout ?: (options.default_layout ?: layouts[0])
         if (!(layout in layouts)) sheetError("${where}: expression_layout '${layout}' must be ${layouts.join(' or ')}")
-        rows << [[id: id, species: species, expression_layout: layout], fasta, expression, regulators]
+        def vcf = rec.vcf ? resolveSheetPath(rec.vcf, sheetDir, where, 'vcf') : null
+        rows << [[id: id, species: species, expression_layout: layout], fasta, expression, regulators, vcf]
     }
     if (!rows) sheetError("samplesheet ${name}: no assemblies (only a header line)")
     return rows

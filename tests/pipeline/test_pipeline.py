@@ -41,17 +41,17 @@ def test_run_succeeds_and_reports_exist(test_run):
         files = list(info.glob(pattern))
         assert len(files) == 1 and files[0].stat().st_size > 0, pattern
     versions = (info / "software_versions.yml").read_text()
-    processes = ("FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "PREDICT", "PREDICT_MERGE", "BIGWIG", "GENIE3_PLAN",
-                 "GENIE3", "GENIE3_MERGE", "REPORTING:BENCHMARK", "REPORTING:MULTIQC")
+    processes = ("FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "PREDICT", "PREDICT_MERGE", "BIGWIG", "VARIANT_EFFECT",
+                 "GENIE3_PLAN", "GENIE3", "GENIE3_MERGE", "REPORTING:BENCHMARK", "REPORTING:MULTIQC")
     assert sorted(re.findall(r'^"CHROMAFLOW:([\w:]+)":$', versions, re.M)) == sorted(processes)
     assert "\n    multiqc: 1.35\n" in versions
     trace = read_trace(outdir)
     assert {"peak_rss", "realtime", "%cpu", "attempt"} <= set(trace[0])
     done = [r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED"]
-    # 2 FASTA2H5, 2 shard plans, 1 model, 4 PREDICT shards, 2 merges, 2 BIGWIG, 1 GENIE3 plan, 3 GENIE3 chunks,
-    # 1 merge, BENCHMARK, MULTIQC
+    # 2 FASTA2H5, 2 shard plans, 1 model, 4 PREDICT shards, 2 merges, 2 BIGWIG, 1 VARIANT_EFFECT (asmA's vcf),
+    # 1 GENIE3 plan, 3 GENIE3 chunks, 1 merge, BENCHMARK, MULTIQC
     assert sorted(done) == sorted(["FASTA2H5"] * 2 + ["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
-                                  + ["BIGWIG"] * 2 + ["GENIE3_PLAN"] + ["GENIE3"] * 3 + ["GENIE3_MERGE", "BENCHMARK", "MULTIQC"])
+                                  + ["BIGWIG"] * 2 + ["VARIANT_EFFECT"] + ["GENIE3_PLAN"] + ["GENIE3"] * 3 + ["GENIE3_MERGE", "BENCHMARK", "MULTIQC"])
 
 
 def test_injected_oom_exit_is_retried_with_more_memory(test_run):
@@ -176,13 +176,13 @@ def test_benchmark_stage_reports_every_stage(test_run):
     bench = outdir / "benchmark"
     tasks = json.loads((bench / "benchmark.json").read_text())["tasks"]
     stages = {t["stage"] for t in tasks}
-    assert {"fasta2h5", "predict", "predict-merge", "bigwig", "genie3", "genie3-merge"} <= stages
+    assert {"fasta2h5", "predict", "predict-merge", "bigwig", "variant-effect", "genie3", "genie3-merge"} <= stages
     predict = [t for t in tasks if t["stage"] == "predict"]
     assert len(predict) == 4 and all(t["assembly"] in ("asmA", "asmB") and t["device"] == "cpu" for t in predict)
     html = (bench / "report.html").read_text()
     assert "data:image/png;base64," in html and "<h2 id='extrapolation'>Extrapolation</h2>" in html
     # joined with this run's trace (a staged input of BENCHMARK): every task has its row, realtime and peak_rss
-    assert len(tasks) == 14
+    assert len(tasks) == 15
     assert all(t["trace_status"] == "COMPLETED" and t["trace_realtime_s"] is not None
                and t["trace_peak_rss_bytes"] for t in tasks)
     bigwig = [t for t in tasks if t["stage"] == "bigwig"]
@@ -221,7 +221,7 @@ def test_multiqc_report_shows_our_sections_in_headless_chromium(test_run, tmp_pa
     assert set(throughput) <= labels and len(throughput) >= 3, (sorted(throughput), sorted(labels))
     table = dom[dom.index('id="chromaflow_benchmark_table_table"'):]
     table = table[:table.index("</table>")]
-    assert table.count("<tr") == 1 + 14     # header + one row per measured task
+    assert table.count("<tr") == 1 + 15     # header + one row per measured task
     versions = dom[dom.index('id="mqc_versions_table"'):]
     versions = versions[:versions.index("</table>")]
     for process in ("FASTA2H5", "PREDICT", "PREDICT_MERGE", "BIGWIG", "GENIE3_PLAN", "GENIE3", "GENIE3_MERGE"):

@@ -94,6 +94,8 @@ def _validate(args, variants, by_chrom) -> dict[str, int]:
     for rec in FastaReader(args.fasta):
         lengths[rec.seqid] = len(rec.seq)
         for v in by_chrom.get(rec.seqid, ()):
+            if v.pos < 1:
+                raise ChromaflowError(f"{args.vcf}: {v.name()}: POS must be >= 1")
             end = v.start + len(v.ref)
             if end > len(rec.seq):
                 raise ChromaflowError(f"{args.vcf}: {v.name()}: REF ends at {end}, past the end of FASTA record "
@@ -175,8 +177,7 @@ def _run(args, variants) -> int:
                     skipped_by_reason=dict(sorted(skipped.items())), model_rows=predictor.rows, seq_len=L,
                     batch_size=batch, loop_s=loop_s, variants_per_s=(len(rows) / loop_s) if loop_s > 0 else None,
                     datasets=list(cfg.datasets), precision=precision, model_type=cfg.model_type,
-                    tracks=track_files, notes=stats.notes, subsequences=predictor.rows,
-                    bp=predictor.rows * L)
+                    tracks=track_files, notes=stats.notes)
     return 0
 
 
