@@ -316,3 +316,24 @@ def test_motif_model(motif_model, tmp_path, kind, k):
     assert float(row["max_abs_delta_atacseq_plus"]) == pytest.approx(lift, rel=1e-5)
     assert int(row["max_abs_delta_offset_atacseq_plus"]) == -k
     assert (float(row["log2fc_atacseq_plus"]) > 0) == (kind == "create")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(),
+                    reason="no CUDA device here (torch.cuda.is_available() is False): the GPU path is tested where one "
+                           "exists")
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_cuda_matches_cpu(setup, tmp_path, precision):
+    """--device cuda (batch size probed) gives the CPU's table: fp32 within 1e-4 relative (TF32 is off, as in
+    predict), bf16 within 5e-2 relative on the means (autocast)."""
+    out = tmp_path / "gpu.tsv.gz"
+    run_in_process("variant-effect", "--vcf", setup["vcf"], "--fasta", setup["fasta"], "--model", setup["model"],
+                   "--out", out, "--flank", FLANK, "--device", "cuda", "--precision", precision)
+    tol = 1e-4 if precision == "fp32" else 5e-2
+    for got, want in zip(_read(out), setup["rows"]):
+        for d in setup["datasets"]:
+            for st in STRANDS:
+                for m in ("ref_mean", "alt_mean"):
+                    assert float(got[f"{m}_{d}_{st}"]) == pytest.approx(float(want[f"{m}_{d}_{st}"]), rel=tol)
+                if precision == "fp32":
+                    assert float(got[f"delta_mean_{d}_{st}"]) == pytest.approx(float(want[f"delta_mean_{d}_{st}"]),
+                                                                               rel=1e-3, abs=1e-5)

@@ -19,9 +19,9 @@ from collections import defaultdict
 from ..common import (ChromaflowError, Progress, StageMetrics, add_run_options, atomic_output, check_outputs,
                       resolve_threads, tune_malloc)
 
-#: default flank F (bp each side of the variant) of the mean: ±250 bp is about one accessible region of a plant
-#: promoter or enhancer (ATAC-seq peaks are mostly 200-600 bp wide), so the mean follows the region the variant
-#: sits in rather than single positions (max |Δ| reports those)
+#: default flank F (bp each side of the variant) of the mean: ±250 bp is about one accessible region (ATAC-seq
+#: regions are typically a few hundred bp wide), so the mean follows the region the variant sits in rather than
+#: single positions (max |Δ| reports those); docs/variants.md
 DEFAULT_FLANK = 250
 
 
@@ -118,7 +118,7 @@ def _run(args, variants) -> int:
 
     from ..genome.fasta import FastaReader
     from ..predict.checkpoint import build_model, load_checkpoint
-    from ..predict.executors import CPU_MICRO, EngineStats, bf16_supported, resolve_device
+    from ..predict.executors import CPU_MICRO, EngineStats, bf16_supported, configure_cuda_exact, resolve_device
     from ..predict.probe import resolve_batch_size
     from . import effects
 
@@ -145,6 +145,8 @@ def _run(args, variants) -> int:
             precision = "fp32"
             stats.notes.append("bf16 unsupported: fell back to fp32")
         model = build_model(ckpt)
+        if device.type == "cuda":
+            configure_cuda_exact()  # fp32 without TF32, as predict
         tune_malloc()  # as predict: activations reuse heap memory instead of page-faulting fresh mmaps
         gc.freeze()    # torch and the model are long-lived: keep the cyclic GC off them
         D = len(cfg.datasets)
