@@ -8,8 +8,10 @@
  * (after prediction), and with motifs MOTIF_PRIOR builds the (TF, target) prior (hits weighted by the predicted
  * accessibility when prediction runs); GENIE3 waits for that prior only when --genie3_prior_alpha > 0.
  *
- * take: ch_samplesheet  channel of [meta, fasta, expression|[], regulators|[], annotation|[], motifs|[], tf_motifs|[]],
+ * take: ch_samplesheet  channel of [meta, fasta, expression|[], regulators|[], annotation|[], motifs|[], tf_motifs|[],
+ *                       vcf|[]],
  *                       meta = [id, species, expression_layout] (+ motifs_db)
+ * Where it gives a vcf, VARIANT_EFFECT scores the variants with the prediction model.
  */
 include { FASTA2H5        } from '../modules/local/fasta2h5'
 include { PREDICT_PLAN    } from '../modules/local/predict_plan'
@@ -18,6 +20,7 @@ include { PREDICT         } from '../modules/local/predict'
 include { PREDICT_MERGE   } from '../modules/local/predict_merge'
 include { BIGWIG          } from '../modules/local/bigwig'
 include { PEAKS           } from '../modules/local/peaks'
+include { VARIANT_EFFECT  } from '../modules/local/variant_effect'
 include { GENIE3_PLAN     } from '../modules/local/genie3_plan'
 include { GENIE3          } from '../modules/local/genie3'
 include { GENIE3_MERGE    } from '../modules/local/genie3_merge'
@@ -41,7 +44,7 @@ workflow CHROMAFLOW {
     //
     // FASTA → HDF5
     //
-    ch_fasta = ch_samplesheet.map { meta, fasta, expr, regs, annot, motifs, tfm -> [meta, fasta] }
+    ch_fasta = ch_samplesheet.map { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> [meta, fasta] }
     ch_predictions = Channel.empty()
     def from_fasta = params.predict_from == 'fasta' && !params.skip_predict
     if (!from_fasta || params.save_h5) {
@@ -60,6 +63,18 @@ workflow CHROMAFLOW {
             ch_versions = ch_versions.mix(MAKE_TEST_MODEL.out.versions)
         } else {
             ch_model = Channel.value(file(params.model, checkIfExists: true))
+        }
+
+        //
+        // Variant effects of the samplesheet's vcf column, with the same model (GPU label, as PREDICT)
+        //
+        if (!params.skip_variant_effect) {
+            ch_vcf = ch_samplesheet
+                .filter { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> vcf }
+                .map { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> [meta, vcf, fasta] }
+            VARIANT_EFFECT(ch_vcf, ch_model)
+            ch_versions = ch_versions.mix(VARIANT_EFFECT.out.versions)
+            ch_metrics  = ch_metrics.mix(VARIANT_EFFECT.out.metrics)
         }
 
         PREDICT_PLAN(ch_fasta)
@@ -94,7 +109,7 @@ workflow CHROMAFLOW {
         if (!params.skip_tracks) {
             ch_blacklist = params.track_blacklist ? Channel.value(file(params.track_blacklist, checkIfExists: true)) : Channel.value([])
             // an assembly with an annotation gets GENE_ACCESSIBILITY's promoter BED in its IGV session
-            ch_promoter_bed = ch_samplesheet.map { meta, fasta, expr, regs, annot, motifs, tfm -> [meta.id, annot ? true : false] }
+            ch_promoter_bed = ch_samplesheet.map { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> [meta.id, annot ? true : false] }
             ch_bigwig = ch_predictions
                 .map { meta, p -> [meta.id, meta, p] }
                 .join(ch_promoter_bed)
@@ -117,8 +132,8 @@ workflow CHROMAFLOW {
         // Promoter accessibility per gene, for assemblies with an annotation
         //
         ch_annotated = ch_samplesheet
-            .filter { meta, fasta, expr, regs, annot, motifs, tfm -> annot }
-            .map { meta, fasta, expr, regs, annot, motifs, tfm -> [meta.id, meta, annot] }
+            .filter { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> annot }
+            .map { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> [meta.id, meta, annot] }
         GENE_ACCESSIBILITY(
             ch_annotated.join(ch_predictions.map { meta, p -> [meta.id, p] })
                 .map { id, meta, annot, p -> [meta, annot, p] }
@@ -134,8 +149,8 @@ workflow CHROMAFLOW {
     //
     if (!params.skip_genie3) {
         ch_motifs = ch_samplesheet
-            .filter { meta, fasta, expr, regs, annot, motifs, tfm -> tfm }
-            .map { meta, fasta, expr, regs, annot, motifs, tfm -> [meta.id, meta, fasta, annot, motifs, tfm, regs] }
+            .filter { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> tfm }
+            .map { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> [meta.id, meta, fasta, annot, motifs, tfm, regs] }
         ch_motif_input = params.skip_predict
             ? ch_motifs.map { row -> row.drop(1) + [[]] }
             : ch_motifs.join(ch_predictions.map { meta, p -> [meta.id, p] }).map { row -> row.drop(1) }
@@ -144,14 +159,14 @@ workflow CHROMAFLOW {
         ch_metrics  = ch_metrics.mix(MOTIF_PRIOR.out.metrics)
 
         ch_expression = ch_samplesheet
-            .filter { meta, fasta, expr, regs, annot, motifs, tfm -> expr }
-            .map { meta, fasta, expr, regs, annot, motifs, tfm -> [meta, expr, regs] }
+            .filter { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> expr }
+            .map { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> [meta, expr, regs] }
         // the prior reaches GENIE3 only when asked for (--genie3_prior_alpha > 0) and the assembly has motifs: then
         // its GENIE3 tasks wait for MOTIF_PRIOR; the others get [] (plain GENIE3)
         def use_prior = (params.genie3_prior_alpha as double) > 0
         ch_wants_prior = ch_samplesheet
-            .filter { meta, fasta, expr, regs, annot, motifs, tfm -> expr }
-            .map { meta, fasta, expr, regs, annot, motifs, tfm -> [meta.id, use_prior && tfm ? true : false] }
+            .filter { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> expr }
+            .map { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> [meta.id, use_prior && tfm ? true : false] }
         GENIE3_PLAN(ch_expression)
         ch_versions = ch_versions.mix(GENIE3_PLAN.out.versions)
 

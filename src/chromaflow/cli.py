@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fasta-layout": ("chromaflow.genome.cli_layout", "rows (subsequences) a FASTA gives at chunk length L, without writing anything"),
     "add-coverage": ("chromaflow.coverage.cli", "BAM/bigWig read coverage -> evaluation/<prefix>_coverage in a genome h5 (Helixer-compatible, atomic)"),
     "train": ("chromaflow.train.cli_train", "train, resume or fine-tune a Predmoter-compatible model (Lightning; CPU, GPU, DDP)"),
+    "variant-effect": ("chromaflow.variant.cli", "score the variants of a VCF with a model: ref vs alt predicted coverage per dataset and strand"),
     "evaluate": ("chromaflow.train.cli_evaluate", "Predmoter test mode: per-file loss and Pearson per dataset, plus plots"),
 }
 

@@ -14,6 +14,7 @@
  *   motifs              optional JASPAR/MEME motif file, or jaspar:<COLLECTION>/<tax group> (pyjaspar's bundled
  *                       database) → MOTIF_PRIOR (needs annotation and tf_motifs)
  *   tf_motifs           optional TF<TAB>motif table (needs motifs)
+ *   vcf                 optional variants (VCF, bgzipped VCF or BCF) → VARIANT_EFFECT for this assembly
  * Train sheet (--train_sheet, --mode train; parseTrainSheet): one row per reads file, see trainSheetColumns().
  * Relative paths are resolved against the sheet's own folder.
  */
@@ -23,7 +24,7 @@ def sheetError(String message) {
     error(message)
 }
 
-List<String> samplesheetColumns() { ['id', 'fasta', 'species', 'expression', 'regulators', 'expression_layout', 'annotation', 'motifs', 'tf_motifs'] }
+List<String> samplesheetColumns() { ['id', 'fasta', 'species', 'expression', 'regulators', 'expression_layout', 'annotation', 'motifs', 'tf_motifs', 'vcf'] }
 
 // Splits one CSV line; supports double-quoted fields with commas and "" escapes.
 List<String> splitCsvLine(String line, String where) {
@@ -164,7 +165,8 @@ def checkSpecies(species, String where) {
 }
 
 /*
- * Returns a list of [meta, fasta, expression|null, regulators|null, annotation|null, motifs|null, tf_motifs|null]
+ * Returns a list of [meta, fasta, expression|null, regulators|null, annotation|null, motifs|null, tf_motifs|null,
+ * vcf|null]
  * rows, meta = [id, species, expression_layout] (+ motifs_db: 'jaspar:...' where the motifs column names pyjaspar's
  * bundled database instead of a file).
  * options: default_species (else the id), default_layout (for rows without expression_layout) and layouts (the
@@ -199,7 +201,8 @@ def parseSamplesheet(sheetPath, Map options = [:]) {
         if (rec.motifs && !tf_motifs) sheetError("${where}: column 'motifs' is set but 'tf_motifs' is empty (which TF binds which motif)")
         if (tf_motifs && !rec.motifs) sheetError("${where}: column 'tf_motifs' is set but 'motifs' is empty")
         def meta = [id: id, species: species, expression_layout: layout] + (motifs_db ? [motifs_db: motifs_db] : [:])
-        rows << [meta, fasta, expression, regulators, annotation, motifs, tf_motifs]
+        def vcf = rec.vcf ? resolveSheetPath(rec.vcf, sheetDir, where, 'vcf') : null
+        rows << [meta, fasta, expression, regulators, annotation, motifs, tf_motifs, vcf]
     }
     if (!rows) sheetError("samplesheet ${name}: no assemblies (only a header line)")
     return rows

@@ -263,7 +263,7 @@ def assemblies(List rows) {
 /*
  * --help (then nothing else runs: main.nf checks params.help), parameter validation, and the mode's sheet parsed
  * before any task starts (subworkflows/local/samplesheet.nf: one CSV reader, one set of id/species rules).
- * emit: samplesheet  predict mode: [meta, fasta, expression|[], regulators|[], annotation|[], motifs|[], tf_motifs|[]] per assembly (optional files are [],
+ * emit: samplesheet  predict mode: [meta, fasta, expression|[], regulators|[], annotation|[], motifs|[], tf_motifs|[], vcf|[]] per assembly (optional files are [],
  *                    the nf-core convention for an absent path input); train mode: [meta, fasta, specs] per assembly
  */
 workflow PIPELINE_INITIALISATION {
@@ -279,7 +279,7 @@ workflow PIPELINE_INITIALISATION {
             log.info("chromaflow ${workflow.manifest.version} (--mode train): training '${params.train_name}' on ${assemblies(rows)} from ${params.train_sheet} → ${params.outdir}")
         } else {
             def sheet = samplesheetParam()
-            rows = parseSamplesheet(sheet, samplesheetOptions(schema)).collect { r -> [r[0], r[1]] + r[2..6].collect { it ?: [] } }
+            rows = parseSamplesheet(sheet, samplesheetOptions(schema)).collect { r -> [r[0], r[1]] + r[2..7].collect { it ?: [] } }
             log.info("chromaflow ${workflow.manifest.version} (--mode ${params.mode}): ${assemblies(rows)} from ${sheet} → ${params.outdir}")
         }
     }

@@ -41,7 +41,7 @@ def test_run_succeeds_and_reports_exist(test_run):
         files = list(info.glob(pattern))
         assert len(files) == 1 and files[0].stat().st_size > 0, pattern
     versions = (info / "software_versions.yml").read_text()
-    processes = ("FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "PREDICT", "PREDICT_MERGE", "BIGWIG", "PEAKS",
+    processes = ("FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "PREDICT", "PREDICT_MERGE", "BIGWIG", "PEAKS", "VARIANT_EFFECT",
                  "GENE_ACCESSIBILITY", "MOTIF_PRIOR", "GENIE3_PLAN", "GENIE3", "GENIE3_MERGE", "REPORTING:BENCHMARK",
                  "REPORTING:MULTIQC")
     assert sorted(re.findall(r'^"CHROMAFLOW:([\w:]+)":$', versions, re.M)) == sorted(processes)
@@ -49,10 +49,10 @@ def test_run_succeeds_and_reports_exist(test_run):
     trace = read_trace(outdir)
     assert {"peak_rss", "realtime", "%cpu", "attempt"} <= set(trace[0])
     done = [r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED"]
-    # 2 FASTA2H5, 2 shard plans, 1 model, 4 PREDICT shards, 2 merges, 2 BIGWIG, 2 PEAKS, GENE_ACCESSIBILITY and
+    # 2 FASTA2H5, 2 shard plans, 1 model, 4 PREDICT shards, 2 merges, 2 BIGWIG, 2 PEAKS, 1 VARIANT_EFFECT, GENE_ACCESSIBILITY and
     # MOTIF_PRIOR of asmA (the only row with an annotation), 1 GENIE3 plan, 3 GENIE3 chunks, 1 merge, BENCHMARK, MULTIQC
     assert sorted(done) == sorted(["FASTA2H5"] * 2 + ["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
-                                  + ["BIGWIG"] * 2 + ["PEAKS"] * 2 + ["GENE_ACCESSIBILITY", "MOTIF_PRIOR"] + ["GENIE3_PLAN"]
+                                  + ["BIGWIG"] * 2 + ["PEAKS"] * 2 + ["VARIANT_EFFECT", "GENE_ACCESSIBILITY", "MOTIF_PRIOR"] + ["GENIE3_PLAN"]
                                   + ["GENIE3"] * 3 + ["GENIE3_MERGE", "BENCHMARK", "MULTIQC"])
 
 
@@ -183,7 +183,7 @@ def test_benchmark_stage_reports_every_stage(test_run):
     bench = outdir / "benchmark"
     tasks = json.loads((bench / "benchmark.json").read_text())["tasks"]
     stages = {t["stage"] for t in tasks}
-    assert {"fasta2h5", "predict", "predict-merge", "bigwig", "peaks", "gene-accessibility", "motif-prior", "genie3",
+    assert {"fasta2h5", "predict", "predict-merge", "bigwig", "peaks", "variant-effect", "gene-accessibility", "motif-prior", "genie3",
             "genie3-merge"} <= stages
     predict = [t for t in tasks if t["stage"] == "predict"]
     assert len(predict) == 4 and all(t["assembly"] in ("asmA", "asmB") and t["device"] == "cpu" for t in predict)
@@ -191,7 +191,7 @@ def test_benchmark_stage_reports_every_stage(test_run):
     assert "data:image/png;base64," in html and "<h2 id='extrapolation'>Extrapolation</h2>" in html
     # joined with this run's trace (a staged input of BENCHMARK): every task has its row, realtime and peak_rss;
     # PEAKS writes one metrics JSON per dataset (2 tasks, 4 rows)
-    assert len(tasks) == 20 and len([t for t in tasks if t["stage"] == "peaks"]) == 4
+    assert len(tasks) == 21 and len([t for t in tasks if t["stage"] == "peaks"]) == 4
     assert all(t["trace_status"] == "COMPLETED" and t["trace_realtime_s"] is not None
                and t["trace_peak_rss_bytes"] for t in tasks)
     bigwig = [t for t in tasks if t["stage"] == "bigwig"]
@@ -230,7 +230,7 @@ def test_multiqc_report_shows_our_sections_in_headless_chromium(test_run, tmp_pa
     assert set(throughput) <= labels and len(throughput) >= 3, (sorted(throughput), sorted(labels))
     table = dom[dom.index('id="chromaflow_benchmark_table_table"'):]
     table = table[:table.index("</table>")]
-    assert table.count("<tr") == 1 + 18     # header + one row per metrics JSON (PEAKS: one per dataset)
+    assert table.count("<tr") == 1 + 21     # header + one row per metrics JSON (PEAKS: one per dataset)
     versions = dom[dom.index('id="mqc_versions_table"'):]
     versions = versions[:versions.index("</table>")]
     for process in ("FASTA2H5", "PREDICT", "PREDICT_MERGE", "BIGWIG", "GENIE3_PLAN", "GENIE3", "GENIE3_MERGE"):
@@ -309,7 +309,7 @@ def test_predict_from_fasta_gives_the_same_predictions_and_tracks_without_a_geno
                   "--skip_genie3"], cwd=tmp_path)
     done = sorted(r["process"].split(":")[-1] for r in read_trace(outdir) if r["status"] == "COMPLETED")
     assert done == sorted(["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
-                          + ["BIGWIG"] * 2 + ["PEAKS"] * 2 + ["GENE_ACCESSIBILITY", "BENCHMARK", "MULTIQC"])
+                          + ["BIGWIG"] * 2 + ["PEAKS"] * 2 + ["VARIANT_EFFECT", "GENE_ACCESSIBILITY", "BENCHMARK", "MULTIQC"])
     for asm in ("asmA", "asmB"):
         assert not (outdir / asm / "h5").exists()
         got, want = (d / asm / "predictions" / f"{asm}_predictions.h5" for d in (outdir, reference))

@@ -63,24 +63,30 @@ def test_run_succeeds_and_outputs_exist(slurm_run):
     assert "CHROMAFLOW:PREDICT\":" in versions
 
 
+GPU_JOB = r"^nf-CHROMAFLOW_(PREDICT|VARIANT_EFFECT)_\("     # the process_gpu tasks of this run
+
+
 def test_predict_jobs_ran_in_gpu_partition_with_one_gpu(slurm_run):
     _, _, _, jobs = slurm_run
-    predict = [j for j in jobs if re.search(r"^nf-CHROMAFLOW_PREDICT_\(", j["JobName"])]
+    gpu = [j for j in jobs if re.search(GPU_JOB, j["JobName"])]
+    predict = [j for j in gpu if re.search(r"^nf-CHROMAFLOW_PREDICT_\(", j["JobName"])]
     # one shard per assembly (--predict_shards 1); Nextflow turns the tag 'asmA 1/1' into 'asmA_1_1'
     assert sorted(j["JobName"] for j in predict) == ["nf-CHROMAFLOW_PREDICT_(asmA_1_1)",
                                                      "nf-CHROMAFLOW_PREDICT_(asmB_1_1)"]
-    for j in predict:
+    # and asmA's variants (the test sheet's vcf) scored with the same model, also a GPU job
+    assert [j["JobName"] for j in gpu if j not in predict] == ["nf-CHROMAFLOW_VARIANT_EFFECT_(asmA)"]
+    for j in gpu:
         assert j["Partition"] == "gpu", j
         assert j["Gres"] == "gpu:1", j
         assert j["State"] == "COMPLETED" and j["ExitCode"] == "0:0", j
-    # the node has one GPU GRES: the scheduler ran the two GPU jobs one after the other
-    spans = sorted((j["StartTime"], j["EndTime"]) for j in predict)
-    assert spans[0][1] <= spans[1][0], spans
+    # the node has one GPU GRES: the scheduler ran the GPU jobs one after the other
+    spans = sorted((j["StartTime"], j["EndTime"]) for j in gpu)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans
 
 
 def test_cpu_jobs_ran_in_cpu_partition_without_gres(slurm_run):
     _, _, _, jobs = slurm_run
-    others = [j for j in jobs if not re.search(r"^nf-CHROMAFLOW_PREDICT_\(", j["JobName"])]
+    others = [j for j in jobs if not re.search(GPU_JOB, j["JobName"])]
     kinds = {re.sub(r"^nf-CHROMAFLOW_([A-Z0-9_]+?)(_\(.*\))?$", r"\1", j["JobName"]) for j in others}
     assert kinds == {"FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "BIGWIG", "PEAKS", "GENE_ACCESSIBILITY"}, kinds
     for j in others:
@@ -94,8 +100,9 @@ def test_trace_native_ids_are_the_slurm_job_ids(slurm_run):
     _, outdir, _, jobs = slurm_run
     by_id = {j["JobId"]: j for j in jobs}
     trace = read_trace(outdir)
-    # 2 FASTA2H5, 2 PREDICT_PLAN, 1 test model, 2 PREDICT, 2 BIGWIG, 2 PEAKS, 1 GENE_ACCESSIBILITY (asmA's annotation)
-    assert len(trace) == len(jobs) == 12
+    # 2 FASTA2H5, 2 PREDICT_PLAN, 1 test model, 2 PREDICT, 1 VARIANT_EFFECT, 2 BIGWIG, 2 PEAKS, 1 GENE_ACCESSIBILITY
+    # (asmA's vcf and annotation)
+    assert len(trace) == len(jobs) == 13
     for row in trace:
         assert row["status"] == "COMPLETED", row
         assert row["native_id"].isdigit(), row

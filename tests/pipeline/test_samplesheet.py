@@ -33,6 +33,7 @@ CASES: dict[str, tuple[str | bytes, object]] = {
     "duplicate_id": ("id,fasta\nA,{fasta}\nA,{fasta}\n", r"line 3: duplicate id 'A' \(first on line 2\)"),
     "missing_file": ("id,fasta\nA,/nonexistent/genome.fa\n", r"line 2: column 'fasta': file not found: /nonexistent/genome.fa"),
     "fasta_is_a_directory": ("id,fasta\nA,{dir}\n", r"line 2: column 'fasta': not a regular file: "),
+    "vcf_not_found": ("id,fasta,vcf\nA,{fasta},{dir}/no_such.vcf.gz\n", r"line 2: column 'vcf': file not found: .*no_such.vcf.gz"),
     "id_with_space": ("id,fasta\nmy genome,{fasta}\n", r"line 2: id 'my genome' may only contain"),
     "id_with_slash": ("id,fasta\na/b,{fasta}\n", r"line 2: id 'a/b' may only contain"),
     "empty_sheet": ("id,fasta\n", r"no assemblies \(only a header line\)"),

@@ -178,8 +178,10 @@ def make_test_state_dict(cfg: ModelConfig, seed: int) -> "OrderedDict[str, torch
     return out
 
 
-def write_test_checkpoint(path: str | os.PathLike, cfg: ModelConfig, seed: int) -> None:
-    """torch.save a Predmoter/Lightning-layout checkpoint (zip) with seeded meaningless weights.
+def write_test_checkpoint(path: str | os.PathLike, cfg: ModelConfig, seed: int,
+                          state_dict: "OrderedDict[str, torch.Tensor] | None" = None) -> None:
+    """torch.save a Predmoter/Lightning-layout checkpoint (zip) with seeded meaningless weights (or ``state_dict``:
+    weights a test set by hand, e.g. a motif detector for ``variant-effect``).
 
     Byte-reproducible: the archive is serialised in memory, so its zip records are named ``archive/...`` (as in
     Predmoter's files) instead of after the (temporary) output file name; torch writes fixed zip timestamps. Same
@@ -191,7 +193,7 @@ def write_test_checkpoint(path: str | os.PathLike, cfg: ModelConfig, seed: int) 
         "epoch": 0,
         "global_step": 0,
         "pytorch-lightning_version": "2.0.2",
-        "state_dict": make_test_state_dict(cfg, seed),
+        "state_dict": make_test_state_dict(cfg, seed) if state_dict is None else state_dict,
         "loops": {},
         "callbacks": {},
         "optimizer_states": [],

@@ -1,0 +1,56 @@
+/*
+ * Variant effects of one assembly's VCF (samplesheet column `vcf`) with the model PREDICT uses: one row per
+ * (variant, ALT) in <id>.effects.tsv.gz (docs/variants.md), and ref/alt bigWigs of the strongest variants'
+ * windows in variant_tracks/ for the browser (ext.args --tracks N; none with --tracks 0).
+ * Labelled process_gpu like PREDICT: profiles route it to a GPU; with --device auto it runs on the CPU where no GPU
+ * is visible.
+ */
+process VARIANT_EFFECT {
+    tag "${meta.id}"
+    label 'process_gpu'
+
+    input:
+    tuple val(meta), path(vcf), path(fasta)
+    path model
+
+    output:
+    tuple val(meta), path("${prefix}.effects.tsv.gz")               , emit: effects
+    tuple val(meta), path("variant_tracks/*.bw")                    , emit: tracks, optional: true
+    tuple val(meta), path("${prefix}.variant_effect.metrics.json")  , emit: metrics
+    path "versions.yml"                                             , emit: versions
+
+    when:
+    task.ext.when == null || task.ext.when
+
+    script:
+    def args = task.ext.args ?: ''
+    prefix   = task.ext.prefix ?: "${meta.id}"
+    """
+    export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
+    chromaflow variant-effect \\
+        --vcf ${vcf} \\
+        --fasta ${fasta} \\
+        --model ${model} \\
+        --out ${prefix}.effects.tsv.gz \\
+        --tracks-dir variant_tracks \\
+        --threads ${task.cpus} \\
+        --metrics ${prefix}.variant_effect.metrics.json \\
+        --force \\
+        ${args}
+
+    cat <<-END_VERSIONS >| versions.yml
+    "${task.process}":
+        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
+        torch: \$(python3 -c 'import torch; print(torch.__version__)')
+        pysam: \$(python3 -c 'import pysam; print(pysam.__version__)')
+    END_VERSIONS
+    """
+
+    stub:
+    prefix = task.ext.prefix ?: "${meta.id}"
+    """
+    echo "" | gzip -n >| ${prefix}.effects.tsv.gz
+    echo '{"stage": "variant-effect", "stub": true}' >| ${prefix}.variant_effect.metrics.json
+    printf '"%s":\\n    chromaflow: stub\\n' "${task.process}" >| versions.yml
+    """
+}

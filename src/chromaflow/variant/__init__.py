@@ -1,0 +1,1 @@
+"""``chromaflow variant-effect``: predicted chromatin effects of VCF variants."""
