@@ -122,7 +122,12 @@ workflow CHROMAFLOW {
             // Peaks on the predicted tracks, added to BIGWIG's IGV session and hub
             //
             if (!params.skip_peaks) {
-                PEAKS(ch_predictions.join(BIGWIG.out.tracks))
+                // joined by id: BIGWIG's meta may carry the promoter BED of its IGV session (annotated assemblies)
+                PEAKS(
+                    ch_predictions.map { meta, p -> [meta.id, p] }
+                        .join(BIGWIG.out.tracks.map { meta, t -> [meta.id, meta, t] })
+                        .map { id, p, meta, t -> [meta, p, t] }
+                )
                 ch_versions = ch_versions.mix(PEAKS.out.versions)
                 ch_metrics  = ch_metrics.mix(PEAKS.out.metrics)
             }
