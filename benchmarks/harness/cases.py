@@ -35,7 +35,7 @@ FULL = {
     "scaling_genie3_genes": [100, 1000, 5000], "scaling_genie3_samples": 100, "scaling_genie3_trees": 100,
     "scaling_genie3_peer_max_genes": 1000,     # arboreto beside us up to this size (5,000 genes: hours)
     # the planted network (harness/planted.py): one network per seed; genes, TFs, samples, trees
-    "network_seeds": [1, 2, 3, 4, 5], "network_size": (200, 20, 100), "network_trees": 1000,
+    "network_seeds": [1, 2, 3, 4, 5], "network_size": (100, 10, 100), "network_trees": 1000,
 }
 QUICK = {
     "fasta2h5": [("5x200kbp", 1_000_000, 5), ("1x1Mbp", 1_000_000, 1), ("200x5kbp", 1_000_000, 200)],
