@@ -214,8 +214,8 @@ def network_table(c: dict) -> list[str]:
         lines.append(f"| {con['label']} | {' | '.join(cells)} | {dtxt} | {_spread(con.get('wall_s'))} |")
     g, sh = v.get("alpha 0.5") or {}, v.get("shuffled alpha 0.5") or {}
     lines += ["", f"Seeds (one planted network each): {_seeds(seeds)}. P@x % = precision of the top x % of the "
-                  f"{c['params'].get('tfs', '?')} × {c['params'].get('genes', '?')} candidate links (ties at the cut "
-                  "counted at their mean).", "",
+                  f"{c['params'].get('tfs', '?')} TFs × {c['params'].get('genes', 1) - 1} other genes (the candidate links; "
+                  "ties at the cut counted at their mean).", "",
               f"* informative prior (α 0.5 vs GENIE3): median ΔAUPR "
               f"{_f(g.get('median'), 4) if g.get('median') is not None else '–'}: "
               + ("**gain ✔**" if v["gain"] else "**no gain ✘**"),
