@@ -17,7 +17,7 @@ from .core import ROOT, TREE_NORMALISED, Case, Contender
 PY = sys.executable
 SPECIES = "Bench_species"
 L = 21384
-STAGES = ("fasta2h5", "predict", "bigwig", "peaks", "genie3", "scaling")
+STAGES = ("fasta2h5", "predict", "bigwig", "peaks", "genie3", "network", "scaling")
 
 FULL = {
     "fasta2h5": [("5x10Mbp", 50_000_000, 5), ("1x50Mbp", 50_000_000, 1), ("10000x5kbp", 50_000_000, 10_000)],
@@ -35,6 +35,8 @@ FULL = {
     "scaling_fasta2h5_mbp": [10, 50, 200], "scaling_bigwig_mbp": [10, 50, 200],
     "scaling_genie3_genes": [100, 1000, 5000], "scaling_genie3_samples": 100, "scaling_genie3_trees": 100,
     "scaling_genie3_peer_max_genes": 1000,     # arboreto beside us up to this size (5,000 genes: hours)
+    # the planted network (harness/planted.py): one network per seed; genes, TFs, samples, trees
+    "network_seeds": [1, 2, 3, 4, 5], "network_size": (100, 10, 100), "network_trees": 1000,
 }
 QUICK = {
     "fasta2h5": [("5x200kbp", 1_000_000, 5), ("1x1Mbp", 1_000_000, 1), ("200x5kbp", 1_000_000, 200)],
@@ -51,6 +53,7 @@ QUICK = {
     "scaling_fasta2h5_mbp": [1, 2, 4], "scaling_bigwig_mbp": [1, 2, 4],
     "scaling_genie3_genes": [20, 40, 80], "scaling_genie3_samples": 40, "scaling_genie3_trees": 10,
     "scaling_genie3_peer_max_genes": 20,
+    "network_seeds": [1, 2], "network_size": (40, 6, 40), "network_trees": 100,
 }
 
 
@@ -444,6 +447,106 @@ def _synthetic_genie3(ctx: Ctx, g: int, s: int, t: int) -> Case:
 
 
 # --------------------------------------------------------------------------------------------------
+# network: GENIE3 with and without a motif prior on a planted network (harness/planted.py)
+# --------------------------------------------------------------------------------------------------
+#: the shuffled prior may cost at most this much AUPR (median over seeds) against plain GENIE3 (issue 29)
+SHUFFLED_TOLERANCE = 0.01
+NETWORK_ALPHAS = (0.25, 0.5, 1)
+
+
+def _planted(*args) -> dict:
+    p = subprocess.run([PY, "-m", "harness.planted", *map(str, args)], capture_output=True, text=True, cwd=BENCH)
+    if p.returncode != 0:
+        raise RuntimeError(f"harness.planted {args[0]} failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
+    return json.loads(p.stdout.strip().splitlines()[-1]) if args[0] == "score" else {}
+
+
+def _network_inputs(ctx: Ctx, seed: int) -> Path:
+    """The planted network of ``seed`` and its priors (motif, accessibility-weighted, shuffled), made once."""
+    g, t, s = ctx.cfg["network_size"]
+    d = ctx.inputs() / f"planted_{g}g_{t}tf_{s}s_seed{seed}"
+    if (d / "prior_shuffled.tsv.gz").exists():
+        return d
+    ctx.log(f"  generating {d.name}")
+    _planted("make", d, seed, g, t, s)
+    common = ["--fasta", d / "genome.fa", "--annotation", d / "genes.gff3", "--motifs", d / "motifs.jaspar",
+              "--tf-motifs", d / "tf_motifs.tsv", "--force"]
+    _run(ours("motif-prior", *common, "--out", d / "prior.tsv.gz"), "motif-prior")
+    _run(ours("gene-accessibility", "--annotation", d / "genes.gff3", "--bigwig", d / "atac.bw", "--out",
+              d / "genes.tsv", "--force"), "gene-accessibility")
+    _run(ours("motif-prior", *common, "--accessibility", d / "genes.tsv", "--dataset", "atac", "--out",
+              d / "prior_accessibility.tsv.gz"), "motif-prior --accessibility")
+    _planted("shuffle-prior", d / "prior.tsv.gz", d / "prior_shuffled.tsv.gz", seed)
+    return d
+
+
+def _network_summary(dirs: dict) -> dict:
+    """No output check (every contender is scored against the planted edges instead): ``ok`` stays None. The
+    verdicts of issue 29 (a gain with the informative prior, at most SHUFFLED_TOLERANCE lost with the shuffled
+    one) are computed from the per-run scores by ``render.network_verdicts``: a failed verdict is a result."""
+    return {"ok": None, "detail": "every run scored against the planted edges; verdicts in the network table"}
+
+
+def network(ctx: Ctx) -> tuple[list, list[Case]]:
+    cfg = ctx.cfg
+    seeds = cfg["network_seeds"]
+    trees = cfg["network_trees"]
+    g, t, s = cfg["network_size"]
+    g_name = f"planted_{g}g_{t}tf_{s}s"
+
+    def inp(r: int) -> Path:
+        return ctx.inputs() / f"{g_name}_seed{seeds[r]}"
+
+    def genie3_c(key, label, prior=None, alpha=None):
+        def argv(d, r):
+            a = ours("genie3", "--expression", inp(r) / "expression.tsv", "--layout", "samples-x-genes",
+                     "--regulators", inp(r) / "regulators.txt", "--n-trees", trees, "--seed", 1, "--threads", "2",
+                     "--out", d / "links.tsv.gz")
+            return a + (["--prior", str(inp(r) / prior), "--prior-alpha", f"{alpha:g}"] if prior else [])
+        return Contender(key, label, "ours", argv, repeats=len(seeds), seed_for_repeat=True)
+
+    def alone_c(key, label, prior):
+        return Contender(key, label, "ours",
+                         lambda d, r: [PY, BENCH / "harness" / "planted.py", "rank-prior", inp(r) / prior,
+                                       d / "links.tsv.gz"], repeats=len(seeds), seed_for_repeat=True)
+
+    base = f"chromaflow genie3 --n-trees {trees}"
+    cs = [genie3_c("genie3", f"{base} (GENIE3, no prior = α 0)")]
+    cs += [genie3_c(f"alpha {a:g}", f"{base} --prior motif --prior-alpha {a:g}", "prior.tsv.gz", a)
+           for a in NETWORK_ALPHAS]
+    cs += [genie3_c("accessibility alpha 0.5", f"{base} --prior motif×accessibility --prior-alpha 0.5",
+                    "prior_accessibility.tsv.gz", 0.5),
+           genie3_c("shuffled alpha 0.5", f"{base} --prior shuffled motif --prior-alpha 0.5",
+                    "prior_shuffled.tsv.gz", 0.5),
+           alone_c("prior alone", "the motif prior alone (rank by prior, then hits)", "prior.tsv.gz"),
+           alone_c("accessibility prior alone", "the motif×accessibility prior alone", "prior_accessibility.tsv.gz")]
+
+    def per_run(key: str, d: Path) -> dict:
+        r = int(d.name[1:])
+        sc = _planted("score", d / "links.tsv.gz", inp(r) / "gold.tsv")
+        sc.pop("pairs", None)
+        return dict(sc, network_seed=seeds[r])
+
+    def prepare():
+        for sd in seeds:
+            _network_inputs(ctx, sd)
+        tr = [json.loads((inp(r) / "truth.json").read_text()) for r in range(len(seeds))]
+        params["edges_per_seed"] = [x["edges"] for x in tr]
+        params["planted_per_seed"] = [x["planted"] for x in tr]
+        params["simulator"] = tr[0]["simulator"]
+
+    params = {"genes": g, "tfs": t, "samples": s, "trees": trees, "seeds": seeds,
+              "decoy_rate": "0.1 per non-edge (TF, gene)", "unregulated_genes": 0.3,
+              "promoter_open": "0.8 if regulated, 0.2 if not", "alphas": list(NETWORK_ALPHAS),
+              "shuffled_tolerance": SHUFFLED_TOLERANCE}
+    case = Case("network", g_name, params, cs, [("alpha 0.5", "genie3"), ("accessibility alpha 0.5", "genie3")],
+                _network_summary, per_run=per_run, prepare=prepare,
+                note="one planted network per seed (run r = seed r); timing: weighted vs plain GENIE3, same inputs")
+    warm = [ours("genie3", "--help")]
+    return warm, [case]
+
+
+# --------------------------------------------------------------------------------------------------
 # scaling: our cost vs input size
 # --------------------------------------------------------------------------------------------------
 def scaling(ctx: Ctx) -> tuple[list, list[Case]]:
@@ -486,9 +589,10 @@ def scaling(ctx: Ctx) -> tuple[list, list[Case]]:
 
 
 BUILDERS = {"fasta2h5": fasta2h5, "predict": predict, "bigwig": bigwig, "peaks": peaks, "genie3": genie3,
+            "network": network,
             "scaling": scaling}
 
 #: launchers each stage needs
 PEERS_NEEDED = {"fasta2h5": ["peer-helixer-fasta2h5"], "predict": ["peer-predmoter"],
                 "bigwig": ["peer-predmoter-convert"], "peaks": [],
-                "genie3": ["peer-arboreto-python", "peer-genie3-python"], "scaling": ["peer-arboreto-python"]}
+                "genie3": ["peer-arboreto-python", "peer-genie3-python"], "network": [], "scaling": ["peer-arboreto-python"]}

@@ -65,6 +65,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def _peers_ready(peers: Path, launchers: list[str]) -> str | None:
     """None if every launcher runs here, else why not (one line)."""
+    if not launchers:  # a stage of ours alone (network)
+        return None
     if not (peers / "bin").is_dir():
         return f"peers kit not found at {peers}"
     for name in launchers:

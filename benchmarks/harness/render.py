@@ -163,6 +163,68 @@ def genie3_accuracy(cases: list[dict]) -> dict:
     return out
 
 
+NETWORK_METRICS = (("aupr", "AUPR"), ("auroc", "AUROC"), ("p_at_0.1pct", "P@0.1 %"), ("p_at_0.5pct", "P@0.5 %"),
+                   ("p_at_1pct", "P@1 %"))
+
+
+def network_verdicts(c: dict) -> dict:
+    """Issue 29's pass criteria of a planted-network case, from its runs: per seed the AUPR difference to plain
+    GENIE3 (same network); ``gain``: the informative prior at α = 0.5 raises the median AUPR (and on how many
+    seeds); ``shuffled``: the shuffled prior at α = 0.5 loses at most the case's tolerance (median)."""
+    by = {}
+    for r in c["runs"]:
+        if r.get("exit") == 0 and r.get("aupr") is not None:
+            by.setdefault(r["contender"], {})[r.get("network_seed", r.get("seed"))] = r["aupr"]
+    base = by.get("genie3", {})
+
+    def delta(key):
+        d = [by[key][sd] - base[sd] for sd in sorted(base) if sd in by.get(key, {})]
+        return {"median": statistics.median(d) if d else None, "per_seed": d, "better": sum(x > 0 for x in d)}
+
+    tol = c.get("params", {}).get("shuffled_tolerance", 0.01)
+    out = {k: delta(k) for k in by if k != "genie3"}
+    g, sh = out.get("alpha 0.5") or {}, out.get("shuffled alpha 0.5") or {}
+    out["gain"] = g.get("median") is not None and g["median"] > 0
+    out["shuffled_ok"] = sh.get("median") is not None and sh["median"] >= -tol
+    out["tolerance"] = tol
+    return out
+
+
+def network_table(c: dict) -> list[str]:
+    """The planted-network table: per contender the median (min–max over seeds) of each metric, the AUPR
+    difference to plain GENIE3, and the verdict lines."""
+    if c.get("skipped") or not c.get("runs"):
+        return []
+    v = network_verdicts(c)
+    seeds = sorted({r.get("network_seed", r.get("seed")) for r in c["runs"] if r.get("aupr") is not None})
+    lines = ["| contender | " + " | ".join(f"{n} median (min–max)" for _, n in NETWORK_METRICS)
+             + " | ΔAUPR vs GENIE3: median (seeds better) | wall s median | CPU s median |",
+             "|---|" + "---|" * (len(NETWORK_METRICS) + 3)]
+    for k, con in c["contenders"].items():
+        runs = [r for r in c["runs"] if r["contender"] == k and r.get("exit") == 0 and r.get("aupr") is not None]
+        if not runs:
+            lines.append(f"| {con['label']} | **failed** |" + " |" * (len(NETWORK_METRICS) + 2))
+            continue
+        cells = []
+        for m, _ in NETWORK_METRICS:
+            x = [r[m] for r in runs]
+            cells.append(f"{statistics.median(x):.3f} ({min(x):.3f}–{max(x):.3f})")
+        d = v.get(k)
+        dtxt = f"{d['median']:+.4f} ({d['better']}/{len(d['per_seed'])})" if d and d["median"] is not None else "–"
+        lines.append(f"| {con['label']} | {' | '.join(cells)} | {dtxt} | {_spread(con.get('wall_s'))} | {_spread(con.get('cpu_s'))} |")
+    g, sh = v.get("alpha 0.5") or {}, v.get("shuffled alpha 0.5") or {}
+    lines += ["", f"Seeds (one planted network each): {_seeds(seeds)}. P@x % = precision of the top x % of the "
+                  f"{c['params'].get('tfs', '?')} TFs × {c['params'].get('genes', 1) - 1} other genes (the candidate links; "
+                  "ties at the cut counted at their mean).", "",
+              f"* informative prior (α 0.5 vs GENIE3): median ΔAUPR "
+              f"{_f(g.get('median'), 4) if g.get('median') is not None else '–'}: "
+              + ("**gain ✔**" if v["gain"] else "**no gain ✘**"),
+              f"* shuffled prior (α 0.5 vs GENIE3, pass: ≥ −{v['tolerance']:g}): median ΔAUPR "
+              f"{_f(sh.get('median'), 4) if sh.get('median') is not None else '–'}: "
+              + ("**pass ✔**" if v["shuffled_ok"] else "**fail ✘**"), ""]
+    return lines
+
+
 def targets_rows(res: dict) -> list[str]:
     """The speed targets of issue 15, each with what this run measured and whether it holds (all generated)."""
     cases = [c for c in res["cases"] if not c.get("skipped")]
@@ -323,7 +385,7 @@ def headline_rows(res: dict) -> list[str]:
                         + ("equal size ✔" if hl["equal_size"] else "**larger than +5 %**"))
             elif hl:
                 note = f"fastest mode; file {_f(hl['fastest_size_ratio'], 3)}× Helixer's"
-            if c["stage"] == "genie3":
+            if c["stage"] in ("genie3", "network"):
                 a = [x.get("aupr") for x in c["runs"] if x["contender"] == r["ours"] and x.get("aupr") is not None]
                 b = [x.get("aupr") for x in c["runs"] if x["contender"] == r["peer"] and x.get("aupr") is not None]
                 if a and b:
@@ -392,7 +454,10 @@ def render_markdown(res: dict, src_name: str, png: Path | None) -> str:
                       "the fit is of our runs only. The peer runs beside us where it ends in minutes.", ""]
         if png:
             lines += [f"![scaling]({png.name})", ""]
-    for stage in ("fasta2h5", "predict", "bigwig", "peaks", "genie3", "scaling"):
+    for c in res["cases"]:
+        if c["stage"] == "network" and not c.get("skipped"):
+            lines += [f"## Planted network: {c['case']}", "", *network_table(c)]
+    for stage in ("fasta2h5", "predict", "bigwig", "peaks", "genie3", "network", "scaling"):
         cs = [c for c in res["cases"] if c["stage"] == stage]
         if cs:
             lines += [f"## {stage}", ""] + [x for c in cs for x in case_section(c, res)]
@@ -411,8 +476,8 @@ def case_section(c: dict, res: dict | None = None) -> list[str]:
     out = [head, "", f"{params}. {c.get('note', '')}".strip() + (f" Command: `{c['command']}`." if c.get("command")
                                                                   else "") + when, "",
            "| command | runs | wall s median (min–max) | CPU s median (min–max) | peak RSS MiB | output bytes | "
-           "load |" + (" AUROC / AUPR per run |" if c["stage"] == "genie3" else ""),
-           "|---|---|---|---|---|---|---|" + ("---|" if c["stage"] == "genie3" else "")]
+           "load |" + (" AUROC / AUPR per run |" if c["stage"] in ("genie3", "network") else ""),
+           "|---|---|---|---|---|---|---|" + ("---|" if c["stage"] in ("genie3", "network") else "")]
     for k, con in c.get("contenders", {}).items():
         runs = [r for r in c["runs"] if r["contender"] == k]
         ok_runs = [r for r in runs if r.get("exit") == 0]
@@ -420,7 +485,7 @@ def case_section(c: dict, res: dict | None = None) -> list[str]:
         row = (f"| {con['label']}{' (**failed**)' if con.get('failed') else ''} | {len(ok_runs)} | "
                f"{_spread(con.get('wall_s'))} | {_spread(con.get('cpu_s'))} | {_mib(con.get('peak_rss_bytes'))} | "
                f"{f'{sizes[0]:,}' if sizes else '–'} | {_loads(runs)} |")
-        if c["stage"] == "genie3":
+        if c["stage"] in ("genie3", "network"):
             row += " " + ", ".join(f"s{r.get('seed')}: {r['auroc']:.4f} / {r['aupr']:.4f}" for r in ok_runs
                                    if r.get("aupr") is not None) + " |"
         out.append(row)
@@ -521,7 +586,14 @@ def published(results_dir: Path = RESULTS) -> dict[Path, str]:
     tg = targets_rows(res) if res else []
     if tg:
         table += "\n\nThe speed targets, checked against this run (generated; ✘ = not met yet):\n\n" + "\n".join(tg)
-    for path, body in ((ROOT / "benchmarks" / "README.md", f"{intro('results/')}\n\n{table}"),
+    nets = [c for c in res["cases"] if c["stage"] == "network" and not c.get("skipped")] if res else []
+    net_body = "\n\n".join(
+        [f"{intro('../benchmarks/results/')}"]
+        + ["\n".join([f"Case `{c['case']}` (`{c.get('command', '')}`, {c.get('started')} – {c.get('finished')}), "
+                      "parameters: " + ", ".join(f"{k} {v}" for k, v in c["params"].items()) + ".", "",
+                      *network_table(c)]) for c in nets]) if nets else NO_RUN
+    for path, body in ((ROOT / "docs" / "networks.md", net_body),
+                       (ROOT / "benchmarks" / "README.md", f"{intro('results/')}\n\n{table}"),
                        (ROOT / "docs" / "performance.md", f"{intro('../benchmarks/results/')}\n\n{table}"),
                        (ROOT / "docs" / "fasta2h5.md", deflate_table(res, src) if res else NO_RUN)):
         if path.exists():

@@ -143,8 +143,9 @@ def test_dockerfile_essentials(name):
     copies = [a for k, a in ins if k == "COPY"]
     assert "requirements.txt /opt/chromaflow/requirements.txt" in copies
     assert any("-r /tmp/requirements.txt" in p for p in pips), "pinned requirements are used"
-    # test-only pins (pytest, and the references the tests run beside chromaflow: gffutils, MACS3) stay out of the image
-    for pin in ("pytest", "gffutils", "macs3"):
+    # test- and benchmark-only pins (pytest; gffutils and MACS3, the references tests run beside chromaflow; grnlab, the
+    # network benchmark's simulator) stay out of the image
+    for pin in ("pytest", "gffutils", "macs3", "grnlab"):
         assert f"-e '^{pin}=='" in " ".join(runs), f"test-only pin {pin} is not filtered out of the image"
     # the final stage: built FROM the runtime stage, chromaflow installed from this repository, the compiled
     # C kernels copied from the compiler stage, procps (ps: Nextflow's task metrics) and no compiler

@@ -20,6 +20,7 @@ PEERS = (ROOT / ".." / "shared" / "peers").resolve()
 sys.path.insert(0, str(BENCH))
 
 from harness import agree, core, render  # noqa: E402
+from harness import cases as C  # noqa: E402
 
 
 # --------------------------------------------------------------------------------------------------
@@ -233,7 +234,7 @@ def test_quick_run_against_the_real_peers(tmp_path, reference_dir):
     m = res["machine"]
     assert m["cpu_model"] and m["logical_cpus"] >= 1 and m["memory_bytes"] > 0 and isinstance(m["cpu_flags"], list)
     stages = {c["stage"] for c in res["cases"]}
-    assert stages == {"fasta2h5", "predict", "bigwig", "peaks", "genie3", "scaling"}
+    assert stages == {"fasta2h5", "predict", "bigwig", "peaks", "genie3", "network", "scaling"}
     ran = [c for c in res["cases"] if not c.get("skipped")]
     for c in res["cases"]:
         assert c["machine"]["cpu_model"] == m["cpu_model"]
@@ -244,8 +245,9 @@ def test_quick_run_against_the_real_peers(tmp_path, reference_dir):
             assert r["exit"] == 0, (c["id"], r)
             assert r["wall_s"] > 0 and r["cpu_s"] > 0 and r["peak_tree_rss_bytes"] > 10 * 2**20
             assert len(r["load_before"]) == 3 and len(r["load_after"]) == 3
-        for k, con in c["contenders"].items():
-            assert con["wall_s"]["n"] == 1, (c["id"], k)
+        for k, con in c["contenders"].items():  # the network stage: one run per planted network (seed)
+            assert con["wall_s"]["n"] == (len(C.QUICK["network_seeds"]) if c["stage"] == "network" else 1), \
+                (c["id"], k)
         for rt in c["ratios"]:
             assert rt["wall"]["of_medians"] > 0 and rt["cpu"]["of_medians"] > 0
     # the outputs agree: fasta2h5 datasets, predict fp32, bigwig intervals, peaks with MACS3's
@@ -264,6 +266,7 @@ def test_quick_run_against_the_real_peers(tmp_path, reference_dir):
                                             "reference GENIE3", "arboreto grnboost2"}
     assert all(0.5 < r["auroc"] <= 1 and 0 < r["aupr"] <= 1 for r in g3)
     md = files[0].with_suffix(".md").read_text()
+    _check_network(next(c for c in ran if c["stage"] == "network"), md)
     assert "## Ratios" in md
     sc = next(c for c in ran if c["id"] == "scaling/genie3_20genes")  # the peer beside us on the smallest size
     assert [r["peer"] for r in sc["ratios"]] == ["arboreto genie3"]
@@ -273,6 +276,64 @@ def test_quick_run_against_the_real_peers(tmp_path, reference_dir):
     for c in res["cases"]:
         assert f"### {c['case']}" in md
     assert (out / (files[0].stem + "-scaling.png")).stat().st_size > 1000
+
+
+def _check_network(c: dict, md: str) -> None:
+    """The planted-network case of a quick run: every contender scored on every seed, the informative prior
+    helps, the shuffled one does not help like it, the prior alone beats chance, and the table shows it all."""
+    seeds = C.QUICK["network_seeds"]
+    keys = {"genie3", "alpha 0.25", "alpha 0.5", "alpha 1", "accessibility alpha 0.5", "shuffled alpha 0.5",
+            "prior alone", "accessibility prior alone"}
+    assert set(c["contenders"]) == keys
+    for r in c["runs"]:
+        assert 0 < r["aupr"] <= 1 and 0 < r["auroc"] <= 1, r
+        assert all(0 <= r[f"p_at_{x}pct"] <= 1 for x in ("0.1", "0.5", "1")), r
+    for k in keys:
+        assert sorted(r["network_seed"] for r in c["runs"] if r["contender"] == k) == seeds, k
+    med = {k: np.median([r["aupr"] for r in c["runs"] if r["contender"] == k]) for k in keys}
+    v = render.network_verdicts(c)
+    assert v["gain"] is True and v["alpha 0.5"]["better"] == len(seeds)   # the planted prior is informative
+    assert med["shuffled alpha 0.5"] < med["alpha 0.5"] - 0.05             # a shuffled prior carries no signal
+    assert isinstance(v["shuffled_ok"], bool)
+    g, t = C.QUICK["network_size"][:2]
+    chance = np.mean(c["params"]["edges_per_seed"]) / (t * (g - 1))   # AUPR of a random ranking: the edge density
+    assert med["prior alone"] > 1.5 * chance and med["accessibility prior alone"] > 1.5 * chance
+    assert [x["ours"] for x in c["ratios"]] == ["alpha 0.5", "accessibility alpha 0.5"]  # the timing rows
+    assert f"## Planted network: {c['case']}" in md and "* informative prior (α 0.5 vs GENIE3)" in md
+    for con in c["contenders"].values():
+        assert f"| {con['label']} | " in md
+
+
+def test_planted_network_is_seeded_and_its_motifs_are_found(tmp_path):
+    """harness.planted make: same seed, same bytes; the real motif-prior finds every planted true edge's motif
+    in the target's promoter; precision at k counts ties at the cut at their mean."""
+    from harness import planted
+
+    for d in ("a", "b"):
+        planted.make(str(tmp_path / d), "3", "12", "3", "6")
+    names = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert names == ["atac.bw", "expression.tsv", "genes.gff3", "genome.fa", "gold.tsv", "motifs.jaspar",
+                     "regulators.txt", "tf_motifs.tsv", "truth.json"]
+    for n in names:
+        assert (tmp_path / "a" / n).read_bytes() == (tmp_path / "b" / n).read_bytes(), n
+    a = tmp_path / "a"
+    X = np.loadtxt(a / "expression.tsv", skiprows=1)
+    assert X.shape == (6, 12) and np.all(np.isfinite(X)) and np.all(X.std(axis=0) > 0)
+    p = subprocess.run([sys.executable, "-m", "chromaflow", "motif-prior", "--fasta", a / "genome.fa",
+                        "--annotation", a / "genes.gff3", "--motifs", a / "motifs.jaspar", "--tf-motifs",
+                        a / "tf_motifs.tsv", "--out", tmp_path / "prior.tsv"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    rows = [x.split("\t") for x in (tmp_path / "prior.tsv").read_text().splitlines()[1:]]
+    prior = {(r[0], r[1]): float(r[2]) for r in rows}
+    gold = [x.split("\t") for x in (a / "gold.tsv").read_text().splitlines()]
+    true = [(r, t) for r, t, v in gold if v == "1"]
+    assert true and all(prior[e] == 1 for e in true)
+    truth = json.loads((a / "truth.json").read_text())
+    assert truth["planted"]["true"] == len(true) and truth["simulator"].startswith("grnlab ")
+    y = np.array([1, 0, 1, 0, 0], dtype=float)
+    s = np.array([0.9, 0.5, 0.5, 0.5, 0.1])
+    assert planted.precision_at(y, s, 1) == 1.0
+    assert planted.precision_at(y, s, 2) == pytest.approx((1 + 1 / 3) / 2)
 
 
 def _two_case_stage(tmp_path, monkeypatch):
