@@ -109,7 +109,7 @@ def test_trace_native_ids_are_the_slurm_job_ids(slurm_run):
         job = by_id[row["native_id"]]
         # Nextflow names the job nf-<task name> with ':', ' ' and '/' made '_'
         assert job["JobName"] == "nf-" + re.sub(r"[:\s/]", "_", row["name"]), (row["name"], job)
-        gpu = row["process"].endswith(":PREDICT")
+        gpu = row["process"].split(":")[-1] in ("PREDICT", "VARIANT_EFFECT")     # the process_gpu tasks
         assert row["queue"] == ("gpu" if gpu else "cpu") == job["Partition"]
         # the profile adds to conf/base.config's process_gpu settings instead of replacing them
         assert row["container"] == ("chromaflow:0.1.0-cuda" if gpu else "chromaflow:0.1.0"), row
