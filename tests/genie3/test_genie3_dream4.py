@@ -17,17 +17,11 @@ from scipy.stats import spearmanr
 
 from chromaflow.genie3 import dream4, expression
 from chromaflow.genie3.core import Options, compute_weights
-from chromaflow.genie3.fast import KernelUnavailable, load_kernel
-from helpers.environment import unavailable
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _kernel():
-    """The fast engine needs a C compiler; without one these tests are skipped (CI: failed)."""
-    try:
-        load_kernel()
-    except KernelUnavailable as exc:
-        unavailable(f"fast genie3 kernel unavailable: {exc}")
+def _kernel(genie3_kernel):
+    """Every test here needs the fast engine's kernel (tests/genie3/conftest.py)."""
 
 def _anchors(reference_dir, method="reference GENIE3"):
     """{net: (AUROC, AUPR)} of `method` at 1000 trees, read from the per-network table of ANCHORS.md (in place:

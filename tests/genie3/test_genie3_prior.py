@@ -11,10 +11,8 @@ import pytest
 
 from chromaflow.genie3 import expression
 from chromaflow.genie3.core import Options, compute_weights, repeat_seed
-from chromaflow.genie3.fast import KernelUnavailable, load_kernel
 from chromaflow.genie3.prior import link_points, quantise, read_prior, weights_of
 from helpers.cli import assert_nothing_left, assert_one_line_error, run_in_process
-from helpers.environment import unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "assets" / "test" / "genie3"
@@ -24,11 +22,8 @@ TFS = ["TF1", "TF2", "TF3", "TF4", "TF5"]
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _kernel():
-    try:
-        load_kernel()
-    except KernelUnavailable as exc:
-        unavailable(f"fast genie3 kernel unavailable: {exc}")
+def _kernel(genie3_kernel):
+    """Every test here needs the fast engine's kernel (tests/genie3/conftest.py)."""
 
 
 @pytest.fixture(scope="module")
