@@ -35,6 +35,7 @@ import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -119,12 +120,6 @@ def compare(ours: Path, ref: Path, inputs: dict, ties_cache: dict) -> dict:
     return out
 
 
-def median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
-
-
 def regenerate_md() -> Path:
     runs = [json.loads(p.read_text()) for p in sorted((HERE / "results").glob("*.json"))]
     lines = ["# chromaflow predict, both input routes, vs Predmoter", "",
@@ -150,8 +145,8 @@ def regenerate_md() -> Path:
             c = [x["cpu_s"] for x in runs_]
             sy = [x["sys_s"] for x in runs_]
             rss = max(x["peak_rss_bytes"] for x in runs_)
-            ratio_w = f"{median([x['wall_s'] for x in pm]) / median(w):.2f}×" if pm and key != "predmoter" else "–"
-            ratio_c = f"{median([x['cpu_s'] for x in pm]) / median(c):.2f}×" if pm and key != "predmoter" else "–"
+            ratio_w = f"{statistics.median([x['wall_s'] for x in pm]) / statistics.median(w):.2f}×" if pm and key != "predmoter" else "–"
+            ratio_c = f"{statistics.median([x['cpu_s'] for x in pm]) / statistics.median(c):.2f}×" if pm and key != "predmoter" else "–"
             cmp = r["compare"].get(key)
             if cmp is None:
                 verdict = "(reference)" if key == "predmoter" else "–"
@@ -161,8 +156,8 @@ def regenerate_md() -> Path:
                 verdict = "identical except near-ties"
             else:
                 verdict = "**DIFFERENT**"
-            lines.append(f"| {names.get(key, key)} | {median(w):.2f} [{min(w):.2f}–{max(w):.2f}] | {median(c):.2f} "
-                         f"[{min(c):.2f}–{max(c):.2f}] | {median(sy):.2f} | {rss / 2**20:.0f} MiB | {ratio_w} | "
+            lines.append(f"| {names.get(key, key)} | {statistics.median(w):.2f} [{min(w):.2f}–{max(w):.2f}] | {statistics.median(c):.2f} "
+                         f"[{min(c):.2f}–{max(c):.2f}] | {statistics.median(sy):.2f} | {rss / 2**20:.0f} MiB | {ratio_w} | "
                          f"{ratio_c} | {verdict} |")
         b = r.get("bf16")
         if b:

@@ -27,6 +27,7 @@ import datetime
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -101,12 +102,6 @@ def make_inputs(work: Path, mbp: float, n_variants: int, seed: int) -> dict:
     return {"fasta": fa, "vcf": vcf, "ckpt": ckpt}
 
 
-def median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
-
-
 def regenerate_md() -> Path:
     runs = [json.loads(p.read_text()) for p in sorted((HERE / "results").glob("*.json"))]
     lines = ["# chromaflow variant-effect: variants per second", "",
@@ -127,12 +122,12 @@ def regenerate_md() -> Path:
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for prec, rs in r["runs"].items():
             vps = [x["metrics"]["variants_per_s"] for x in rs]
-            wall = median([x["wall_s"] for x in rs])
+            wall = statistics.median([x["wall_s"] for x in rs])
             loads = [x["load_before"] for x in rs if x.get("load_before") is not None]
             lines.append(
-                f"| {r['device']} | {prec} | {rs[0]['metrics']['threads']} | {len(rs)} | {median(vps):.3g} "
+                f"| {r['device']} | {prec} | {rs[0]['metrics']['threads']} | {len(rs)} | {statistics.median(vps):.3g} "
                 f"({min(vps):.3g}–{max(vps):.3g}) | {wall:.1f} | {rs[0]['metrics']['scored'] / wall:.3g} | "
-                f"{median([x['cpu_s'] for x in rs]):.1f} | {max(x['peak_rss_bytes'] for x in rs) / 2**20:,.0f} | "
+                f"{statistics.median([x['cpu_s'] for x in rs]):.1f} | {max(x['peak_rss_bytes'] for x in rs) / 2**20:,.0f} | "
                 f"{rs[0]['metrics']['batch_size']} | {rs[0]['metrics']['model_rows']} | "
                 f"{min(loads) if loads else '?'}–{max(loads) if loads else '?'} |")
         lines.append("")
