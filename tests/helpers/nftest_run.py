@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -65,7 +66,6 @@ class NfTestRun:
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            import signal
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
                 self.proc.wait(timeout=30)
