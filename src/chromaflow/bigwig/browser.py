@@ -84,7 +84,7 @@ def _track_hub(tracks: list[tuple[str, str, str]], colour: dict[str, tuple[int, 
                genome: str | None) -> dict[str, str]:
     """hub.txt, genomes.txt and trackDb.txt of the UCSC track hub, by file name."""
     hub = "\n".join([
-        f"hub {_ident(basename)}_chromaflow",
+        f"hub {track_ident(basename)}_chromaflow",
         f"shortLabel {basename[:17]} coverage",
         f"longLabel chromaflow predicted coverage tracks of {basename}",
         "genomesFile genomes.txt",
@@ -101,7 +101,7 @@ def _track_hub(tracks: list[tuple[str, str, str]], colour: dict[str, tuple[int, 
     for ds, strand, path in tracks:
         r, g, b = colour[ds]
         stanzas.append("\n".join([
-            f"track {_ident(basename)}_{_ident(ds)}_{STRAND_ID[strand]}",
+            f"track {track_ident(basename)}_{track_ident(ds)}_{STRAND_ID[strand]}",
             f"bigDataUrl {quote(path, safe=URL_SAFE)}",
             f"shortLabel {ds[:9]} {STRAND_ID[strand]}",
             f"longLabel {basename} {ds} predicted coverage, {STRAND_WORD[strand]}",
@@ -114,5 +114,6 @@ def _track_hub(tracks: list[tuple[str, str, str]], colour: dict[str, tuple[int, 
     return {"hub.txt": hub, "genomes.txt": genomes, "trackDb.txt": "\n".join(stanzas)}
 
 
-def _ident(s: str) -> str:
+def track_ident(s: str) -> str:
+    """``s`` as a UCSC track/hub identifier (letters, digits, '_'); also used for the peaks' hub stanzas."""
     return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in s)

@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import quote
 from xml.sax.saxutils import quoteattr
 
-from ..bigwig.browser import URL_SAFE, _ident
+from ..bigwig.browser import URL_SAFE, track_ident
 from ..common import ChromaflowError, atomic_output, naming_errors, write_texts_atomic
 
 
@@ -64,7 +64,7 @@ def _igv(xml: str, rel: str, name: str) -> str:
 
 
 def _trackdb(text: str, bigbed: str, name: str) -> str:
-    ident = f"{_ident(name)}_peaks"
+    ident = f"{track_ident(name)}_peaks"
     stanzas = [s for s in text.split("\n\n") if s.strip() and not s.startswith(f"track {ident}\n")]
     stanzas.append("\n".join([
         f"track {ident}",

@@ -12,7 +12,8 @@ from ..common import (ChromaflowError, OutputExistsError, Phases, StageMetrics, 
 from ..genome.encoding import DEFAULT_L
 
 
-def _batch_size(text: str) -> str | int:
+def batch_size_arg(text: str) -> str | int:
+    """argparse type of ``--batch-size``: an integer >= 1 or ``auto`` (also variant-effect's)."""
     if text == "auto":
         return text
     try:
@@ -35,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "step**cnn_layers")
     p.add_argument("--model", required=True, help="Predmoter checkpoint (.ckpt); stored as typed in prediction/model_name")
     p.add_argument("--out", required=True, help="output predictions h5 (Predmoter layout)")
-    p.add_argument("--batch-size", type=_batch_size, default="auto",
+    p.add_argument("--batch-size", type=batch_size_arg, default="auto",
                    help="subsequences per batch, or auto (default): on CUDA the largest batch that fits (probed), "
                         "on CPU 120. Results do not depend on it")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",

@@ -18,17 +18,12 @@ from collections import defaultdict
 
 from ..common import (ChromaflowError, Progress, StageMetrics, add_run_options, atomic_output, check_outputs,
                       resolve_threads, tune_malloc)
+from ..predict.cli_predict import batch_size_arg
 
 #: default flank F (bp each side of the variant) of the mean: ±250 bp is about one accessible region (ATAC-seq
 #: regions are typically a few hundred bp wide), so the mean follows the region the variant sits in rather than
 #: single positions (max |Δ| reports those); docs/variants.md
 DEFAULT_FLANK = 250
-
-
-def _batch_size(text: str):
-    from ..predict.cli_predict import _batch_size as parse
-
-    return parse(text)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -44,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="fp32 = exact (default); bf16/fp16 = autocast, faster on GPUs, not exact")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="auto = cuda if available, else cpu (default auto)")
-    p.add_argument("--batch-size", type=_batch_size, default="auto",
+    p.add_argument("--batch-size", type=batch_size_arg, default="auto",
                    help="model rows (windows x 2 strands) per batch, or auto (default): on CUDA the largest that "
                         "fits (probed, as predict does), on CPU 120. Results do not depend on it")
     p.add_argument("--tracks", type=int, default=0, metavar="N",
