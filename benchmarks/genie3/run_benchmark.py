@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -123,14 +124,15 @@ def synth(ns) -> None:
     print(f"{ns.out}: {ns.samples} samples x {ns.genes} genes (samples-x-genes)")
 
 
+
+def thread_cpu_s() -> float:
+    """CPU seconds (user + sys) of the calling thread."""
+    r = resource.getrusage(resource.RUSAGE_THREAD)
+    return r.ru_utime + r.ru_stime
+
+
 def scale(ns) -> None:
-    import resource
-
     from chromaflow.genie3.core import Options, compute_weights
-
-    def cpu():
-        r = resource.getrusage(resource.RUSAGE_THREAD)
-        return r.ru_utime + r.ru_stime
 
     print("| genes | samples | K | trees | targets | CPU µs per tree | CPU s per target at 1000 trees | load before |")
     print("|---|---|---|---|---|---|---|---|")
@@ -139,9 +141,9 @@ def scale(ns) -> None:
         names = [f"g{i}" for i in range(genes)]
         T = ns.targets
         la0 = os.getloadavg()[0]
-        c0 = cpu()
+        c0 = thread_cpu_s()
         compute_weights(X, names, np.arange(genes), np.arange(T), Options(n_trees=ns.n_trees), 1, warn=lambda m: None)
-        per_tree = (cpu() - c0) / (T * ns.n_trees)
+        per_tree = (thread_cpu_s() - c0) / (T * ns.n_trees)
         k = int(np.floor(np.sqrt(genes - 1)))
         print(f"| {genes} | {ns.samples} | {k} | {ns.n_trees} | {T} | {1e6 * per_tree:.0f} | {1000 * per_tree:.2f} | "
               f"{la0:.2f} |", flush=True)
@@ -217,15 +219,9 @@ def links(ns) -> None:
 
 
 def prior_cost(ns) -> None:
-    import resource
-
     from chromaflow.genie3 import expression
     from chromaflow.genie3.core import Options, compute_weights
     from chromaflow.genie3.prior import Prior
-
-    def cpu():
-        r = resource.getrusage(resource.RUSAGE_THREAD)
-        return r.ru_utime + r.ru_stime
 
     print("| net | condition | trees | rounds | CPU s median | range | ratio to no prior |")
     print("|---|---|---|---|---|---|---|")
@@ -244,10 +240,10 @@ def prior_cost(ns) -> None:
         for _ in range(ns.rounds):
             for name, a in conds:
                 opts = Options(n_trees=ns.n_trees, prior_alpha=a)
-                c0 = cpu()
+                c0 = thread_cpu_s()
                 compute_weights(expr.values, expr.genes, np.arange(G), np.arange(G), opts, 1, warn=lambda m: None,
                                 prior=None if a is None else prior)
-                times[name].append(cpu() - c0)
+                times[name].append(thread_cpu_s() - c0)
         base = float(np.median(times["no prior"]))
         for name, _ in conds:
             v = times[name]
