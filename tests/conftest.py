@@ -26,13 +26,49 @@ os.environ.setdefault("NXF_OPTS", "-Xms256m -Xmx1g -XX:+TieredCompilation -XX:Ti
 os.environ.setdefault("NFT_JAVA_OPTS", "-Xmx2g -XX:+TieredCompilation -XX:TieredStopAtLevel=1")
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start nf-test in the background once the selection is known (it overlaps the rest of the suite)."""
-    if session.config.option.collectonly or not any(NEEDED_BY in item.nodeid for item in session.items):
-        return
-    run = NfTestRun(session.config._tmp_path_factory.mktemp("nftest"))
+#: the folder whose tests run on one pytest-xdist worker, first (see pytest_collection_modifyitems)
+PIPELINE = ROOT / "tests" / "pipeline"
+
+
+def _xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Groups for ``pytest -n N --dist loadgroup`` (scripts/test): the pipeline tests are one group, run on one
+    worker (they share the session's test run, the SLURM cluster, podman's event log and the nf-test run), and every
+    other test file is a group of its own (its module fixtures are built once, on one worker). The pipeline group is
+    put first: it is the longest, so the other workers share everything else while it runs. Without xdist the
+    markers mean nothing and only the order changes (pipeline first, then the rest as before)."""
+    def pipeline(item: pytest.Item) -> bool:
+        return PIPELINE in Path(item.path).parents
+    for item in items:
+        group = "pipeline" if pipeline(item) else str(Path(item.path).relative_to(ROOT))
+        item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: not pipeline(item))   # stable: the order within each part is kept
+
+
+def _start_nftest(config: pytest.Config) -> None:
+    run = NfTestRun(config._tmp_path_factory.mktemp("nftest"))
     run.start()
-    session.config.stash[NFTEST_RUN] = run
+    config.stash[NFTEST_RUN] = run
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start nf-test in the background once the selection is known (it overlaps the rest of the suite). Under
+    xdist every worker collects every test: the worker that runs the pipeline group starts it, at that group's
+    first test (pytest_runtest_setup)."""
+    if (session.config.option.collectonly or _xdist_worker(session.config)
+            or not any(NEEDED_BY in item.nodeid for item in session.items)):
+        return
+    _start_nftest(session.config)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    config = item.config
+    if (_xdist_worker(config) and NFTEST_RUN not in config.stash and PIPELINE in Path(item.path).parents
+            and any(NEEDED_BY in i.nodeid for i in item.session.items)):
+        _start_nftest(config)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
