@@ -310,8 +310,11 @@ GPU_FLAG_ARGS = ["--container_gpu", CPU_IMAGE, "--predict_shards", "1", "--skip_
 
 
 def _one_assembly_sheet(base: Path) -> Path:
+    """asmA as the test profile's sheet names it (its species is in the genome h5 and the predictions)."""
+    rows = (ROOT / "assets" / "test" / "samplesheet.csv").read_text().splitlines()
+    species = next(r.split(",")[2] for r in rows[1:] if r.startswith("asmA,"))
     sheet = base / "sheet.csv"
-    sheet.write_text(f"id,fasta\nasmA,{ROOT / 'assets' / 'test' / 'asmA.fa'}\n")
+    sheet.write_text(f"id,fasta,species\nasmA,{ROOT / 'assets' / 'test' / 'asmA.fa'},{species}\n")
     return sheet
 
 
