@@ -220,7 +220,7 @@ def test_train_task_stopped_by_sigterm_is_retried_and_continues(tmp_path, nextfl
 
     outdir, epochs = tmp_path / "results", 40
     proc = subprocess.Popen(nextflow_cmd(["-profile", "test", "--mode", "train", "--train_epochs", str(epochs),
-                                          "--outdir", str(outdir)]), cwd=tmp_path, env=nextflow_env(),
+                                          "--skip_benchmark", "--outdir", str(outdir)]), cwd=tmp_path, env=nextflow_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         deadline, pid, task = time.time() + 600, None, None
