@@ -267,7 +267,8 @@ def canon(tmp_path_factory, expr):
 
 
 @pytest.mark.parametrize("engine,extra", [("fast", []), ("fast", ["--tree-method", "ET"]), ("sklearn", []),
-                                          ("fast", ["--prior", "PRIOR", "--prior-alpha", "0.5", "--prior-check", "off"]),
+                                          ("fast", ["--prior", "PRIOR", "--prior-alpha", "0.5",
+                                                    "--prior-check", "off"]),
                                           ("fast", ["--repeats", "3", "--top", "10"])])
 def test_permuted_inputs_give_the_same_links(tmp_path, expr, canon, engine, extra):
     prior = _write_long(tmp_path / "p.tsv", _fixture_prior(expr))

@@ -47,9 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "GENIE3 (the same bytes), 1 = only motif-supported regulators are candidates")
     p.add_argument("--prior-check", default="auto", choices=("auto", "off"),
                    help="auto (default): before the weighted forest, test whether the prior agrees with the "
-                        "expression (per target, a rank test of |Spearman| of the regulators against their prior "
-                        "values) and run without it (alpha 0: the bytes of no prior) when p >= --prior-check-level; "
-                        "off: always use the prior")
+                        "expression (per target, a permutation test of the regulators' Spearman rho^2 against "
+                        "their prior values) and run without it (alpha 0: the bytes of no prior) when p >= "
+                        "--prior-check-level; off: always use the prior")
     p.add_argument("--prior-check-level", type=float, default=None, metavar="P",
                    help="level of the prior check's one-sided test (default 0.01)")
     p.add_argument("--repeats", type=int, default=1, metavar="R",
@@ -136,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
             if prior.ignored:
                 warn(f"{args.prior}: {prior.ignored} of its {prior.pairs_read} prior values name genes absent from "
                      f"the expression matrix: ignored")
-        check = None
+        engine = _engine(args.engine, expr.n_samples, need_fast=bool(alpha))
+        check = None   # the prior check (after the engine: the fast one, <= 65535 samples, is certain)
         if prior is not None and alpha and args.prior_check == "auto":
             from .prior_check import check_prior
             t_check = time.perf_counter()
@@ -146,7 +147,6 @@ def run(args: argparse.Namespace) -> int:
                 warn(f"{args.prior}: no evidence that the prior agrees with the expression (prior check: z = "
                      f"{check['z']}, one-sided p = {check['p']:.3g} >= {level:g}): running without it (alpha 0, the "
                      f"links of a run without --prior); --prior-check off uses it anyway")
-        engine = _engine(args.engine, expr.n_samples, need_fast=bool(alpha))
         opts = Options(tree_method=args.tree_method, max_features=max_features, n_trees=args.n_trees,
                        seed=args.seed, engine=engine, importance=args.importance, prior_alpha=alpha,
                        prior=_sha256(args.prior) if args.prior else None, repeats=args.repeats)

@@ -8,15 +8,18 @@ for: ``--prior-alpha`` keeps DIOgene's meaning, an informative prior is never we
 The test (stratified by target, so that neither how predictable a target is nor how many prior entries it has
 plays a part):
 
-* association of each (regulator, target) pair: |Spearman rho| over the samples (order-invariant, cheap: one
-  matrix product of centred ranks; a monotone dependence, which is what GENIE3's trees mostly pick up);
-* per target t, over its candidate regulators r != t: the linear rank statistic
-  S_t = sum_r (pi_rt - mean_t pi) * a_rt, with a_rt the rank (ties averaged) of |rho_rt| among them; under the
-  null "the prior's values are assigned to the target's regulators independently of the data" (a within-target
-  permutation) E S_t = 0 and Var S_t = sum_r (pi - mean pi)^2 * sum_r (a - mean a)^2 / (n_t - 1). For a 0/1
-  prior this is the Wilcoxon rank-sum (Mann-Whitney) test of the supported against the other regulators, with
-  the tie correction; a continuous pi (accessibility-weighted) enters with its values;
-* z = sum_t S_t / sqrt(sum_t Var S_t) (van Elteren's stratified test with equal weights), one-sided p from the
+* association of each (regulator, target) pair: a_rt = rho_rt^2, Spearman's rho over the samples squared (the
+  share of the target's rank variance a monotone function of the regulator explains: a univariate cousin of the
+  forest's variance-decrease importance; order-invariant, cheap: one matrix product of centred ranks);
+* per target t, over its candidate regulators r != t: the linear permutation statistic
+  S_t = sum_r (pi_rt - mean_t pi) * (a_rt - mean_t a); under the null "the prior's values are assigned to the
+  target's regulators independently of the data" (a within-target permutation) E S_t = 0 and
+  Var S_t = sum_r (pi - mean pi)^2 * sum_r (a - mean a)^2 / (n_t - 1) (exact permutation moments). For a 0/1
+  prior it compares the supported regulators' mean rho^2 with the others'; a continuous pi (accessibility-
+  weighted) enters with its values. (The scores: on DREAM4 with a prior made from the gold standard, rho^2 gave
+  z 3.7-6.8 over 15 network x prior draws, |rho| 2.6-5.2 and the ranks of |rho| (a stratified Wilcoxon test)
+  0.65-3.5: the few true edges among many supported pairs stand out by their size, which ranks flatten);
+* z = sum_t S_t / sqrt(sum_t Var S_t) (the targets as strata), one-sided p from the
   normal approximation, P(Z >= z). The prior is kept when p < the level (``--prior-check-level``, default 0.01).
 
 Determinism: the centred ranks are integers (twice the average rank minus n + 1), so the float64 matrix product
@@ -40,7 +43,7 @@ BLOCK = 2048
 def ranks2(x: np.ndarray) -> np.ndarray:
     """Twice the average rank (1-based, ties averaged) of each entry within its row: integers as float64.
     (What scipy.stats.rankdata(method="average") gives, times 2 -- tested against it; written here because
-    importing scipy.stats costs ~0.8 s, more than the whole check.)"""
+    importing scipy.stats costs ~0.8 s, far more than the whole check.)"""
     x = np.asarray(x)
     rows, n = x.shape
     order = np.argsort(x, axis=1, kind="stable")
@@ -66,8 +69,8 @@ def check_prior(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, prior
     """The prior check of ``prior`` (:class:`chromaflow.genie3.prior.Prior`) on ``values`` (genes x samples) with
     candidate regulators ``reg_idx``, over every gene as a target. Returns a JSON-ready dict: ``decision`` ("kept"
     or "off"), ``z``, ``p`` (one-sided), ``level``, ``targets_tested`` (targets whose prior and data both vary
-    over their regulators), ``pairs``, ``supported_pairs`` (pi > 0.5) and ``rho_mean_supported`` /
-    ``rho_mean_other`` (mean |rho| of supported and other pairs: an effect size to read beside p)."""
+    over their regulators), ``pairs``, ``supported_pairs`` (pi > 0.5) and ``rho2_mean_supported`` /
+    ``rho2_mean_other`` (mean rho^2 of supported and other pairs: an effect size to read beside p)."""
     genes = list(genes)
     n = values.shape[1]
     gorder = np.argsort(np.array(genes, dtype=object), kind="stable")          # canonical: by name
@@ -90,7 +93,8 @@ def check_prior(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, prior
         C = rk[regs] @ rk[tg].T                                                  # exact integer covariances x n
         den = np.sqrt(np.outer(ss[regs], ss[tg]))
         with np.errstate(invalid="ignore", divide="ignore"):
-            rho = np.where(den > 0, np.abs(C) / den, 0.0)                         # a constant gene: no association
+            rho = np.where(den > 0, C / den, 0.0)                                 # a constant gene: no association
+        a2 = rho * rho
         valid = regs[:, None] != tg[None, :]                                     # no self-pairs
         P = np.full((R, len(tg)), 0.5)
         tpos = np.full(len(genes), -1, dtype=np.int64)
@@ -98,11 +102,10 @@ def check_prior(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, prior
         sel = tpos[pt] >= 0
         P[pr[sel], tpos[pt[sel]]] = pv[sel]
         m = valid.sum(axis=0).astype(np.float64)
-        # ranks of |rho| among the target's regulators: the self-pair (-1, below every |rho|) ranks first alone
-        a2 = ranks2(np.where(valid, rho, -1.0).T).T - 2.0 * (~valid).any(axis=0)
-        a = np.where(valid, (a2 - (m + 1)) / 2, 0.0)
         with np.errstate(invalid="ignore", divide="ignore"):
+            abar = np.where(valid, a2, 0.0).sum(axis=0) / m
             pbar = np.where(valid, P, 0.0).sum(axis=0) / m
+        a = np.where(valid, a2 - abar, 0.0)
         c = np.where(valid, P - pbar, 0.0)
         S = (c * a).sum(axis=0)
         V = np.where(m > 1, (c * c).sum(axis=0) * (a * a).sum(axis=0) / np.maximum(m - 1, 1), 0.0)
@@ -112,8 +115,8 @@ def check_prior(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, prior
         pairs += int(valid.sum())
         sup = valid & (P > 0.5)
         oth = valid & ~(P > 0.5)
-        sum_sup += math.fsum(rho[sup].tolist())
-        sum_oth += math.fsum(rho[oth].tolist())
+        sum_sup += math.fsum(a2[sup].tolist())
+        sum_oth += math.fsum(a2[oth].tolist())
         n_sup += int(sup.sum())
         n_oth += int(oth.sum())
     Vt = math.fsum(V_parts)
@@ -124,8 +127,8 @@ def check_prior(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, prior
         z, p = None, 1.0
     return {"decision": "kept" if p < level else "off", "z": _r(z), "p": _r(p), "level": level,
             "targets_tested": tested, "pairs": pairs, "supported_pairs": n_sup, "samples": int(n),
-            "rho_mean_supported": _r(sum_sup / n_sup) if n_sup else None,
-            "rho_mean_other": _r(sum_oth / n_oth) if n_oth else None}
+            "rho2_mean_supported": _r(sum_sup / n_sup) if n_sup else None,
+            "rho2_mean_other": _r(sum_oth / n_oth) if n_oth else None}
 
 
 def _r(x):
