@@ -421,6 +421,20 @@ def test_published_tables_are_generated():
     assert not stale, f"edited by hand or not regenerated (run benchmarks/render): {stale}"
 
 
+def test_genie3_prior_tables_are_generated():
+    """docs/genie3.md's two prior tables (cost, DREAM4 accuracy with and without the prior check) are exactly what
+    ``benchmarks/genie3/run_benchmark.py prior-render`` makes from benchmarks/genie3/prior_results.json."""
+    sys.path.insert(0, str(BENCH / "genie3"))
+    import run_benchmark as rb
+
+    text = (ROOT / "docs" / "genie3.md").read_text()
+    doc = json.loads(rb.PRIOR_RESULTS.read_text())
+    assert rb.with_prior_tables(text, doc) == text, "edited by hand or not regenerated (run_benchmark.py prior-render)"
+    assert text.count("<!-- BEGIN GENERATED prior-") == 2
+    acc = doc["accuracy"]["priors"]
+    assert acc["informative"]["check"]["decision"] == "kept" and acc["shuffled"]["check"]["decision"] == "off"
+
+
 def test_targets_follow_the_measured_ratios():
     """Each target's verdict is computed from the run: a bigWig variant below 10x, or outputs that disagree,
     turns it to a cross; GENIE3's DREAM4 target needs both the speed and the AUPR."""
