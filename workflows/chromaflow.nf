@@ -108,12 +108,14 @@ workflow CHROMAFLOW {
         //
         if (!params.skip_tracks) {
             ch_blacklist = params.track_blacklist ? Channel.value(file(params.track_blacklist, checkIfExists: true)) : Channel.value([])
-            // an assembly with an annotation gets GENE_ACCESSIBILITY's promoter BED in its IGV session
+            // an assembly with an annotation gets GENE_ACCESSIBILITY's promoter BED in its IGV session and the same
+            // windows as bigBed in its UCSC hub
             ch_promoter_bed = ch_samplesheet.map { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> [meta.id, annot ? true : false] }
             ch_bigwig = ch_predictions
                 .map { meta, p -> [meta.id, meta, p] }
                 .join(ch_promoter_bed)
-                .map { id, meta, p, annotated -> [annotated ? meta + [promoter_bed: "../genes/${meta.id}.promoters.bed"] : meta, p] }
+                .map { id, meta, p, annotated -> [annotated ? meta + [promoter_bed: "../genes/${meta.id}.promoters.bed",
+                                                                      promoter_bb: "../genes/${meta.id}.promoters.bb"] : meta, p] }
             BIGWIG(ch_bigwig, ch_blacklist)
             ch_versions = ch_versions.mix(BIGWIG.out.versions)
             ch_metrics  = ch_metrics.mix(BIGWIG.out.metrics)

@@ -22,11 +22,15 @@ usage (from the repo root, after `source scripts/env.sh`):
         ranking and writing the link list of a genes x genes random weight block (30 % zeros), alternated:
         np.lexsort of the specification vs ranked_links (C radix sort); the pure-Python writer (the path
         without a compiler) vs the C writer on 1 and --threads threads; medians and ranges, same-bytes check
-  python benchmarks/genie3/run_benchmark.py prior [--nets 1] [--rounds 5] [--n-trees 1000] [--alphas 0.25 0.5 1]
-        cost of genie3 --prior (iRafNet weighted candidate draws): CPU seconds of compute_weights on a DREAM4
-        size-100 network (one thread, in process, all 100 targets) without a prior and with a random prior
-        (per pair pi = 1 with probability 0.1, 0 with 0.6, NA otherwise) at each alpha; the conditions
-        alternate within each round; medians, ranges and the ratio to the unweighted median
+  python benchmarks/genie3/run_benchmark.py prior [--nets 1 2 3 4 5] [--rounds 3] [--n-trees 1000]
+        [--alphas 0.25 0.5 1] [--accuracy-net 1] [--accuracy-alphas 0 0.05 0.1 0.25 0.5 1] [--out JSON]
+        genie3 --prior on DREAM4 size 100, written to benchmarks/genie3/prior_results.json: cost (CPU seconds of
+        compute_weights, one thread, in process, all 100 targets, without a prior and with a random prior --
+        per pair pi = 1 with probability 0.1, 0 with 0.6, NA otherwise -- at each alpha, alternated within each
+        round; and of the prior check) and accuracy (AUPR with a prior made from the gold standard and with its
+        values shuffled, at each alpha, --prior-check off and auto)
+  python benchmarks/genie3/run_benchmark.py prior-render [--results JSON]
+        write the two tables of that JSON into docs/genie3.md, between their GENERATED markers
 """
 from __future__ import annotations
 
@@ -218,37 +222,182 @@ def links(ns) -> None:
         print(f"| {k} | {np.median(v):.2f} | {min(v):.2f}–{max(v):.2f} |")
 
 
-def prior_cost(ns) -> None:
-    from chromaflow.genie3 import expression
-    from chromaflow.genie3.core import Options, compute_weights
+PRIOR_RESULTS = HERE / "prior_results.json"
+DOC = ROOT / "docs" / "genie3.md"
+#: the generated blocks of docs/genie3.md (``prior-render``): one per table, replaced between its markers
+PRIOR_BLOCKS = ("prior-cost", "prior-accuracy")
+
+
+def _markers(name: str) -> tuple[str, str]:
+    return (f"<!-- BEGIN GENERATED {name} by benchmarks/genie3/run_benchmark.py prior-render: do not edit by hand -->",
+            f"<!-- END GENERATED {name} -->")
+
+
+def _random_prior(G: int, seed: int):
+    """Per ordered pair (no self-pairs) pi = 1 with probability 0.1, 0 with 0.6, NA (0.5) otherwise."""
     from chromaflow.genie3.prior import Prior
 
-    print("| net | condition | trees | rounds | CPU s median | range | ratio to no prior |")
-    print("|---|---|---|---|---|---|---|")
+    rng = np.random.default_rng(seed)
+    reg, tgt = np.divmod(np.arange(G * G), G)
+    keep = reg != tgt
+    u = rng.uniform(size=G * G)
+    pi = np.where(u < 0.1, 1.0, np.where(u < 0.7, 0.0, 0.5))[keep]
+    return Prior(reg=reg[keep], tgt=tgt[keep], pi=pi, layout="long", pairs_read=int(keep.sum()), ignored=0,
+                 path="random")
+
+
+def _gold_priors(genes: list[str], gold: dict, seed: int):
+    """From the gold standard: each pair NA with probability 0.3, else pi = 1 with probability 0.6 for a true
+    edge and 0.05 for a false one (informative); and the same pi values permuted over the pairs (shuffled)."""
+    from chromaflow.genie3.prior import Prior
+
+    idx = {g: i for i, g in enumerate(genes)}
+    keys = sorted(gold)
+    rng = np.random.default_rng(seed)
+    na = rng.uniform(size=len(keys)) < 0.3
+    hit = rng.uniform(size=len(keys)) < np.array([0.6 if gold[k] else 0.05 for k in keys])
+    pi = np.where(na, 0.5, np.where(hit, 1.0, 0.0))
+    reg = np.array([idx[r] for r, _ in keys], dtype=np.int64)
+    tgt = np.array([idx[t] for _, t in keys], dtype=np.int64)
+    shuffled = pi[rng.permutation(len(pi))]
+    return {name: Prior(reg=reg, tgt=tgt, pi=v, layout="long", pairs_read=len(keys), ignored=0, path=name)
+            for name, v in (("informative", pi), ("shuffled", shuffled))}
+
+
+def prior_bench(ns) -> None:
+    """Both measurements of ``genie3 --prior`` on DREAM4 size 100, into a results JSON (``prior-render`` writes
+    the tables of docs/genie3.md from it):
+
+    * cost: CPU seconds of compute_weights (one thread, in process, all 100 targets) without a prior and with a
+      random prior at each alpha, alternated within each round, and of the prior check (check_prior);
+    * accuracy: AUPR on network ``--accuracy-net`` with a prior made from its gold standard and with the same
+      values shuffled, at each ``--accuracy-alphas``, with ``--prior-check off`` (the weighted forest) and what
+      ``--prior-check auto`` runs (the same forest when the check keeps the prior, alpha 0's when it turns it off:
+      the CLI's rule, chromaflow.genie3.cli)."""
+    import platform
+    import subprocess
+
+    from chromaflow.genie3 import dream4 as d4
+    from chromaflow.genie3 import expression
+    from chromaflow.genie3.core import Options, compute_weights
+    from chromaflow.genie3.prior_check import check_prior
+    from chromaflow.report.machine import machine_info
+
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    load_before = os.getloadavg()
+    cost = []
     for net in ns.nets:
         expr = expression.read_expression(REF / f"insilico_size100_{net}_multifactorial.tsv", "samples-x-genes")
         G = expr.n_genes
-        rng = np.random.default_rng(net)
-        reg, tgt = np.divmod(np.arange(G * G), G)
-        keep = reg != tgt
-        u = rng.uniform(size=G * G)
-        pi = np.where(u < 0.1, 1.0, np.where(u < 0.7, 0.0, 0.5))[keep]
-        prior = Prior(reg=reg[keep], tgt=tgt[keep], pi=pi, layout="long", pairs_read=int(keep.sum()), ignored=0,
-                      path="random")
-        conds = [("no prior", None)] + [(f"alpha {a}", a) for a in ns.alphas]
+        prior = _random_prior(G, net)
+        conds = [("no prior", None)] + [(f"alpha {a:g}", a) for a in ns.alphas]
         times: dict[str, list[float]] = {c: [] for c, _ in conds}
+        checks = []
         for _ in range(ns.rounds):
+            c0 = thread_cpu_s()
+            check_prior(expr.values, expr.genes, np.arange(G), prior)
+            checks.append(thread_cpu_s() - c0)
             for name, a in conds:
                 opts = Options(n_trees=ns.n_trees, prior_alpha=a)
                 c0 = thread_cpu_s()
                 compute_weights(expr.values, expr.genes, np.arange(G), np.arange(G), opts, 1, warn=lambda m: None,
                                 prior=None if a is None else prior)
                 times[name].append(thread_cpu_s() - c0)
+        row = {"net": net, "cpu_s": times, "check_cpu_s": checks}
+        cost.append(row)
         base = float(np.median(times["no prior"]))
-        for name, _ in conds:
-            v = times[name]
-            print(f"| {net} | {name} | {ns.n_trees} | {ns.rounds} | {np.median(v):.3f} | {min(v):.3f}–{max(v):.3f} | "
-                  f"{np.median(v) / base:.3f} |", flush=True)
+        print(f"cost net {net}: no prior {base:.3f} s; " + ", ".join(
+            f"{k} {np.median(v) / base:.3f}x" for k, v in times.items() if k != "no prior")
+            + f"; check {np.median(checks):.4f} s", flush=True)
+    net = ns.accuracy_net
+    expr = expression.read_expression(REF / f"insilico_size100_{net}_multifactorial.tsv", "samples-x-genes")
+    gold = d4.read_gold(REF / f"DREAM4_GoldStandard_InSilico_Size100_multifactorial_{net}.tsv")
+    G = expr.n_genes
+    acc = {"net": net, "seed": ns.seed, "n_trees": ns.n_trees, "alphas": ns.accuracy_alphas, "priors": {}}
+    plain = None
+    for name, prior in _gold_priors(expr.genes, gold, ns.accuracy_net).items():
+        chk = check_prior(expr.values, expr.genes, np.arange(G), prior)
+        off, auto = [], []
+        for a in ns.accuracy_alphas:
+            if a == 0 and plain is not None:
+                r = plain
+            else:
+                W, _ = compute_weights(expr.values, expr.genes, np.arange(G), np.arange(G),
+                                       Options(n_trees=ns.n_trees, seed=ns.seed, prior_alpha=a or None),
+                                       ns.threads, warn=lambda m: None, prior=prior if a else None)
+                r = d4.score(gold, d4.matrix_weights(W, expr.genes, expr.genes))
+                r = {"auroc": r["auroc"], "aupr": r["aupr"]}
+            if a == 0:
+                plain = r
+            off.append(r)
+        auto = [r if chk["decision"] == "kept" else plain for r in off]
+        acc["priors"][name] = {"check": chk, "prior_check_off": off, "prior_check_auto": auto}
+        print(f"accuracy {name}: check {chk['decision']} (z {chk['z']}, p {chk['p']}); AUPR off "
+              + " ".join(f"{r['aupr']:.3f}" for r in off), flush=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
+    doc = {"command": "python benchmarks/genie3/run_benchmark.py " + " ".join(sys.argv[1:]), "started": started,
+           "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit.strip(),
+           "machine": machine_info(), "python": platform.python_version(), "load_before": load_before,
+           "load_after": os.getloadavg(), "n_trees": ns.n_trees, "rounds": ns.rounds, "cost": cost,
+           "accuracy": acc}
+    out = Path(ns.out)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    tmp.replace(out)
+    print(f"wrote {out}")
+
+
+def prior_tables(doc: dict) -> dict[str, str]:
+    """The two Markdown blocks of docs/genie3.md from a ``prior`` results JSON."""
+    m = doc["machine"]
+    where = (f"`{doc['command']}` at commit {doc['commit']}, {doc['started']} – {doc['finished']}, on "
+             f"{m.get('cpu_model')} ({m.get('usable_cpus')} usable CPUs), load average "
+             f"{doc['load_before'][0]:.1f} before, {doc['load_after'][0]:.1f} after")
+    cost = doc["cost"]
+    names = [k for k in cost[0]["cpu_s"] if k != "no prior"]
+    lines = [f"Generated from `benchmarks/genie3/{PRIOR_RESULTS.name}` ({where}); {doc['n_trees']} trees, medians "
+             f"of {doc['rounds']} alternated rounds.", "",
+             "| net | no prior (CPU s) | " + " | ".join(n.replace("alpha", "α =") for n in names)
+             + " | prior check (CPU s) |", "|---|---|" + "---|" * (len(names) + 1)]
+    for row in cost:
+        base = float(np.median(row["cpu_s"]["no prior"]))
+        lines.append(f"| {row['net']} | {base:.2f} | "
+                     + " | ".join(f"{np.median(row['cpu_s'][n]) / base:.2f}×" for n in names)
+                     + f" | {np.median(row['check_cpu_s']):.4f} |")
+    ratios = [float(np.median(r["cpu_s"][n]) / np.median(r["cpu_s"]["no prior"])) for r in cost for n in names]
+    lines += ["", f"Weighted / unweighted: {min(ratios):.2f}–{max(ratios):.2f}× (limit 1.2×)."]
+    acc = doc["accuracy"]
+    al = acc["alphas"]
+    a_lines = [f"Generated from `benchmarks/genie3/{PRIOR_RESULTS.name}` ({where}). DREAM4 size-100 network "
+               f"{acc['net']}, {acc['n_trees']} trees, RF, seed {acc['seed']}; AUPR (AUROC in the JSON).", "",
+               "| prior | `--prior-check` | check: decision (z, one-sided p) | "
+               + " | ".join(f"α {a:g}" + (" (= no prior)" if a == 0 else "") for a in al) + " |",
+               "|---|---|---|" + "---|" * len(al)]
+    for name, r in acc["priors"].items():
+        c = r["check"]
+        ctext = f"{c['decision']} (z {c['z']:.2f}, p {c['p']:.2g})" if c["z"] is not None else c["decision"]
+        a_lines.append(f"| {name} | off | – | " + " | ".join(f"{x['aupr']:.3f}" for x in r["prior_check_off"]) + " |")
+        a_lines.append(f"| {name} | auto (default) | {ctext} | "
+                       + " | ".join(f"{x['aupr']:.3f}" for x in r["prior_check_auto"]) + " |")
+    return {"prior-cost": "\n".join(lines), "prior-accuracy": "\n".join(a_lines)}
+
+
+def with_prior_tables(text: str, doc: dict) -> str:
+    """``text`` (docs/genie3.md) with its generated blocks replaced by the tables of ``doc``."""
+    for name, body in prior_tables(doc).items():
+        begin, end = _markers(name)
+        if begin not in text or end not in text:
+            raise SystemExit(f"{DOC}: no {name} block (markers {begin!r} ... {end!r})")
+        a, b = text.index(begin), text.index(end) + len(end)
+        text = text[:a] + f"{begin}\n{body}\n{end}" + text[b:]
+    return text
+
+
+def prior_render(ns) -> None:
+    text = with_prior_tables(DOC.read_text(), json.loads(Path(ns.results).read_text()))
+    if DOC.read_text() != text:
+        DOC.write_text(text)
+    print(f"wrote {DOC}")
 
 
 def main() -> None:
@@ -281,13 +430,20 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p = sub.add_parser("prior")
-    p.add_argument("--nets", type=int, nargs="+", default=[1])
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--nets", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--n-trees", type=int, default=1000)
     p.add_argument("--alphas", type=float, nargs="+", default=[0.25, 0.5, 1.0])
+    p.add_argument("--accuracy-net", type=int, default=1)
+    p.add_argument("--accuracy-alphas", type=float, nargs="+", default=[0, 0.05, 0.1, 0.25, 0.5, 1])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=2, help="threads of the accuracy runs (the same bytes for any)")
+    p.add_argument("--out", default=str(PRIOR_RESULTS))
+    p = sub.add_parser("prior-render")
+    p.add_argument("--results", default=str(PRIOR_RESULTS))
     ns = ap.parse_args()
     {"dream4": dream4, "synth": synth, "scale": scale, "bigmem": bigmem, "links": links,
-     "prior": prior_cost}[ns.cmd](ns)
+     "prior": prior_bench, "prior-render": prior_render}[ns.cmd](ns)
 
 
 if __name__ == "__main__":

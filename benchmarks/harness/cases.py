@@ -497,12 +497,13 @@ def network(ctx: Ctx) -> tuple[list, list[Case]]:
     def inp(r: int) -> Path:
         return ctx.inputs() / f"{g_name}_seed{seeds[r]}"
 
-    def genie3_c(key, label, prior=None, alpha=None):
+    def genie3_c(key, label, prior=None, alpha=None, check="auto"):
         def argv(d, r):
             a = ours("genie3", "--expression", inp(r) / "expression.tsv", "--layout", "samples-x-genes",
                      "--regulators", inp(r) / "regulators.txt", "--n-trees", trees, "--seed", 1, "--threads", "2",
-                     "--out", d / "links.tsv.gz")
-            return a + (["--prior", str(inp(r) / prior), "--prior-alpha", f"{alpha:g}"] if prior else [])
+                     "--out", d / "links.tsv.gz", "--summary", d / "summary.json")
+            return a + (["--prior", str(inp(r) / prior), "--prior-alpha", f"{alpha:g}", "--prior-check", check]
+                        if prior else [])
         return Contender(key, label, "ours", argv, repeats=len(seeds), seed_for_repeat=True)
 
     def alone_c(key, label, prior):
@@ -518,6 +519,9 @@ def network(ctx: Ctx) -> tuple[list, list[Case]]:
                     "prior_accessibility.tsv.gz", 0.5),
            genie3_c("shuffled alpha 0.5", f"{base} --prior shuffled motif --prior-alpha 0.5",
                     "prior_shuffled.tsv.gz", 0.5),
+           genie3_c("shuffled alpha 0.5 check off",
+                    f"{base} --prior shuffled motif --prior-alpha 0.5 --prior-check off (no check: always weighted)",
+                    "prior_shuffled.tsv.gz", 0.5, "off"),
            alone_c("prior alone", "the motif prior alone (rank by prior, then hits)", "prior.tsv.gz"),
            alone_c("accessibility prior alone", "the motif×accessibility prior alone", "prior_accessibility.tsv.gz")]
 
@@ -525,6 +529,10 @@ def network(ctx: Ctx) -> tuple[list, list[Case]]:
         r = int(d.name[1:])
         sc = _planted("score", d / "links.tsv.gz", inp(r) / "gold.tsv")
         sc.pop("pairs", None)
+        summ = d / "summary.json"
+        pc = json.loads(summ.read_text()).get("prior_check") if summ.exists() else None
+        if pc:   # --prior-check auto: its decision and one-sided p (docs/genie3.md, "Prior check")
+            sc.update(prior_check=pc["decision"], prior_check_p=pc["p"], prior_check_z=pc["z"])
         return dict(sc, network_seed=seeds[r])
 
     def prepare():

@@ -198,12 +198,13 @@ def network_table(c: dict) -> list[str]:
     v = network_verdicts(c)
     seeds = sorted({r.get("network_seed", r.get("seed")) for r in c["runs"] if r.get("aupr") is not None})
     lines = ["| contender | " + " | ".join(f"{n} median (min–max)" for _, n in NETWORK_METRICS)
-             + " | ΔAUPR vs GENIE3: median (seeds better) | wall s median | CPU s median |",
-             "|---|" + "---|" * (len(NETWORK_METRICS) + 3)]
+             + " | ΔAUPR vs GENIE3: median (seeds better) | prior check: runs kept (p range) | wall s median "
+             "| CPU s median |",
+             "|---|" + "---|" * (len(NETWORK_METRICS) + 4)]
     for k, con in c["contenders"].items():
         runs = [r for r in c["runs"] if r["contender"] == k and r.get("exit") == 0 and r.get("aupr") is not None]
         if not runs:
-            lines.append(f"| {con['label']} | **failed** |" + " |" * (len(NETWORK_METRICS) + 2))
+            lines.append(f"| {con['label']} | **failed** |" + " |" * (len(NETWORK_METRICS) + 3))
             continue
         cells = []
         for m, _ in NETWORK_METRICS:
@@ -211,7 +212,12 @@ def network_table(c: dict) -> list[str]:
             cells.append(f"{statistics.median(x):.3f} ({min(x):.3f}–{max(x):.3f})")
         d = v.get(k)
         dtxt = f"{d['median']:+.4f} ({d['better']}/{len(d['per_seed'])})" if d and d["median"] is not None else "–"
-        lines.append(f"| {con['label']} | {' | '.join(cells)} | {dtxt} | {_spread(con.get('wall_s'))} | {_spread(con.get('cpu_s'))} |")
+        checked = [r for r in runs if r.get("prior_check")]
+        ctxt = "–" if not checked else (
+            f"{sum(r['prior_check'] == 'kept' for r in checked)}/{len(checked)} "
+            f"({min(r['prior_check_p'] for r in checked):.2g}–{max(r['prior_check_p'] for r in checked):.2g})")
+        lines.append(f"| {con['label']} | {' | '.join(cells)} | {dtxt} | {ctxt} | {_spread(con.get('wall_s'))} "
+                     f"| {_spread(con.get('cpu_s'))} |")
     g, sh = v.get("alpha 0.5") or {}, v.get("shuffled alpha 0.5") or {}
     lines += ["", f"Seeds (one planted network each): {_seeds(seeds)}. P@x % = precision of the top x % of the "
                   f"{c['params'].get('tfs', '?')} TFs × {c['params'].get('genes', 1) - 1} other genes (the candidate links; "

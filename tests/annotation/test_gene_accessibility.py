@@ -152,6 +152,28 @@ def test_promoter_bed(tables, ref, tmp_path):
     assert all(abs(int(b[4]) - 10 * float(r["percentile_atacseq"])) <= 0.55 for b, r in zip(bed, rows))
 
 
+def test_promoter_bigbed_holds_the_bed(tables, ref, tmp_path):
+    """--bigbed (the UCSC hub's promoter track): read back with pyBigWig (another library than the writer,
+    pybigtools), its entries are the BED's rows; a bigBed 6 (autoSql bed6, as the hub stanza's type says)."""
+    import pyBigWig
+
+    run_in_process("gene-accessibility", "--annotation", tables["gff"], "--predictions",
+                   ref / "pred_data_1_predictions.h5", "--out", tmp_path / "o.tsv", "--bed", tmp_path / "p.bed",
+                   "--bigbed", tmp_path / "p.bb")
+    bed = sorted(tuple(ln.split("\t")) for ln in (tmp_path / "p.bed").read_text().splitlines())
+    bb = pyBigWig.open(str(tmp_path / "p.bb"))
+    assert bb.isBigBed() and bb.chroms() == SIZES
+    got = sorted((c, str(s), str(e), *rest.split("\t")) for c, n in SIZES.items()
+                 for s, e, rest in (bb.entries(c, 0, n) or []))
+    assert got == bed and len(got) == len(GENES)
+    sql = bb.SQL().decode()
+    assert "table bed6" in sql and all(f in sql for f in ("string name;", "uint   score;", "char[1] strand;"))
+    # alone (no --bed) it is the same file
+    run_in_process("gene-accessibility", "--annotation", tables["gff"], "--predictions",
+                   ref / "pred_data_1_predictions.h5", "--out", tmp_path / "o2.tsv", "--bigbed", tmp_path / "q.bb")
+    assert (tmp_path / "q.bb").read_bytes() == (tmp_path / "p.bb").read_bytes()
+
+
 def test_not_a_bigwig(tables, tmp_path):
     bad = tmp_path / "in" / "x.bw"
     bad.parent.mkdir()

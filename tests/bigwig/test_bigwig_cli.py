@@ -219,6 +219,22 @@ def test_feature_track_in_igv_session(pred, tmp_path):
     assert "promoters" not in (out / "trackDb.txt").read_text()
 
 
+def test_hub_track_in_trackdb(pred, tmp_path):
+    """--hub-track: a bigBed 6 (gene-accessibility --bigbed's promoter windows) gets its own trackDb stanza, its
+    bigDataUrl relative to trackDb.txt; the coverage stanzas are unchanged."""
+    out = tmp_path / "tracks"
+    plain = tmp_path / "plain"
+    for d, extra in ((out, ["--hub-track", "../genes/pd1.promoters.bb"]), (plain, [])):
+        proc = cli("--predictions", pred, "--outdir", d, "--basename", "pd1", *extra)
+        assert proc.returncode == 0, proc.stderr
+    st = _stanzas(out / "trackDb.txt")
+    assert st[:-1] == _stanzas(plain / "trackDb.txt")
+    assert st[-1] == {"track": "pd1_pd1_promoters", "bigDataUrl": "../genes/pd1.promoters.bb",
+                      "shortLabel": "pd1.promoters", "longLabel": "pd1 pd1.promoters (pd1.promoters.bb)",
+                      "type": "bigBed 6", "visibility": "pack"}
+    assert "promoters" not in (out / "igv_session.xml").read_text()   # the IGV session takes --feature-track
+
+
 def test_no_browser_files(pred, tmp_path):
     proc = cli("--predictions", pred, "--outdir", tmp_path, "--basename", "x", "--no-browser-files",
                "--format", "bg", "--datasets", "h3k4me3")

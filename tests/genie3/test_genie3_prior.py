@@ -100,8 +100,8 @@ def test_both_layouts_and_compression_read_the_same(tmp_path, expr):
     got_m = {(int(r), int(t)): float(v) for r, t, v in zip(mat.reg, mat.tgt, mat.pi)}
     assert got_m == {k: v for k, v in got.items() if v != 0.5}   # the matrix keeps only cells other than 0.5
     # and the links are the same bytes from either layout
-    _genie3(tmp_path, "--prior", tmp_path / "p.tsv", "--prior-alpha", "0.5", out="a.tsv.gz")
-    _genie3(tmp_path, "--prior", tmp_path / "m.tsv", "--prior-alpha", "0.5", out="b.tsv.gz")
+    _genie3(tmp_path, "--prior", tmp_path / "p.tsv", "--prior-alpha", "0.5", "--prior-check", "off", out="a.tsv.gz")
+    _genie3(tmp_path, "--prior", tmp_path / "m.tsv", "--prior-alpha", "0.5", "--prior-check", "off", out="b.tsv.gz")
     assert (tmp_path / "a.tsv.gz").read_bytes() == (tmp_path / "b.tsv.gz").read_bytes()
 
 
@@ -162,7 +162,8 @@ def test_alpha_zero_gives_the_same_bytes_as_no_prior(tmp_path, expr, engine, met
     trees = 10 if engine == "sklearn" else 40
     _genie3(tmp_path, *opts, out="plain.tsv.gz", trees=trees)
     _genie3(tmp_path, *opts, "--prior", prior, "--prior-alpha", "0", out="a0.tsv.gz", trees=trees)
-    _genie3(tmp_path, *opts, "--prior", prior, "--prior-alpha", "0.5", out="a5.tsv.gz", trees=trees) \
+    _genie3(tmp_path, *opts, "--prior", prior, "--prior-alpha", "0.5", "--prior-check", "off", out="a5.tsv.gz",
+            trees=trees) \
         if engine == "fast" else None
     assert (tmp_path / "plain.tsv.gz").read_bytes() == (tmp_path / "a0.tsv.gz").read_bytes()
     if engine == "fast":   # and the prior does act at alpha > 0
@@ -266,7 +267,8 @@ def canon(tmp_path_factory, expr):
 
 
 @pytest.mark.parametrize("engine,extra", [("fast", []), ("fast", ["--tree-method", "ET"]), ("sklearn", []),
-                                          ("fast", ["--prior", "PRIOR", "--prior-alpha", "0.5"]),
+                                          ("fast", ["--prior", "PRIOR", "--prior-alpha", "0.5",
+                                                    "--prior-check", "off"]),
                                           ("fast", ["--repeats", "3", "--top", "10"])])
 def test_permuted_inputs_give_the_same_links(tmp_path, expr, canon, engine, extra):
     prior = _write_long(tmp_path / "p.tsv", _fixture_prior(expr))
@@ -279,7 +281,8 @@ def test_permuted_inputs_give_the_same_links(tmp_path, expr, canon, engine, extr
         assert (tmp_path / f"p{seed}.tsv.gz").read_bytes() == (tmp_path / "ref.tsv.gz").read_bytes()
 
 
-@pytest.mark.parametrize("extra", [[], ["--prior", "PRIOR", "--prior-alpha", "1", "--repeats", "2", "--top", "10"]])
+@pytest.mark.parametrize("extra", [[], ["--prior", "PRIOR", "--prior-alpha", "1", "--prior-check", "off",
+                                        "--repeats", "2", "--top", "10"]])
 def test_chunked_permuted_run_equals_one_run(tmp_path, expr, canon, extra):
     """genie3-plan + 3 chunks of a permuted matrix + genie3-merge == one run on the original order."""
     prior = _write_long(tmp_path / "p.tsv", _fixture_prior(expr))

@@ -339,6 +339,15 @@ def test_prior_alpha_makes_genie3_wait_for_the_motif_prior(test_run, tmp_path):
     beds = [p for p in re.findall(r'<Resource path="([^"]+)" type="bed"/>', session.read_text())]
     assert beds == ["../genes/asmA.promoters.bed"] and (session.parent / beds[0]).is_file()
     assert 'type="bed"' not in (reference / "asmB" / "tracks" / "igv_session.xml").read_text()
+    # ... and its bigBed in asmA's UCSC hub (trackDb.txt, relative to it), holding the BED's windows
+    trackdb = (reference / "asmA" / "tracks" / "trackDb.txt").read_text()
+    urls = re.findall(r"^bigDataUrl (\S+\.bb)$", trackdb, flags=re.M)
+    assert "../genes/asmA.promoters.bb" in urls and "type bigBed 6" in trackdb
+    import pyBigWig
+    bb = pyBigWig.open(str(session.parent / "../genes/asmA.promoters.bb"))
+    got = sorted((c, str(s), str(e), *r.split("\t")) for c, n in bb.chroms().items() for s, e, r in bb.entries(c, 0, n) or [])
+    assert got == sorted(tuple(ln.split("\t")) for ln in (session.parent / beds[0]).read_text().splitlines())
+    assert "promoters" not in (reference / "asmB" / "tracks" / "trackDb.txt").read_text()
     plain = [r for r in read_trace(reference) if r["process"].endswith(":GENIE3") and r["status"] == "COMPLETED"]
     assert plain and not any((Path(r["workdir"]) / "asmA.prior.tsv.gz").exists() for r in plain)
     outdir = tmp_path / "results"

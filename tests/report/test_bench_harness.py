@@ -283,7 +283,7 @@ def _check_network(c: dict, md: str) -> None:
     helps, the shuffled one does not help like it, the prior alone beats chance, and the table shows it all."""
     seeds = C.QUICK["network_seeds"]
     keys = {"genie3", "alpha 0.25", "alpha 0.5", "alpha 1", "accessibility alpha 0.5", "shuffled alpha 0.5",
-            "prior alone", "accessibility prior alone"}
+            "shuffled alpha 0.5 check off", "prior alone", "accessibility prior alone"}
     assert set(c["contenders"]) == keys
     for r in c["runs"]:
         assert 0 < r["aupr"] <= 1 and 0 < r["auroc"] <= 1, r
@@ -293,7 +293,13 @@ def _check_network(c: dict, md: str) -> None:
     med = {k: np.median([r["aupr"] for r in c["runs"] if r["contender"] == k]) for k in keys}
     v = render.network_verdicts(c)
     assert v["gain"] is True and v["alpha 0.5"]["better"] == len(seeds)   # the planted prior is informative
-    assert med["shuffled alpha 0.5"] < med["alpha 0.5"] - 0.05             # a shuffled prior carries no signal
+    assert med["shuffled alpha 0.5 check off"] < med["alpha 0.5"] - 0.05   # a shuffled prior carries no signal
+    # the prior check keeps the informative prior and turns the shuffled one off (then: plain GENIE3's AUPR)
+    runs = {(r["contender"], r["network_seed"]): r for r in c["runs"]}
+    assert all(runs["alpha 0.5", sd]["prior_check"] == "kept" for sd in seeds)
+    for sd in seeds:
+        if runs["shuffled alpha 0.5", sd]["prior_check"] == "off":
+            assert runs["shuffled alpha 0.5", sd]["aupr"] == runs["genie3", sd]["aupr"]
     assert isinstance(v["shuffled_ok"], bool)
     g, t = C.QUICK["network_size"][:2]
     chance = np.mean(c["params"]["edges_per_seed"]) / (t * (g - 1))   # AUPR of a random ranking: the edge density
@@ -413,6 +419,20 @@ def test_published_tables_are_generated():
     """README/docs tables and every RESULTS.md are exactly what benchmarks/render makes from benchmarks/results/."""
     stale = [str(p.relative_to(ROOT)) for p, text in render.published().items() if p.read_text() != text]
     assert not stale, f"edited by hand or not regenerated (run benchmarks/render): {stale}"
+
+
+def test_genie3_prior_tables_are_generated():
+    """docs/genie3.md's two prior tables (cost, DREAM4 accuracy with and without the prior check) are exactly what
+    ``benchmarks/genie3/run_benchmark.py prior-render`` makes from benchmarks/genie3/prior_results.json."""
+    sys.path.insert(0, str(BENCH / "genie3"))
+    import run_benchmark as rb
+
+    text = (ROOT / "docs" / "genie3.md").read_text()
+    doc = json.loads(rb.PRIOR_RESULTS.read_text())
+    assert rb.with_prior_tables(text, doc) == text, "edited by hand or not regenerated (run_benchmark.py prior-render)"
+    assert text.count("<!-- BEGIN GENERATED prior-") == 2
+    acc = doc["accuracy"]["priors"]
+    assert acc["informative"]["check"]["decision"] == "kept" and acc["shuffled"]["check"]["decision"] == "off"
 
 
 def test_targets_follow_the_measured_ratios():

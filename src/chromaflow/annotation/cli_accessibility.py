@@ -11,11 +11,13 @@ See docs/networks.md.
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from ..common import ChromaflowError, StageMetrics, add_run_options, check_outputs, write_texts_atomic
+from ..common import ChromaflowError, StageMetrics, add_run_options, atomic_outputs, check_outputs, naming_errors
 from .gff import Gene, check_against_sizes, read_genes, tss_windows
 
 DEFAULT_UPSTREAM = 1000
@@ -49,6 +51,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bed", default=None, metavar="BED",
                    help="also the promoter windows as BED6 (name = gene id, score = 10 x the first dataset's "
                         "percentile, 0-1000), sorted like the table, for a genome browser")
+    p.add_argument("--bigbed", default=None, metavar="BB",
+                   help="also the same windows as a bigBed 6 (the UCSC track hub's format; chromosome sizes from "
+                        "the predictions or the first bigWig)")
     add_window_options(p)
     add_run_options(p, force=True, metrics=True)
 
@@ -173,12 +178,42 @@ def bed_text(gw: GeneWindows, pct: np.ndarray) -> str:
                    for i, g in enumerate(gw.genes))
 
 
+#: UCSC's autoSql of BED6 (without it pybigtools declares bed3, and a hub's "type bigBed 6" would not match)
+BED6_AUTOSQL = """table bed6
+"Browser extensible data: the promoter windows of chromaflow gene-accessibility"
+    (
+    string chrom;      "Reference sequence chromosome or scaffold"
+    uint   chromStart; "Start position in chromosome"
+    uint   chromEnd;   "End position in chromosome"
+    string name;       "Gene id"
+    uint   score;      "10 x the promoter accessibility percentile of the first dataset (0-1000)"
+    char[1] strand;    "+ or -"
+    )
+"""
+
+
+def write_bigbed(path: Path, sizes: dict[str, int], bed: str) -> None:
+    """The BED6 text as a bigBed (pybigtools; rows sorted by chromosome name bytes then start, as bigBed wants
+    them: the same sort its chromosome list has)."""
+    import pybigtools
+
+    rows = [ln.split("\t", 3) for ln in bed.splitlines()]
+    rows.sort(key=lambda r: (r[0].encode(), int(r[1]), int(r[2]), r[3]))
+    chroms = dict(sorted(sizes.items(), key=lambda x: x[0].encode()))
+    # pybigtools picks the format from the name's extension, which the temporary lacks
+    with tempfile.TemporaryDirectory(dir=path.parent, prefix=f".{path.name}.") as d:
+        bb = pybigtools.open(os.path.join(d, "promoters.bb"), "w")
+        bb.write(chroms, ((r[0], int(r[1]), int(r[2]), r[3]) for r in rows), autosql=BED6_AUTOSQL)
+        os.replace(os.path.join(d, "promoters.bb"), path)
+
+
 def run(args: argparse.Namespace) -> int:
     check_window_options(args)
     inputs = [("--annotation", args.annotation), ("--predictions", args.predictions)]
     inputs += [("--bigwig", b) for b in (args.bigwig or [])]
-    check_outputs([("--out", args.out), ("--bed", args.bed), ("--metrics", args.metrics)], inputs)
-    for out in (args.out, args.bed):
+    check_outputs([("--out", args.out), ("--bed", args.bed), ("--bigbed", args.bigbed), ("--metrics", args.metrics)],
+                  inputs)
+    for out in (args.out, args.bed, args.bigbed):
         if out and not args.force and Path(out).exists():
             raise ChromaflowError(f"{out}: output exists (use --force to overwrite)")
     with StageMetrics("gene-accessibility", args.metrics) as metrics:
@@ -196,10 +231,17 @@ def run(args: argparse.Namespace) -> int:
             datasets, cols, _ = predictions_columns(gw, args.predictions)
         else:
             datasets, cols = bigwig_columns(gw, args.bigwig)
-        texts = {args.out: table_text(gw, cols)}
-        if args.bed:
-            texts[args.bed] = bed_text(gw, cols[f"percentile_{datasets[0]}"])
-        write_texts_atomic(texts)
+        bed = bed_text(gw, cols[f"percentile_{datasets[0]}"]) if (args.bed or args.bigbed) else None
+        # all outputs or none: each goes to a temporary, renamed together at the end
+        with atomic_outputs([args.out, args.bed, args.bigbed]) as (t_out, t_bed, t_bb):
+            with naming_errors(args.out):
+                t_out.write_text(table_text(gw, cols))
+            if t_bed:
+                with naming_errors(args.bed):
+                    t_bed.write_text(bed)
+            if t_bb:
+                with naming_errors(args.bigbed):
+                    write_bigbed(t_bb, sizes, bed)
         metrics.set(genes=len(gw.genes), datasets=datasets, feature=args.feature, upstream=args.upstream,
                     downstream=args.downstream, source="predictions" if args.predictions else "bigwig")
     return 0

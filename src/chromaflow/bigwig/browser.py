@@ -38,16 +38,18 @@ def browser_file_names(fmt: str) -> list[str]:
 
 def write_browser_files(outdir: str | os.PathLike, *, chroms: list[tuple[str, int]],
                         tracks: list[tuple[str, str, str]], fmt: str, basename: str,
-                        genome: str | None = None, force: bool = True, features: list[str] = ()) -> list[Path]:
+                        genome: str | None = None, force: bool = True, features: list[str] = (),
+                        hub_tracks: list[str] = ()) -> list[Path]:
     """Write the browser files; ``tracks`` = (dataset, strand, file name relative to outdir); ``features``: BED
-    files (paths relative to outdir, e.g. gene-accessibility's promoter windows) added to the IGV session."""
+    files (paths relative to outdir, e.g. gene-accessibility's promoter windows) added to the IGV session;
+    ``hub_tracks``: bigBed 6 files (relative to outdir, e.g. the same windows as bigBed) added to the hub."""
     outdir = Path(outdir)
     datasets = list(dict.fromkeys(d for d, _, _ in tracks))
     colour = {d: PALETTE[i % len(PALETTE)] for i, d in enumerate(datasets)}
     texts = {"chrom.sizes": "".join(f"{c}\t{s}\n" for c, s in chroms),
              "igv_session.xml": _igv_session(chroms, tracks, colour, fmt, basename, genome, list(features))}
     if fmt == "bigwig":  # UCSC track hub (bigWig only: UCSC hubs cannot serve bedGraph)
-        texts.update(_track_hub(tracks, colour, basename, genome))
+        texts.update(_track_hub(tracks, colour, basename, genome, list(hub_tracks)))
     paths = {outdir / name: text for name, text in texts.items()}
     write_texts_atomic(paths)  # written together at the end: all or none
     return list(paths)
@@ -81,7 +83,7 @@ def _igv_session(chroms: list[tuple[str, int]], tracks: list[tuple[str, str, str
 
 
 def _track_hub(tracks: list[tuple[str, str, str]], colour: dict[str, tuple[int, int, int]], basename: str,
-               genome: str | None) -> dict[str, str]:
+               genome: str | None, hub_tracks: list[str] = ()) -> dict[str, str]:
     """hub.txt, genomes.txt and trackDb.txt of the UCSC track hub, by file name."""
     hub = "\n".join([
         f"hub {track_ident(basename)}_chromaflow",
@@ -110,6 +112,17 @@ def _track_hub(tracks: list[tuple[str, str, str]], colour: dict[str, tuple[int, 
             "visibility full",
             "maxHeightPixels 100:48:8",
             f"color {r},{g},{b}",
+            ""]))
+    for path in hub_tracks:   # bigBed 6 feature tracks, e.g. gene-accessibility's promoter windows
+        name = Path(path).name
+        stem = name[:-3] if name.endswith(".bb") else name
+        stanzas.append("\n".join([
+            f"track {track_ident(basename)}_{track_ident(stem)}",
+            f"bigDataUrl {quote(path, safe=URL_SAFE)}",
+            f"shortLabel {stem[:17]}",
+            f"longLabel {basename} {stem} ({name})",
+            "type bigBed 6",
+            "visibility pack",
             ""]))
     return {"hub.txt": hub, "genomes.txt": genomes, "trackDb.txt": "\n".join(stanzas)}
 

@@ -62,6 +62,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--feature-track", action="append", default=[], metavar="BED",
                    help="a BED file to show in the IGV session too, its path relative to --outdir (it need not exist "
                         "yet; e.g. ../genes/<id>.promoters.bed of gene-accessibility); repeatable")
+    p.add_argument("--hub-track", action="append", default=[], metavar="BB",
+                   help="a bigBed 6 file to add to the UCSC hub's trackDb.txt, its path relative to --outdir (it need "
+                        "not exist yet; e.g. ../genes/<id>.promoters.bb of gene-accessibility --bigbed); repeatable; "
+                        "bigWig output only (a bedGraph run writes no hub)")
     p.add_argument("--genome", default=None, metavar="NAME",
                    help="genome name for the UCSC hub / IGV session (default: chrom.sizes placeholder)")
     add_run_options(p, threads="worker threads (default: all CPUs)")
@@ -148,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
 
                 write_browser_files(outdir, chroms=header, tracks=[(t.dataset, t.strand, t.path.name) for t in tracks],
                                     fmt=fmt, basename=args.basename, genome=args.genome, force=True,
-                                    features=args.feature_track)
+                                    features=args.feature_track, hub_tracks=args.hub_track)
         metrics.set(bp=total_bp, chromosomes=len(inp.chroms), datasets=inp.datasets, tracks=len(tracks), format=fmt,
                     strand=args.strand, window_size=ws, smoothing=args.smoothing if ws is not None else None,
                     bigwig_writer=args.bigwig_writer if fmt == "bigwig" else None, compression_level=level,

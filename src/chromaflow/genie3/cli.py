@@ -13,6 +13,7 @@ from ..common import (ChromaflowError, StageMetrics, add_run_options, check_outp
                       resolve_threads)
 from .expression import LAYOUTS, read_expression, read_regulators
 from .parts import write_part
+from .prior_check import LEVEL as PRIOR_CHECK_LEVEL
 from .core import ENGINES, IMPORTANCES, METHODS, Options, compute_weights, parse_max_features, repeat_seed
 from .report import add_output_arguments, output_options
 
@@ -44,6 +45,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prior-alpha", type=float, default=None, metavar="A",
                    help="strength of the prior in [0, 1] (DIOgene's link; default 0.5 with --prior): 0 = plain "
                         "GENIE3 (the same bytes), 1 = only motif-supported regulators are candidates")
+    p.add_argument("--prior-check", default="auto", choices=("auto", "off"),
+                   help="auto (default): before the weighted forest, test whether the prior agrees with the "
+                        "expression (per target, a permutation test of the regulators' Spearman rho^2 against "
+                        "their prior values) and run without it (alpha 0: the bytes of no prior) when p >= "
+                        "--prior-check-level; off: always use the prior")
+    p.add_argument("--prior-check-level", type=float, default=None, metavar="P",
+                   help="level of the prior check's one-sided test (default 0.01)")
     p.add_argument("--repeats", type=int, default=1, metavar="R",
                    help="grow R independent forests per target (seeds from --seed and the repeat index) and add "
                         "the columns confidence (fraction of repeats ranking the link within --top) and mean_rank; "
@@ -95,6 +103,11 @@ def run(args: argparse.Namespace) -> int:
     alpha = (0.5 if args.prior_alpha is None else args.prior_alpha) if args.prior else None
     if alpha is not None and not (0.0 <= alpha <= 1.0):
         raise ChromaflowError(f"--prior-alpha must be in [0, 1] (got {args.prior_alpha})")
+    if args.prior_check_level is not None and not (args.prior and args.prior_check == "auto"):
+        raise ChromaflowError("--prior-check-level needs --prior with --prior-check auto")
+    level = PRIOR_CHECK_LEVEL if args.prior_check_level is None else args.prior_check_level
+    if not (0.0 < level < 1.0):
+        raise ChromaflowError(f"--prior-check-level must be in (0, 1) (got {args.prior_check_level})")
     if alpha and args.engine == "sklearn":
         raise ChromaflowError("--prior with --prior-alpha > 0 needs --engine fast: scikit-learn has no per-feature "
                               "candidate weights (see docs/genie3.md, Prior)")
@@ -124,6 +137,16 @@ def run(args: argparse.Namespace) -> int:
                 warn(f"{args.prior}: {prior.ignored} of its {prior.pairs_read} prior values name genes absent from "
                      f"the expression matrix: ignored")
         engine = _engine(args.engine, expr.n_samples, need_fast=bool(alpha))
+        check = None   # the prior check (after the engine: the fast one, <= 65535 samples, is certain)
+        if prior is not None and alpha and args.prior_check == "auto":
+            from .prior_check import check_prior
+            t_check = time.perf_counter()
+            check = check_prior(expr.values, expr.genes, reg_idx, prior, level)
+            check["check_s"] = round(time.perf_counter() - t_check, 6)
+            if check["decision"] == "off":
+                warn(f"{args.prior}: no evidence that the prior agrees with the expression (prior check: z = "
+                     f"{check['z']}, one-sided p = {check['p']:.3g} >= {level:g}): running without it (alpha 0, the "
+                     f"links of a run without --prior); --prior-check off uses it anyway")
         opts = Options(tree_method=args.tree_method, max_features=max_features, n_trees=args.n_trees,
                        seed=args.seed, engine=engine, importance=args.importance, prior_alpha=alpha,
                        prior=_sha256(args.prior) if args.prior else None, repeats=args.repeats)
@@ -132,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
         for r in range(args.repeats):
             W, info = compute_weights(expr.values, expr.genes, reg_idx, tgt_idx,
                                       replace(opts, seed=repeat_seed(args.seed, r)), threads,
-                                      warn=warn if r == 0 else (lambda msg: None), prior=prior)
+                                      warn=warn if r == 0 else (lambda msg: None),
+                                      prior=None if check and check["decision"] == "off" else prior)
             reps.append(W)
         if args.repeats > 1:
             reps = np.stack(reps)
@@ -153,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
             "expression": str(args.expression),
             "constant_targets": info["constant_targets"],
         }
+        if check is not None:
+            meta["prior_check"] = {k: v for k, v in check.items() if k != "check_s"}
         if chunk:
             write_part(args.out, W, meta, repeats=reps)
         else:
@@ -165,5 +191,7 @@ def run(args: argparse.Namespace) -> int:
               chunk=args.targets_chunk, compute_s=round(elapsed, 6),
               targets_per_s=(len(tgt_idx) / elapsed if elapsed > 0 else None),
               constant_targets=len(info["constant_targets"]), prior=args.prior, prior_alpha=alpha,
-              repeats=args.repeats)
+              repeats=args.repeats, prior_check=None if check is None else check["decision"],
+              prior_check_p=None if check is None else check["p"],
+              prior_check_s=None if check is None else check["check_s"])
     return 0

@@ -10,7 +10,7 @@ from ..common import ChromaflowError, StageMetrics, add_run_options, check_outpu
 from .parts import read_part
 from .report import add_output_arguments, finish_outputs, output_options
 
-_SAME = ("genes", "regulators", "n_targets_total", "options", "fingerprint", "samples")
+_SAME = ("genes", "regulators", "n_targets_total", "options", "fingerprint", "samples", "prior_check")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

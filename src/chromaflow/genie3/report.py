@@ -80,7 +80,7 @@ def make_summary(W, vals_all, rows, cols, reg_names, tgt_names, meta, top, n_lin
     total = W.sum(axis=1) - np.array([W[r, tpos[g]] if g in tpos else 0.0 for r, g in enumerate(reg_names)])
     by_deg = sorted(range(len(reg_names)), key=lambda r: (-int(outdeg[r]), reg_names[r]))[:20]
     by_w = sorted(range(len(reg_names)), key=lambda r: (-float(total[r]), reg_names[r]))[:20]
-    return {
+    doc = {
         "edges": int(len(vals_all)),
         "edges_written": int(n_links),
         "edges_nonzero": int(np.count_nonzero(vals_all > 0)),
@@ -98,6 +98,9 @@ def make_summary(W, vals_all, rows, cols, reg_names, tgt_names, meta, top, n_lin
         "options": meta.get("options", {}),
         "constant_targets": meta.get("constant_targets", []),
     }
+    if meta.get("prior_check") is not None:   # --prior with --prior-check auto (the decision, z and p)
+        doc["prior_check"] = meta["prior_check"]
+    return doc
 
 
 def stability_summary(conf, mrank, rows, cols, top, n_repeats) -> dict:
