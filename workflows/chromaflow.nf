@@ -11,7 +11,8 @@
  * take: ch_samplesheet  channel of [meta, fasta, expression|[], regulators|[], annotation|[], motifs|[], tf_motifs|[],
  *                       vcf|[]],
  *                       meta = [id, species, expression_layout] (+ motifs_db)
- * Where it gives a vcf, VARIANT_EFFECT scores the variants with the prediction model.
+ * Where it gives a vcf, VARIANT_EFFECT scores the variants with the prediction model, sharded as VARIANT_PLAN lists
+ * the shards (--variant_shard_size variants each) and joined by VARIANT_MERGE, like prediction.
  */
 include { FASTA2H5        } from '../modules/local/fasta2h5'
 include { PREDICT_PLAN    } from '../modules/local/predict_plan'
@@ -20,7 +21,9 @@ include { PREDICT         } from '../modules/local/predict'
 include { PREDICT_MERGE   } from '../modules/local/predict_merge'
 include { BIGWIG          } from '../modules/local/bigwig'
 include { PEAKS           } from '../modules/local/peaks'
+include { VARIANT_PLAN    } from '../modules/local/variant_plan'
 include { VARIANT_EFFECT  } from '../modules/local/variant_effect'
+include { VARIANT_MERGE   } from '../modules/local/variant_merge'
 include { GENIE3_PLAN     } from '../modules/local/genie3_plan'
 include { GENIE3          } from '../modules/local/genie3'
 include { GENIE3_MERGE    } from '../modules/local/genie3_merge'
@@ -66,15 +69,32 @@ workflow CHROMAFLOW {
         }
 
         //
-        // Variant effects of the samplesheet's vcf column, with the same model (GPU label, as PREDICT)
+        // Variant effects of the samplesheet's vcf column, with the same model (GPU label, as PREDICT), sharded by
+        // variant count as VARIANT_PLAN lists the shards; a sharded assembly's parts are joined by VARIANT_MERGE
         //
         if (!params.skip_variant_effect) {
             ch_vcf = ch_samplesheet
                 .filter { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> vcf }
                 .map { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> [meta, vcf, fasta] }
-            VARIANT_EFFECT(ch_vcf, ch_model)
+            VARIANT_PLAN(ch_vcf.map { meta, vcf, fasta -> [meta, vcf] })
+            ch_versions = ch_versions.mix(VARIANT_PLAN.out.versions)
+            ch_variant_shards = ch_vcf
+                .join(VARIANT_PLAN.out.plan)
+                .flatMap { meta, vcf, fasta, plan ->
+                    readJson(plan).shards.collect { s -> [meta + [shard: s.index, shards: s.count], vcf, fasta] }
+                }
+            VARIANT_EFFECT(ch_variant_shards, ch_model)
             ch_versions = ch_versions.mix(VARIANT_EFFECT.out.versions)
             ch_metrics  = ch_metrics.mix(VARIANT_EFFECT.out.metrics)
+
+            // a shard's [table, candidate files] in shard order → [meta, tables, all candidate files]
+            VARIANT_MERGE(
+                gatherParts(VARIANT_EFFECT.out.part.filter { meta, t, c -> meta.shards > 1 }.map { meta, t, c -> [meta, [t, c]] },
+                            'shard', 'shards')
+                    .map { meta, parts -> [meta, parts.collect { it[0] }, parts.collect { it[1] }.flatten()] }
+            )
+            ch_versions = ch_versions.mix(VARIANT_MERGE.out.versions)
+            ch_metrics  = ch_metrics.mix(VARIANT_MERGE.out.metrics)
         }
 
         PREDICT_PLAN(ch_fasta)
