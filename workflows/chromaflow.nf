@@ -24,6 +24,7 @@ include { PEAKS           } from '../modules/local/peaks'
 include { VARIANT_PLAN    } from '../modules/local/variant_plan'
 include { VARIANT_EFFECT  } from '../modules/local/variant_effect'
 include { VARIANT_MERGE   } from '../modules/local/variant_merge'
+include { VARIANT_BROWSER } from '../modules/local/variant_browser'
 include { GENIE3_PLAN     } from '../modules/local/genie3_plan'
 include { GENIE3          } from '../modules/local/genie3'
 include { GENIE3_MERGE    } from '../modules/local/genie3_merge'
@@ -72,6 +73,7 @@ workflow CHROMAFLOW {
         // Variant effects of the samplesheet's vcf column, with the same model (GPU label, as PREDICT), sharded by
         // variant count as VARIANT_PLAN lists the shards; a sharded assembly's parts are joined by VARIANT_MERGE
         //
+        ch_variant_tracks = Channel.empty()
         if (!params.skip_variant_effect) {
             ch_vcf = ch_samplesheet
                 .filter { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> vcf }
@@ -95,6 +97,15 @@ workflow CHROMAFLOW {
             )
             ch_versions = ch_versions.mix(VARIANT_MERGE.out.versions)
             ch_metrics  = ch_metrics.mix(VARIANT_MERGE.out.metrics)
+
+            // the final top-variant bigWigs of each assembly with a vcf: [id, bigWigs] ([] where none were
+            // written, e.g. every variant skipped): the unsharded task's or the merge's
+            // (join with remainder: an assembly without bigWigs comes out as [id, true, null])
+            ch_variant_tracks = VARIANT_EFFECT.out.effects.filter { meta, e -> meta.shards == 1 }.map { meta, e -> [meta.id, true] }
+                .mix(VARIANT_MERGE.out.effects.map { meta, e -> [meta.id, true] })
+                .join(VARIANT_EFFECT.out.tracks.filter { meta, t -> meta.shards == 1 }.map { meta, t -> [meta.id, t] }
+                        .mix(VARIANT_MERGE.out.tracks.map { meta, t -> [meta.id, t] }), remainder: true)
+                .map { id, scored, t -> [id, t ?: []] }
         }
 
         PREDICT_PLAN(ch_fasta)
@@ -129,11 +140,16 @@ workflow CHROMAFLOW {
         if (!params.skip_tracks) {
             ch_blacklist = params.track_blacklist ? Channel.value(file(params.track_blacklist, checkIfExists: true)) : Channel.value([])
             // an assembly with an annotation gets GENE_ACCESSIBILITY's promoter BED in its IGV session
-            ch_promoter_bed = ch_samplesheet.map { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> [meta.id, annot ? true : false] }
+            // an assembly with variant tracks gets them added by VARIANT_BROWSER (meta.variant_browser: BIGWIG's
+            // and PEAKS' browser files are then not the final ones, and not published)
+            def variant_browser = !params.skip_variant_effect && (params.variant_tracks as int) > 0
+            ch_promoter_bed = ch_samplesheet.map { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> [meta.id, annot ? true : false, variant_browser && vcf ? true : false] }
             ch_bigwig = ch_predictions
                 .map { meta, p -> [meta.id, meta, p] }
                 .join(ch_promoter_bed)
-                .map { id, meta, p, annotated -> [annotated ? meta + [promoter_bed: "../genes/${meta.id}.promoters.bed"] : meta, p] }
+                .map { id, meta, p, annotated, variants ->
+                    [(annotated ? meta + [promoter_bed: "../genes/${meta.id}.promoters.bed"] : meta) + (variants ? [variant_browser: true] : [:]), p]
+                }
             BIGWIG(ch_bigwig, ch_blacklist)
             ch_versions = ch_versions.mix(BIGWIG.out.versions)
             ch_metrics  = ch_metrics.mix(BIGWIG.out.metrics)
@@ -146,11 +162,26 @@ workflow CHROMAFLOW {
                 PEAKS(
                     ch_predictions.map { meta, p -> [meta.id, p] }
                         .join(BIGWIG.out.tracks.map { meta, t -> [meta.id, meta, t] })
-                        .map { id, p, meta, t -> [meta, p, t] }
+                        .map { id, p, meta, t -> [meta, p, t, []] }
                 )
                 ch_versions = ch_versions.mix(PEAKS.out.versions)
                 ch_metrics  = ch_metrics.mix(PEAKS.out.metrics)
             }
+
+            //
+            // The top variants' ref/alt bigWigs added to the final browser files: PEAKS' where peaks run, else
+            // BIGWIG's (its igv_session.xml and trackDb.txt)
+            //
+            ch_browser = params.skip_peaks
+                ? BIGWIG.out.tracks.map { meta, t -> [meta, t.findAll { f -> f.name in ['igv_session.xml', 'trackDb.txt'] }] }
+                : PEAKS.out.browser
+            VARIANT_BROWSER(
+                ch_browser.filter { meta, b -> meta.variant_browser }
+                    .map { meta, b -> [meta.id, meta, b] }
+                    .join(ch_variant_tracks)
+                    .map { id, meta, b, t -> [meta, b, t] }
+            )
+            ch_versions = ch_versions.mix(VARIANT_BROWSER.out.versions)
         }
 
         //
