@@ -266,7 +266,7 @@ def test_multiqc_report_shows_our_sections_in_headless_chromium(test_run, tmp_pa
     assert set(throughput) <= labels and len(throughput) >= 3, (sorted(throughput), sorted(labels))
     table = dom[dom.index('id="chromaflow_benchmark_table_table"'):]
     table = table[:table.index("</table>")]
-    assert table.count("<tr") == 1 + 21     # header + one row per metrics JSON (PEAKS: one per dataset)
+    assert table.count("<tr") == 1 + 24     # header + one row per metrics JSON (PEAKS: one per dataset; 3 variant shards + merge)
     versions = dom[dom.index('id="mqc_versions_table"'):]
     versions = versions[:versions.index("</table>")]
     for process in ("FASTA2H5", "PREDICT", "PREDICT_MERGE", "BIGWIG", "GENIE3_PLAN", "GENIE3", "GENIE3_MERGE"):
@@ -386,3 +386,25 @@ def test_prior_alpha_makes_genie3_wait_for_the_motif_prior(test_run, tmp_path):
     # trace times are "YYYY-MM-DD HH:MM:SS.mmm": the string order is the time order
     assert all(g["submit"] >= prior[0]["complete"] for g in genie3), (prior, genie3)
     assert all((Path(g["workdir"]) / "asmA.prior.tsv.gz").is_symlink() for g in genie3)
+
+
+@pytest.mark.parametrize("skip", ["--skip_peaks", "--skip_tracks"])
+def test_variant_browser_follows_what_writes_the_browser_files(tmp_path, skip):
+    """-stub runs (the wiring): with --skip_peaks VARIANT_BROWSER takes BIGWIG's session and publishes it (BIGWIG does
+    not); with --skip_tracks there are no browser files and no VARIANT_BROWSER, the variants are published alone."""
+    from helpers.pipeline_utils import run_nextflow
+
+    outdir = tmp_path / "results"
+    run_nextflow(["-profile", "test", "-stub", "--outdir", str(outdir), skip, "--skip_genie3", "--skip_benchmark",
+                  "--skip_multiqc"], cwd=tmp_path)
+    trace = read_trace(outdir)
+    done = sorted(r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED")
+    browser = [r for r in trace if r["process"].endswith(":VARIANT_BROWSER")]
+    assert (outdir / "asmA" / "variants" / "asmA.effects.tsv.gz").is_file()
+    if skip == "--skip_peaks":
+        assert "PEAKS" not in done and [r["tag"] for r in browser] == ["asmA"]
+        # the published session of asmA is VARIANT_BROWSER's (its stub marks it), asmB's BIGWIG's
+        assert "VARIANT_BROWSER stub" in (outdir / "asmA" / "tracks" / "igv_session.xml").read_text()
+        assert "VARIANT_BROWSER" not in (outdir / "asmB" / "tracks" / "igv_session.xml").read_text()
+    else:
+        assert "BIGWIG" not in done and not browser and not (outdir / "asmA" / "tracks").exists()
