@@ -11,7 +11,8 @@
  * take: ch_samplesheet  channel of [meta, fasta, expression|[], regulators|[], annotation|[], motifs|[], tf_motifs|[],
  *                       vcf|[]],
  *                       meta = [id, species, expression_layout] (+ motifs_db)
- * Where it gives a vcf, VARIANT_EFFECT scores the variants with the prediction model.
+ * Where it gives a vcf, VARIANT_EFFECT scores the variants with the prediction model, sharded as VARIANT_PLAN lists
+ * the shards (--variant_shard_size variants each) and joined by VARIANT_MERGE, like prediction.
  */
 include { FASTA2H5        } from '../modules/local/fasta2h5'
 include { PREDICT_PLAN    } from '../modules/local/predict_plan'
@@ -20,7 +21,10 @@ include { PREDICT         } from '../modules/local/predict'
 include { PREDICT_MERGE   } from '../modules/local/predict_merge'
 include { BIGWIG          } from '../modules/local/bigwig'
 include { PEAKS           } from '../modules/local/peaks'
+include { VARIANT_PLAN    } from '../modules/local/variant_plan'
 include { VARIANT_EFFECT  } from '../modules/local/variant_effect'
+include { VARIANT_MERGE   } from '../modules/local/variant_merge'
+include { VARIANT_BROWSER } from '../modules/local/variant_browser'
 include { GENIE3_PLAN     } from '../modules/local/genie3_plan'
 include { GENIE3          } from '../modules/local/genie3'
 include { GENIE3_MERGE    } from '../modules/local/genie3_merge'
@@ -66,15 +70,42 @@ workflow CHROMAFLOW {
         }
 
         //
-        // Variant effects of the samplesheet's vcf column, with the same model (GPU label, as PREDICT)
+        // Variant effects of the samplesheet's vcf column, with the same model (GPU label, as PREDICT), sharded by
+        // variant count as VARIANT_PLAN lists the shards; a sharded assembly's parts are joined by VARIANT_MERGE
         //
+        ch_variant_tracks = Channel.empty()
         if (!params.skip_variant_effect) {
             ch_vcf = ch_samplesheet
                 .filter { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> vcf }
                 .map { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> [meta, vcf, fasta] }
-            VARIANT_EFFECT(ch_vcf, ch_model)
+            VARIANT_PLAN(ch_vcf.map { meta, vcf, fasta -> [meta, vcf] })
+            ch_versions = ch_versions.mix(VARIANT_PLAN.out.versions)
+            ch_variant_shards = ch_vcf
+                .join(VARIANT_PLAN.out.plan)
+                .flatMap { meta, vcf, fasta, plan ->
+                    readJson(plan).shards.collect { s -> [meta + [shard: s.index, shards: s.count], vcf, fasta] }
+                }
+            VARIANT_EFFECT(ch_variant_shards, ch_model)
             ch_versions = ch_versions.mix(VARIANT_EFFECT.out.versions)
             ch_metrics  = ch_metrics.mix(VARIANT_EFFECT.out.metrics)
+
+            // a shard's [table, candidate files] in shard order → [meta, tables, all candidate files]
+            VARIANT_MERGE(
+                gatherParts(VARIANT_EFFECT.out.part.filter { meta, t, c -> meta.shards > 1 }.map { meta, t, c -> [meta, [t, c]] },
+                            'shard', 'shards')
+                    .map { meta, parts -> [meta, parts.collect { it[0] }, parts.collect { it[1] }.flatten()] }
+            )
+            ch_versions = ch_versions.mix(VARIANT_MERGE.out.versions)
+            ch_metrics  = ch_metrics.mix(VARIANT_MERGE.out.metrics)
+
+            // the final top-variant bigWigs of each assembly with a vcf: [id, bigWigs] ([] where none were
+            // written, e.g. every variant skipped): the unsharded task's or the merge's
+            // (join with remainder: an assembly without bigWigs comes out as [id, true, null])
+            ch_variant_tracks = VARIANT_EFFECT.out.effects.filter { meta, e -> meta.shards == 1 }.map { meta, e -> [meta.id, true] }
+                .mix(VARIANT_MERGE.out.effects.map { meta, e -> [meta.id, true] })
+                .join(VARIANT_EFFECT.out.tracks.filter { meta, t -> meta.shards == 1 }.map { meta, t -> [meta.id, t] }
+                        .mix(VARIANT_MERGE.out.tracks.map { meta, t -> [meta.id, t] }), remainder: true)
+                .map { id, scored, t -> [id, t ?: []] }
         }
 
         PREDICT_PLAN(ch_fasta)
@@ -110,12 +141,18 @@ workflow CHROMAFLOW {
             ch_blacklist = params.track_blacklist ? Channel.value(file(params.track_blacklist, checkIfExists: true)) : Channel.value([])
             // an assembly with an annotation gets GENE_ACCESSIBILITY's promoter BED in its IGV session and the same
             // windows as bigBed in its UCSC hub
-            ch_promoter_bed = ch_samplesheet.map { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> [meta.id, annot ? true : false] }
+            // an assembly with variant tracks gets them added by VARIANT_BROWSER (meta.variant_browser: BIGWIG's
+            // and PEAKS' browser files are then not the final ones, and not published)
+            def variant_browser = !params.skip_variant_effect && (params.variant_tracks as int) > 0
+            ch_promoter_bed = ch_samplesheet.map { meta, fasta, expr, regs, annot, motifs, tfm, vcf -> [meta.id, annot ? true : false, variant_browser && vcf ? true : false] }
             ch_bigwig = ch_predictions
                 .map { meta, p -> [meta.id, meta, p] }
                 .join(ch_promoter_bed)
-                .map { id, meta, p, annotated -> [annotated ? meta + [promoter_bed: "../genes/${meta.id}.promoters.bed",
-                                                                      promoter_bb: "../genes/${meta.id}.promoters.bb"] : meta, p] }
+                .map { id, meta, p, annotated, variants ->
+                    [(annotated ? meta + [promoter_bed: "../genes/${meta.id}.promoters.bed",
+                                          promoter_bb: "../genes/${meta.id}.promoters.bb"] : meta)
+                        + (variants ? [variant_browser: true] : [:]), p]
+                }
             BIGWIG(ch_bigwig, ch_blacklist)
             ch_versions = ch_versions.mix(BIGWIG.out.versions)
             ch_metrics  = ch_metrics.mix(BIGWIG.out.metrics)
@@ -128,11 +165,26 @@ workflow CHROMAFLOW {
                 PEAKS(
                     ch_predictions.map { meta, p -> [meta.id, p] }
                         .join(BIGWIG.out.tracks.map { meta, t -> [meta.id, meta, t] })
-                        .map { id, p, meta, t -> [meta, p, t] }
+                        .map { id, p, meta, t -> [meta, p, t, []] }
                 )
                 ch_versions = ch_versions.mix(PEAKS.out.versions)
                 ch_metrics  = ch_metrics.mix(PEAKS.out.metrics)
             }
+
+            //
+            // The top variants' ref/alt bigWigs added to the final browser files: PEAKS' where peaks run, else
+            // BIGWIG's (its igv_session.xml and trackDb.txt)
+            //
+            ch_browser = params.skip_peaks
+                ? BIGWIG.out.tracks.map { meta, t -> [meta, t.findAll { f -> f.name in ['igv_session.xml', 'trackDb.txt'] }] }
+                : PEAKS.out.browser
+            VARIANT_BROWSER(
+                ch_browser.filter { meta, b -> meta.variant_browser }
+                    .map { meta, b -> [meta.id, meta, b] }
+                    .join(ch_variant_tracks)
+                    .map { id, meta, b, t -> [meta, b, t] }
+            )
+            ch_versions = ch_versions.mix(VARIANT_BROWSER.out.versions)
         }
 
         //

@@ -3,7 +3,8 @@
  * Predmoter-compatible model → its evaluation → optionally predictions and tracks from the new model.
  *
  *   FASTA2H5 (per assembly) → ADD_COVERAGE (per assembly, all its datasets) → TRAIN (process_gpu) → EVALUATE
- *   [--train_predict: PREDICT + BIGWIG of the val/test assemblies with the new best.ckpt] → REPORTING
+ *   [--train_predict: PREDICT + BIGWIG of the val/test assemblies with the new best.ckpt, and PEAKS on their
+ *   predicted tracks with --cutoff auto against their measured coverage (ADD_COVERAGE's h5)] → REPORTING
  *
  * take: ch_rows  channel of [meta (id, species, split), fasta, specs]: parseTrainSheet (subworkflows/local/samplesheet.nf)
  *                reads the sheet (--train_sheet; docs/training.md), one spec per dataset with its files and indexes
@@ -14,6 +15,7 @@ include { TRAIN        } from '../modules/local/train'
 include { EVALUATE     } from '../modules/local/evaluate'
 include { PREDICT      } from '../modules/local/predict'
 include { BIGWIG       } from '../modules/local/bigwig'
+include { PEAKS        } from '../modules/local/peaks'
 include { REPORTING    } from '../subworkflows/local/reporting'
 
 workflow TRAIN_MODEL {
@@ -60,6 +62,19 @@ workflow TRAIN_MODEL {
             BIGWIG(PREDICT.out.predictions.map { meta, p -> [meta.subMap(['id', 'species']), p] }, ch_blacklist)
             ch_versions = ch_versions.mix(BIGWIG.out.versions)
             ch_metrics  = ch_metrics.mix(BIGWIG.out.metrics)
+
+            // peaks on the predicted tracks: each assembly predicted here has measured coverage (its h5 from
+            // ADD_COVERAGE), so the cutoff is the F1-best against the measured peaks (meta.observed: --cutoff auto)
+            if (!params.skip_peaks) {
+                PEAKS(
+                    PREDICT.out.predictions.map { meta, p -> [meta.id, p] }
+                        .join(BIGWIG.out.tracks.map { meta, t -> [meta.id, meta, t] })
+                        .join(ch_h5.map { meta, h5 -> [meta.id, h5] })
+                        .map { id, p, meta, t, h5 -> [meta + [observed: true], p, t, h5] }
+                )
+                ch_versions = ch_versions.mix(PEAKS.out.versions)
+                ch_metrics  = ch_metrics.mix(PEAKS.out.metrics)
+            }
         }
     }
 

@@ -39,6 +39,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "add-coverage": ("chromaflow.coverage.cli", "BAM/bigWig read coverage -> evaluation/<prefix>_coverage in a genome h5 (Helixer-compatible, atomic)"),
     "train": ("chromaflow.train.cli_train", "train, resume or fine-tune a Predmoter-compatible model (Lightning; CPU, GPU, DDP)"),
     "variant-effect": ("chromaflow.variant.cli", "score the variants of a VCF with a model: ref vs alt predicted coverage per dataset and strand"),
+    "variant-plan": ("chromaflow.variant.cli_plan", "count a VCF's (variant, ALT) rows and plan variant-effect shards"),
+    "variant-browser": ("chromaflow.variant.cli_browser", "add variant-effect --tracks bigWigs to bigwig's IGV session and UCSC hub"),
+    "variant-merge": ("chromaflow.variant.cli_merge", "join variant-effect --shard tables into the unsharded table; overall top --tracks"),
     "evaluate": ("chromaflow.train.cli_evaluate", "Predmoter test mode: per-file loss and Pearson per dataset, plus plots"),
 }
 

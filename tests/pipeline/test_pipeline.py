@@ -31,6 +31,9 @@ TEST_DIR = ROOT / "assets" / "test"
 
 cli = functools.partial(chromaflow, check=True, timeout=None)
 
+#: the variant tasks of asmA's vcf in the test profile (8 (variant, ALT) rows, --variant_shard_size 3: 3 shards)
+VARIANT_TASKS = ["VARIANT_PLAN"] + ["VARIANT_EFFECT"] * 3 + ["VARIANT_MERGE", "VARIANT_BROWSER"]
+
 
 def test_run_succeeds_and_reports_exist(test_run):
     work, outdir, res = test_run
@@ -41,7 +44,8 @@ def test_run_succeeds_and_reports_exist(test_run):
         files = list(info.glob(pattern))
         assert len(files) == 1 and files[0].stat().st_size > 0, pattern
     versions = (info / "software_versions.yml").read_text()
-    processes = ("FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "PREDICT", "PREDICT_MERGE", "BIGWIG", "PEAKS", "VARIANT_EFFECT",
+    processes = ("FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "PREDICT", "PREDICT_MERGE", "BIGWIG", "PEAKS", "VARIANT_PLAN",
+                 "VARIANT_EFFECT", "VARIANT_MERGE", "VARIANT_BROWSER",
                  "GENE_ACCESSIBILITY", "MOTIF_PRIOR", "GENIE3_PLAN", "GENIE3", "GENIE3_MERGE", "REPORTING:BENCHMARK",
                  "REPORTING:MULTIQC")
     assert sorted(re.findall(r'^"CHROMAFLOW:([\w:]+)":$', versions, re.M)) == sorted(processes)
@@ -49,10 +53,11 @@ def test_run_succeeds_and_reports_exist(test_run):
     trace = read_trace(outdir)
     assert {"peak_rss", "realtime", "%cpu", "attempt"} <= set(trace[0])
     done = [r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED"]
-    # 2 FASTA2H5, 2 shard plans, 1 model, 4 PREDICT shards, 2 merges, 2 BIGWIG, 2 PEAKS, 1 VARIANT_EFFECT, GENE_ACCESSIBILITY and
+    # 2 FASTA2H5, 2 shard plans, 1 model, 4 PREDICT shards, 2 merges, 2 BIGWIG, 2 PEAKS, asmA's vcf: 1 VARIANT_PLAN, 3
+    # VARIANT_EFFECT shards (8 rows, --variant_shard_size 3), 1 VARIANT_MERGE, 1 VARIANT_BROWSER; GENE_ACCESSIBILITY and
     # MOTIF_PRIOR of asmA (the only row with an annotation), 1 GENIE3 plan, 3 GENIE3 chunks, 1 merge, BENCHMARK, MULTIQC
     assert sorted(done) == sorted(["FASTA2H5"] * 2 + ["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
-                                  + ["BIGWIG"] * 2 + ["PEAKS"] * 2 + ["VARIANT_EFFECT", "GENE_ACCESSIBILITY", "MOTIF_PRIOR"] + ["GENIE3_PLAN"]
+                                  + ["BIGWIG"] * 2 + ["PEAKS"] * 2 + VARIANT_TASKS + ["GENE_ACCESSIBILITY", "MOTIF_PRIOR"] + ["GENIE3_PLAN"]
                                   + ["GENIE3"] * 3 + ["GENIE3_MERGE", "BENCHMARK", "MULTIQC"])
 
 
@@ -147,6 +152,37 @@ def test_tracks_cover_every_chromosome_on_both_strands(test_run):
             assert f"bigDataUrl {asm}_{ds}.bb" in (tracks / "trackDb.txt").read_text()
 
 
+def test_variant_shards_merge_to_one_cli_run_and_reach_the_browser_files(test_run, tmp_path):
+    """asmA's vcf in 3 VARIANT_EFFECT shards (--variant_shard_size 3): the published table and top-variant bigWigs are
+    those of one unsharded CLI run with the run's test model; VARIANT_BROWSER put every bigWig into the published IGV
+    session and hub after PEAKS' tracks, with paths relative to tracks/; asmB (no vcf) has none."""
+    _, outdir, _ = test_run
+    trace = read_trace(outdir)
+    assert sorted(r["tag"] for r in trace if r["process"].endswith(":VARIANT_EFFECT")) == ["asmA 1/3", "asmA 2/3", "asmA 3/3"]
+    plan_tasks = [r for r in trace if r["process"].endswith(":VARIANT_PLAN")]
+    assert len(plan_tasks) == 1 and plan_tasks[0]["status"] == "COMPLETED"
+    variants = outdir / "asmA" / "variants"
+    assert sorted(p.name for p in variants.iterdir()) == ["asmA.effects.tsv.gz", "variant_tracks"]
+    model = next((outdir / "test_model").glob("*.ckpt"))
+    cli("variant-effect", "--vcf", TEST_DIR / "asmA.vcf", "--fasta", TEST_DIR / "asmA.fa", "--model", model,
+        "--out", tmp_path / "e.tsv.gz", "--tracks", 10, "--tracks-dir", tmp_path / "t", "--device", "cpu")
+    assert (variants / "asmA.effects.tsv.gz").read_bytes() == (tmp_path / "e.tsv.gz").read_bytes()
+    bws = sorted(p.name for p in (variants / "variant_tracks").iterdir())
+    assert bws == sorted(p.name for p in (tmp_path / "t").iterdir()) and len(bws) == 7 * 2 * 2   # 7 scored, all kept
+    assert all((variants / "variant_tracks" / b).read_bytes() == (tmp_path / "t" / b).read_bytes() for b in bws)
+    tracks = outdir / "asmA" / "tracks"
+    session, trackdb = (tracks / "igv_session.xml").read_text(), (tracks / "trackDb.txt").read_text()
+    paths = re.findall(r'<Resource path="(\.\./variants/variant_tracks/[^"]+)" type="bw"/>', session)
+    assert sorted(paths) == [f"../variants/variant_tracks/{b}" for b in bws]
+    assert all((tracks / p).is_file() for p in paths)
+    assert sorted(re.findall(r"^bigDataUrl (\.\./variants/variant_tracks/\S+)$", trackdb, re.M)) == sorted(paths)
+    # PEAKS' tracks and the promoter BED are still there
+    assert 'path="asmA_atacseq.narrowPeak"' in session and "bigDataUrl asmA_h3k4me3.bb" in trackdb
+    assert 'path="../genes/asmA.promoters.bed"' in session
+    for f in ("igv_session.xml", "trackDb.txt"):
+        assert "variant" not in (outdir / "asmB" / "tracks" / f).read_text()
+
+
 def test_genie3_chunks_merge_to_the_single_task_result(test_run, tmp_path):
     _, outdir, _ = test_run
     net = outdir / "asmA" / "network"
@@ -190,8 +226,8 @@ def test_benchmark_stage_reports_every_stage(test_run):
     html = (bench / "report.html").read_text()
     assert "data:image/png;base64," in html and "<h2 id='extrapolation'>Extrapolation</h2>" in html
     # joined with this run's trace (a staged input of BENCHMARK): every task has its row, realtime and peak_rss;
-    # PEAKS writes one metrics JSON per dataset (2 tasks, 4 rows)
-    assert len(tasks) == 21 and len([t for t in tasks if t["stage"] == "peaks"]) == 4
+    # PEAKS writes one metrics JSON per dataset (2 tasks, 4 rows); 3 VARIANT_EFFECT shards and VARIANT_MERGE
+    assert len(tasks) == 24 and len([t for t in tasks if t["stage"] == "peaks"]) == 4
     assert all(t["trace_status"] == "COMPLETED" and t["trace_realtime_s"] is not None
                and t["trace_peak_rss_bytes"] for t in tasks)
     bigwig = [t for t in tasks if t["stage"] == "bigwig"]
@@ -230,7 +266,7 @@ def test_multiqc_report_shows_our_sections_in_headless_chromium(test_run, tmp_pa
     assert set(throughput) <= labels and len(throughput) >= 3, (sorted(throughput), sorted(labels))
     table = dom[dom.index('id="chromaflow_benchmark_table_table"'):]
     table = table[:table.index("</table>")]
-    assert table.count("<tr") == 1 + 21     # header + one row per metrics JSON (PEAKS: one per dataset)
+    assert table.count("<tr") == 1 + 24     # header + one row per metrics JSON (PEAKS: one per dataset; 3 variant shards + merge)
     versions = dom[dom.index('id="mqc_versions_table"'):]
     versions = versions[:versions.index("</table>")]
     for process in ("FASTA2H5", "PREDICT", "PREDICT_MERGE", "BIGWIG", "GENIE3_PLAN", "GENIE3", "GENIE3_MERGE"):
@@ -360,3 +396,25 @@ def test_prior_alpha_makes_genie3_wait_for_the_motif_prior(test_run, tmp_path):
     # trace times are "YYYY-MM-DD HH:MM:SS.mmm": the string order is the time order
     assert all(g["submit"] >= prior[0]["complete"] for g in genie3), (prior, genie3)
     assert all((Path(g["workdir"]) / "asmA.prior.tsv.gz").is_symlink() for g in genie3)
+
+
+@pytest.mark.parametrize("skip", ["--skip_peaks", "--skip_tracks"])
+def test_variant_browser_follows_what_writes_the_browser_files(tmp_path, skip):
+    """-stub runs (the wiring): with --skip_peaks VARIANT_BROWSER takes BIGWIG's session and publishes it (BIGWIG does
+    not); with --skip_tracks there are no browser files and no VARIANT_BROWSER, the variants are published alone."""
+    from helpers.pipeline_utils import run_nextflow
+
+    outdir = tmp_path / "results"
+    run_nextflow(["-profile", "test", "-stub", "--outdir", str(outdir), skip, "--skip_genie3", "--skip_benchmark",
+                  "--skip_multiqc"], cwd=tmp_path)
+    trace = read_trace(outdir)
+    done = sorted(r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED")
+    browser = [r for r in trace if r["process"].endswith(":VARIANT_BROWSER")]
+    assert (outdir / "asmA" / "variants" / "asmA.effects.tsv.gz").is_file()
+    if skip == "--skip_peaks":
+        assert "PEAKS" not in done and [r["tag"] for r in browser] == ["asmA"]
+        # the published session of asmA is VARIANT_BROWSER's (its stub marks it), asmB's BIGWIG's
+        assert "VARIANT_BROWSER stub" in (outdir / "asmA" / "tracks" / "igv_session.xml").read_text()
+        assert "VARIANT_BROWSER" not in (outdir / "asmB" / "tracks" / "igv_session.xml").read_text()
+    else:
+        assert "BIGWIG" not in done and not browser and not (outdir / "asmA" / "tracks").exists()

@@ -73,8 +73,10 @@ def test_predict_jobs_ran_in_gpu_partition_with_one_gpu(slurm_run):
     # one shard per assembly (--predict_shards 1); Nextflow turns the tag 'asmA 1/1' into 'asmA_1_1'
     assert sorted(j["JobName"] for j in predict) == ["nf-CHROMAFLOW_PREDICT_(asmA_1_1)",
                                                      "nf-CHROMAFLOW_PREDICT_(asmB_1_1)"]
-    # and asmA's variants (the test sheet's vcf) scored with the same model, also a GPU job
-    assert [j["JobName"] for j in gpu if j not in predict] == ["nf-CHROMAFLOW_VARIANT_EFFECT_(asmA)"]
+    # and asmA's variants (the test sheet's vcf) scored with the same model in 3 shards (--variant_shard_size 3 of
+    # the test profile), also GPU jobs
+    assert sorted(j["JobName"] for j in gpu if j not in predict) == [f"nf-CHROMAFLOW_VARIANT_EFFECT_(asmA_{i}_3)"
+                                                                     for i in (1, 2, 3)]
     for j in gpu:
         assert j["Partition"] == "gpu", j
         assert j["Gres"] == "gpu:1", j
@@ -88,7 +90,8 @@ def test_cpu_jobs_ran_in_cpu_partition_without_gres(slurm_run):
     _, _, _, jobs = slurm_run
     others = [j for j in jobs if not re.search(GPU_JOB, j["JobName"])]
     kinds = {re.sub(r"^nf-CHROMAFLOW_([A-Z0-9_]+?)(_\(.*\))?$", r"\1", j["JobName"]) for j in others}
-    assert kinds == {"FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "BIGWIG", "PEAKS", "GENE_ACCESSIBILITY"}, kinds
+    assert kinds == {"FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "BIGWIG", "PEAKS", "GENE_ACCESSIBILITY",
+                     "VARIANT_PLAN", "VARIANT_MERGE", "VARIANT_BROWSER"}, kinds
     for j in others:
         assert j["Partition"] == "cpu", j
         assert j["Gres"] == "", j
@@ -100,9 +103,9 @@ def test_trace_native_ids_are_the_slurm_job_ids(slurm_run):
     _, outdir, _, jobs = slurm_run
     by_id = {j["JobId"]: j for j in jobs}
     trace = read_trace(outdir)
-    # 2 FASTA2H5, 2 PREDICT_PLAN, 1 test model, 2 PREDICT, 1 VARIANT_EFFECT, 2 BIGWIG, 2 PEAKS, 1 GENE_ACCESSIBILITY
-    # (asmA's vcf and annotation)
-    assert len(trace) == len(jobs) == 13
+    # 2 FASTA2H5, 2 PREDICT_PLAN, 1 test model, 2 PREDICT, 2 BIGWIG, 2 PEAKS, 1 GENE_ACCESSIBILITY, and for asmA's vcf
+    # 1 VARIANT_PLAN, 3 VARIANT_EFFECT shards, 1 VARIANT_MERGE, 1 VARIANT_BROWSER (asmA's vcf and annotation)
+    assert len(trace) == len(jobs) == 18
     for row in trace:
         assert row["status"] == "COMPLETED", row
         assert row["native_id"].isdigit(), row

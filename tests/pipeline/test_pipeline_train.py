@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import csv
+import json
 import math
 import re
 import subprocess
@@ -49,10 +50,11 @@ def test_train_mode_runs_every_stage_once(train_run):
     assert "chromaflow: done" in res.stdout
     done = [r["process"].split(":")[-1] for r in read_trace(outdir) if r["status"] == "COMPLETED"]
     assert sorted(done) == sorted(["FASTA2H5"] * 3 + ["ADD_COVERAGE"] * 3 + ["TRAIN", "EVALUATE", "PREDICT", "BIGWIG",
-                                                                           "BENCHMARK", "MULTIQC"])
+                                                                           "PEAKS", "BENCHMARK", "MULTIQC"])
     versions = (outdir / "pipeline_info" / "software_versions.yml").read_text()
     assert sorted(re.findall(r'^"TRAIN_MODEL:([\w:]+)":$', versions, re.M)) == sorted(
-        ["FASTA2H5", "ADD_COVERAGE", "TRAIN", "EVALUATE", "PREDICT", "BIGWIG", "REPORTING:BENCHMARK", "REPORTING:MULTIQC"])
+        ["FASTA2H5", "ADD_COVERAGE", "TRAIN", "EVALUATE", "PREDICT", "BIGWIG", "PEAKS", "REPORTING:BENCHMARK",
+         "REPORTING:MULTIQC"])
     assert re.search(r"^    lightning: \d", versions, re.M) and re.search(r"^    pysam: \d", versions, re.M)
 
 
@@ -146,7 +148,8 @@ def test_benchmark_report_has_the_train_mode_stages(train_run):
     # every task is matched with its trace row (process + tag); add_coverage has one row per dataset
     assert sorted((r["stage"], r["assembly"]) for r in rows if r["stage"] != "fasta2h5") == sorted(
         [("add_coverage", a) for a in ("trainA", "trainB", "valA") for _ in DATASETS]
-        + [("train", "model"), ("evaluate", "model"), ("predict", "valA"), ("bigwig", "valA")])
+        + [("train", "model"), ("evaluate", "model"), ("predict", "valA"), ("bigwig", "valA")]
+        + [("peaks", "valA")] * len(DATASETS))
     for r in rows:
         assert r["trace_realtime_s"] and float(r["trace_realtime_s"]) >= 0, r
     assert (outdir / "multiqc" / "multiqc_report.html").stat().st_size > 0
@@ -244,3 +247,23 @@ def test_train_task_stopped_by_sigterm_is_retried_and_continues(tmp_path, nextfl
     assert f"attempt 2 continues from {task}/model/last.ckpt" in (second / ".command.err").read_text()
     rows = read_tsv(second / "model" / "metrics.tsv")
     assert [int(r["epoch"]) for r in rows] == list(range(epochs))
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_train_predict_peaks_choose_their_cutoff_against_measured_coverage(train_run, tmp_path, dataset):
+    """--train_predict: PEAKS on the val assembly's predicted tracks runs --cutoff auto against its measured coverage
+    (ADD_COVERAGE's h5), although the test profile's --peaks_cutoff is 2: the peaks and the chosen cutoff are those
+    of the same command run directly, recorded in the summary; the published IGV session lists them."""
+    _, outdir, _ = train_run
+    tracks = outdir / "valA" / "tracks"
+    summary = json.loads((tracks / f"valA_{dataset}.peaks.json").read_text())
+    assert summary["cutoff_method"] == "auto: F1-best against measured peaks"
+    assert summary["observed"] == "valA.coverage.h5" and summary["observed_dataset"] == dataset
+    want = tmp_path / "want.narrowPeak"
+    cli("peaks", "--predictions", outdir / "valA" / "predictions" / "valA_predictions.h5", "--dataset", dataset,
+        "--cutoff", "auto", "--observed", outdir / "valA" / "h5" / "valA.coverage.h5", "--min-length", 50,
+        "--name", f"valA_{dataset}", "--out", want, "--summary", tmp_path / "want.json")
+    direct = json.loads((tmp_path / "want.json").read_text())
+    assert (summary["cutoff"], summary["f1"], summary["peaks"]) == (direct["cutoff"], direct["f1"], direct["peaks"])
+    assert (tracks / f"valA_{dataset}.narrowPeak").read_bytes() == want.read_bytes()
+    assert f'path="valA_{dataset}.narrowPeak"' in (tracks / "igv_session.xml").read_text()

@@ -4,13 +4,17 @@
  * files come in as BIGWIG's tracks (staged under tracks/); the updated igv_session.xml / trackDb.txt are new files
  * here (the staged links are replaced, BIGWIG's own files are left as they are). Cutoff, minimum length, maximum
  * gap and smoothing come through ext.args.
+ *
+ * observed: a genome h5 with measured coverage (evaluation/<dataset>_coverage, ADD_COVERAGE's) or [] for none;
+ * given, each dataset's cutoff is chosen against it (--observed; train mode sets meta.observed, and ext.args then
+ * says --cutoff auto), recorded in the summary and metrics JSON.
  */
 process PEAKS {
     tag "${meta.id}"
     label 'process_low'
 
     input:
-    tuple val(meta), path(predictions), path(tracks, stageAs: 'tracks/*')
+    tuple val(meta), path(predictions), path(tracks, stageAs: 'tracks/*'), path(observed, stageAs: 'observed/*')
 
     output:
     tuple val(meta), path("tracks/*.{narrowPeak,bb}")             , emit: peaks
@@ -25,6 +29,7 @@ process PEAKS {
 
     script:
     def args = task.ext.args ?: ''
+    def obs  = observed ? "--observed ${observed}" : ''
     prefix   = task.ext.prefix ?: "${meta.id}"
     """
     export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
@@ -42,7 +47,8 @@ process PEAKS {
             --metrics "${prefix}_\${ds}.peaks.metrics.json" \\
             \$browser \\
             --force \\
-            ${args}
+            ${args} \\
+            ${obs}
     done
 
     cat <<-END_VERSIONS >| versions.yml

@@ -17,13 +17,22 @@ import zipfile
 from collections import defaultdict
 
 from ..common import (ChromaflowError, Progress, StageMetrics, add_run_options, atomic_output, check_outputs,
-                      resolve_threads, tune_malloc)
+                      emit_json, parse_part, part_bounds, resolve_threads, tune_malloc)
 from ..predict.cli_predict import batch_size_arg
 
 #: default flank F (bp each side of the variant) of the mean: ±250 bp is about one accessible region (ATAC-seq
 #: regions are typically a few hundred bp wide), so the mean follows the region the variant sits in rather than
 #: single positions (max |Δ| reports those); docs/variants.md
 DEFAULT_FLANK = 250
+
+#: the first line of a shard's table (``--shard``): which rows of the whole VCF it holds and the --tracks it ran
+#: with; ``variant-merge`` checks the parts against it and drops it (cli_merge.py)
+SHARD_LINE = "#chromaflow variant-effect shard {i}/{n}: rows {lo}-{hi} of {total}, tracks {tracks}"
+
+
+def candidates_name(i: int, n: int) -> str:
+    """The shard's list of track candidates in --tracks-dir (read by ``variant-merge --candidates``)."""
+    return f"shard{i}of{n}.candidates.json"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -45,6 +54,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tracks", type=int, default=0, metavar="N",
                    help="write ref and alt bigWigs (strand average, per dataset) of the N strongest variants")
     p.add_argument("--tracks-dir", default=None, metavar="DIR", help="folder for --tracks (created)")
+    p.add_argument("--shard", default=None, metavar="I/N",
+                   help="score only shard I of N: the (variant, ALT) rows [(I-1)*T//N, I*T//N) of the T rows the VCF "
+                        "gives (VCF order); the table then starts with a #chromaflow shard line, --tracks N writes "
+                        "the shard's N strongest as candidates; join the shards with chromaflow variant-merge")
     add_run_options(p, threads="torch CPU threads (default: all usable CPUs)", threads_default=None,
                     metrics=True, force=True)
 
@@ -58,6 +71,7 @@ def _check_args(args) -> None:
         raise ChromaflowError("--tracks needs --tracks-dir (where the bigWigs go)")
     if args.threads is not None and args.threads < 1:
         raise ChromaflowError(f"--threads must be >= 1, got {args.threads}")
+    parse_part(args.shard, "--shard")
     for opt, path in (("--fasta", args.fasta), ("--model", args.model)):
         if not os.path.isfile(path):
             raise ChromaflowError(f"{path}: {opt} does not exist or is not a file")
@@ -69,13 +83,18 @@ def run(args: argparse.Namespace) -> int:
     from .vcf import read_variants
 
     _check_args(args)
-    check_outputs([("--out", args.out), ("--metrics", args.metrics)],
+    shard = parse_part(args.shard, "--shard")
+    cands = os.path.join(args.tracks_dir, candidates_name(*shard)) if shard and args.tracks_dir else None
+    check_outputs([("--out", args.out), ("--metrics", args.metrics), ("--tracks-dir", cands)],
                   [("--vcf", args.vcf), ("--fasta", args.fasta), ("--model", args.model)],
-                  outdirs=[("--tracks-dir", args.tracks_dir)] if args.tracks else [])
+                  outdirs=[("--tracks-dir", args.tracks_dir)] if args.tracks or cands else [])
     if os.path.exists(args.out) and not args.force:
         raise ChromaflowError(f"{args.out}: output exists (use --force to overwrite)")
     variants = read_variants(args.vcf, args.region)
-    return _run(args, variants)
+    # a shard: every shard reads the same record stream and keeps its contiguous share of the rows (the split of
+    # predict --shard, common.part_bounds); the others are only parsed, never checked against the FASTA or scored
+    lo, hi = part_bounds(*shard, len(variants)) if shard else (0, len(variants))
+    return _run(args, variants, variants[lo:hi], shard, (lo, hi), cands)
 
 
 def _validate(args, variants, by_chrom) -> dict[str, int]:
@@ -107,7 +126,8 @@ def _validate(args, variants, by_chrom) -> dict[str, int]:
     return lengths
 
 
-def _run(args, variants) -> int:
+def _run(args, all_variants, variants, shard, bounds, cands) -> int:
+    """Score ``variants`` (all of ``all_variants``, or a shard's share ``bounds`` of them)."""
     import numpy as np
     import torch
 
@@ -164,8 +184,14 @@ def _run(args, variants) -> int:
         predictor.close()
         bar.close()
         text = _table(variants, rows, cfg.datasets)
-        _write_table(args.out, text, args.force)
-        track_files = _write_tracks(args, top, cfg.datasets, lengths, variants) if args.tracks else []
+        if shard:
+            text = SHARD_LINE.format(i=shard[0], n=shard[1], lo=bounds[0] + 1, hi=bounds[1], total=len(all_variants),
+                                     tracks=args.tracks) + "\n" + text
+        write_table(args.out, text, args.force)
+        track_files = (_write_tracks(args, top, cfg.datasets, lengths, all_variants, shard)
+                       if args.tracks else [])
+        if cands:
+            _write_candidates(cands, shard, args.tracks, top, track_files, cfg.datasets, all_variants)
         skipped: dict[str, int] = defaultdict(int)
         for v in variants:
             if v.skip is not None:
@@ -174,7 +200,8 @@ def _run(args, variants) -> int:
                     skipped_by_reason=dict(sorted(skipped.items())), model_rows=predictor.rows, seq_len=L,
                     batch_size=batch, loop_s=loop_s, variants_per_s=(len(rows) / loop_s) if loop_s > 0 else None,
                     datasets=list(cfg.datasets), precision=precision, model_type=cfg.model_type,
-                    tracks=track_files, notes=stats.notes)
+                    tracks=track_files, notes=stats.notes,
+                    **({"shard": f"{shard[0]}/{shard[1]}", "rows": [bounds[0], bounds[1]]} if shard else {}))
     return 0
 
 
@@ -245,7 +272,7 @@ def _table(variants, rows, datasets) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_table(path: str, text: str, force: bool) -> None:
+def write_table(path: str, text: str, force: bool) -> None:
     with atomic_output(path, force=force) as tmp:
         data = text.encode()
         if str(path).endswith(".gz"):
@@ -256,7 +283,23 @@ def _write_table(path: str, text: str, force: bool) -> None:
             tmp.write_bytes(data)
 
 
-def _write_tracks(args, top, datasets, lengths, variants) -> list[str]:
+def _track_name(v, index: int, dataset: str, allele: str) -> str:
+    """A track's file name without its rank (a shard's candidate; the ranked name is ``<rank:03d>_`` + this)."""
+    return f"{v.chrom}_{v.pos}_{index + 1}.{dataset}.{allele}.bw"
+
+
+def _write_candidates(path, shard, n_tracks, top, track_files, datasets, variants) -> None:
+    """A shard's track candidates (its ``--tracks`` strongest, ranked as :func:`_write_tracks` ranks them, with the
+    ranking key), for ``variant-merge``, which ranks the candidates of all shards and keeps the overall strongest."""
+    ranked = sorted(top, key=lambda t: (-t[0], t[2]))
+    per = 2 * len(datasets)
+    emit_json({"shard": f"{shard[0]}/{shard[1]}", "tracks": n_tracks, "datasets": list(datasets),
+               "candidates": [{"index": index, "chrom": variants[index].chrom, "pos": variants[index].pos,
+                               "key": key, "files": [os.path.basename(f) for f in track_files[r * per:(r + 1) * per]]}
+                              for r, (key, _neg, index, *_rest) in enumerate(ranked)]}, path)
+
+
+def _write_tracks(args, top, datasets, lengths, variants, shard=None) -> list[str]:
     """ref and alt bigWigs (strand average) of the strongest variants: ``<rank>_<CHROM>_<POS>_<n>.<dataset>.ref.bw``
     over the reference window, ``...alt.bw`` in reference coordinates (the alt allele's aligned bases: left flank,
     the shared first min(r, a) bases, right flank; an insertion's extra bases are left out, a deletion's deleted
@@ -281,7 +324,9 @@ def _write_tracks(args, top, datasets, lengths, variants) -> list[str]:
         for j, d in enumerate(datasets):
             for allele, pos, vals in (("ref", gpos[keep_ref], ref_t[keep_ref, j]),
                                       ("alt", alt_pos, alt_t[alt_idx, j])):
-                name = os.path.join(args.tracks_dir, f"{rank:03d}_{v.chrom}_{v.pos}_{index + 1}.{d}.{allele}.bw")
+                base = _track_name(v, index, d, allele)
+                # a shard's candidates carry no rank: variant-merge gives the overall one
+                name = os.path.join(args.tracks_dir, base if shard else f"{rank:03d}_{base}")
                 with atomic_output(name, force=True, suffix=".bw") as tmp:
                     bw = pyBigWig.open(str(tmp), "w")
                     bw.addHeader([(v.chrom, lengths[v.chrom])], maxZooms=0)
