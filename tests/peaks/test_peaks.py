@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -265,6 +266,14 @@ def test_browser_dir_adds_peaks_to_igv_session_and_hub(data, tmp_path):
     finally:
         bb.close()
     assert got == rows(out) and len(got) > 0
+    # UCSC's bigNarrowPeak: its autoSql, 10 fields of which 6 are BED's (as bedToBigBed -type=bed6+4 writes them)
+    head = (tracks / "p_atacseq.bb").read_bytes()[:36]
+    assert struct.unpack_from("<IHH", head, 0)[0] == 0x8789F2EB and struct.unpack_from("<HH", head, 32) == (10, 6)
+    bb = pyBigWig.open(str(tracks / "p_atacseq.bb"))
+    try:
+        assert bb.SQL().decode().startswith("table bigNarrowPeak")
+    finally:
+        bb.close()
 
 
 def test_cutoff_auto_reads_coverage_inside_the_predictions_h5(data, tmp_path):

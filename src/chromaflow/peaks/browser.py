@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 import tempfile
 from pathlib import Path
 from urllib.parse import quote
@@ -19,9 +20,31 @@ def bigbed_name(narrowpeak: str) -> str:
     return base + ".bb"
 
 
+#: UCSC's bigNarrowPeak.as (BED6+4): without it pybigtools declares bed3, which a hub's "type bigNarrowPeak" does
+#: not match
+BIGNARROWPEAK_AUTOSQL = """table bigNarrowPeak
+"BED6+4 Peaks of signal enrichment based on pooled, normalized (interpreted) data."
+    (
+    string chrom;        "Reference sequence chromosome or scaffold"
+    uint   chromStart;   "Start position in chromosome"
+    uint   chromEnd;     "End position in chromosome"
+    string name;         "Name given to a region (preferably unique). Use . if no name is assigned"
+    uint   score;        "Indicates how dark the peak will be displayed in the browser (0-1000) "
+    char[1]  strand;     "+ or - or . for unknown"
+    float  signalValue;  "Measurement of average enrichment for the region"
+    float  pValue;       "Statistical significance of signal value (-log10). Set to -1 if not used."
+    float  qValue;       "Statistical significance with multiple-test correction applied (FDR -log10). Set to -1 if not used."
+    int   peak;         "Point-source called for this peak; 0-based offset from chromStart. Set to -1 if no point-source called."
+    )
+"""
+#: the bbi header's definedFieldCount (uint16 at byte 34: after magic, version, zoom levels, three offsets and
+#: fieldCount); BED6+4 defines 6 standard fields, as UCSC's bedToBigBed -type=bed6+4 writes
+DEFINED_FIELD_COUNT_AT, BED_DEFINED_FIELDS = 34, 6
+
+
 def write_bignarrowpeak(path: Path, chroms: list[tuple[str, int]], lines: list[list[str]]) -> None:
     """bigBed of the narrowPeak rows (chromosome order of ``chroms``, as bigBed wants the rows sorted the same way
-    its chromosome list is)."""
+    its chromosome list is), with UCSC's bigNarrowPeak autoSql and its 6 defined fields."""
     import pybigtools
 
     order = {c: i for i, (c, _) in enumerate(sorted(chroms, key=lambda x: x[0].encode()))}
@@ -31,7 +54,11 @@ def write_bignarrowpeak(path: Path, chroms: list[tuple[str, int]], lines: list[l
         with tempfile.TemporaryDirectory(dir=tmp.parent, prefix=f".{path.name}.") as d:
             bb = pybigtools.open(os.path.join(d, "peaks.bb"), "w")
             bb.write(dict(sorted(chroms, key=lambda x: x[0].encode())),
-                     ((r[0], int(r[1]), int(r[2]), "\t".join(r[3:])) for r in rows))
+                     ((r[0], int(r[1]), int(r[2]), "\t".join(r[3:])) for r in rows), autosql=BIGNARROWPEAK_AUTOSQL)
+            # pybigtools counts every autoSql field as defined (10); the format's own value for bed6+4 is 6
+            with open(os.path.join(d, "peaks.bb"), "r+b") as fh:
+                fh.seek(DEFINED_FIELD_COUNT_AT)
+                fh.write(struct.pack("<H", BED_DEFINED_FIELDS))
             os.replace(os.path.join(d, "peaks.bb"), tmp)
 
 
