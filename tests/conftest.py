@@ -26,7 +26,18 @@ os.environ.setdefault("NXF_OPTS", "-Xms256m -Xmx1g -XX:+TieredCompilation -XX:Ti
 os.environ.setdefault("NFT_JAVA_OPTS", "-Xmx2g -XX:+TieredCompilation -XX:TieredStopAtLevel=1")
 
 
-#: the folder whose tests run on one pytest-xdist worker, first (see pytest_collection_modifyitems)
+#: pytest-xdist groups (``scripts/test``: ``-n 2 --dist loadgroup``) of the pipeline tests that share a session
+#: resource, each run on one worker: the session's test-profile run, podman's event log and the nf-test run; the
+#: SLURM cluster. Every other test file is a group of its own (its module fixtures are built once, on one worker).
+SHARED_GROUPS = {
+    "pipeline-run": ("test_pipeline.py", "test_containers.py", "test_resume.py", "test_nftest.py"),
+    "pipeline-cluster": ("test_pipeline_slurm.py", "test_slurm_cluster.py"),
+}
+#: the longest groups first (longest-first scheduling: a long group started last would end the run alone); the
+#: other files follow in collection order
+LONGEST_FIRST = ("pipeline-run", "pipeline-cluster", "tests/pipeline/test_pipeline_train.py",
+                 "tests/report/test_bench_harness.py", "tests/train/test_train.py", "tests/common/test_signals.py",
+                 "tests/bigwig/test_bigwig.py")
 PIPELINE = ROOT / "tests" / "pipeline"
 
 
@@ -34,18 +45,22 @@ def _xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+def xdist_group(path: Path) -> str:
+    if path.parent == PIPELINE:
+        for group, files in SHARED_GROUPS.items():
+            if path.name in files:
+                return group
+    return str(path.relative_to(ROOT))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Groups for ``pytest -n N --dist loadgroup`` (scripts/test): the pipeline tests are one group, run on one
-    worker (they share the session's test run, the SLURM cluster, podman's event log and the nf-test run), and every
-    other test file is a group of its own (its module fixtures are built once, on one worker). The pipeline group is
-    put first: it is the longest, so the other workers share everything else while it runs. Without xdist the
-    markers mean nothing and only the order changes (pipeline first, then the rest as before)."""
-    def pipeline(item: pytest.Item) -> bool:
-        return PIPELINE in Path(item.path).parents
-    for item in items:
-        group = "pipeline" if pipeline(item) else str(Path(item.path).relative_to(ROOT))
+    """Groups for ``pytest -n N --dist loadgroup --no-loadscope-reorder`` (scripts/test), and their order: the
+    longest first (LONGEST_FIRST). Without xdist the markers mean nothing and only the order changes."""
+    groups = {item: xdist_group(Path(item.path)) for item in items}
+    for item, group in groups.items():
         item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: not pipeline(item))   # stable: the order within each part is kept
+    rank = {g: i for i, g in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(groups[item], len(rank)))   # stable: the rest keep their order
 
 
 def _start_nftest(config: pytest.Config) -> None:
@@ -56,8 +71,8 @@ def _start_nftest(config: pytest.Config) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start nf-test in the background once the selection is known (it overlaps the rest of the suite). Under
-    xdist every worker collects every test: the worker that runs the pipeline group starts it, at that group's
-    first test (pytest_runtest_setup)."""
+    xdist every worker collects every test: the worker that runs the "pipeline-run" group (test_nftest.py's) starts
+    it, at that group's first test (pytest_runtest_setup)."""
     if (session.config.option.collectonly or _xdist_worker(session.config)
             or not any(NEEDED_BY in item.nodeid for item in session.items)):
         return
@@ -66,7 +81,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     config = item.config
-    if (_xdist_worker(config) and NFTEST_RUN not in config.stash and PIPELINE in Path(item.path).parents
+    if (_xdist_worker(config) and NFTEST_RUN not in config.stash and xdist_group(Path(item.path)) == "pipeline-run"
             and any(NEEDED_BY in i.nodeid for i in item.session.items)):
         _start_nftest(config)
 
