@@ -10,26 +10,16 @@ import pytest
 
 from chromaflow.bigwig.browser import write_browser_files
 from chromaflow.peaks.browser import add_to_browser_files
-from chromaflow.predict.checkpoint import write_test_checkpoint
-from chromaflow.predict.model import ModelConfig
 from helpers.cli import assert_one_line_error, run_in_process
-
-SEQ = {"c1": "ACGTTGCAACGGATCCTTAG" * 30, "c2": "GGGAAATTTCCAGT" * 20}
-CFG = ModelConfig(model_type="cnn", cnn_layers=1, filter_size=2, kernel_size=3, step=2, up=1, dilation=1,
-                  lstm_layers=0, hidden_size=1, bnorm=False, dropout=0.0, datasets=("atacseq", "h3k4me3"), seq_len=100)
+from helpers.variant_files import SEQ, write_inputs
 
 
 @pytest.fixture(scope="module")
 def variant_tracks(tmp_path_factory):
     """The pipeline's layout: <id>/variants/variant_tracks/*.bw of variant-effect --tracks 2."""
     d = tmp_path_factory.mktemp("vbrowser")
-    fa = d / "g.fa"
-    fa.write_text("".join(f">{k}\n{v}\n" for k, v in SEQ.items()))
-    model = d / "m.ckpt"
-    write_test_checkpoint(model, CFG, 3)
-    vcf = d / "v.vcf"
     recs = [("c1", 40), ("c1", 300), ("c2", 100)]
-    vcf.write_text("##fileformat=VCFv4.2\n##contig=<ID=c1,length=600>\n##contig=<ID=c2,length=280>\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n" + "".join(
+    fa, model, vcf = write_inputs(d, "".join(
         f"{c}\t{p}\t.\t{SEQ[c][p - 1]}\t{'A' if SEQ[c][p - 1] != 'A' else 'C'}\t.\t.\t.\n" for c, p in recs))
     tracks = d / "asm" / "variants" / "variant_tracks"
     run_in_process("variant-effect", "--vcf", vcf, "--fasta", fa, "--model", model, "--flank", 10, "--threads", 1,

@@ -9,13 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from chromaflow.predict.checkpoint import write_test_checkpoint
-from chromaflow.predict.model import ModelConfig
 from helpers.cli import assert_one_line_error, run_in_process
-
-SEQ = {"c1": "ACGTTGCAACGGATCCTTAG" * 30, "c2": "GGGAAATTTCCAGT" * 20}
-CFG = ModelConfig(model_type="cnn", cnn_layers=1, filter_size=2, kernel_size=3, step=2, up=1, dilation=1,
-                  lstm_layers=0, hidden_size=1, bnorm=False, dropout=0.0, datasets=("atacseq", "h3k4me3"), seq_len=100)
+from helpers.variant_files import SEQ, write_inputs
 # 8 (variant, ALT) rows: SNVs, a multi-allelic record, an insertion, a deletion, a symbolic ALT (skipped), an ALT
 # longer than a window holds (skipped at scoring); (CHROM, POS, ID, REF length, ALT or "+<inserted bases>")
 SPEC = [("c1", 5, "a", 1, "A"), ("c1", 40, "b", 1, "C,G,T"), ("c1", 300, "c", 1, "+GGGG"), ("c1", 450, "d", 7, "-"),
@@ -43,14 +38,7 @@ def _table(path: Path) -> bytes:
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     d = tmp_path_factory.mktemp("vshard")
-    fa = d / "g.fa"
-    fa.write_text("".join(f">{k}\n{v}\n" for k, v in SEQ.items()))
-    model = d / "m.ckpt"
-    write_test_checkpoint(model, CFG, 3)
-    vcf = d / "v.vcf"
-    vcf.write_text("##fileformat=VCFv4.2\n##contig=<ID=c1,length=600>\n##contig=<ID=c2,length=280>\n"
-                   "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
-                   + "".join(_record(*r) for r in SPEC))
+    fa, model, vcf = write_inputs(d, "".join(_record(*r) for r in SPEC))
     base = ["--vcf", vcf, "--fasta", fa, "--model", model, "--flank", 10, "--threads", 1, "--tracks", TRACKS]
     whole = d / "whole"
     whole.mkdir()
