@@ -133,6 +133,9 @@ class Contender:
     env: dict = field(default_factory=dict)
     outputs: Callable[[Path], dict] = lambda d: {}  # run dir -> {name: size in bytes} (recorded)
     seed_for_repeat: bool = False  # GENIE3: repeat r runs with seed r + 1 (recorded with the run)
+    # (run dir, repeat index) -> None: untimed, just before each run (and again before its retry), e.g. a fresh
+    # copy of an input that the command updates in place (add-coverage)
+    setup: Callable[[Path, int], None] | None = None
 
 
 @dataclass
@@ -188,6 +191,8 @@ def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], t
             attempts = []
             for attempt in range(2):  # one retry: a tool may fail for reasons of the moment (e.g. dask's start-up
                 try:                  # timeout on a saturated machine); the failed attempt stays in the record
+                    if c.setup:
+                        c.setup(d, r)
                     m = timed_run(argv, d, env, timeout=timeout)
                 except RuntimeError as exc:  # timed out: recorded as a failed run
                     m = {"exit": None, "wall_s": timeout, "load_before": loadavg(), "load_after": loadavg()}
