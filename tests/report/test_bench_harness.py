@@ -653,3 +653,28 @@ def test_render_of_a_full_run(tmp_path):
     assert "### 5x10Mbp" in out[ROOT / "benchmarks" / "fasta2h5" / "RESULTS.md"]
     assert "No published run yet" in out[ROOT / "benchmarks" / "genie3" / "RESULTS.md"] or \
         "no case of this stage" in out[ROOT / "benchmarks" / "genie3" / "RESULTS.md"]
+
+
+def test_render_of_a_train_case():
+    """A train case renders seconds per epoch (each tool's own record) beside the process times, the per-epoch ratio
+    in its ratio row and the last epoch's losses; the coverage and train stages get their RESULTS.md."""
+    def run(key, wall, epoch_s):
+        return {"contender": key, "exit": 0, "wall_s": wall, "cpu_s": wall, "peak_tree_rss_bytes": 2**30,
+                "load_before": [1.0], "load_after": [1.0], "epoch_s": epoch_s,
+                "curve": [{"avg_train_loss": 2.5087, "avg_val_loss": 2.4754, "avg_val_accuracy": 0.00047}]}
+
+    runs = [run("predmoter", 60.0, 50.0), run("ours", 50.0, 40.0), run("predmoter", 62.0, 52.0), run("ours", 52.0, 38.0)]
+    cons = {k: {"label": f"{k} label", "role": "peer" if k == "predmoter" else "ours",
+                "wall_s": core.summarize([r["wall_s"] for r in runs if r["contender"] == k]),
+                "cpu_s": core.summarize([r["cpu_s"] for r in runs if r["contender"] == k]),
+                "peak_rss_bytes": core.summarize([2**30])} for k in ("predmoter", "ours")}
+    c = {"stage": "train", "case": "1x641.52kbp_default_1epoch", "params": {"epochs": 1}, "runs": runs,
+         "contenders": cons, "ratios": [{"ours": "ours", "peer": "predmoter",
+                                         "wall": core.ratio(cons["predmoter"]["wall_s"], cons["ours"]["wall_s"]),
+                                         "cpu": core.ratio(cons["predmoter"]["cpu_s"], cons["ours"]["cpu_s"])}],
+         "agreement": {"ok": True, "detail": "equal", "per_contender": {"ours": {"ok": True}}}}
+    (row,) = render.headline_rows({"machine": {}, "cases": [c]})
+    assert "per epoch 51.0 ÷ 39.0 s = **1.31×**; ✔ loss curve equal" in row
+    sec = "\n".join(render.case_section(c))
+    assert "| s / epoch median (min–max) |" in sec and "| 39.0 (38.0–40.0) | 2.50870 / 2.47540 / 0.00047 |" in sec
+    assert {"coverage", "train"} <= set(render.STAGE_DIRS)
