@@ -42,10 +42,11 @@ FULL = {
     # add-coverage: (records, bp per record, reads of 100 bp); the first is the shape of FORMATS.md §7.1's peer
     # measurement, the second the same read density on a 5x smaller genome (peak RSS must not grow with the genome)
     "coverage": [(5, 10_000_000, 1_000_000), (5, 2_000_000, 200_000)], "coverage_threads": [1, 2],
-    # train: 1 training file of 30 chunks per strand (641,520 bp), a half-size validation file, Predmoter's default
-    # architecture, 1 epoch; our variants (TRAIN_VARIANTS) beside Predmoter -m train
-    "train_files": 1, "train_record_bp": 30 * L, "train_epochs": 1, "train_model": "default",
-    "train_variants": ["ours", "ours_procs", "ours_ram"],
+    # train: 1 training file of 10 chunks per strand (213,840 bp), a half-size validation file, Predmoter's default
+    # architecture, 1 epoch; our variants (train_variants()) beside Predmoter -m train. Sized for 3 repeats in about
+    # half an hour on a shared 2-core machine (a Predmoter run of 60 chunks took over 10 min there at load 15)
+    "train_files": 1, "train_record_bp": 10 * L, "train_epochs": 1, "train_model": "default",
+    "train_variants": ["ours", "ours_procs"],
 }
 QUICK = {
     "fasta2h5": [("5x200kbp", 1_000_000, 5), ("1x1Mbp", 1_000_000, 1), ("200x5kbp", 1_000_000, 200)],
