@@ -37,6 +37,18 @@ def test_cpu_of_descendants_is_counted(tmp_path):
     assert m["wall_s"] >= m["cpu_s"] * 0.5
 
 
+def test_cpu_of_descendants_nobody_waits_for_is_counted(tmp_path):
+    """A command that starts a CPU-burning child and exits without waiting for it (as DDP ranks are left): wait4
+    cannot count the child, the sampled process tree does."""
+    done = tmp_path / "done"
+    burn = (f"import time; t = time.process_time(); x = 0\nwhile time.process_time() - t < 0.6: x += 1\n"
+            f"open({str(done)!r}, 'w').close()")
+    cmd = [sys.executable, "-c", f"import os, subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {burn!r}])"
+           f"\nwhile not os.path.exists({str(done)!r}): time.sleep(0.01)"]
+    m = core.timed_run(cmd, tmp_path / "r")
+    assert m["exit"] == 0 and m["tree_cpu_s"] >= 0.5 and m["cpu_s"] >= m["tree_cpu_s"], m
+
+
 def test_peak_rss_is_the_commands_not_the_parents(tmp_path):
     """The harness process may be big; the command's peak RSS must not inherit it (ru_maxrss survives fork+exec)."""
     ballast = np.ones(400 * 2**20 // 8)  # 400 MiB resident in this (parent) process
