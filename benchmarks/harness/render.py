@@ -396,6 +396,9 @@ def headline_rows(res: dict) -> list[str]:
                 part = ag.get("bf16" if "bf16" in r["ours"] else "fp32") or {}
                 note = ("bf16 vs Predmoter: " if "bf16" in r["ours"] else _ok({"ok": part.get("ok")})) + \
                     part.get("detail", "")
+            elif c["stage"] == "coverage":  # this variant's own comparison with Helixer's output
+                per = ((c.get("agreement") or {}).get("per_contender") or {}).get(r["ours"]) or {}
+                note = _ok(per)[:140]
             elif c["stage"] == "train":
                 per = ((c.get("agreement") or {}).get("per_contender") or {}).get(r["ours"]) or {}
                 eo, ep = _epoch_s(c, r["ours"]), _epoch_s(c, r["peer"])
