@@ -7,6 +7,9 @@
     python -m harness.agree tracks OURS_DIR PEER_DIR PRED.h5 WS  bigwig: same files, same intervals (ties allowed
                                                                  where the exact window mean is .5)
     python -m harness.agree score LINKS GOLD                     GENIE3: AUROC / AUPR against a gold standard
+    python -m harness.agree coverage OURS.h5 PEER.h5 PREFIX      add-coverage: the evaluation datasets equal
+                                                                 (values, dtype, chunks, filters, fill, bam_files)
+    python -m harness.agree losscurve OURS.tsv PEER.log          train: the same loss and accuracy per epoch
 
 Each prints one JSON object: {"ok": true|false|null, "detail": "...", ...}.
 """
@@ -263,6 +266,80 @@ def score(links: str, gold: str) -> dict:
     return {"ok": s["scored_links"] > 0, **s, "detail": f"AUROC {s['auroc']:.4f}, AUPR {s['aupr']:.4f}"}
 
 
+# --------------------------------------------------------------------------------------------------
+# add-coverage
+# --------------------------------------------------------------------------------------------------
+def coverage(ours: str, peer: str, prefix: str) -> dict:
+    """The datasets add-coverage writes, as the Helixer fidelity test compares them (tests/coverage): for
+    evaluation/<prefix>_coverage, _spliced_coverage and _meta/bam_files the same shape, dtype, chunks, maxshape,
+    compression, shuffle and fill value, and the same values (compared in slabs of rows)."""
+    import h5py
+
+    names = [f"evaluation/{prefix}_coverage", f"evaluation/{prefix}_spliced_coverage",
+             f"evaluation/{prefix}_meta/bam_files"]
+    bad = []
+    with h5py.File(ours, "r") as a, h5py.File(peer, "r") as b:
+        for k in names:
+            if k not in a or k not in b:
+                bad.append(f"{k}: missing in {'ours' if k not in a else 'peer'}")
+                continue
+            x, y = a[k], b[k]
+            lay = [(n, getattr(x, n), getattr(y, n)) for n in ("chunks", "maxshape", "compression", "shuffle",
+                                                                 "fillvalue")]
+            diff = [f"{n} {u} vs {v}" for n, u, v in lay if u != v]
+            if diff:
+                bad.append(f"{k}: " + ", ".join(diff))
+        bad += _h5_datasets_equal(a, b, [k for k in names if k in a and k in b])
+        cov = a[names[0]] if names[0] in a else None
+        shape = tuple(cov.shape) if cov is not None else None
+        covered = 0
+        if cov is not None and not bad:
+            for i in range(0, shape[0], 64):
+                covered += int((cov[i:i + 64] > 0).sum())
+    if bad:
+        return {"ok": False, "detail": "; ".join(bad[:6])}
+    if covered == 0:  # two empty outputs would agree trivially
+        return {"ok": False, "detail": f"{names[0]} has no covered base in either file"}
+    return {"ok": True, "shape": list(shape), "covered_values": covered,
+            "detail": f"{prefix}_coverage, _spliced_coverage, _meta/bam_files identical (values and layout; "
+                      f"{shape[0]:,} rows, {covered:,} covered values)"}
+
+
+# --------------------------------------------------------------------------------------------------
+# train
+# --------------------------------------------------------------------------------------------------
+#: the loss-curve rule of the Predmoter fidelity test (tests/train test_same_loss_curve_as_predmoter): every epoch's
+#: avg train/val loss and accuracy within 1e-3 relative or 1e-5 absolute (math.isclose) of Predmoter's
+CURVE_REL, CURVE_ABS = 1e-3, 1e-5
+
+
+def losscurve(ours_tsv: str, peer_log: str) -> dict:
+    import math
+
+    from .training import CURVE_KEYS, ours_curve, predmoter_curve
+
+    a, b = ours_curve(Path(ours_tsv)), predmoter_curve(Path(peer_log))
+    if len(a) != len(b) or not a:
+        return {"ok": False, "detail": f"{len(a)} epochs vs Predmoter's {len(b)}"}
+    bad, worst = [], 0.0
+    for i, (o, t) in enumerate(zip(a, b)):
+        for k in CURVE_KEYS:
+            if k not in o or k not in t:
+                bad.append(f"epoch {i} {k}: missing in {'ours' if k not in o else 'peer'}")
+                continue
+            worst = max(worst, abs(o[k] - t[k]) / max(abs(t[k]), CURVE_ABS))
+            if not math.isclose(o[k], t[k], rel_tol=CURVE_REL, abs_tol=CURVE_ABS):
+                bad.append(f"epoch {i} {k}: {o[k]:.6g} vs {t[k]:.6g}")
+    last = a[-1]
+    if bad:
+        return {"ok": False, "detail": "; ".join(bad[:4]), "max_rel_diff": worst}
+    return {"ok": True, "epochs": len(a), "max_rel_diff": worst, "final_train_loss": last["avg_train_loss"],
+            "detail": f"{len(a)} epoch(s): train/val loss and accuracy equal Predmoter's (largest relative difference "
+                      f"{worst:.1e}; rule: rel {CURVE_REL:g} or abs {CURVE_ABS:g}); last train loss "
+                      f"{last['avg_train_loss']:.4f}"}
+
+
 if __name__ == "__main__":
-    fn = {"h5": h5, "predictions": predictions, "deviation": deviation, "tracks": tracks, "score": score}[sys.argv[1]]
+    fn = {"h5": h5, "predictions": predictions, "deviation": deviation, "tracks": tracks, "score": score,
+          "coverage": coverage, "losscurve": losscurve}[sys.argv[1]]
     print(json.dumps(fn(*sys.argv[2:])))

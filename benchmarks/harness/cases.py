@@ -7,6 +7,8 @@ directory once and reused by later runs (resume). Sizes: ``FULL`` for people (ab
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -17,7 +19,7 @@ from .core import ROOT, TREE_NORMALISED, Case, Contender
 PY = sys.executable
 SPECIES = "Bench_species"
 L = 21384
-STAGES = ("fasta2h5", "predict", "bigwig", "peaks", "genie3", "network", "scaling")
+STAGES = ("fasta2h5", "predict", "bigwig", "peaks", "genie3", "network", "coverage", "train", "scaling")
 
 FULL = {
     "fasta2h5": [("5x10Mbp", 50_000_000, 5), ("1x50Mbp", 50_000_000, 1), ("10000x5kbp", 50_000_000, 10_000)],
@@ -37,6 +39,14 @@ FULL = {
     "scaling_genie3_peer_max_genes": 1000,     # arboreto beside us up to this size (5,000 genes: hours)
     # the planted network (harness/planted.py): one network per seed; genes, TFs, samples, trees
     "network_seeds": [1, 2, 3, 4, 5], "network_size": (100, 10, 100), "network_trees": 1000,
+    # add-coverage: (records, bp per record, reads of 100 bp); the first is the shape of FORMATS.md §7.1's peer
+    # measurement, the second the same read density on a 5x smaller genome (peak RSS must not grow with the genome)
+    "coverage": [(5, 10_000_000, 1_000_000), (5, 2_000_000, 200_000)], "coverage_threads": [1, 2],
+    # train: 1 training file of 10 chunks per strand (213,840 bp), a half-size validation file, Predmoter's default
+    # architecture, 1 epoch; our variants (train_variants()) beside Predmoter -m train. Sized for 3 repeats in about
+    # half an hour on a shared 2-core machine (a Predmoter run of 60 chunks took over 10 min there at load 15)
+    "train_files": 1, "train_record_bp": 10 * L, "train_epochs": 1, "train_model": "default",
+    "train_variants": ["ours", "ours_procs"],
 }
 QUICK = {
     "fasta2h5": [("5x200kbp", 1_000_000, 5), ("1x1Mbp", 1_000_000, 1), ("200x5kbp", 1_000_000, 200)],
@@ -54,6 +64,9 @@ QUICK = {
     "scaling_genie3_genes": [20, 40, 80], "scaling_genie3_samples": 40, "scaling_genie3_trees": 10,
     "scaling_genie3_peer_max_genes": 20,
     "network_seeds": [1, 2], "network_size": (40, 6, 40), "network_trees": 100,
+    "coverage": [(2, 200_000, 20_000)], "coverage_threads": [1, 2],
+    "train_files": 1, "train_record_bp": 2 * L, "train_epochs": 1, "train_model": "small",
+    "train_variants": ["ours"],     # Predmoter's start-up alone is ~20 CPU s: one of ours beside it
 }
 
 
@@ -555,6 +568,149 @@ def network(ctx: Ctx) -> tuple[list, list[Case]]:
 
 
 # --------------------------------------------------------------------------------------------------
+# add-coverage: chromaflow add-coverage vs Helixer's add_ngs_coverage.py
+# --------------------------------------------------------------------------------------------------
+COVERAGE_PREFIX = "atacseq"
+
+
+def _fresh_genome(src: Path):
+    """Setup of an add-coverage run: a fresh copy of the genome h5 in the run dir (both tools update it in place;
+    the copy is not timed)."""
+    def setup(d: Path, r: int) -> None:
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, d / "genome.h5")
+    return setup
+
+
+def coverage(ctx: Ctx) -> tuple[list, list[Case]]:
+    """Each tool adds --unstranded coverage (prefix atacseq) of the same BAM to its own fresh copy of the same genome
+    h5, in place; the peer with --threads 1 (its default is 8), ours with each of ``coverage_threads``."""
+    cfg = ctx.cfg
+    cases = []
+    warm = []
+    for records, bp, reads in cfg["coverage"]:
+        d = ctx.inputs() / f"coverage_{records}x{bp}bp_{reads}reads_seed1"
+        name = f"{records}x{bp / 1e6:g}Mbp_{reads / 1e3:g}kreads"
+        bam = d / "reads.bam"
+        peer = Contender("helixer", "Helixer add_ngs_coverage.py --threads 1", "peer",
+                         lambda dd, r, bam=bam: [ctx.peer("peer-helixer-add-ngs-coverage"), "-s", "sp", "-d",
+                                                 dd / "genome.h5", "-b", bam, "--unstranded", "--dataset-prefix",
+                                                 COVERAGE_PREFIX, "--threads", "1"],
+                         outputs=_sizes("genome.h5"), setup=_fresh_genome(d / "genome.h5"))
+        mine = [Contender(f"chromaflow t{t}", f"chromaflow add-coverage --threads {t}", "ours",
+                          lambda dd, r, bam=bam, t=t: ours("add-coverage", "--h5", dd / "genome.h5", "--prefix",
+                                                           COVERAGE_PREFIX, "--bam", bam, "--unstranded", "--threads",
+                                                           t),
+                          outputs=_sizes("genome.h5"), setup=_fresh_genome(d / "genome.h5"))
+                for t in cfg["coverage_threads"]]
+
+        def agree(dirs: dict, mine=mine) -> dict:
+            per = {c.key: _agree("coverage", dirs[c.key] / "genome.h5", dirs["helixer"] / "genome.h5",
+                                 COVERAGE_PREFIX) for c in mine}
+            return {"ok": all(v.get("ok") for v in per.values()), "per_contender": per,
+                    "detail": "; ".join(f"{k}: {v.get('detail')}" for k, v in per.items())}
+
+        def prepare(d=d, records=records, bp=bp, reads=reads):
+            if not d.exists():
+                ctx.log(f"  generating {d.name}")
+                _gen("coverage", d, records, bp, reads, 1)
+
+        cases.append(Case("coverage", name, {"records": records, "bp_per_record": bp, "reads": reads, "read_len": 100,
+                                             "spliced_fraction": 0.2, "intron": 1000, "mode": "--unstranded",
+                                             "prefix": COVERAGE_PREFIX, "seed": 1},
+                          [peer, *mine], [(c.key, "helixer") for c in mine], agree, prepare=prepare,
+                          note="each run on a fresh copy of the genome h5 (not timed), updated in place; outputs "
+                               "must equal Helixer's (values and h5 layout)"))
+        if not warm and not ctx.quick:  # quick runs no warm-up
+            wd = ctx.inputs() / "coverage_1x100000bp_2000reads_seed2"
+            if not wd.exists():
+                _gen("coverage", wd, 1, 100_000, 2000, 2)
+            # the peer updates in place: a copy first, in the same command (each warm-up command gets a fresh dir)
+            warm = [["sh", "-c", 'cp "$1" "$2/w.h5" && exec "$3" -s sp -d "$2/w.h5" -b "$4" --unstranded '
+                     '--dataset-prefix w --threads 1', "sh", wd / "genome.h5", "{d}",
+                     ctx.peer("peer-helixer-add-ngs-coverage"), wd / "reads.bam"],
+                    ours("add-coverage", "--h5", wd / "genome.h5", "--prefix", "w", "--bam", wd / "reads.bam",
+                         "--unstranded", "--out", "{d}/w2.h5")]
+    return warm, cases
+
+
+# --------------------------------------------------------------------------------------------------
+# train: chromaflow train vs Predmoter -m train
+# --------------------------------------------------------------------------------------------------
+def _usable_cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def train_variants(p: int) -> dict[str, tuple[str, list[str]]]:
+    """Our training variants beside Predmoter: key -> (label, options after --batch-size 120). ``ours_procs``:
+    DDP over p processes of one thread on one CPU (BatchNorm synchronised, global batch 120 = p x 120/p): the same
+    arithmetic as one process."""
+    return {"ours": ("chromaflow train --devices 1 (streaming data)", []),
+            "ours_procs": (f"chromaflow train --devices {p} --threads 1 --batch-size {120 // p} (DDP)",
+                           ["--devices", str(p), "--threads", "1", "--batch-size", str(120 // p)]),
+            "ours_ram": ("chromaflow train --data-mode ram", ["--data-mode", "ram"]),
+            "ours_bf16": ("chromaflow train --precision bf16-mixed", ["--precision", "bf16-mixed"])}
+
+
+def train(ctx: Ctx) -> tuple[list, list[Case]]:
+    """Same files, seed 1, architecture, global batch 120, Adam lr 0.001 and epochs, on the CPU. Each run reports
+    its seconds per epoch (Predmoter: its log's training start/end; ours: the metrics JSON, validation included)
+    and its loss curve, which must equal Predmoter's (the fidelity test's rule)."""
+    from .training import ARCH, ours_run, predmoter_run
+
+    cfg = ctx.cfg
+    files, bp, epochs, model = cfg["train_files"], cfg["train_record_bp"], cfg["train_epochs"], cfg["train_model"]
+    arch = ARCH[model]
+    data = ctx.inputs() / f"training_{files}x{bp}bp_seed1"
+    p = _usable_cpus()
+    variants = train_variants(p)
+    peer = Contender("predmoter", f"Predmoter -m train --device cpu -b 120 ({epochs} epoch{'s' * (epochs > 1)})",
+                     "peer", lambda d, r: [ctx.peer("peer-predmoter"), "-m", "train", "-i", data, "-o", d, "--seed",
+                                           "1", "--device", "cpu", "-e", str(epochs), "-b", "120", *arch])
+    mine = [Contender(v, variants[v][0], "ours",
+                      lambda d, r, v=v: ours("train", "--input-dir", data, "--out", d / "run", "--seed", 1, "--epochs",
+                                             epochs, "--device", "cpu", *arch, "--batch-size", 120, *variants[v][1],
+                                             "--metrics", d / "metrics.json"))
+            for v in cfg["train_variants"]]
+
+    def per_run(key: str, d: Path) -> dict:
+        r = predmoter_run(d) if key == "predmoter" else ours_run(d / "metrics.json")
+        for e in r["curve"]:
+            e.pop("train_start_unix", None)
+            e.pop("train_end_unix", None)
+        return r
+
+    def agree(dirs: dict) -> dict:
+        per = {c.key: _agree("losscurve", dirs[c.key] / "run" / "metrics.tsv", dirs["predmoter"] / "metrics.log")
+               for c in mine if c.key != "ours_bf16"}  # bf16: its curve is recorded, not expected equal
+        return {"ok": all(v.get("ok") for v in per.values()), "per_contender": per,
+                "detail": "; ".join(f"{k}: {v.get('detail')}" for k, v in per.items())}
+
+    def prepare():
+        if not data.exists():
+            ctx.log(f"  generating {data.name}")
+            _gen("training", data, files, bp, 1)
+        params["chunks"] = {s: _chunks(data / s) for s in ("train", "val")}
+
+    params = {"train_files": files, "bp_per_file": bp, "validation_bp": bp // 2, "epochs": epochs, "model": model,
+              "arch_args": " ".join(arch) or "Predmoter defaults", "batch_size": 120, "seed": 1, "usable_cpus": p,
+              "data": "gen.py training: fasta2h5 + add-coverage of seeded reads (atacseq --shift, h3k4me3)"}
+    case = Case("train", f"{files}x{bp / 1e3:g}kbp_{model}_{epochs}epoch", params, [peer, *mine],
+                [(c.key, "predmoter") for c in mine], agree, per_run=per_run, prepare=prepare,
+                note="process wall and CPU (start-up included); s / epoch from each tool's own record (Predmoter: its "
+                     "log's 'Training started' to 'Training ended', 1-s resolution, over the epochs; ours: the "
+                     "metrics JSON's epoch_s, validation included); loss curves must equal Predmoter's (rel 1e-3 or "
+                     "abs 1e-5 per epoch)")
+    return [], [case]
+
+
+def _chunks(folder: Path) -> int:
+    from .training import chunks
+
+    return chunks(folder)
+
+
+# --------------------------------------------------------------------------------------------------
 # scaling: our cost vs input size
 # --------------------------------------------------------------------------------------------------
 def scaling(ctx: Ctx) -> tuple[list, list[Case]]:
@@ -597,10 +753,11 @@ def scaling(ctx: Ctx) -> tuple[list, list[Case]]:
 
 
 BUILDERS = {"fasta2h5": fasta2h5, "predict": predict, "bigwig": bigwig, "peaks": peaks, "genie3": genie3,
-            "network": network,
-            "scaling": scaling}
+            "network": network, "coverage": coverage, "train": train, "scaling": scaling}
 
 #: launchers each stage needs
 PEERS_NEEDED = {"fasta2h5": ["peer-helixer-fasta2h5"], "predict": ["peer-predmoter"],
                 "bigwig": ["peer-predmoter-convert"], "peaks": [],
-                "genie3": ["peer-arboreto-python", "peer-genie3-python"], "network": [], "scaling": ["peer-arboreto-python"]}
+                "genie3": ["peer-arboreto-python", "peer-genie3-python"], "network": [],
+                "coverage": ["peer-helixer-add-ngs-coverage"], "train": ["peer-predmoter"],
+                "scaling": ["peer-arboreto-python"]}

@@ -77,7 +77,11 @@ def timed_run(argv: list[str], cwd: Path, env: dict | None = None, timeout: floa
     rec = json.loads(Path(res_path).read_text() or "{}")
     os.unlink(res_path)
     rec.update(load_before=load0, load_after=loadavg(), peak_tree_rss_bytes=max(ts.peak, rec.get("maxrss_bytes", 0)),
-               processes=ts.nproc)
+               processes=ts.nproc, tree_cpu_s=round(ts.cpu_s, 4))
+    # CPU: wait4 counts the descendants that were waited for; processes nobody waits for (DDP ranks, daemons) only
+    # the sampled tree sees (a lower bound: up to one 50-ms sample late), so the larger of the two
+    if "cpu_s" in rec:
+        rec["cpu_s"] = max(rec["cpu_s"], ts.cpu_s)
     rec["peak_rss_bytes"] = rec.pop("maxrss_bytes", None)
     for k in ("wall_s", "user_s", "sys_s", "cpu_s"):
         if k in rec:
@@ -133,6 +137,9 @@ class Contender:
     env: dict = field(default_factory=dict)
     outputs: Callable[[Path], dict] = lambda d: {}  # run dir -> {name: size in bytes} (recorded)
     seed_for_repeat: bool = False  # GENIE3: repeat r runs with seed r + 1 (recorded with the run)
+    # (run dir, repeat index) -> None: untimed, just before each run (and again before its retry), e.g. a fresh
+    # copy of an input that the command updates in place (add-coverage)
+    setup: Callable[[Path, int], None] | None = None
 
 
 @dataclass
@@ -188,6 +195,8 @@ def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], t
             attempts = []
             for attempt in range(2):  # one retry: a tool may fail for reasons of the moment (e.g. dask's start-up
                 try:                  # timeout on a saturated machine); the failed attempt stays in the record
+                    if c.setup:
+                        c.setup(d, r)
                     m = timed_run(argv, d, env, timeout=timeout)
                 except RuntimeError as exc:  # timed out: recorded as a failed run
                     m = {"exit": None, "wall_s": timeout, "load_before": loadavg(), "load_after": loadavg()}
