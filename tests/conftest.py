@@ -26,7 +26,7 @@ os.environ.setdefault("NXF_OPTS", "-Xms256m -Xmx1g -XX:+TieredCompilation -XX:Ti
 os.environ.setdefault("NFT_JAVA_OPTS", "-Xmx2g -XX:+TieredCompilation -XX:TieredStopAtLevel=1")
 
 
-#: pytest-xdist groups (``scripts/test``: ``-n 2 --dist loadgroup``) of the pipeline tests that share a session
+#: pytest-xdist groups (``scripts/test``: ``-n 2 --dist loadgroup``, pytest_xdist_make_scheduler) of the pipeline tests that share a session
 #: resource, each run on one worker: the session's test-profile run, podman's event log and the nf-test run; the
 #: SLURM cluster. Every other test file is a group of its own (its module fixtures are built once, on one worker).
 SHARED_GROUPS = {
@@ -54,13 +54,27 @@ def xdist_group(path: Path) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Groups for ``pytest -n N --dist loadgroup --no-loadscope-reorder`` (scripts/test), and their order: the
-    longest first (LONGEST_FIRST). Without xdist the markers mean nothing and only the order changes."""
-    groups = {item: xdist_group(Path(item.path)) for item in items}
-    for item, group in groups.items():
-        item.add_marker(pytest.mark.xdist_group(group))
+    """The longest groups first (LONGEST_FIRST), the rest in collection order (the scheduler below keeps this order:
+    ``--no-loadscope-reorder``)."""
     rank = {g: i for i, g in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(groups[item], len(rank)))   # stable: the rest keep their order
+    items.sort(key=lambda item: rank.get(xdist_group(Path(item.path)), len(rank)))   # stable
+
+
+@pytest.hookimpl(optionalhook=True)   # an xdist hook: no error where xdist is off (-p no:xdist)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadgroup`` with our groups (``xdist_group``): a work unit is a group, sent whole to one worker.
+    pytest-xdist 3.8's own loadgroup reads ``xdist_group`` markers by renaming node ids through ``item._nodeid``,
+    which pytest 9 no longer reads (a node id is ``Node._id`` now): its groups silently became single tests. The
+    group of a test is known from its file, so the scheduler maps each node id to it instead."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(ROOT / nodeid.split("::", 1)[0])
+
+    return GroupScheduling(config, log)
 
 
 def _start_nftest(config: pytest.Config) -> None:
