@@ -55,9 +55,11 @@ def xdist_group(path: Path) -> str:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The longest groups first (LONGEST_FIRST), the rest in collection order (the scheduler below keeps this order:
-    ``--no-loadscope-reorder``)."""
+    ``--no-loadscope-reorder``); within ``pipeline-run`` the nf-test results last, so that its worker runs the
+    other pipeline tests while nf-test runs instead of waiting for it."""
     rank = {g: i for i, g in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(xdist_group(Path(item.path)), len(rank)))   # stable
+    items.sort(key=lambda item: (rank.get(xdist_group(Path(item.path)), len(rank)),
+                                 Path(item.path).name == "test_nftest.py"))   # stable
 
 
 @pytest.hookimpl(optionalhook=True)   # an xdist hook: no error where xdist is off (-p no:xdist)

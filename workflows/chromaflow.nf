@@ -149,9 +149,9 @@ workflow CHROMAFLOW {
                 .map { meta, p -> [meta.id, meta, p] }
                 .join(ch_promoter_bed)
                 .map { id, meta, p, annotated, variants ->
-                    [(annotated ? meta + [promoter_bed: "../genes/${meta.id}.promoters.bed",
-                                          promoter_bb: "../genes/${meta.id}.promoters.bb"] : meta)
-                        + (variants ? [variant_browser: true] : [:]), p]
+                    def promoters = annotated ? [promoter_bed: "../genes/${meta.id}.promoters.bed",
+                                                 promoter_bb: "../genes/${meta.id}.promoters.bb"] : [:]
+                    [meta + promoters + (variants ? [variant_browser: true] : [:]), p]
                 }
             BIGWIG(ch_bigwig, ch_blacklist)
             ch_versions = ch_versions.mix(BIGWIG.out.versions)
