@@ -614,6 +614,13 @@ def part_bounds(i: int, n: int, total: int) -> tuple[int, int]:
     return (i - 1) * total // n, i * total // n
 
 
+def shard_list(n: int, total: int) -> list[dict]:
+    """The shards of a plan (predict-plan, variant-plan): ``shard`` as ``--shard`` takes it, ``index``/``count`` and
+    the [start, end) ``rows`` of each (:func:`part_bounds`)."""
+    return [{"shard": f"{i}/{n}", "index": i, "count": n, "rows": list(part_bounds(i, n, total))}
+            for i in range(1, n + 1)]
+
+
 #: the help of --metrics and --force where a command says nothing of its own
 METRICS_HELP = "write the stage metrics JSON here"
 FORCE_HELP = "overwrite an existing --out"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from ..common import ChromaflowError, check_outputs, open_h5_input, part_bounds, emit_json
+from ..common import ChromaflowError, check_outputs, open_h5_input, shard_list, emit_json
 from ..genome.encoding import DEFAULT_L, check_length
 
 DEFAULT_SHARD_ROWS = 20000
@@ -47,8 +47,7 @@ def plan(rows: int, shards: str, shard_rows: int) -> dict:
     """The shard list: ``shard`` (as ``predict --shard`` takes it), ``index``/``count`` and the [start, end) rows."""
     n = shard_count(rows, shards, shard_rows)
     return {"subsequences": rows, "shard_count": n,
-            "shards": [{"shard": f"{i}/{n}", "index": i, "count": n, "rows": list(part_bounds(i, n, rows))}
-                       for i in range(1, n + 1)]}
+            "shards": shard_list(n, rows)}
 
 
 def run(args: argparse.Namespace) -> int:

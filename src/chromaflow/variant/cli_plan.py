@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from ..common import ChromaflowError, check_outputs, emit_json, part_bounds
+from ..common import ChromaflowError, check_outputs, emit_json, shard_list
 
 #: (variant, ALT) rows per shard: each costs a reference and an alternative window on both strands, 4 model rows
 #: (fewer where ALTs share a reference window), so 5000 variants are about the 20,000 model rows of a default
@@ -34,8 +34,7 @@ def plan(rows: int, shard_size: int) -> dict:
         raise ChromaflowError(f"--shard-size must be >= 1, got {shard_size}")
     n = max(1, math.ceil(rows / shard_size))
     return {"variants": rows, "shard_size": shard_size, "shard_count": n,
-            "shards": [{"shard": f"{i}/{n}", "index": i, "count": n, "rows": list(part_bounds(i, n, rows))}
-                       for i in range(1, n + 1)]}
+            "shards": shard_list(n, rows)}
 
 
 def run(args: argparse.Namespace) -> int:
