@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             from .report import finish_outputs
             finish_outputs(W, meta, args.out, weights=args.weights, summary=args.summary, plot=args.plot,
-                           top=args.top, max_links=args.max_links, threads=threads, repeats=reps)
+                           top=args.top, max_links=args.max_links, threads=threads, repeats=reps, consume=True)
         m.set(genes=expr.n_genes, samples=expr.n_samples, regulators=int(len(reg_idx)),
               targets=int(len(tgt_idx)), trees=args.n_trees, engine=engine, engine_requested=args.engine,
               tree_method=args.tree_method, max_features=max_features, seed=args.seed, importance=args.importance,

@@ -127,6 +127,27 @@ def ranked_links(W: np.ndarray, reg_names: list[str], tgt_names: list[str], reg_
     return _order_desc(wp, nk, T, rord, cord, min(limit, n) if limit and limit > 0 else n)
 
 
+def ranked_entries(vals: np.ndarray, rows: np.ndarray, cols: np.ndarray, reg_names: list[str],
+                   tgt_names: list[str], reg_idx: np.ndarray, tgt_idx: np.ndarray, limit: int) -> np.ndarray:
+    """The order of the first ``limit`` links among listed entries (value ``vals[i]`` at regulator ``rows[i]``,
+    target ``cols[i]``), as :func:`ranked_links` orders them: the entries >= the (limit + self-links)-th largest
+    value, self-links dropped, sorted by importance descending, then regulator and target name. Used by the
+    streaming ``genie3-merge --max-links`` on the union of the parts' candidates (a superset of the whole matrix's,
+    so the same links in the same order); returns indices into the entries."""
+    n_self = int(np.isin(reg_idx, tgt_idx).sum())
+    k = limit + n_self
+    sel = entries_at_or_above_kth(vals, k) if 0 < k < len(vals) else np.arange(len(vals))
+    reg_idx = np.asarray(reg_idx, dtype=np.int64)
+    tgt_idx = np.asarray(tgt_idx, dtype=np.int64)
+    sel = sel[reg_idx[rows[sel]] != tgt_idx[cols[sel]]]
+    rrank = np.empty(len(reg_names), dtype=np.int64)
+    rrank[_name_order(reg_names)] = np.arange(len(reg_names))
+    trank = np.empty(len(tgt_names), dtype=np.int64)
+    trank[_name_order(tgt_names)] = np.arange(len(tgt_names))
+    order = sel[np.lexsort((trank[cols[sel]], rrank[rows[sel]], -(vals[sel] + 0.0)))]
+    return order[:limit] if limit > 0 else order
+
+
 #: values per block when the --max-links candidates are found (memory: about 2 blocks of float64, not R x T)
 LIMIT_BLOCK = 1 << 22
 
@@ -215,15 +236,18 @@ def _name_table(names: list[str]) -> tuple[bytes, np.ndarray]:
     return b"".join(enc), off
 
 
-def write_links(path: str | Path, W: np.ndarray, reg_names: list[str], tgt_names: list[str],
-                rows: np.ndarray, cols: np.ndarray, threads: int = 1) -> int:
+def write_links(path: str | Path, W: np.ndarray | None, reg_names: list[str], tgt_names: list[str],
+                rows: np.ndarray, cols: np.ndarray, threads: int = 1, values: np.ndarray | None = None) -> int:
     """Write the gzip TSV link list ``regulator<TAB>target<TAB>importance`` (header line, %.9g) for the
     ranked pairs (rows, cols) of W.
 
     Lines are formatted in C (``_links.c``) on ``threads`` threads, members compressed on ``threads`` threads;
     the bytes are the same as the pure-Python path's (used without a compiler) and do not depend on
-    ``threads``. ``path`` is written directly: the caller passes a temporary (report.finish_outputs)."""
+    ``threads``. ``path`` is written directly: the caller passes a temporary (report.finish_outputs). ``values``:
+    the importances of the pairs themselves (W None: the streaming merge holds no matrix), else ``W[rows, cols]``."""
     step = 1 << 16
+    if values is not None:
+        values = np.ascontiguousarray(values, dtype=np.float64)
     lib = links_kernel()
     with open(path, "wb") as fh:
         gz = GzipMembers(fh, threads)
@@ -234,17 +258,17 @@ def write_links(path: str | Path, W: np.ndarray, reg_names: list[str], tgt_names
                 tgts = np.array(tgt_names, dtype=object)
                 for s in range(0, len(rows), step):
                     r, c = rows[s:s + step], cols[s:s + step]
-                    v = W[r, c]
+                    v = W[r, c] if values is None else values[s:s + step]
                     lines = [f"{a}\t{b}\t{x:.9g}\n" for a, b, x in zip(regs[r], tgts[c], v.tolist())]
                     gz.write("".join(lines).encode())
             else:
-                _write_links_c(lib, gz, W, reg_names, tgt_names, rows, cols, step, threads)
+                _write_links_c(lib, gz, W, reg_names, tgt_names, rows, cols, step, threads, values)
         finally:
             gz.close()
     return len(rows)
 
 
-def _write_links_c(lib, gz, W, reg_names, tgt_names, rows, cols, step, threads) -> None:
+def _write_links_c(lib, gz, W, reg_names, tgt_names, rows, cols, step, threads, values=None) -> None:
     rb, roff = _name_table(reg_names)
     tb, toff = _name_table(tgt_names)
     per_line = int(np.diff(roff).max(initial=0) + np.diff(toff).max(initial=0)) + 2 + 32
@@ -253,7 +277,7 @@ def _write_links_c(lib, gz, W, reg_names, tgt_names, rows, cols, step, threads) 
 
     def fmt(s: int) -> bytes:
         r, c = rows[s:s + step], cols[s:s + step]
-        v = np.ascontiguousarray(W[r, c], dtype=np.float64)
+        v = np.ascontiguousarray(W[r, c] if values is None else values[s:s + step], dtype=np.float64)
         cap = per_line * len(r)
         out = np.empty(cap, dtype=np.uint8)
         n = lib.genie3_format_links(rb, roff.ctypes.data, tb, toff.ctypes.data, r.ctypes.data, c.ctypes.data,

@@ -24,6 +24,52 @@ def write_part(path: str | Path, W: np.ndarray, meta: dict, repeats: np.ndarray 
         tmp.write_bytes(buf.getvalue())
 
 
+def read_meta(path: str | Path) -> dict:
+    """The JSON metadata of a part alone (the weights stay on disk: ``np.load`` of an .npz reads members lazily),
+    so genie3-merge checks a whole set of parts before it holds any of their weights."""
+    path = Path(path)
+    if not path.is_file():
+        raise ChromaflowError(f"{path}: part file not found")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is a user error here
+        raise ChromaflowError(f"{path}: not a chromaflow genie3 part file ({type(exc).__name__}: {exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != PART_FORMAT:
+        fmt = meta.get("format") if isinstance(meta, dict) else None
+        raise ChromaflowError(f"{path}: not a chromaflow genie3 part file (format {fmt!r})")
+    return meta
+
+
+def read_weights(path: str | Path, meta: dict, genes: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
+    """(weights, repeats or None) of a part whose metadata :func:`read_meta` returned: the shape checked against
+    the metadata and every value checked finite as the part is read (a NaN or inf weight is a damaged part, named
+    by regulator and target; ``genes``: the run's gene names), so no pass over the merged matrix is needed."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            W = z["weights"]
+            reps = z["repeats"] if "repeats" in z.files else None
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is a user error here
+        raise ChromaflowError(f"{path}: not a chromaflow genie3 part file ({type(exc).__name__}: {exc})") from None
+    shape = (len(meta["regulators"]), len(meta["targets"]))
+    if W.shape != shape or W.dtype != np.float64:
+        raise ChromaflowError(f"{path}: weight array shape {W.shape} ({W.dtype}) does not match its metadata "
+                              f"({shape}, float64)")
+    n = int(meta.get("options", {}).get("repeats", 1))
+    if n > 1 and (reps is None or reps.shape != (n, *W.shape)):
+        raise ChromaflowError(f"{path}: its {n} repeats' weights are missing or of the wrong shape")
+    for arr in (W,) if reps is None or n <= 1 else (W, reps):
+        bad = ~np.isfinite(arr)   # one bool per value of this part only
+        if bad.any():
+            pos = np.unravel_index(int(np.flatnonzero(bad.ravel())[0]), arr.shape)
+            r, t = pos[-2], pos[-1]
+            raise ChromaflowError(f"{path}: non-finite weight {arr[pos]!r} (regulator "
+                                  f"{genes[meta['regulators'][r]]!r}, target {genes[meta['targets'][t]]!r}): "
+                                  f"a damaged part file")
+    return W, (reps if n > 1 else None)
+
+
 def read_part(path: str | Path, with_repeats: bool = False):
     """(weights, meta), or (weights, meta, repeats or None) with ``with_repeats``."""
     path = Path(path)

@@ -10,14 +10,37 @@ from . import links
 
 
 def finish_outputs(W: np.ndarray, meta: dict, out, weights=None, summary=None, plot=None, top: int = 1000,
-                   max_links: int = 0, threads: int = 1, repeats: np.ndarray | None = None) -> int:
+                   max_links: int = 0, threads: int = 1, repeats: np.ndarray | None = None,
+                   consume: bool = False) -> int:
     """Link list (+ optional weight matrix, summary, plot) from the full weight block W (R x T); ``threads``
     format and compress the link list (same bytes for any number). All or nothing: every output is written to
     its temporary and they are renamed together at the end; on any failure none is left
     (:func:`chromaflow.common.atomic_outputs`). ``repeats`` (``--repeats`` > 1: repeats x R x T, W their mean)
-    adds the columns confidence and mean_rank (:func:`stability`)."""
+    adds the columns confidence and mean_rank (:func:`stability`). ``consume``: W may be overwritten once the
+    link list and weights are written (the summary's quantiles and the plot's sorted values then use W's own
+    buffer: no second R x T copy, see :func:`nonself_values`)."""
     with atomic_outputs([out, weights, summary, plot]) as (t_out, t_weights, t_summary, t_plot):
-        return _write_outputs(W, meta, t_out, t_weights, t_summary, t_plot, top, max_links, threads, repeats)
+        return _write_outputs(W, meta, t_out, t_weights, t_summary, t_plot, top, max_links, threads, repeats,
+                              consume)
+
+
+def nonself_values(W: np.ndarray, reg_idx: np.ndarray, tgt_idx: np.ndarray, consume: bool) -> np.ndarray:
+    """The values of W's non-self pairs in row-major order (``W[~self_mask]``). With ``consume`` they are moved
+    to the front of W's own buffer (the <= R self entries squeezed out, segment by segment) and a view returned:
+    no R x T copy and no R x T mask; W is then garbage."""
+    if not consume or not W.flags.c_contiguous:
+        return W[~links.self_mask(reg_idx, tgt_idx)]
+    R, T = W.shape
+    tpos = {int(g): j for j, g in enumerate(tgt_idx)}
+    selfs = sorted(i * T + tpos[int(g)] for i, g in enumerate(reg_idx) if int(g) in tpos)
+    flat = W.reshape(-1)
+    if not selfs:
+        return flat
+    bounds = selfs + [R * T]
+    for k in range(1, len(bounds)):   # values between self entries k-1 and k move k places left
+        a, b = bounds[k - 1] + 1, bounds[k]
+        flat[a - k:b - k] = flat[a:b]
+    return flat[:R * T - len(selfs)]
 
 
 def stability(repeats: np.ndarray, reg_names, tgt_names, reg_idx, tgt_idx, top: int):
@@ -37,7 +60,8 @@ def stability(repeats: np.ndarray, reg_names, tgt_names, reg_idx, tgt_idx, top: 
     return hits / n, rank_sum / n
 
 
-def _write_outputs(W, meta, out, weights, summary, plot, top, max_links, threads, repeats=None) -> int:
+def _write_outputs(W, meta, out, weights, summary, plot, top, max_links, threads, repeats=None,
+                   consume=False) -> int:
     genes = meta["genes"]
     reg_idx = np.asarray(meta["regulators"], dtype=np.int64)
     tgt_idx = np.asarray(meta["targets"], dtype=np.int64)
@@ -59,21 +83,26 @@ def _write_outputs(W, meta, out, weights, summary, plot, top, max_links, threads
         with naming_errors(weights):
             links.write_weights(weights, W, reg_names, tgt_names)
     if summary or plot:
-        vals_all = W[~links.self_mask(reg_idx, tgt_idx)]
+        doc = summary_of_matrix(W, rows, cols, reg_names, tgt_names, meta, top, n_links) if summary else None
+        vals_all = nonself_values(W, reg_idx, tgt_idx, consume)   # W's structure is not used after this
         if summary:
-            doc = make_summary(W, vals_all, rows, cols, reg_names, tgt_names, meta, top, n_links)
+            doc.update(summary_of_values(vals_all))
             if conf is not None:
                 doc["stability"] = stability_summary(conf, mrank, rows, cols, top, len(repeats))
             text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
             with naming_errors(summary):
                 summary.write_text(text)
         if plot:
+            n_all = len(vals_all)
+            vals_all.sort()   # in place (a copy of the non-self values, or W's own buffer with consume)
+            pos = vals_all[np.searchsorted(vals_all, 0.0, side="right"):][::-1]
             with naming_errors(plot):
-                make_plot(plot, vals_all, None if conf is None else conf[rows[:top], cols[:top]])
+                make_plot(plot, pos, n_all, None if conf is None else conf[rows[:top], cols[:top]])
     return n_links
 
 
-def make_summary(W, vals_all, rows, cols, reg_names, tgt_names, meta, top, n_links) -> dict:
+def summary_of_matrix(W, rows, cols, reg_names, tgt_names, meta, top, n_links) -> dict:
+    """The summary's fields that need W's structure (out-degrees, total weights, the top-N cut)."""
     top = int(max(0, min(top, len(rows))))
     outdeg = np.bincount(rows[:top], minlength=len(reg_names))
     tpos = {g: t for t, g in enumerate(tgt_names)}
@@ -81,9 +110,7 @@ def make_summary(W, vals_all, rows, cols, reg_names, tgt_names, meta, top, n_lin
     by_deg = sorted(range(len(reg_names)), key=lambda r: (-int(outdeg[r]), reg_names[r]))[:20]
     by_w = sorted(range(len(reg_names)), key=lambda r: (-float(total[r]), reg_names[r]))[:20]
     doc = {
-        "edges": int(len(vals_all)),
         "edges_written": int(n_links),
-        "edges_nonzero": int(np.count_nonzero(vals_all > 0)),
         "regulators": len(reg_names),
         "targets": len(tgt_names),
         "genes": len(meta["genes"]),
@@ -93,14 +120,22 @@ def make_summary(W, vals_all, rows, cols, reg_names, tgt_names, meta, top, n_lin
             {"regulator": reg_names[r], "out_degree": int(outdeg[r])} for r in by_deg if outdeg[r] > 0],
         "top_regulators_by_total_weight": [
             {"regulator": reg_names[r], "total_weight": round(float(total[r]), 9)} for r in by_w],
-        "importance_quantiles": {q: float(np.quantile(vals_all, float(q))) for q in ("0.5", "0.9", "0.99")}
-        if len(vals_all) else {},
         "options": meta.get("options", {}),
         "constant_targets": meta.get("constant_targets", []),
     }
     if meta.get("prior_check") is not None:   # --prior with --prior-check auto (the decision, z and p)
         doc["prior_check"] = meta["prior_check"]
     return doc
+
+
+def summary_of_values(vals_all: np.ndarray) -> dict:
+    """The summary's fields over all non-self values: counted in blocks, quantiles with ``overwrite_input`` (numpy
+    partitions the array itself: the same values as on a copy, without the copy). Reorders ``vals_all``."""
+    step = 1 << 22
+    nonzero = sum(int(np.count_nonzero(vals_all[a:a + step] > 0)) for a in range(0, len(vals_all), step))
+    return {"edges": int(len(vals_all)), "edges_nonzero": nonzero,
+            "importance_quantiles": {q: float(np.quantile(vals_all, float(q), overwrite_input=True))
+                                     for q in ("0.5", "0.9", "0.99")} if len(vals_all) else {}}
 
 
 def stability_summary(conf, mrank, rows, cols, top, n_repeats) -> dict:
@@ -119,16 +154,16 @@ def stability_summary(conf, mrank, rows, cols, top, n_repeats) -> dict:
     }
 
 
-def make_plot(path, vals: np.ndarray, conf: np.ndarray | None = None) -> None:
-    """Histogram of the positive weights (log x) and rank plot (log y), with ``conf`` (--repeats) a third panel:
-    the confidence of each of the top links by rank; byte-deterministic PNG."""
+def make_plot(path, pos: np.ndarray, n_all: int, conf: np.ndarray | None = None) -> None:
+    """Histogram of the positive weights ``pos`` (sorted descending; of ``n_all`` non-self values) (log x) and
+    rank plot (log y), with ``conf`` (--repeats) a third panel: the confidence of each of the top links by rank;
+    byte-deterministic PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     plt.rcParams["svg.hashsalt"] = "chromaflow"
-    pos = np.sort(vals[vals > 0])[::-1]
     if conf is None:
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4), dpi=100)
     else:
@@ -153,7 +188,7 @@ def make_plot(path, vals: np.ndarray, conf: np.ndarray | None = None) -> None:
         a2.set_yscale("log")
     a1.set_xlabel("importance (positive links)")
     a1.set_ylabel("links")
-    a1.set_title(f"weight distribution ({pos.size} > 0 of {vals.size})")
+    a1.set_title(f"weight distribution ({pos.size} > 0 of {n_all})")
     a2.set_xlabel("rank")
     a2.set_ylabel("importance")
     a2.set_title("rank plot")
