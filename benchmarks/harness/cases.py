@@ -19,7 +19,8 @@ from .core import ROOT, TREE_NORMALISED, Case, Contender
 PY = sys.executable
 SPECIES = "Bench_species"
 L = 21384
-STAGES = ("fasta2h5", "predict", "bigwig", "peaks", "genie3", "network", "coverage", "train", "scaling")
+STAGES = ("fasta2h5", "predict", "bigwig", "peaks", "genie3", "network", "coverage", "train", "genie3scale",
+          "scaling")
 
 FULL = {
     "fasta2h5": [("5x10Mbp", 50_000_000, 5), ("1x50Mbp", 50_000_000, 1), ("10000x5kbp", 50_000_000, 10_000)],
@@ -47,6 +48,16 @@ FULL = {
     # half an hour on a shared 2-core machine (a Predmoter run of 60 chunks took over 10 min there at load 15)
     "train_files": 1, "train_record_bp": 10 * L, "train_epochs": 1, "train_model": "default",
     "train_variants": ["ours", "ours_procs"],
+    # genie3scale (issue 30 §2): the run whose cost is predicted (genes, regulators, samples, trees); the cost
+    # model's points (one factor at a time around the largest of each; TARGETS targets of a chunk, --threads 1);
+    # the whole plan -> chunks -> merge path (genes, TFs, samples, trees, chunk size: trees chosen so that the four
+    # pipeline runs take well under an hour of a 2-core machine); per-task peak RSS bounds (a failed bound fails
+    # the case)
+    "g3scale_predict": (25_000, 1_700, 500, 1000),
+    "g3scale_cost": {"samples": [100, 250, 500], "regulators": [200, 600, 1700], "trees": [10, 20, 40],
+                     "targets": 40, "extra_genes": 300},
+    "g3scale_pipeline": (5_000, 340, 500, 20, 500), "g3scale_pipeline_repeats": 1,
+    "g3scale_rss_bound": {"plan": 512 << 20, "chunk": 512 << 20, "merge": 1 << 30, "merge_streamed": 256 << 20},
 }
 QUICK = {
     "fasta2h5": [("5x200kbp", 1_000_000, 5), ("1x1Mbp", 1_000_000, 1), ("200x5kbp", 1_000_000, 200)],
@@ -67,6 +78,11 @@ QUICK = {
     "coverage": [(2, 200_000, 20_000)], "coverage_threads": [1, 2],
     "train_files": 1, "train_record_bp": 2 * L, "train_epochs": 1, "train_model": "small",
     "train_variants": ["ours"],     # Predmoter's start-up alone is ~20 CPU s: one of ours beside it
+    "g3scale_predict": (25_000, 1_700, 500, 1000),
+    "g3scale_cost": {"samples": [20, 40, 60], "regulators": [10, 20, 40], "trees": [5, 10, 20], "targets": 10,
+                     "extra_genes": 40},
+    "g3scale_pipeline": (200, 20, 40, 5, 50), "g3scale_pipeline_repeats": 1,
+    "g3scale_rss_bound": {"plan": 512 << 20, "chunk": 512 << 20, "merge": 1 << 30, "merge_streamed": 256 << 20},
 }
 
 
@@ -711,6 +727,127 @@ def _chunks(folder: Path) -> int:
 
 
 # --------------------------------------------------------------------------------------------------
+# genie3scale: GENIE3 at genome scale (cost model, the chunked pipeline, strong and weak scaling)
+# --------------------------------------------------------------------------------------------------
+def _scale(*args) -> None:
+    _run([PY, "-m", "harness.scale", *map(str, args)], f"harness.scale {args[0]}")
+
+
+def cost_points(cfg: dict) -> list[dict]:
+    """The cost model's points: every factor at each of its values with the others at their largest (one factor at
+    a time around one centre: 3 + 2 + 2 = 7 distinct points for 3 values each)."""
+    c = cfg["g3scale_cost"]
+    centre = {f: max(c[f]) for f in ("samples", "regulators", "trees")}
+    pts = []
+    for f in ("samples", "regulators", "trees"):
+        for v in c[f]:
+            p = dict(centre, **{f: v})
+            if p not in pts:
+                pts.append(p)
+    return pts
+
+
+def _chunk_cost(d: Path) -> dict:
+    m = json.loads((d / "m.json").read_text())
+    return {"targets": m["targets"], "compute_cpu_s": m["compute_cpu_s"], "compute_s": m["compute_s"],
+            "cpu_s_per_target": m["compute_cpu_s"] / m["targets"], "task_cpu_s": m["cpu_s"],
+            "task_peak_rss_bytes": m["peak_rss_bytes"]}
+
+
+def _bound_check(bounds: dict):
+    """agree(): every task's peak RSS (wait4) of the pipeline's tasks.json against its bound; AUPR shown."""
+    def check(dirs: dict) -> dict:
+        bad, worst = [], {}
+        for key, d in dirs.items():
+            doc = json.loads((d / "w" / "tasks.json").read_text())
+            tasks = [doc["plan_task"], *doc["chunks"], *doc["merges"]]
+            for t in tasks:
+                kind = "chunk" if t["task"].startswith("chunk") else t["task"]
+                worst[kind] = max(worst.get(kind, 0), t["peak_rss_bytes"])
+                if t["peak_rss_bytes"] > bounds[kind]:
+                    bad.append(f"{key} {t['task']}: peak RSS {t['peak_rss_bytes'] / 2**20:.0f} MiB > bound "
+                               f"{bounds[kind] / 2**20:.0f} MiB")
+        detail = "; ".join(bad) if bad else "per-task peak RSS within bounds: " + ", ".join(
+            f"{k} {v / 2**20:.0f} ≤ {bounds[k] / 2**20:.0f} MiB" for k, v in sorted(worst.items()))
+        return {"ok": not bad, "detail": detail, "worst_rss_bytes": worst}
+    return check
+
+
+def _tasks_summary(key: str, d: Path) -> dict:
+    doc = json.loads((d / "tasks.json").read_text())
+    ch = doc["chunks"]
+    out = {"plan": doc["plan"], "parallel": doc["parallel"], "chunks_run": len(ch), "chunks_wall_s": doc["chunks_wall_s"],
+           "pipeline_wall_s": doc["wall_s"], "chunk_wall_s": [c["wall_s"] for c in ch],
+           "chunk_cpu_s": [c["cpu_s"] for c in ch], "chunk_compute_cpu_s": [c.get("compute_cpu_s") for c in ch],
+           "chunk_targets": [c["targets"] for c in ch],
+           "chunk_peak_rss_bytes": max(c["peak_rss_bytes"] for c in ch),
+           "plan_task": doc["plan_task"], "merges": doc["merges"], "score": doc["score"]}
+    return out
+
+
+def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
+    cfg = ctx.cfg
+    c = cfg["g3scale_cost"]
+    G, R, S, N = cfg["g3scale_predict"]
+    bounds = cfg["g3scale_rss_bound"]
+    cases = []
+    # (a) the cost model: one chunk of ~TARGETS non-TF targets (the last chunk: TFs come first in the file)
+    cost_genes = max(c["regulators"]) + c["extra_genes"]
+    cost_dir = ctx.inputs() / f"g3scale_cost_{cost_genes}x{max(c['samples'])}_seed7"
+    n_chunks = cost_genes // c["targets"]
+
+    def make_cost():
+        if not (cost_dir / "truth.json").exists():
+            _scale("make", cost_dir, 7, cost_genes, max(c["regulators"]), max(c["samples"]), "--sample-subsets",
+                   ",".join(str(x) for x in c["samples"] if x != max(c["samples"])), "--regulator-subsets",
+                   ",".join(str(x) for x in c["regulators"] if x != max(c["regulators"])))
+
+    for p in cost_points(cfg):
+        expr = cost_dir / ("expression.tsv" if p["samples"] == max(c["samples"]) else f"expression_s{p['samples']}.tsv")
+        regs = cost_dir / ("regulators.txt" if p["regulators"] == max(c["regulators"])
+                           else f"regulators_r{p['regulators']}.txt")
+        con = Contender("chromaflow", f"chromaflow genie3 --targets-chunk {n_chunks}/{n_chunks} --threads 1", "ours",
+                        lambda d, r, expr=expr, regs=regs, p=p: ours(
+                            "genie3", "--expression", expr, "--layout", "genes-x-samples", "--regulators", regs,
+                            "--n-trees", p["trees"], "--threads", "1", "--targets-chunk", f"{n_chunks}/{n_chunks}",
+                            "--out", d / "part.npz", "--metrics", d / "m.json"))
+        cases.append(Case("genie3scale", f"cost_s{p['samples']}_r{p['regulators']}_t{p['trees']}",
+                          {"series": "cost", **p, "genes": cost_genes, "chunk": f"{n_chunks}/{n_chunks}"}, [con], [],
+                          per_run=lambda key, d: _chunk_cost(d), prepare=make_cost,
+                          note="CPU s per target = the metrics' compute_cpu_s (tree growing, --threads 1) / targets"))
+    # (b) + (c): the plan -> chunks -> merge path, 1 and 2 tasks at a time (local processes), and weak scaling
+    PG, PT, PS, PN, PC = cfg["g3scale_pipeline"]
+    pdir = ctx.inputs() / f"g3scale_planted_{PG}x{PT}x{PS}_seed11"
+
+    def make_pipe():
+        if not (pdir / "truth.json").exists():
+            _scale("make", pdir, 11, PG, PT, PS)
+
+    reps = cfg["g3scale_pipeline_repeats"]
+    for name, par, only in (("strong_p1", 1, None), ("strong_p2", 2, None), ("weak_p1", 1, 1), ("weak_p2", 2, 2)):
+        extra = [] if only is None else ["--chunks-only", only]
+        what = (f"genie3-plan -> {PG // PC} x genie3 --targets-chunk ({par} at a time) -> genie3-merge"
+                if only is None else f"the first {only} chunk(s) of {PG // PC}, {par} at a time")
+        con = Contender("chromaflow", what, "ours",
+                        lambda d, r, par=par, extra=extra: list(map(str, [
+                            PY, "-m", "harness.scale", "pipeline", d / "w", pdir / "expression.tsv",
+                            pdir / "regulators.txt", pdir / "gold.tsv", PN, PC, par, *extra])),
+                        repeats=reps, env={"PYTHONPATH": os.pathsep.join(
+                            x for x in (str(BENCH), os.environ.get("PYTHONPATH", "")) if x)})
+        cases.append(Case("genie3scale", f"pipeline_{name}", {"series": name.split("_")[0], "tasks": par,
+                                                             "genes": PG, "regulators": PT, "samples": PS,
+                                                             "trees": PN, "chunk_size": PC,
+                                                             "chunks_only": only, "rss_bounds": bounds,
+                                                             "executor": "local processes (harness.scale; "
+                                                                         "not SLURM)"},
+                          [con], [], agree=_bound_check(bounds),
+                          per_run=lambda key, d: _tasks_summary(key, d / "w"), prepare=make_pipe,
+                          note="tasks as fresh processes, wall/CPU/peak RSS of each from wait4; a task over its "
+                               "RSS bound fails the case"))
+    return [], cases
+
+
+# --------------------------------------------------------------------------------------------------
 # scaling: our cost vs input size
 # --------------------------------------------------------------------------------------------------
 def scaling(ctx: Ctx) -> tuple[list, list[Case]]:
@@ -753,11 +890,12 @@ def scaling(ctx: Ctx) -> tuple[list, list[Case]]:
 
 
 BUILDERS = {"fasta2h5": fasta2h5, "predict": predict, "bigwig": bigwig, "peaks": peaks, "genie3": genie3,
-            "network": network, "coverage": coverage, "train": train, "scaling": scaling}
+            "network": network, "coverage": coverage, "train": train, "genie3scale": genie3scale,
+            "scaling": scaling}
 
 #: launchers each stage needs
 PEERS_NEEDED = {"fasta2h5": ["peer-helixer-fasta2h5"], "predict": ["peer-predmoter"],
                 "bigwig": ["peer-predmoter-convert"], "peaks": [],
                 "genie3": ["peer-arboreto-python", "peer-genie3-python"], "network": [],
-                "coverage": ["peer-helixer-add-ngs-coverage"], "train": ["peer-predmoter"],
+                "coverage": ["peer-helixer-add-ngs-coverage"], "train": ["peer-predmoter"], "genie3scale": [],
                 "scaling": ["peer-arboreto-python"]}

@@ -422,6 +422,7 @@ def test_summary_plot_metrics(tmp_path):
     assert (m["max_features"], m["seed"], m["chunk"], m["constant_targets"]) == ("sqrt", 0, None, 0)
     assert m["importance"] == "unnormalised"
     assert 0 < m["compute_s"] <= m["wall_s"] and m["cpu_s"] > 0
+    assert 0 < m["compute_cpu_s"] <= m["cpu_s"]   # tree growing's CPU (the scale stage's cost model)
     assert m["targets_per_s"] == pytest.approx(20 / m["compute_s"], rel=1e-3)
     assert 10e6 < m["peak_rss_bytes"] < 4e9
 

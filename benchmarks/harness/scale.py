@@ -1,0 +1,246 @@
+"""GENIE3 at genome scale (the ``genie3scale`` stage): a planted network at genome size, the chunked pipeline
+driven task by task, and the cost model (``python -m harness.scale KIND ...``, each in its own process).
+
+    make OUTDIR SEED GENES TFS SAMPLES          expression.tsv (genes x samples), regulators.txt, gold.tsv,
+                                                truth.json; plus expression_s<S>.tsv (the first S samples) and
+                                                regulators_r<R>.txt (the first R TFs) for --samples-subsets /
+                                                --regulator-subsets
+    pipeline WORK EXPR REGS GOLD TREES CHUNK P [--chunks-only K]
+                                                genie3-plan -> genie3 --targets-chunk (P tasks at a time) ->
+                                                genie3-merge, each a fresh process; tasks.json: every task's wall,
+                                                CPU and peak RSS (wait4), the plan, the merge's AUPR
+
+The network is :func:`harness.planted.network` (the ``network`` stage's generator: TFs TF1.., genes G1.., 70 % of
+the genes with 1-3 TF regulators, signed), so the topology is the same family at every size. The expression is not
+grnlab's ODE steady state (the ``network`` stage's: minutes at 100 genes, far too slow at 25,000 genes x 500
+samples) but a seeded nonlinear structural model of the same network: every TF starts as N(0, 1); genes are then
+computed in file order (TFs first, so a TF regulated by a TF sees its regulator's final value when the regulator
+comes first, else its starting value: one pass, no cycles to solve) as
+``x_g = sum_edges sign * w * tanh(x_t) + noise``, w ~ U(0.5, 1.5), noise N(0, 0.5^2); an unregulated gene is noise.
+Same arguments, same bytes.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .planted import network
+
+NOISE = 0.5
+
+
+def simulate(net: dict, samples: int, seed: int) -> np.ndarray:
+    """genes x samples float64 (see the module docstring)."""
+    names = net["names"]
+    idx = {g: i for i, g in enumerate(names)}
+    rng = np.random.default_rng([seed, 30])
+    X = np.empty((len(names), samples))
+    n_tf = len(net["tfs"])
+    X[:n_tf] = rng.normal(size=(n_tf, samples))
+    regs: dict[str, list] = {}
+    for (t, g), s in net["edges"].items():
+        regs.setdefault(g, []).append((t, s))
+    for g in names:      # file order: TFs first
+        i = idx[g]
+        noise = rng.normal(0, NOISE, samples)
+        if g in regs:
+            acc = np.zeros(samples)
+            for t, s in sorted(regs[g]):
+                acc += s * rng.uniform(0.5, 1.5) * np.tanh(X[idx[t]])
+            X[i] = acc + noise
+        elif i >= n_tf:
+            X[i] = noise
+    return X
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def _matrix(names: list[str], X: np.ndarray) -> str:
+    S = X.shape[1]
+    return "gene\t" + "\t".join(f"S{j + 1}" for j in range(S)) + "\n" + "".join(
+        g + "\t" + "\t".join(f"{v:.5g}" for v in row) + "\n" for g, row in zip(names, X))
+
+
+def make(outdir: str, seed: str, genes: str, tfs: str, samples: str, sample_subsets: str = "",
+         regulator_subsets: str = "") -> None:
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    seed_i, G, T, S = int(seed), int(genes), int(tfs), int(samples)
+    net = network(seed_i, G, T)
+    X = simulate(net, S, seed_i)
+    names = net["names"]
+    _write(out / "regulators.txt", "".join(f"{t}\n" for t in net["tfs"]))
+    for r in (int(x) for x in regulator_subsets.split(",") if x):
+        _write(out / f"regulators_r{r}.txt", "".join(f"{t}\n" for t in net["tfs"][:r]))
+    # gold: every (TF, gene) pair, 1 for a planted edge (harness.planted's format, dream4.read_gold)
+    with open(out / "gold.tsv.tmp", "w") as fh:
+        for t in net["tfs"]:
+            fh.write("".join(f"{t}\t{g}\t{int((t, g) in net['edges'])}\n" for g in names if g != t))
+    (out / "gold.tsv.tmp").replace(out / "gold.tsv")
+    for s in (int(x) for x in sample_subsets.split(",") if x):
+        _write(out / f"expression_s{s}.tsv", _matrix(names, X[:, :s]))
+    _write(out / "expression.tsv", _matrix(names, X))
+    _write(out / "truth.json", json.dumps({"seed": seed_i, "genes": G, "tfs": T, "samples": S,
+                                           "edges": len(net["edges"]), "simulator": "harness.scale.simulate",
+                                           "noise_sd": NOISE}, indent=1) + "\n")
+
+
+# --------------------------------------------------------------------------------------------------
+# the pipeline, task by task
+# --------------------------------------------------------------------------------------------------
+def _cf(*args) -> list[str]:
+    return [sys.executable, "-m", "chromaflow", *map(str, args)]
+
+
+def _start(argv: list[str], log: Path) -> tuple[subprocess.Popen, float, object]:
+    fh = open(log, "wb")
+    return subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT,
+                            env=dict(os.environ, CHROMAFLOW_PROGRESS="0")), time.perf_counter(), fh
+
+
+def _reap(running: dict) -> dict:
+    """Wait for any child of ``running`` (pid -> (name, t0, fh)): its wall, CPU and peak RSS from wait4."""
+    pid, status, ru = os.wait4(-1, 0)
+    name, t0, fh = running.pop(pid)
+    fh.close()
+    return {"task": name, "exit": os.waitstatus_to_exitcode(status), "wall_s": round(time.perf_counter() - t0, 3),
+            "cpu_s": round(ru.ru_utime + ru.ru_stime, 3), "peak_rss_bytes": ru.ru_maxrss * 1024}
+
+
+def run_tasks(tasks: list[tuple[str, list[str]]], parallel: int, logs: Path) -> list[dict]:
+    """Run the (name, argv) tasks ``parallel`` at a time, as Nextflow's local executor would (queue order)."""
+    out, running, queue = [], {}, list(tasks)
+    while queue or running:
+        while queue and len(running) < parallel:
+            name, argv = queue.pop(0)
+            p, t0, fh = _start(argv, logs / f"{name}.log")
+            running[p.pid] = (name, t0, fh)
+        rec = _reap(running)
+        if rec["exit"] != 0:
+            tail = (logs / f"{rec['task']}.log").read_text(errors="replace").strip().splitlines()[-3:]
+            raise SystemExit(f"{rec['task']} failed (exit {rec['exit']}): {' | '.join(tail)}")
+        out.append(rec)
+    return out
+
+
+def pipeline(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str, parallel: str,
+             *opts: str) -> None:
+    """genie3-plan -> chunks -> genie3-merge (see the module docstring); ``--chunks-only K``: only the first K
+    chunks (the weak-scaling runs), no merge."""
+    w = Path(work)
+    w.mkdir(parents=True, exist_ok=True)
+    only = int(opts[opts.index("--chunks-only") + 1]) if "--chunks-only" in opts else None
+    t0 = time.perf_counter()
+    plan_rec = run_tasks([("plan", _cf("genie3-plan", "--expression", expr, "--layout", "genes-x-samples",
+                                       "--regulators", regs, "--chunk-size", chunk, "--out", w / "plan.json"))],
+                         1, w)
+    plan = json.loads((w / "plan.json").read_text())
+    n = plan["chunks"]
+    todo = range(1, n + 1) if only is None else range(1, min(only, n) + 1)
+    chunk_tasks = [(f"chunk{i}", _cf("genie3", "--expression", expr, "--layout", "genes-x-samples",
+                                     "--regulators", regs, "--n-trees", trees, "--threads", "1",
+                                     "--targets-chunk", f"{i}/{n}", "--out", w / f"part{i}.npz",
+                                     "--metrics", w / f"chunk{i}.metrics.json")) for i in todo]
+    t1 = time.perf_counter()
+    chunk_recs = run_tasks(chunk_tasks, int(parallel), w)
+    t2 = time.perf_counter()
+    for r in chunk_recs:
+        m = json.loads((w / f"{r['task']}.metrics.json").read_text())
+        r.update(targets=m["targets"], compute_s=m["compute_s"], compute_cpu_s=m.get("compute_cpu_s"))
+    merge_recs, score = [], None
+    if only is None:
+        parts = [w / f"part{i}.npz" for i in range(1, n + 1)]
+        merge_recs = run_tasks([("merge", _cf("genie3-merge", "--out", w / "links.tsv.gz", "--summary",
+                                              w / "summary.json", "--plot", w / "weights.png", "--threads", "1",
+                                              *parts)),
+                                ("merge_streamed", _cf("genie3-merge", "--max-links", "100000", "--out",
+                                                       w / "top.tsv.gz", "--threads", "1", *parts))], 1, w)
+        from .planted import score as score_links
+
+        score = score_links(str(w / "links.tsv.gz"), gold)
+        for p in parts:   # the parts are the largest files: gone once merged
+            p.unlink()
+    t3 = time.perf_counter()
+    doc = {"plan": {k: plan[k] for k in ("genes", "chunk_size", "chunks", "samples", "regulators")},
+           "parallel": int(parallel), "trees": int(trees), "plan_task": plan_rec[0], "chunks": chunk_recs,
+           "merges": merge_recs, "score": score, "chunks_wall_s": round(t2 - t1, 3),
+           "wall_s": round(t3 - t0, 3)}
+    _write(w / "tasks.json", json.dumps(doc, indent=1) + "\n")
+
+
+# --------------------------------------------------------------------------------------------------
+# the cost model
+# --------------------------------------------------------------------------------------------------
+FACTORS = ("samples", "regulators", "trees")
+
+
+def fit_cost(points: list[dict]) -> dict | None:
+    """Least squares on log-log axes: log(CPU s per target) = a + b_S log S + b_R log R + b_N log N over the
+    measured points (dicts with samples, regulators, trees, cpu_s_per_target); returns the coefficients with their
+    standard errors, each point's residual (log_e, measured / fitted - 1) and the residual sd. The exponents say
+    how the cost grows (trees: 1 expected; samples: ~1-1.3, n log n; regulators: ~0.5 through mtry = sqrt(R))."""
+    pts = [p for p in points if p.get("cpu_s_per_target")]
+    if len(pts) < len(FACTORS) + 2:
+        return None
+    A = np.array([[1.0] + [math.log(p[f]) for f in FACTORS] for p in pts])
+    y = np.array([math.log(p["cpu_s_per_target"]) for p in pts])
+    if np.linalg.matrix_rank(A) < A.shape[1]:
+        return None
+    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
+    res = y - A @ coef
+    dof = len(pts) - A.shape[1]
+    s2 = float(res @ res) / dof if dof > 0 else float("nan")
+    cov = s2 * np.linalg.inv(A.T @ A)
+    return {"model": "log(CPU s per target) = a + b_samples log S + b_regulators log R + b_trees log N",
+            "a": float(coef[0]), "exponents": {f: float(coef[i + 1]) for i, f in enumerate(FACTORS)},
+            "stderr": {f: float(math.sqrt(cov[i + 1, i + 1])) for i, f in enumerate(FACTORS)},
+            "cov": cov.tolist(), "residual_sd": math.sqrt(s2), "dof": dof,
+            "residuals": [{**{f: p[f] for f in FACTORS}, "log_residual": float(r),
+                           "measured_over_fit": float(math.exp(r))} for p, r in zip(pts, res)]}
+
+
+def predict(fit: dict, samples: int, regulators: int, trees: int, targets: int, z: float = 1.96) -> dict:
+    """CPU-hours of ``targets`` targets at (samples, regulators, trees) from the fit, with a ~95 % interval:
+    the fitted mean's standard error from the coefficients' covariance, widened by the residual sd (a new point
+    scatters as the measured ones did)."""
+    x = np.array([1.0, math.log(samples), math.log(regulators), math.log(trees)])
+    coef = np.array([fit["a"]] + [fit["exponents"][f] for f in FACTORS])
+    mean = float(x @ coef)
+    se = math.sqrt(float(x @ np.array(fit["cov"]) @ x) + fit["residual_sd"] ** 2)
+    per_target = math.exp(mean)
+    hours = per_target * targets / 3600
+    return {"samples": samples, "regulators": regulators, "trees": trees, "targets": targets,
+            "cpu_s_per_target": per_target, "cpu_hours": hours, "cpu_hours_low": hours * math.exp(-z * se),
+            "cpu_hours_high": hours * math.exp(z * se), "log_se": se}
+
+
+def main(argv: list[str]) -> int:
+    kind, args = argv[0], argv[1:]
+    if kind == "make":
+        pos = [a for a in args if not a.startswith("--")]
+        kw = {"sample_subsets": "", "regulator_subsets": ""}
+        for key, opt in (("sample_subsets", "--sample-subsets"), ("regulator_subsets", "--regulator-subsets")):
+            if opt in args:
+                kw[key] = args[args.index(opt) + 1]
+                pos.remove(kw[key])
+        make(*pos, **kw)
+    elif kind == "pipeline":
+        pipeline(*args)
+    else:
+        raise SystemExit(f"harness.scale: unknown kind {kind!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
