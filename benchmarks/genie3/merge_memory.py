@@ -3,10 +3,9 @@
     python benchmarks/genie3/merge_memory.py WORKDIR [--targets 25000] [--regulators 1700] [--chunks 50]
                                              [--max-links 100000]
 
-Writes CHUNKS part files (``chromaflow.genie3.parts.write_part``, the format the chunk tasks write) of a seeded
-weight matrix shaped like GENIE3's (70 % zeros, the rest exponential, the self entries 0), once (kept in
-WORKDIR), then runs ``chromaflow genie3-merge`` under ``/usr/bin/time -v`` twice: ``--max-links`` alone (the
-streaming path) and ``--max-links`` with ``--summary`` and ``--plot`` (the pipeline's merge), and prints one JSON
+Writes CHUNKS part files (``harness.scale.make_parts``: the chunk tasks' format, a seeded weight matrix shaped
+like GENIE3's) once (kept in WORKDIR), then runs ``chromaflow genie3-merge`` under ``/usr/bin/time -v`` twice:
+``--max-links`` alone (the streaming path) and ``--max-links`` with ``--summary`` and ``--plot`` (the pipeline's merge), and prints one JSON
 line per run: the command, wall seconds and peak RSS in bytes, and R x T x 8 (one dense float64 copy) beside it.
 """
 from __future__ import annotations
@@ -19,30 +18,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 
 
 def make_parts(work: Path, T: int, R: int, chunks: int) -> list[Path]:
-    from chromaflow.common import part_bounds
-    from chromaflow.genie3.parts import write_part
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from harness.scale import make_parts as make
 
-    genes = [f"TF{i + 1}" for i in range(R)] + [f"G{i + 1}" for i in range(T - R)]
-    paths = [work / f"part{i}.npz" for i in range(1, chunks + 1)]
-    if all(p.exists() for p in paths):
-        return paths
-    rng = np.random.default_rng(30)
-    for i, p in enumerate(paths, 1):
-        lo, hi = part_bounds(i, chunks, T)
-        W = rng.exponential(size=(R, hi - lo)) * (rng.random((R, hi - lo)) > 0.7)
-        for t in range(lo, min(hi, R)):   # regulator t is target t: its self entry is 0
-            W[t, t - lo] = 0.0
-        meta = {"genes": genes, "regulators": list(range(R)), "targets": list(range(lo, hi)),
-                "n_targets_total": T, "target_range": [lo, hi], "chunk": [i, chunks],
-                "options": {"tree_method": "RF", "max_features": "sqrt", "n_trees": 10, "seed": 0,
-                            "engine": "fast", "importance": "unnormalised"},
-                "fingerprint": "synthetic", "samples": 500, "expression": "synthetic", "constant_targets": []}
-        write_part(p, W, meta)
-    return paths
+    return make(str(work), str(T), str(R), str(chunks))
 
 
 def measure(argv: list[str], work: Path) -> dict:

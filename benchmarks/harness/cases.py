@@ -58,6 +58,8 @@ FULL = {
                      "targets": 40, "extra_genes": 300},
     "g3scale_pipeline": (5_000, 340, 500, 20, 500), "g3scale_pipeline_repeats": 1,
     "g3scale_rss_bound": {"plan": 512 << 20, "chunk": 512 << 20, "merge": 1 << 30, "merge_streamed": 256 << 20},
+    # the merge alone at the predicted size, on synthetic parts (targets, regulators, chunks); its bounds
+    "g3scale_merge": (25_000, 1_700, 50), "g3scale_merge_bound": {"merge": 2 << 30, "merge_streamed": 256 << 20},
 }
 QUICK = {
     "fasta2h5": [("5x200kbp", 1_000_000, 5), ("1x1Mbp", 1_000_000, 1), ("200x5kbp", 1_000_000, 200)],
@@ -83,6 +85,7 @@ QUICK = {
                      "extra_genes": 40},
     "g3scale_pipeline": (200, 20, 40, 5, 50), "g3scale_pipeline_repeats": 1,
     "g3scale_rss_bound": {"plan": 512 << 20, "chunk": 512 << 20, "merge": 1 << 30, "merge_streamed": 256 << 20},
+    "g3scale_merge": (1_000, 100, 4), "g3scale_merge_bound": {"merge": 2 << 30, "merge_streamed": 256 << 20},
 }
 
 
@@ -751,6 +754,7 @@ def _chunk_cost(d: Path) -> dict:
     m = json.loads((d / "m.json").read_text())
     return {"targets": m["targets"], "compute_cpu_s": m["compute_cpu_s"], "compute_s": m["compute_s"],
             "cpu_s_per_target": m["compute_cpu_s"] / m["targets"], "task_cpu_s": m["cpu_s"],
+            "overhead_s": m["cpu_s"] - m["compute_cpu_s"], "cells": m["genes"] * m["samples"],
             "task_peak_rss_bytes": m["peak_rss_bytes"]}
 
 
@@ -844,6 +848,41 @@ def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
                           per_run=lambda key, d: _tasks_summary(key, d / "w"), prepare=make_pipe,
                           note="tasks as fresh processes, wall/CPU/peak RSS of each from wait4; a task over its "
                                "RSS bound fails the case"))
+    # the merge alone at the predicted size: synthetic parts (harness.scale.make_parts), both merge paths
+    MT, MR, MC = cfg["g3scale_merge"]
+    mdir = ctx.inputs() / f"g3scale_parts_{MT}x{MR}_{MC}chunks"
+    mparts = [mdir / f"part{i}.npz" for i in range(1, MC + 1)]
+    mb = cfg["g3scale_merge_bound"]
+    env = {"PYTHONPATH": os.pathsep.join(x for x in (str(BENCH), os.environ.get("PYTHONPATH", "")) if x)}
+
+    def task(d: Path, *argv) -> list[str]:
+        return list(map(str, [PY, "-m", "harness.scale", "task", d / "task.json", "--", *ours(*argv)]))
+
+    merge_cons = [
+        Contender("merge", "genie3-merge --max-links 100000 --summary --plot (the pipeline's merge)", "ours",
+                  lambda d, r: task(d, "genie3-merge", "--max-links", "100000", "--out", d / "top.tsv.gz",
+                                    "--summary", d / "s.json", "--plot", d / "p.png", "--threads", "1", *mparts),
+                  env=env),
+        Contender("merge_streamed", "genie3-merge --max-links 100000 (streamed)", "ours",
+                  lambda d, r: task(d, "genie3-merge", "--max-links", "100000", "--out", d / "top.tsv.gz",
+                                    "--threads", "1", *mparts), env=env)]
+
+    def merge_bounds(dirs: dict) -> dict:
+        bad, got = [], []
+        for key, d in dirs.items():
+            rss = json.loads((d / "task.json").read_text())["peak_rss_bytes"]
+            got.append(f"{key} {rss / 2**20:.0f} ≤ {mb[key] / 2**20:.0f} MiB")
+            if rss > mb[key]:
+                bad.append(f"{key}: peak RSS {rss / 2**20:.0f} MiB > bound {mb[key] / 2**20:.0f} MiB")
+        return {"ok": not bad, "detail": "; ".join(bad) or "peak RSS within bounds: " + ", ".join(got)}
+
+    cases.append(Case("genie3scale", f"merge_{MT}x{MR}", {"series": "merge", "targets": MT, "regulators": MR,
+                                                          "chunks": MC, "rss_bounds": mb,
+                                                          "dense_copy_bytes": MT * MR * 8}, merge_cons, [],
+                      agree=merge_bounds, per_run=lambda key, d: {"task": json.loads((d / "task.json").read_text())},
+                      prepare=lambda: _scale("parts", mdir, MT, MR, MC),
+                      note="synthetic parts of the predicted run's shape (70 % zeros); peak RSS of the merge "
+                           "process itself (wait4) against the bounds: a failed bound fails the case"))
     return [], cases
 
 

@@ -427,6 +427,221 @@ HEADLINE_HEAD = ["| stage | case | ours | peer | peer ÷ ours, wall: ratio of me
                  "|---|---|---|---|---|---|---|"]
 
 
+# --------------------------------------------------------------------------------------------------
+# genie3scale: the cost model, the pipeline, strong and weak scaling (issue 30 §2)
+# --------------------------------------------------------------------------------------------------
+#: the run whose cost is predicted: genes, regulators, samples, trees (cases.FULL["g3scale_predict"]), and the chunk
+#: size of the extrapolated run (the pipeline's default --chunk-size)
+G3_PREDICT = (25_000, 1_700, 500, 1000)
+G3_CHUNK = 500
+G3_TASKS = (1, 2, 4, 8, 16, 32, 50)
+
+
+def g3scale_cost(cases: list[dict]) -> tuple[list[dict], dict | None]:
+    """The cost points (median CPU s per target and per-task overhead over each case's runs) and the log-log fit
+    over them."""
+    from .scale import fit_cost
+
+    pts = []
+    for c in cases:
+        if c["stage"] != "genie3scale" or c["params"].get("series") != "cost" or c.get("skipped"):
+            continue
+        vals = [r["cpu_s_per_target"] for r in c["runs"] if r.get("exit") == 0 and r.get("cpu_s_per_target")]
+        if vals:
+            p = c["params"]
+            ok = [r for r in c["runs"] if r.get("exit") == 0 and r.get("cpu_s_per_target")]
+            over = [r["overhead_s"] for r in ok if r.get("overhead_s") is not None]
+            pts.append({"samples": p["samples"], "regulators": p["regulators"], "trees": p["trees"],
+                        "cpu_s_per_target": statistics.median(vals), "runs": len(vals),
+                        "overhead_s": statistics.median(over) if over else None,
+                        "cells": ok[0].get("cells"),
+                        "rss": max(r["task_peak_rss_bytes"] for r in c["runs"] if r.get("exit") == 0)})
+    return pts, fit_cost(pts)
+
+
+def _g3_pipe(cases: list[dict]) -> dict:
+    """pipeline case name -> its first successful run's record (with the case's agreement and load)."""
+    out = {}
+    for c in cases:
+        if c["stage"] == "genie3scale" and c["case"].startswith("pipeline_") and not c.get("skipped"):
+            runs = [r for r in c["runs"] if r.get("exit") == 0 and "chunks_wall_s" in r]
+            if runs:
+                out[c["case"][len("pipeline_"):]] = dict(runs[0], agreement=c.get("agreement"), params=c["params"])
+    return out
+
+
+def _g3_merge(cases: list[dict]) -> dict | None:
+    """The merge measured alone at the predicted size (synthetic parts): params, agreement, per contender the
+    median wall s and the largest peak RSS of the merge process."""
+    for c in cases:
+        if c["stage"] == "genie3scale" and c["params"].get("series") == "merge" and not c.get("skipped"):
+            out = {"params": c["params"], "agreement": c.get("agreement"), "contenders": {}}
+            for key in ("merge", "merge_streamed"):
+                runs = [r["task"] for r in c["runs"] if r.get("contender") == key and r.get("exit") == 0
+                        and r.get("task")]
+                if runs:
+                    out["contenders"][key] = {"wall_s": statistics.median(t["wall_s"] for t in runs),
+                                              "peak_rss_bytes": max(t["peak_rss_bytes"] for t in runs),
+                                              "runs": len(runs)}
+            return out
+    return None
+
+
+def g3scale_extrapolation(pipe: dict, pred: dict | None, overhead: dict | None, merge: dict | None
+                          ) -> list[dict] | None:
+    """The full run at N tasks, on paper: CHUNKS = genes / G3_CHUNK chunks, each costing G3_CHUNK x the fitted
+    CPU s per target plus the per-task overhead (start-up, reading the matrix, writing the part: the linear fit
+    o0 + o1 x genes x samples of the cost cases' task CPU - tree-growing CPU); tasks run in ceil(CHUNKS / N) waves
+    of one CPU each at the weak-scaling efficiency measured with 2 tasks (assumed to hold for N tasks on N cores);
+    plus the merge (measured alone at the predicted size when that case ran, else the pipeline's merge scaled by
+    regulators x targets)."""
+    w1, w2 = pipe.get("weak_p1"), pipe.get("weak_p2")
+    if not (pred and overhead):
+        return None
+    G, R, S, N = G3_PREDICT
+    over = overhead["o0"] + overhead["o1"] * G * S
+    chunk_cpu = G3_CHUNK * pred["cpu_s_per_target"] + over
+    chunks = math.ceil(G / G3_CHUNK)
+    m = (merge or {}).get("contenders", {}).get("merge")
+    if m and (merge["params"]["targets"], merge["params"]["regulators"]) == (G, R):
+        merge_s, merge_how = m["wall_s"], "measured alone at this size on synthetic parts"
+    else:
+        p1 = pipe.get("strong_p1")
+        pm = next((x for x in (p1 or {}).get("merges", []) if x["task"] == "merge"), None)
+        if not pm:
+            return None
+        pp = p1["params"]
+        merge_s = pm["wall_s"] * (R * G) / (pp["regulators"] * pp["genes"])
+        merge_how = "the pipeline's merge scaled by regulators x targets"
+    eff2 = (w1["chunks_wall_s"] / w2["chunks_wall_s"]) if (w1 and w2 and w2["chunks_wall_s"]) else 1.0
+    rows = []
+    for n in G3_TASKS:
+        waves = math.ceil(chunks / n)
+        eff = 1.0 if n == 1 else min(1.0, eff2)
+        wall = waves * chunk_cpu / eff + merge_s
+        rows.append({"tasks": n, "waves": waves, "wall_h": wall / 3600, "efficiency": eff,
+                     "chunk_cpu_s": chunk_cpu, "overhead_s": over, "merge_s": merge_s, "merge_how": merge_how,
+                     "chunks": chunks, "cpu_h": (chunks * chunk_cpu + merge_s) / 3600})
+    base = rows[0]["wall_h"]
+    for r in rows:
+        r["speedup"] = base / r["wall_h"]
+    return rows
+
+
+def g3scale_lines(res: dict) -> list[str]:
+    """The genie3scale tables (results Markdown and docs/scale.md)."""
+    from .scale import fit_overhead, predict
+
+    cases = res["cases"]
+    pts, fit = g3scale_cost(cases)
+    overhead = fit_overhead(pts)
+    pipe = _g3_pipe(cases)
+    merge = _g3_merge(cases)
+    if not pts and not pipe and not merge:
+        return []
+    G, R, S, N = G3_PREDICT
+    lines = []
+    if pts:
+        lines += ["### Cost per target (measured)", "",
+                  "One chunk of targets per point (`genie3 --targets-chunk --threads 1`); CPU s per target = the "
+                  "metrics' `compute_cpu_s` (tree growing) / targets, median over the runs; the fit's residual per "
+                  "point.", "",
+                  "| samples | regulators | trees | runs | CPU s per target | fit residual (measured / fit) | "
+                  "task peak RSS MiB |", "|---|---|---|---|---|---|---|"]
+        resid = {(r["samples"], r["regulators"], r["trees"]): r["measured_over_fit"]
+                 for r in (fit or {}).get("residuals", [])}
+        for p in sorted(pts, key=lambda p: (p["samples"], p["regulators"], p["trees"])):
+            k = (p["samples"], p["regulators"], p["trees"])
+            lines.append(f"| {p['samples']} | {p['regulators']} | {p['trees']} | {p['runs']} | "
+                         f"{p['cpu_s_per_target']:.4g} | {_f(resid.get(k), 3)} | {p['rss'] / 2**20:,.0f} |")
+        lines.append("")
+    pred = None
+    if fit:
+        e, se = fit["exponents"], fit["stderr"]
+        pred = predict(fit, S, R, N, G)
+        lines += [f"Fit (least squares on log–log axes, {len(pts)} points, {fit['dof']} degrees of freedom): CPU s "
+                  f"per target ∝ samples^{e['samples']:.2f}±{se['samples']:.2f} · regulators^"
+                  f"{e['regulators']:.2f}±{se['regulators']:.2f} · trees^{e['trees']:.2f}±{se['trees']:.2f} "
+                  f"(± one standard error); residual sd {fit['residual_sd']:.3f} (log e).", "",
+                  f"**Predicted** (extrapolated from the fit): {G:,} targets × {R:,} regulators × {S} samples × "
+                  f"{N} trees = **{pred['cpu_hours']:.3g} CPU-hours** of tree growing (95 % interval "
+                  f"{pred['cpu_hours_low']:.3g}–{pred['cpu_hours_high']:.3g}: the coefficients' covariance and the "
+                  f"residual scatter; {pred['cpu_s_per_target']:.3g} CPU s per target).", ""]
+    if overhead:
+        lines += [f"Per-task CPU outside tree growing (start-up, reading the matrix, writing the part), linear fit "
+                  f"over the cost cases: {overhead['o0']:.3g} s + {overhead['o1'] * 1e6:.3g} s per million matrix "
+                  f"values ({overhead['points']} points).", ""]
+    if merge and merge["contenders"]:
+        mp = merge["params"]
+        lines += [f"### The merge at {mp['targets']:,} targets × {mp['regulators']:,} regulators (measured, "
+                  f"synthetic parts)", "",
+                  f"{mp['chunks']} part files of the predicted run's shape (one dense R × T float64 copy = "
+                  f"{mp['dense_copy_bytes'] / 2**20:,.0f} MiB); peak RSS of the merge process (wait4) against its "
+                  f"bound: {_ok(merge['agreement'])}", "",
+                  "| merge | runs | wall s (median) | peak RSS MiB (max) | bound MiB |", "|---|---|---|---|---|"]
+        for key, cm in merge["contenders"].items():
+            lines.append(f"| {key} | {cm['runs']} | {_f(cm['wall_s'])} | {cm['peak_rss_bytes'] / 2**20:,.0f} | "
+                         f"{mp['rss_bounds'][key] / 2**20:,.0f} |")
+        lines.append("")
+    if pipe:
+        lines += ["### The chunked pipeline (measured)", "",
+                  "| run | genes × regulators × samples, trees | tasks at a time | chunks | plan → chunks → merge "
+                  "wall s | chunk phase wall s | chunk CPU s (sum) | per-task peak RSS MiB (plan / chunk / merge / "
+                  "streamed merge) | bounds | AUPR / AUROC (planted) | load before |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for name in ("strong_p1", "strong_p2", "weak_p1", "weak_p2"):
+            r = pipe.get(name)
+            if not r:
+                continue
+            pp = r["params"]
+            mg = {m["task"]: m for m in r["merges"]}
+            rss = " / ".join(_f(x / 2**20, 0) if x else "–" for x in (
+                r["plan_task"]["peak_rss_bytes"], r["chunk_peak_rss_bytes"],
+                (mg.get("merge") or {}).get("peak_rss_bytes"), (mg.get("merge_streamed") or {}).get("peak_rss_bytes")))
+            ag = r.get("agreement") or {}
+            sc = r.get("score")
+            acc = f"{sc['aupr']:.3f} / {sc['auroc']:.3f}" if sc else "–"
+            lines.append(f"| {name} | {pp['genes']:,} × {pp['regulators']} × {pp['samples']}, {pp['trees']} | "
+                         f"{pp['tasks']} | {r['chunks_run']} of {r['plan']['chunks']} | "
+                         f"{_f(r['pipeline_wall_s'])} | {_f(r['chunks_wall_s'])} | {_f(sum(r['chunk_cpu_s']))} | "
+                         f"{rss} | {_ok(ag)} | "
+                         f"{acc} | "
+                         f"{_f((r.get('load_before') or [None])[0], 1)} |")
+        lines.append("")
+        s1, s2, w1, w2 = (pipe.get(k) for k in ("strong_p1", "strong_p2", "weak_p1", "weak_p2"))
+        lines += ["### Strong and weak scaling", "",
+                  "Measured with 1 and 2 concurrent tasks as local processes on this machine (not through SLURM: "
+                  "the test cluster is started per test session as root and shared; the tasks are the same "
+                  f"commands a SLURM job runs). Strong: the same {next(iter(pipe.values()))['params']['genes']:,}-gene run, "
+                  "wall of the chunk phase; weak: one chunk per task. Both on a shared 2-core machine (see the "
+                  "load column above).", "",
+                  "| scaling | tasks | chunk phase wall s | speed-up | efficiency |", "|---|---|---|---|---|"]
+        if s1 and s2:
+            sp = s1["chunks_wall_s"] / s2["chunks_wall_s"]
+            lines += [f"| strong (measured) | 1 | {_f(s1['chunks_wall_s'])} | 1 | 1 |",
+                      f"| strong (measured) | 2 | {_f(s2['chunks_wall_s'])} | {sp:.2f} | {sp / 2:.2f} |"]
+        if w1 and w2:
+            ef = w1["chunks_wall_s"] / w2["chunks_wall_s"]
+            lines += [f"| weak (measured) | 1 | {_f(w1['chunks_wall_s'])} | 1 | 1 |",
+                      f"| weak (measured) | 2 | {_f(w2['chunks_wall_s'])} | {2 * ef:.2f} | {ef:.2f} |"]
+        lines.append("")
+        ext = g3scale_extrapolation(pipe, pred, overhead, merge)
+        if ext:
+            e0 = ext[0]
+            lines += [f"**Extrapolated** (on paper, not measured): the full {G:,}-gene run ({R:,} regulators, {S} "
+                      f"samples, {N} trees) in {e0['chunks']} chunks of {G3_CHUNK} targets, each "
+                      f"{e0['chunk_cpu_s']:,.0f} CPU s ({G3_CHUNK} × the fitted cost per target + "
+                      f"{e0['overhead_s']:.1f} s per-task overhead from its fit), {e0['cpu_h']:.3g} CPU-hours in "
+                      f"all; one CPU per task, the weak-scaling efficiency measured at 2 tasks assumed for more; "
+                      f"plus the merge, {e0['merge_s']:.0f} s ({e0['merge_how']}).", "",
+                      "| tasks (extrapolated) | waves | wall h | speed-up | efficiency |", "|---|---|---|---|---|"]
+            for r in ext:
+                lines.append(f"| {r['tasks']} | {r['waves']} | {r['wall_h']:.3g} | {r['speedup']:.3g} | "
+                             f"{r['speedup'] / r['tasks']:.2f} |")
+            lines.append("")
+    return lines
+
+
 def render_markdown(res: dict, src_name: str, png: Path | None) -> str:
     g = res.get("git") or {}
     lines = [f"# Benchmark run: {src_name}", "",
@@ -478,7 +693,11 @@ def render_markdown(res: dict, src_name: str, png: Path | None) -> str:
     for c in res["cases"]:
         if c["stage"] == "network" and not c.get("skipped"):
             lines += [f"## Planted network: {c['case']}", "", *network_table(c)]
-    for stage in ("fasta2h5", "predict", "bigwig", "peaks", "genie3", "network", "coverage", "train", "scaling"):
+    g3 = g3scale_lines(res)
+    if g3:
+        lines += ["## GENIE3 at genome scale", "", *g3]
+    for stage in ("fasta2h5", "predict", "bigwig", "peaks", "genie3", "network", "coverage", "train", "genie3scale",
+                  "scaling"):
         cs = [c for c in res["cases"] if c["stage"] == stage]
         if cs:
             lines += [f"## {stage}", ""] + [x for c in cs for x in case_section(c, res)]
@@ -624,7 +843,10 @@ def published(results_dir: Path = RESULTS) -> dict[Path, str]:
     for path, body in ((ROOT / "docs" / "networks.md", net_body),
                        (ROOT / "benchmarks" / "README.md", f"{intro('results/')}\n\n{table}"),
                        (ROOT / "docs" / "performance.md", f"{intro('../benchmarks/results/')}\n\n{table}"),
-                       (ROOT / "docs" / "fasta2h5.md", deflate_table(res, src) if res else NO_RUN)):
+                       (ROOT / "docs" / "fasta2h5.md", deflate_table(res, src) if res else NO_RUN),
+                       (ROOT / "docs" / "scale.md", "\n".join([intro("../benchmarks/results/"), "",
+                                                              *g3scale_lines(res)]) if res and g3scale_lines(res)
+                        else NO_RUN)):
         if path.exists():
             out[path] = _with_block(path.read_text(), body)
     for stage, d in STAGE_DIRS.items():

@@ -5,6 +5,8 @@ driven task by task, and the cost model (``python -m harness.scale KIND ...``, e
                                                 truth.json; plus expression_s<S>.tsv (the first S samples) and
                                                 regulators_r<R>.txt (the first R TFs) for --samples-subsets /
                                                 --regulator-subsets
+    task OUT.json -- ARGV...                    run ARGV as one task: OUT.json gets its wall, CPU, peak RSS (wait4)
+    parts OUTDIR TARGETS REGULATORS CHUNKS      synthetic part files of a genome-size weight matrix (the merge alone)
     pipeline WORK EXPR REGS GOLD TREES CHUNK P [--chunks-only K]
                                                 genie3-plan -> genie3 --targets-chunk (P tasks at a time) ->
                                                 genie3-merge, each a fresh process; tasks.json: every task's wall,
@@ -96,6 +98,34 @@ def make(outdir: str, seed: str, genes: str, tfs: str, samples: str, sample_subs
                                            "noise_sd": NOISE}, indent=1) + "\n")
 
 
+def make_parts(outdir: str, targets: str, regulators: str, chunks: str) -> list[Path]:
+    """CHUNKS part files (``chromaflow.genie3.parts.write_part``, the chunk tasks' format) of a seeded weight
+    matrix shaped like GENIE3's (70 % zeros, the rest exponential, self entries 0): the genome-size merge measured
+    without growing its forests. Kept once written."""
+    from chromaflow.common import part_bounds
+    from chromaflow.genie3.parts import write_part
+
+    work, T, R, n = Path(outdir), int(targets), int(regulators), int(chunks)
+    work.mkdir(parents=True, exist_ok=True)
+    genes = [f"TF{i + 1}" for i in range(R)] + [f"G{i + 1}" for i in range(T - R)]
+    paths = [work / f"part{i}.npz" for i in range(1, n + 1)]
+    if all(p.exists() for p in paths):
+        return paths
+    rng = np.random.default_rng(30)
+    for i, p in enumerate(paths, 1):
+        lo, hi = part_bounds(i, n, T)
+        W = rng.exponential(size=(R, hi - lo)) * (rng.random((R, hi - lo)) > 0.7)
+        for t in range(lo, min(hi, R)):   # regulator t is target t: its self entry is 0
+            W[t, t - lo] = 0.0
+        meta = {"genes": genes, "regulators": list(range(R)), "targets": list(range(lo, hi)),
+                "n_targets_total": T, "target_range": [lo, hi], "chunk": [i, n],
+                "options": {"tree_method": "RF", "max_features": "sqrt", "n_trees": 10, "seed": 0,
+                            "engine": "fast", "importance": "unnormalised"},
+                "fingerprint": "synthetic", "samples": 500, "expression": "synthetic", "constant_targets": []}
+        write_part(p, W, meta)
+    return paths
+
+
 # --------------------------------------------------------------------------------------------------
 # the pipeline, task by task
 # --------------------------------------------------------------------------------------------------
@@ -185,6 +215,18 @@ def pipeline(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str,
 FACTORS = ("samples", "regulators", "trees")
 
 
+def fit_overhead(points: list[dict]) -> dict | None:
+    """Per-task CPU outside tree growing (start-up, reading the matrix, writing the part) against the matrix size:
+    least squares overhead = o0 + o1 * genes * samples over points with ``cells`` and ``overhead_s``."""
+    pts = [p for p in points if p.get("overhead_s") is not None and p.get("cells")]
+    if len({p["cells"] for p in pts}) < 2:
+        return None
+    x = np.array([p["cells"] for p in pts], dtype=float)
+    y = np.array([p["overhead_s"] for p in pts], dtype=float)
+    o1, o0 = np.polyfit(x, y, 1)
+    return {"o0": float(o0), "o1": float(o1), "points": len(pts)}
+
+
 def fit_cost(points: list[dict]) -> dict | None:
     """Least squares on log-log axes: log(CPU s per target) = a + b_S log S + b_R log R + b_N log N over the
     measured points (dicts with samples, regulators, trees, cpu_s_per_target); returns the coefficients with their
@@ -235,6 +277,11 @@ def main(argv: list[str]) -> int:
                 kw[key] = args[args.index(opt) + 1]
                 pos.remove(kw[key])
         make(*pos, **kw)
+    elif kind == "task":   # task OUT.json -- ARGV...: run ARGV, write its wall, CPU and peak RSS (wait4); its exit
+        rec = run_tasks([("task", args[2:])], 1, Path(args[0]).parent)[0]
+        _write(Path(args[0]), json.dumps(rec) + "\n")
+    elif kind == "parts":
+        make_parts(*args)
     elif kind == "pipeline":
         pipeline(*args)
     else:
