@@ -1,0 +1,159 @@
+"""The genie3scale harness stage (issue 30 §2): its cases, the planted generator, the cost fit and prediction, the
+RSS bound checks and the scaling tables (cheap: the real runs are `benchmarks/run --stages genie3scale`)."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+from harness import cases as C  # noqa: E402
+from harness import render, scale  # noqa: E402
+
+
+@pytest.mark.parametrize("quick", [True, False], ids=["quick", "full"])
+def test_cases_are_built_without_running_anything(tmp_path, quick):
+    """7 cost points (one factor at a time around the largest values), the four pipeline runs and the merge at the
+    predicted size; building makes no input; the stage is not in the suite's quick harness run."""
+    ctx = C.Ctx(peers=tmp_path, work=tmp_path / "w", quick=quick, repeats=1, log=lambda m: None)
+    warm, cases = C.genie3scale(ctx)
+    cfg = ctx.cfg
+    names = [c.name for c in cases]
+    cost = [c for c in cases if c.params["series"] == "cost"]
+    assert len(cost) == 7 and len({(c.params["samples"], c.params["regulators"], c.params["trees"])
+                                   for c in cost}) == 7
+    centre = {f: max(cfg["g3scale_cost"][f]) for f in ("samples", "regulators", "trees")}
+    for c in cost:   # every point differs from the centre in at most one factor
+        assert sum(c.params[f] != centre[f] for f in centre) <= 1
+    assert [n for n in names if n.startswith("pipeline_")] == ["pipeline_strong_p1", "pipeline_strong_p2",
+                                                               "pipeline_weak_p1", "pipeline_weak_p2"]
+    assert any(n.startswith("merge_") for n in names)
+    argv = cost[0].contenders[0].argv(tmp_path / "d", 0)
+    assert "--targets-chunk" in argv and "--threads" in argv and argv[argv.index("--threads") + 1] == "1"
+    strong = next(c for c in cases if c.name == "pipeline_strong_p2").contenders[0].argv(tmp_path / "d", 0)
+    assert strong[2:4] == ["harness.scale", "pipeline"] and strong[-1] == "2"
+    assert not (tmp_path / "w" / "inputs").exists() or not any((tmp_path / "w" / "inputs").iterdir())
+    if not quick:
+        assert cfg["g3scale_predict"] == (25_000, 1_700, 500, 1000) == render.G3_PREDICT
+    assert "genie3scale" in C.STAGES and C.STAGES[-1] == "scaling"
+    from test_bench_harness import SUITE_STAGES
+    assert "genie3scale" not in SUITE_STAGES
+
+
+def test_planted_expression_is_seeded_and_carries_the_edges(tmp_path):
+    """Same seed, same bytes; a planted regulator correlates with its target far more than a non-regulator."""
+    scale.make(str(tmp_path / "a"), "3", "120", "12", "80")
+    scale.make(str(tmp_path / "b"), "3", "120", "12", "80")
+    for f in ("expression.tsv", "gold.tsv", "regulators.txt"):
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
+    lines = (tmp_path / "a" / "expression.tsv").read_text().splitlines()
+    names = [ln.split("\t")[0] for ln in lines[1:]]
+    X = np.array([[float(v) for v in ln.split("\t")[1:]] for ln in lines[1:]])
+    assert X.shape == (120, 80) and names[:12] == [f"TF{i}" for i in range(1, 13)]
+    idx = {g: i for i, g in enumerate(names)}
+    edge, other = [], []
+    for ln in (tmp_path / "a" / "gold.tsv").read_text().splitlines():
+        t, g, y = ln.split("\t")
+        r = abs(np.corrcoef(np.tanh(X[idx[t]]), X[idx[g]])[0, 1])
+        (edge if y == "1" else other).append(r)
+    assert len(edge) > 50 and np.mean(edge) > 3 * np.mean(other)
+
+
+def _points(rng, a=-9.0, bs=1.2, br=0.5, bn=1.0, noise=0.02):
+    pts = []
+    for s in (100, 250, 500):
+        for r in (200, 600, 1700):
+            for n in (10, 20, 40):
+                c = math.exp(a + bs * math.log(s) + br * math.log(r) + bn * math.log(n) + rng.normal(0, noise))
+                pts.append({"samples": s, "regulators": r, "trees": n, "cpu_s_per_target": c})
+    return pts
+
+
+def test_fit_recovers_the_exponents_and_the_prediction_brackets_the_truth():
+    rng = np.random.default_rng(1)
+    fit = scale.fit_cost(_points(rng))
+    e, se = fit["exponents"], fit["stderr"]
+    for f, want in (("samples", 1.2), ("regulators", 0.5), ("trees", 1.0)):
+        assert abs(e[f] - want) < 4 * se[f] + 1e-9 and se[f] < 0.05, (f, e[f], se[f])
+    assert len(fit["residuals"]) == 27 and abs(fit["residual_sd"] - 0.02) < 0.01
+    p = scale.predict(fit, 500, 1700, 1000, 25_000)
+    truth = math.exp(-9.0 + 1.2 * math.log(500) + 0.5 * math.log(1700) + 1.0 * math.log(1000)) * 25_000 / 3600
+    assert p["cpu_hours_low"] < truth < p["cpu_hours_high"]
+    assert p["cpu_hours_high"] / p["cpu_hours_low"] < 1.5
+    # too few points or a factor that never varies: no fit
+    assert scale.fit_cost(_points(rng)[:4]) is None
+    assert scale.fit_cost([dict(p, trees=10) for p in _points(rng)]) is None
+
+
+def test_overhead_fit_is_linear_in_matrix_size():
+    pts = [{"cells": c, "overhead_s": 0.4 + 2e-7 * c} for c in (1e5, 5e5, 1e6)]
+    o = scale.fit_overhead(pts)
+    assert o["o0"] == pytest.approx(0.4) and o["o1"] == pytest.approx(2e-7)
+    assert scale.fit_overhead(pts[:1]) is None
+
+
+def _tasks(tmp, rss_chunk):
+    (tmp / "w").mkdir(parents=True)
+    doc = {"plan": {"genes": 10, "chunk_size": 5, "chunks": 2, "samples": 4, "regulators": 2}, "parallel": 1,
+           "trees": 5, "plan_task": {"task": "plan", "peak_rss_bytes": 50 << 20, "wall_s": 1, "cpu_s": 1},
+           "chunks": [{"task": "chunk1", "peak_rss_bytes": rss_chunk, "wall_s": 2.0, "cpu_s": 1.0,
+                       "compute_cpu_s": 0.5, "targets": 5}],
+           "merges": [{"task": "merge", "peak_rss_bytes": 90 << 20, "wall_s": 3.0, "cpu_s": 2.0}],
+           "score": {"aupr": 0.5, "auroc": 0.8}, "chunks_wall_s": 2.0, "wall_s": 6.0}
+    (tmp / "w" / "tasks.json").write_text(json.dumps(doc))
+    return tmp
+
+
+def test_a_task_over_its_rss_bound_fails_the_case(tmp_path):
+    bounds = {"plan": 512 << 20, "chunk": 100 << 20, "merge": 1 << 30}
+    check = C._bound_check(bounds)
+    assert check({"chromaflow": _tasks(tmp_path / "ok", 99 << 20)})["ok"] is True
+    bad = check({"chromaflow": _tasks(tmp_path / "bad", 101 << 20)})
+    assert bad["ok"] is False and "chunk1: peak RSS 101 MiB > bound 100 MiB" in bad["detail"]
+
+
+def test_scaling_tables_label_measured_and_extrapolated():
+    """The render: measured strong/weak rows from the pipeline runs, the prediction from the fit, and an N-task
+    table labelled extrapolated whose speed-up follows the waves and the measured weak efficiency."""
+    rng = np.random.default_rng(2)
+
+    def cost_case(p):
+        return {"stage": "genie3scale", "case": "c", "params": {"series": "cost", **{k: p[k] for k in
+                                                                                  ("samples", "regulators", "trees")}},
+                "runs": [{"exit": 0, "cpu_s_per_target": p["cpu_s_per_target"], "task_peak_rss_bytes": 1 << 26,
+                          "overhead_s": 1.0 + 1e-6 * p["samples"] * 2000, "cells": p["samples"] * 2000}]}
+
+    def pipe(name, tasks, wall, only=None):
+        return {"stage": "genie3scale", "case": f"pipeline_{name}", "agreement": {"ok": True, "detail": "ok"},
+                "params": {"tasks": tasks, "genes": 5000, "regulators": 340, "samples": 500, "trees": 20,
+                           "chunks_only": only},
+                "runs": [{"exit": 0, "chunks_wall_s": wall, "pipeline_wall_s": wall + 5, "chunks_run": only or 10,
+                          "plan": {"chunks": 10}, "chunk_cpu_s": [10.0] * (only or 10),
+                          "chunk_compute_cpu_s": [8.0] * (only or 10), "chunk_peak_rss_bytes": 1 << 27,
+                          "plan_task": {"peak_rss_bytes": 1 << 26},
+                          "merges": [{"task": "merge", "wall_s": 20.0, "peak_rss_bytes": 1 << 28}] if not only else [],
+                          "score": {"aupr": 0.4, "auroc": 0.9} if not only else None, "load_before": [2.0]}]}
+
+    cases = [cost_case(p) for p in _points(rng)] + [
+        pipe("strong_p1", 1, 100.0), pipe("strong_p2", 2, 55.0), pipe("weak_p1", 1, 10.0, 1),
+        pipe("weak_p2", 2, 12.5, 2)]
+    text = "\n".join(render.g3scale_lines({"cases": cases}))
+    assert "| strong (measured) | 2 | 55.00 | 1.82 | 0.91 |" in text
+    assert "| weak (measured) | 2 | 12.50 | 1.60 | 0.80 |" in text
+    assert "**Predicted** (extrapolated from the fit)" in text and "**Extrapolated** (on paper, not measured)" in text
+    rows = [ln for ln in text.splitlines() if ln.startswith("| 50 | 1 |")]
+    assert len(rows) == 1
+    pts, fit = render.g3scale_cost(cases)
+    ext = render.g3scale_extrapolation(render._g3_pipe(cases), scale.predict(fit, 500, 1700, 1000, 25_000),
+                                       scale.fit_overhead(pts), None)
+    assert [r["waves"] for r in ext] == [50, 25, 13, 7, 4, 2, 1]
+    assert ext[1]["efficiency"] == pytest.approx(0.8)
+    one, two = ext[0], ext[1]
+    assert two["wall_h"] == pytest.approx((25 * one["chunk_cpu_s"] / 0.8 + one["merge_s"]) / 3600)
