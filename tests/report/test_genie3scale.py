@@ -66,28 +66,31 @@ def test_planted_expression_is_seeded_and_carries_the_edges(tmp_path):
     assert len(edge) > 50 and np.mean(edge) > 3 * np.mean(other)
 
 
-def _points(rng, a=-9.0, bs=1.2, br=0.5, bn=1.0, noise=0.02):
+def _points(rng, a=-12.0, bs=1.2, br=0.5, n0=15.0, noise=0.02):
     pts = []
     for s in (100, 250, 500):
         for r in (200, 600, 1700):
             for n in (10, 20, 40):
-                c = math.exp(a + bs * math.log(s) + br * math.log(r) + bn * math.log(n) + rng.normal(0, noise))
+                c = math.exp(a + bs * math.log(s) + br * math.log(r) + rng.normal(0, noise)) * (n + n0)
                 pts.append({"samples": s, "regulators": r, "trees": n, "cpu_s_per_target": c})
     return pts
 
 
-def test_fit_recovers_the_exponents_and_the_prediction_brackets_the_truth():
+def test_fit_recovers_the_model_and_the_prediction_brackets_the_truth():
+    """Exponents, the per-target work outside the trees (n0) and a prediction at 1,000 trees (25x beyond the
+    measured trees) whose interval holds the true cost; a power law in trees would miss it."""
     rng = np.random.default_rng(1)
     fit = scale.fit_cost(_points(rng))
     e, se = fit["exponents"], fit["stderr"]
-    for f, want in (("samples", 1.2), ("regulators", 0.5), ("trees", 1.0)):
+    for f, want in (("samples", 1.2), ("regulators", 0.5)):
         assert abs(e[f] - want) < 4 * se[f] + 1e-9 and se[f] < 0.05, (f, e[f], se[f])
+    assert fit["n0"] == pytest.approx(15.0, rel=0.25)
     assert len(fit["residuals"]) == 27 and abs(fit["residual_sd"] - 0.02) < 0.01
     p = scale.predict(fit, 500, 1700, 1000, 25_000)
-    truth = math.exp(-9.0 + 1.2 * math.log(500) + 0.5 * math.log(1700) + 1.0 * math.log(1000)) * 25_000 / 3600
+    truth = math.exp(-12.0 + 1.2 * math.log(500) + 0.5 * math.log(1700)) * (1000 + 15.0) * 25_000 / 3600
     assert p["cpu_hours_low"] < truth < p["cpu_hours_high"]
     assert p["cpu_hours_high"] / p["cpu_hours_low"] < 1.5
-    # too few points or a factor that never varies: no fit
+    # too few points or trees that never vary: no fit
     assert scale.fit_cost(_points(rng)[:4]) is None
     assert scale.fit_cost([dict(p, trees=10) for p in _points(rng)]) is None
 
