@@ -612,7 +612,7 @@ def g3scale_lines(res: dict) -> list[str]:
                          f"{_f((r.get('load_before') or [None])[0], 1)} |")
         lines.append("")
         s1 = pipe.get("strong_p1")
-        if fit and s1 and all(s1.get("chunk_compute_cpu_s") or [None]):
+        if fit and s1 and s1.get("chunk_targets") and all(s1.get("chunk_compute_cpu_s") or [None]):
             pp = s1["params"]
             measured = sum(s1["chunk_compute_cpu_s"]) / sum(s1["chunk_targets"])
             fitted = predict(fit, pp["samples"], pp["regulators"], pp["trees"], 1)["cpu_s_per_target"]

@@ -140,6 +140,7 @@ def test_scaling_tables_label_measured_and_extrapolated():
                 "runs": [{"exit": 0, "chunks_wall_s": wall, "pipeline_wall_s": wall + 5, "chunks_run": only or 10,
                           "plan": {"chunks": 10}, "chunk_cpu_s": [10.0] * (only or 10),
                           "chunk_compute_cpu_s": [8.0] * (only or 10), "chunk_peak_rss_bytes": 1 << 27,
+                          "chunk_targets": [500] * (only or 10),
                           "plan_task": {"peak_rss_bytes": 1 << 26},
                           "merges": [{"task": "merge", "wall_s": 20.0, "peak_rss_bytes": 1 << 28}] if not only else [],
                           "score": {"aupr": 0.4, "auroc": 0.9} if not only else None, "load_before": [2.0]}]}
@@ -150,6 +151,7 @@ def test_scaling_tables_label_measured_and_extrapolated():
     text = "\n".join(render.g3scale_lines({"cases": cases}))
     assert "| strong (measured) | 2 | 55.00 | 1.82 | 0.91 |" in text
     assert "| weak (measured) | 2 | 12.50 | 1.60 | 0.80 |" in text
+    assert "Check of the cost model on these chunks" in text and "measured 0.016 CPU s per target" in text
     assert "**Predicted** (extrapolated from the fit)" in text and "**Extrapolated** (on paper, not measured)" in text
     rows = [ln for ln in text.splitlines() if ln.startswith("| 50 | 1 |")]
     assert len(rows) == 1
