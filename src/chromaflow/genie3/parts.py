@@ -68,25 +68,3 @@ def read_weights(path: str | Path, meta: dict, genes: list[str]) -> tuple[np.nda
                                   f"{genes[meta['regulators'][r]]!r}, target {genes[meta['targets'][t]]!r}): "
                                   f"a damaged part file")
     return W, (reps if n > 1 else None)
-
-
-def read_part(path: str | Path, with_repeats: bool = False):
-    """(weights, meta), or (weights, meta, repeats or None) with ``with_repeats``."""
-    path = Path(path)
-    if not path.is_file():
-        raise ChromaflowError(f"{path}: part file not found")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            W = z["weights"]
-            meta = json.loads(str(z["meta"]))
-            reps = z["repeats"] if "repeats" in z.files else None
-    except Exception as exc:  # noqa: BLE001 - any unreadable file is a user error here
-        raise ChromaflowError(f"{path}: not a chromaflow genie3 part file ({type(exc).__name__}: {exc})") from None
-    if meta.get("format") != PART_FORMAT:
-        raise ChromaflowError(f"{path}: not a chromaflow genie3 part file (format {meta.get('format')!r})")
-    if with_repeats:
-        n = int(meta.get("options", {}).get("repeats", 1))
-        if n > 1 and (reps is None or reps.shape != (n, *W.shape)):
-            raise ChromaflowError(f"{path}: its {n} repeats' weights are missing or of the wrong shape")
-        return W, meta, reps
-    return W, meta
