@@ -142,7 +142,8 @@ def test_scaling_tables_label_measured_and_extrapolated():
                           "chunk_compute_cpu_s": [8.0] * (only or 10), "chunk_peak_rss_bytes": 1 << 27,
                           "chunk_targets": [500] * (only or 10),
                           "plan_task": {"peak_rss_bytes": 1 << 26},
-                          "merges": [{"task": "merge", "wall_s": 20.0, "peak_rss_bytes": 1 << 28}] if not only else [],
+                          "merges": [{"task": "merge", "wall_s": 20.0, "cpu_s": 15.0, "peak_rss_bytes": 1 << 28}]
+                          if not only else [],
                           "score": {"aupr": 0.4, "auroc": 0.9} if not only else None, "load_before": [2.0]}]}
 
     cases = [cost_case(p) for p in _points(rng)] + [
@@ -162,3 +163,4 @@ def test_scaling_tables_label_measured_and_extrapolated():
     assert ext[1]["efficiency"] == pytest.approx(0.8)
     one, two = ext[0], ext[1]
     assert two["wall_h"] == pytest.approx((25 * one["chunk_cpu_s"] / 0.8 + one["merge_s"]) / 3600)
+    assert one["merge_s"] == pytest.approx(15.0 * (1700 * 25_000) / (340 * 5000))   # the merge CPU s, scaled
