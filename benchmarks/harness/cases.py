@@ -758,8 +758,23 @@ def _chunk_cost(d: Path) -> dict:
             "task_peak_rss_bytes": m["peak_rss_bytes"]}
 
 
+#: disk bounds of the pipeline's tasks: a chunk's part at most its float64 weights uncompressed (8 bytes per
+#: regulator x target) + 1 MiB of metadata (the gene names); a merge's outputs at most 64 bytes per link written
+#: (two names, a %.9g value, gzip never much larger than the text) + 1 MiB (summary JSON and plot)
+DISK_PER_WEIGHT, DISK_PER_LINK, DISK_FIXED = 8, 64, 1 << 20
+
+
+def disk_bound(task: dict) -> int | None:
+    if "out_bytes" not in task:
+        return None
+    if task["task"].startswith("chunk"):
+        return DISK_PER_WEIGHT * task["regulators"] * task["targets"] + DISK_FIXED
+    return DISK_PER_LINK * task["links"] + DISK_FIXED
+
+
 def _bound_check(bounds: dict):
-    """agree(): every task's peak RSS (wait4) of the pipeline's tasks.json against its bound; AUPR shown."""
+    """agree(): every task's peak RSS (wait4) of the pipeline's tasks.json against its bound, and its output
+    bytes against :func:`disk_bound`; AUPR shown."""
     def check(dirs: dict) -> dict:
         bad, worst = [], {}
         for key, d in dirs.items():
@@ -771,8 +786,14 @@ def _bound_check(bounds: dict):
                 if t["peak_rss_bytes"] > bounds[kind]:
                     bad.append(f"{key} {t['task']}: peak RSS {t['peak_rss_bytes'] / 2**20:.0f} MiB > bound "
                                f"{bounds[kind] / 2**20:.0f} MiB")
+                db = disk_bound(t)
+                if db is not None and t["out_bytes"] > db:
+                    bad.append(f"{key} {t['task']}: {t['out_bytes']:,} bytes written > disk bound {db:,}")
         detail = "; ".join(bad) if bad else "per-task peak RSS within bounds: " + ", ".join(
-            f"{k} {v / 2**20:.0f} ≤ {bounds[k] / 2**20:.0f} MiB" for k, v in sorted(worst.items()))
+            f"{k} {v / 2**20:.0f} ≤ {bounds[k] / 2**20:.0f} MiB" for k, v in sorted(worst.items())) + (
+            "; every task's output bytes within its disk bound" if any(
+                "out_bytes" in t for d in dirs.values() for t in json.loads(
+                    (d / "w" / "tasks.json").read_text())["chunks"]) else "")
         return {"ok": not bad, "detail": detail, "worst_rss_bytes": worst}
     return check
 
@@ -785,6 +806,7 @@ def _tasks_summary(key: str, d: Path) -> dict:
            "chunk_cpu_s": [c["cpu_s"] for c in ch], "chunk_compute_cpu_s": [c.get("compute_cpu_s") for c in ch],
            "chunk_targets": [c["targets"] for c in ch],
            "chunk_peak_rss_bytes": max(c["peak_rss_bytes"] for c in ch),
+           "chunk_out_bytes": max((c.get("out_bytes") or 0) for c in ch) or None,
            "plan_task": doc["plan_task"], "merges": doc["merges"], "score": doc["score"]}
     return out
 

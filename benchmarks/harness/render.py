@@ -594,8 +594,8 @@ def g3scale_lines(res: dict) -> list[str]:
         lines += ["### The chunked pipeline (measured)", "",
                   "| run | genes × regulators × samples, trees | tasks at a time | chunks | plan → chunks → merge "
                   "wall s | chunk phase wall s | chunk CPU s (sum) | per-task peak RSS MiB (plan / chunk / merge / "
-                  "streamed merge) | bounds | AUPR / AUROC (planted) | load before |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "streamed merge) | largest part MiB | bounds | AUPR / AUROC (planted) | load before |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for name in ("strong_p1", "strong_p2", "weak_p1", "weak_p2"):
             r = pipe.get(name)
             if not r:
@@ -611,7 +611,8 @@ def g3scale_lines(res: dict) -> list[str]:
             lines.append(f"| {name} | {pp['genes']:,} × {pp['regulators']} × {pp['samples']}, {pp['trees']} | "
                          f"{pp['tasks']} | {r['chunks_run']} of {r['plan']['chunks']} | "
                          f"{_f(r['pipeline_wall_s'])} | {_f(r['chunks_wall_s'])} | {_f(sum(r['chunk_cpu_s']))} | "
-                         f"{rss} | {_ok(ag)} | "
+                         f"{rss} | {_f((r.get('chunk_out_bytes') or 0) / 2**20, 2) if r.get('chunk_out_bytes') else '–'} | "
+                         f"{_ok(ag)} | "
                          f"{acc} | "
                          f"{_f((r.get('load_before') or [None])[0], 1)} |")
         lines.append("")

@@ -187,7 +187,9 @@ def pipeline(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str,
     t2 = time.perf_counter()
     for r in chunk_recs:
         m = json.loads((w / f"{r['task']}.metrics.json").read_text())
-        r.update(targets=m["targets"], compute_s=m["compute_s"], compute_cpu_s=m.get("compute_cpu_s"))
+        r.update(targets=m["targets"], regulators=m["regulators"], compute_s=m["compute_s"],
+                 compute_cpu_s=m.get("compute_cpu_s"),
+                 out_bytes=(w / f"part{r['task'][len('chunk'):]}.npz").stat().st_size)   # the task's disk
     merge_recs, score = [], None
     if only is None:
         parts = [w / f"part{i}.npz" for i in range(1, n + 1)]
@@ -196,6 +198,13 @@ def pipeline(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str,
                                               *parts)),
                                 ("merge_streamed", _cf("genie3-merge", "--max-links", "100000", "--out",
                                                        w / "top.tsv.gz", "--threads", "1", *parts))], 1, w)
+        for r, out in zip(merge_recs, ("links.tsv.gz", "top.tsv.gz")):
+            r["out_bytes"] = (w / out).stat().st_size
+            if r["task"] == "merge":
+                r["out_bytes"] += sum((w / f).stat().st_size for f in ("summary.json", "weights.png"))
+                r["links"] = plan["genes"] * plan["regulators"] - plan["regulators"]   # every pair but self-links
+            else:
+                r["links"] = 100_000
         from .planted import score as score_links
 
         score = score_links(str(w / "links.tsv.gz"), gold)

@@ -102,24 +102,31 @@ def test_overhead_fit_is_linear_in_matrix_size():
     assert scale.fit_overhead(pts[:1]) is None
 
 
-def _tasks(tmp, rss_chunk):
+def _tasks(tmp, rss_chunk, part_bytes=None):
     (tmp / "w").mkdir(parents=True)
     doc = {"plan": {"genes": 10, "chunk_size": 5, "chunks": 2, "samples": 4, "regulators": 2}, "parallel": 1,
            "trees": 5, "plan_task": {"task": "plan", "peak_rss_bytes": 50 << 20, "wall_s": 1, "cpu_s": 1},
            "chunks": [{"task": "chunk1", "peak_rss_bytes": rss_chunk, "wall_s": 2.0, "cpu_s": 1.0,
-                       "compute_cpu_s": 0.5, "targets": 5}],
+                       "compute_cpu_s": 0.5, "targets": 5, "regulators": 2,
+                       **({} if part_bytes is None else {"out_bytes": part_bytes})}],
            "merges": [{"task": "merge", "peak_rss_bytes": 90 << 20, "wall_s": 3.0, "cpu_s": 2.0}],
            "score": {"aupr": 0.5, "auroc": 0.8}, "chunks_wall_s": 2.0, "wall_s": 6.0}
     (tmp / "w" / "tasks.json").write_text(json.dumps(doc))
     return tmp
 
 
-def test_a_task_over_its_rss_bound_fails_the_case(tmp_path):
+def test_a_task_over_its_rss_or_disk_bound_fails_the_case(tmp_path):
     bounds = {"plan": 512 << 20, "chunk": 100 << 20, "merge": 1 << 30}
     check = C._bound_check(bounds)
     assert check({"chromaflow": _tasks(tmp_path / "ok", 99 << 20)})["ok"] is True
     bad = check({"chromaflow": _tasks(tmp_path / "bad", 101 << 20)})
     assert bad["ok"] is False and "chunk1: peak RSS 101 MiB > bound 100 MiB" in bad["detail"]
+    # disk: a part at most its float64 weights (2 x 5 x 8 bytes) + 1 MiB of metadata
+    limit = 2 * 5 * 8 + (1 << 20)
+    ok = check({"chromaflow": _tasks(tmp_path / "dok", 99 << 20, limit)})
+    assert ok["ok"] is True and "disk bound" in ok["detail"]
+    big = check({"chromaflow": _tasks(tmp_path / "dbad", 99 << 20, limit + 1)})
+    assert big["ok"] is False and f"chunk1: {limit + 1:,} bytes written > disk bound {limit:,}" in big["detail"]
 
 
 def test_scaling_tables_label_measured_and_extrapolated():
