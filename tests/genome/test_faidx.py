@@ -257,3 +257,33 @@ def bgzip_of(tmp_path, data):
     out = bgzip(src, tmp_path / "g.fa.gz")
     src.unlink()
     return out
+
+
+@pytest.mark.parametrize("kind", ["plain", "bgzf"])
+def test_a_shard_reads_about_its_share_of_the_file(tmp_path, kind):
+    """Three records of 300 kbp (random bases, 60 a line; bgzip: 15 BGZF blocks): the rows of shard i of 3 are
+    read from a third of the file on disk or little more, each record's bases once per strand."""
+    from chromaflow.common import part_bounds
+
+    rng = np.random.default_rng(0)
+    fa = tmp_path / "g.fa"
+    with open(fa, "wb") as fh:
+        for r in range(3):
+            seq = np.frombuffer(b"ACGT", dtype=np.uint8)[rng.integers(0, 4, 300_000)].tobytes()
+            fh.write(f">r{r}\n".encode() + b"\n".join(seq[i:i + 60] for i in range(0, len(seq), 60)) + b"\n")
+    if kind == "bgzf":
+        fa = bgzip_of(tmp_path, fa.read_bytes())
+    idx, how = faidx.plan_index(str(fa))
+    assert how["index"] == "fai" and len(idx.blocks) > (10 if kind == "bgzf" else 0)
+    size, L = fa.stat().st_size, 10_000
+    rows = idx.layout(L).n_rows
+    assert rows == 180
+    got = []
+    for i in (1, 2, 3):
+        stats = faidx.ReadStats()
+        for _ in faidx.indexed_jobs(idx, L, *part_bounds(i, 3, rows), stats, window_bp=50_000):
+            pass
+        got.append(stats)
+        assert stats.records == {f"r{i - 1}"} and stats.bases == 2 * 300_000  # its record, both strands
+        assert size / 3 * 0.99 < stats.disk_bytes < size / 3 + (2 * 65536 if kind == "bgzf" else 0)
+    assert sum(s.disk_bytes for s in got) <= size + (6 * 65536 if kind == "bgzf" else 0)
