@@ -59,6 +59,7 @@ def plan(rows: int, shards: str, shard_rows: int) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     check_outputs([("--out", args.out)], [("--fasta", args.fasta), ("--h5", args.h5)])
+    shard_count(1, args.shards, args.shard_rows)  # bad options fail before any index is made
     if args.fasta:
         from ..genome.faidx import plan_index
         from ..genome.layout import scan_layout
