@@ -100,6 +100,7 @@ class FastaIndex:
         if self._fa is None:
             import pysam
 
+            pysam.set_verbosity(0)  # htslib's own messages on stderr would break the one-line error rule
             self._fa = pysam.FastaFile(self.fasta, filepath_index=self.fai,
                                        filepath_index_compressed=self.gzi if self.kind == "bgzf" else None)
         return self._fa
