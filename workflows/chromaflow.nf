@@ -110,12 +110,15 @@ workflow CHROMAFLOW {
 
         PREDICT_PLAN(ch_fasta)
         ch_versions = ch_versions.mix(PREDICT_PLAN.out.versions)
-        // what PREDICT reads (meta.predict_input): the genome h5 of FASTA2H5, or the FASTA itself
+        // what PREDICT reads (meta.predict_input): the genome h5 of FASTA2H5, or the FASTA itself with the index
+        // PREDICT_PLAN made of it (none where it could not: [] then, and the shard scans the FASTA)
         def predict_input = from_fasta ? 'fasta' : 'h5'
         ch_shards = (from_fasta ? ch_fasta : FASTA2H5.out.h5)
             .join(PREDICT_PLAN.out.plan)
-            .flatMap { meta, genome, plan ->
-                readJson(plan).shards.collect { s -> [meta + [predict_input: predict_input, shard: s.index, shards: s.count], genome] }
+            .join(PREDICT_PLAN.out.index, remainder: true)
+            .flatMap { meta, genome, plan, index ->
+                def staged = (from_fasta && index) ? index : []
+                readJson(plan).shards.collect { s -> [meta + [predict_input: predict_input, shard: s.index, shards: s.count], genome, staged] }
             }
         PREDICT(ch_shards, ch_model)
         ch_versions = ch_versions.mix(PREDICT.out.versions)

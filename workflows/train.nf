@@ -53,7 +53,7 @@ workflow TRAIN_MODEL {
     if (params.train_predict) {
         ch_model = TRAIN.out.best.map { meta, ckpt -> ckpt }.first()
         ch_pred_in = ch_h5.filter { meta, h5 -> meta.split != 'train' }
-            .map { meta, h5 -> [[id: meta.id, species: meta.species, shard: 1, shards: 1], h5] }
+            .map { meta, h5 -> [[id: meta.id, species: meta.species, shard: 1, shards: 1], h5, []] }  // no FASTA index: an h5
         PREDICT(ch_pred_in, ch_model)
         ch_versions = ch_versions.mix(PREDICT.out.versions)
         ch_metrics  = ch_metrics.mix(PREDICT.out.metrics)

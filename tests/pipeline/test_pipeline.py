@@ -347,6 +347,11 @@ def test_predict_from_fasta_gives_the_same_predictions_and_tracks_without_a_geno
     done = sorted(r["process"].split(":")[-1] for r in read_trace(outdir) if r["status"] == "COMPLETED")
     assert done == sorted(["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
                           + ["BIGWIG"] * 2 + ["GENE_ACCESSIBILITY"])
+    # asmA.fa's shards read only their own rows through the index PREDICT_PLAN made; asmB.fa.gz (plain gzip) has
+    # none and its shards scan it
+    shards = [json.loads(p.read_text()) for p in (tmp_path / "work").glob("*/*/*.shard*of2.predict.metrics.json")]
+    assert sorted((Path(m["fasta"]).name, m["index"]) for m in shards) == [("asmA.fa", "fai")] * 2 + [("asmB.fa.gz", "scan")] * 2
+    assert all(m["fasta_bytes_read"] < m["fasta_bytes"] for m in shards if m["index"] == "fai")
     for asm in ("asmA", "asmB"):
         assert not (outdir / asm / "h5").exists()
         got, want = (d / asm / "predictions" / f"{asm}_predictions.h5" for d in (outdir, reference))

@@ -7,6 +7,8 @@ shards' row ranges tile [0, rows) as ``predict --shard i/n`` splits them, and ba
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -23,23 +25,44 @@ def plan(*args: str) -> dict:
     return json.loads(res.stdout)
 
 
-@pytest.mark.parametrize("fasta, rows", [("asmA.fa", 36), ("asmB.fa.gz", 22)])
-def test_rows_from_the_fasta_are_the_rows_fasta2h5_writes(tmp_path, fasta, rows):
+def copy(name: str, tmp_path) -> Path:
+    """A copy of an asset FASTA: the plan writes the FASTA's index beside it, never into assets/."""
+    dst = tmp_path / name
+    shutil.copy(TEST / name, dst)
+    return dst
+
+
+@pytest.mark.parametrize("fasta, rows, index", [("asmA.fa", 36, "fai"), ("asmB.fa.gz", 22, "scan")])
+def test_rows_from_the_fasta_are_the_rows_fasta2h5_writes(tmp_path, fasta, rows, index):
     h5 = tmp_path / "g.h5"
     res = run("fasta2h5", "--fasta", TEST / fasta, "--species", "Testus", "--subsequence-length", "2000", "--out", h5)
     assert res.returncode == 0, res.stderr
-    from_fasta = plan("--fasta", TEST / fasta, "--subsequence-length", "2000", "--shards", "2")
+    from_fasta = plan("--fasta", copy(fasta, tmp_path), "--subsequence-length", "2000", "--shards", "2")
     from_h5 = plan("--h5", h5, "--shards", "2")
     assert from_fasta["subsequences"] == from_h5["subsequences"] == rows
     assert from_fasta["shards"] == from_h5["shards"]
     assert from_h5["subsequence_length"] == 2000
+    # asmA.fa is laid out from the index the plan made beside it; asmB.fa.gz is plain gzip: scanned, and said why
+    assert from_fasta["index"] == index
+    if index == "fai":
+        assert from_fasta["index_files"] == ["asmA.fa.fai"] and (tmp_path / "asmA.fa.fai").is_file()
+    else:
+        assert from_fasta["index_reason"] == "gzip (not bgzip) FASTA cannot be indexed"
+        assert not list(tmp_path.glob("*.fai"))
+
+
+def test_index_none_scans_and_makes_no_index(tmp_path):
+    fa = copy("asmA.fa", tmp_path)
+    got = plan("--fasta", fa, "--index", "none", "--subsequence-length", "2000", "--shards", "2")
+    assert got["index"] == "scan" and got["index_reason"] == "--index none" and got["subsequences"] == 36
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["asmA.fa"]
 
 
 @pytest.mark.parametrize("shards, shard_rows, count", [("1", 20000, 1), ("2", 20000, 2), ("100", 20000, 36),
                                                        ("auto", 20000, 1), ("auto", 10, 4), ("auto", 36, 1),
                                                        ("auto", 1, 36)])
 def test_shard_count_and_ranges(tmp_path, shards, shard_rows, count):
-    res = run("predict-plan", "--fasta", TEST / "asmA.fa", "--subsequence-length", "2000", "--shards", shards,
+    res = run("predict-plan", "--fasta", copy("asmA.fa", tmp_path), "--subsequence-length", "2000", "--shards", shards,
               "--shard-rows", str(shard_rows), "--out", tmp_path / "plan.json")
     assert res.returncode == 0 and res.stdout == "", res.stderr
     p = json.loads((tmp_path / "plan.json").read_text())
@@ -59,11 +82,11 @@ def test_shard_count_and_ranges(tmp_path, shards, shard_rows, count):
     (["--subsequence-length", "0"], "--subsequence-length 0"),
 ])
 def test_bad_options_are_one_line_errors(tmp_path, args, message):
-    res = run("predict-plan", "--fasta", TEST / "asmA.fa", "--out", tmp_path / "plan.json", *args)
+    res = run("predict-plan", "--fasta", copy("asmA.fa", tmp_path), "--out", tmp_path / "plan.json", *args)
     assert res.returncode != 0
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("chromaflow predict-plan: error: ") and message in lines[0], res.stderr
-    assert not (tmp_path / "plan.json").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["asmA.fa"]  # no plan, no index
 
 
 def test_bad_fasta_and_h5_name_the_file(tmp_path):

@@ -7,6 +7,9 @@
  * whose rows are cut as FASTA2H5 would cut them, no h5 written; --species comes from meta, the chunk length from
  * ext.args (--subsequence-length). workflows/chromaflow.nf sets it from --predict_from on every shard; shards of
  * either input merge with PREDICT_MERGE unchanged. meta.shard/meta.shards come from PREDICT_PLAN's shard list.
+ * `index`: the FASTA's index files from PREDICT_PLAN (<fasta>.fai, and .gzi for bgzip), staged beside it under
+ * their own names, or [] (the h5 route, a FASTA without one): a FASTA shard with an index reads only its own rows
+ * (the metrics' "index": "fai"), one without scans the whole FASTA ("scan").
  *
  * Output name: <id>_predictions.h5 for an unsharded assembly -- the same name PREDICT_MERGE gives a merged
  * one, so both are published alike -- and <id>.shard<i>of<n>_predictions.h5 for a shard (ext.prefix overrides).
@@ -16,7 +19,7 @@ process PREDICT {
     label 'process_gpu'
 
     input:
-    tuple val(meta), path(genome)  // genome h5, or the FASTA when meta.predict_input == 'fasta'
+    tuple val(meta), path(genome), path(index)  // genome h5, or the FASTA when meta.predict_input == 'fasta'; index: [] or its .fai/.gzi
     path model
 
     output:

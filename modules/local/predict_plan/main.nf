@@ -4,8 +4,14 @@
  * The workflow fans PREDICT out from the plan's shard list on both routes (h5 and --predict_from fasta); a bad
  * FASTA stops the run here with the reader's one line (file, record, line).
  *
+ * With --predict_from fasta the plan also makes the FASTA's index in the task directory (<fasta>.fai, and
+ * <fasta>.gzi for bgzip; verified against the reader, docs/predict.md) and emits it as `index`, so that each PREDICT
+ * shard reads only its own rows; a FASTA that cannot be indexed (plain gzip, lines htslib refuses) emits none and
+ * its shards scan (the plan JSON says "index": "scan" and why). On the h5 route conf/modules.config passes
+ * --index none (ext.args): the rows are counted by the scan and no index is made.
+ *
  * The stub runs the same command: it reads only the FASTA (no model, no h5), so a -stub run fans out into exactly
- * the shards of a real one.
+ * the shards of a real one, with the same index.
  */
 process PREDICT_PLAN {
     tag "${meta.id}"
@@ -16,6 +22,7 @@ process PREDICT_PLAN {
 
     output:
     tuple val(meta), path("${prefix}.predict_plan.json")  , emit: plan
+    tuple val(meta), path("*.{fai,gzi}")                  , emit: index, optional: true
     path "versions.yml"                                   , emit: versions
 
     when:

@@ -1,7 +1,11 @@
 """``chromaflow predict-plan``: the shards of one assembly's prediction (``chromaflow predict --shard i/n``).
 
-The rows (subsequences) are counted from the FASTA by the genome core's layout scan (the rows ``fasta2h5`` writes
-and ``predict --fasta`` cuts) or read from a genome h5; ``--shards`` is a count or ``auto`` (one shard per
+The rows (subsequences) are counted from the FASTA (the rows ``fasta2h5`` writes and ``predict --fasta`` cuts) or
+read from a genome h5. A FASTA is laid out from its index (``<fasta>.fai``, and ``.gzi`` for bgzip), which the plan
+makes beside the FASTA where there is none and verifies against the reader in one pass
+(:func:`chromaflow.genome.faidx.plan_index`), so that ``predict --fasta --shard`` reads only its own rows; where
+no index can give the reader's records (plain gzip, lines htslib refuses, ids it reads otherwise) the plan scans,
+and says so (``"index": "scan"`` and ``"index_reason"``); ``--shards`` is a count or ``auto`` (one shard per
 ``--shard-rows`` rows), never more shards than rows and at least one. The plan lists every shard with its row
 range (:func:`chromaflow.common.part_bounds`, the split ``predict --shard`` makes), so whoever fans the prediction
 out and the prediction itself cannot disagree, and a bad FASTA stops here with the reader's one line.
@@ -27,6 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="number of shards, or auto: one per --shard-rows rows (default 1)")
     p.add_argument("--shard-rows", type=int, default=DEFAULT_SHARD_ROWS, metavar="R",
                    help=f"rows per shard with --shards auto (default {DEFAULT_SHARD_ROWS})")
+    p.add_argument("--index", choices=("auto", "none"), default="auto",
+                   help="--fasta: auto (default) = lay the FASTA out from <fasta>.fai (made beside it where missing, "
+                        "verified against the reader) so shards read only their rows; none = scan, make no index")
     p.add_argument("--out", help="write the plan JSON here (default: print it on stdout)")
 
 
@@ -52,12 +59,15 @@ def plan(rows: int, shards: str, shard_rows: int) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     check_outputs([("--out", args.out)], [("--fasta", args.fasta), ("--h5", args.h5)])
+    shard_count(1, args.shards, args.shard_rows)  # bad options fail before any index is made
     if args.fasta:
+        from ..genome.faidx import plan_index
         from ..genome.layout import scan_layout
 
         L = check_length(args.subsequence_length)
-        lay = scan_layout(args.fasta, L)
-        source = {"fasta": str(args.fasta), **lay.summary()}
+        idx, how = plan_index(str(args.fasta), use=args.index == "auto")
+        lay = scan_layout(args.fasta, L) if idx is None else idx.layout(L)
+        source = {"fasta": str(args.fasta), **lay.summary(), **how}
         rows = lay.n_rows
     else:
         with open_h5_input(args.h5, "genome h5") as fh:

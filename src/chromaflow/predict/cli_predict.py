@@ -57,6 +57,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reader", choices=("auto", "thread", "process"), default="auto",
                    help="--fasta: parse the FASTA in a thread or in a child process (own core); "
                         "auto = process on CUDA, thread on CPU")
+    p.add_argument("--index", choices=("auto", "none"), default="auto",
+                   help="--fasta --shard: auto (default) = read only the shard's rows through the FASTA's index "
+                        "<fasta>.fai (and <fasta>.gzi for bgzip; predict-plan makes them) where it exists, else "
+                        "scan the whole FASTA; none = always scan")
     p.add_argument("--deflate", default="auto", metavar="ENGINE[:LEVEL]",
                    help="how the predictions' gzip chunks are compressed (values are the same with every choice): "
                         "zlib (level 9 without :LEVEL: Predmoter's own bytes), libdeflate (default level 6) or "

@@ -194,11 +194,19 @@ class FastaFeed:
         self.reader, self.block = reader, block
         self.records: list[tuple[str, int]] = []  # (seqid, n) of complete records seen
         self.bp = 0
+        #: bytes of the file on disk the reader consumed (the thread reader; None for the child process)
+        self.streamed: int | None = None if reader == "process" else 0
+
+    def _progress(self, raw_bytes: int) -> None:
+        self.streamed = raw_bytes
 
     def batches(self, stop: threading.Event) -> Iterator[Batch]:
         L = self.L
         seg_rows = max(1, (8 << 20) // L)
-        pieces = fasta_pieces(self.path, self.reader, self.block)
+        if self.reader == "process":
+            pieces = fasta_pieces(self.path, self.reader, self.block)
+        else:
+            pieces = FastaReader(self.path, block_size=self.block, on_progress=self._progress).pieces()
         try:
             yield from self._fill(cut(pieces, L, seg_rows), stop)
         finally:
@@ -206,9 +214,9 @@ class FastaFeed:
             if close is not None:
                 close()
 
-    def _fill(self, jobs, stop: threading.Event) -> Iterator[Batch]:
+    def _fill(self, jobs, stop: threading.Event, first_row: int = 0) -> Iterator[Batch]:
         L, B = self.L, self.batch
-        row = 0  # absolute index of the next job row
+        row = first_row  # absolute index of the next job row
         end = self.row_end
         cur: Batch | None = None
         pos = 0
@@ -258,6 +266,25 @@ class FastaFeed:
         if cur is not None and cur.n:
             cur.start_ends = cur.start_ends[:cur.n]
             yield cur
+
+
+class IndexedFastaFeed(FastaFeed):
+    """:class:`FastaFeed` of rows [row_start, row_end) read through the FASTA's index
+    (:func:`chromaflow.genome.faidx.indexed_jobs`): only the shard's own records and windows are read, from their
+    bytes on; the same batches as the streaming feed."""
+
+    def __init__(self, index, L: int, batch: int, pool: BufferPool, *, row_start: int, row_end: int):
+        from ..genome.faidx import ReadStats
+
+        super().__init__(index.fasta, L, batch, pool, row_start=row_start, row_end=row_end, reader="index")
+        self.index = index
+        self.read = ReadStats()
+
+    def batches(self, stop: threading.Event) -> Iterator[Batch]:
+        from ..genome.faidx import indexed_jobs
+
+        jobs = indexed_jobs(self.index, self.L, self.row_start, self.row_end, self.read)
+        yield from self._fill(jobs, stop, first_row=self.row_start)
 
 
 def _h5_filters(X) -> list[int]:

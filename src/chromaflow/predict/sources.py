@@ -97,25 +97,39 @@ class H5Source(InputSource):
 
 class FastaSource(InputSource):
     """``--fasta``: rows cut as ``fasta2h5`` cuts them, read while predicting. The rows' seqids and start_ends are
-    collected from the batches and written at the end; a shard scans the layout first (row count, fingerprint, its
-    rows) and the rows read while predicting must be the scanned ones."""
+    collected from the batches and written at the end; a shard needs the layout first (row count, fingerprint, its
+    rows) and the rows read while predicting must be the layout's. A shard takes the layout from the FASTA's index
+    (``<fasta>.fai``, and ``.gzi`` for bgzip, as ``predict-plan`` makes them) and reads only its own rows through it
+    (:mod:`chromaflow.genome.faidx`); without an index (or ``--index none``) it scans the whole FASTA for the layout
+    and then streams it from the start, skipping the rows before its own."""
 
     kind = "fasta"
 
-    def __init__(self, path: str, species: str, L: int, reader: str):
+    def __init__(self, path: str, species: str, L: int, reader: str, index: str = "auto"):
         self.path, self.species, self.L, self.reader = path, species, L, reader
+        self.use_index = index != "none"
         self.species0 = species.encode("ascii")
-        self.layout = None
+        self.layout = self.index = None
         self.collected: list = []
         self._rows = self._feed = self._pool = None
+        self._scanned = 0  # bytes of the file read by the layout scan
 
     def prepare(self, cfg, *, sharded: bool) -> None:
+        import os
+
+        from ..genome import faidx
         from ..genome.layout import scan_layout
 
         cfg.check_length(self.L, f"{self.path} (--subsequence-length)")
-        if sharded:  # the row count and fingerprint are needed before predicting: one scan
+        if not sharded:  # read once from the start: the layout is learnt while predicting
+            return
+        if self.use_index and os.path.exists(faidx.default_paths(self.path)[0]):
+            self.index = faidx.read_index(self.path)
+            self.layout = self.index.layout(self.L, self.species0)
+        else:  # the row count and fingerprint are needed before predicting: one scan
             self.layout = scan_layout(self.path, self.L, self.species0)
-            self.n_total = self.layout.n_rows
+            self._scanned = os.path.getsize(self.path)
+        self.n_total = self.layout.n_rows
 
     def rows(self, start: int, end: int | None) -> tuple[np.ndarray, np.ndarray]:
         if self.layout is not None:
@@ -132,6 +146,13 @@ class FastaSource(InputSource):
         from .feed import FastaFeed
 
         use_cuda = device.type == "cuda"
+        if self.index is not None:
+            from .feed import IndexedFastaFeed
+
+            self.reader = "index"
+            self._pool = pinned_pool(max(1, num_workers) + 3 + (2 if use_cuda else 0), batch, self.L, pin=use_cuda)
+            self._feed = IndexedFastaFeed(self.index, self.L, batch, self._pool, row_start=start, row_end=end)
+            return self._feed
         if self.reader == "auto":
             self.reader = "process" if use_cuda else "thread"
         depth = max(1, num_workers)
@@ -159,13 +180,31 @@ class FastaSource(InputSource):
                                   "(was the file modified while it was read?)")
 
     def metrics(self) -> dict:
+        """The FASTA route's fields; ``index`` says how the input was read ('fai': through the index, 'scan': from
+        the start), ``fasta_bytes_read`` how many bytes of the file on disk that took (None where the child-process
+        reader read them), ``records_touched`` the records whose bases were read."""
+        import os
+
         records = self._feed.records if self.layout is None else self.layout.records
+        size = os.path.getsize(self.path)
+        if self.index is not None:
+            read, touched = self._feed.read.disk_bytes, len(self._feed.read.records)
+            extra = dict(index_files=[os.path.basename(p) for p in self.index.files], bases_fetched=self._feed.read.bases)
+        else:
+            streamed = self._feed.streamed
+            read = None if streamed is None else self._scanned + streamed
+            touched, extra = len(records) if self._scanned else len(self._feed.records), {}
         return dict(fasta=self.path, species=self.species, subsequence_length=self.L, reader=self.reader,
-                    records=len(records))
+                    records=len(records), index="fai" if self.index is not None else "scan", fasta_bytes=size,
+                    fasta_bytes_read=read, records_touched=touched, **extra)
+
+    def close(self) -> None:
+        if self.index is not None:
+            self.index.close()
 
 
 def open_source(args) -> InputSource:
     """The source the checked arguments name (``--fasta`` or ``--h5``)."""
     if args.fasta is not None:
-        return FastaSource(args.fasta, args.species, args.subsequence_length, args.reader)
+        return FastaSource(args.fasta, args.species, args.subsequence_length, args.reader, args.index)
     return H5Source(args.h5)
