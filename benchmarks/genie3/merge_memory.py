@@ -3,7 +3,7 @@
     python benchmarks/genie3/merge_memory.py WORKDIR [--targets 25000] [--regulators 1700] [--chunks 50]
                                              [--max-links 100000]
 
-Writes CHUNKS part files (``harness.scale.make_parts``: the chunk tasks' format, a seeded weight matrix shaped
+Writes CHUNKS part files (``harness.genie3scale.make_parts``: the chunk tasks' format, a seeded weight matrix shaped
 like GENIE3's) once (kept in WORKDIR), then runs ``chromaflow genie3-merge`` under ``/usr/bin/time -v`` twice:
 ``--max-links`` alone (the streaming path) and ``--max-links`` with ``--summary`` and ``--plot`` (the pipeline's merge), and prints one JSON
 line per run: the command, wall seconds and peak RSS in bytes, and R x T x 8 (one dense float64 copy) beside it.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 def make_parts(work: Path, T: int, R: int, chunks: int) -> list[Path]:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from harness.scale import make_parts as make
+    from harness.genie3scale import make_parts as make
 
     return make(str(work), str(T), str(R), str(chunks))
 

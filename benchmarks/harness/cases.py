@@ -733,7 +733,7 @@ def _chunks(folder: Path) -> int:
 # genie3scale: GENIE3 at genome scale (cost model, the chunked pipeline, strong and weak scaling)
 # --------------------------------------------------------------------------------------------------
 def _scale(*args) -> None:
-    _run([PY, "-m", "harness.scale", *map(str, args)], f"harness.scale {args[0]}")
+    _run([PY, "-m", "harness.genie3scale", *map(str, args)], f"harness.genie3scale {args[0]}")
 
 
 def cost_points(cfg: dict) -> list[dict]:
@@ -856,7 +856,7 @@ def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
                 if only is None else f"the first {only} chunk(s) of {PG // PC}, {par} at a time")
         con = Contender("chromaflow", what, "ours",
                         lambda d, r, par=par, extra=extra: list(map(str, [
-                            PY, "-m", "harness.scale", "pipeline", d / "w", pdir / "expression.tsv",
+                            PY, "-m", "harness.genie3scale", "pipeline", d / "w", pdir / "expression.tsv",
                             pdir / "regulators.txt", pdir / "gold.tsv", PN, PC, par, *extra])),
                         repeats=reps, env={"PYTHONPATH": os.pathsep.join(
                             x for x in (str(BENCH), os.environ.get("PYTHONPATH", "")) if x)})
@@ -864,13 +864,13 @@ def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
                                                              "genes": PG, "regulators": PT, "samples": PS,
                                                              "trees": PN, "chunk_size": PC,
                                                              "chunks_only": only, "rss_bounds": bounds,
-                                                             "executor": "local processes (harness.scale; "
+                                                             "executor": "local processes (harness.genie3scale; "
                                                                          "not SLURM)"},
                           [con], [], agree=_bound_check(bounds),
                           per_run=lambda key, d: _tasks_summary(key, d / "w"), prepare=make_pipe,
                           note="tasks as fresh processes, wall/CPU/peak RSS of each from wait4; a task over its "
                                "RSS bound fails the case"))
-    # the merge alone at the predicted size: synthetic parts (harness.scale.make_parts), both merge paths
+    # the merge alone at the predicted size: synthetic parts (harness.genie3scale.make_parts), both merge paths
     MT, MR, MC = cfg["g3scale_merge"]
     mdir = ctx.inputs() / f"g3scale_parts_{MT}x{MR}_{MC}chunks"
     mparts = [mdir / f"part{i}.npz" for i in range(1, MC + 1)]
@@ -878,7 +878,7 @@ def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
     env = {"PYTHONPATH": os.pathsep.join(x for x in (str(BENCH), os.environ.get("PYTHONPATH", "")) if x)}
 
     def task(d: Path, *argv) -> list[str]:
-        return list(map(str, [PY, "-m", "harness.scale", "task", d / "task.json", "--", *ours(*argv)]))
+        return list(map(str, [PY, "-m", "harness.genie3scale", "task", d / "task.json", "--", *ours(*argv)]))
 
     merge_cons = [
         Contender("merge", "genie3-merge --max-links 100000 --summary --plot (the pipeline's merge)", "ours",

@@ -440,7 +440,7 @@ G3_TASKS = (1, 2, 4, 8, 16, 32, 50)
 def g3scale_cost(cases: list[dict]) -> tuple[list[dict], dict | None]:
     """The cost points (median CPU s per target and per-task overhead over each case's runs) and the log-log fit
     over them."""
-    from .scale import fit_cost
+    from .genie3scale import fit_cost
 
     pts = []
     for c in cases:
@@ -534,7 +534,7 @@ def g3scale_extrapolation(pipe: dict, pred: dict | None, overhead: dict | None, 
 
 def g3scale_lines(res: dict) -> list[str]:
     """The genie3scale tables (results Markdown and docs/scale.md)."""
-    from .scale import fit_overhead, predict
+    from .genie3scale import fit_overhead, predict
 
     cases = res["cases"]
     pts, fit = g3scale_cost(cases)

@@ -15,7 +15,8 @@ BENCH = ROOT / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 from harness import cases as C  # noqa: E402
-from harness import render, scale  # noqa: E402
+from harness import genie3scale as scale  # noqa: E402
+from harness import render  # noqa: E402
 
 
 @pytest.mark.parametrize("quick", [True, False], ids=["quick", "full"])
@@ -38,7 +39,7 @@ def test_cases_are_built_without_running_anything(tmp_path, quick):
     argv = cost[0].contenders[0].argv(tmp_path / "d", 0)
     assert "--targets-chunk" in argv and "--threads" in argv and argv[argv.index("--threads") + 1] == "1"
     strong = next(c for c in cases if c.name == "pipeline_strong_p2").contenders[0].argv(tmp_path / "d", 0)
-    assert strong[2:4] == ["harness.scale", "pipeline"] and strong[-1] == "2"
+    assert strong[2:4] == ["harness.genie3scale", "pipeline"] and strong[-1] == "2"
     assert not (tmp_path / "w" / "inputs").exists() or not any((tmp_path / "w" / "inputs").iterdir())
     if not quick:
         assert cfg["g3scale_predict"] == (25_000, 1_700, 500, 1000) == render.G3_PREDICT

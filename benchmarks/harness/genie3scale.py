@@ -1,5 +1,5 @@
 """GENIE3 at genome scale (the ``genie3scale`` stage): a planted network at genome size, the chunked pipeline
-driven task by task, and the cost model (``python -m harness.scale KIND ...``, each in its own process).
+driven task by task, and the cost model (``python -m harness.genie3scale KIND ...``, each in its own process).
 
     make OUTDIR SEED GENES TFS SAMPLES          expression.tsv (genes x samples), regulators.txt, gold.tsv,
                                                 truth.json; plus expression_s<S>.tsv (the first S samples) and
@@ -94,7 +94,7 @@ def make(outdir: str, seed: str, genes: str, tfs: str, samples: str, sample_subs
         _write(out / f"expression_s{s}.tsv", _matrix(names, X[:, :s]))
     _write(out / "expression.tsv", _matrix(names, X))
     _write(out / "truth.json", json.dumps({"seed": seed_i, "genes": G, "tfs": T, "samples": S,
-                                           "edges": len(net["edges"]), "simulator": "harness.scale.simulate",
+                                           "edges": len(net["edges"]), "simulator": "harness.genie3scale.simulate",
                                            "noise_sd": NOISE}, indent=1) + "\n")
 
 
@@ -307,7 +307,7 @@ def main(argv: list[str]) -> int:
     elif kind == "pipeline":
         pipeline(*args)
     else:
-        raise SystemExit(f"harness.scale: unknown kind {kind!r}")
+        raise SystemExit(f"harness.genie3scale: unknown kind {kind!r}")
     return 0
 
 
