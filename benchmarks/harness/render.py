@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from .core import TREE_NORMALISED, machine_brief, summarize
+from .scale_render import published_scale
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -627,6 +628,9 @@ def published(results_dir: Path = RESULTS) -> dict[Path, str]:
                        (ROOT / "docs" / "fasta2h5.md", deflate_table(res, src) if res else NO_RUN)):
         if path.exists():
             out[path] = _with_block(path.read_text(), body)
+    scale_doc = ROOT / "docs" / "scale.md"   # the scale stage: its own pick of results file (harness/scale_render.py)
+    if scale_doc.exists():
+        out[scale_doc] = _with_block(scale_doc.read_text(), published_scale(results_dir))
     for stage, d in STAGE_DIRS.items():
         p = ROOT / "benchmarks" / d / "RESULTS.md"
         if not p.parent.is_dir():
