@@ -349,7 +349,11 @@ def _env() -> dict:
     return env
 
 
-def _task_dirs(work: Path, process: str) -> tuple[int, int]:
+#: the task's name in its .command.run header (Nextflow 24.10: "### name: 'CHROMAFLOW:PREDICT (asm 1/4)'")
+TASK_NAME = re.compile(r"^### name: '([^' ]+)", re.M)
+
+
+def task_dirs(work: Path, process: str) -> tuple[int, int]:
     """(finished with exit 0, running) task directories of ``process`` under work/ (name from .command.run)."""
     done = running = 0
     for begin in work.glob("*/*/.command.begin"):
@@ -358,7 +362,7 @@ def _task_dirs(work: Path, process: str) -> tuple[int, int]:
             head = (d / ".command.run").read_text(errors="replace")[:400]
         except OSError:
             continue
-        m = re.search(r"^# NEXTFLOW TASK: (\S+)", head, re.M)
+        m = TASK_NAME.search(head)
         if not m or m.group(1).split(":")[-1] != process:
             continue
         ec = d / ".exitcode"
@@ -390,7 +394,7 @@ def launch(rundir: Path, sheet: Path, shard_rows: int, suffix: str, resume: bool
                 os.killpg(proc.pid, signal.SIGKILL)
                 raise RuntimeError(f"nextflow ran past {timeout} s")
             if kill_during and killed is None:
-                done, running = _task_dirs(work, kill_during)
+                done, running = task_dirs(work, kill_during)
                 if done >= 1 and running >= 1:
                     os.killpg(proc.pid, signal.SIGKILL)   # kill -9 of the driver and every task of its group
                     killed = {"at_s": round(time.monotonic() - t0, 1), "finished": done, "running": running}

@@ -126,8 +126,8 @@ NO_SCALE_RUN = ("No run of the scale stage yet: `benchmarks/run --stages scale -
                 "`benchmarks/run --stages scale` (400 Mbp, 4 Gbp, 100 assemblies), then `benchmarks/render`.")
 
 
-def pick(results_dir) -> tuple:
-    """(path, results) of the newest results file with scale cases: a full run before a ``--quick`` one."""
+def pick(results_dir, quick: bool) -> tuple:
+    """(path, results) of the newest full (or ``--quick``) results file with scale cases, or (None, None)."""
     import json
 
     found = []
@@ -136,14 +136,19 @@ def pick(results_dir) -> tuple:
             d = json.loads(p.read_text())
         except (OSError, ValueError):
             continue
-        if any(c.get("stage") == "scale" for c in d.get("cases", [])):
-            found.append((not d.get("quick"), d.get("last_finished") or d.get("last_started") or "", p.name, p, d))
+        if bool(d.get("quick")) == quick and any(c.get("stage") == "scale" for c in d.get("cases", [])):
+            found.append((d.get("last_finished") or d.get("last_started") or "", p.name, p, d))
     if not found:
         return None, None
-    best = max(found, key=lambda x: x[:3])
-    return best[3], best[4]
+    best = max(found, key=lambda x: x[:2])
+    return best[2], best[3]
 
 
 def published_scale(results_dir) -> str:
-    path, res = pick(results_dir)
-    return render(res, path.name) if res else NO_SCALE_RUN
+    """The full run's scale cases, then the newest ``--quick`` run's (each section says which)."""
+    parts = []
+    for quick in (False, True):
+        path, res = pick(results_dir, quick)
+        if res:
+            parts.append(render(res, path.name))
+    return "\n".join(parts) if parts else NO_SCALE_RUN

@@ -264,3 +264,24 @@ def test_scale_doc_is_generated():
     """docs/scale.md's block is what benchmarks/render makes (render.published covers it)."""
     doc = ROOT / "docs" / "scale.md"
     assert render.published()[doc] == doc.read_text()
+
+
+def _task(work: Path, h: str, name: str, exitcode: str | None) -> None:
+    d = work / h[:2] / h[2:]
+    d.mkdir(parents=True)
+    # the header Nextflow 24.10 writes into every .command.run
+    (d / ".command.run").write_text(f"#!/bin/bash\n### ---\n### name: '{name}'\n### cpus: 1\n")
+    (d / ".command.begin").touch()
+    if exitcode is not None:
+        (d / ".exitcode").write_text(exitcode)
+
+
+def test_task_dirs_finds_finished_and_running_tasks_of_a_process(tmp_path):
+    """What the resume case waits for before it kills the driver: PREDICT tasks finished (exit 0) and running."""
+    _task(tmp_path, "aa1111", "CHROMAFLOW:PREDICT (g 1/3)", "0")
+    _task(tmp_path, "bb2222", "CHROMAFLOW:PREDICT (g 2/3)", None)
+    _task(tmp_path, "cc3333", "CHROMAFLOW:PREDICT (g 3/3)", "1")
+    _task(tmp_path, "dd4444", "CHROMAFLOW:PREDICT_MERGE (g)", None)
+    _task(tmp_path, "ee5555", "CHROMAFLOW:REPORTING:MULTIQC (1)", "0")
+    assert S.task_dirs(tmp_path, "PREDICT") == (1, 1)
+    assert S.task_dirs(tmp_path, "MULTIQC") == (1, 0)
