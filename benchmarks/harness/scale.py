@@ -456,7 +456,8 @@ def main(argv: list[str] | None = None) -> int:
                 finish(rundir, rec)
     (rundir / "scale.json").write_text(json.dumps(rec, indent=1) + "\n")
     if rec.get("exit") != 0:
-        why = rec["error"] if rec.get("error", "").startswith("the run ended") else f"the pipeline run failed (exit {rec.get('exit')})"
+        why = rec.get("error", "")
+        why = why if why.startswith("the run ended") else f"the pipeline run failed (exit {rec.get('exit')})"
         print(f"harness.scale: error: {why}: see {rundir}/nextflow.*.log", file=sys.stderr)
         return 1
     return 0
