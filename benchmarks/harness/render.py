@@ -479,7 +479,7 @@ def render_markdown(res: dict, src_name: str, png: Path | None) -> str:
     for c in res["cases"]:
         if c["stage"] == "network" and not c.get("skipped"):
             lines += [f"## Planted network: {c['case']}", "", *network_table(c)]
-    for stage in ("fasta2h5", "predict", "bigwig", "peaks", "genie3", "network", "coverage", "train", "scaling"):
+    for stage in ("fasta2h5", "predict", "bigwig", "peaks", "genie3", "network", "coverage", "train", "scale", "scaling"):
         cs = [c for c in res["cases"] if c["stage"] == stage]
         if cs:
             lines += [f"## {stage}", ""] + [x for c in cs for x in case_section(c, res)]
