@@ -895,7 +895,7 @@ def scale(ctx: Ctx) -> tuple[list, list[Case]]:
             raise RuntimeError(f"{fa.name}: run the case size_{name} first")
 
     cases.append(Case("scale", f"resume_{name}", {"genome": name, "kill": "SIGKILL to the driver's process group "
-                                                  "once a PREDICT task finished and another runs",
+                                                  "once the trace lists a finished PREDICT task and another runs",
                                                   "predict_shard_rows": cfg["shard_rows"]},
                       [c], [], resume_agree, per_run=_scale_per_run(ctx, None), prepare=resume_prepare,
                       note="killed run + one -resume; only unfinished PREDICT shards may rerun; outputs equal the "

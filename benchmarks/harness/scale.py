@@ -12,8 +12,8 @@ realtime, %cpu, rchar/wchar) is parsed into per-process figures, the published o
 everything goes to ``RUNDIR/scale.json``.
 
 ``resume`` does the same run, but kills the driver's whole process group with SIGKILL once PREDICT tasks are
-running (at least one shard finished, one running), then runs it once more with ``-resume``; the record holds
-both runs and which PREDICT shards each ran (from the traces).
+running (at least one shard finished in the driver's trace, one running), then runs it once more with
+``-resume``; the record holds both runs and which PREDICT shards each ran (from the traces).
 
 The bounds (``check_*``) are checked by the harness from these measured numbers; a failed bound fails the case.
 """
@@ -373,6 +373,14 @@ def task_dirs(work: Path, process: str) -> tuple[int, int]:
     return done, running
 
 
+def _completed(trace: Path, process: str) -> int:
+    """Tasks of ``process`` the trace lists as COMPLETED so far (0 while the trace does not exist)."""
+    try:
+        return sum(process_name(r) == process and r["status"] == "COMPLETED" for r in read_trace(trace))
+    except (OSError, KeyError, csv.Error):
+        return 0
+
+
 def launch(rundir: Path, sheet: Path, shard_rows: int, suffix: str, resume: bool = False, extra: list[str] = (),
            kill_during: str | None = None, timeout: float = 86400) -> dict:
     """One ``nextflow run``; with ``kill_during``: SIGKILL to the driver's process group once a task of that process
@@ -381,6 +389,7 @@ def launch(rundir: Path, sheet: Path, shard_rows: int, suffix: str, resume: bool
     work.mkdir(parents=True, exist_ok=True)
     log = rundir / f"nextflow.{suffix}.log"
     argv = nextflow_argv(sheet, outdir, shard_rows, suffix, resume, list(extra))
+    trace_path = outdir / "pipeline_info" / f"execution_trace_{suffix}.txt"
     t0 = time.monotonic()
     with open(log, "w") as fh:
         proc = subprocess.Popen(argv, cwd=rundir, stdout=fh, stderr=subprocess.STDOUT, env=_env(),
@@ -394,7 +403,10 @@ def launch(rundir: Path, sheet: Path, shard_rows: int, suffix: str, resume: bool
                 os.killpg(proc.pid, signal.SIGKILL)
                 raise RuntimeError(f"nextflow ran past {timeout} s")
             if kill_during and killed is None:
-                done, running = task_dirs(work, kill_during)
+                # a finished task the driver has recorded (its trace row: the driver, not the task, decides what a
+                # resume may reuse) and another task running
+                done = _completed(trace_path, kill_during)
+                running = task_dirs(work, kill_during)[1] if done else 0
                 if done >= 1 and running >= 1:
                     os.killpg(proc.pid, signal.SIGKILL)   # kill -9 of the driver and every task of its group
                     killed = {"at_s": round(time.monotonic() - t0, 1), "finished": done, "running": running}
@@ -407,7 +419,6 @@ def launch(rundir: Path, sheet: Path, shard_rows: int, suffix: str, resume: bool
         except ProcessLookupError:
             pass
     wall = time.monotonic() - t0
-    trace_path = outdir / "pipeline_info" / f"execution_trace_{suffix}.txt"
     rows = read_trace(trace_path) if trace_path.exists() else []
     rec = {"exit": proc.returncode, "wall_s": round(wall, 2), "suffix": suffix, "killed": killed,
            "processes": summarize_trace(rows), "trace_rows": [{k: r.get(k) for k in ("name", "status", "exit")}

@@ -285,3 +285,12 @@ def test_task_dirs_finds_finished_and_running_tasks_of_a_process(tmp_path):
     _task(tmp_path, "ee5555", "CHROMAFLOW:REPORTING:MULTIQC (1)", "0")
     assert S.task_dirs(tmp_path, "PREDICT") == (1, 1)
     assert S.task_dirs(tmp_path, "MULTIQC") == (1, 0)
+
+
+def test_completed_tasks_as_the_driver_recorded_them(tmp_path):
+    """The kill waits for a PREDICT task the driver's trace lists as completed (a task's own .exitcode is not
+    enough: a driver killed before it polled that file has not recorded the task, and -resume reruns it)."""
+    assert S._completed(tmp_path / "none.txt", "PREDICT") == 0
+    (tmp_path / "t.txt").write_text(TRACE)
+    assert S._completed(tmp_path / "t.txt", "PREDICT") == 2
+    assert S._completed(tmp_path / "t.txt", "PREDICT_PLAN") == 1
