@@ -103,6 +103,11 @@ def process_name(row: dict) -> str:
     return row["process"].split(":")[-1]
 
 
+def trace_rows(rows: list[dict]) -> list[dict]:
+    """What the record keeps of each trace row: enough for check_resume."""
+    return [{k: r.get(k) for k in ("process", "name", "status", "exit")} for r in rows]
+
+
 def summarize_trace(rows: list[dict]) -> dict[str, dict]:
     """Per process: tasks completed / cached / failed, summed wall (realtime) and CPU (realtime x %cpu) seconds of
     the completed tasks, the largest peak RSS and realtime of one task, summed rchar/wchar."""
@@ -421,8 +426,7 @@ def launch(rundir: Path, sheet: Path, shard_rows: int, suffix: str, resume: bool
     wall = time.monotonic() - t0
     rows = read_trace(trace_path) if trace_path.exists() else []
     rec = {"exit": proc.returncode, "wall_s": round(wall, 2), "suffix": suffix, "killed": killed,
-           "processes": summarize_trace(rows), "trace_rows": [{k: r.get(k) for k in ("name", "status", "exit")}
-                                                             for r in rows],
+           "processes": summarize_trace(rows), "trace_rows": trace_rows(rows),
            **sampler.record()}
     rec["tasks"] = sum(p["tasks"] for p in rec["processes"].values())
     if kill_during is None and proc.returncode != 0:

@@ -294,3 +294,26 @@ def test_completed_tasks_as_the_driver_recorded_them(tmp_path):
     (tmp_path / "t.txt").write_text(TRACE)
     assert S._completed(tmp_path / "t.txt", "PREDICT") == 2
     assert S._completed(tmp_path / "t.txt", "PREDICT_PLAN") == 1
+
+
+def test_resume_case_checks_the_recorded_traces(quick_cases, tmp_path):
+    """The resume case's verdict from what harness.scale records (trace_rows of both runs) and the digests of the
+    uninterrupted size_ run of the same genome."""
+    ctx, cases = quick_cases
+    d = tmp_path / "run"
+    d.mkdir()
+    rows = lambda text: S.trace_rows(list(csv.DictReader(io.StringIO(text), delimiter="\t")))  # noqa: E731
+    head = TRACE.splitlines()[0]
+    killed = head + "\n" + "\n".join(ln for ln in TRACE.splitlines() if "(q4 1/4)" in ln or "PLAN" in ln)
+    resumed = (TRACE.replace("COMPLETED\t0\t36.8s", "CACHED\t0\t36.8s").replace("CACHED\t0\t40s", "COMPLETED\t0\t40s")
+               .replace("FAILED\t137", "COMPLETED\t0"))    # shard 1 cached, 2-4 run
+    rec = dict(_scale_record(500 * MiB), trace_rows=rows(resumed), killed_run={"trace_rows": rows(killed)})
+    (d / "scale.json").write_text(json.dumps(rec))
+    ag = cases["resume_10Mbp"].agree({"pipeline": d})
+    assert ag["ok"] is False and "run the case size_10Mbp first" in ag["detail"]
+    (ctx.work / "scale" / "digests-10Mbp.json").write_text(json.dumps(rec["digests"]))
+    ag = cases["resume_10Mbp"].agree({"pipeline": d})
+    assert ag["ok"] is True, ag
+    assert ag["shards"] == {"shards": 4, "finished_before_kill": 1, "rerun": 3, "cached": 1, "unfinished_at_kill": 3}
+    (ctx.work / "scale" / "digests-10Mbp.json").write_text(json.dumps({"g/predictions/g_predictions.h5": "h5:1"}))
+    assert cases["resume_10Mbp"].agree({"pipeline": d})["ok"] is False
