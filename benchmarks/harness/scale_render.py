@@ -47,7 +47,7 @@ def case_table(cases: list[dict]) -> list[str]:
         bp = c["params"].get("total_bp")
         out.append(f"| {c['case']} | {f'{bp:,}' if bp else '–'} | {_s(r.get('wall_s'))} | {_s(r.get('cpu_s'))} | "
                    f"{s.get('tasks', '–')} | {_m(s.get('driver_peak_rss_bytes'))} | "
-                   f"{s['driver_cpu_s_per_task'] if s.get('driver_cpu_s_per_task') is not None else '–'} | "
+                   f"{_s(s.get('driver_cpu_s_per_task'))} | "
                    f"{_m(s.get('peak_work_bytes'))} | {_m(s.get('peak_outdir_bytes'))} | {_m(s.get('outputs_bytes'))} "
                    f"| {_load(r)} | {_verdict(c)} |")
     return out
@@ -82,8 +82,8 @@ def resume_lines(cases: list[dict]) -> list[str]:
         k = ((r or {}).get("scale") or {}).get("killed_run") or {}
         sh = ag.get("shards") or {}
         out.append(f"* `{c['case']}`: driver killed at {_s((k.get('killed') or {}).get('at_s'))} s with "
-                   f"{(k.get('killed') or {}).get('finished', '–')} PREDICT shard(s) finished and "
-                   f"{(k.get('killed') or {}).get('running', '–')} running (work dirs); per the traces "
+                   f"{(k.get('killed') or {}).get('finished', '–')} PREDICT shard(s) finished (the driver's trace) and "
+                   f"{(k.get('killed') or {}).get('running', '–')} running (work directories); per the traces "
                    f"{sh.get('finished_before_kill', '–')} of {sh.get('shards', '–')} had finished, the resume reran "
                    f"{sh.get('rerun', '–')} and took {sh.get('cached', '–')} from the cache. {_verdict(c)}")
     return out
@@ -116,7 +116,7 @@ def render(res: dict, src_name: str) -> str:
         out += ["Per process (the trace: tasks completed, CPU s = realtime × %cpu summed, the largest task's peak "
                 "RSS):", "", *pt, ""]
     out += resume_lines(cases)
-    ex = extrapolation(cases)
+    ex = [] if res.get("quick") else extrapolation(cases)   # small sizes: start-up dominates, no extrapolation
     if ex:
         out += ["", *ex]
     return "\n".join(out).rstrip() + "\n"

@@ -251,8 +251,9 @@ def test_table_renders_every_case_and_marks_a_failed_bound():
              {"stage": "scale", "case": "size_10Mbp", "params": {"genome": "10Mbp", "total_bp": 10_000_000},
               "runs": [{"scale": rec, "wall_s": 99.0, "cpu_s": 80.0, "load_before": [3.0], "load_after": [4.0]}],
               "agreement": {"ok": False, "detail": "PREDICT: not flat"}}]
-    text = scale_render.render({"quick": True, "cases": cases}, "x-quick.json")
-    assert "`--quick`" in text
+    text = scale_render.render({"quick": False, "cases": cases}, "x.json")
+    assert "`--quick`" not in text
+    assert "`--quick`" in scale_render.render({"quick": True, "cases": cases}, "x-quick.json")
     rows = [r for r in text.splitlines() if r.startswith("| size_")]
     assert len(rows) == 2 and "| 1,000,000 |" in rows[0] and "✔ bounds hold" in rows[0]
     assert "✘ PREDICT: not flat" in rows[1]
