@@ -20,7 +20,9 @@ PY = sys.executable
 SPECIES = "Bench_species"
 L = 21384
 STAGES = ("fasta2h5", "predict", "bigwig", "peaks", "genie3", "network", "coverage", "train", "genie3scale",
-          "scaling")
+          "scale", "scaling")
+#: stages run only when --stages names them (the scale stage's full run takes hours of the whole pipeline)
+OPT_IN = ("scale",)
 
 FULL = {
     "fasta2h5": [("5x10Mbp", 50_000_000, 5), ("1x50Mbp", 50_000_000, 1), ("10000x5kbp", 50_000_000, 10_000)],
@@ -950,13 +952,196 @@ def scaling(ctx: Ctx) -> tuple[list, list[Case]]:
     return [], cases
 
 
+# --------------------------------------------------------------------------------------------------
+# scale: the real pipeline (-profile test, tiny model, local executor) on synthetic assemblies (issue 30 §2);
+# harness/scale.py runs and measures it, harness/synth.py writes the inputs
+# --------------------------------------------------------------------------------------------------
+#: one assembly shape at every size (a draft genome: 10 huge records and a long tail of 1-20 kbp contigs), scaled:
+#: (name, record bp, records, contigs); the full sizes are issue 30's 400 Mbp and 4 Gbp
+SCALE_FULL = {
+    "genomes": [("400Mbp", 34_750_000, 10, 5_000), ("4Gbp", 347_500_000, 10, 50_000)],
+    "shard_rows": 20_000,           # the pipeline's default: 20 PREDICT shards at 400 Mbp, 200 at 4 Gbp
+    "resume": "4Gbp",               # killed during PREDICT, resumed, compared with its size_ run
+    "many": (100, 20, 200_000, 20),  # assemblies, of which with expression, record bp, contigs
+}
+SCALE_QUICK = {
+    "genomes": [("1Mbp", 86_875, 10, 12), ("10Mbp", 868_750, 10, 125)],
+    "shard_rows": 2_000,            # 5 PREDICT shards at 10 Mbp (subsequence length 2000 in -profile test)
+    "resume": "10Mbp",
+    "many": (10, 2, 50_000, 5),
+}
+SCALE_CONTIGS = (1_000, 20_000)     # contig lengths, uniform
+SCALE_SEED = 30
+
+
+def _scale_env() -> dict:
+    pp = os.environ.get("PYTHONPATH", "")
+    return {"PYTHONPATH": str(BENCH) + (os.pathsep + pp if pp else "")}
+
+
+def _scale_dir(ctx: Ctx) -> Path:
+    d = ctx.work / "scale"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _scale_json(d: Path) -> dict:
+    return json.loads((d / "scale.json").read_text())
+
+
+def _scale_per_run(ctx: Ctx, name: str | None):
+    """The measured record of harness.scale (less the digests, kept in the work dir for the resume case)."""
+    def per_run(key: str, d: Path) -> dict:
+        rec = _scale_json(d)
+        digests = rec.pop("digests", {})
+        if name:
+            (_scale_dir(ctx) / f"digests-{name}.json").write_text(json.dumps(digests, indent=0))
+            (_scale_dir(ctx) / f"processes-{name}.json").write_text(json.dumps(rec["processes"]))
+        rec.pop("trace_rows", None)
+        killed = rec.get("killed_run")
+        if killed:
+            killed.pop("processes", None)
+        rec["outputs_digested"] = len(digests)
+        return {"scale": rec}
+    return per_run
+
+
+def _scale_bounds(rec: dict, disk: bool) -> list[str]:
+    from .scale import check_disk, check_task_memory
+
+    bad = check_task_memory(rec["processes"])
+    if disk:
+        shard = rec["processes"].get("PREDICT", {}).get("max_wchar_bytes", 0)
+        bad += check_disk(rec["peak_work_bytes"], rec["outputs_bytes"], shard)
+    return bad
+
+
+def scale(ctx: Ctx) -> tuple[list, list[Case]]:
+    """The pipeline at scale, measured from outside (harness/scale.py): per-process wall, CPU, peak RSS and task
+    counts from the trace, the driver's RSS and CPU and the disk of work/ and the outdir sampled every second. The
+    bounds are checked from the measured numbers; a failed bound fails the case (``agreement.ok`` False)."""
+    from . import scale as S
+    from .synth import lengths, single_sheet, write_assembly, write_sheet
+
+    cfg = SCALE_QUICK if ctx.quick else SCALE_FULL
+    sd = _scale_dir(ctx)
+    cases = []
+    fastas: dict[str, Path] = {}
+    for i, (name, rec_bp, records, contigs) in enumerate(cfg["genomes"]):
+        fa = ctx.inputs() / f"scale_{name}_{records}x{rec_bp}_{contigs}ctg_seed{SCALE_SEED}.fa"
+        fastas[name] = fa
+        sheet = ctx.inputs() / f"{fa.stem}.samplesheet.csv"
+        smaller = cfg["genomes"][i - 1][0] if i else None
+
+        def prepare(fa=fa, sheet=sheet, name=name, rec_bp=rec_bp, records=records, contigs=contigs):
+            if not fa.exists():
+                ctx.log(f"  generating {fa.name}")
+                write_assembly(fa, SCALE_SEED, [rec_bp] * records, (contigs, *SCALE_CONTIGS))
+            single_sheet(sheet, f"scale{name}", fa)
+
+        c = Contender("pipeline", f"nextflow run main.nf -profile test --predict_from fasta ({name})", "ours",
+                      lambda d, r, sheet=sheet: [PY, "-m", "harness.scale", "run", d, sheet, "--shard-rows",
+                                                 str(cfg["shard_rows"])], repeats=1, env=_scale_env())
+
+        def agree(dirs: dict, name=name, smaller=smaller) -> dict:
+            rec = _scale_json(dirs["pipeline"])
+            bad = _scale_bounds(rec, disk=True)
+            flat = "no smaller genome measured"
+            if smaller and (sd / f"processes-{smaller}.json").exists():
+                bad += S.check_flat(json.loads((sd / f"processes-{smaller}.json").read_text()), rec["processes"])
+                flat = f"per-task peak RSS flat vs {smaller}"
+            elif smaller:
+                flat = f"flatness not checked: size_{smaller} has not run in this work dir"
+            return {"ok": not bad, "failed_bounds": bad,
+                    "detail": "; ".join(bad) if bad else f"bounds hold: per-task peak RSS <= 2 GiB, work/ <= outputs + "
+                                                          f"one shard's temporaries + slack; {flat}"}
+
+        cases.append(Case("scale", f"size_{name}", {"genome": name, "records": records, "record_bp": rec_bp,
+                                                    "contigs": contigs, "contig_bp": "%d-%d" % SCALE_CONTIGS,
+                                                    "total_bp": sum(n for _, n in lengths(
+                                                        SCALE_SEED, [rec_bp] * records, (contigs, *SCALE_CONTIGS))),
+                                                    "seed": SCALE_SEED, "predict_shard_rows": cfg["shard_rows"],
+                                                    "profile": "test", "predict_from": "fasta", "save_h5": False},
+                          [c], [], agree, per_run=_scale_per_run(ctx, name), prepare=prepare,
+                          note="the whole pipeline; the bounds are checked from the measured numbers"))
+
+    name = cfg["resume"]
+    fa = fastas[name]
+    sheet = ctx.inputs() / f"{fa.stem}.samplesheet.csv"
+    c = Contender("pipeline", f"kill -9 during PREDICT, then -resume ({name})", "ours",
+                  lambda d, r: [PY, "-m", "harness.scale", "resume", d, sheet, "--shard-rows", str(cfg["shard_rows"])],
+                  repeats=1, env=_scale_env())
+
+    def resume_agree(dirs: dict, name=name) -> dict:
+        rec = _scale_json(dirs["pipeline"])
+        bad, counts = S.check_resume(rec["killed_run"]["trace_rows"], rec["trace_rows"])
+        ref = sd / f"digests-{name}.json"
+        if ref.exists():
+            diff = S.compare_digests(rec["digests"], json.loads(ref.read_text()))
+            bad += diff[:5] + ([f"... {len(diff) - 5} more"] if len(diff) > 5 else [])
+            same = f"{len(rec['digests'])} published files equal size_{name}'s"
+        else:
+            bad.append(f"no uninterrupted run to compare with: run the case size_{name} first")
+            same = ""
+        return {"ok": not bad, "failed_bounds": bad, "shards": counts,
+                "detail": "; ".join(bad) if bad else
+                f"{counts['rerun']} of {counts['shards']} PREDICT shards rerun (the {counts['unfinished_at_kill']} "
+                f"unfinished at the kill), {counts['cached']} cached; {same}"}
+
+    def resume_prepare(fa=fa):
+        if not fa.exists() or not sheet.exists():
+            raise RuntimeError(f"{fa.name}: run the case size_{name} first")
+
+    cases.append(Case("scale", f"resume_{name}", {"genome": name, "kill": "SIGKILL to the driver's process group "
+                                                  "once the trace lists a finished PREDICT task and another runs",
+                                                  "predict_shard_rows": cfg["shard_rows"]},
+                      [c], [], resume_agree, per_run=_scale_per_run(ctx, None), prepare=resume_prepare,
+                      note="killed run + one -resume; only unfinished PREDICT shards may rerun; outputs equal the "
+                           "uninterrupted run's (md5 of h5 datasets, bigWig/bigBed/BED bytes)"))
+
+    n, n_expr, rec_bp, contigs = cfg["many"]
+    md = ctx.inputs() / f"scale_many_{n}x{rec_bp}_{contigs}ctg_{n_expr}expr_seed{SCALE_SEED}"
+
+    def many_prepare():
+        if not (md / "samplesheet.csv").exists():
+            ctx.log(f"  generating {md.name}")
+            write_sheet(md, n, SCALE_SEED, [rec_bp], (contigs, *SCALE_CONTIGS), n_expr)
+
+    c = Contender("pipeline", f"nextflow run main.nf -profile test, {n} assemblies in one sheet", "ours",
+                  lambda d, r: [PY, "-m", "harness.scale", "run", d, md / "samplesheet.csv", "--shard-rows",
+                                str(cfg["shard_rows"])], repeats=1, env=_scale_env())
+
+    def many_agree(dirs: dict) -> dict:
+        rec = _scale_json(dirs["pipeline"])
+        bad = _scale_bounds(rec, disk=False)
+        got = {k.split("/")[0] for k in rec["digests"] if k.endswith("_predictions.h5")}
+        if len(got) != n:
+            bad.append(f"predictions published for {len(got)} of {n} assemblies")
+        nets = {k.split("/")[0] for k in rec["digests"] if "genie3_links" in k}
+        if len(nets) != n_expr:
+            bad.append(f"networks published for {len(nets)} of {n_expr} assemblies with expression")
+        html = rec.get("report_html_bytes", {})
+        return {"ok": not bad, "failed_bounds": bad,
+                "detail": "; ".join(bad) if bad else
+                f"{n} assemblies, {rec['tasks']} tasks; driver peak RSS {rec['driver_peak_rss_bytes'] / 2**20:.0f} "
+                f"MiB, {rec['driver_cpu_s_per_task']:.2f} driver CPU s per task; reports "
+                + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in sorted(html.items()))}
+
+    cases.append(Case("scale", f"many_{n}", {"assemblies": n, "with_expression": n_expr, "record_bp": rec_bp,
+                                              "contigs": contigs, "seed": SCALE_SEED},
+                      [c], [], many_agree, per_run=_scale_per_run(ctx, None), prepare=many_prepare,
+                      note="one sheet of many small assemblies: the driver's memory and overhead per task, the "
+                           "reports' size"))
+    return [], cases
+
+
 BUILDERS = {"fasta2h5": fasta2h5, "predict": predict, "bigwig": bigwig, "peaks": peaks, "genie3": genie3,
             "network": network, "coverage": coverage, "train": train, "genie3scale": genie3scale,
-            "scaling": scaling}
+            "scaling": scaling, "scale": scale}
 
 #: launchers each stage needs
 PEERS_NEEDED = {"fasta2h5": ["peer-helixer-fasta2h5"], "predict": ["peer-predmoter"],
                 "bigwig": ["peer-predmoter-convert"], "peaks": [],
                 "genie3": ["peer-arboreto-python", "peer-genie3-python"], "network": [],
                 "coverage": ["peer-helixer-add-ngs-coverage"], "train": ["peer-predmoter"], "genie3scale": [],
-                "scaling": ["peer-arboreto-python"]}
+                "scaling": ["peer-arboreto-python"], "scale": []}

@@ -38,7 +38,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--peers", default=str(core.ROOT.parent / "shared" / "peers"),
                     help="the peers kit (default ../shared/peers beside the checkout)")
     ap.add_argument("--quick", action="store_true", help="small inputs, 1 repeat: a few minutes (CI)")
-    ap.add_argument("--stages", default=",".join(C.STAGES), help=f"comma-separated subset of {','.join(C.STAGES)}")
+    ap.add_argument("--stages", default=",".join(s for s in C.STAGES if s not in C.OPT_IN),
+                    help=f"comma-separated subset of {','.join(C.STAGES)} (default: all but {','.join(C.OPT_IN)})")
     ap.add_argument("--cases", default=None, help="only cases whose name contains one of these comma-separated words")
     ap.add_argument("--repeats", type=int, default=None, help="runs per command (default 3; --quick 1)")
     ap.add_argument("--out", default=str(core.ROOT / "benchmarks" / "results"), help="results directory")

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from .core import TREE_NORMALISED, machine_brief, summarize
+from .scale_render import published_scale
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -533,7 +534,7 @@ def g3scale_extrapolation(pipe: dict, pred: dict | None, overhead: dict | None, 
 
 
 def g3scale_lines(res: dict) -> list[str]:
-    """The genie3scale tables (results Markdown and docs/scale.md)."""
+    """The genie3scale tables (results Markdown and docs/genie3-scale.md)."""
     from .genie3scale import fit_overhead, predict
 
     cases = res["cases"]
@@ -721,7 +722,7 @@ def render_markdown(res: dict, src_name: str, png: Path | None) -> str:
     if g3:
         lines += ["## GENIE3 at genome scale", "", *g3]
     for stage in ("fasta2h5", "predict", "bigwig", "peaks", "genie3", "network", "coverage", "train", "genie3scale",
-                  "scaling"):
+                  "scale", "scaling"):
         cs = [c for c in res["cases"] if c["stage"] == stage]
         if cs:
             lines += [f"## {stage}", ""] + [x for c in cs for x in case_section(c, res)]
@@ -868,11 +869,14 @@ def published(results_dir: Path = RESULTS) -> dict[Path, str]:
                        (ROOT / "benchmarks" / "README.md", f"{intro('results/')}\n\n{table}"),
                        (ROOT / "docs" / "performance.md", f"{intro('../benchmarks/results/')}\n\n{table}"),
                        (ROOT / "docs" / "fasta2h5.md", deflate_table(res, src) if res else NO_RUN),
-                       (ROOT / "docs" / "scale.md", "\n".join([intro("../benchmarks/results/"), "",
+                       (ROOT / "docs" / "genie3-scale.md", "\n".join([intro("../benchmarks/results/"), "",
                                                               *g3scale_lines(res)]) if res and g3scale_lines(res)
                         else NO_RUN)):
         if path.exists():
             out[path] = _with_block(path.read_text(), body)
+    scale_doc = ROOT / "docs" / "scale.md"   # the scale stage: its own pick of results file (harness/scale_render.py)
+    if scale_doc.exists():
+        out[scale_doc] = _with_block(scale_doc.read_text(), published_scale(results_dir))
     for stage, d in STAGE_DIRS.items():
         p = ROOT / "benchmarks" / d / "RESULTS.md"
         if not p.parent.is_dir():

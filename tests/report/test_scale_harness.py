@@ -1,0 +1,320 @@
+"""The ``scale`` stage of the benchmark harness (issue 30 §2): the synthetic assembly generator, the trace parser,
+the bounds (a failed bound fails the case) and the generated table. The pipeline runs themselves are the harness's
+(``benchmarks/run --stages scale``), not the suite's: these tests are cheap."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pysam
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from harness import cases as C  # noqa: E402
+from harness import render, scale_render  # noqa: E402
+from harness import scale as S  # noqa: E402
+from harness.synth import lengths, write_assembly, write_sheet  # noqa: E402
+
+GiB, MiB = 1 << 30, 1 << 20
+
+
+# --------------------------------------------------------------------------------------------------
+# the generator
+# --------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def assemblies(tmp_path_factory):
+    d = tmp_path_factory.mktemp("synth")
+    recs = [123_457, 9_000_001, 61]
+    kw = dict(contigs=(300, 1_000, 20_000))
+    write_assembly(d / "a.fa", 5, recs, **kw)
+    write_assembly(d / "b.fa", 5, recs, **kw)
+    write_assembly(d / "c.fa", 6, recs, **kw)
+    write_assembly(d / "w80.fa", 5, recs, width=80, **kw)
+    write_assembly(d / "a.fa.gz", 5, recs, bgzip=True, **kw)
+    return d, lengths(5, recs, kw["contigs"])
+
+
+def test_same_seed_same_bytes_other_seed_other_bases(assemblies):
+    d, _ = assemblies
+    assert (d / "a.fa").read_bytes() == (d / "b.fa").read_bytes()
+    with pysam.FastaFile(str(d / "a.fa")) as a, pysam.FastaFile(str(d / "c.fa")) as c:
+        assert a.fetch("chr1") != c.fetch("chr1")     # same length, other bases
+
+
+@pytest.mark.parametrize("name,width", [("a.fa", 60), ("w80.fa", 80), ("a.fa.gz", 60)])
+def test_records_have_the_asked_lengths_and_line_width(assemblies, name, width):
+    """Read back by samtools' faidx (pysam), which checks every line length of a record; the bgzip file is BGZF."""
+    d, expect = assemblies
+    with pysam.FastaFile(str(d / name)) as fa:
+        assert list(zip(fa.references, fa.lengths)) == expect
+        assert set(fa.fetch("chr2")) == set("ACGT")
+    assert expect[:3] == [("chr1", 123_457), ("chr2", 9_000_001), ("chr3", 61)]
+    contigs = [n for _, n in expect[3:]]
+    assert len(contigs) == 300 and min(contigs) >= 1_000 and max(contigs) <= 20_000
+    fai = (d / f"{name}.fai").read_text().splitlines()
+    assert {int(row.split("\t")[3]) for row in fai if int(row.split("\t")[1]) > width} == {width}
+
+
+def test_bgzip_holds_the_same_text(assemblies):
+    d, _ = assemblies
+    with pysam.BGZFile(str(d / "a.fa.gz"), "rb") as fh:
+        assert fh.read() == (d / "a.fa").read_bytes()
+
+
+def test_sheet_of_many_assemblies(tmp_path):
+    sheet = write_sheet(tmp_path, 4, 7, [5_000], (3, 1_000, 2_000), expression=2)
+    rows = list(csv.DictReader(io.StringIO(sheet.read_text())))
+    assert [r["id"] for r in rows] == ["asm001", "asm002", "asm003", "asm004"]
+    assert [bool(r["expression"]) for r in rows] == [True, True, False, False]
+    expr = Path(rows[0]["expression"]).read_text().splitlines()
+    header = expr[0].split("\t")
+    assert header[0] == '"TF1"' and len(header) == 20 and len(expr) == 31   # samples x genes, quoted names
+    assert Path(rows[0]["regulators"]).read_text().split() == ["TF1", "TF2", "TF3", "TF4", "TF5"]
+    assert rows[0]["expression_layout"] == "samples-x-genes"
+    # every assembly its own seed: different bases
+    assert Path(rows[0]["fasta"]).read_bytes() != Path(rows[1]["fasta"]).read_bytes()
+
+
+# --------------------------------------------------------------------------------------------------
+# the trace
+# --------------------------------------------------------------------------------------------------
+#: the first columns of a real trace of this pipeline (-profile test, Nextflow 24.10), plus a cached and a failed row
+TRACE = """task_id\thash\tprocess\tname\tstatus\texit\trealtime\t%cpu\tpeak_rss\trchar\twchar
+2\t9a/6faf1c\tCHROMAFLOW:PREDICT_PLAN\tCHROMAFLOW:PREDICT_PLAN (q4)\tCOMPLETED\t0\t3.3s\t7.7%\t21.7 MB\t9.3 MB\t954 B
+3\t2e/0c6e28\tCHROMAFLOW:PREDICT\tCHROMAFLOW:PREDICT (q4 1/4)\tCOMPLETED\t0\t36.8s\t15.5%\t575.5 MB\t56.3 MB\t708.5 KB
+4\t77/b85535\tCHROMAFLOW:PREDICT\tCHROMAFLOW:PREDICT (q4 2/4)\tCOMPLETED\t0\t1m 2s\t100.0%\t1.5 GB\t56.3 MB\t708 KB
+5\t11/3b9733\tCHROMAFLOW:PREDICT\tCHROMAFLOW:PREDICT (q4 3/4)\tCACHED\t0\t40s\t12.8%\t575 MB\t56.3 MB\t708 KB
+6\td8/65cae1\tCHROMAFLOW:PREDICT\tCHROMAFLOW:PREDICT (q4 4/4)\tFAILED\t137\t2s\t50%\t3 GB\t1 MB\t0
+7\tbf/fa5182\tCHROMAFLOW:REPORTING:MULTIQC\tCHROMAFLOW:REPORTING:MULTIQC (1)\tCOMPLETED\t0\t120ms\t-\t-\t-\t-
+"""
+
+
+@pytest.mark.parametrize("text,expect", [("954 B", 954), ("708.5 KB", 725_504), ("1.5 GB", 1_610_612_736),
+                                         ("0", 0), ("-", None), ("12345", 12345)])
+def test_parse_size(text, expect):
+    assert S.parse_size(text) == expect
+
+
+@pytest.mark.parametrize("text,expect", [("3.3s", 3.3), ("1m 2s", 62), ("1h 0m 5s", 3605), ("120ms", 0.12),
+                                         ("1d 1h", 90000), ("-", None), ("4500", 4.5)])
+def test_parse_duration(text, expect):
+    assert S.parse_duration(text) == pytest.approx(expect)
+
+
+@pytest.mark.parametrize("bad", ["3 parsecs", "1m x", "s"])
+def test_parse_rejects_what_is_not_a_trace_figure(bad):
+    with pytest.raises(ValueError):
+        S.parse_duration(bad) if "parsec" not in bad else S.parse_size(bad)
+
+
+def test_trace_summary_per_process(tmp_path):
+    (tmp_path / "t.txt").write_text(TRACE)
+    p = S.summarize_trace(S.read_trace(tmp_path / "t.txt"))
+    assert set(p) == {"PREDICT_PLAN", "PREDICT", "MULTIQC"}
+    pr = p["PREDICT"]
+    assert (pr["tasks"], pr["cached"], pr["failed"]) == (2, 1, 1)
+    assert pr["wall_s"] == pytest.approx(36.8 + 62)
+    assert pr["cpu_s"] == pytest.approx(36.8 * 0.155 + 62, abs=1e-3)
+    assert pr["peak_rss_bytes"] == int(1.5 * GiB)            # completed tasks only: the failed 3 GB is not counted
+    assert pr["max_wchar_bytes"] == 725_504
+    assert p["MULTIQC"]["peak_rss_bytes"] == 0 and p["MULTIQC"]["cpu_s"] == 0
+
+
+# --------------------------------------------------------------------------------------------------
+# the bounds
+# --------------------------------------------------------------------------------------------------
+def _proc(rss: int, tasks: int = 1) -> dict:
+    return {"tasks": tasks, "peak_rss_bytes": rss}
+
+
+def test_task_memory_bound():
+    assert S.check_task_memory({"PREDICT": _proc(2 * GiB)}) == []
+    (bad,) = S.check_task_memory({"PREDICT": _proc(2 * GiB + 1), "BIGWIG": _proc(GiB)})
+    assert bad.startswith("PREDICT: peak RSS 2.00 GiB > 2 GiB")
+    name = next(iter(S.IN_MEMORY))
+    assert S.check_task_memory({name: _proc(50 * GiB)}) == []     # a named in-memory stage is exempt
+
+
+def test_flat_memory_bound():
+    small = {"PREDICT": _proc(500 * MiB), "BIGWIG": _proc(300 * MiB)}
+    assert S.check_flat(small, {"PREDICT": _proc(600 * MiB), "BIGWIG": _proc(300 * MiB)}) == []
+    (bad,) = S.check_flat(small, {"PREDICT": _proc(500 * MiB), "BIGWIG": _proc(800 * MiB)})
+    assert bad.startswith("BIGWIG:") and "not flat" in bad
+    name = next(iter(S.IN_MEMORY))                                  # a named in-memory stage may grow
+    assert S.check_flat({name: _proc(100 * MiB)}, {name: _proc(5 * GiB)}) == []
+
+
+def test_disk_bound():
+    assert S.check_disk(99 * MiB, 30 * MiB, 5 * MiB) == []            # 35 + 64 MiB slack
+    assert S.check_disk(100 * MiB, 30 * MiB, 5 * MiB)
+    (bad,) = S.check_disk(1000 * MiB, 300 * MiB, 50 * MiB)
+    assert "work/ peaked at 1000 MiB" in bad and "= 414 MiB" in bad    # 350 + max(64, 17.5)
+
+
+def _rows(*pairs) -> list[dict]:
+    return [{"process": "CHROMAFLOW:PREDICT", "name": f"PREDICT (x {i}/4)", "status": st} for i, st in pairs]
+
+
+def test_resume_bound_only_unfinished_shards_rerun():
+    killed = _rows((1, "COMPLETED"), (2, "COMPLETED"))
+    good = _rows((1, "CACHED"), (2, "CACHED"), (3, "COMPLETED"), (4, "COMPLETED"))
+    bad, counts = S.check_resume(killed, good)
+    assert bad == [] and counts == {"shards": 4, "finished_before_kill": 2, "rerun": 2, "cached": 2,
+                                    "unfinished_at_kill": 2}
+    rerun_all = _rows((1, "COMPLETED"), (2, "CACHED"), (3, "COMPLETED"), (4, "COMPLETED"))
+    bad, _ = S.check_resume(killed, rerun_all)
+    assert bad and "finished before the kill ran again" in bad[0]
+    bad, _ = S.check_resume([], _rows((1, "COMPLETED")))
+    assert bad and "no PREDICT shard had finished" in bad[0]
+
+
+def _h5(path: Path, values: np.ndarray, chunks) -> None:
+    with h5py.File(path, "w") as f:
+        f.create_dataset("prediction/predictions", data=values, chunks=chunks, compression="gzip")
+        f.create_dataset("data/seqids", data=np.array([b"chr1"] * len(values)))
+
+
+def test_output_digests_compare_contents(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        (d / "asm" / "predictions").mkdir(parents=True)
+        (d / "pipeline_info").mkdir()
+        (d / "pipeline_info" / "trace.tsv").write_text(str(d))   # reports are not outputs
+        (d / "asm" / "igv_session.xml").write_text(str(d))       # nor browser sessions (their own paths)
+    x = np.arange(5000 * 3, dtype=np.float32).reshape(5000, 3)
+    _h5(a / "asm" / "predictions" / "p.h5", x, (100, 3))
+    _h5(b / "asm" / "predictions" / "p.h5", x, (1000, 3))          # other chunks: other bytes, same contents
+    assert S.compare_digests(S.output_digests(a), S.output_digests(b)) == []
+    y = x.copy()
+    y[4999, 2] += 1
+    _h5(b / "asm" / "predictions" / "p.h5", y, (1000, 3))
+    assert S.compare_digests(S.output_digests(a), S.output_digests(b)) == ["asm/predictions/p.h5: contents differ"]
+
+
+# --------------------------------------------------------------------------------------------------
+# a failed bound is a failed case; the table
+# --------------------------------------------------------------------------------------------------
+def _scale_record(rss: int, work: int = 10 * MiB) -> dict:
+    return {"exit": 0, "wall_s": 60.0, "tasks": 5, "driver_peak_rss_bytes": 400 * MiB, "driver_cpu_s": 20.0,
+            "driver_cpu_s_per_task": 4.0, "peak_work_bytes": work, "peak_outdir_bytes": 8 * MiB,
+            "outputs_bytes": 8 * MiB, "digests": {"g/predictions/g_predictions.h5": "h5:0"}, "report_html_bytes": {},
+            "processes": {"PREDICT": {"tasks": 4, "cached": 0, "failed": 0, "wall_s": 40.0, "cpu_s": 30.0,
+                                      "peak_rss_bytes": rss, "max_wchar_bytes": MiB},
+                          "BIGWIG": {"tasks": 1, "cached": 0, "failed": 0, "wall_s": 4.0, "cpu_s": 3.0,
+                                     "peak_rss_bytes": 300 * MiB, "max_wchar_bytes": MiB}}}
+
+
+@pytest.fixture
+def quick_cases(tmp_path):
+    ctx = C.Ctx(peers=tmp_path, work=tmp_path / "work", quick=True, repeats=1, log=lambda m: None)
+    warm, cases = C.scale(ctx)
+    return ctx, {c.name: c for c in cases}
+
+
+@pytest.mark.parametrize("rss,work,ok", [(500 * MiB, 10 * MiB, True), (3 * GiB, 10 * MiB, False),
+                                         (500 * MiB, 500 * MiB, False)])
+def test_a_failed_bound_fails_the_size_case(quick_cases, tmp_path, rss, work, ok):
+    ctx, cases = quick_cases
+    assert set(cases) == {"size_1Mbp", "size_10Mbp", "resume_10Mbp", "many_10"}
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "scale.json").write_text(json.dumps(_scale_record(rss, work)))
+    ag = cases["size_1Mbp"].agree({"pipeline": d})
+    assert ag["ok"] is ok, ag
+    assert bool(ag["failed_bounds"]) is not ok
+
+
+def test_flatness_is_checked_against_the_smaller_genome(quick_cases, tmp_path):
+    ctx, cases = quick_cases
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "scale.json").write_text(json.dumps(_scale_record(500 * MiB)))
+    cases["size_1Mbp"].per_run("pipeline", d)              # records the small genome's per-process figures
+    (d / "scale.json").write_text(json.dumps(_scale_record(1500 * MiB)))
+    ag = cases["size_10Mbp"].agree({"pipeline": d})
+    assert ag["ok"] is False and "PREDICT" in ag["detail"] and "not flat" in ag["detail"]
+
+
+def test_table_renders_every_case_and_marks_a_failed_bound():
+    rec = _scale_record(500 * MiB)
+    rec.pop("digests")
+    cases = [{"stage": "scale", "case": "size_1Mbp", "params": {"genome": "1Mbp", "total_bp": 1_000_000},
+              "runs": [{"scale": rec, "wall_s": 61.0, "cpu_s": 50.0, "load_before": [3.0], "load_after": [4.0]}],
+              "agreement": {"ok": True, "detail": "bounds hold"}},
+             {"stage": "scale", "case": "size_10Mbp", "params": {"genome": "10Mbp", "total_bp": 10_000_000},
+              "runs": [{"scale": rec, "wall_s": 99.0, "cpu_s": 80.0, "load_before": [3.0], "load_after": [4.0]}],
+              "agreement": {"ok": False, "detail": "PREDICT: not flat"}}]
+    text = scale_render.render({"quick": False, "cases": cases}, "x.json")
+    assert "`--quick`" not in text
+    assert "`--quick`" in scale_render.render({"quick": True, "cases": cases}, "x-quick.json")
+    rows = [r for r in text.splitlines() if r.startswith("| size_")]
+    assert len(rows) == 2 and "| 1,000,000 |" in rows[0] and "✔ bounds hold" in rows[0]
+    assert "✘ PREDICT: not flat" in rows[1]
+    assert "| PREDICT | 4 / 30.0 / 500 | 4 / 30.0 / 500 |" in text
+    assert "Extrapolated, not measured" in text and "×400" in text
+
+
+def test_scale_doc_is_generated():
+    """docs/scale.md's block is what benchmarks/render makes (render.published covers it)."""
+    doc = ROOT / "docs" / "scale.md"
+    assert render.published()[doc] == doc.read_text()
+
+
+def _task(work: Path, h: str, name: str, exitcode: str | None) -> None:
+    d = work / h[:2] / h[2:]
+    d.mkdir(parents=True)
+    # the header Nextflow 24.10 writes into every .command.run
+    (d / ".command.run").write_text(f"#!/bin/bash\n### ---\n### name: '{name}'\n### cpus: 1\n")
+    (d / ".command.begin").touch()
+    if exitcode is not None:
+        (d / ".exitcode").write_text(exitcode)
+
+
+def test_task_dirs_finds_finished_and_running_tasks_of_a_process(tmp_path):
+    """What the resume case waits for before it kills the driver: PREDICT tasks finished (exit 0) and running."""
+    _task(tmp_path, "aa1111", "CHROMAFLOW:PREDICT (g 1/3)", "0")
+    _task(tmp_path, "bb2222", "CHROMAFLOW:PREDICT (g 2/3)", None)
+    _task(tmp_path, "cc3333", "CHROMAFLOW:PREDICT (g 3/3)", "1")
+    _task(tmp_path, "dd4444", "CHROMAFLOW:PREDICT_MERGE (g)", None)
+    _task(tmp_path, "ee5555", "CHROMAFLOW:REPORTING:MULTIQC (1)", "0")
+    assert S.task_dirs(tmp_path, "PREDICT") == (1, 1)
+    assert S.task_dirs(tmp_path, "MULTIQC") == (1, 0)
+
+
+def test_completed_tasks_as_the_driver_recorded_them(tmp_path):
+    """The kill waits for a PREDICT task the driver's trace lists as completed (a task's own .exitcode is not
+    enough: a driver killed before it polled that file has not recorded the task, and -resume reruns it)."""
+    assert S._completed(tmp_path / "none.txt", "PREDICT") == 0
+    (tmp_path / "t.txt").write_text(TRACE)
+    assert S._completed(tmp_path / "t.txt", "PREDICT") == 2
+    assert S._completed(tmp_path / "t.txt", "PREDICT_PLAN") == 1
+
+
+def test_resume_case_checks_the_recorded_traces(quick_cases, tmp_path):
+    """The resume case's verdict from what harness.scale records (trace_rows of both runs) and the digests of the
+    uninterrupted size_ run of the same genome."""
+    ctx, cases = quick_cases
+    d = tmp_path / "run"
+    d.mkdir()
+    rows = lambda text: S.trace_rows(list(csv.DictReader(io.StringIO(text), delimiter="\t")))  # noqa: E731
+    head = TRACE.splitlines()[0]
+    killed = head + "\n" + "\n".join(ln for ln in TRACE.splitlines() if "(q4 1/4)" in ln or "PLAN" in ln)
+    resumed = (TRACE.replace("COMPLETED\t0\t36.8s", "CACHED\t0\t36.8s").replace("CACHED\t0\t40s", "COMPLETED\t0\t40s")
+               .replace("FAILED\t137", "COMPLETED\t0"))    # shard 1 cached, 2-4 run
+    rec = dict(_scale_record(500 * MiB), trace_rows=rows(resumed), killed_run={"trace_rows": rows(killed)})
+    (d / "scale.json").write_text(json.dumps(rec))
+    ag = cases["resume_10Mbp"].agree({"pipeline": d})
+    assert ag["ok"] is False and "run the case size_10Mbp first" in ag["detail"]
+    (ctx.work / "scale" / "digests-10Mbp.json").write_text(json.dumps(rec["digests"]))
+    ag = cases["resume_10Mbp"].agree({"pipeline": d})
+    assert ag["ok"] is True, ag
+    assert ag["shards"] == {"shards": 4, "finished_before_kill": 1, "rerun": 3, "cached": 1, "unfinished_at_kill": 3}
+    (ctx.work / "scale" / "digests-10Mbp.json").write_text(json.dumps({"g/predictions/g_predictions.h5": "h5:1"}))
+    assert cases["resume_10Mbp"].agree({"pipeline": d})["ok"] is False
