@@ -24,6 +24,11 @@ NFTEST_RUN = pytest.StashKey[NfTestRun]()
 # Tests only: a user's long pipeline run keeps the launcher's default (C2). A value the caller set wins.
 os.environ.setdefault("NXF_OPTS", "-Xms256m -Xmx1g -XX:+TieredCompilation -XX:TieredStopAtLevel=1")
 os.environ.setdefault("NFT_JAVA_OPTS", "-Xmx2g -XX:+TieredCompilation -XX:TieredStopAtLevel=1")
+# Idle OpenMP threads (torch's and scikit-learn's libgomp) sleep instead of spinning. The suite runs two workers on
+# two cores and most tests' commands use every core (--threads 0): a spinning thread then burns the CPU the other
+# worker's process needs. Measured (2 cores, load ~5): test_resume_is_exact + the SIGTERM train test 68 -> 45 CPU-s,
+# 121 -> 78 s. How threads wait changes no result. Tests only; a value the caller set wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 #: pytest-xdist groups (``scripts/test``: ``-n 2 --dist loadgroup``, pytest_xdist_make_scheduler) of the pipeline tests that share a session
