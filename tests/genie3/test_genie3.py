@@ -18,22 +18,16 @@ from chromaflow.common import part_bounds
 from chromaflow.genie3.core import Options, compute_weights, resolve_k, target_seed, target_seeds
 from chromaflow.genie3.skengine import unnormalised_mdi
 from helpers.cli import chromaflow
+from helpers.genie3_files import EXPR, REGS, adversarial_weights, base, lexsort_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "assets" / "test" / "genie3"
-EXPR = FIX / "expression.tsv"
-REGS = FIX / "regulators.txt"
 
 
 def run_cli(argv, capsys=None):
     rc = main(argv)
     err = capsys.readouterr().err if capsys else ""
     return rc, err
-
-
-def base(tmp_path, *extra, out="links.tsv.gz"):
-    return ["genie3", "--expression", str(EXPR), "--layout", "samples-x-genes", "--regulators", str(REGS),
-            "--n-trees", "50", "--out", str(tmp_path / out), *extra]
 
 
 def read_links(path):
@@ -565,34 +559,6 @@ def test_ranked_links_ties_by_names():
     assert list(zip(rows2, cols2)) == list(zip(rows, cols))[:2]
 
 
-def _lexsort_reference(W, reg_names, tgt_names, reg_idx, tgt_idx, limit=0):
-    """The specification of ranked_links, written plainly: every non-self pair, sorted by (-value, regulator
-    name, target name) with np.lexsort; the first ``limit``."""
-    rows, cols = np.divmod(np.arange(W.size), W.shape[1])
-    keep = reg_idx[rows] != tgt_idx[cols]
-    rows, cols = rows[keep], cols[keep]
-    rrank = np.argsort(np.argsort(np.array(reg_names, dtype=object), kind="stable"), kind="stable")
-    trank = np.argsort(np.argsort(np.array(tgt_names, dtype=object), kind="stable"), kind="stable")
-    order = np.lexsort((trank[cols], rrank[rows], -(W[rows, cols] + 0.0)))
-    if limit:
-        order = order[:limit]
-    return rows[order], cols[order]
-
-
-def _adversarial_weights(rng, R, T):
-    """Weights with the cases a fast sort gets wrong: exact ties (zeros, repeated values), values one ulp
-    apart, -0.0 next to 0.0, subnormals, huge and negative values."""
-    W = rng.random((R, T)) * rng.random((R, T)) ** 3
-    n = R * T
-    W.flat[rng.integers(0, n, n // 3)] = 0.0
-    i = rng.integers(0, n, n // 5)
-    W.flat[i] = np.nextafter(W.flat[i[::-1]], 1.0)
-    W.flat[rng.integers(0, n, n // 10 + 1)] = 0.123456789012345
-    for v in (-0.0, 5e-324, 1e-300, 1e300, -1e-5):
-        W.flat[rng.integers(0, n, 3)] = v
-    return W
-
-
 @pytest.mark.parametrize("block", [1 << 22, 5], ids=["one-block", "blocks-of-5"])
 @pytest.mark.parametrize("native", [True, False], ids=["C", "numpy"])
 def test_ranked_links_match_a_lexsort_of_the_specification(native, block, monkeypatch):
@@ -608,7 +574,7 @@ def test_ranked_links_match_a_lexsort_of_the_specification(native, block, monkey
     rng = np.random.default_rng(7)
     for trial in range(40):
         R, T = int(rng.integers(1, 40)), int(rng.integers(1, 60))
-        W = _adversarial_weights(rng, R, T)
+        W = adversarial_weights(rng, R, T)
         G = max(R, T) + int(rng.integers(0, 4))
         names = [f"g{int(rng.integers(0, 10 ** 6))}_{k}" for k in range(G)]
         reg_idx = rng.choice(G, R, replace=False)      # unsorted: name order differs from index order
@@ -616,7 +582,7 @@ def test_ranked_links_match_a_lexsort_of_the_specification(native, block, monkey
         rn, tn = [names[k] for k in reg_idx], [names[k] for k in tgt_idx]
         for limit in (0, 1, 7, int(rng.integers(1, R * T + 2))):
             got = links.ranked_links(W, rn, tn, reg_idx, tgt_idx, limit)
-            want = _lexsort_reference(W, rn, tn, reg_idx, tgt_idx, limit)
+            want = lexsort_reference(W, rn, tn, reg_idx, tgt_idx, limit)
             assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), (trial, limit)
 
 

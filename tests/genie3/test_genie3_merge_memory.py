@@ -17,7 +17,7 @@ from chromaflow.genie3.parts import write_part
 from chromaflow.genie3.report import nonself_values, summary_of_values
 from helpers.cli import assert_one_line_error, run_in_process
 
-from test_genie3 import _adversarial_weights, _lexsort_reference, base
+from helpers.genie3_files import adversarial_weights, base, lexsort_reference
 
 
 def _write_parts(tmp, W, genes, reg_idx, chunks, tag="p"):
@@ -43,7 +43,7 @@ def test_streamed_top_links_equal_a_full_sort_with_ties_and_self_links(tmp_path)
     rng = np.random.default_rng(30)
     for trial in range(12):
         R, T = int(rng.integers(2, 25)), int(rng.integers(25, 60))
-        W = _adversarial_weights(rng, R, T)
+        W = adversarial_weights(rng, R, T)
         names = [f"g{int(rng.integers(0, 10 ** 6))}_{k}" for k in range(T)]
         reg_idx = rng.choice(T, R, replace=False)       # regulators are targets too: self-links exist
         W[np.arange(R), reg_idx] = W.max() + 1.0          # ... and are the largest values (must be skipped)
@@ -54,7 +54,7 @@ def test_streamed_top_links_equal_a_full_sort_with_ties_and_self_links(tmp_path)
         zero_cut = int(np.count_nonzero(W > 0))           # a limit that ends inside the run of tied zeros
         for limit in (1, 3, 17, max(1, zero_cut - 3), R * T - R, R * T + 5):
             _, rows, cols, vals = merge_top_links(paths, limit)
-            want_r, want_c = _lexsort_reference(W, rn, tn, reg_idx, tgt_idx, limit)
+            want_r, want_c = lexsort_reference(W, rn, tn, reg_idx, tgt_idx, limit)
             assert np.array_equal(rows, want_r) and np.array_equal(cols, want_c), (trial, limit)
             assert np.array_equal(vals, W[want_r, want_c])
 
