@@ -94,6 +94,40 @@ def test_bigwig_input_equals_bdgpeakcall(data):
     assert_same_as_macs3(rows(out), theirs)
 
 
+@pytest.mark.parametrize("source", ["predictions", "bigwig"])
+def test_small_pieces_equal_bdgpeakcall_and_the_track_is_never_collected(data, monkeypatch, source):
+    """The reader cut into one-chunk pieces (h5) or 777 bp windows (bigWig): still bdgpeakcall's peaks; the
+    in-memory collector (the --cutoff auto path) is not used."""
+    import pyBigWig
+
+    from chromaflow.bigwig import convert
+    from chromaflow.peaks import tracks
+
+    monkeypatch.setattr(convert, "PIECE_CHUNKS", 1)
+    monkeypatch.setattr(tracks, "BIGWIG_WINDOW", 777)
+    monkeypatch.setattr(tracks, "_Collect", None)  # calling it fails: the fixed-cutoff path must stream
+    d = data["dir"] / f"small_{source}"
+    d.mkdir()
+    if source == "bigwig":
+        src = d / "avg.bw"
+        bw = pyBigWig.open(str(src), "w")
+        bw.addHeader(list(SIZES.items()))
+        for name, v in data["avg"].items():
+            nz = np.flatnonzero(v)
+            bw.addEntries(name, nz.astype(np.int64).tolist(), values=v[nz].astype(float).tolist(), span=1)
+        bw.close()
+    else:
+        src = data["pred"]
+    theirs = macs3_peaks(data["bg"], d, "atacseq", 10, 50, 30)
+    out = d / "ours.narrowPeak"
+    cli(f"--{source}", src, "--out", out, "--cutoff", 10, "--min-length", 50, "--max-gap", 30, "--name", "atacseq",
+        "--metrics", d / "m.json", check=True)
+    assert_same_as_macs3(rows(out), theirs)
+    # the merged runs counted across pieces: one per change of value along each chromosome, as on the whole track
+    runs = sum(1 + int(np.count_nonzero(v[1:] != v[:-1])) for v in (a.astype(np.float32) for a in data["avg"].values()))
+    assert json.loads((d / "m.json").read_text())["runs"] == runs
+
+
 def test_smoothed_equals_bdgpeakcall_on_bigwig_track(data):
     """--window-size: the peaks of the track chromaflow bigwig writes with the same window."""
     d = data["dir"] / "ws"

@@ -115,3 +115,72 @@ def overlap_bp(a_starts, a_ends, b_starts, b_ends) -> int:
     if not len(a_starts) or not len(b_starts):
         return 0
     return int((covered_before(b_starts, b_ends, a_ends) - covered_before(b_starts, b_ends, a_starts)).sum())
+
+
+class PeakStream:
+    """:func:`call_peaks` over one chromosome whose runs arrive in pieces, in order: the same peaks as
+    ``call_peaks(*merge_runs(all runs, size), ...)`` while holding only the runs that can still change a peak.
+
+    After each piece the buffered (merged) runs are cut where no later run can reach back: before the last group
+    of above-cutoff runs when that group may still grow (its end is within ``max_gap`` of the data's end), else
+    before the last run (kept so an equal next run merges with it, as ``merge_runs`` merges). Peaks before the
+    cut are final. Memory is one piece plus an open peak, not the chromosome (a 300 Mbp record of base-wise runs
+    was 6 GB as whole arrays)."""
+
+    def __init__(self, cutoff: float, min_length: int, max_gap: int):
+        self.cutoff, self.min_length, self.max_gap = np.float32(cutoff), min_length, max_gap
+        self.s = np.zeros(0, np.int64)
+        self.e = np.zeros(0, np.int64)
+        self.v = np.zeros(0, np.float32)
+        self.pos = 0          # end of the data seen so far (a gap before the next run is filled with 0)
+        self.runs = 0         # merged runs finalized (what merge_runs over the whole chromosome counts)
+        self.parts: list[Peaks] = []
+
+    def add(self, starts, ends, values) -> None:
+        starts = np.asarray(starts, dtype=np.int64)
+        if not len(starts):
+            return
+        if starts[0] < self.pos:
+            raise ValueError("intervals are unsorted, overlapping or empty")
+        self._merge(starts, np.asarray(ends, dtype=np.int64), np.asarray(values, dtype=np.float32), None)
+        above = np.flatnonzero(self.v >= self.cutoff)
+        if len(above):
+            gaps = self.s[above[1:]] - self.e[above[:-1]]
+            new = np.flatnonzero(gaps > self.max_gap)
+            last_group = above[new[-1] + 1] if len(new) else above[0]
+            k = last_group if self.e[above[-1]] + self.max_gap >= self.e[-1] else len(self.v) - 1
+        else:
+            k = len(self.v) - 1
+        if k > 0:
+            self._emit(k)
+
+    def finish(self, size: int) -> Peaks:
+        """The chromosome's peaks, its stretch up to ``size`` filled with 0."""
+        if self.pos < size or not len(self.v):
+            self._merge(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32), size)
+        self._emit(len(self.v))
+        if not self.parts:
+            empty = np.zeros(0, np.int64)
+            return Peaks(empty, empty, empty, np.zeros(0, np.float32))
+        return Peaks(*(np.concatenate([getattr(p, f) for p in self.parts])
+                       for f in ("starts", "ends", "summits", "values")))
+
+    def _merge(self, starts, ends, values, size) -> None:
+        # merge_runs fills from 0 to the first start: the buffer is shifted to begin at 0 (the gap before a
+        # piece, from the data's end so far, is added as a 0 run first)
+        lead_s = np.array([self.pos] if len(starts) and starts[0] > self.pos and not len(self.v) else [], np.int64)
+        s = np.concatenate([self.s, lead_s, starts])
+        e = np.concatenate([self.e, starts[:len(lead_s)], ends])
+        v = np.concatenate([self.v, np.zeros(len(lead_s), np.float32), values])
+        base = int(s[0]) if len(s) else self.pos
+        s, e, v = merge_runs(s - base, e - base, v, None if size is None else size - base)
+        self.s, self.e, self.v = s + base, e + base, v
+        self.pos = int(self.e[-1]) if len(self.e) else self.pos
+
+    def _emit(self, k: int) -> None:
+        if k <= 0:
+            return
+        self.parts.append(call_peaks(self.s[:k], self.e[:k], self.v[:k], self.cutoff, self.min_length,
+                                     self.max_gap))
+        self.runs += int(k)
+        self.s, self.e, self.v = self.s[k:], self.e[k:], self.v[k:]

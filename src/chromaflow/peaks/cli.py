@@ -196,14 +196,12 @@ def run(args: argparse.Namespace) -> int:
     threads = resolve_threads(args.threads)
 
     with StageMetrics("peaks", args.metrics, threads=threads) as metrics:
+        from . import tracks
+
         if args.predictions:
-            from .tracks import h5_track
-            chroms, runs, dataset = h5_track(args.predictions, args.dataset, window=args.window_size,
-                                             threads=threads)
+            dataset = tracks.h5_dataset(args.predictions, args.dataset)
             name = args.name or dataset
         else:
-            from .tracks import bigwig_track
-            chroms, runs = bigwig_track(args.bigwig)
             dataset = None
             stem = Path(args.bigwig).name
             name = args.name or (stem[:-3] if stem.endswith(".bw") else stem)
@@ -211,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
             raise ChromaflowError(f"--name {name!r}: peak names cannot hold whitespace")
         choice = {"min_length": args.min_length, "max_gap": args.max_gap, "window_size": args.window_size,
                   "input": os.path.basename(src), "dataset": dataset}
+        obs_path = obs_name = None
         if cutoff is not None:
             choice.update(cutoff=cutoff, cutoff_method="fixed (--cutoff)")
         else:
@@ -220,9 +219,21 @@ def run(args: argparse.Namespace) -> int:
                 cutoff = DEFAULT_CUTOFF
                 choice.update(cutoff=cutoff, cutoff_method=f"default {DEFAULT_CUTOFF:g} (--cutoff auto without "
                               "measured coverage)")
+        if cutoff is not None:  # known before reading: peaks called as the track streams (memory: one piece)
+            if args.predictions:
+                chroms, peaks, n_runs = tracks.h5_peaks(args.predictions, dataset, cutoff, args.min_length,
+                                                        args.max_gap, window=args.window_size, threads=threads)
             else:
-                cutoff = _auto(args, chroms, runs, obs_path, obs_name, threads, choice)
-        peaks = all_peaks(chroms, runs, cutoff, args.min_length, args.max_gap)
+                chroms, peaks, n_runs = tracks.bigwig_peaks(args.bigwig, cutoff, args.min_length, args.max_gap)
+        else:  # --cutoff auto against measured peaks: every candidate cutoff is scored on the whole track
+            if args.predictions:
+                chroms, runs, _ = tracks.h5_track(args.predictions, dataset, window=args.window_size,
+                                                  threads=threads)
+            else:
+                chroms, runs = tracks.bigwig_track(args.bigwig)
+            cutoff = _auto(args, chroms, runs, obs_path, obs_name, threads, choice)
+            peaks = all_peaks(chroms, runs, cutoff, args.min_length, args.max_gap)
+            n_runs = int(sum(len(r[0]) for r in runs.values()))
         with atomic_output(args.out) as tmp, naming_errors(args.out):
             n = write_narrowpeak(tmp, chroms, peaks, name, args.track_line)
         total_bp = sum(s for _, s in chroms)
@@ -240,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
         metrics.set(bp=total_bp, chromosomes=len(chroms), peaks=n, peak_bp=peak_bp, cutoff=cutoff,
                     cutoff_method=choice["cutoff_method"], min_length=args.min_length, max_gap=args.max_gap,
                     window_size=args.window_size, dataset=dataset,
-                    runs=int(sum(len(r[0]) for r in runs.values())))
+                    runs=int(n_runs))
     return 0
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from ..bigwig.convert import Track, convert
 from ..bigwig.h5input import PredictionsInput
 from ..common import ChromaflowError, Progress
-from .call import merge_runs
+from .call import PeakStream, merge_runs
 
 
 #: first 4 bytes of a bigWig (UCSC bbiFile.h bigWigSig), in the byte order of the writer
@@ -49,18 +49,66 @@ class _Collect:
         return out
 
 
-def h5_track(path: str, dataset: str | None, *, strand: str = "avg", window: int | None = None,
-             experimental: bool = False, threads: int = 1, what: str = "--predictions"):
-    """(chroms [(name, size)], {chrom: merged runs}, dataset) of one dataset of a predictions h5 (or, with
-    ``experimental``, the measured evaluation/<dataset>_coverage of a genome h5)."""
+class _Stream:
+    """A track writer that calls peaks as the runs arrive (:class:`PeakStream`, one chromosome at a time): no
+    chromosome's runs are held whole."""
+
+    def __init__(self, chroms: list[tuple[str, int]], cutoff: float, min_length: int, max_gap: int):
+        self.sizes = dict(chroms)
+        self.args = (cutoff, min_length, max_gap)
+        self.peaks: dict = {}
+        self.runs = 0
+        self.chrom: str | None = None
+        self.stream: PeakStream | None = None
+
+    def write(self, chrom, starts, ends, vals) -> None:
+        if chrom != self.chrom:
+            self._finish()
+            self.chrom, self.stream = chrom, PeakStream(*self.args)
+        self.stream.add(starts, ends, vals)
+
+    def _finish(self) -> None:
+        if self.chrom is not None:
+            self.peaks[self.chrom] = self.stream.finish(self.sizes[self.chrom])
+            self.runs += self.stream.runs
+            self.chrom = self.stream = None
+
+    def result(self, chroms: list[tuple[str, int]]) -> tuple[dict, int]:
+        """{chrom: Peaks} of every chromosome (one without data is 0 throughout: no peak) and the merged runs."""
+        self._finish()
+        for name, size in chroms:
+            if name not in self.peaks:
+                st = PeakStream(*self.args)
+                self.peaks[name] = st.finish(size)
+                self.runs += st.runs
+        return self.peaks, self.runs
+
+    def close(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+
+def h5_dataset(path: str, dataset: str | None, *, experimental: bool = False) -> str:
+    """The dataset peaks are called on: ``dataset``, or the predictions h5's only one."""
     inp = PredictionsInput(path, experimental=experimental, datasets=[dataset] if dataset else None)
     try:
-        if dataset is None:
-            if len(inp.datasets) != 1:
-                raise ChromaflowError(f"{path}: holds datasets {' '.join(inp.datasets)}; choose one with --dataset")
-            dataset = inp.datasets[0]
-        col = _Collect()
-        track = Track(dataset, 0, strand, Path(path), writer=col)
+        if dataset is None and len(inp.datasets) != 1:
+            raise ChromaflowError(f"{path}: holds datasets {' '.join(inp.datasets)}; choose one with --dataset")
+        return dataset or inp.datasets[0]
+    finally:
+        inp.close()
+
+
+def _read_h5(path: str, dataset: str, make_writer, *, strand: str, window: int | None, experimental: bool,
+             threads: int, what: str):
+    """Runs of one dataset of a predictions h5 into the writer ``make_writer(chroms)`` returns: (chroms, writer)."""
+    inp = PredictionsInput(path, experimental=experimental, datasets=[dataset])
+    try:
+        chroms = [(c.name, c.size) for c in inp.chroms]
+        writer = make_writer(chroms)
+        track = Track(dataset, 0, strand, Path(path), writer=writer)
         pool = ThreadPoolExecutor(threads, thread_name_prefix="peaks") if threads > 1 else None
         try:
             total = sum(c.size for c in inp.chroms)
@@ -69,14 +117,36 @@ def h5_track(path: str, dataset: str | None, *, strand: str = "avg", window: int
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
-        chroms = [(c.name, c.size) for c in inp.chroms]
-        return chroms, col.runs(chroms), dataset
+        return chroms, writer
     finally:
         inp.close()
 
 
-def bigwig_track(path: str):
-    """(chroms, {chrom: merged runs}) of a bigWig, in its chromosome order; regions without data are 0."""
+def h5_track(path: str, dataset: str | None, *, strand: str = "avg", window: int | None = None,
+             experimental: bool = False, threads: int = 1, what: str = "--predictions"):
+    """(chroms [(name, size)], {chrom: merged runs}, dataset) of one dataset of a predictions h5 (or, with
+    ``experimental``, the measured evaluation/<dataset>_coverage of a genome h5). Holds the whole track: for
+    ``--cutoff auto``'s table of cutoffs; :func:`h5_peaks` when the cutoff is known."""
+    dataset = h5_dataset(path, dataset, experimental=experimental)
+    chroms, col = _read_h5(path, dataset, lambda chroms: _Collect(), strand=strand, window=window,
+                           experimental=experimental, threads=threads, what=what)
+    return chroms, col.runs(chroms), dataset
+
+
+def h5_peaks(path: str, dataset: str, cutoff: float, min_length: int, max_gap: int, *, strand: str = "avg",
+             window: int | None = None, threads: int = 1):
+    """(chroms, {chrom: Peaks}, merged runs) of one dataset of a predictions h5 at a known cutoff, streamed."""
+    chroms, st = _read_h5(path, dataset, lambda chroms: _Stream(chroms, cutoff, min_length, max_gap),
+                          strand=strand, window=window, experimental=False, threads=threads, what="--predictions")
+    peaks, runs = st.result(chroms)
+    return chroms, peaks, runs
+
+
+#: bp of a bigWig chromosome read at a time (pyBigWig returns a window's intervals as Python tuples)
+BIGWIG_WINDOW = 8 << 20
+
+
+def _open_bigwig(path: str):
     import os
 
     import pyBigWig
@@ -93,18 +163,55 @@ def bigwig_track(path: str):
         bw = None
     if bw is None or not bw.isBigWig():
         raise ChromaflowError(f"{path}: not a readable bigWig file")
+    return bw
+
+
+def _bigwig_pieces(bw, path: str, name: str, size: int):
+    """(starts, ends, values) of one chromosome, window by window (an interval across a window's start was
+    returned with the window before); NaN/inf values refused naming the chromosome."""
+    for a in range(0, size, BIGWIG_WINDOW):
+        iv = bw.intervals(name, a, min(a + BIGWIG_WINDOW, size)) or ()
+        x = np.array(iv, dtype=np.float64).reshape(-1, 3)
+        if a:
+            x = x[x[:, 0] >= a]
+        if len(x) and not np.isfinite(x[:, 2]).all():
+            raise ChromaflowError(f"{path}: chromosome {name!r} holds NaN or infinite values")
+        yield x[:, 0].astype(np.int64), x[:, 1].astype(np.int64), x[:, 2]
+
+
+def bigwig_track(path: str):
+    """(chroms, {chrom: merged runs}) of a bigWig, in its chromosome order; regions without data are 0."""
+    bw = _open_bigwig(path)
     try:
         chroms = list(bw.chroms().items())
         out = {}
         for name, size in chroms:
-            iv = bw.intervals(name) or ()
-            a = np.array(iv, dtype=np.float64).reshape(-1, 3)
+            pieces = list(_bigwig_pieces(bw, path, name, size)) or [(np.zeros(0, np.int64),) * 2 + (np.zeros(0),)]
+            s, e, v = (np.concatenate(x) for x in zip(*pieces))
             try:
-                out[name] = merge_runs(a[:, 0].astype(np.int64), a[:, 1].astype(np.int64), a[:, 2], size)
+                out[name] = merge_runs(s, e, v, size)
             except ValueError as exc:
                 raise ChromaflowError(f"{path}: chromosome {name!r}: {exc}") from None
-            if len(a) and not np.isfinite(a[:, 2]).all():
-                raise ChromaflowError(f"{path}: chromosome {name!r} holds NaN or infinite values")
         return chroms, out
+    finally:
+        bw.close()
+
+
+def bigwig_peaks(path: str, cutoff: float, min_length: int, max_gap: int):
+    """(chroms, {chrom: Peaks}, merged runs) of a bigWig at a known cutoff, a window at a time."""
+    bw = _open_bigwig(path)
+    try:
+        chroms = list(bw.chroms().items())
+        peaks, runs = {}, 0
+        for name, size in chroms:
+            st = PeakStream(cutoff, min_length, max_gap)
+            try:
+                for piece in _bigwig_pieces(bw, path, name, size):
+                    st.add(*piece)
+                peaks[name] = st.finish(size)
+            except ValueError as exc:
+                raise ChromaflowError(f"{path}: chromosome {name!r}: {exc}") from None
+            runs += st.runs
+        return chroms, peaks, runs
     finally:
         bw.close()
