@@ -104,7 +104,7 @@ def extrapolation(cases: list[dict]) -> list[str]:
             f"{s['outputs_bytes'] * f / 2**30:,.1f} GiB, input FASTA ≈ {FULL_BP * 1.017 / 2**30:,.1f} GiB."]
 
 
-def render(res: dict, src_name: str) -> str:
+def render(res: dict, src_name: str, gpu: list[dict] | None = None) -> str:
     cases = [c for c in res.get("cases", []) if c.get("stage") == "scale"]
     if not cases:
         return ""
@@ -119,6 +119,9 @@ def render(res: dict, src_name: str) -> str:
     ex = [] if res.get("quick") else extrapolation(cases)   # small sizes: start-up dominates, no extrapolation
     if ex:
         out += ["", *ex]
+    plan = [] if res.get("quick") else plan_lines(cases, gpu or [])
+    if plan:
+        out += ["", *plan]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -147,8 +150,100 @@ def pick(results_dir, quick: bool) -> tuple:
 def published_scale(results_dir) -> str:
     """The full run's scale cases, then the newest ``--quick`` run's (each section says which)."""
     parts = []
+    gpu = gpu_rates(results_dir.parent / "gpu" / "results")
     for quick in (False, True):
         path, res = pick(results_dir, quick)
         if res:
-            parts.append(render(res, path.name))
+            parts.append(render(res, path.name, gpu))
     return "\n".join(parts) if parts else NO_SCALE_RUN
+
+
+# --------------------------------------------------------------------------------------------------
+# Planning a large run on paper (issue 30 §4): 100 genomes of 4 Gbp, from the measured rates
+# --------------------------------------------------------------------------------------------------
+PLAN_GENOMES = 100
+#: the release model's subsequence length and the pipeline's default rows per PREDICT shard (--predict_shard_rows)
+PLAN_L = 21_384
+PLAN_SHARD_ROWS = 20_000
+PLAN_GPUS = (1, 4, 16, 64)
+PLAN_CORES = (64, 256, 1024)
+PLAN_WALLTIMES_H = (1, 4, 24)
+#: stages that run on CPU nodes after prediction (their CPU seconds per bp from the measured run)
+PLAN_CPU_STAGES = ("PREDICT_PLAN", "PREDICT_MERGE", "BIGWIG", "PEAKS")
+
+
+def gpu_rates(gpu_dir) -> list[dict]:
+    """Per precision, from the newest GPU results file of benchmarks/gpu/run with an end-to-end run: the loop's bp/s
+    and the fixed cost of one PREDICT task (its wall minus its loop: start-up, model load, batch probe, drain)."""
+    import json
+
+    files = []
+    for p in sorted(gpu_dir.glob("*.json")):
+        try:
+            d = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        runs = [r for r in d.get("precisions") or [] if r.get("bp_per_s_loop") and r.get("wall_s") and r.get("loop_s")]
+        if runs:
+            files.append((d.get("started", ""), p.name, d, runs))
+    if not files:
+        return []
+    started, name, d, runs = max(files, key=lambda x: x[:2])
+    gpu = (d.get("machine") or {}).get("gpu", "GPU")
+    return [{"precision": r["precision"], "run": r.get("run") or "", "loop_bp_s": r["bp_per_s_loop"],
+             "task_fixed_s": r["wall_s"] - r["loop_s"], "gpu": gpu, "file": name, "model": d.get("model_preset"), "mbp": d.get("mbp")} for r in runs]
+
+
+def plan_lines(cases: list[dict], gpu: list[dict], genome_bp: int = FULL_BP, genomes: int = PLAN_GENOMES) -> list[str]:
+    """What ``genomes`` assemblies of ``genome_bp`` take: GPU time of PREDICT from the GPU figures, CPU time of the
+    other per-genome stages, disk and memory from the largest measured size case. Every line says it is arithmetic
+    on measured rates, not a measurement."""
+    import math
+
+    sized = [(c, _run(c)) for c in cases if c["case"].startswith("size_") and _run(c) and c["params"].get("total_bp")]
+    if not sized or not gpu:
+        return []
+    c, r = max(sized, key=lambda x: x[0]["params"]["total_bp"])
+    f = genome_bp / c["params"]["total_bp"]
+    procs = r["scale"]["processes"]
+    rows_bp = 2 * genome_bp                       # both strands are predicted: bp of rows
+    shards = math.ceil(rows_bp / PLAN_L / PLAN_SHARD_ROWS)
+    cpu_s = sum(procs[p]["cpu_s"] for p in PLAN_CPU_STAGES if p in procs) * f
+    out = [f"**Planned on paper, not measured** ({genomes} assemblies × {genome_bp / 1e9:g} Gbp; arithmetic on "
+           f"measured rates): PREDICT from `benchmarks/gpu/results/{gpu[0]['file']}` ({gpu[0]['gpu']}, model preset "
+           f"`{gpu[0]['model']}`, a {gpu[0]['mbp']:g} Mbp run: the loop's bp/s and each task's fixed cost, its wall "
+           f"minus its loop); the other per-genome stages ({', '.join(PLAN_CPU_STAGES)}) from `{c['case']}`'s CPU "
+           f"seconds scaled ×{f:,.0f} (the tiny test model's tracks: a real model's may hold more runs). Shards at "
+           f"the default {PLAN_SHARD_ROWS:,} rows of {PLAN_L:,} bp: {shards} per assembly ({rows_bp / 1e9:g} Gbp of "
+           "rows, both strands).", "",
+           "| precision (batch size) | PREDICT per assembly (GPU h) | " + " | ".join(f"{n} GPU{'s' if n > 1 else ''}: all "
+                                                             f"{genomes} (h)" for n in PLAN_GPUS) + " |",
+           "|---|---|" + "---|" * len(PLAN_GPUS)]
+    for g in gpu:
+        per = (shards * g["task_fixed_s"] + rows_bp / g["loop_bp_s"]) / 3600
+        # shards are independent tasks: N GPUs take ceil(shards_total / N) rounds of one shard's time at most
+        shard_h = (g["task_fixed_s"] + PLAN_SHARD_ROWS * PLAN_L / g["loop_bp_s"]) / 3600
+        cells = [f"{max(per * genomes / n, shard_h):,.2f}" for n in PLAN_GPUS]
+        run = {"first": "probed on each task", "cached": "probed once, cached"}.get(g["run"], g["run"])
+        out.append(f"| {g['precision']} ({run}) | {per:,.3f} | " + " | ".join(cells) + " |")
+    out += ["", f"CPU stages after prediction: {cpu_s / 3600:,.2f} CPU h per assembly, {cpu_s * genomes / 3600:,.0f} "
+            f"CPU h for {genomes} (" + ", ".join(f"{cpu_s * genomes / 3600 / k:,.1f} h on {k} cores"
+                                                   for k in PLAN_CORES) + "; one task per assembly and stage, "
+            "so at most " + f"{genomes} tasks of a stage run at once). Disk per assembly: outputs ≈ "
+            f"{r['scale']['outputs_bytes'] * f / 2**30:,.1f} GiB, `work/` peak ≈ "
+            f"{r['scale']['peak_work_bytes'] * f / 2**30:,.1f} GiB (every shard's part stays until the run ends); "
+            f"for {genomes} at once ≈ {r['scale']['peak_work_bytes'] * f * genomes / 2**40:,.1f} TiB of `work/`. "
+            "Memory per task: the per-process table above (not yet flat for BIGWIG, PEAKS and PREDICT_MERGE).", ""]
+    g = gpu[0]
+    whole_min = (g["task_fixed_s"] + rows_bp / g["loop_bp_s"]) / 60
+    shard_min = (g["task_fixed_s"] + PLAN_SHARD_ROWS * PLAN_L / g["loop_bp_s"]) / 60
+    out.append(f"Walltime limits ({g['precision']}, {g['gpu']}): a PREDICT task of R rows takes its fixed "
+               f"{g['task_fixed_s']:,.0f} s + R × {PLAN_L:,} bp / {g['loop_bp_s']:,.3g} bp/s: a default shard "
+               f"({PLAN_SHARD_ROWS:,} rows) ≈ {shard_min:,.1f} min, a whole {genome_bp / 1e9:g} Gbp assembly in one "
+               f"task ≈ {whole_min:,.1f} min, so any walltime limit of an hour or more holds a PREDICT task on "
+               "such a GPU; shards spread an assembly over GPUs (each shard pays the fixed start-up once). On CPU "
+               "nodes PREDICT runs at the rates of docs/predict.md; BIGWIG and PEAKS are one task per assembly "
+               f"(≈ {(procs.get('BIGWIG', {}).get('cpu_s', 0) + procs.get('PEAKS', {}).get('cpu_s', 0)) * f / 60:,.0f} "
+               f"CPU min together per {genome_bp / 1e9:g} Gbp here): a limit below that needs more time, not more "
+               "shards.")
+    return out

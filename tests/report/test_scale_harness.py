@@ -261,6 +261,33 @@ def test_table_renders_every_case_and_marks_a_failed_bound():
     assert "Extrapolated, not measured" in text and "×400" in text
 
 
+def test_plan_for_many_large_genomes_is_arithmetic_on_the_measured_rates(tmp_path):
+    """The on-paper plan (100 × 4 Gbp): GPU hours from the GPU file's loop rate and per-task fixed cost, shards at
+    the default rows, CPU stages scaled from the largest size case; none for a --quick file or without GPU figures."""
+    rec = _scale_record(500 * MiB)
+    rec["processes"]["PEAKS"] = {"tasks": 1, "cached": 0, "failed": 0, "wall_s": 9.0, "cpu_s": 7.0,
+                                 "peak_rss_bytes": MiB, "max_wchar_bytes": MiB}
+    cases = [{"stage": "scale", "case": "size_400Mbp", "params": {"total_bp": 400_000_000},
+              "runs": [{"scale": rec, "wall_s": 99.0, "cpu_s": 80.0}], "agreement": {"ok": True, "detail": "ok"}}]
+    (tmp_path / "g.json").write_text(json.dumps({
+        "started": "2026-01-01", "machine": {"gpu": "Some GPU"}, "model_preset": "release-bihybrid", "mbp": 200,
+        "precisions": [{"precision": "fp32", "run": "cached", "bp_per_s_loop": 5e7, "wall_s": 30.0, "loop_s": 20.0}]}))
+    gpu = scale_render.gpu_rates(tmp_path)
+    assert gpu == [{"precision": "fp32", "run": "cached", "loop_bp_s": 5e7, "task_fixed_s": 10.0, "gpu": "Some GPU",
+                    "file": "g.json", "model": "release-bihybrid", "mbp": 200}]
+    text = "\n".join(scale_render.plan_lines(cases, gpu))
+    shards = -(-8_000_000_000 // (21_384 * 20_000))                      # 19 shards of both strands' rows
+    per_h = (shards * 10.0 + 8e9 / 5e7) / 3600
+    assert f"{shards} per assembly" in text
+    assert f"| fp32 (probed once, cached) | {per_h:,.3f} | {per_h * 100:,.2f} | {per_h * 25:,.2f} |" in text
+    cpu_h = (3.0 + 7.0) * 10 / 3600                                       # BIGWIG + PEAKS, ×10 to 4 Gbp
+    assert f"{cpu_h:,.2f} CPU h per assembly" in text
+    assert "Planned on paper, not measured" in text
+    assert scale_render.plan_lines(cases, []) == []
+    assert "Planned" not in scale_render.render({"quick": True, "cases": cases}, "q.json", gpu)
+    assert "Planned" in scale_render.render({"quick": False, "cases": cases}, "f.json", gpu)
+
+
 def test_scale_doc_is_generated():
     """docs/scale.md's block is what benchmarks/render makes (render.published covers it)."""
     doc = ROOT / "docs" / "scale.md"
