@@ -53,10 +53,15 @@ def case_table(cases: list[dict]) -> list[str]:
     return out
 
 
+def _sized(cases: list[dict], with_bp: bool = False) -> list[tuple[dict, dict]]:
+    """(case, run) of the size cases that ran (with ``with_bp``: those whose genome size is recorded)."""
+    return [(c, r) for c in cases if c["case"].startswith("size_") for r in [_run(c)]
+            if r and (not with_bp or c["params"].get("total_bp"))]
+
+
 def process_table(cases: list[dict]) -> list[str]:
     """Per process, per size case: tasks, summed CPU s, the largest task's peak RSS (MiB)."""
-    sized = [(c, _run(c)) for c in cases if c["case"].startswith("size_")]
-    sized = [(c, r) for c, r in sized if r]
+    sized = _sized(cases)
     if not sized:
         return []
     names = sorted({p for _, r in sized for p in r["scale"]["processes"]})
@@ -91,8 +96,7 @@ def resume_lines(cases: list[dict]) -> list[str]:
 
 def extrapolation(cases: list[dict]) -> list[str]:
     """Linear in genome size from the largest size case measured, when the full size has not run."""
-    sized = [(c, _run(c)) for c in cases if c["case"].startswith("size_") and _run(c)]
-    sized = [(c, r) for c, r in sized if c["params"].get("total_bp")]
+    sized = _sized(cases, with_bp=True)
     if not sized or any(c["params"]["total_bp"] >= FULL_BP * 0.8 for c, _ in sized):
         return []
     c, r = max(sized, key=lambda x: x[0]["params"]["total_bp"])
@@ -200,7 +204,7 @@ def plan_lines(cases: list[dict], gpu: list[dict], genome_bp: int = FULL_BP, gen
     on measured rates, not a measurement."""
     import math
 
-    sized = [(c, _run(c)) for c in cases if c["case"].startswith("size_") and _run(c) and c["params"].get("total_bp")]
+    sized = _sized(cases, with_bp=True)
     if not sized or not gpu:
         return []
     c, r = max(sized, key=lambda x: x[0]["params"]["total_bp"])
