@@ -118,14 +118,14 @@ def _write_merged(out_path: str, force: bool, ordered: list, ref, total: int) ->
     import h5py
     import numpy as np
 
-    from .h5io import create_predictions
+    from .h5io import create_predictions, read_rows
 
     p0 = ref["prediction/predictions"]
     length, d = p0.shape[1], p0.shape[2]
     with atomic_output(out_path, force=force) as tmp:
         with h5py.File(tmp, "w") as out:
-            seqids = np.concatenate([fh["data/seqids"][()] for fh in ordered])
-            start_ends = np.concatenate([fh["data/start_ends"][()] for fh in ordered])
+            seqids = np.concatenate([read_rows(fh["data/seqids"]) for fh in ordered])
+            start_ends = np.concatenate([read_rows(fh["data/start_ends"]) for fh in ordered])
             dset = create_predictions(
                 out, n_rows=total, length=length,
                 datasets=[x.decode() for x in ref["prediction/datasets"][()]],

@@ -38,6 +38,25 @@ def open_input(path: str) -> tuple[h5py.File, InputInfo]:
     return fh, info
 
 
+#: rows per read or write of a one-row-chunked dataset (seqids, start_ends: chunks (1,) as Predmoter writes them).
+#: HDF5 builds a record for every chunk one call touches (~1-3 KB each): a whole 400k-row dataset at once took
+#: 2.9 GB in predict-merge (the scale benchmark's 400 Mbp run); blocks keep that to one block's chunks.
+ROW_BLOCK = 4096
+
+
+def read_rows(ds: h5py.Dataset) -> np.ndarray:
+    """All of ``ds`` (rows along axis 0), read ROW_BLOCK rows at a time."""
+    out = np.empty(ds.shape, dtype=ds.dtype)
+    for a in range(0, ds.shape[0], ROW_BLOCK):
+        out[a:a + ROW_BLOCK] = ds[a:a + ROW_BLOCK]
+    return out
+
+
+def write_rows(ds: h5py.Dataset, values: np.ndarray) -> None:
+    """``ds[:] = values``, ROW_BLOCK rows at a time."""
+    for a in range(0, len(values), ROW_BLOCK):
+        ds[a:a + ROW_BLOCK] = values[a:a + ROW_BLOCK]
+
 def _inspect(fh: h5py.File, path: str) -> InputInfo:
     for name in ("data/X", "data/seqids", "data/start_ends"):
         if name not in fh or not isinstance(fh[name], h5py.Dataset):
@@ -50,8 +69,8 @@ def _inspect(fh: h5py.File, path: str) -> InputInfo:
         raise ChromaflowError(f"{path}: data/X has no rows")
     if X.dtype not in (np.dtype("<f2"), np.dtype("<f4"), np.dtype(">f2"), np.dtype(">f4")):
         raise ChromaflowError(f"{path}: data/X has dtype {X.dtype}, expected float16 (Helixer's one-hot)")
-    seqids = fh["data/seqids"][()]
-    start_ends = fh["data/start_ends"][()]
+    seqids = read_rows(fh["data/seqids"])
+    start_ends = read_rows(fh["data/start_ends"])
     if seqids.shape != (n,) or start_ends.shape != (n, 2):
         raise ChromaflowError(f"{path}: data/seqids {seqids.shape} / data/start_ends {start_ends.shape} "
                               f"do not match data/X rows ({n})")
@@ -75,8 +94,8 @@ def create_predictions(fh: h5py.File, *, n_rows: int, length: int, datasets: lis
     sq = data.create_dataset("seqids", shape=(n_rows,), dtype="S50", chunks=(1,), maxshape=(None,))
     se = data.create_dataset("start_ends", shape=(n_rows, 2), dtype="int64", chunks=(1, 2), maxshape=(None, 2))
     if n_rows:
-        sq[:] = np.asarray(seqids).astype("S50")
-        se[:] = np.asarray(start_ends).astype("int64")
+        write_rows(sq, np.asarray(seqids).astype("S50"))
+        write_rows(se, np.asarray(start_ends).astype("int64"))
     preds = pred.create_dataset("predictions", shape=(n_rows, length, d), dtype="int64", chunks=(1, length, 1),
                                 maxshape=(None, length, None), compression="gzip", compression_opts=level,
                                 shuffle=False, fillvalue=-1)
@@ -94,5 +113,5 @@ def finalize_rows(fh: h5py.File, *, seqids: np.ndarray, start_ends: np.ndarray) 
     for name in ("data/species", "data/seqids", "data/start_ends", "prediction/predictions"):
         fh[name].resize(n, axis=0)
     if n:
-        fh["data/seqids"][:] = np.asarray(seqids).astype("S50")
-        fh["data/start_ends"][:] = np.asarray(start_ends).astype("int64")
+        write_rows(fh["data/seqids"], np.asarray(seqids).astype("S50"))
+        write_rows(fh["data/start_ends"], np.asarray(start_ends).astype("int64"))
