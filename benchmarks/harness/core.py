@@ -288,6 +288,15 @@ def load_results(path: Path) -> dict | None:
     return None
 
 
+def json_files(folder: Path):
+    """(path, contents) of every readable JSON file in ``folder``, in name order (unreadable ones skipped)."""
+    for p in sorted(folder.glob("*.json")):
+        try:
+            yield p, json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+
+
 def write_json(path: Path, obj: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")

@@ -18,7 +18,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from .core import TREE_NORMALISED, machine_brief, summarize
+from .core import TREE_NORMALISED, json_files, machine_brief, summarize
 from .scale_render import published_scale
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -813,14 +813,8 @@ def render_file(path: Path) -> Path:
 # the published tables
 # --------------------------------------------------------------------------------------------------
 def latest_full(results_dir: Path = RESULTS) -> Path | None:
-    files = []
-    for p in sorted(results_dir.glob("*.json")):
-        try:
-            d = json.loads(p.read_text())
-        except (OSError, ValueError):
-            continue
-        if not d.get("quick") and d.get("cases"):
-            files.append((d.get("last_finished") or d.get("last_started") or "", p))
+    files = [(d.get("last_finished") or d.get("last_started") or "", p) for p, d in json_files(results_dir)
+             if not d.get("quick") and d.get("cases")]
     return max(files)[1] if files else None
 
 

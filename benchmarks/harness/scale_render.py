@@ -135,16 +135,10 @@ NO_SCALE_RUN = ("No run of the scale stage yet: `benchmarks/run --stages scale -
 
 def pick(results_dir, quick: bool) -> tuple:
     """(path, results) of the newest full (or ``--quick``) results file with scale cases, or (None, None)."""
-    import json
+    from .core import json_files
 
-    found = []
-    for p in sorted(results_dir.glob("*.json")):
-        try:
-            d = json.loads(p.read_text())
-        except (OSError, ValueError):
-            continue
-        if bool(d.get("quick")) == quick and any(c.get("stage") == "scale" for c in d.get("cases", [])):
-            found.append((d.get("last_finished") or d.get("last_started") or "", p.name, p, d))
+    found = [(d.get("last_finished") or d.get("last_started") or "", p.name, p, d) for p, d in json_files(results_dir)
+             if bool(d.get("quick")) == quick and any(c.get("stage") == "scale" for c in d.get("cases", []))]
     if not found:
         return None, None
     best = max(found, key=lambda x: x[:2])
@@ -179,14 +173,10 @@ PLAN_CPU_STAGES = ("PREDICT_PLAN", "PREDICT_MERGE", "BIGWIG", "PEAKS")
 def gpu_rates(gpu_dir) -> list[dict]:
     """Per precision, from the newest GPU results file of benchmarks/gpu/run with an end-to-end run: the loop's bp/s
     and the fixed cost of one PREDICT task (its wall minus its loop: start-up, model load, batch probe, drain)."""
-    import json
+    from .core import json_files
 
     files = []
-    for p in sorted(gpu_dir.glob("*.json")):
-        try:
-            d = json.loads(p.read_text())
-        except (OSError, ValueError):
-            continue
+    for p, d in json_files(gpu_dir):
         runs = [r for r in d.get("precisions") or [] if r.get("bp_per_s_loop") and r.get("wall_s") and r.get("loop_s")]
         if runs:
             files.append((d.get("started", ""), p.name, d, runs))
