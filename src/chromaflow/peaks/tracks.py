@@ -91,12 +91,15 @@ class _Stream:
 
 
 def h5_dataset(path: str, dataset: str | None, *, experimental: bool = False) -> str:
-    """The dataset peaks are called on: ``dataset``, or the predictions h5's only one."""
-    inp = PredictionsInput(path, experimental=experimental, datasets=[dataset] if dataset else None)
+    """The dataset peaks are called on: ``dataset`` (checked when the file is read), or the predictions h5's only one
+    (the file opened once more only then)."""
+    if dataset is not None:
+        return dataset
+    inp = PredictionsInput(path, experimental=experimental)
     try:
-        if dataset is None and len(inp.datasets) != 1:
+        if len(inp.datasets) != 1:
             raise ChromaflowError(f"{path}: holds datasets {' '.join(inp.datasets)}; choose one with --dataset")
-        return dataset or inp.datasets[0]
+        return inp.datasets[0]
     finally:
         inp.close()
 
