@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "variant-browser": ("chromaflow.variant.cli_browser", "add variant-effect --tracks bigWigs to bigwig's IGV session and UCSC hub"),
     "variant-merge": ("chromaflow.variant.cli_merge", "join variant-effect --shard tables into the unsharded table; overall top --tracks"),
     "evaluate": ("chromaflow.train.cli_evaluate", "Predmoter test mode: per-file loss and Pearson per dataset, plus plots"),
+    "versions": ("chromaflow.versions", "a task's versions.yml (nf-core layout) from installed metadata, without importing torch"),
 }
 
 

@@ -55,12 +55,7 @@ process ADD_COVERAGE {
     export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
     ${cmds.join('\n    ')}
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-        pysam: \$(python3 -c 'import pysam; print(pysam.__version__)')
-        pyBigWig: \$(python3 -c 'import pyBigWig; print(pyBigWig.__version__)' 2>/dev/null || echo unknown)
-    END_VERSIONS
+    chromaflow versions "${task.process}" pysam pyBigWig >| versions.yml
     """
 
     stub:

@@ -34,11 +34,7 @@ process BENCHMARK {
         --outdir . \\
         ${args}
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-        matplotlib: \$(python3 -c 'import matplotlib; print(matplotlib.__version__)')
-    END_VERSIONS
+    chromaflow versions "${task.process}" matplotlib >| versions.yml
     """
 
     stub:

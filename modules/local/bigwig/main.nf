@@ -36,11 +36,7 @@ process BIGWIG {
         --force \\
         ${args}
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-        pyBigWig: \$(python3 -c 'import importlib.metadata as m; print(m.version("pyBigWig"))')
-    END_VERSIONS
+    chromaflow versions "${task.process}" pyBigWig >| versions.yml
     """
 
     stub:

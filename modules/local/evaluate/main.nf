@@ -32,11 +32,7 @@ process EVALUATE {
         --metrics ${prefix}.evaluate.metrics.json \\
         ${args}
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-        matplotlib: \$(python3 -c 'import matplotlib; print(matplotlib.__version__)')
-    END_VERSIONS
+    chromaflow versions "${task.process}" matplotlib >| versions.yml
     """
 
     stub:

@@ -32,12 +32,7 @@ process FASTA2H5 {
         --force \\
         ${args}
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-        h5py: \$(python3 -c 'import h5py; print(h5py.__version__)')
-        hdf5: \$(python3 -c 'import h5py; print(h5py.version.hdf5_version)')
-    END_VERSIONS
+    chromaflow versions "${task.process}" h5py hdf5 >| versions.yml
     """
 
     stub:

@@ -35,10 +35,7 @@ process GENE_ACCESSIBILITY {
         --force \\
         ${args}
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-    END_VERSIONS
+    chromaflow versions "${task.process}" >| versions.yml
     """
 
     stub:

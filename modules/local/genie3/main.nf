@@ -37,11 +37,7 @@ process GENIE3 {
         --metrics ${prefix}.genie3.metrics.json \\
         ${args}
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-        scikit-learn: \$(python3 -c 'import sklearn; print(sklearn.__version__)')
-    END_VERSIONS
+    chromaflow versions "${task.process}" scikit-learn >| versions.yml
     """
 
     stub:

@@ -29,10 +29,7 @@ process GENIE3_PLAN {
         --out ${prefix}.genie3_plan.json \\
         ${args}
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-    END_VERSIONS
+    chromaflow versions "${task.process}" >| versions.yml
     """
 
     stub:

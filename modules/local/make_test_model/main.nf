@@ -21,11 +21,7 @@ process MAKE_TEST_MODEL {
     """
     chromaflow make-test-model --out chromaflow_tiny_seed${seed}.ckpt --seed ${seed} --force ${args}
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-        torch: \$(python3 -c 'import torch; print(torch.__version__)')
-    END_VERSIONS
+    chromaflow versions "${task.process}" torch >| versions.yml
     """
 
     stub:

@@ -38,12 +38,7 @@ process MOTIF_PRIOR {
         --force \\
         ${args}
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-        MOODS-python: \$(python3 -c 'import importlib.metadata as m; print(m.version("MOODS-python"))')
-        pyjaspar: \$(python3 -c 'import importlib.metadata as m; print(m.version("pyjaspar"))')
-    END_VERSIONS
+    chromaflow versions "${task.process}" MOODS-python pyjaspar >| versions.yml
     """
 
     stub:

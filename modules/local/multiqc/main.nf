@@ -32,10 +32,7 @@ process MULTIQC {
         ${args} \\
         mqc
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        multiqc: \$(multiqc --version | sed 's/.*version //')
-    END_VERSIONS
+    chromaflow versions "${task.process}" multiqc >| versions.yml
     """
 
     stub:

@@ -51,11 +51,7 @@ process PEAKS {
             ${obs}
     done
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-        pybigtools: \$(python3 -c 'import importlib.metadata as m; print(m.version("pybigtools"))')
-    END_VERSIONS
+    chromaflow versions "${task.process}" pybigtools >| versions.yml
     """
 
     stub:

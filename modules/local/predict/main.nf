@@ -48,11 +48,7 @@ process PREDICT {
         --force \\
         ${args}
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-        torch: \$(python3 -c 'import torch; print(torch.__version__)')
-    END_VERSIONS
+    chromaflow versions "${task.process}" torch >| versions.yml
     """
 
     stub:

@@ -29,11 +29,7 @@ process PREDICT_MERGE {
         ${args} \\
         ${shards}
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-        h5py: \$(python3 -c 'import h5py; print(h5py.__version__)')
-    END_VERSIONS
+    chromaflow versions "${task.process}" h5py >| versions.yml
     """
 
     stub:

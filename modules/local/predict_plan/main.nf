@@ -34,10 +34,7 @@ process PREDICT_PLAN {
     """
     chromaflow predict-plan --fasta ${fasta} --out ${prefix}.predict_plan.json ${args}
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-    END_VERSIONS
+    chromaflow versions "${task.process}" >| versions.yml
     """
 
     stub:

@@ -49,12 +49,7 @@ process TRAIN {
         \$start \\
         ${args}
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-        torch: \$(python3 -c 'import torch; print(torch.__version__)')
-        lightning: \$(python3 -c 'import lightning; print(lightning.__version__)')
-    END_VERSIONS
+    chromaflow versions "${task.process}" torch lightning >| versions.yml
     """
 
     stub:

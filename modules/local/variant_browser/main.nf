@@ -26,10 +26,7 @@ process VARIANT_BROWSER {
     """
     chromaflow variant-browser --browser-dir tracks --name ${prefix} ${args} ${variant_tracks}
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-    END_VERSIONS
+    chromaflow versions "${task.process}" >| versions.yml
     """
 
     stub:

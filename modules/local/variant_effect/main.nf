@@ -48,12 +48,7 @@ process VARIANT_EFFECT {
         ${shard} \\
         ${args}
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-        torch: \$(python3 -c 'import torch; print(torch.__version__)')
-        pysam: \$(python3 -c 'import pysam; print(pysam.__version__)')
-    END_VERSIONS
+    chromaflow versions "${task.process}" torch pysam >| versions.yml
     """
 
     stub:

@@ -34,10 +34,7 @@ process VARIANT_MERGE {
         ${args} \\
         --candidates candidates/*.candidates.json
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-    END_VERSIONS
+    chromaflow versions "${task.process}" >| versions.yml
     """
 
     stub:

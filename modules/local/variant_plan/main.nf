@@ -27,11 +27,7 @@ process VARIANT_PLAN {
     """
     chromaflow variant-plan --vcf ${vcf} --out ${prefix}.variant_plan.json ${args}
 
-    cat <<-END_VERSIONS >| versions.yml
-    "${task.process}":
-        chromaflow: \$(chromaflow --version | sed 's/chromaflow //')
-        pysam: \$(python3 -c 'import pysam; print(pysam.__version__)')
-    END_VERSIONS
+    chromaflow versions "${task.process}" pysam >| versions.yml
     """
 
     stub:
