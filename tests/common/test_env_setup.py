@@ -70,3 +70,26 @@ def test_two_concurrent_first_setups_build_one_venv(tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "creating virtualenv" not in r.stderr, r.stderr
     assert f"PREFIX {venv}\n" in r.stdout, r.stdout
+
+
+def test_the_nextflow_launcher_maps_a_usable_class_data_sharing_archive():
+    """scripts/install-nextflow makes a CDS archive of Nextflow's classes for this Java and the launcher passes it.
+    A JVM that cannot use an archive (another Java, another class path) starts without it and says nothing, so the
+    check is that Nextflow's own classes are loaded from it (-Xlog:class+load names the source of each class)."""
+    import re
+    import shutil
+
+    nf = shutil.which("nextflow")
+    if nf is None:
+        unavailable("nextflow not on PATH (run: source scripts/env.sh)")
+    text = Path(nf).read_text()
+    m = re.search(r"-XX:SharedArchiveFile=(\S+)", text)
+    assert m, f"{nf}: no -XX:SharedArchiveFile (scripts/install-nextflow made no archive)"
+    assert Path(m.group(1)).is_file(), m.group(1)
+    lib = re.search(r"-cp '([^']+)'", text).group(1)
+    p = subprocess.run(["java", f"-XX:SharedArchiveFile={m.group(1)}", "-Xlog:class+load=info", "-cp", lib,
+                        "nextflow.cli.Launcher", "-version"], capture_output=True, text=True,
+                       env=dict(os.environ, NXF_OFFLINE="true"), timeout=120)
+    assert p.returncode == 0, p.stderr
+    shared = [ln for ln in p.stdout.splitlines() if re.search(r"\bnextflow\.\S+ source: shared objects file", ln)]
+    assert len(shared) > 50, f"{len(shared)} Nextflow classes from the archive {m.group(1)}"

@@ -32,7 +32,10 @@ process MULTIQC {
         ${args} \\
         mqc
 
-    chromaflow versions "${task.process}" multiqc >| versions.yml
+    cat <<-END_VERSIONS >| versions.yml
+    "${task.process}":
+        multiqc: \$(multiqc --version | sed 's/.*version //')
+    END_VERSIONS
     """
 
     stub:
