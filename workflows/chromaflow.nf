@@ -18,6 +18,7 @@ include { FASTA2H5        } from '../modules/local/fasta2h5'
 include { PREDICT_PLAN    } from '../modules/local/predict_plan'
 include { MAKE_TEST_MODEL } from '../modules/local/make_test_model'
 include { PREDICT         } from '../modules/local/predict'
+include { PREDICT_GROUP   } from '../modules/local/predict_group'
 include { PREDICT_MERGE   } from '../modules/local/predict_merge'
 include { BIGWIG          } from '../modules/local/bigwig'
 include { PEAKS           } from '../modules/local/peaks'
@@ -31,7 +32,7 @@ include { GENIE3_MERGE    } from '../modules/local/genie3_merge'
 include { GENE_ACCESSIBILITY } from '../modules/local/gene_accessibility'
 include { MOTIF_PRIOR     } from '../modules/local/motif_prior'
 include { REPORTING       } from '../subworkflows/local/reporting'
-include { gatherParts; baseMeta } from '../subworkflows/local/utils_chromaflow'
+include { gatherParts; baseMeta; groupBins; byAssembly } from '../subworkflows/local/utils_chromaflow'
 
 def readJson(path) {
     return new groovy.json.JsonSlurper().parse(path.toFile())
@@ -113,21 +114,45 @@ workflow CHROMAFLOW {
         // what PREDICT reads (meta.predict_input): the genome h5 of FASTA2H5, or the FASTA itself with the index
         // PREDICT_PLAN made of it (none where it could not: [] then, and the shard scans the FASTA)
         def predict_input = from_fasta ? 'fasta' : 'h5'
-        ch_shards = (from_fasta ? ch_fasta : FASTA2H5.out.h5)
+        // [meta, genome, index, plan]; an assembly of one shard and at most --predict_group_mbp is grouped with others
+        // like it into one PREDICT_GROUP task (one start-up for many small assemblies), the rest fan out to PREDICT
+        def group_bp = ((params.predict_group_mbp ?: 0) as double) * 1e6
+        ch_planned = (from_fasta ? ch_fasta : FASTA2H5.out.h5)
             .join(PREDICT_PLAN.out.plan)
             .join(PREDICT_PLAN.out.index, remainder: true)
-            .flatMap { meta, genome, plan, index ->
-                def staged = (from_fasta && index) ? index : []
-                readJson(plan).shards.collect { s -> [meta + [predict_input: predict_input, shard: s.index, shards: s.count], genome, staged] }
+            .map { meta, genome, plan, index -> [meta + [predict_input: predict_input], genome, (from_fasta && index) ? index : [], readJson(plan)] }
+            .branch { meta, genome, index, plan ->
+                groupable: group_bp > 0 && plan.shard_count == 1 && (plan.bp as long) <= group_bp
+                other: true
             }
+        ch_groups = ch_planned.groupable
+            .map { meta, genome, index, plan -> [meta + [shard: 1, shards: 1], genome, index, plan.bp as long] }
+            .toSortedList { a, b -> a[0].id <=> b[0].id }
+            .flatMap { items -> groupBins(items, group_bp) }
+            .branch { members ->
+                alone: members.size() == 1
+                grouped: true
+            }
+        ch_shards = ch_planned.other
+            .flatMap { meta, genome, index, plan ->
+                plan.shards.collect { s -> [meta + [shard: s.index, shards: s.count], genome, index] }
+            }
+            .mix(ch_groups.alone.map { members -> members[0][0..2] })
         PREDICT(ch_shards, ch_model)
         ch_versions = ch_versions.mix(PREDICT.out.versions)
         ch_metrics  = ch_metrics.mix(PREDICT.out.metrics)
 
-        ch_pred = PREDICT.out.predictions.branch { meta, p ->
-            single: meta.shards == 1
-            sharded: true
-        }
+        PREDICT_GROUP(ch_groups.grouped.map { members -> [members.collect { it[0] }, members.collect { it[1] }] }, ch_model)
+        ch_versions = ch_versions.mix(PREDICT_GROUP.out.versions)
+        // back to one [meta, file] per assembly, by the names PREDICT_GROUP gives them
+        ch_metrics  = ch_metrics.mix(PREDICT_GROUP.out.metrics.flatMap { metas, files -> byAssembly(metas, files, '.predict.metrics.json') })
+
+        ch_pred = PREDICT.out.predictions
+            .mix(PREDICT_GROUP.out.predictions.flatMap { metas, files -> byAssembly(metas, files, '_predictions.h5') })
+            .branch { meta, p ->
+                single: meta.shards == 1
+                sharded: true
+            }
         PREDICT_MERGE(gatherParts(ch_pred.sharded, 'shard', 'shards'))
         ch_versions = ch_versions.mix(PREDICT_MERGE.out.versions)
         ch_metrics  = ch_metrics.mix(PREDICT_MERGE.out.metrics)

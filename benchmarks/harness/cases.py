@@ -972,6 +972,7 @@ SCALE_QUICK = {
 }
 SCALE_CONTIGS = (1_000, 20_000)     # contig lengths, uniform
 SCALE_SEED = 30
+SCALE_GROUP_MBP = 100               # the pipeline's default --predict_group_mbp (nextflow.config), passed explicitly
 
 
 def _scale_env() -> dict:
@@ -1107,9 +1108,17 @@ def scale(ctx: Ctx) -> tuple[list, list[Case]]:
             ctx.log(f"  generating {md.name}")
             write_sheet(md, n, SCALE_SEED, [rec_bp], (contigs, *SCALE_CONTIGS), n_expr)
 
-    c = Contender("pipeline", f"nextflow run main.nf -profile test, {n} assemblies in one sheet", "ours",
-                  lambda d, r: [PY, "-m", "harness.scale", "run", d, md / "samplesheet.csv", "--shard-rows",
-                                str(cfg["shard_rows"])], repeats=1, env=_scale_env())
+    def many_argv(group_mbp):
+        return lambda d, r: [PY, "-m", "harness.scale", "run", d, md / "samplesheet.csv", "--shard-rows",
+                             str(cfg["shard_rows"]), "--extra=--predict_group_mbp", f"--extra={group_mbp}"]
+
+    # the same sheet with small assemblies predicted several to a task (PREDICT_GROUP, the pipeline's default size)
+    # and one task each: what grouping saves in start-ups
+    c = Contender("pipeline", f"nextflow run main.nf -profile test, {n} assemblies in one sheet, "
+                              f"--predict_group_mbp {SCALE_GROUP_MBP:g}", "ours", many_argv(SCALE_GROUP_MBP),
+                  repeats=1, env=_scale_env())
+    c_one = Contender("ungrouped", f"the same with --predict_group_mbp 0 (one PREDICT task per assembly)", "ours",
+                      many_argv(0), repeats=1, env=_scale_env())
 
     def many_agree(dirs: dict) -> dict:
         rec = _scale_json(dirs["pipeline"])
@@ -1120,16 +1129,21 @@ def scale(ctx: Ctx) -> tuple[list, list[Case]]:
         nets = {k.split("/")[0] for k in rec["digests"] if "genie3_links" in k}
         if len(nets) != n_expr:
             bad.append(f"networks published for {len(nets)} of {n_expr} assemblies with expression")
+        # grouped or not, every published output is the same
+        diff = S.compare_digests(rec["digests"], _scale_json(dirs["ungrouped"])["digests"],
+                                  ("the grouped run", "the ungrouped run")) if "ungrouped" in dirs else []
+        bad += [f"grouped vs ungrouped: {d}" for d in diff[:5]] + ([f"... {len(diff) - 5} more"] if len(diff) > 5 else [])
         html = rec.get("report_html_bytes", {})
         return {"ok": not bad, "failed_bounds": bad,
                 "detail": "; ".join(bad) if bad else
-                f"{n} assemblies, {rec['tasks']} tasks; driver peak RSS {rec['driver_peak_rss_bytes'] / 2**20:.0f} "
+                f"{n} assemblies, {rec['tasks']} tasks, outputs equal to the ungrouped run's; driver peak RSS {rec['driver_peak_rss_bytes'] / 2**20:.0f} "
                 f"MiB, {rec['driver_cpu_s_per_task']:.2f} driver CPU s per task; reports "
                 + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in sorted(html.items()))}
 
     cases.append(Case("scale", f"many_{n}", {"assemblies": n, "with_expression": n_expr, "record_bp": rec_bp,
-                                              "contigs": contigs, "seed": SCALE_SEED},
-                      [c], [], many_agree, per_run=_scale_per_run(ctx, None), prepare=many_prepare,
+                                              "contigs": contigs, "seed": SCALE_SEED,
+                                              "predict_group_mbp": SCALE_GROUP_MBP},
+                      [c, c_one], [("pipeline", "ungrouped")], many_agree, per_run=_scale_per_run(ctx, None), prepare=many_prepare,
                       note="one sheet of many small assemblies: the driver's memory and overhead per task, the "
                            "reports' size"))
     return [], cases

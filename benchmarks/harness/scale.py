@@ -247,8 +247,9 @@ def output_digests(outdir: Path) -> dict[str, str]:
     return out
 
 
-def compare_digests(a: dict[str, str], b: dict[str, str]) -> list[str]:
-    bad = [f"{k}: only in {'the resumed run' if k in a else 'the uninterrupted run'}" for k in sorted(set(a) ^ set(b))]
+def compare_digests(a: dict[str, str], b: dict[str, str], names: tuple[str, str] = ("the resumed run",
+                                                                                    "the uninterrupted run")) -> list[str]:
+    bad = [f"{k}: only in {names[0] if k in a else names[1]}" for k in sorted(set(a) ^ set(b))]
     bad += [f"{k}: contents differ" for k in sorted(set(a) & set(b)) if a[k] != b[k]]
     return bad
 

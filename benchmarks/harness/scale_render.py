@@ -17,8 +17,8 @@ def _s(x) -> str:
     return "–" if x is None else (f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}")
 
 
-def _run(c: dict) -> dict | None:
-    runs = [r for r in c.get("runs", []) if r.get("scale")]
+def _run(c: dict, contender: str = "pipeline") -> dict | None:
+    runs = [r for r in c.get("runs", []) if r.get("scale") and r.get("contender", contender) == contender]
     return runs[0] if runs else None
 
 
@@ -94,6 +94,24 @@ def resume_lines(cases: list[dict]) -> list[str]:
     return out
 
 
+def grouping_lines(cases: list[dict]) -> list[str]:
+    """The many-assemblies case run twice: PREDICT_GROUP on (the default --predict_group_mbp) and off."""
+    out = []
+    for c in cases:
+        a, b = _run(c), _run(c, "ungrouped")
+        if not c["case"].startswith("many_") or not a or not b:
+            continue
+        pa, pb = (r["scale"].get("processes") or {} for r in (a, b))
+        tasks = lambda p: sum((p.get(n) or {}).get("tasks", 0) for n in ("PREDICT", "PREDICT_GROUP"))  # noqa: E731
+        cpu = lambda p: sum((p.get(n) or {}).get("cpu_s", 0) for n in ("PREDICT", "PREDICT_GROUP"))  # noqa: E731
+        out.append(f"* `{c['case']}`, prediction grouped (`--predict_group_mbp` "
+                   f"{c['params'].get('predict_group_mbp', '–')}) and not (`0`): {tasks(pa)} vs {tasks(pb)} prediction "
+                   f"tasks, {_s(cpu(pa))} vs {_s(cpu(pb))} CPU s in them; the whole run {_s(a.get('wall_s'))} vs "
+                   f"{_s(b.get('wall_s'))} s wall, {_s(a.get('cpu_s'))} vs {_s(b.get('cpu_s'))} CPU s, "
+                   f"{a['scale'].get('tasks', '–')} vs {b['scale'].get('tasks', '–')} tasks (one run each).")
+    return out
+
+
 def extrapolation(cases: list[dict]) -> list[str]:
     """Linear in genome size from the largest size case measured, when the full size has not run."""
     sized = _sized(cases, with_bp=True)
@@ -120,6 +138,9 @@ def render(res: dict, src_name: str, gpu: list[dict] | None = None) -> str:
         out += ["Per process (the trace: tasks completed, CPU s = realtime × %cpu summed, the largest task's peak "
                 "RSS):", "", *pt, ""]
     out += resume_lines(cases)
+    grouped = grouping_lines(cases)
+    if grouped:
+        out += ["", *grouped]
     ex = [] if res.get("quick") else extrapolation(cases)   # small sizes: start-up dominates, no extrapolation
     if ex:
         out += ["", *ex]

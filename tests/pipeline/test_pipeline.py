@@ -280,7 +280,8 @@ def test_multiqc_report_shows_our_sections_in_headless_chromium(test_run, tmp_pa
 def odd_inputs_run(tmp_path_factory, nextflow_bin):
     """One run on a sheet with: a FASTA in a folder and file with spaces; a FASTA fetched over http (a local
     server on loopback); a gzipped TSV expression matrix; a CSV matrix in the other layout; one prediction shard
-    per assembly (published without a merge)."""
+    per assembly (published without a merge), read from the FASTAs (--predict_from fasta, the h5 still made), both
+    small assemblies in one PREDICT_GROUP task (--predict_group_mbp's default)."""
     from helpers.pipeline_utils import LocalHttpServer, run_nextflow
 
     work = tmp_path_factory.mktemp("odd_inputs")
@@ -305,7 +306,7 @@ def odd_inputs_run(tmp_path_factory, nextflow_bin):
             f"remote,{server.url}/asmB.fa.gz,Testus_secundus,my data/expression.csv,my data/regulators.txt,genes-x-samples\n")
         outdir = work / "results"
         res = run_nextflow(["-profile", "test", "--input", str(sheet), "--outdir", str(outdir), "--predict_shards", "1",
-                            "--skip_tracks", "--skip_benchmark", "--skip_multiqc"], cwd=work)
+                            "--predict_from", "fasta", "--skip_tracks", "--skip_benchmark", "--skip_multiqc"], cwd=work)
     return work, outdir, res
 
 
@@ -314,9 +315,18 @@ def test_odd_inputs_give_the_same_results_as_plain_ones(odd_inputs_run, test_run
     _, reference, _ = test_run
     trace = read_trace(outdir)
     done = sorted(r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED")
-    # one shard per assembly: no PREDICT_MERGE; both matrices planned and split into 3 chunks
-    assert done == sorted(["FASTA2H5"] * 2 + ["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 2 + ["GENIE3_PLAN"] * 2
+    # one shard per assembly: no PREDICT_MERGE, and both assemblies (33 kbp each) in one PREDICT_GROUP task, which read
+    # each FASTA (the one with spaces in its name staged as is); both matrices planned and split into 3 chunks
+    assert done == sorted(["FASTA2H5"] * 2 + ["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT_GROUP"] + ["GENIE3_PLAN"] * 2
                           + ["GENIE3"] * 6 + ["GENIE3_MERGE"] * 2)
+    group = next(Path(r["workdir"]) for r in trace if r["process"].endswith(":PREDICT_GROUP"))
+    table = [ln.split("\t") for ln in (group / "predict_group.tsv").read_text().splitlines()]
+    assert [(Path(r[0]).name, r[1], r[2], r[3]) for r in table[1:]] == [
+        ("asmB.fa.gz", "fasta", "Testus_secundus", "remote_predictions.h5"),
+        ("asm A.fa", "fasta", "Testus_primus", "spaced_predictions.h5")]
+    metrics = {p.name: json.loads(p.read_text()) for p in group.glob("*.predict.metrics.json")}
+    assert sorted(metrics) == ["remote.predict.metrics.json", "spaced.predict.metrics.json"]
+    assert all(m["input"] == "fasta" and m["subsequences"] > 0 for m in metrics.values())
     # the FASTA from a folder with spaces and the one fetched over http: the same h5 and predictions as the test
     # profile's asmA / asmB, and an unsharded prediction is published under the same name as a merged one
     for new, ref in (("spaced", "asmA"), ("remote", "asmB")):
@@ -331,6 +341,28 @@ def test_odd_inputs_give_the_same_results_as_plain_ones(odd_inputs_run, test_run
     want = gzip.decompress((reference / "asmA" / "network" / "asmA.genie3_links.tsv.gz").read_bytes())
     for new in ("spaced", "remote"):
         assert gzip.decompress((outdir / new / "network" / f"{new}.genie3_links.tsv.gz").read_bytes()) == want, new
+
+
+def test_small_assemblies_are_grouped_in_id_order_up_to_predict_group_mbp(tmp_path):
+    """--predict_group_mbp (a -stub run: the wiring; the bytes of a group are tests/predict/test_predict_group.py's and
+    the odd-inputs run's): five one-shard assemblies of 33,156 bp, given out of order, with room for two per group ->
+    groups (a1, a2), (a3, a4) in id order and a5 alone in a plain PREDICT task; every assembly's predictions are
+    published under its own name."""
+    from helpers.pipeline_utils import run_nextflow
+
+    ids = ["a3", "a5", "a1", "a4", "a2"]
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text("id,fasta,species\n" + "".join(f"{i},{TEST_DIR / 'asmA.fa'},Testus_primus\n" for i in ids))
+    outdir = tmp_path / "results"
+    run_nextflow(["-profile", "test", "-stub", "--input", str(sheet), "--outdir", str(outdir), "--predict_shards", "1",
+                  "--predict_group_mbp", "0.07", "--skip_tracks", "--skip_genie3", "--skip_variant_effect",
+                  "--skip_benchmark", "--skip_multiqc"], cwd=tmp_path)
+    trace = [r for r in read_trace(outdir) if r["status"] == "COMPLETED"]
+    groups = sorted(r["tag"] for r in trace if r["process"].endswith(":PREDICT_GROUP"))
+    assert groups == ["2 assemblies: a1 .. a2", "2 assemblies: a3 .. a4"]
+    assert [r["tag"] for r in trace if r["process"].endswith(":PREDICT")] == ["a5 1/1"]
+    for i in ids:
+        assert [p.name for p in (outdir / i / "predictions").iterdir()] == [f"{i}_predictions.h5"], i
 
 
 def test_predict_from_fasta_gives_the_same_predictions_and_tracks_without_a_genome_h5(test_run, tmp_path):

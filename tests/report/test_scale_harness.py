@@ -261,6 +261,39 @@ def test_table_renders_every_case_and_marks_a_failed_bound():
     assert "Extrapolated, not measured" in text and "×400" in text
 
 
+def test_many_case_compares_grouped_and_ungrouped_prediction(quick_cases, tmp_path):
+    """many_<n> runs the sheet with PREDICT_GROUP (the default --predict_group_mbp) and with --predict_group_mbp 0:
+    the outputs must be the same, and docs/scale.md shows both runs' prediction tasks and CPU."""
+    ctx, cases = quick_cases
+    case = cases["many_10"]
+    assert [c.key for c in case.contenders] == ["pipeline", "ungrouped"] and case.pairs == [("pipeline", "ungrouped")]
+    argv = {c.key: c.argv(tmp_path, 0) for c in case.contenders}
+    assert argv["pipeline"][-2:] == ["--extra=--predict_group_mbp", f"--extra={C.SCALE_GROUP_MBP}"]
+    assert argv["ungrouped"][-2:] == ["--extra=--predict_group_mbp", "--extra=0"]
+    digests = {f"a{i}/predictions/a{i}_predictions.h5": f"h5:{i}" for i in range(1, 11)}
+    digests.update({f"a{i}/network/a{i}.genie3_links.tsv.gz": "x" for i in (1, 2)})
+    dirs = {}
+    for key, changed in (("pipeline", {}), ("ungrouped", {"a3/predictions/a3_predictions.h5": "h5:other"})):
+        dirs[key] = tmp_path / key
+        dirs[key].mkdir()
+        rec = dict(_scale_record(500 * MiB), digests={**digests, **changed})
+        (dirs[key] / "scale.json").write_text(json.dumps(rec))
+    ag = case.agree(dirs)
+    assert ag["ok"] is False and "a3/predictions/a3_predictions.h5: contents differ" in ag["detail"]
+    (dirs["ungrouped"] / "scale.json").write_text(json.dumps(dict(_scale_record(500 * MiB), digests=digests)))
+    assert case.agree(dirs)["ok"] is True
+    grouped = dict(_scale_record(500 * MiB), tasks=3)
+    grouped["processes"] = {"PREDICT_GROUP": dict(grouped["processes"]["PREDICT"], tasks=1, cpu_s=5.0)}
+    runs = [{"contender": "pipeline", "scale": grouped, "wall_s": 30.0, "cpu_s": 20.0},
+            {"contender": "ungrouped", "scale": _scale_record(500 * MiB), "wall_s": 60.0, "cpu_s": 50.0}]
+    text = scale_render.render({"quick": True, "cases": [{"stage": "scale", "case": "many_10", "runs": runs,
+                                                          "params": {"predict_group_mbp": 20},
+                                                          "agreement": {"ok": True, "detail": "ok"}}]}, "q.json")
+    assert ("`many_10`, prediction grouped (`--predict_group_mbp` 20) and not (`0`): 1 vs 4 prediction tasks, "
+            "5.0 vs 30.0 CPU s in them; the whole run 30.0 vs 60.0 s wall, 20.0 vs 50.0 CPU s, 3 vs 5 tasks") in text
+    assert "| many_10 | – | 30.0 | 20.0 | 3 |" in text   # the table row is the grouped (default) run's
+
+
 def test_plan_for_many_large_genomes_is_arithmetic_on_the_measured_rates(tmp_path):
     """The on-paper plan (100 × 4 Gbp): GPU hours from the GPU file's loop rate and per-task fixed cost, shards at
     the default rows, CPU stages scaled from the largest size case; none for a --quick file or without GPU figures."""

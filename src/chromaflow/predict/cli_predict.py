@@ -1,5 +1,10 @@
 """``chromaflow predict``: Predmoter-compatible predictions h5 from a genome h5 (Helixer layout) or straight
-from a FASTA (cut exactly as ``fasta2h5`` cuts it, no h5 written), and a checkpoint."""
+from a FASTA (cut exactly as ``fasta2h5`` cuts it, no h5 written), and a checkpoint.
+
+``--group TSV`` predicts several whole assemblies one after the other in one process, each into its own
+predictions h5 and metrics JSON, the same bytes as one ``predict`` per assembly: a prediction task pays torch's
+import, the model load and (on CUDA) the device start once instead of once per assembly (the pipeline's
+``--predict_group_mbp``, for many small assemblies)."""
 from __future__ import annotations
 
 import argparse
@@ -30,12 +35,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--h5", help="input genome h5 (Helixer fasta2h5 layout, data/X)")
     src.add_argument("--fasta", help="input FASTA (plain, gzip or bgzip): rows are cut as fasta2h5 cuts them, "
                                      "nothing else is written")
+    src.add_argument("--group", metavar="TSV",
+                     help="several whole assemblies in one process: a TSV with the header 'input kind species out "
+                          "metrics' and one row per assembly (kind h5 or fasta; species for fasta, else empty; "
+                          "metrics may be empty); --out, --metrics, --species and --shard are then not given")
     p.add_argument("--species", default=None, help="--fasta only: species stored in data/species (ASCII, <= 25 bytes)")
     p.add_argument("--subsequence-length", type=int, default=None, metavar="L",
                    help=f"--fasta only: chunk length L (default {DEFAULT_L}); must be divisible by the model's "
                         "step**cnn_layers")
     p.add_argument("--model", required=True, help="Predmoter checkpoint (.ckpt); stored as typed in prediction/model_name")
-    p.add_argument("--out", required=True, help="output predictions h5 (Predmoter layout)")
+    p.add_argument("--out", help="output predictions h5 (Predmoter layout); required except with --group")
     p.add_argument("--batch-size", type=batch_size_arg, default="auto",
                    help="subsequences per batch, or auto (default): on CUDA the largest batch that fits (probed), "
                         "on CPU 120. Results do not depend on it")
@@ -86,6 +95,8 @@ def parse_deflate(text: str, device_type: str | None = None) -> tuple[str, int] 
 
 def _check_args(args) -> None:
     parse_deflate(args.deflate)
+    if args.out is None:
+        raise ChromaflowError("--out is required (the predictions h5 to write)")
     for name in ("num_workers", "streams", "threads"):
         v = getattr(args, name)
         if v is not None and v < 1:
@@ -109,25 +120,106 @@ def _check_args(args) -> None:
             raise ChromaflowError(f"{args.fasta}: FASTA is not a regular file")
 
 
-def run(args: argparse.Namespace) -> int:
+def _check_model(path: str) -> None:
+    """Cheap checks first, so bad input fails fast without importing torch."""
     import zipfile
 
+    if not os.path.isfile(path):
+        raise ChromaflowError(f"{path}: checkpoint does not exist")
+    if not zipfile.is_zipfile(path):
+        raise ChromaflowError(f"{path}: not a PyTorch zip checkpoint (no zip archive)")
+
+
+def run(args: argparse.Namespace) -> int:
     from .sources import open_source
 
     args.phases, args.process_age_s = Phases(), process_age_s()  # start-up profile (metrics "phases_s")
+    if args.group is not None:
+        return _run_group(args)
     _check_args(args)
     shard = parse_part(args.shard, "--shard")
     check_outputs([("--out", args.out), ("--metrics", args.metrics)],
                   [("--h5", args.h5), ("--fasta", args.fasta), ("--model", args.model)])
     if os.path.exists(args.out) and not args.force:
         raise OutputExistsError(f"{args.out}: output exists (use --force to overwrite)")
-    # cheap checks first, so bad input fails fast without importing torch
-    if not os.path.isfile(args.model):
-        raise ChromaflowError(f"{args.model}: checkpoint does not exist")
-    if not zipfile.is_zipfile(args.model):
-        raise ChromaflowError(f"{args.model}: not a PyTorch zip checkpoint (no zip archive)")
+    _check_model(args.model)
     with open_source(args) as source:
         return _predict(args, shard, source)
+
+
+GROUP_COLUMNS = ("input", "kind", "species", "out", "metrics")
+
+
+def read_group(path: str) -> list[dict]:
+    """The rows of a ``--group`` TSV: {input, kind, species, out, metrics} with a one-line error naming the line."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ChromaflowError(f"{path}: cannot read the --group table ({e.__class__.__name__}: {e})") from None
+    if not lines or tuple(lines[0].split("\t")) != GROUP_COLUMNS:
+        raise ChromaflowError(f"{path} line 1: the header must be {' '.join(GROUP_COLUMNS)} (tab-separated)")
+    rows = []
+    for n, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        cells = line.split("\t")
+        if len(cells) != len(GROUP_COLUMNS):
+            raise ChromaflowError(f"{path} line {n}: {len(cells)} columns, expected {len(GROUP_COLUMNS)}")
+        row = dict(zip(GROUP_COLUMNS, cells))
+        if row["kind"] not in ("h5", "fasta"):
+            raise ChromaflowError(f"{path} line {n}: kind must be h5 or fasta (got {row['kind']!r})")
+        if not row["input"] or not row["out"]:
+            raise ChromaflowError(f"{path} line {n}: input and out must not be empty")
+        row["line"] = n
+        rows.append(row)
+    if not rows:
+        raise ChromaflowError(f"{path}: the --group table lists no assembly")
+    return rows
+
+
+def _member_args(args: argparse.Namespace, row: dict) -> argparse.Namespace:
+    """The arguments of one ``--group`` row: those of a one-assembly ``predict`` with the row's input and outputs."""
+    m = argparse.Namespace(**vars(args))
+    m.group, m.shard = None, None
+    m.h5 = row["input"] if row["kind"] == "h5" else None
+    m.fasta = row["input"] if row["kind"] == "fasta" else None
+    m.species = (row["species"] or None) if row["kind"] == "fasta" else None
+    m.out, m.metrics = row["out"], row["metrics"] or None
+    return m
+
+
+def _run_group(args: argparse.Namespace) -> int:
+    """``--group``: every row checked first (options, inputs, outputs: nothing is written when one is wrong), then
+    predicted in row order, each output written atomically as by a one-assembly run."""
+    from .sources import open_source
+
+    for opt in ("out", "metrics", "species", "shard"):
+        if getattr(args, opt) is not None:
+            raise ChromaflowError(f"--{opt} is not given with --group (each row of {args.group} names its own)")
+    rows = read_group(args.group)
+    members = []
+    for row in rows:
+        m = _member_args(args, row)
+        try:
+            _check_args(m)
+        except ChromaflowError as e:
+            raise ChromaflowError(f"{args.group} line {row['line']}: {e}") from None
+        members.append(m)
+    outputs = [(f"{args.group} line {r['line']} {k}", getattr(m, k)) for r, m in zip(rows, members)
+               for k in ("out", "metrics")]
+    inputs = [(f"{args.group} line {r['line']} input", r["input"]) for r in rows] + [("--model", args.model)]
+    check_outputs(outputs, inputs)
+    for r, m in zip(rows, members):
+        if os.path.exists(m.out) and not args.force:
+            raise OutputExistsError(f"{m.out}: output exists (use --force to overwrite; {args.group} line {r['line']})")
+    _check_model(args.model)
+    for i, m in enumerate(members):
+        if i:  # the start-up profile of the process belongs to its first member
+            m.phases, m.process_age_s = Phases(), 0.0
+        with open_source(m) as source:
+            _predict(m, None, source)
+    return 0
 
 
 def _predict(args, shard, source) -> int:
