@@ -200,10 +200,36 @@ def test_html_sections_and_embedded_plots(report):
         "src='data:image/png;base64,") >= 4
     for alt in ("throughput per stage", "wall time vs subsequences", "data-wait per task", "peak memory per task"):
         assert f"<img alt='{alt}' src='data:image/png;base64," in text, alt
-    assert "http://" not in text and "https://" not in text and "<script" not in text  # self-contained
+    # self-contained: nothing fetched (the one script, which sorts the tables, is inline)
+    assert "http://" not in text and "https://" not in text and "<script src" not in text
+    assert text.count("<script>") == 1 and "<table class='sortable'>" in text
     assert "N × t_genome ÷ K" in text and "Predmoter GPU" not in text and "× s ÷ r" in text
     assert "torch" in text and "2.13.0" in text  # versions
     assert "CPU model" in text
+
+
+def test_many_tasks_are_drawn_as_distributions_not_one_bar_each(tmp_path):
+    """A sheet of 100 assemblies: per-task bars would be a strip thousands of pixels wide with 480 unreadable
+    labels; above PER_TASK_MAX tasks the data-wait and memory plots show each stage's distribution instead, in a
+    figure of page width, with the highest tasks named."""
+    import base64
+    import struct
+
+    from chromaflow.report import html as report_html
+
+    def png_size(b64: str) -> tuple[int, int]:
+        return struct.unpack(">II", base64.b64decode(b64)[16:24])
+
+    def task(i: int, stage: str) -> dict:
+        return {"stage": stage, "assembly": f"asm{i:03d}", "part": "1/1", "setting": None, "data_wait_pct": 1.0 + i % 7,
+                "peak_rss_bytes": (100 + i) * 2 ** 20, "trace_peak_rss_bytes": None}
+
+    few = [task(i, "predict") for i in range(report_html.PER_TASK_MAX)]
+    many = [task(i, s) for i in range(100) for s in ("predict", "bigwig")]
+    assert png_size(report_html.plot_memory(few))[0] > 1500          # one bar per task: it grows with the tasks
+    for plot in (report_html.plot_memory, report_html.plot_data_wait):
+        w, h = png_size(plot(many))
+        assert w < 1300 and h > 250, (plot.__name__, w, h)
 
 
 def test_missing_trace_and_versions_still_report(real_run, tmp_path):

@@ -88,10 +88,59 @@ def plot_wall_vs_subsequences(tasks: list[dict], stages: list[dict]) -> str:
     return _png(fig)
 
 
+#: above this many tasks a per-task chart is a smear of unreadable labels (a sheet of 100 assemblies): the plots then
+#: show each stage's distribution instead, and name the few tasks at the top
+PER_TASK_MAX = 40
+
+
+def _task_label(t: dict) -> str:
+    return " ".join(str(x) for x in (t["stage"], t.get("assembly"), t.get("part")) if x)
+
+
+def _distribution(values_by_stage: dict[str, list[float]], ylabel: str, title: str, top: list[tuple[str, float]],
+                  alarm: float | None = None) -> str:
+    """One box per stage with every task as a point (jittered, seeded: the same report for the same run), and the
+    tasks with the highest values named beside it."""
+    import numpy as np
+
+    plt = _plt()
+    names = list(values_by_stage)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(names) + 4.5), 3.8))
+    ax.boxplot([values_by_stage[n] for n in names], showfliers=False, widths=0.5)
+    rng = np.random.default_rng(0)
+    for i, n in enumerate(names, start=1):
+        v = values_by_stage[n]
+        ax.scatter(i + rng.uniform(-0.18, 0.18, len(v)), v, s=9, alpha=0.55, color="#4C72B0", zorder=3)
+    ax.set_xticks(range(1, len(names) + 1))
+    ax.set_xticklabels([f"{n}\n({len(values_by_stage[n])} tasks)" for n in names], fontsize=8)
+    if alarm is not None:
+        ax.axhline(alarm, color="black", ls="--", lw=1, label="10 % alarm")
+        ax.legend(fontsize=8, loc="upper left")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if top:
+        ax.text(1.02, 1.0, "highest:\n" + "\n".join(f"{lab}: {val:,.1f}" for lab, val in top),
+                transform=ax.transAxes, va="top", ha="left", fontsize=8, family="monospace")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _top(tasks: list[dict], values: list[float], k: int = 5) -> list[tuple[str, float]]:
+    order = sorted(range(len(values)), key=lambda i: (-values[i], _task_label(tasks[i])))[:k]
+    return [(_task_label(tasks[i]), values[i]) for i in order]
+
+
 def plot_data_wait(tasks: list[dict]) -> str | None:
     ts = [t for t in tasks if t["data_wait_pct"] is not None]
     if not ts:
         return None
+    if len(ts) > PER_TASK_MAX:
+        vals = [t["data_wait_pct"] for t in ts]
+        by: dict[str, list[float]] = {}
+        for t, v in zip(ts, vals):
+            by.setdefault(t["stage"], []).append(v)
+        return _distribution(by, "data-wait (% of prediction loop)", f"Prediction data-wait, {len(ts)} tasks",
+                             _top(ts, vals), alarm=100 * DATA_WAIT_ALARM)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(max(5, 0.8 * len(ts) + 2), 3.6))
     labels = [" ".join(str(x) for x in (t.get("assembly"), t.get("part"), t.get("setting")) if x) or t["stage"]
@@ -107,6 +156,13 @@ def plot_memory(tasks: list[dict]) -> str | None:
     ts = [t for t in tasks if t["peak_rss_bytes"] or t["trace_peak_rss_bytes"]]
     if not ts:
         return None
+    if len(ts) > PER_TASK_MAX:   # the larger of the two figures of each task, per stage
+        vals = [max(t["peak_rss_bytes"] or 0, t["trace_peak_rss_bytes"] or 0) / 2 ** 20 for t in ts]
+        by: dict[str, list[float]] = {}
+        for t, v in zip(ts, vals):
+            by.setdefault(t["stage"], []).append(v)
+        return _distribution(by, "MiB", f"Peak memory per task, {len(ts)} tasks (size memory requests from this)",
+                             _top(ts, vals))
     plt = _plt()
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(ts) + 2), 3.6))
     labels = [" ".join(str(x) for x in (t["stage"], t.get("assembly"), t.get("part")) if x) for t in ts]
@@ -152,7 +208,30 @@ def _table(headers: list[str], rows: list[list[Any]], left: int = 1) -> str:
     for r in rows:
         body.append("<tr>" + "".join(f'<td class="l">{_e(c)}</td>' if i < left else f"<td>{_e(c)}</td>"
                                      for i, c in enumerate(r)) + "</tr>")
-    return f"<table><tr>{h}</tr>{''.join(body)}</table>"
+    return f"<table class='sortable'><tr>{h}</tr>{''.join(body)}</table>"
+
+
+#: click a column header to sort a table by it (again: the other way); numbers by value (units and thousands
+#: separators ignored), text alphabetically. Plain script, no library: the report stays one self-contained file.
+_SORT_JS = """
+document.querySelectorAll('table.sortable').forEach(function (t) {
+  var head = t.rows[0];
+  Array.prototype.forEach.call(head.cells, function (th, col) {
+    th.style.cursor = 'pointer'; th.title = 'sort by this column';
+    th.addEventListener('click', function () {
+      var rows = Array.prototype.slice.call(t.rows, 1), asc = th.dataset.dir !== 'asc';
+      var key = function (r) { var s = r.cells[col] ? r.cells[col].textContent : '';
+        var n = parseFloat(s.replace(/,/g, '')); return isNaN(n) ? s.toLowerCase() : n; };
+      rows.sort(function (a, b) { var x = key(a), y = key(b);
+        if (typeof x !== typeof y) { x = String(x); y = String(y); }
+        return (x < y ? -1 : x > y ? 1 : 0) * (asc ? 1 : -1); });
+      rows.forEach(function (r) { t.tBodies[0].appendChild(r); });
+      Array.prototype.forEach.call(head.cells, function (h) { delete h.dataset.dir; });
+      th.dataset.dir = asc ? 'asc' : 'desc';
+    });
+  });
+});
+"""
 
 
 def _v(x: Any, fmt: str = "{:.4g}") -> str:
@@ -293,5 +372,5 @@ SECTIONS = (_head, _summary, _throughput, _scaling, _data_wait, _memory, _extrap
 
 def render_html(rep: dict) -> str:
     parts = [line for section in SECTIONS for line in section(rep)]
-    parts.append("</body></html>")
+    parts.append(f"<script>{_SORT_JS}</script></body></html>")
     return "\n".join(parts)
