@@ -1117,7 +1117,7 @@ def scale(ctx: Ctx) -> tuple[list, list[Case]]:
     c = Contender("pipeline", f"nextflow run main.nf -profile test, {n} assemblies in one sheet, "
                               f"--predict_group_mbp {SCALE_GROUP_MBP:g}", "ours", many_argv(SCALE_GROUP_MBP),
                   repeats=1, env=_scale_env())
-    c_one = Contender("ungrouped", f"the same with --predict_group_mbp 0 (one PREDICT task per assembly)", "ours",
+    c_one = Contender("ungrouped", "the same with --predict_group_mbp 0 (one PREDICT task per assembly)", "ours",
                       many_argv(0), repeats=1, env=_scale_env())
 
     def many_agree(dirs: dict) -> dict:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import re
 
-import pytest
 
 from helpers.cli import assert_one_line_error, chromaflow
 from helpers.environment import ROOT
