@@ -248,7 +248,8 @@ def plan_lines(cases: list[dict], gpu: list[dict], genome_bp: int = FULL_BP, gen
             f"{r['scale']['outputs_bytes'] * f / 2**30:,.1f} GiB, `work/` peak ≈ "
             f"{r['scale']['peak_work_bytes'] * f / 2**30:,.1f} GiB (every shard's part stays until the run ends); "
             f"for {genomes} at once ≈ {r['scale']['peak_work_bytes'] * f * genomes / 2**40:,.1f} TiB of `work/`. "
-            "Memory per task: the per-process table above (not yet flat for BIGWIG, PEAKS and PREDICT_MERGE).", ""]
+            "Memory per task: the per-process table above (BIGWIG and PEAKS level off once a record is longer than "
+            "their 2.7 Mbp piece, a small slope with the genome remains: see \"The bounds\" above).", ""]
     g = gpu[0]
     whole_min = (g["task_fixed_s"] + rows_bp / g["loop_bp_s"]) / 60
     shard_min = (g["task_fixed_s"] + PLAN_SHARD_ROWS * PLAN_L / g["loop_bp_s"]) / 60
