@@ -1,7 +1,8 @@
 """The real pipeline under ``-profile test,slurm_gpu`` on a real single-node SLURM cluster (tests/helpers/slurm_cluster.py).
 
 Nextflow's SLURM executor submits every task with the real ``sbatch``; the per-job records written by
-slurmctld show where each job ran and what it asked for. Checks: PREDICT (label process_gpu) jobs ran in
+slurmctld show where each job ran and what it asked for. Checks: the prediction (label process_gpu: here one
+PREDICT_GROUP job for both small assemblies, the default --predict_group_mbp) and VARIANT_EFFECT jobs ran in
 partition ``gpu`` with GRES ``gpu:1``; every other job ran in ``cpu`` without a GRES; every job completed; the
 trace's ``native_id`` is the SLURM job id of that task; the outputs exist.
 
@@ -60,19 +61,24 @@ def test_run_succeeds_and_outputs_exist(slurm_run):
         assert names == {f"{asm}_{ds}_{s}_strand.bw" for ds in ("atacseq", "h3k4me3") for s in ("avg", "+", "-")}
     assert not (outdir / "asmA" / "network").exists()       # --skip_genie3
     versions = (outdir / "pipeline_info" / "software_versions.yml").read_text()
-    assert "CHROMAFLOW:PREDICT\":" in versions
+    assert "CHROMAFLOW:PREDICT_GROUP\":" in versions
 
 
-GPU_JOB = r"^nf-CHROMAFLOW_(PREDICT|VARIANT_EFFECT)_\("     # the process_gpu tasks of this run
+GPU_JOB = r"^nf-CHROMAFLOW_(PREDICT|PREDICT_GROUP|VARIANT_EFFECT)_\("     # the process_gpu tasks of this run
+GPU_PROCESSES = ("PREDICT", "PREDICT_GROUP", "VARIANT_EFFECT")
+
+
+def _job_name(task: str) -> str:
+    """Nextflow names the job nf-<task name> with ':', ' ' and '/' made '_'."""
+    return "nf-" + re.sub(r"[:\s/]", "_", task)
 
 
 def test_predict_jobs_ran_in_gpu_partition_with_one_gpu(slurm_run):
     _, _, _, jobs = slurm_run
     gpu = [j for j in jobs if re.search(GPU_JOB, j["JobName"])]
-    predict = [j for j in gpu if re.search(r"^nf-CHROMAFLOW_PREDICT_\(", j["JobName"])]
-    # one shard per assembly (--predict_shards 1); Nextflow turns the tag 'asmA 1/1' into 'asmA_1_1'
-    assert sorted(j["JobName"] for j in predict) == ["nf-CHROMAFLOW_PREDICT_(asmA_1_1)",
-                                                     "nf-CHROMAFLOW_PREDICT_(asmB_1_1)"]
+    predict = [j for j in gpu if re.search(r"^nf-CHROMAFLOW_PREDICT(_GROUP)?_\(", j["JobName"])]
+    # one shard per assembly (--predict_shards 1), both far under --predict_group_mbp: one PREDICT_GROUP job
+    assert [j["JobName"] for j in predict] == [_job_name("CHROMAFLOW:PREDICT_GROUP (2 assemblies: asmA .. asmB)")]
     # and asmA's variants (the test sheet's vcf) scored with the same model in 3 shards (--variant_shard_size 3 of
     # the test profile), also GPU jobs
     assert sorted(j["JobName"] for j in gpu if j not in predict) == [f"nf-CHROMAFLOW_VARIANT_EFFECT_(asmA_{i}_3)"
@@ -103,16 +109,15 @@ def test_trace_native_ids_are_the_slurm_job_ids(slurm_run):
     _, outdir, _, jobs = slurm_run
     by_id = {j["JobId"]: j for j in jobs}
     trace = read_trace(outdir)
-    # 2 FASTA2H5, 2 PREDICT_PLAN, 1 test model, 2 PREDICT, 2 BIGWIG, 2 PEAKS, 1 GENE_ACCESSIBILITY, and for asmA's vcf
-    # 1 VARIANT_PLAN, 3 VARIANT_EFFECT shards, 1 VARIANT_MERGE, 1 VARIANT_BROWSER (asmA's vcf and annotation)
-    assert len(trace) == len(jobs) == 18
+    # 2 FASTA2H5, 2 PREDICT_PLAN, 1 test model, 1 PREDICT_GROUP, 2 BIGWIG, 2 PEAKS, 1 GENE_ACCESSIBILITY, and for asmA's
+    # vcf 1 VARIANT_PLAN, 3 VARIANT_EFFECT shards, 1 VARIANT_MERGE, 1 VARIANT_BROWSER (asmA's vcf and annotation)
+    assert len(trace) == len(jobs) == 17
     for row in trace:
         assert row["status"] == "COMPLETED", row
         assert row["native_id"].isdigit(), row
         job = by_id[row["native_id"]]
-        # Nextflow names the job nf-<task name> with ':', ' ' and '/' made '_'
-        assert job["JobName"] == "nf-" + re.sub(r"[:\s/]", "_", row["name"]), (row["name"], job)
-        gpu = row["process"].split(":")[-1] in ("PREDICT", "VARIANT_EFFECT")     # the process_gpu tasks
+        assert job["JobName"] == _job_name(row["name"]), (row["name"], job)
+        gpu = row["process"].split(":")[-1] in GPU_PROCESSES     # the process_gpu tasks
         assert row["queue"] == ("gpu" if gpu else "cpu") == job["Partition"]
         # the profile adds to conf/base.config's process_gpu settings instead of replacing them
         assert row["container"] == ("chromaflow:0.1.0-cuda" if gpu else "chromaflow:0.1.0"), row
