@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .core import TREE_NORMALISED, json_files, machine_brief, summarize
 from .scale_render import published_scale
+from . import fasta_shards_render
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -868,6 +869,9 @@ def published(results_dir: Path = RESULTS) -> dict[Path, str]:
                         else NO_RUN)):
         if path.exists():
             out[path] = _with_block(path.read_text(), body)
+    predict_doc = ROOT / "docs" / "predict.md"   # the FASTA index: benchmarks/fasta_shards/run's own results
+    if predict_doc.exists():
+        out[predict_doc] = _with_block(predict_doc.read_text(), fasta_shards_render.render())
     scale_doc = ROOT / "docs" / "scale.md"   # the scale stage: its own pick of results file (harness/scale_render.py)
     if scale_doc.exists():
         out[scale_doc] = _with_block(scale_doc.read_text(), published_scale(results_dir))

@@ -710,3 +710,33 @@ def test_render_of_a_train_case():
     sec = "\n".join(render.case_section(c))
     assert "| s / epoch median (min–max) |" in sec and "| 39.0 (38.0–40.0) | 2.50870 / 2.47540 / 0.00047 |" in sec
     assert {"coverage", "train"} <= set(render.STAGE_DIRS)
+
+
+def test_fasta_shards_table_is_rendered_from_the_newest_results(tmp_path):
+    """docs/predict.md's FASTA-index table comes from benchmarks/fasta_shards/run's results, not typed by hand: the
+    newest file's figures (bytes read per shard and in all, the index's share of the file) end up in the table."""
+    from harness import fasta_shards_render as fsr
+
+    def route(size, scan, index):
+        return {"bytes_on_disk": size, "load_before": 1.0, "load_after": 2.0,
+                "plan_scan": {"wall_s": 0.2, "cpu_s": 0.2}, "plan_index": {"wall_s": 0.8, "cpu_s": 0.8, "index": "fai"},
+                "shards": [{"shard": f"{i}/2", "rows": [0, 1], "scan": {"wall_s": 0.3, "cpu_s": 0.3, "bytes_read": s},
+                            "index": {"wall_s": 0.1, "cpu_s": 0.1, "bytes_read": x, "records_read": 1}}
+                           for i, (s, x) in enumerate(zip(scan, index), start=1)]}
+
+    res = {"benchmark": "fasta_shards", "command": "benchmarks/fasta_shards/run --mbp 10 --shards 2", "mbp": 10,
+           "records": 4, "line_width": 60, "subsequence_length": 21384, "shard_count": 2, "started": "2099-01-02",
+           "machine": {"cpu_model": "Test CPU", "logical_cpus": 2},
+           "routes": {"plain": route(10_000_000, [12e6, 15e6], [5e6, 5e6]),
+                      "bgzip": route(5_000_000, [8e6, 9e6], [2.5e6, 2.5e6])}}
+    old = dict(res, started="2099-01-01", routes={k: route(1, [1, 1], [1, 1]) for k in ("plain", "bgzip")})
+    (tmp_path / "2099-01-01-10Mbp.json").write_text(json.dumps(old))
+    (tmp_path / "2099-01-02-10Mbp.json").write_text(json.dumps(res))
+    text = fsr.render(tmp_path)
+    assert "2099-01-02-10Mbp.json" in text and "Test CPU" in text and "load average 1.0–2.0" in text
+    rows = {r.split("|")[1].strip(): r for r in text.splitlines() if r.startswith("| plain") or r.startswith("| bgzip")}
+    assert "| 12–15 MB of 10.0 MB on disk | 27 MB (2.70× the file) |" in rows["plain, scan"]
+    assert "| 5 MB of 10.0 MB on disk | 10 MB (1.00× the file) |" in rows["plain, index"]
+    assert "| 2 MB of 5.0 MB on disk | 5 MB (1.00× the file) |" in rows["bgzip, index"]
+    assert "costs 4.0× the scan's CPU" in text
+    assert fsr.render(tmp_path / "none") == fsr.NO_RUN
