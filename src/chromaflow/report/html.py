@@ -97,12 +97,16 @@ def _task_label(t: dict) -> str:
     return " ".join(str(x) for x in (t["stage"], t.get("assembly"), t.get("part")) if x)
 
 
-def _distribution(values_by_stage: dict[str, list[float]], ylabel: str, title: str, top: list[tuple[str, float]],
-                  alarm: float | None = None) -> str:
+def _distribution(tasks: list[dict], values: list[float], ylabel: str, title: str, alarm: float | None = None) -> str:
     """One box per stage with every task as a point (jittered, seeded: the same report for the same run), and the
-    tasks with the highest values named beside it."""
+    five tasks with the highest values named beside it."""
     import numpy as np
 
+    values_by_stage: dict[str, list[float]] = {}
+    for t, v in zip(tasks, values):
+        values_by_stage.setdefault(t["stage"], []).append(v)
+    order = sorted(range(len(values)), key=lambda i: (-values[i], _task_label(tasks[i])))[:5]
+    top = [(_task_label(tasks[i]), values[i]) for i in order]
     plt = _plt()
     names = list(values_by_stage)
     fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(names) + 4.5), 3.8))
@@ -125,22 +129,13 @@ def _distribution(values_by_stage: dict[str, list[float]], ylabel: str, title: s
     return _png(fig)
 
 
-def _top(tasks: list[dict], values: list[float], k: int = 5) -> list[tuple[str, float]]:
-    order = sorted(range(len(values)), key=lambda i: (-values[i], _task_label(tasks[i])))[:k]
-    return [(_task_label(tasks[i]), values[i]) for i in order]
-
-
 def plot_data_wait(tasks: list[dict]) -> str | None:
     ts = [t for t in tasks if t["data_wait_pct"] is not None]
     if not ts:
         return None
     if len(ts) > PER_TASK_MAX:
-        vals = [t["data_wait_pct"] for t in ts]
-        by: dict[str, list[float]] = {}
-        for t, v in zip(ts, vals):
-            by.setdefault(t["stage"], []).append(v)
-        return _distribution(by, "data-wait (% of prediction loop)", f"Prediction data-wait, {len(ts)} tasks",
-                             _top(ts, vals), alarm=100 * DATA_WAIT_ALARM)
+        return _distribution(ts, [t["data_wait_pct"] for t in ts], "data-wait (% of prediction loop)",
+                             f"Prediction data-wait, {len(ts)} tasks", alarm=100 * DATA_WAIT_ALARM)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(max(5, 0.8 * len(ts) + 2), 3.6))
     labels = [" ".join(str(x) for x in (t.get("assembly"), t.get("part"), t.get("setting")) if x) or t["stage"]
@@ -158,14 +153,10 @@ def plot_memory(tasks: list[dict]) -> str | None:
         return None
     if len(ts) > PER_TASK_MAX:   # the larger of the two figures of each task, per stage
         vals = [max(t["peak_rss_bytes"] or 0, t["trace_peak_rss_bytes"] or 0) / 2 ** 20 for t in ts]
-        by: dict[str, list[float]] = {}
-        for t, v in zip(ts, vals):
-            by.setdefault(t["stage"], []).append(v)
-        return _distribution(by, "MiB", f"Peak memory per task, {len(ts)} tasks (size memory requests from this)",
-                             _top(ts, vals))
+        return _distribution(ts, vals, "MiB", f"Peak memory per task, {len(ts)} tasks (size memory requests from this)")
     plt = _plt()
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(ts) + 2), 3.6))
-    labels = [" ".join(str(x) for x in (t["stage"], t.get("assembly"), t.get("part")) if x) for t in ts]
+    labels = [_task_label(t) for t in ts]
     x = list(range(len(ts)))
     ax.bar([i - 0.2 for i in x], [(t["peak_rss_bytes"] or 0) / 2 ** 20 for t in ts], 0.4, label="metrics peak RSS")
     ax.bar([i + 0.2 for i in x], [(t["trace_peak_rss_bytes"] or 0) / 2 ** 20 for t in ts], 0.4,
