@@ -98,6 +98,7 @@ class Ctx:
     quick: bool
     repeats: int
     log: callable
+    inputs_dir: Path | None = None   # default: <work>/inputs
 
     @property
     def cfg(self) -> dict:
@@ -107,7 +108,7 @@ class Ctx:
         return str(self.peers / "bin" / name)
 
     def inputs(self) -> Path:
-        d = self.work / "inputs"
+        d = self.inputs_dir or self.work / "inputs"
         d.mkdir(parents=True, exist_ok=True)
         return d
 

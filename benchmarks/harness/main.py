@@ -46,6 +46,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--workdir", default=None,
                     help="inputs and scratch outputs (default $TMPDIR/chromaflow-bench-<host>; inputs are kept "
                          "there for later runs)")
+    ap.add_argument("--inputs", default=None,
+                    help="the generated inputs (default <workdir>/inputs): each is made once, when absent, and read "
+                         "by every later run that names the same folder")
     ap.add_argument("--resume", action="store_true", help="skip cases already in today's results file")
     ap.add_argument("--results", default=None,
                     help="add to (and --resume from) this results file instead of today's <out>/<date>-<host>.json, "
@@ -131,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     results.setdefault("first_started", results["last_started"])
     results.setdefault("cases", [])
     done = {c["id"] for c in results["cases"] if not c.get("skipped")} if a.resume else set()
-    ctx = C.Ctx(peers=peers, work=work, quick=a.quick, repeats=a.repeats, log=log)
+    ctx = C.Ctx(peers=peers, work=work, quick=a.quick, repeats=a.repeats, log=log,
+                inputs_dir=Path(a.inputs).resolve() if a.inputs else None)
     words = [w for w in (a.cases or "").split(",") if w]
     failures = 0
     for stage in [s for s in C.STAGES if s in a.stages.split(",")]:
@@ -184,7 +188,7 @@ def _peers_kit(peers: Path) -> dict:
 def _store(results: dict, rec: dict, path: Path) -> None:
     results["cases"] = [c for c in results["cases"] if c["id"] != rec["id"]] + [rec]
     core.write_json(path, results)
-    render_file(path)
+    render_file(path, plot=False)   # the plot is drawn once, when the run ends
 
 
 def _warm_up(commands: list, d: Path, log) -> None:

@@ -802,9 +802,12 @@ def deflate_table(res: dict, src: Path) -> str:
     return "\n".join(rows)
 
 
-def render_file(path: Path) -> Path:
+def render_file(path: Path, plot: bool = True) -> Path:
+    """``<name>.md`` beside the results file ``path``, and its scaling plot (``plot``; else the markdown links the
+    plot already drawn, if any: a run re-renders its markdown after every case and draws the plot once, at its end)."""
     res = json.loads(Path(path).read_text())
-    png = scaling_plot(scaling_series(res["cases"]), Path(path).with_name(Path(path).stem + "-scaling.png"))
+    png = Path(path).with_name(Path(path).stem + "-scaling.png")
+    png = scaling_plot(scaling_series(res["cases"]), png) if plot else (png if png.is_file() else None)
     md = Path(path).with_suffix(".md")
     md.write_text(render_markdown(res, Path(path).name, png))
     return md
