@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -405,14 +407,72 @@ def _peers_or_skip() -> None:
 SUITE_STAGES = ("fasta2h5", "predict", "bigwig", "peaks", "genie3", "network", "scaling")
 
 
+def suite_inputs(cache: Path) -> tuple[Path, Path]:
+    """Where the suite's quick run reads its generated inputs (FASTA, predictions, expression matrices; ~25 CPU-s to
+    make, 23 MB): (folder to pass as --inputs, folder it becomes once the run passed). A finished set is kept under
+    ``cache`` for later suite runs, keyed by every file of the code that makes or reads them (the harness, the
+    generators, the package) and the stages: any change to those makes a fresh set. A run that stops half-way leaves
+    only its ``.partial`` folder, never a set a later run would read; older sets are removed when a new one is kept."""
+    code = [*BENCH.rglob("*.py"), *(ROOT / "src" / "chromaflow").rglob("*.py"), *(ROOT / "src" / "chromaflow").rglob("*.c")]
+    ready = cache / _inputs_key(ROOT, [f for f in code if "__pycache__" not in f.parts])
+    return (ready if ready.is_dir() else cache / f"{ready.name}.{os.getpid()}.partial"), ready
+
+
+def _inputs_key(root: Path, files: list[Path]) -> str:
+    import hashlib
+
+    h = hashlib.sha256(",".join(SUITE_STAGES).encode())
+    for f in sorted(files):
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def keep_suite_inputs(used: Path, ready: Path) -> None:
+    """After a passing run: its fresh inputs become the kept set, the only one (see :func:`suite_inputs`)."""
+    if used != ready:
+        used.rename(ready)
+        for other in ready.parent.iterdir():
+            pid = other.name.split(".")[1] if other.name.endswith(".partial") else None
+            if other != ready and (pid is None or not Path(f"/proc/{pid}").exists()):  # not another live run's
+                shutil.rmtree(other, ignore_errors=True)
+
+
+def test_suite_inputs_are_kept_only_when_whole_and_keyed_by_the_code(tmp_path):
+    used, ready = suite_inputs(tmp_path)
+    assert used.name.endswith(".partial") and used.parent == tmp_path and not ready.exists()
+    used.mkdir()
+    (tmp_path / "0123456789abcdef").mkdir()   # an older set
+    (tmp_path / "0123456789abcdef.999999999.partial").mkdir()   # a run that stopped half-way
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / f"0123456789abcdef.{live.pid}.partial").mkdir()   # another suite's run, still going
+        keep_suite_inputs(used, ready)
+    finally:
+        live.kill()
+        live.wait()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([ready.name, f"0123456789abcdef.{live.pid}.partial"])
+    assert suite_inputs(tmp_path) == (ready, ready)   # the next run reads it
+    # any change to the code that makes the inputs gives another key
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "gen.py").write_text("SEED = 1\n")
+    key = _inputs_key(tmp_path, [code / "gen.py"])
+    assert _inputs_key(tmp_path, [code / "gen.py"]) == key
+    (code / "gen.py").write_text("SEED = 2\n")
+    assert _inputs_key(tmp_path, [code / "gen.py"]) != key
+
+
 @pytest.mark.reference
 def test_quick_run_against_the_real_peers(tmp_path, reference_dir):
     _peers_or_skip()
     out = tmp_path / "results"
+    inputs, ready = suite_inputs(Path(os.environ.get("CHROMAFLOW_CACHE", Path.home() / ".cache" / "chromaflow"))
+                                 / "test-bench-inputs")
     p = subprocess.run([str(BENCH / "run"), "--peers", str(PEERS), "--quick", "--stages", ",".join(SUITE_STAGES),
-                        "--out", str(out), "--workdir", str(tmp_path / "work")], capture_output=True, text=True,
-                       cwd=ROOT, timeout=3600)
+                        "--out", str(out), "--workdir", str(tmp_path / "work"), "--inputs", str(inputs)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=3600)
     assert p.returncode == 0, p.stderr[-4000:]
+    keep_suite_inputs(inputs, ready)
     files = sorted(out.glob("*-quick.json"))
     assert len(files) == 1
     res = json.loads(files[0].read_text())
