@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -203,13 +202,6 @@ def test_missing_outdir_stops_the_run_and_creates_nothing(tmp_path, nextflow_bin
     assert res.returncode != 0
     assert "  --outdir is required: Where results are published (required).\n" in res.stdout + res.stderr
     assert not (tmp_path / "null").exists() and not (tmp_path / "results").exists()
-
-
-def test_input_and_genomes_are_the_same_parameter(tmp_path, nextflow_bin):
-    for flag in ("--input", "--genomes"):
-        res = run_nextflow(["-preview", flag, SHEET, "--skip_predict", "--outdir", str(tmp_path / "out")],
-                           cwd=tmp_path, timeout=300)
-        assert f"2 assemblies from {SHEET}" in res.stdout, (flag, res.stdout)
 
 
 def test_help_is_built_from_the_schema(tmp_path, nextflow_bin):

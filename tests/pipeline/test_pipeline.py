@@ -313,6 +313,7 @@ def odd_inputs_run(tmp_path_factory, nextflow_bin):
 def test_odd_inputs_give_the_same_results_as_plain_ones(odd_inputs_run, test_run, tmp_path):
     work, outdir, res = odd_inputs_run
     _, reference, _ = test_run
+    assert f"2 assemblies from {work / 'sheet.csv'} " in res.stdout, res.stdout[-3000:]   # --input names the sheet
     trace = read_trace(outdir)
     done = sorted(r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED")
     # one shard per assembly: no PREDICT_MERGE, and both assemblies (33 kbp each) in one PREDICT_GROUP task, which read
@@ -373,9 +374,17 @@ def test_predict_from_fasta_gives_the_same_predictions_and_tracks_without_a_geno
 
     _, reference, _ = test_run
     outdir = tmp_path / "results"
-    # only what the route changes runs: no networks, variants, peaks or reports (the test profile's run has them)
-    run_nextflow(["-profile", "test", "--outdir", str(outdir), "--predict_from", "fasta", "--save_h5", "false",
-                  "--skip_genie3", "--skip_variant_effect", "--skip_peaks", "--skip_benchmark"], cwd=tmp_path)
+    # only what the route changes runs: no networks, variants, peaks or reports (the test profile's run has them).
+    # The test sheet, its paths made absolute, is named with --genomes (the odd-inputs run names its own with --input:
+    # the same parameter); the run log names it, not the test profile's default
+    rows = (TEST_DIR / "samplesheet.csv").read_text().splitlines()
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text("\n".join([rows[0]] + [",".join(f if i in (0, 2, 5) or not f else str(TEST_DIR / f)
+                                                     for i, f in enumerate(r.split(","))) for r in rows[1:]]) + "\n")
+    res = run_nextflow(["-profile", "test", "--genomes", str(sheet), "--outdir", str(outdir), "--predict_from", "fasta",
+                        "--save_h5", "false", "--skip_genie3", "--skip_variant_effect", "--skip_peaks",
+                        "--skip_benchmark", "--skip_multiqc"], cwd=tmp_path)
+    assert f"2 assemblies from {sheet} " in res.stdout, res.stdout[-3000:]
     done = sorted(r["process"].split(":")[-1] for r in read_trace(outdir) if r["status"] == "COMPLETED")
     assert done == sorted(["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
                           + ["BIGWIG"] * 2 + ["GENE_ACCESSIBILITY"])

@@ -222,8 +222,9 @@ def test_train_task_stopped_by_sigterm_is_retried_and_continues(tmp_path, nextfl
     from helpers.pipeline_utils import nextflow_cmd, nextflow_env
 
     outdir, epochs = tmp_path / "results", 40
-    proc = subprocess.Popen(nextflow_cmd(["-profile", "test", "--mode", "train", "--train_epochs", str(epochs),
-                                          "--skip_benchmark", "--outdir", str(outdir)]), cwd=tmp_path, env=nextflow_env(),
+    args = ["-profile", "test", "--mode", "train", "--train_epochs", str(epochs), "--skip_benchmark", "--skip_multiqc",
+            "--outdir", str(outdir)]
+    proc = subprocess.Popen(nextflow_cmd(args), cwd=tmp_path, env=nextflow_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         deadline, pid, task = time.time() + 600, None, None
