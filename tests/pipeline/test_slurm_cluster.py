@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers.environment import unavailable
-from helpers.slurm_cluster import SlurmCluster, SlurmUnavailable, _pid_alive, slurm_cluster  # noqa: F401
+from helpers.slurm_cluster import SlurmCluster, SlurmUnavailable, pid_alive, slurm_cluster  # noqa: F401
 
 pytestmark = pytest.mark.slurm
 
@@ -129,10 +129,10 @@ def test_own_cluster_stops_all_its_daemons(slurm_cluster):
         unavailable(f"second cluster did not start: {exc}")
     pids = other.pids()
     assert set(pids) == {"munged", "slurmctld", "slurmd"}
-    assert all(_pid_alive(p) for p in pids.values())
+    assert all(pid_alive(p) for p in pids.values())
     assert other.env["SLURM_CONF"] != slurm_cluster.env["SLURM_CONF"]
     other.stop()
-    assert not [n for n, p in pids.items() if _pid_alive(p)]
+    assert not [n for n, p in pids.items() if pid_alive(p)]
     assert not other.root.exists()
     # the session cluster is unaffected
     assert slurm_cluster.run("sinfo", "--noheader", "-o", "%P %t").stdout.split() == ["cpu*", "idle", "gpu", "idle"]
