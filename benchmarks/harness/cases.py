@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .core import ROOT, TREE_NORMALISED, Case, Contender
+from .slurm_cluster import SlurmCluster
 
 PY = sys.executable
 SPECIES = "Bench_species"
@@ -873,6 +874,30 @@ def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
                           per_run=lambda key, d: _tasks_summary(key, d / "w"), prepare=make_pipe,
                           note="tasks as fresh processes, wall/CPU/peak RSS of each from wait4; a task over its "
                                "RSS bound fails the case"))
+    # (d) the same through SLURM: the real pipeline, -profile slurm, on a single-node cluster started by the run
+    # (harness.slurm_cluster, as root), 1 and 2 jobs of one CPU at a time; weak: 1 and 2 chunks of PC genes
+    no_slurm = SlurmCluster.unavailable()
+    for name, par, genes in (("strong_p1", 1, None), ("strong_p2", 2, None), ("weak_p1", 1, PC), ("weak_p2", 2, 2 * PC)):
+        extra = [] if genes is None else ["--genes", genes]
+        g = genes or PG
+        what = (f"-profile slurm: GENIE3_PLAN -> {g // PC} GENIE3 jobs ({par} at a time) -> GENIE3_MERGE, "
+                f"{g:,} genes")
+        con = Contender("chromaflow", what, "ours",
+                        lambda d, r, par=par, extra=extra: list(map(str, [
+                            PY, "-m", "harness.genie3scale", "slurm", d / "w", pdir / "expression.tsv",
+                            pdir / "regulators.txt", pdir / "gold.tsv", PN, PC, par, *extra])),
+                        repeats=reps, env={"PYTHONPATH": os.pathsep.join(
+                            x for x in (str(BENCH), os.environ.get("PYTHONPATH", "")) if x)})
+        cases.append(Case("genie3scale", f"slurm_{name}", {"series": "slurm_" + name.split("_")[0], "tasks": par,
+                                                          "genes": g, "regulators": PT, "samples": PS,
+                                                          "trees": PN, "chunk_size": PC, "rss_bounds": bounds,
+                                                          "executor": "SLURM 22.05 (-profile slurm; one node, "
+                                                                      "2 CPUs, started by the run)"},
+                          [con], [], agree=_bound_check(bounds),
+                          per_run=lambda key, d: _tasks_summary(key, d / "w"), prepare=make_pipe,
+                          skip=f"SLURM unavailable: {no_slurm}" if no_slurm else None,
+                          note="every task an sbatch job; wall/CPU/peak RSS from Nextflow's trace; the chunk "
+                               "phase from the first GENIE3 job's start to the last one's end"))
     # the merge alone at the predicted size: synthetic parts (harness.genie3scale.make_parts), both merge paths
     MT, MR, MC = cfg["g3scale_merge"]
     mdir = ctx.inputs() / f"g3scale_parts_{MT}x{MR}_{MC}chunks"

@@ -11,6 +11,11 @@ driven task by task, and the cost model (``python -m harness.genie3scale KIND ..
                                                 genie3-plan -> genie3 --targets-chunk (P tasks at a time) ->
                                                 genie3-merge, each a fresh process; tasks.json: every task's wall,
                                                 CPU and peak RSS (wait4), the plan, the merge's AUPR
+    slurm WORK EXPR REGS GOLD TREES CHUNK P [--genes K]
+                                                the same path through the real pipeline, -profile slurm, on a
+                                                single-node SLURM cluster started here (harness.slurm_cluster),
+                                                P jobs at a time (executor.queueSize), on the first K genes of EXPR
+                                                (weak scaling); tasks.json as above, from Nextflow's trace
 
 The network is :func:`harness.planted.network` (the ``network`` stage's generator: TFs TF1.., genes G1.., 70 % of
 the genes with 1-3 TF regulators, signed), so the topology is the same family at every size. The expression is not
@@ -219,6 +224,122 @@ def pipeline(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str,
 
 
 # --------------------------------------------------------------------------------------------------
+# the same path through SLURM: the pipeline's GENIE3_PLAN -> GENIE3 -> GENIE3_MERGE as sbatch jobs
+# --------------------------------------------------------------------------------------------------
+#: the run's own settings over -profile slurm: one CPU per task (two GENIE3 jobs share the 2-CPU node), fast polling,
+#: the trace in raw units (ms, bytes, epoch ms)
+SLURM_CONFIG = """
+process.resourceLimits = [cpus: 1, memory: 8.GB, time: 4.h]
+trace.raw = true
+executor {{
+    queueSize         = {parallel}
+    pollInterval      = '1 sec'
+    queueStatInterval = '2 sec'
+    submitRateLimit   = '50/1s'
+}}
+"""
+
+
+def _subset_genes(expr: Path, k: int, out: Path) -> Path:
+    """The first ``k`` gene rows of a genes x samples matrix (TFs come first: the regulators stay in)."""
+    with open(expr) as src, open(out.with_suffix(".tmp"), "w") as dst:
+        for i, line in enumerate(src):
+            if i > k:
+                break
+            dst.write(line)
+    out.with_suffix(".tmp").replace(out)
+    return out
+
+
+def slurm(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str, parallel: str, *opts: str) -> None:
+    """The real pipeline (``main.nf -profile slurm --skip_predict``) on one assembly row with this expression
+    matrix: GENIE3_PLAN, one GENIE3 job per chunk (``parallel`` at a time), GENIE3_MERGE, each an sbatch job of one
+    CPU on a cluster started here and stopped after. ``--genes K``: only the first K genes (weak scaling: one chunk
+    per task). tasks.json in :func:`pipeline`'s shape from the trace (realtime, %cpu, peak_rss)."""
+    from .core import ROOT
+    from .slurm_cluster import SlurmCluster
+
+    w = Path(work)
+    w.mkdir(parents=True, exist_ok=True)
+    expr_p = Path(expr)
+    if "--genes" in opts:
+        expr_p = _subset_genes(expr_p, int(opts[opts.index("--genes") + 1]), w / "expression.tsv")
+    fasta = w / "g.fa"
+    fasta.write_text(">chr1\n" + "ACGT" * 500 + "\n")   # the sheet needs an assembly; only FASTA2H5 reads it
+    (w / "sheet.csv").write_text("id,fasta,species,expression,regulators,expression_layout\n"
+                                 f"net,{fasta},Planted_net,{expr_p},{regs},genes-x-samples\n")
+    (w / "run.config").write_text(SLURM_CONFIG.format(parallel=int(parallel)))
+    out, trace = w / "out", w / "trace.txt"
+    cluster = SlurmCluster().start()   # its own folder under $TMPDIR (munge must traverse every parent), removed by stop
+    try:
+        t0 = time.perf_counter()
+        with open(w / "nextflow.log.txt", "w") as log:
+            p = subprocess.run(["nextflow", "-log", str(w / ".nextflow.log"), "run", str(ROOT / "main.nf"),
+                                "-profile", "slurm", "-c", str(w / "run.config"), "-ansi-log", "false",
+                                "-with-trace", str(trace), "--input", str(w / "sheet.csv"), "--outdir", str(out),
+                                "--skip_predict", "--skip_benchmark", "--skip_multiqc",
+                                "--genie3_n_trees", str(trees), "--genie3_chunk_size", str(chunk)],
+                               cwd=w, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                               env={**os.environ, **cluster.env, "NXF_ANSI_LOG": "false"})
+        wall = time.perf_counter() - t0
+    finally:
+        cluster.stop()
+    if p.returncode != 0:
+        tail = (w / "nextflow.log.txt").read_text(errors="replace").strip().splitlines()[-5:]
+        raise SystemExit(f"the pipeline failed under -profile slurm (exit {p.returncode}): {' | '.join(tail)}")
+    doc = slurm_summary(trace, out, None if "--genes" in opts else gold, int(parallel), int(trees), wall)
+    _write(w / "tasks.json", json.dumps(doc, indent=1) + "\n")
+
+
+def slurm_summary(trace: Path, out: Path, gold: str | None, parallel: int, trees: int, wall: float) -> dict:
+    """:func:`pipeline`'s tasks.json from a run's raw trace (``trace.raw``) and its outdir: the plan, every GENIE3
+    job (with its metrics and part file from its work directory), the merge, the chunk phase (from the first GENIE3
+    job's start to the last one's end) and, with ``gold``, the AUPR / AUROC of the published links."""
+    import csv
+
+    from .planted import score as score_links
+
+    with open(trace) as fh:
+        rows = [r for r in csv.DictReader(fh, delimiter="\t") if r["status"] == "COMPLETED"]
+
+    def rec(r: dict, name: str) -> dict:
+        # raw trace: realtime in ms, %cpu a number, peak_rss in bytes. When the job ran: its work directory's
+        # .command.begin (written as the script starts) and .exitcode (as it ends), to the file system's ns; the
+        # trace's start/complete are when the driver's poll saw the job, a poll interval apart or in the same poll
+        real, wd = int(r["realtime"]) / 1000, Path(r["workdir"])
+        return {"task": name, "exit": int(r["exit"]), "wall_s": round(real, 3),
+                "cpu_s": round(real * float(r["%cpu"]) / 100, 3), "peak_rss_bytes": int(r["peak_rss"]),
+                "slurm_job": r["native_id"], "began": (wd / ".command.begin").stat().st_mtime_ns / 1e9,
+                "ended": (wd / ".exitcode").stat().st_mtime_ns / 1e9}
+
+    def proc(r: dict) -> str:
+        return r["process"].split(":")[-1]
+
+    plan_rows = [r for r in rows if proc(r) == "GENIE3_PLAN"]
+    plan = json.loads(next(Path(plan_rows[0]["workdir"]).glob("*.genie3_plan.json")).read_text()) if plan_rows else {}
+    chunks = []
+    for r in sorted((r for r in rows if proc(r) == "GENIE3"), key=lambda r: int(r["tag"].split()[-1].split("/")[0])):
+        c = rec(r, "chunk" + r["tag"].split()[-1].split("/")[0])
+        m = json.loads(next(Path(r["workdir"]).glob("*.genie3.metrics.json")).read_text())
+        c.update(targets=m["targets"], regulators=m["regulators"], compute_s=m["compute_s"],
+                 compute_cpu_s=m.get("compute_cpu_s"),
+                 out_bytes=next(Path(r["workdir"]).glob("*.genie3.part.npz")).stat().st_size)
+        chunks.append(c)
+    merges = [rec(r, "merge") for r in rows if proc(r) == "GENIE3_MERGE"]
+    links = next(out.rglob("*.genie3_links.tsv.gz"))
+    for m in merges:   # every pair but self-links, as genie3-merge writes them without --max-links
+        m["out_bytes"] = sum(f.stat().st_size for f in links.parent.glob("*.genie3_*"))
+        m["links"] = plan["genes"] * plan["regulators"] - plan["regulators"]
+    starts, ends = [c["began"] for c in chunks], [c["ended"] for c in chunks]
+    return {"plan": {k: plan.get(k) for k in ("genes", "chunk_size", "chunks", "samples", "regulators")},
+            "parallel": parallel, "trees": trees, "executor": "slurm",
+            "plan_task": rec(plan_rows[0], "plan") if plan_rows else None, "chunks": chunks, "merges": merges,
+            "score": score_links(str(links), gold) if gold else None,
+            "chunks_wall_s": round(max(ends) - min(starts), 3),
+            "wall_s": round(wall, 3), "slurm_jobs": len(rows)}
+
+
+# --------------------------------------------------------------------------------------------------
 # the cost model
 # --------------------------------------------------------------------------------------------------
 FACTORS = ("samples", "regulators", "trees")
@@ -306,6 +427,8 @@ def main(argv: list[str]) -> int:
         make_parts(*args)
     elif kind == "pipeline":
         pipeline(*args)
+    elif kind == "slurm":
+        slurm(*args)
     else:
         raise SystemExit(f"harness.genie3scale: unknown kind {kind!r}")
     return 0

@@ -463,14 +463,21 @@ def g3scale_cost(cases: list[dict]) -> tuple[list[dict], dict | None]:
 
 
 def _g3_pipe(cases: list[dict]) -> dict:
-    """pipeline case name -> its first successful run's record (with the case's agreement and load)."""
+    """pipeline case name -> its first successful run's record (with the case's agreement and load): ``strong_p1``
+    .. for the local processes (``pipeline_*`` cases), ``slurm_strong_p1`` .. for the runs through SLURM."""
     out = {}
     for c in cases:
-        if c["stage"] == "genie3scale" and c["case"].startswith("pipeline_") and not c.get("skipped"):
+        if c["stage"] == "genie3scale" and c["case"].startswith(("pipeline_", "slurm_")) and not c.get("skipped"):
             runs = [r for r in c["runs"] if r.get("exit") == 0 and "chunks_wall_s" in r]
             if runs:
-                out[c["case"][len("pipeline_"):]] = dict(runs[0], agreement=c.get("agreement"), params=c["params"])
+                out[c["case"].removeprefix("pipeline_")] = dict(runs[0], agreement=c.get("agreement"),
+                                                                params=c["params"])
     return out
+
+
+#: the scaling runs of the chunked pipeline, in table order: (key in _g3_pipe, how its tasks ran)
+G3_RUNS = [(f"{pre}{kind}_p{n}", how) for pre, how in (("", "local processes"), ("slurm_", "SLURM jobs"))
+           for kind in ("strong", "weak") for n in (1, 2)]
 
 
 def _g3_merge(cases: list[dict]) -> dict | None:
@@ -594,11 +601,11 @@ def g3scale_lines(res: dict) -> list[str]:
         lines.append("")
     if pipe:
         lines += ["### The chunked pipeline (measured)", "",
-                  "| run | genes × regulators × samples, trees | tasks at a time | chunks | plan → chunks → merge "
-                  "wall s | chunk phase wall s | chunk CPU s (sum) | per-task peak RSS MiB (plan / chunk / merge / "
+                  "| run | tasks as | genes × regulators × samples, trees | tasks at a time | chunks | plan → chunks → "
+                  "merge wall s | chunk phase wall s | chunk CPU s (sum) | per-task peak RSS MiB (plan / chunk / merge / "
                   "streamed merge) | largest part MiB | bounds | AUPR / AUROC (planted) | load before |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for name in ("strong_p1", "strong_p2", "weak_p1", "weak_p2"):
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for name, how in G3_RUNS:
             r = pipe.get(name)
             if not r:
                 continue
@@ -610,7 +617,8 @@ def g3scale_lines(res: dict) -> list[str]:
             ag = r.get("agreement") or {}
             sc = r.get("score")
             acc = f"{sc['aupr']:.3f} / {sc['auroc']:.3f}" if sc else "–"
-            lines.append(f"| {name} | {pp['genes']:,} × {pp['regulators']} × {pp['samples']}, {pp['trees']} | "
+            lines.append(f"| {name.removeprefix('slurm_')} | {how} | {pp['genes']:,} × {pp['regulators']} × "
+                         f"{pp['samples']}, {pp['trees']} | "
                          f"{pp['tasks']} | {r['chunks_run']} of {r['plan']['chunks']} | "
                          f"{_f(r['pipeline_wall_s'])} | {_f(r['chunks_wall_s'])} | {_f(sum(r['chunk_cpu_s']))} | "
                          f"{rss} | {_f((r.get('chunk_out_bytes') or 0) / 2**20, 2) if r.get('chunk_out_bytes') else '–'} | "
@@ -627,22 +635,25 @@ def g3scale_lines(res: dict) -> list[str]:
                       f"regulators, {pp['trees']} trees, {pp['genes']:,} genes: a point it was not fitted on): "
                       f"measured {measured:.4g} CPU s per target, fitted {fitted:.4g} (measured / fit "
                       f"{measured / fitted:.2f}).", ""]
-        s1, s2, w1, w2 = (pipe.get(k) for k in ("strong_p1", "strong_p2", "weak_p1", "weak_p2"))
+        strong = next((r for k, r in pipe.items() if "strong" in k), None)
         lines += ["### Strong and weak scaling", "",
-                  "Measured with 1 and 2 concurrent tasks as local processes on this machine (not through SLURM: "
-                  "the test cluster is started per test session as root and shared; the tasks are the same "
-                  f"commands a SLURM job runs). Strong: the same {next(iter(pipe.values()))['params']['genes']:,}-gene run, "
-                  "wall of the chunk phase; weak: one chunk per task. Both on a shared 2-core machine (see the "
-                  "load column above).", "",
-                  "| scaling | tasks | chunk phase wall s | speed-up | efficiency |", "|---|---|---|---|---|"]
-        if s1 and s2:
-            sp = s1["chunks_wall_s"] / s2["chunks_wall_s"]
-            lines += [f"| strong (measured) | 1 | {_f(s1['chunks_wall_s'])} | 1 | 1 |",
-                      f"| strong (measured) | 2 | {_f(s2['chunks_wall_s'])} | {sp:.2f} | {sp / 2:.2f} |"]
-        if w1 and w2:
-            ef = w1["chunks_wall_s"] / w2["chunks_wall_s"]
-            lines += [f"| weak (measured) | 1 | {_f(w1['chunks_wall_s'])} | 1 | 1 |",
-                      f"| weak (measured) | 2 | {_f(w2['chunks_wall_s'])} | {2 * ef:.2f} | {ef:.2f} |"]
+                  "Measured with 1 and 2 concurrent tasks, as local processes (`harness.genie3scale pipeline`: the "
+                  "commands a task runs) and as SLURM jobs of one CPU each (the real pipeline, `-profile slurm`, on a "
+                  "single-node SLURM 22.05 cluster of 2 CPUs that the run starts as root). Strong: the same "
+                  f"{strong['params']['genes'] if strong else 0:,}-gene run, wall of the chunk phase; weak: one chunk "
+                  "per task. All on one shared 2-core machine (see the load column above).", "",
+                  "| scaling | tasks as | tasks | chunk phase wall s | speed-up | efficiency |",
+                  "|---|---|---|---|---|---|"]
+        for pre, how in (("", "local processes"), ("slurm_", "SLURM jobs")):
+            s1, s2, w1, w2 = (pipe.get(pre + k) for k in ("strong_p1", "strong_p2", "weak_p1", "weak_p2"))
+            if s1 and s2:
+                sp = s1["chunks_wall_s"] / s2["chunks_wall_s"]
+                lines += [f"| strong (measured) | {how} | 1 | {_f(s1['chunks_wall_s'])} | 1 | 1 |",
+                          f"| strong (measured) | {how} | 2 | {_f(s2['chunks_wall_s'])} | {sp:.2f} | {sp / 2:.2f} |"]
+            if w1 and w2:
+                ef = w1["chunks_wall_s"] / w2["chunks_wall_s"]
+                lines += [f"| weak (measured) | {how} | 1 | {_f(w1['chunks_wall_s'])} | 1 | 1 |",
+                          f"| weak (measured) | {how} | 2 | {_f(w2['chunks_wall_s'])} | {2 * ef:.2f} | {ef:.2f} |"]
         lines.append("")
         loads = [x["load_before"][0] for x in pipe.values() if x.get("load_before")]
         cpus = ((res.get("machine") or {}).get("usable_cpus")) or 0

@@ -35,6 +35,15 @@ def test_cases_are_built_without_running_anything(tmp_path, quick):
         assert sum(c.params[f] != centre[f] for f in centre) <= 1
     assert [n for n in names if n.startswith("pipeline_")] == ["pipeline_strong_p1", "pipeline_strong_p2",
                                                                "pipeline_weak_p1", "pipeline_weak_p2"]
+    # the same four through the real pipeline and SLURM; weak: one chunk of genes per task
+    slurm = {c.name: c for c in cases if c.name.startswith("slurm_")}
+    assert list(slurm) == ["slurm_strong_p1", "slurm_strong_p2", "slurm_weak_p1", "slurm_weak_p2"]
+    PG, PC = cfg["g3scale_pipeline"][0], cfg["g3scale_pipeline"][4]
+    assert [c.params["genes"] for c in slurm.values()] == [PG, PG, PC, 2 * PC]
+    argv = slurm["slurm_weak_p2"].contenders[0].argv(tmp_path / "d", 0)
+    assert argv[2:4] == ["harness.genie3scale", "slurm"] and argv[-3:] == ["2", "--genes", str(2 * PC)]
+    assert all(c.skip == (f"SLURM unavailable: {C.SlurmCluster.unavailable()}" if C.SlurmCluster.unavailable()
+                          else None) for c in slurm.values())
     assert any(n.startswith("merge_") for n in names)
     argv = cost[0].contenders[0].argv(tmp_path / "d", 0)
     assert "--targets-chunk" in argv and "--threads" in argv and argv[argv.index("--threads") + 1] == "1"
@@ -152,12 +161,23 @@ def test_scaling_tables_label_measured_and_extrapolated():
                           if not only else [],
                           "score": {"aupr": 0.4, "auroc": 0.9} if not only else None, "load_before": [2.0]}]}
 
+    def slurm(name, tasks, wall, only=None):
+        c = pipe(name, tasks, wall, only)
+        c["case"] = f"slurm_{name}"
+        return c
+
     cases = [cost_case(p) for p in _points(rng)] + [
         pipe("strong_p1", 1, 100.0), pipe("strong_p2", 2, 55.0), pipe("weak_p1", 1, 10.0, 1),
-        pipe("weak_p2", 2, 12.5, 2)]
+        pipe("weak_p2", 2, 12.5, 2), slurm("strong_p1", 1, 110.0), slurm("strong_p2", 2, 50.0),
+        slurm("weak_p1", 1, 11.0, 1), slurm("weak_p2", 2, 11.0, 2)]
     text = "\n".join(render.g3scale_lines({"cases": cases}))
-    assert "| strong (measured) | 2 | 55.00 | 1.82 | 0.91 |" in text
-    assert "| weak (measured) | 2 | 12.50 | 1.60 | 0.80 |" in text
+    assert "| strong (measured) | local processes | 2 | 55.00 | 1.82 | 0.91 |" in text
+    assert "| weak (measured) | local processes | 2 | 12.50 | 1.60 | 0.80 |" in text
+    # the same through SLURM, in rows of their own (and both kinds in the table of runs)
+    assert "| strong (measured) | SLURM jobs | 2 | 50.00 | 2.20 | 1.10 |" in text
+    assert "| weak (measured) | SLURM jobs | 2 | 11.00 | 2.00 | 1.00 |" in text
+    runs = [ln for ln in text.splitlines() if ln.startswith("| strong_p2 |")]
+    assert [ln.split(" | ")[1] for ln in runs] == ["local processes", "SLURM jobs"]
     assert "Check of the cost model on these chunks" in text and "measured 0.016 CPU s per target" in text
     assert "**Predicted** (extrapolated from the fit)" in text and "**Extrapolated** (on paper, not measured)" in text
     rows = [ln for ln in text.splitlines() if ln.startswith("| 50 | 1 |")]
@@ -170,3 +190,57 @@ def test_scaling_tables_label_measured_and_extrapolated():
     one, two = ext[0], ext[1]
     assert two["wall_h"] == pytest.approx((25 * one["chunk_cpu_s"] / 0.8 + one["merge_s"]) / 3600)
     assert one["merge_s"] == pytest.approx(15.0 * (1700 * 25_000) / (340 * 5000))   # the merge CPU s, scaled
+
+
+def test_slurm_run_summary_from_the_raw_trace(tmp_path):
+    """harness.genie3scale slurm's tasks.json: the plan, the GENIE3 jobs in chunk order with their metrics and part
+    sizes, the merge with its links, the chunk phase from the first GENIE3 start to the last end (raw trace)."""
+    import gzip
+
+    import os
+
+    def task(name: str, files: dict, began: float = 100.0, ended: float = 101.0) -> Path:
+        d = tmp_path / "work" / name
+        d.mkdir(parents=True)
+        for f, text in files.items():
+            (d / f).write_text(text)
+        for f, t in ((".command.begin", began), (".exitcode", ended)):   # when the job's script started and ended
+            (d / f).write_text("0")
+            os.utime(d / f, (t, t))
+        return d
+
+    plan = task("plan", {"net.genie3_plan.json": json.dumps({"genes": 20, "chunk_size": 10, "chunks": 2,
+                                                             "samples": 8, "regulators": 4})})
+    chunk = {i: task(f"c{i}", {"net.genie3.metrics.json": json.dumps({"targets": 10, "regulators": 4,
+                                                                       "compute_s": 0.5 * i, "compute_cpu_s": 0.4 * i}),
+                               "net.genie3.part.npz": "x" * (100 * i)}, began=200.0 + 0.5 * i, ended=203.0 + 1.25 * i)
+             for i in (1, 2)}
+    merge = task("merge", {})
+    net = tmp_path / "out" / "net" / "network"
+    net.mkdir(parents=True)
+    with gzip.open(net / "net.genie3_links.tsv.gz", "wt") as fh:
+        fh.write("regulator\ttarget\timportance\n")
+    head = "task_id\tnative_id\tprocess\ttag\tstatus\texit\tstart\tcomplete\trealtime\t%cpu\tpeak_rss\tworkdir\n"
+    rows = [("1", "101", "CHROMAFLOW:GENIE3_PLAN", "net", "COMPLETED", "0", "1000", "1500", "400", "90.0", "1000", plan),
+            ("2", "102", "CHROMAFLOW:FASTA2H5", "net", "COMPLETED", "0", "1000", "1600", "500", "80.0", "2000", plan),
+            ("4", "104", "CHROMAFLOW:GENIE3", "net 2/2", "COMPLETED", "0", "2500", "6000", "3400", "99.0", "5000", chunk[2]),
+            ("3", "103", "CHROMAFLOW:GENIE3", "net 1/2", "COMPLETED", "0", "2000", "5000", "2900", "98.0", "4000", chunk[1]),
+            ("5", "105", "CHROMAFLOW:GENIE3_MERGE", "net", "COMPLETED", "0", "6500", "7000", "450", "50.0", "3000", merge)]
+    trace = tmp_path / "trace.txt"
+    trace.write_text(head + "".join("\t".join(map(str, r)) + "\n" for r in rows))
+    doc = scale.slurm_summary(trace, tmp_path / "out", None, 2, 5, 9.5)
+    assert doc["plan"] == {"genes": 20, "chunk_size": 10, "chunks": 2, "samples": 8, "regulators": 4}
+    assert [c["task"] for c in doc["chunks"]] == ["chunk1", "chunk2"]
+    c1 = doc["chunks"][0]
+    assert (c1["wall_s"], c1["cpu_s"], c1["peak_rss_bytes"], c1["slurm_job"]) == (2.9, 2.842, 4000, "103")
+    assert (c1["targets"], c1["compute_cpu_s"], c1["out_bytes"]) == (10, 0.4, 100)
+    assert doc["chunks_wall_s"] == 5.0   # the first job's start (200.5) to the last one's end (205.5), not the trace's
+    assert doc["plan_task"]["task"] == "plan" and doc["plan_task"]["wall_s"] == 0.4
+    (m,) = doc["merges"]
+    assert m["task"] == "merge" and m["links"] == 20 * 4 - 4 and m["out_bytes"] > 0
+    assert (doc["parallel"], doc["trees"], doc["wall_s"], doc["slurm_jobs"], doc["score"]) == (2, 5, 9.5, 5, None)
+    # the case's per-run summary reads it as it reads the local pipeline's
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "tasks.json").write_text(json.dumps(doc))
+    summ = C._tasks_summary("k", tmp_path / "t")
+    assert summ["chunk_wall_s"] == [2.9, 3.4] and summ["chunks_run"] == 2 and summ["chunk_peak_rss_bytes"] == 5000
