@@ -854,16 +854,21 @@ def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
             _scale("make", pdir, 11, PG, PT, PS)
 
     reps = cfg["g3scale_pipeline_repeats"]
+
+    def pipe_contender(kind: str, what: str, par: int, extra: list) -> Contender:
+        """``python -m harness.genie3scale KIND`` (pipeline: local processes; slurm: SLURM jobs) on the planted run."""
+        return Contender("chromaflow", what, "ours",
+                         lambda d, r: list(map(str, [PY, "-m", "harness.genie3scale", kind, d / "w",
+                                                     pdir / "expression.tsv", pdir / "regulators.txt",
+                                                     pdir / "gold.tsv", PN, PC, par, *extra])),
+                         repeats=reps, env={"PYTHONPATH": os.pathsep.join(
+                             x for x in (str(BENCH), os.environ.get("PYTHONPATH", "")) if x)})
+
     for name, par, only in (("strong_p1", 1, None), ("strong_p2", 2, None), ("weak_p1", 1, 1), ("weak_p2", 2, 2)):
         extra = [] if only is None else ["--chunks-only", only]
         what = (f"genie3-plan -> {PG // PC} x genie3 --targets-chunk ({par} at a time) -> genie3-merge"
                 if only is None else f"the first {only} chunk(s) of {PG // PC}, {par} at a time")
-        con = Contender("chromaflow", what, "ours",
-                        lambda d, r, par=par, extra=extra: list(map(str, [
-                            PY, "-m", "harness.genie3scale", "pipeline", d / "w", pdir / "expression.tsv",
-                            pdir / "regulators.txt", pdir / "gold.tsv", PN, PC, par, *extra])),
-                        repeats=reps, env={"PYTHONPATH": os.pathsep.join(
-                            x for x in (str(BENCH), os.environ.get("PYTHONPATH", "")) if x)})
+        con = pipe_contender("pipeline", what, par, extra)
         cases.append(Case("genie3scale", f"pipeline_{name}", {"series": name.split("_")[0], "tasks": par,
                                                              "genes": PG, "regulators": PT, "samples": PS,
                                                              "trees": PN, "chunk_size": PC,
@@ -882,12 +887,7 @@ def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
         g = genes or PG
         what = (f"-profile slurm: GENIE3_PLAN -> {g // PC} GENIE3 jobs ({par} at a time) -> GENIE3_MERGE, "
                 f"{g:,} genes")
-        con = Contender("chromaflow", what, "ours",
-                        lambda d, r, par=par, extra=extra: list(map(str, [
-                            PY, "-m", "harness.genie3scale", "slurm", d / "w", pdir / "expression.tsv",
-                            pdir / "regulators.txt", pdir / "gold.tsv", PN, PC, par, *extra])),
-                        repeats=reps, env={"PYTHONPATH": os.pathsep.join(
-                            x for x in (str(BENCH), os.environ.get("PYTHONPATH", "")) if x)})
+        con = pipe_contender("slurm", what, par, extra)
         cases.append(Case("genie3scale", f"slurm_{name}", {"series": "slurm_" + name.split("_")[0], "tasks": par,
                                                           "genes": g, "regulators": PT, "samples": PS,
                                                           "trees": PN, "chunk_size": PC, "rss_bounds": bounds,
