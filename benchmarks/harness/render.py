@@ -503,10 +503,12 @@ def g3scale_extrapolation(pipe: dict, pred: dict | None, overhead: dict | None, 
     """The full run at N tasks, on paper: CHUNKS = genes / G3_CHUNK chunks, each costing G3_CHUNK x the fitted
     CPU s per target plus the per-task overhead (start-up, reading the matrix, writing the part: the linear fit
     o0 + o1 x genes x samples of the cost cases' task CPU - tree-growing CPU); tasks run in ceil(CHUNKS / N) waves
-    of one CPU each at the weak-scaling efficiency measured with 2 tasks (assumed to hold for N tasks on N cores);
-    plus the merge (measured alone at the predicted size when that case ran, else the pipeline's merge scaled by
-    regulators x targets)."""
-    w1, w2 = pipe.get("weak_p1"), pipe.get("weak_p2")
+    of one CPU each at the weak-scaling efficiency measured with 2 tasks (assumed to hold for N tasks on N cores;
+    the SLURM jobs' where they ran, as a cluster runs the tasks, else the local processes'); plus the merge
+    (measured alone at the predicted size when that case ran, else the pipeline's merge scaled by regulators x
+    targets)."""
+    pre = "slurm_" if pipe.get("slurm_weak_p1") and pipe.get("slurm_weak_p2") else ""
+    w1, w2 = pipe.get(pre + "weak_p1"), pipe.get(pre + "weak_p2")
     if not (pred and overhead):
         return None
     G, R, S, N = G3_PREDICT
@@ -533,6 +535,7 @@ def g3scale_extrapolation(pipe: dict, pred: dict | None, overhead: dict | None, 
         eff = 1.0 if n == 1 else min(1.0, eff2)
         wall = waves * chunk_cpu / eff + merge_s
         rows.append({"tasks": n, "waves": waves, "wall_h": wall / 3600, "efficiency": eff,
+                     "efficiency_from": "SLURM jobs" if pre else "local processes",
                      "chunk_cpu_s": chunk_cpu, "overhead_s": over, "merge_s": merge_s, "merge_how": merge_how,
                      "chunks": chunks, "cpu_h": (chunks * chunk_cpu + merge_s) / 3600})
     base = rows[0]["wall_h"]
@@ -669,7 +672,8 @@ def g3scale_lines(res: dict) -> list[str]:
                       f"samples, {N} trees) in {e0['chunks']} chunks of {G3_CHUNK} targets, each "
                       f"{e0['chunk_cpu_s']:,.0f} CPU s ({G3_CHUNK} × the fitted cost per target + "
                       f"{e0['overhead_s']:.1f} s per-task overhead from its fit), {e0['cpu_h']:.3g} CPU-hours in "
-                      f"all; one CPU per task, the weak-scaling efficiency measured at 2 tasks assumed for more; "
+                      f"all; one CPU per task, the weak-scaling efficiency measured at 2 tasks "
+                      f"({e0['efficiency_from']}) assumed for more; "
                       f"plus the merge, {e0['merge_s']:.0f} s ({e0['merge_how']}).", "",
                       "| tasks (extrapolated) | waves | wall h | speed-up | efficiency |", "|---|---|---|---|---|"]
             for r in ext:

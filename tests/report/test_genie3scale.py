@@ -169,13 +169,13 @@ def test_scaling_tables_label_measured_and_extrapolated():
     cases = [cost_case(p) for p in _points(rng)] + [
         pipe("strong_p1", 1, 100.0), pipe("strong_p2", 2, 55.0), pipe("weak_p1", 1, 10.0, 1),
         pipe("weak_p2", 2, 12.5, 2), slurm("strong_p1", 1, 110.0), slurm("strong_p2", 2, 50.0),
-        slurm("weak_p1", 1, 11.0, 1), slurm("weak_p2", 2, 11.0, 2)]
+        slurm("weak_p1", 1, 11.0, 1), slurm("weak_p2", 2, 11.0 / 0.9, 2)]
     text = "\n".join(render.g3scale_lines({"cases": cases}))
     assert "| strong (measured) | local processes | 2 | 55.00 | 1.82 | 0.91 |" in text
     assert "| weak (measured) | local processes | 2 | 12.50 | 1.60 | 0.80 |" in text
     # the same through SLURM, in rows of their own (and both kinds in the table of runs)
     assert "| strong (measured) | SLURM jobs | 2 | 50.00 | 2.20 | 1.10 |" in text
-    assert "| weak (measured) | SLURM jobs | 2 | 11.00 | 2.00 | 1.00 |" in text
+    assert "| weak (measured) | SLURM jobs | 2 | 12.22 | 1.80 | 0.90 |" in text
     runs = [ln for ln in text.splitlines() if ln.startswith("| strong_p2 |")]
     assert [ln.split(" | ")[1] for ln in runs] == ["local processes", "SLURM jobs"]
     assert "Check of the cost model on these chunks" in text and "measured 0.016 CPU s per target" in text
@@ -186,9 +186,14 @@ def test_scaling_tables_label_measured_and_extrapolated():
     ext = render.g3scale_extrapolation(render._g3_pipe(cases), scale.predict(fit, 500, 1700, 1000, 25_000),
                                        scale.fit_overhead(pts), None)
     assert [r["waves"] for r in ext] == [50, 25, 13, 7, 4, 2, 1]
-    assert ext[1]["efficiency"] == pytest.approx(0.8)
+    # the SLURM jobs' weak-scaling efficiency (0.9) where they ran, as a cluster runs the tasks; else the local one
+    assert ext[1]["efficiency"] == pytest.approx(0.9) and ext[1]["efficiency_from"] == "SLURM jobs"
+    assert "weak-scaling efficiency measured at 2 tasks (SLURM jobs)" in text
     one, two = ext[0], ext[1]
-    assert two["wall_h"] == pytest.approx((25 * one["chunk_cpu_s"] / 0.8 + one["merge_s"]) / 3600)
+    assert two["wall_h"] == pytest.approx((25 * one["chunk_cpu_s"] / 0.9 + one["merge_s"]) / 3600)
+    local = render.g3scale_extrapolation(render._g3_pipe([c for c in cases if not c["case"].startswith("slurm_")]),
+                                         scale.predict(fit, 500, 1700, 1000, 25_000), scale.fit_overhead(pts), None)
+    assert local[1]["efficiency"] == pytest.approx(0.8) and local[1]["efficiency_from"] == "local processes"
     assert one["merge_s"] == pytest.approx(15.0 * (1700 * 25_000) / (340 * 5000))   # the merge CPU s, scaled
 
 
