@@ -18,9 +18,12 @@ def _random_track(rng):
     return starts, starts + lens, values, int(starts[-1] + lens[-1] + rng.integers(0, 20))
 
 
-def test_stream_equals_whole_track_for_any_pieces():
+@pytest.mark.parametrize("fold_at", [PeakStream.FOLD_AT, 0, 1, 3])
+def test_stream_equals_whole_track_for_any_pieces(monkeypatch, fold_at):
     """2,000 random tracks (gaps, equal neighbours, values at the cutoff), random cutoffs, gaps and minimum
-    lengths, cut into random pieces: peaks and the merged-run count equal merge_runs + call_peaks on the whole."""
+    lengths, cut into random pieces: peaks and the merged-run count equal merge_runs + call_peaks on the whole.
+    With ``fold_at`` low, an open peak is folded at (almost) every piece: the same peaks."""
+    monkeypatch.setattr(PeakStream, "FOLD_AT", fold_at)
     rng = np.random.default_rng(30)
     for trial in range(2000):
         s, e, v, size = _random_track(rng)
@@ -55,3 +58,28 @@ def test_stream_refuses_runs_out_of_order():
     st.add(np.array([0]), np.array([10]), np.array([1], np.float32))
     with pytest.raises(ValueError, match="unsorted"):
         st.add(np.array([5]), np.array([12]), np.array([1], np.float32))
+
+
+def test_a_peak_as_long_as_the_track_holds_its_top_runs_not_all_its_runs():
+    """A track above the cutoff everywhere (the tiny test model's predictions at the scale benchmark's 1.2 Gbp:
+    PEAKS held 4.7 GB, re-merging the open peak at every piece): the buffer stays at most FOLD_AT runs plus a
+    piece, and the one peak equals the whole-track call, its summit the middle one of the runs at the top value."""
+    rng = np.random.default_rng(7)
+    st, held = PeakStream(2.0, 50, 25), []
+    pieces, whole = [], []
+    pos = 0
+    for k in range(40):
+        lens = rng.integers(1, 5, 20_000)
+        s = pos + np.concatenate([[0], np.cumsum(lens)[:-1]])
+        e = s + lens
+        v = (2 + rng.integers(0, 50, len(s)) / 10).astype(np.float32)
+        pos = int(e[-1])
+        st.add(s, e, v)
+        held.append(len(st.v))
+        whole.append((s, e, v))
+    got = st.finish(pos + 10)
+    ref = call_peaks(*merge_runs(*(np.concatenate(x) for x in zip(*whole)), pos + 10), 2.0, 50, 25)
+    for f in ("starts", "ends", "summits", "values"):
+        assert np.array_equal(getattr(ref, f), getattr(got, f)), f
+    assert len(got) == 1 and max(held) <= PeakStream.FOLD_AT + 20_000
+    assert st.runs == len(merge_runs(*(np.concatenate(x) for x in zip(*whole)), pos + 10)[0])
