@@ -24,6 +24,7 @@ import csv
 import gzip
 import hashlib
 import json
+import math
 import os
 import re
 import signal
@@ -216,9 +217,11 @@ def _h5_digest(path: Path) -> str:
         for n in sorted(names):
             d = f[n]
             h.update(f"{n}|{d.dtype.str}|{d.shape}|".encode())
-            if d.shape and d.dtype.kind not in "OSU" and d.ndim and d.shape[0] > 4096:
-                for s in range(0, d.shape[0], 4096):   # large datasets in slices: bounded memory
-                    h.update(d[s:s + 4096].tobytes())
+            row = d.dtype.itemsize * (math.prod(d.shape[1:]) if d.ndim else 1)
+            step = max(1, (64 << 20) // max(row, 1))   # rows per slice: ~64 MiB whatever the row's size
+            if d.shape and d.dtype.kind not in "OSU" and d.ndim and d.shape[0] > step:
+                for s in range(0, d.shape[0], step):   # large datasets in slices: bounded memory, the same bytes
+                    h.update(d[s:s + step].tobytes())
             else:
                 v = d[()]
                 h.update(v.tobytes() if hasattr(v, "tobytes") else repr(v).encode())
