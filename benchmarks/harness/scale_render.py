@@ -5,6 +5,8 @@ largest size measured and says so.
 """
 from __future__ import annotations
 
+import re
+
 MiB = 1 << 20
 FULL_BP = 4_000_000_000
 
@@ -209,6 +211,16 @@ def gpu_rates(gpu_dir) -> list[dict]:
              "task_fixed_s": r["wall_s"] - r["loop_s"], "gpu": gpu, "file": name, "model": d.get("model_preset"), "mbp": d.get("mbp")} for r in runs]
 
 
+def _flatness(case: dict) -> str:
+    """What the size case says of per-task memory against the size before it: the processes its flatness bound
+    failed for (its agreement's failed bounds, as check_flat words them), or that none did."""
+    bad = sorted({m.group(1) for b in (case.get("agreement") or {}).get("failed_bounds") or []
+                  if (m := re.match(r"(\w+): peak RSS .*: not flat\)", b))})
+    if bad:
+        return f"not flat in `{case['case']}` for {', '.join(bad)}: see its bounds above"
+    return f"no process failed the flatness bound in `{case['case']}`"
+
+
 def plan_lines(cases: list[dict], gpu: list[dict], genome_bp: int = FULL_BP, genomes: int = PLAN_GENOMES) -> list[str]:
     """What ``genomes`` assemblies of ``genome_bp`` take: GPU time of PREDICT from the GPU figures, CPU time of the
     other per-genome stages, disk and memory from the largest measured size case. Every line says it is arithmetic
@@ -248,8 +260,7 @@ def plan_lines(cases: list[dict], gpu: list[dict], genome_bp: int = FULL_BP, gen
             f"{r['scale']['outputs_bytes'] * f / 2**30:,.1f} GiB, `work/` peak ≈ "
             f"{r['scale']['peak_work_bytes'] * f / 2**30:,.1f} GiB (every shard's part stays until the run ends); "
             f"for {genomes} at once ≈ {r['scale']['peak_work_bytes'] * f * genomes / 2**40:,.1f} TiB of `work/`. "
-            "Memory per task: the per-process table above (BIGWIG and PEAKS level off once a record is longer than "
-            "their 2.7 Mbp piece, a small slope with the genome remains: see \"The bounds\" above).", ""]
+            f"Memory per task: the per-process table above ({_flatness(c)}).", ""]
     g = gpu[0]
     whole_min = (g["task_fixed_s"] + rows_bp / g["loop_bp_s"]) / 60
     shard_min = (g["task_fixed_s"] + PLAN_SHARD_ROWS * PLAN_L / g["loop_bp_s"]) / 60

@@ -316,6 +316,14 @@ def test_plan_for_many_large_genomes_is_arithmetic_on_the_measured_rates(tmp_pat
     cpu_h = (3.0 + 7.0) * 10 / 3600                                       # BIGWIG + PEAKS, ×10 to 4 Gbp
     assert f"{cpu_h:,.2f} CPU h per assembly" in text
     assert "Planned on paper, not measured" in text
+    # memory per task: what the size case's flatness bounds said, in the words check_flat writes them
+    assert "(no process failed the flatness bound in `size_400Mbp`)" in text
+    cases[0]["agreement"] = {"ok": False, "failed_bounds": S.check_flat(
+        {"PEAKS": {"tasks": 1, "peak_rss_bytes": 100 * MiB}, "BIGWIG": {"tasks": 1, "peak_rss_bytes": 100 * MiB}},
+        {"PEAKS": {"tasks": 1, "peak_rss_bytes": 900 * MiB}, "BIGWIG": {"tasks": 1, "peak_rss_bytes": 110 * MiB}})
+        + ["BIGWIG: peak RSS 2.10 GiB > 2 GiB per task"]}   # over the bound, not a flatness failure
+    assert ("(not flat in `size_400Mbp` for PEAKS: see its bounds above)"
+            in "\n".join(scale_render.plan_lines(cases, gpu)))
     assert scale_render.plan_lines(cases, []) == []
     assert "Planned" not in scale_render.render({"quick": True, "cases": cases}, "q.json", gpu)
     assert "Planned" in scale_render.render({"quick": False, "cases": cases}, "f.json", gpu)
