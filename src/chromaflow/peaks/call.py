@@ -67,6 +67,22 @@ def merge_runs(starts: np.ndarray, ends: np.ndarray, values: np.ndarray, size: i
     return starts[idx], new_ends, values[idx]
 
 
+def middle(n):
+    """Which of ``n`` runs at a peak's top value holds its summit: the middle one, the lower of two (0-based)."""
+    return (n + 1) // 2 - 1
+
+
+@dataclass
+class _Fold:
+    """The folded start of an open peak (:class:`PeakStream`): its start, the end of its last above-cutoff run, its
+    top value and the runs at that value, in order."""
+    start: int
+    end: int
+    top: np.float32
+    top_starts: list
+    top_ends: list
+
+
 def call_peaks(starts: np.ndarray, ends: np.ndarray, values: np.ndarray, cutoff: float, min_length: int,
                max_gap: int) -> Peaks:
     """bdgpeakcall's peaks of one chromosome's merged runs (module docstring)."""
@@ -89,7 +105,7 @@ def call_peaks(starts: np.ndarray, ends: np.ndarray, values: np.ndarray, cutoff:
     cgroup = group[cidx]
     count = np.bincount(cgroup, minlength=len(first))
     rank = np.arange(len(cidx)) - np.concatenate([[0], np.cumsum(count)[:-1]])[cgroup]
-    pick = cidx[rank == (count[cgroup] + 1) // 2 - 1]  # one per group, in group order
+    pick = cidx[rank == middle(count[cgroup])]  # one per group, in group order
     summit = (s[pick] + e[pick]) // 2
     keep = pend - pstart >= min_length
     return Peaks(pstart[keep], pend[keep], summit[keep], top[keep])
@@ -127,7 +143,7 @@ class PeakStream:
     cut are final. An open peak longer than ``FOLD_AT`` runs is folded: its runs but the last are replaced by
     what its peak needs (start, end of its last above-cutoff run, top value, the runs at the top value in order,
     for the middle one's summit), so a peak as long as a chromosome (a track above the cutoff almost everywhere:
-    the scale benchmark's 1.2 Gbp run held 4.7 GB in PEAKS, re-merging the whole open peak at every piece) costs
+    the scale benchmark's 1.2 Gbp run's PEAKS peaked at 5.2 GiB, re-merging the whole open peak at every piece) costs
     its top-valued runs, not all its runs. Memory is one piece plus that, not the chromosome (a 300 Mbp record of
     base-wise runs was 6 GB as whole arrays)."""
 
@@ -142,9 +158,7 @@ class PeakStream:
         self.pos = 0          # end of the data seen so far (a gap before the next run is filled with 0)
         self.runs = 0         # merged runs finalized (what merge_runs over the whole chromosome counts)
         self.parts: list[Peaks] = []
-        # the folded start of the open peak: [start, end of its last above-cutoff run, top value, the top-valued
-        # runs' starts, their ends], or None
-        self.fold: list | None = None
+        self.fold: _Fold | None = None   # the open peak's folded start
 
     def add(self, starts, ends, values) -> None:
         starts = np.asarray(starts, dtype=np.int64)
@@ -202,14 +216,14 @@ class PeakStream:
         top = v.max()
         at = idx[v == top]
         if f is None:
-            self.fold = [int(self.s[idx[0]]), int(self.e[idx[-1]]), top, list(self.s[at]), list(self.e[at])]
+            self.fold = _Fold(int(self.s[idx[0]]), int(self.e[idx[-1]]), top, list(self.s[at]), list(self.e[at]))
             return
-        f[1] = int(self.e[idx[-1]])
-        if top > f[2]:
-            f[2], f[3], f[4] = top, list(self.s[at]), list(self.e[at])
-        elif top == f[2]:
-            f[3] += list(self.s[at])
-            f[4] += list(self.e[at])
+        f.end = int(self.e[idx[-1]])
+        if top > f.top:
+            f.top, f.top_starts, f.top_ends = top, list(self.s[at]), list(self.e[at])
+        elif top == f.top:
+            f.top_starts += list(self.s[at])
+            f.top_ends += list(self.e[at])
 
     def _drop(self, k: int) -> None:
         """The first ``k`` buffered runs are done with (folded, or below the cutoff)."""
@@ -227,10 +241,10 @@ class PeakStream:
         buffer is then its last run), else the peak is emitted and the buffer holds what follows it."""
         f = self.fold
         above = np.flatnonzero(self.v >= self.cutoff)
-        prev = np.concatenate([[f[1]], self.e[above[:-1]]]) if len(above) else np.zeros(0, np.int64)
+        prev = np.concatenate([[f.end], self.e[above[:-1]]]) if len(above) else np.zeros(0, np.int64)
         breaks = np.flatnonzero(self.s[above] - prev > self.max_gap)
         chain = above[:breaks[0]] if len(breaks) else above
-        end = int(self.e[chain[-1]]) if len(chain) else f[1]
+        end = int(self.e[chain[-1]]) if len(chain) else f.end
         if not closing and not len(breaks) and end + self.max_gap >= self.e[-1]:
             n = len(self.v) - 1            # still open: all but the last run fold in
             self._fold_in(chain[chain < n])
@@ -238,13 +252,12 @@ class PeakStream:
             return True
         self._fold_in(chain)
         self._drop(int(above[breaks[0]]) if len(breaks) else (len(self.v) if closing else len(self.v) - 1))
-        f = self.fold
-        self.fold = None
-        pick = (len(f[3]) + 1) // 2 - 1
-        if f[1] - f[0] >= self.min_length:
-            one = np.array
-            self.parts.append(Peaks(one([f[0]], np.int64), one([f[1]], np.int64),
-                                    one([(f[3][pick] + f[4][pick]) // 2], np.int64), one([f[2]], np.float32)))
+        f, self.fold = self.fold, None
+        if f.end - f.start >= self.min_length:
+            k = middle(len(f.top_starts))
+            self.parts.append(Peaks(np.array([f.start], np.int64), np.array([f.end], np.int64),
+                                    np.array([(f.top_starts[k] + f.top_ends[k]) // 2], np.int64),
+                                    np.array([f.top], np.float32)))
         return False
 
     def _emit(self, k: int) -> None:
@@ -252,5 +265,4 @@ class PeakStream:
             return
         self.parts.append(call_peaks(self.s[:k], self.e[:k], self.v[:k], self.cutoff, self.min_length,
                                      self.max_gap))
-        self.runs += int(k)
-        self.s, self.e, self.v = self.s[k:], self.e[k:], self.v[k:]
+        self._drop(k)
