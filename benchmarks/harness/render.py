@@ -475,9 +475,10 @@ def _g3_pipe(cases: list[dict]) -> dict:
     return out
 
 
+#: how the chunked pipeline's tasks ran: (prefix of its keys in _g3_pipe, label)
+G3_EXECUTORS = (("", "local processes"), ("slurm_", "SLURM jobs"))
 #: the scaling runs of the chunked pipeline, in table order: (key in _g3_pipe, how its tasks ran)
-G3_RUNS = [(f"{pre}{kind}_p{n}", how) for pre, how in (("", "local processes"), ("slurm_", "SLURM jobs"))
-           for kind in ("strong", "weak") for n in (1, 2)]
+G3_RUNS = [(f"{pre}{kind}_p{n}", how) for pre, how in G3_EXECUTORS for kind in ("strong", "weak") for n in (1, 2)]
 
 
 def _g3_merge(cases: list[dict]) -> dict | None:
@@ -507,7 +508,8 @@ def g3scale_extrapolation(pipe: dict, pred: dict | None, overhead: dict | None, 
     the SLURM jobs' where they ran, as a cluster runs the tasks, else the local processes'); plus the merge
     (measured alone at the predicted size when that case ran, else the pipeline's merge scaled by regulators x
     targets)."""
-    pre = "slurm_" if pipe.get("slurm_weak_p1") and pipe.get("slurm_weak_p2") else ""
+    pre, how = next(((p, h) for p, h in reversed(G3_EXECUTORS) if pipe.get(p + "weak_p1") and pipe.get(p + "weak_p2")),
+                    G3_EXECUTORS[0])
     w1, w2 = pipe.get(pre + "weak_p1"), pipe.get(pre + "weak_p2")
     if not (pred and overhead):
         return None
@@ -535,7 +537,7 @@ def g3scale_extrapolation(pipe: dict, pred: dict | None, overhead: dict | None, 
         eff = 1.0 if n == 1 else min(1.0, eff2)
         wall = waves * chunk_cpu / eff + merge_s
         rows.append({"tasks": n, "waves": waves, "wall_h": wall / 3600, "efficiency": eff,
-                     "efficiency_from": "SLURM jobs" if pre else "local processes",
+                     "efficiency_from": how,
                      "chunk_cpu_s": chunk_cpu, "overhead_s": over, "merge_s": merge_s, "merge_how": merge_how,
                      "chunks": chunks, "cpu_h": (chunks * chunk_cpu + merge_s) / 3600})
     base = rows[0]["wall_h"]
@@ -647,7 +649,7 @@ def g3scale_lines(res: dict) -> list[str]:
                   "per task. All on one shared 2-core machine (see the load column above).", "",
                   "| scaling | tasks as | tasks | chunk phase wall s | speed-up | efficiency |",
                   "|---|---|---|---|---|---|"]
-        for pre, how in (("", "local processes"), ("slurm_", "SLURM jobs")):
+        for pre, how in G3_EXECUTORS:
             s1, s2, w1, w2 = (pipe.get(pre + k) for k in ("strong_p1", "strong_p2", "weak_p1", "weak_p2"))
             if s1 and s2:
                 sp = s1["chunks_wall_s"] / s2["chunks_wall_s"]

@@ -64,8 +64,8 @@ def test_run_succeeds_and_outputs_exist(slurm_run):
     assert "CHROMAFLOW:PREDICT_GROUP\":" in versions
 
 
-GPU_JOB = r"^nf-CHROMAFLOW_(PREDICT|PREDICT_GROUP|VARIANT_EFFECT)_\("     # the process_gpu tasks of this run
-GPU_PROCESSES = ("PREDICT", "PREDICT_GROUP", "VARIANT_EFFECT")
+GPU_PROCESSES = ("PREDICT", "PREDICT_GROUP", "VARIANT_EFFECT")     # the process_gpu tasks of this run
+GPU_JOB = rf"^nf-CHROMAFLOW_({'|'.join(GPU_PROCESSES)})_\("
 
 
 def _job_name(task: str) -> str:

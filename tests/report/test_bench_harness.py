@@ -23,6 +23,7 @@ PEERS = (ROOT / ".." / "shared" / "peers").resolve()
 sys.path.insert(0, str(BENCH))
 
 from harness import agree, core, render  # noqa: E402
+from harness.slurm_cluster import pid_alive  # noqa: E402
 from harness import cases as C  # noqa: E402
 
 
@@ -433,7 +434,7 @@ def keep_suite_inputs(used: Path, ready: Path) -> None:
         used.rename(ready)
         for other in ready.parent.iterdir():
             pid = other.name.split(".")[1] if other.name.endswith(".partial") else None
-            if other != ready and (pid is None or not Path(f"/proc/{pid}").exists()):  # not another live run's
+            if other != ready and (pid is None or not pid_alive(int(pid))):  # not another live run's
                 shutil.rmtree(other, ignore_errors=True)
 
 
