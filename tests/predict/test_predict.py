@@ -289,11 +289,11 @@ def test_make_test_model_deterministic(tmp_path):
 # --------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("row_block", [None, 3], ids=["rows-at-once", "rows-in-blocks-of-3"])
 def test_shards_merge_equal_unsharded(reference_dir, tmp_path, monkeypatch, row_block):
-    """Blocks of 3 rows (h5io.ROW_BLOCK: seqids/start_ends are read and written a block at a time, bounding HDF5's
-    per-chunk records) give the same files: blocks across shard boundaries and a partial last block."""
+    """Blocks of 3 rows (genome.h5rows.ROW_BLOCK: seqids/start_ends are read and written a block at a time, bounding
+    HDF5's per-chunk records) give the same files: blocks across shard boundaries and a partial last block."""
     if row_block:
-        from chromaflow.predict import h5io
-        monkeypatch.setattr(h5io, "ROW_BLOCK", row_block)
+        from chromaflow.genome import h5rows
+        monkeypatch.setattr(h5rows, "ROW_BLOCK", row_block)
     model = str(predmoter(reference_dir, "mini_model.ckpt"))
     h5 = str(predmoter(reference_dir, "pred_data_1.h5"))
     shards = []

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..common import ChromaflowError, open_h5_input
+from ..genome.h5rows import read_rows
 from .tracks import EXACT_LIMIT
 
 
@@ -188,8 +189,8 @@ class PredictionsInput:
         """The chromosome map (blacklisted seqids left out, a warning for those not in the file), rows checked
         to fit the chunk length."""
         path = self.path
-        seq = np.asarray(seqids[()])
-        se = np.asarray(start_ends[()], dtype=np.int64)
+        seq = read_rows(seqids)
+        se = read_rows(start_ends).astype(np.int64)
         present = {_decode(s) for s in np.unique(seq)}
         absent = sorted(blacklist - present)
         if absent:
@@ -456,7 +457,7 @@ def _inflater(nbytes: int, path: str):
         def inflate(raw, row, ch):
             try:
                 return deflate.zlib_decompress(raw, nbytes)
-            except Exception as exc:  # corrupt or wrong size: zlib's message is clearer
+            except Exception:  # corrupt or wrong size: zlib's message is clearer
                 return _zlib_inflate(raw, row, ch, path)
         return inflate
     return lambda raw, row, ch: _zlib_inflate(raw, row, ch, path)

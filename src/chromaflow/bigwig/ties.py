@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..genome.h5rows import read_rows
+
 BLOCK_BP = 21_384_000
 
 
@@ -31,8 +33,8 @@ def predicted_blocks(h5path: Path, dataset: int, strand: str = "avg"):
     import h5py
 
     with h5py.File(h5path, "r") as h5:
-        seqids = h5["data/seqids"][()]
-        se = h5["data/start_ends"][()]
+        seqids = read_rows(h5["data/seqids"])
+        se = read_rows(h5["data/start_ends"])
         pred = h5["prediction/predictions"]
         L = pred.shape[1]
         n = BLOCK_BP // L

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..common import ChromaflowError
+from ..genome.h5rows import read_rows
 
 
 @dataclass
@@ -38,14 +39,14 @@ def read_layout(fh, path: str) -> GenomeLayout:
     n, length = int(X.shape[0]), int(X.shape[1])
     if n == 0:
         raise ChromaflowError(f"{path}: data/X has no rows")
-    seqids = np.array([s.decode("ascii", "replace") for s in fh["data/seqids"][()]], dtype=object)
-    start_ends = np.asarray(fh["data/start_ends"][()], dtype=np.int64)
+    seqids = np.array([s.decode("ascii", "replace") for s in read_rows(fh["data/seqids"])], dtype=object)
+    start_ends = read_rows(fh["data/start_ends"]).astype(np.int64)
     if seqids.shape != (n,) or start_ends.shape != (n, 2):
         raise ChromaflowError(f"{path}: data/seqids {seqids.shape} / data/start_ends {start_ends.shape} do not "
                               f"match data/X rows ({n})")
     species = None
     if "data/species" in fh:
-        sp = fh["data/species"][()]
+        sp = read_rows(fh["data/species"])
         if sp.shape == (n,):
             species = np.array([s.decode("ascii", "replace") for s in sp], dtype=object)
     lo = start_ends.min(axis=1)

@@ -34,6 +34,7 @@ from .. import __version__
 from ..common import ChromaflowError, Progress
 from ..genome.encoding import DEFAULT_L, LUT16, LUT16_RC, check_length, check_species
 from ..genome.fasta import DEFAULT_BLOCK, FastaReader
+from ..genome.h5rows import write_rows
 from ..genome.layout import Job, Layout, cut
 from ..genome.layout import chunk_codes as _chunk_codes
 from . import deflate as engines  # (the argument "deflate" is the ENGINE[:LEVEL] text)
@@ -293,14 +294,14 @@ def _write_rows(fasta: str, L: int, read_block: int, chunks_per_task: int, write
 
 
 def _write_small_lzf(datasets: tuple, layout: Layout) -> None:
-    """data/species, data/seqids and data/start_ends of an lzf file, each in one h5py write."""
+    """data/species, data/seqids and data/start_ends of an lzf file (one-row chunks: ROW_BLOCK rows per write)."""
     _, d_species, d_seqids, d_se = datasets
     n_rows = layout.n_rows
     for d in (d_species, d_seqids, d_se):
         d.resize((n_rows,) + d.shape[1:])
-    d_species[:] = np.full(n_rows, layout.species, dtype="S25")
-    d_seqids[:] = layout.seqids()
-    d_se[:] = layout.start_ends()
+    write_rows(d_species, np.full(n_rows, layout.species, dtype="S25"))
+    write_rows(d_seqids, layout.seqids())
+    write_rows(d_se, layout.start_ends())
 
 
 def _write_attrs(f, input_path, L: int, species: str, deflated: tuple[str, int] | None, compression: str) -> None:

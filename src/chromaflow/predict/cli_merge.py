@@ -118,7 +118,8 @@ def _write_merged(out_path: str, force: bool, ordered: list, ref, total: int) ->
     import h5py
     import numpy as np
 
-    from .h5io import create_predictions, read_rows
+    from ..genome.h5rows import read_rows
+    from .h5io import create_predictions
 
     p0 = ref["prediction/predictions"]
     length, d = p0.shape[1], p0.shape[2]

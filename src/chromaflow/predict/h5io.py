@@ -7,6 +7,7 @@ import h5py
 import numpy as np
 
 from ..common import ChromaflowError, open_h5_input
+from ..genome.h5rows import read_rows, write_rows
 from ..genome.layout import input_fingerprint
 
 #: root attributes of a shard file (absent from a complete predictions file)
@@ -37,25 +38,6 @@ def open_input(path: str) -> tuple[h5py.File, InputInfo]:
         raise ChromaflowError(f"{path}: corrupt or truncated HDF5 file ({str(exc).splitlines()[0]})") from None
     return fh, info
 
-
-#: rows per read or write of a one-row-chunked dataset (seqids, start_ends: chunks (1,) as Predmoter writes them).
-#: HDF5 builds a record for every chunk one call touches (~1-3 KB each): a whole 400k-row dataset at once took
-#: 2.9 GB in predict-merge (the scale benchmark's 400 Mbp run); blocks keep that to one block's chunks.
-ROW_BLOCK = 4096
-
-
-def read_rows(ds: h5py.Dataset) -> np.ndarray:
-    """All of ``ds`` (rows along axis 0), read ROW_BLOCK rows at a time."""
-    out = np.empty(ds.shape, dtype=ds.dtype)
-    for a in range(0, ds.shape[0], ROW_BLOCK):
-        out[a:a + ROW_BLOCK] = ds[a:a + ROW_BLOCK]
-    return out
-
-
-def write_rows(ds: h5py.Dataset, values: np.ndarray) -> None:
-    """``ds[:] = values``, ROW_BLOCK rows at a time."""
-    for a in range(0, len(values), ROW_BLOCK):
-        ds[a:a + ROW_BLOCK] = values[a:a + ROW_BLOCK]
 
 def _inspect(fh: h5py.File, path: str) -> InputInfo:
     for name in ("data/X", "data/seqids", "data/start_ends"):

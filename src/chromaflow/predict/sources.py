@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..common import ChromaflowError, part_bounds
+from ..genome.h5rows import read_rows
 
 
 class InputSource:
@@ -81,7 +82,8 @@ class H5Source(InputSource):
         cfg.check_length(self.L, self.path)
 
     def rows(self, start: int, end: int | None) -> tuple[np.ndarray, np.ndarray]:
-        return self.fh["data/seqids"][start:end], self.fh["data/start_ends"][start:end]
+        return (read_rows(self.fh["data/seqids"], start, end),
+                read_rows(self.fh["data/start_ends"], start, end))
 
     def fingerprint(self) -> str:
         return self._fingerprint

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..common import ChromaflowError, Progress
+from ..genome.h5rows import read_rows
 from .data import StreamingDataset, scan_file
 from .losses import row_stats
 
@@ -75,8 +76,8 @@ class _Tally:
         self.present = [j for j, d in enumerate(model_datasets) if d in info.datasets]
         self.sums = np.zeros((3, len(model_datasets)), dtype=np.float64)  # loss, Pearson, chunks
         with h5py.File(path, "r") as fh:
-            self.seqids = [s.decode("ascii", "replace") for s in fh["data/seqids"][()]]
-            self.start_ends = np.asarray(fh["data/start_ends"][()], dtype=np.int64)
+            self.seqids = [s.decode("ascii", "replace") for s in read_rows(fh["data/seqids"])]
+            self.start_ends = read_rows(fh["data/start_ends"]).astype(np.int64)
         self.best: dict[int, tuple] = {}
         self.stride = max(1, int(math.ceil(len(info.keep) * info.length / max(sample_per_dataset, 1))))
         self.samples: dict[int, tuple[list, list]] = {j: ([], []) for j in self.present}
