@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import dataclass
 
 from ..common import (ChromaflowError, OutputExistsError, StageMetrics, add_run_options, atomic_output,
                       check_outputs, open_h5_input)
@@ -20,20 +21,50 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_run_options(p, metrics=True, force=True)
 
 
-def _read_shard(path: str):
+@dataclass(frozen=True)
+class _Shard:
+    """What the merge needs of one shard file, read once; the file itself is reopened only for its copy."""
+    path: str
+    index: int
+    count: int
+    total: int
+    row_start: int
+    row_end: int
+    key: tuple  # what must equal across the shards (_shard_key)
+    length: int
+    datasets: list
+    species0: bytes
+    model_name: str
+
+
+def _read_shard(path: str) -> _Shard:
+    """The shard's attributes and layout, checked; the file is closed again (a merge of many shards holds one open
+    at a time: each open file keeps HDF5 caches, ~7 MB a shard at 1.2 Gbp)."""
     from .h5io import SHARD_ATTRS
 
     fh = open_h5_input(path, "shard file")
-    missing = [a for a in SHARD_ATTRS if a not in fh.attrs]
-    if missing:
+    try:
+        missing = [a for a in SHARD_ATTRS if a not in fh.attrs]
+        if missing:
+            raise ChromaflowError(f"{path}: not a predict shard file (root attribute {missing[0]} missing)")
+        for name in ("prediction/predictions", "prediction/model_name", "prediction/datasets", "data/seqids",
+                     "data/start_ends", "data/species"):
+            if name not in fh:
+                raise ChromaflowError(f"{path}: dataset {name} missing")
+        a = fh.attrs
+        pred = fh["prediction/predictions"]
+        shard = _Shard(path=path, index=int(a["chromaflow_shard_index"]), count=int(a["chromaflow_shard_count"]),
+                       total=int(a["chromaflow_total_rows"]), row_start=int(a["chromaflow_row_start"]),
+                       row_end=int(a["chromaflow_row_end"]), key=_shard_key(fh), length=int(pred.shape[1]),
+                       datasets=[x.decode() for x in fh["prediction/datasets"][()]],
+                       species0=bytes(fh["data/species"].fillvalue),
+                       model_name=bytes(fh["prediction/model_name"].fillvalue).decode("utf-8", "replace"))
+        if pred.shape[0] != shard.row_end - shard.row_start:
+            raise ChromaflowError(f"{path}: holds {pred.shape[0]} rows, attributes say "
+                                  f"{shard.row_start}-{shard.row_end}")
+        return shard
+    finally:
         fh.close()
-        raise ChromaflowError(f"{path}: not a predict shard file (root attribute {missing[0]} missing)")
-    for name in ("prediction/predictions", "prediction/model_name", "prediction/datasets", "data/seqids",
-                 "data/start_ends", "data/species"):
-        if name not in fh:
-            fh.close()
-            raise ChromaflowError(f"{path}: dataset {name} missing")
-    return fh
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,22 +72,13 @@ def run(args: argparse.Namespace) -> int:
     if os.path.exists(args.out) and not args.force:
         raise OutputExistsError(f"{args.out}: output exists (use --force to overwrite)")
     with StageMetrics("predict-merge", args.metrics, threads=1) as metrics:
-        files = []
-        try:
-            for path in args.shards:
-                files.append((path, _read_shard(path)))
-            ref = files[0][1]
-            count = int(ref.attrs["chromaflow_shard_count"])
-            total = int(ref.attrs["chromaflow_total_rows"])
-            by_index = _index_shards(files, count, total)
-            _check_coverage(by_index, count, total)
-            ordered = [by_index[i][1] for i in range(1, count + 1)]
-            length = ref["prediction/predictions"].shape[1]
-            _write_merged(args.out, args.force, ordered, ref, total)
-            metrics.set(shards=count, subsequences=total, bp_rows=total * length)
-        finally:
-            for _, fh in files:
-                fh.close()
+        shards = [_read_shard(path) for path in args.shards]
+        ref = shards[0]
+        by_index = _index_shards(shards)
+        _check_coverage(by_index, ref.count, ref.total)
+        ordered = [by_index[i] for i in range(1, ref.count + 1)]
+        _write_merged(args.out, args.force, ordered)
+        metrics.set(shards=ref.count, subsequences=ref.total, bp_rows=ref.total * ref.length)
     return 0
 
 
@@ -68,78 +90,67 @@ def _shard_key(fh) -> tuple:
             tuple(fh["prediction/datasets"][()]), fh["prediction/predictions"].shape[1:], fh["data/species"].fillvalue)
 
 
-def _index_shards(files: list, count: int, total: int) -> dict:
-    """{shard index: (path, file)}, each shard checked against the first one and against its own rows."""
-    ref_path, ref = files[0]
-    key0 = _shard_key(ref)
-    by_index: dict = {}
-    for path, fh in files:
-        a = fh.attrs
-        key = _shard_key(fh)
-        if key[0] != key0[0]:
-            raise ChromaflowError(f"{path}: shard of a different input than {ref_path}")
-        if int(a["chromaflow_shard_count"]) != count or int(a["chromaflow_total_rows"]) != total:
-            raise ChromaflowError(f"{path}: shard of {int(a['chromaflow_shard_count'])} / "
-                                  f"{int(a['chromaflow_total_rows'])} rows, but {ref_path} is of {count} / {total}")
-        if key[1:3] != key0[1:3]:
-            raise ChromaflowError(f"{path}: shard of a different model than {ref_path}")
-        if key[3:] != key0[3:]:
-            raise ChromaflowError(f"{path}: datasets/chunk length/species differ from {ref_path}")
-        idx = int(a["chromaflow_shard_index"])
-        if idx in by_index:
-            raise ChromaflowError(f"{path}: shard {idx}/{count} given twice (also {by_index[idx][0]})")
-        rows = (int(a["chromaflow_row_start"]), int(a["chromaflow_row_end"]))
-        if fh["prediction/predictions"].shape[0] != rows[1] - rows[0]:
-            raise ChromaflowError(f"{path}: holds {fh['prediction/predictions'].shape[0]} rows, "
-                                  f"attributes say {rows[0]}-{rows[1]}")
-        by_index[idx] = (path, fh)
+def _index_shards(shards: list[_Shard]) -> dict[int, _Shard]:
+    """{shard index: shard}, each shard checked against the first one."""
+    ref = shards[0]
+    by_index: dict[int, _Shard] = {}
+    for sh in shards:
+        if sh.key[0] != ref.key[0]:
+            raise ChromaflowError(f"{sh.path}: shard of a different input than {ref.path}")
+        if sh.count != ref.count or sh.total != ref.total:
+            raise ChromaflowError(f"{sh.path}: shard of {sh.count} / {sh.total} rows, but {ref.path} is of "
+                                  f"{ref.count} / {ref.total}")
+        if sh.key[1:3] != ref.key[1:3]:
+            raise ChromaflowError(f"{sh.path}: shard of a different model than {ref.path}")
+        if sh.key[3:] != ref.key[3:]:
+            raise ChromaflowError(f"{sh.path}: datasets/chunk length/species differ from {ref.path}")
+        if sh.index in by_index:
+            raise ChromaflowError(f"{sh.path}: shard {sh.index}/{sh.count} given twice "
+                                  f"(also {by_index[sh.index].path})")
+        by_index[sh.index] = sh
     return by_index
 
 
-def _check_coverage(by_index: dict, count: int, total: int) -> None:
+def _check_coverage(by_index: dict[int, _Shard], count: int, total: int) -> None:
     """Shards 1..count all present, each starting where the one before ended, together rows 0..total."""
     absent = [i for i in range(1, count + 1) if i not in by_index]
     if absent:
         raise ChromaflowError(f"incomplete shard set: shard(s) {', '.join(f'{i}/{count}' for i in absent)} missing")
     expect = 0
     for i in range(1, count + 1):
-        path, fh = by_index[i]
-        start, end = int(fh.attrs["chromaflow_row_start"]), int(fh.attrs["chromaflow_row_end"])
-        if start != expect:
-            raise ChromaflowError(f"{path}: shard {i}/{count} starts at row {start}, expected {expect} "
+        sh = by_index[i]
+        if sh.row_start != expect:
+            raise ChromaflowError(f"{sh.path}: shard {i}/{count} starts at row {sh.row_start}, expected {expect} "
                                   "(gap or overlap)")
-        expect = end
+        expect = sh.row_end
     if expect != total:
         raise ChromaflowError(f"shards cover rows 0-{expect}, input has {total}")
 
 
-def _write_merged(out_path: str, force: bool, ordered: list, ref, total: int) -> None:
-    """The merged predictions h5 (atomically): rows of the shards in order, compressed chunks copied as they are."""
+def _write_merged(out_path: str, force: bool, ordered: list[_Shard]) -> None:
+    """The merged predictions h5 (atomically): rows of the shards in order, compressed chunks copied as they are,
+    one shard file open at a time."""
     import h5py
-    import numpy as np
 
-    from ..genome.h5rows import read_rows
+    from ..genome.h5rows import read_rows, write_rows
     from .h5io import create_predictions
 
-    p0 = ref["prediction/predictions"]
-    length, d = p0.shape[1], p0.shape[2]
+    ref = ordered[0]
     with atomic_output(out_path, force=force) as tmp:
         with h5py.File(tmp, "w") as out:
-            seqids = np.concatenate([read_rows(fh["data/seqids"]) for fh in ordered])
-            start_ends = np.concatenate([read_rows(fh["data/start_ends"]) for fh in ordered])
-            dset = create_predictions(
-                out, n_rows=total, length=length,
-                datasets=[x.decode() for x in ref["prediction/datasets"][()]],
-                species0=bytes(ref["data/species"].fillvalue),
-                model_name=bytes(ref["prediction/model_name"].fillvalue).decode("utf-8", "replace"),
-                seqids=seqids, start_ends=start_ends)
-            for fh in ordered:
-                src = fh["prediction/predictions"]
-                off = int(fh.attrs["chromaflow_row_start"])
-                for r in range(src.shape[0]):
-                    for j in range(d):
-                        try:
-                            mask, data = src.id.read_direct_chunk((r, 0, j))
-                        except (KeyError, OSError, RuntimeError):
-                            continue  # chunk never written: fill value (-1), same in the output
-                        dset.id.write_direct_chunk((off + r, 0, j), data, mask)
+            dset = create_predictions(out, n_rows=ref.total, length=ref.length, datasets=ref.datasets,
+                                      species0=ref.species0, model_name=ref.model_name, seqids=None, start_ends=None)
+            d = len(ref.datasets)
+            for sh in ordered:
+                with open_h5_input(sh.path, "shard file") as fh:
+                    off = sh.row_start
+                    write_rows(out["data/seqids"], read_rows(fh["data/seqids"]), start=off)
+                    write_rows(out["data/start_ends"], read_rows(fh["data/start_ends"]), start=off)
+                    src = fh["prediction/predictions"]
+                    for r in range(src.shape[0]):
+                        for j in range(d):
+                            try:
+                                mask, data = src.id.read_direct_chunk((r, 0, j))
+                            except (KeyError, OSError, RuntimeError):
+                                continue  # chunk never written: fill value (-1), same in the output
+                            dset.id.write_direct_chunk((off + r, 0, j), data, mask)
