@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import os
 import shlex
 import shutil
@@ -74,11 +75,23 @@ def _peers_ready(peers: Path, launchers: list[str]) -> str | None:
     if not (peers / "bin").is_dir():
         return f"peers kit not found at {peers}"
     for name in launchers:
-        exe = peers / "bin" / name
-        probe = {"peer-arboreto-python": ["-c", "import arboreto"], "peer-genie3-python": ["-c", "import GENIE3"]}
-        p = subprocess.run([str(exe), *probe.get(name, ["--help"])], capture_output=True, text=True)
-        if p.returncode != 0:
-            return f"{name} does not run: " + (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+        why = _probe(peers / "bin" / name)
+        if why:
+            return why
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(exe: Path) -> str | None:
+    """None if the launcher starts, else why not; once per run (predict and train share Predmoter's, genie3 and
+    scaling arboreto's: each probe is a Python start with the peer's imports)."""
+    probe = {"peer-arboreto-python": ["-c", "import arboreto"], "peer-genie3-python": ["-c", "import GENIE3"]}
+    try:
+        p = subprocess.run([str(exe), *probe.get(exe.name, ["--help"])], capture_output=True, text=True)
+    except OSError as exc:  # missing or not executable
+        return f"{exe.name} does not run: {exc.strerror}"
+    if p.returncode != 0:
+        return f"{exe.name} does not run: " + (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
     return None
 
 

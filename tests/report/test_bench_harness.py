@@ -801,3 +801,25 @@ def test_fasta_shards_table_is_rendered_from_the_newest_results(tmp_path):
     assert "| 2 MB of 5.0 MB on disk | 5 MB (1.00× the file) |" in rows["bgzip, index"]
     assert "costs 4.0× the scan's CPU" in text
     assert fsr.render(tmp_path / "none") == fsr.NO_RUN
+
+
+def test_each_peer_launcher_is_probed_once_per_run(tmp_path):
+    """Stages sharing a peer (predict and train: Predmoter; genie3 and scaling: arboreto) probe its launcher once;
+    a missing or failing launcher is one line naming it."""
+    from harness import main as M
+
+    M._probe.cache_clear()
+    log = tmp_path / "calls"
+    (tmp_path / "bin").mkdir()
+    for name, code in (("peer-ok", 0), ("peer-bad", 3)):
+        exe = tmp_path / "bin" / name
+        exe.write_text(f"#!/bin/sh\necho {name} >> '{log}'\necho 'no module named x' >&2\nexit {code}\n")
+        exe.chmod(0o755)
+    try:
+        assert M._peers_ready(tmp_path, ["peer-ok"]) is None
+        assert M._peers_ready(tmp_path, ["peer-ok"]) is None
+        assert M._peers_ready(tmp_path, ["peer-ok", "peer-bad"]) == "peer-bad does not run: no module named x"
+        assert M._peers_ready(tmp_path, ["peer-missing"]).startswith("peer-missing does not run: ")
+        assert log.read_text().split() == ["peer-ok", "peer-bad"]
+    finally:
+        M._probe.cache_clear()
