@@ -210,6 +210,8 @@ DATA_SUFFIXES = {".h5", ".bw", ".bb", ".narrowPeak", ".bed", ".gz", ".tsv", ".si
 def _h5_digest(path: Path) -> str:
     import h5py
 
+    from chromaflow.genome.h5rows import ROW_BLOCK
+
     h = hashlib.md5()
     with h5py.File(path, "r") as f:
         names: list[str] = []
@@ -217,10 +219,12 @@ def _h5_digest(path: Path) -> str:
         for n in sorted(names):
             d = f[n]
             h.update(f"{n}|{d.dtype.str}|{d.shape}|".encode())
-            row = d.dtype.itemsize * (math.prod(d.shape[1:]) if d.ndim else 1)
-            step = max(1, (64 << 20) // max(row, 1))   # rows per slice: ~64 MiB whatever the row's size
-            if d.shape and d.dtype.kind not in "OSU" and d.ndim and d.shape[0] > step:
-                for s in range(0, d.shape[0], step):   # large datasets in slices: bounded memory, the same bytes
+            if d.ndim and d.shape[0] and d.dtype.kind != "O":
+                # slices of at most ~64 MiB and ROW_BLOCK rows (seqids/start_ends have one chunk per row, and HDF5
+                # keeps a record per chunk a read touches: a whole 1.2M-row read took ~4.8 GB); the same bytes
+                row = d.dtype.itemsize * math.prod(d.shape[1:])
+                step = max(1, min(ROW_BLOCK, (64 << 20) // max(row, 1)))
+                for s in range(0, d.shape[0], step):
                     h.update(d[s:s + step].tobytes())
             else:
                 v = d[()]
