@@ -327,6 +327,10 @@ def test_shards_merge_equal_unsharded(reference_dir, tmp_path, monkeypatch, row_
     assert most[0] == 1 and not opened
     ref = predmoter(reference_dir, "pred_data_1_predictions.h5")
     assert_same_file(merged, ref)
+    # and the bytes of our unsharded run: the merge writes in its order (what the container test compares)
+    whole = tmp_path / "whole.h5"
+    run_cli("predict", "--h5", h5, "--model", model, "--out", str(whole), "--batch-size", "4")
+    assert merged.read_bytes() == whole.read_bytes()
     with h5py.File(merged) as f:
         assert f["prediction/model_name"].fillvalue == model.encode()
         assert dict(f.attrs) == {}

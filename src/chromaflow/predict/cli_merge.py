@@ -128,24 +128,31 @@ def _check_coverage(by_index: dict[int, _Shard], count: int, total: int) -> None
 
 
 def _write_merged(out_path: str, force: bool, ordered: list[_Shard]) -> None:
-    """The merged predictions h5 (atomically): rows of the shards in order, compressed chunks copied as they are,
-    one shard file open at a time."""
+    """The merged predictions h5 (atomically), one shard file open at a time: the shards' seqids and start_ends
+    (79 bytes a row, as an unsharded ``predict`` holds them), then their compressed chunks copied as they are. The
+    writes are those of an unsharded ``predict --h5`` (rows, then chunks), so the merge has its bytes."""
     import h5py
+    import numpy as np
 
-    from ..genome.h5rows import read_rows, write_rows
+    from ..genome.h5rows import read_rows
     from .h5io import create_predictions
 
     ref = ordered[0]
+    rows = {"data/seqids": [], "data/start_ends": []}
+    for sh in ordered:
+        with open_h5_input(sh.path, "shard file") as fh:
+            for name, parts in rows.items():
+                parts.append(read_rows(fh[name]))
     with atomic_output(out_path, force=force) as tmp:
         with h5py.File(tmp, "w") as out:
             dset = create_predictions(out, n_rows=ref.total, length=ref.length, datasets=ref.datasets,
-                                      species0=ref.species0, model_name=ref.model_name, seqids=None, start_ends=None)
+                                      species0=ref.species0, model_name=ref.model_name,
+                                      seqids=np.concatenate(rows["data/seqids"]),
+                                      start_ends=np.concatenate(rows["data/start_ends"]))
+            del rows
             d = len(ref.datasets)
             for sh in ordered:
                 with open_h5_input(sh.path, "shard file") as fh:
-                    off = sh.row_start
-                    write_rows(out["data/seqids"], read_rows(fh["data/seqids"]), start=off)
-                    write_rows(out["data/start_ends"], read_rows(fh["data/start_ends"]), start=off)
                     src = fh["prediction/predictions"]
                     for r in range(src.shape[0]):
                         for j in range(d):
@@ -153,4 +160,4 @@ def _write_merged(out_path: str, force: bool, ordered: list[_Shard]) -> None:
                                 mask, data = src.id.read_direct_chunk((r, 0, j))
                             except (KeyError, OSError, RuntimeError):
                                 continue  # chunk never written: fill value (-1), same in the output
-                            dset.id.write_direct_chunk((off + r, 0, j), data, mask)
+                            dset.id.write_direct_chunk((sh.row_start + r, 0, j), data, mask)
