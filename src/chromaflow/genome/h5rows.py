@@ -26,8 +26,8 @@ def read_rows(ds: h5py.Dataset, start: int = 0, stop: int | None = None) -> np.n
     return out
 
 
-def write_rows(ds: h5py.Dataset, values: np.ndarray, start: int = 0) -> None:
-    """``ds[start:start + len(values)] = values``, ROW_BLOCK rows per write."""
+def write_rows(ds: h5py.Dataset, values: np.ndarray) -> None:
+    """``ds[:len(values)] = values``, ROW_BLOCK rows per write."""
     for a in range(0, len(values), ROW_BLOCK):
         b = min(a + ROW_BLOCK, len(values))
-        ds[start + a:start + b] = values[a:b]
+        ds[a:b] = values[a:b]

@@ -10,9 +10,13 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..common import (ChromaflowError, OutputExistsError, StageMetrics, add_run_options, atomic_output,
                       check_outputs, open_h5_input)
+
+if TYPE_CHECKING:  # numpy is imported when a merge runs, not for --help
+    import numpy as np
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,9 +25,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_run_options(p, metrics=True, force=True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Shard:
-    """What the merge needs of one shard file, read once; the file itself is reopened only for its copy."""
+    """What the merge needs of one shard file, read once (its rows' seqids and start_ends included: 79 bytes a row,
+    as an unsharded ``predict`` holds them); the file itself is reopened only for its chunks' copy."""
     path: str
     index: int
     count: int
@@ -35,11 +40,14 @@ class _Shard:
     datasets: list
     species0: bytes
     model_name: str
+    seqids: np.ndarray
+    start_ends: np.ndarray
 
 
 def _read_shard(path: str) -> _Shard:
-    """The shard's attributes and layout, checked; the file is closed again (a merge of many shards holds one open
-    at a time: each open file keeps HDF5 caches, ~7 MB a shard at 1.2 Gbp)."""
+    """The shard's attributes, layout and rows, checked; the file is closed again (a merge of many shards holds one
+    open at a time: each open file keeps HDF5 caches, ~7 MB a shard at 1.2 Gbp)."""
+    from ..genome.h5rows import read_rows
     from .h5io import SHARD_ATTRS
 
     fh = open_h5_input(path, "shard file")
@@ -58,7 +66,8 @@ def _read_shard(path: str) -> _Shard:
                        row_end=int(a["chromaflow_row_end"]), key=_shard_key(fh), length=int(pred.shape[1]),
                        datasets=[x.decode() for x in fh["prediction/datasets"][()]],
                        species0=bytes(fh["data/species"].fillvalue),
-                       model_name=bytes(fh["prediction/model_name"].fillvalue).decode("utf-8", "replace"))
+                       model_name=bytes(fh["prediction/model_name"].fillvalue).decode("utf-8", "replace"),
+                       seqids=read_rows(fh["data/seqids"]), start_ends=read_rows(fh["data/start_ends"]))
         if pred.shape[0] != shard.row_end - shard.row_start:
             raise ChromaflowError(f"{path}: holds {pred.shape[0]} rows, attributes say "
                                   f"{shard.row_start}-{shard.row_end}")
@@ -128,28 +137,21 @@ def _check_coverage(by_index: dict[int, _Shard], count: int, total: int) -> None
 
 
 def _write_merged(out_path: str, force: bool, ordered: list[_Shard]) -> None:
-    """The merged predictions h5 (atomically), one shard file open at a time: the shards' seqids and start_ends
-    (79 bytes a row, as an unsharded ``predict`` holds them), then their compressed chunks copied as they are. The
-    writes are those of an unsharded ``predict --h5`` (rows, then chunks), so the merge has its bytes."""
+    """The merged predictions h5 (atomically): the shards' seqids and start_ends, then their compressed chunks
+    copied as they are, one shard file open at a time. The writes are those of an unsharded ``predict --h5`` (rows,
+    then chunks), so the merge has its bytes."""
     import h5py
     import numpy as np
 
-    from ..genome.h5rows import read_rows
     from .h5io import create_predictions
 
     ref = ordered[0]
-    rows = {"data/seqids": [], "data/start_ends": []}
-    for sh in ordered:
-        with open_h5_input(sh.path, "shard file") as fh:
-            for name, parts in rows.items():
-                parts.append(read_rows(fh[name]))
     with atomic_output(out_path, force=force) as tmp:
         with h5py.File(tmp, "w") as out:
             dset = create_predictions(out, n_rows=ref.total, length=ref.length, datasets=ref.datasets,
                                       species0=ref.species0, model_name=ref.model_name,
-                                      seqids=np.concatenate(rows["data/seqids"]),
-                                      start_ends=np.concatenate(rows["data/start_ends"]))
-            del rows
+                                      seqids=np.concatenate([sh.seqids for sh in ordered]),
+                                      start_ends=np.concatenate([sh.start_ends for sh in ordered]))
             d = len(ref.datasets)
             for sh in ordered:
                 with open_h5_input(sh.path, "shard file") as fh:

@@ -64,11 +64,9 @@ def _inspect(fh: h5py.File, path: str) -> InputInfo:
 
 
 def create_predictions(fh: h5py.File, *, n_rows: int, length: int, datasets: list[str], species0: bytes,
-                       model_name: str, seqids: np.ndarray | None, start_ends: np.ndarray | None,
-                       level: int = 9) -> h5py.Dataset:
+                       model_name: str, seqids: np.ndarray, start_ends: np.ndarray, level: int = 9) -> h5py.Dataset:
     """Create Predmoter's predictions layout in an open, empty file; return prediction/predictions.
-    ``level``: the deflate level the predictions' chunks are written with (Predmoter: 9), declared in the filter.
-    ``seqids``/``start_ends`` None: the caller writes those rows itself (predict-merge, a shard at a time)."""
+    ``level``: the deflate level the predictions' chunks are written with (Predmoter: 9), declared in the filter."""
     d = len(datasets)
     data = fh.create_group("data")
     pred = fh.create_group("prediction")
@@ -77,7 +75,7 @@ def create_predictions(fh: h5py.File, *, n_rows: int, length: int, datasets: lis
                         fillvalue=np.bytes_(species0[:50]))
     sq = data.create_dataset("seqids", shape=(n_rows,), dtype="S50", chunks=(1,), maxshape=(None,))
     se = data.create_dataset("start_ends", shape=(n_rows, 2), dtype="int64", chunks=(1, 2), maxshape=(None, 2))
-    if n_rows and seqids is not None:
+    if n_rows:
         write_rows(sq, np.asarray(seqids).astype("S50"))
         write_rows(se, np.asarray(start_ends).astype("int64"))
     preds = pred.create_dataset("predictions", shape=(n_rows, length, d), dtype="int64", chunks=(1, length, 1),
