@@ -572,6 +572,31 @@ def test_bigwig_writer(tmp_path, mean_len, gaps, threads):
         assert int(recs["count"].sum()) == len(allv)
 
 
+def test_bigwig_writer_many_chromosomes(tmp_path):
+    """A draft assembly's contig count: 70,000 chromosomes make a chromosome B+ tree of three levels (256 keys a
+    node), whose inner nodes point at their children by absolute file offset. Both readers find every
+    chromosome and its intervals (before the fix, any file with more than 256 chromosomes did not open)."""
+    sizes = [(f"ctg{i:05d}", 1000 + i % 7) for i in range(70_000)]
+    path = tmp_path / "many.bw"
+    w = bigwigfile.BigWigWriter(path, sizes)
+    for i, (c, _) in enumerate(sizes):
+        if i % 3 == 0:
+            w.write(c, np.array([i % 500]), np.array([600]), np.array([i], np.float32))
+    w.close()
+    bw = pyBigWig.open(str(path))
+    try:
+        assert list(bw.chroms().items()) == sizes
+        for i in (0, 255, 256, 65_535, 65_536, 69_999):
+            want = ((i % 500, 600, float(i)),) if i % 3 == 0 else None
+            assert bw.intervals(sizes[i][0]) == want, i
+    finally:
+        bw.close()
+    pybigtools = pytest.importorskip("pybigtools")
+    f = pybigtools.open(str(path))
+    assert f.chroms() == dict(sizes)
+    assert [tuple(x) for x in f.records("ctg69999")] == [(69999 % 500, 600, 69999.0)]
+
+
 def test_fallback_paths_equal(reference_dir, tmp_path):
     """zlib instead of libdeflate, the h5py reader (other chunking, or forced), and the numpy bedGraph formatter
     (no C compiler) give identical output."""

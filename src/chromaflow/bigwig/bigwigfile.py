@@ -80,8 +80,10 @@ def _level_sizes(n: int, block: int) -> list[int]:
     return sizes
 
 
-def chrom_tree(names: list[str], sizes: list[int]) -> bytes:
-    """Chromosome B+ tree: keys sorted bytewise (lookups binary-search them), values (id, size), id = file order."""
+def chrom_tree(names: list[str], sizes: list[int], file_offset: int) -> bytes:
+    """Chromosome B+ tree written at ``file_offset``: keys sorted bytewise (lookups binary-search them), values
+    (id, size), id = file order. Over 256 chromosomes the tree has inner nodes, whose child offsets are absolute
+    file offsets (readers seek to them)."""
     keys = [n.encode() for n in names]
     n = len(keys)
     key_size = max(1, max((len(k) for k in keys), default=1))
@@ -91,13 +93,13 @@ def chrom_tree(names: list[str], sizes: list[int]) -> bytes:
     levels = _level_sizes(n, block)
     leaf_bytes = 4 + block * (key_size + 8)
     # every node is padded to `block` slots, so node offsets follow from their index
-    base = 32
+    base = file_offset + 32
     level_start = []
     pos = base
     for cnt in levels:
         level_start.append(pos)
         pos += cnt * leaf_bytes  # leaf and non-leaf slots are both key_size + 8 bytes
-    items_per_node = [block ** (len(levels) - 1 - d) for d in range(len(levels))]  # items under one node
+    items_per_node = [block ** (len(levels) - d) for d in range(len(levels))]  # items under one node (at most)
     for d, cnt in enumerate(levels):
         leaf = d == len(levels) - 1
         span = items_per_node[d]
@@ -382,7 +384,7 @@ class BigWigWriter:
         self.fh = open(self.path, "wb")
         self.fh.write(b"\0" * (HEADER_BYTES + ZOOM_SLOTS * 24 + SUMMARY_BYTES))
         self.chrom_tree_offset = self.fh.tell()
-        self.fh.write(chrom_tree(self.names, self.sizes))
+        self.fh.write(chrom_tree(self.names, self.sizes, self.chrom_tree_offset))
         self.data_offset = self.fh.tell()
         self.fh.write(b"\0" * 8)  # block count, filled in at close
         self.count = 0  # intervals written
