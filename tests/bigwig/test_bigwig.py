@@ -11,12 +11,9 @@ import gzip
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
-import zlib
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,7 +21,7 @@ import pytest
 pyBigWig = pytest.importorskip("pyBigWig")
 
 from helpers.bigwig_helpers import (bg_intervals, bg_text, bw_intervals, compare_with_ties, intervals,  # noqa: E402
-                            smoothing_ties)
+                            smoothing_ties, zoom_levels)
 from chromaflow import bigwig  # noqa: E402
 from chromaflow.bigwig import bedgraph as bgmod  # noqa: E402
 from chromaflow.bigwig import bigwigfile  # noqa: E402
@@ -503,25 +500,6 @@ def test_runs_and_merge():
     assert [x.tolist() for x in out] == [[2, 7], [7, 8], [2.0, 3.0]]
 
 
-def _zoom_levels(path: Path):
-    """(total summary, [(reduction, records)]) read straight from the file (every zoom block inflated)."""
-    b = path.read_bytes()
-    nz = struct.unpack_from("<H", b, 6)[0]
-    so = struct.unpack_from("<Q", b, 0x2C)[0]
-    levels = []
-    for z in range(nz):
-        red, _, zdo, zio = struct.unpack_from("<IIQQ", b, 64 + 24 * z)
-        nb = struct.unpack_from("<I", b, zdo)[0]
-        pos = zdo + 4
-        recs = []
-        for _ in range(nb):  # the blocks follow each other
-            d = zlib.decompressobj()
-            recs.append(np.frombuffer(d.decompress(b[pos:]), dtype=bigwigfile.RECORD))
-            pos = len(b) - len(d.unused_data)
-        levels.append((red, np.concatenate(recs)))
-    return struct.unpack_from("<Qdddd", b, so), levels
-
-
 @pytest.mark.parametrize("mean_len,gaps,threads", [(1.5, False, 2), (3, False, 0), (30, True, 2), (3000, True, 0)])
 def test_bigwig_writer(tmp_path, mean_len, gaps, threads):
     """Our writer: pyBigWig and pybigtools read back exactly the intervals written (pieces of any size,
@@ -555,7 +533,7 @@ def test_bigwig_writer(tmp_path, mean_len, gaps, threads):
     pybigtools = pytest.importorskip("pybigtools")
     f = pybigtools.open(str(path))
     assert {c: [tuple(x) for x in f.records(c)] for c in want} == want
-    summary, levels = _zoom_levels(path)
+    summary, levels = zoom_levels(path)
     allv = np.concatenate([np.repeat(v.astype(np.float64), e - s) for _, s, e, v in data])
     assert summary == (len(allv), allv.min(), allv.max(), allv.sum(), (allv ** 2).sum())
     assert len(levels) >= 2 and levels[0][0] == 16 * max(1, int(np.mean(np.concatenate([e - s for _, s, e, _ in data]))))

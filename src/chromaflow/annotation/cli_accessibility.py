@@ -11,8 +11,6 @@ See docs/networks.md.
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -178,7 +176,7 @@ def bed_text(gw: GeneWindows, pct: np.ndarray) -> str:
                    for i, g in enumerate(gw.genes))
 
 
-#: UCSC's autoSql of BED6 (without it pybigtools declares bed3, and a hub's "type bigBed 6" would not match)
+#: UCSC's autoSql of BED6 (a hub's "type bigBed 6" expects it)
 BED6_AUTOSQL = """table bed6
 "Browser extensible data: the promoter windows of chromaflow gene-accessibility"
     (
@@ -193,18 +191,13 @@ BED6_AUTOSQL = """table bed6
 
 
 def write_bigbed(path: Path, sizes: dict[str, int], bed: str) -> None:
-    """The BED6 text as a bigBed (pybigtools; rows sorted by chromosome name bytes then start, as bigBed wants
-    them: the same sort its chromosome list has)."""
-    import pybigtools
+    """The BED6 text as a bigBed 6 (bigwig/bigbedfile.py; rows sorted by chromosome name bytes then start, as
+    bigBed wants them: the same sort its chromosome list has)."""
+    from ..bigwig.bigbedfile import write_bigbed as write
 
     rows = [ln.split("\t", 3) for ln in bed.splitlines()]
     rows.sort(key=lambda r: (r[0].encode(), int(r[1]), int(r[2]), r[3]))
-    chroms = dict(sorted(sizes.items(), key=lambda x: x[0].encode()))
-    # pybigtools picks the format from the name's extension, which the temporary lacks
-    with tempfile.TemporaryDirectory(dir=path.parent, prefix=f".{path.name}.") as d:
-        bb = pybigtools.open(os.path.join(d, "promoters.bb"), "w")
-        bb.write(chroms, ((r[0], int(r[1]), int(r[2]), r[3]) for r in rows), autosql=BED6_AUTOSQL)
-        os.replace(os.path.join(d, "promoters.bb"), path)
+    write(path, list(sizes.items()), lambda: ((r[0], int(r[1]), int(r[2]), r[3]) for r in rows), BED6_AUTOSQL, 6, 6)
 
 
 def run(args: argparse.Namespace) -> int:

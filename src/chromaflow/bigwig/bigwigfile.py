@@ -135,9 +135,13 @@ def rtree(chrom0: np.ndarray, start: np.ndarray, chrom1: np.ndarray, end: np.nda
     for cnt, nb in zip(levels, node_bytes):
         level_start.append(pos)
         pos += cnt * nb
+    # a node's box ends at the largest (chrom, end) below it: not always its last child's when items overlap
+    # (bigBed features); for the sorted, disjoint blocks of a bigWig it is the last one's
+    end_key = (np.asarray(chrom1, np.uint64) << np.uint64(32)) | np.asarray(end, np.uint64)
     if n:
-        hdr = struct.pack("<IIQIIIIQII", RTREE_MAGIC, B, n, int(chrom0[0]), int(start[0]), int(chrom1[-1]),
-                          int(end[-1]), end_of_data, items_per_slot, 0)
+        top = int(end_key.max())
+        hdr = struct.pack("<IIQIIIIQII", RTREE_MAGIC, B, n, int(chrom0[0]), int(start[0]), top >> 32,
+                          top & 0xFFFFFFFF, end_of_data, items_per_slot, 0)
     else:
         hdr = struct.pack("<IIQIIIIQII", RTREE_MAGIC, B, 0, 0, 0, 0, 0, end_of_data, items_per_slot, 0)
     out = [hdr]
@@ -145,10 +149,11 @@ def rtree(chrom0: np.ndarray, start: np.ndarray, chrom1: np.ndarray, end: np.nda
     boxes = [(np.asarray(chrom0, np.uint32), np.asarray(start, np.uint32), np.asarray(chrom1, np.uint32),
               np.asarray(end, np.uint32))]
     for _ in range(len(levels) - 1):
-        c0, s, c1, e = boxes[-1]
+        c0, s, _, _ = boxes[-1]
         first = np.arange(0, len(s), B)
-        last = np.minimum(first + B, len(s)) - 1
-        boxes.append((c0[first], s[first], c1[last], e[last]))
+        end_key = np.maximum.reduceat(end_key, first)
+        boxes.append((c0[first], s[first], (end_key >> np.uint64(32)).astype(np.uint32),
+                      (end_key & np.uint64(0xFFFFFFFF)).astype(np.uint32)))
     boxes = boxes[::-1]  # root level first; boxes[d] are the items of the nodes at level d
     for d, cnt in enumerate(levels):
         c0, s, c1, e = boxes[d] if d < len(boxes) else (np.empty(0, np.uint32),) * 4

@@ -1,18 +1,17 @@
 """Peaks in the genome-browser files ``chromaflow bigwig`` wrote (``--browser-dir``): the narrowPeak as a feature
-track of igv_session.xml and, where the UCSC hub exists, a bigNarrowPeak (bigBed 6+4, pybigtools) stanza in
+track of igv_session.xml and, where the UCSC hub exists, a bigNarrowPeak (bigBed 6+4, bigbedfile.py) stanza in
 trackDb.txt. Existing entries of the same file are replaced, so a rerun does not add a second track."""
 from __future__ import annotations
 
 import os
 import re
-import struct
-import tempfile
 from pathlib import Path
 from urllib.parse import quote
 from xml.sax.saxutils import quoteattr
 
+from ..bigwig.bigbedfile import bed_rows, write_bigbed
 from ..bigwig.browser import URL_SAFE, track_ident
-from ..common import ChromaflowError, atomic_output, naming_errors, write_texts_atomic
+from ..common import ChromaflowError, write_texts_atomic
 
 
 def bigbed_name(narrowpeak: str) -> str:
@@ -20,8 +19,7 @@ def bigbed_name(narrowpeak: str) -> str:
     return base + ".bb"
 
 
-#: UCSC's bigNarrowPeak.as (BED6+4): without it pybigtools declares bed3, which a hub's "type bigNarrowPeak" does
-#: not match
+#: UCSC's bigNarrowPeak.as (BED6+4): a hub's "type bigNarrowPeak" expects it
 BIGNARROWPEAK_AUTOSQL = """table bigNarrowPeak
 "BED6+4 Peaks of signal enrichment based on pooled, normalized (interpreted) data."
     (
@@ -37,29 +35,15 @@ BIGNARROWPEAK_AUTOSQL = """table bigNarrowPeak
     int   peak;         "Point-source called for this peak; 0-based offset from chromStart. Set to -1 if no point-source called."
     )
 """
-#: the bbi header's definedFieldCount (uint16 at byte 34: after magic, version, zoom levels, three offsets and
-#: fieldCount); BED6+4 defines 6 standard fields, as UCSC's bedToBigBed -type=bed6+4 writes
-DEFINED_FIELD_COUNT_AT, BED_DEFINED_FIELDS = 34, 6
+#: BED6+4: 10 fields of which 6 are BED's, as UCSC's bedToBigBed -type=bed6+4 writes them
+NARROWPEAK_FIELDS, BED_DEFINED_FIELDS = 10, 6
 
 
-def write_bignarrowpeak(path: Path, chroms: list[tuple[str, int]], lines: list[list[str]]) -> None:
-    """bigBed of the narrowPeak rows (chromosome order of ``chroms``, as bigBed wants the rows sorted the same way
-    its chromosome list is), with UCSC's bigNarrowPeak autoSql and its 6 defined fields."""
-    import pybigtools
-
-    order = {c: i for i, (c, _) in enumerate(sorted(chroms, key=lambda x: x[0].encode()))}
-    rows = sorted(lines, key=lambda r: (order[r[0]], int(r[1])))
-    with atomic_output(path) as tmp, naming_errors(path):
-        # pybigtools picks the format from the name's extension, which the .part temporary lacks
-        with tempfile.TemporaryDirectory(dir=tmp.parent, prefix=f".{path.name}.") as d:
-            bb = pybigtools.open(os.path.join(d, "peaks.bb"), "w")
-            bb.write(dict(sorted(chroms, key=lambda x: x[0].encode())),
-                     ((r[0], int(r[1]), int(r[2]), "\t".join(r[3:])) for r in rows), autosql=BIGNARROWPEAK_AUTOSQL)
-            # pybigtools counts every autoSql field as defined (10); the format's own value for bed6+4 is 6
-            with open(os.path.join(d, "peaks.bb"), "r+b") as fh:
-                fh.seek(DEFINED_FIELD_COUNT_AT)
-                fh.write(struct.pack("<H", BED_DEFINED_FIELDS))
-            os.replace(os.path.join(d, "peaks.bb"), tmp)
+def write_bignarrowpeak(path: Path, chroms: list[tuple[str, int]], narrowpeak: str | os.PathLike) -> int:
+    """bigBed of the narrowPeak file's rows (sorted as write_narrowpeak writes them: chromosome name bytes, then
+    start), with UCSC's bigNarrowPeak autoSql and its 6 defined fields, streamed (bigbedfile.py)."""
+    return write_bigbed(path, chroms, lambda: bed_rows(narrowpeak), BIGNARROWPEAK_AUTOSQL, NARROWPEAK_FIELDS,
+                        BED_DEFINED_FIELDS)
 
 
 def add_to_browser_files(browser_dir: Path, narrowpeak: Path, name: str, bigbed: str | None) -> list[Path]:

@@ -153,11 +153,6 @@ def write_narrowpeak(path: Path, chroms, peaks: dict, name: str, track_line: boo
     return n
 
 
-def rows_of(path: str) -> list[list[str]]:
-    with open(path, encoding="utf-8") as fh:
-        return [ln.rstrip("\n").split("\t") for ln in fh if not ln.startswith("track")]
-
-
 def run(args: argparse.Namespace) -> int:
     cutoff = _cutoff_arg(args.cutoff)
     if args.min_length < 0:
@@ -243,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
         if args.browser_dir:
             bdir = Path(args.browser_dir)
             if bigbed is not None:
-                write_bignarrowpeak(Path(bigbed), chroms, rows_of(args.out))
+                write_bignarrowpeak(Path(bigbed), chroms, args.out)
             add_to_browser_files(bdir, Path(os.path.relpath(args.out, bdir)), name,
                                  os.path.relpath(bigbed, bdir) if bigbed else None)
             choice.update(browser_files=sorted(["igv_session.xml"] + (["trackDb.txt"] if bigbed else [])))
