@@ -1040,6 +1040,7 @@ def _scale_bounds(rec: dict, disk: bool) -> list[str]:
     from .scale import check_disk, check_task_memory
 
     bad = check_task_memory(rec["processes"])
+    bad += [f"{f}: pyBigWig cannot open it" for f in rec.get("unreadable_browser_files", [])[:5]]
     if disk:
         shard = rec["processes"].get("PREDICT", {}).get("max_wchar_bytes", 0)
         bad += check_disk(rec["peak_work_bytes"], rec["outputs_bytes"], shard)

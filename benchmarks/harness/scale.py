@@ -254,6 +254,29 @@ def output_digests(outdir: Path) -> dict[str, str]:
     return out
 
 
+def unreadable_browser_files(outdir: Path) -> list[str]:
+    """Published bigWig/bigBed files that pyBigWig (libBigWig, as IGV-like readers) cannot open or that list no
+    chromosome: a digest compares bytes between runs, not whether a browser reads them."""
+    import pyBigWig
+
+    bad = []
+    for p in sorted(outdir.rglob("*")):
+        if p.suffix in (".bw", ".bb") and p.is_file():
+            try:
+                f = pyBigWig.open(str(p))
+            except RuntimeError:
+                f = None
+            if f is None:
+                bad.append(str(p.relative_to(outdir)))
+                continue
+            try:
+                if not f.chroms():
+                    bad.append(str(p.relative_to(outdir)))
+            finally:
+                f.close()
+    return bad
+
+
 def compare_digests(a: dict[str, str], b: dict[str, str], names: tuple[str, str] = ("the resumed run",
                                                                                     "the uninterrupted run")) -> list[str]:
     bad = [f"{k}: only in {names[0] if k in a else names[1]}" for k in sorted(set(a) ^ set(b))]
@@ -448,6 +471,7 @@ def finish(rundir: Path, rec: dict) -> dict:
     rec["outputs_bytes"] = tree_bytes(outdir)
     rec["final_work_bytes"] = tree_bytes(rundir / "work")
     rec["digests"] = output_digests(outdir)
+    rec["unreadable_browser_files"] = unreadable_browser_files(outdir)
     rec["report_html_bytes"] = {str(p.relative_to(outdir)): p.stat().st_size
                                 for p in sorted(outdir.rglob("*.html")) if "pipeline_info" not in p.parts}
     rec["driver_cpu_s_per_task"] = round(rec["driver_cpu_s"] / rec["tasks"], 4) if rec.get("tasks") else None

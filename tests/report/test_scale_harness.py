@@ -198,6 +198,31 @@ def test_output_digests_compare_contents(tmp_path):
     assert S.compare_digests(S.output_digests(a), S.output_digests(b)) == ["asm/predictions/p.h5: contents differ"]
 
 
+def test_unreadable_browser_files_are_found_and_fail_the_case(quick_cases, tmp_path):
+    """A bigWig that libBigWig cannot open (here: cut short; before 9b50e98 every file of > 256 chromosomes) is
+    listed, and a listed file fails the size case; digests alone compare bytes, not readability."""
+    from chromaflow.bigwig.bigwigfile import BigWigWriter
+
+    out = tmp_path / "out" / "asm" / "tracks"
+    out.mkdir(parents=True)
+    sizes = [(f"c{i}", 1000) for i in range(300)]
+    w = BigWigWriter(out / "good.bw", sizes)
+    w.write("c299", np.array([1]), np.array([9]), np.array([1.0], np.float32))
+    w.close()
+    (out / "bad.bw").write_bytes((out / "good.bw").read_bytes()[:200])
+    assert S.unreadable_browser_files(tmp_path / "out") == ["asm/tracks/bad.bw"]
+    _, cases = quick_cases
+    d = tmp_path / "run"
+    d.mkdir()
+    rec = _scale_record(500 * MiB)
+    (d / "scale.json").write_text(json.dumps(rec))
+    assert cases["size_1Mbp"].agree({"pipeline": d})["ok"]
+    rec["unreadable_browser_files"] = ["asm/tracks/bad.bw"]
+    (d / "scale.json").write_text(json.dumps(rec))
+    ag = cases["size_1Mbp"].agree({"pipeline": d})
+    assert not ag["ok"] and "bad.bw: pyBigWig cannot open it" in ag["detail"]
+
+
 # --------------------------------------------------------------------------------------------------
 # a failed bound is a failed case; the table
 # --------------------------------------------------------------------------------------------------
