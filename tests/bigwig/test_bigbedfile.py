@@ -134,7 +134,7 @@ def test_bad_rows_one_line_error_and_no_file(tmp_path):
              "unsorted starts": [("a", 10, 15, ""), ("a", 1, 5, "")],
              "unknown chromosome": [("c", 1, 5, "")],
              "beyond the end": [("a", 990, 1001, "")],
-             "empty feature": [("a", 5, 5, "")]}
+             "end before start": [("a", 5, 4, "")]}
     for what, rows in cases.items():
         path = tmp_path / "bad.bb"
         with pytest.raises(ChromaflowError) as e:
@@ -171,3 +171,20 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
         assert len(bb.chroms()) == 50_000 and bb.entries("ctg49999", 0, 5000) == [(100, 400, "p\t0\t.")]
     finally:
         bb.close()
+
+
+def test_zero_length_features_and_no_zoom_level(tmp_path):
+    """A zero-length feature (an insertion point, as BED allows) is stored and covers nothing; a chromosome
+    shorter than the first reduction gets no zoom level, and the total summary is still the coverage depth."""
+    rows = [("a", 0, 10, "x\t0\t+"), ("a", 5, 5, "ins\t0\t+"), ("a", 5, 20, "y\t0\t-")]
+    path = tmp_path / "s.bb"
+    bigbedfile.write_bigbed(path, [("a", 50)], lambda: iter(rows), SQL, 6, 6)
+    summary, levels = zoom_levels(path)
+    assert levels == []
+    depth = np.zeros(50)
+    depth[0:10] += 1
+    depth[5:20] += 1
+    cov = depth[depth > 0]
+    assert summary == (len(cov), cov.min(), cov.max(), cov.sum(), (cov ** 2).sum())
+    got, _ = read_all(path, [("a", 50)])
+    assert got == rows

@@ -19,13 +19,15 @@ bigWig writer's chromosome B+ tree and R-tree (bigwigfile.py):
   the largest chromosome, at most 10 levels, stopping after the first level with one record per chromosome.
   Overlapping features count once per base and feature in sum/validCount as in bedToBigBed; min/max are the
   depths met.
-* Rows must come sorted by chromosome (bytewise name) and start; the file is written under a temporary name
+* Rows must come sorted by chromosome (bytewise name) and start (zero-length features, BED's insertion points, are
+  kept and cover nothing); the file is written under a temporary name
   and renamed (an error leaves nothing).
 """
 from __future__ import annotations
 
 import os
 import struct
+from array import array
 import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -68,9 +70,9 @@ class BigBedWriter:
         self.name = str(name or path)  # in messages: the final name when writing to a temporary one
         names = sorted((c for c, _ in chroms), key=str.encode)
         size_of = dict(chroms)
-        for name in names:
-            if not 0 < int(size_of[name]) < 2 ** 32:
-                raise ChromaflowError(f"{self.name}: chromosome {name!r} of {size_of[name]} bp cannot be stored in a "
+        for c in names:
+            if not 0 < int(size_of[c]) < 2 ** 32:
+                raise ChromaflowError(f"{self.name}: chromosome {c!r} of {size_of[c]} bp cannot be stored in a "
                                       "bigBed (sizes must be 1 .. 4,294,967,295)")
         self.names = names
         self.sizes = [int(size_of[c]) for c in names]
@@ -94,8 +96,8 @@ class BigBedWriter:
         self._block: list[bytes] = []
         self._block_box = [0, 0]  # start, max end of the pending block
         self._index: list[tuple[int, int, int, int, int]] = []  # (tid, start, end, offset, size)
-        self._starts: list[int] = []  # features of the current chromosome (for its zoom records)
-        self._ends: list[int] = []
+        self._starts = array("q")  # features of the current chromosome (for its zoom records): 8 bytes each
+        self._ends = array("q")
         self._totals = [0, 0.0, 0.0, np.inf, -np.inf]  # bases, sum, sum of squares, min, max
         self._pending: list[list[np.ndarray]] = [[] for _ in zooms]  # per level: records not yet in a block
         self._pending_n = [0] * len(zooms)
@@ -112,9 +114,9 @@ class BigBedWriter:
         tid = self.tid_of.get(chrom)
         if tid is None:
             raise ChromaflowError(f"{self.name}: row on {chrom!r}, which is not among the chromosomes")
-        if not 0 <= start < end <= self.sizes[tid]:
+        if not 0 <= start <= end <= self.sizes[tid]:
             raise ChromaflowError(f"{self.name}: row {chrom}:{start}-{end} is not inside {chrom} "
-                                  f"(1 .. {self.sizes[tid]} bp) or is empty")
+                                  f"(0 .. {self.sizes[tid]}) or ends before it starts")
         if tid != self._tid:
             if tid < self._tid:
                 raise ChromaflowError(f"{self.name}: rows of {chrom!r} come after {self.names[self._tid]!r} "
@@ -150,16 +152,20 @@ class BigBedWriter:
         if self._tid < 0:
             return
         self._flush_block()
-        if self.zs and self._starts:
-            s, e, v = _depth_runs(np.array(self._starts, np.int64), np.array(self._ends, np.int64))
-            recs = zoom_records(s, e, v, self.zs)
-            r0 = recs[0]
+        s = ()
+        if len(self._starts):
+            s, e, v = _depth_runs(np.frombuffer(self._starts, np.int64), np.frombuffer(self._ends, np.int64))
+        if len(s):  # zero-length features (insertions) cover nothing
+            ln = (e - s).astype(np.float64)
+            v64 = v.astype(np.float64)
             t = self._totals
-            t[0] += int(r0[3].sum())
-            t[1] += float(r0[6].sum())
-            t[2] += float(r0[7].sum())
-            t[3] = min(t[3], float(r0[4].min()))
-            t[4] = max(t[4], float(r0[5].max()))
+            t[0] += int(ln.sum())
+            t[1] += float((ln * v64).sum())
+            t[2] += float((ln * v64 * v64).sum())
+            t[3] = min(t[3], float(v.min()))
+            t[4] = max(t[4], float(v.max()))
+        if len(s) and self.zs:
+            recs = zoom_records(s, e, v, self.zs)
             for k, rec in enumerate(recs):
                 r = np.empty(len(rec[0]), dtype=RECORD)
                 r["chrom"] = self._tid
@@ -169,7 +175,7 @@ class BigBedWriter:
                 self._pending_n[k] += len(r)
                 if self._pending_n[k] >= RECORDS_PER_BLOCK:
                     self._zoom_flush(k, final=False)
-        self._starts, self._ends = [], []
+        self._starts, self._ends = array("q"), array("q")
 
     def _zoom_flush(self, k: int, final: bool) -> None:
         """Whole blocks of level k's records to the spill file (all of them when ``final``). Unlike data blocks,
