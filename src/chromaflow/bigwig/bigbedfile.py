@@ -17,8 +17,9 @@ bigWig writer's chromosome B+ tree and R-tree (bigwigfile.py):
 * Zoom levels summarise coverage depth (the number of features over each base), as bedToBigBed's do for a
   browser's dense view: reduction z0 = 10 × mean feature length (at least 10 bp), then ×4 per level while z fits
   the largest chromosome, at most 10 levels, stopping after the first level with one record per chromosome.
-  Overlapping features count once per base and feature in sum/validCount as in bedToBigBed; min/max are the
-  depths met.
+  A record's validCount is the bases covered (each once), its sum the depth summed over them (each feature once per
+  base, as in bedToBigBed), min/max the depths met (bedToBigBed adds each feature as its own range of value 1, so
+  its validCount counts a base once per feature and its max stays 1).
 * Rows must come sorted by chromosome (bytewise name) and start (zero-length features, BED's insertion points, are
   kept and cover nothing); the file is written under a temporary name
   and renamed (an error leaves nothing).
