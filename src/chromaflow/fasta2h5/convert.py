@@ -32,9 +32,9 @@ import numpy as np
 
 from .. import __version__
 from ..common import ChromaflowError, Progress
+from ..genome import h5rows
 from ..genome.encoding import DEFAULT_L, LUT16, LUT16_RC, check_length, check_species
 from ..genome.fasta import DEFAULT_BLOCK, FastaReader
-from ..genome.h5rows import write_rows
 from ..genome.layout import Job, Layout, cut
 from ..genome.layout import chunk_codes as _chunk_codes
 from . import deflate as engines  # (the argument "deflate" is the ENGINE[:LEVEL] text)
@@ -299,9 +299,12 @@ def _write_small_lzf(datasets: tuple, layout: Layout) -> None:
     n_rows = layout.n_rows
     for d in (d_species, d_seqids, d_se):
         d.resize((n_rows,) + d.shape[1:])
-    write_rows(d_species, np.full(n_rows, layout.species, dtype="S25"))
-    write_rows(d_seqids, layout.seqids())
-    write_rows(d_se, layout.start_ends())
+    block = h5rows.ROW_BLOCK
+    species = np.full(min(n_rows, block), layout.species, dtype="S25")
+    for a, (ids, se) in zip(range(0, n_rows, block), layout.row_blocks(block)):
+        d_species[a:a + len(ids)] = species[:len(ids)]
+        d_seqids[a:a + len(ids)] = ids
+        d_se[a:a + len(ids)] = se
 
 
 def _write_attrs(f, input_path, L: int, species: str, deflated: tuple[str, int] | None, compression: str) -> None:

@@ -168,14 +168,41 @@ class Layout(NamedTuple):
     def bp(self) -> int:
         return sum(n for _, n in self.records)
 
-    def seqids(self) -> np.ndarray:
-        return np.repeat(np.array([s.encode("ascii") for s, _ in self.records], dtype="S50"),
-                         [2 * n_chunks(n, self.L) for _, n in self.records])
+    def row_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(first row of every record and the row count last, record names as S50, record lengths): what
+        :meth:`rows` needs, computed once per call or passed in by a caller asking for many slices."""
+        lengths = np.fromiter((n for _, n in self.records), np.int64, len(self.records))
+        counts = 2 * (-(-lengths // self.L))
+        off = np.concatenate([np.zeros(1, np.int64), np.cumsum(counts)])
+        return off, np.array([s.encode("ascii") for s, _ in self.records], dtype="S50"), lengths
 
-    def start_ends(self) -> np.ndarray:
-        if not self.records:
-            return np.zeros((0, 2), dtype=np.int64)
-        return np.concatenate([start_ends(n, self.L) for _, n in self.records])
+    def rows(self, start: int = 0, end: int | None = None,
+             index: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """seqids (S50) and start_ends (int64) of rows [start, end), computed for those rows only: memory follows
+        the rows asked for and the record count, not the genome (a 4 Gbp genome has 4 M rows at L = 2,000, whose
+        whole arrays take 264 MB). ``index``: :meth:`row_index`."""
+        off, names, lengths = self.row_index() if index is None else index
+        n = int(off[-1])
+        start = max(0, start)
+        end = n if end is None else min(end, n)
+        if start >= end:
+            return np.zeros(0, "S50"), np.zeros((0, 2), np.int64)
+        j = np.arange(start, end, dtype=np.int64)
+        rec = np.searchsorted(off, j, "right") - 1  # the record of each row (records without rows never match)
+        local = j - off[rec]
+        size = lengths[rec]
+        k = -(-size // self.L)
+        plus = local < k
+        c = np.where(plus, local, 2 * k - 1 - local)  # minus row j is plus chunk 2k-1-j, reversed
+        s = c * self.L
+        e = np.minimum(s + self.L, size)
+        return names[rec], np.stack([np.where(plus, s, e), np.where(plus, e, s)], axis=1)
+
+    def row_blocks(self, block: int = 1 << 16):
+        """:meth:`rows` of every row, ``block`` rows at a time."""
+        index = self.row_index()
+        for a in range(0, int(index[0][-1]), block):
+            yield self.rows(a, a + block, index)
 
     def summary(self) -> dict:
         """What the row-counting commands report of a FASTA (``fasta-layout``, ``predict-plan --fasta``)."""
@@ -183,8 +210,16 @@ class Layout(NamedTuple):
                 "subsequences": self.n_rows}
 
     def fingerprint(self) -> str:
-        """The same SHA-256 as ``predict``'s input fingerprint of the fasta2h5 file of this FASTA."""
-        return input_fingerprint(self.n_rows, self.L, self.seqids(), self.start_ends(), self.species)
+        """The same SHA-256 as ``predict``'s input fingerprint of the fasta2h5 file of this FASTA
+        (:func:`input_fingerprint` over the rows, hashed block by block: seqids of every row, then start_ends)."""
+        h = hashlib.sha256()
+        h.update(f"{self.n_rows}:{self.L}:".encode())
+        for ids, _ in self.row_blocks():
+            h.update(ids.tobytes())
+        for _, se in self.row_blocks():
+            h.update(se.astype("<i8", copy=False).tobytes())
+        h.update(self.species)
+        return h.hexdigest()
 
 
 def input_fingerprint(n: int, length: int, seqids: np.ndarray, start_ends_: np.ndarray, species0: bytes) -> str:

@@ -135,7 +135,7 @@ class FastaSource(InputSource):
 
     def rows(self, start: int, end: int | None) -> tuple[np.ndarray, np.ndarray]:
         if self.layout is not None:
-            self._rows = (self.layout.seqids()[start:end], self.layout.start_ends()[start:end])
+            self._rows = self.layout.rows(start, end)  # the shard's rows only, not the genome's
         else:
             self._rows = (np.zeros(0, "S50"), np.zeros((0, 2), np.int64))
         return self._rows
