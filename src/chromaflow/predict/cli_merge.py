@@ -10,14 +10,9 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..common import (ChromaflowError, OutputExistsError, StageMetrics, add_run_options, atomic_output,
                       check_outputs, open_h5_input)
-
-if TYPE_CHECKING:  # numpy is imported when a merge runs, not for --help
-    import numpy as np
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="merged predictions h5")
@@ -27,8 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 @dataclass(frozen=True, eq=False)
 class _Shard:
-    """What the merge needs of one shard file, read once (its rows' seqids and start_ends included: 79 bytes a row,
-    as an unsharded ``predict`` holds them); the file itself is reopened only for its chunks' copy."""
+    """What the merge needs of one shard file's attributes, read once; the file is reopened for its rows and then
+    for its chunks (one shard open at a time, no row of the genome held: at 4 Gbp and L = 2,000 the rows'
+    seqids and start_ends alone take 320 MB)."""
     path: str
     index: int
     count: int
@@ -40,14 +36,11 @@ class _Shard:
     datasets: list
     species0: bytes
     model_name: str
-    seqids: np.ndarray
-    start_ends: np.ndarray
 
 
 def _read_shard(path: str) -> _Shard:
-    """The shard's attributes, layout and rows, checked; the file is closed again (a merge of many shards holds one
-    open at a time: each open file keeps HDF5 caches, ~7 MB a shard at 1.2 Gbp)."""
-    from ..genome.h5rows import read_rows
+    """The shard's attributes and layout, checked; the file is closed again (a merge of many shards holds one open
+    at a time: each open file keeps HDF5 caches, ~7 MB a shard at 1.2 Gbp)."""
     from .h5io import SHARD_ATTRS
 
     fh = open_h5_input(path, "shard file")
@@ -66,11 +59,11 @@ def _read_shard(path: str) -> _Shard:
                        row_end=int(a["chromaflow_row_end"]), key=_shard_key(fh), length=int(pred.shape[1]),
                        datasets=[x.decode() for x in fh["prediction/datasets"][()]],
                        species0=bytes(fh["data/species"].fillvalue),
-                       model_name=bytes(fh["prediction/model_name"].fillvalue).decode("utf-8", "replace"),
-                       seqids=read_rows(fh["data/seqids"]), start_ends=read_rows(fh["data/start_ends"]))
-        if pred.shape[0] != shard.row_end - shard.row_start:
-            raise ChromaflowError(f"{path}: holds {pred.shape[0]} rows, attributes say "
-                                  f"{shard.row_start}-{shard.row_end}")
+                       model_name=bytes(fh["prediction/model_name"].fillvalue).decode("utf-8", "replace"))
+        for name in ("prediction/predictions", "data/seqids", "data/start_ends"):
+            if fh[name].shape[0] != shard.row_end - shard.row_start:
+                raise ChromaflowError(f"{path}: {name} holds {fh[name].shape[0]} rows, attributes say "
+                                      f"{shard.row_start}-{shard.row_end}")
         return shard
     finally:
         fh.close()
@@ -136,12 +129,38 @@ def _check_coverage(by_index: dict[int, _Shard], count: int, total: int) -> None
         raise ChromaflowError(f"shards cover rows 0-{expect}, input has {total}")
 
 
+def _shard_rows(ordered: list[_Shard]):
+    """(seqids, start_ends) of every row, shard after shard (one open at a time), ROW_BLOCK rows a block and the
+    rest last: the blocks an unsharded ``predict`` writes (:func:`chromaflow.genome.h5rows.write_rows`)."""
+    import numpy as np
+
+    from ..genome import h5rows
+
+    block = h5rows.ROW_BLOCK
+    ids: list = []
+    ses: list = []
+    held = 0
+    for sh in ordered:
+        with open_h5_input(sh.path, "shard file") as fh:
+            n = sh.row_end - sh.row_start
+            for a in range(0, n, block):
+                b = min(a + block, n)
+                ids.append(h5rows.read_rows(fh["data/seqids"], a, b))
+                ses.append(h5rows.read_rows(fh["data/start_ends"], a, b))
+                held += b - a
+                if held >= block:
+                    i, s = np.concatenate(ids), np.concatenate(ses)
+                    yield i[:block], s[:block]
+                    ids, ses, held = [i[block:]], [s[block:]], held - block
+    if held:
+        yield np.concatenate(ids), np.concatenate(ses)
+
+
 def _write_merged(out_path: str, force: bool, ordered: list[_Shard]) -> None:
     """The merged predictions h5 (atomically): the shards' seqids and start_ends, then their compressed chunks
-    copied as they are, one shard file open at a time. The writes are those of an unsharded ``predict --h5`` (rows,
-    then chunks), so the merge has its bytes."""
+    copied as they are, one shard file open at a time. The writes are those of an unsharded ``predict --h5`` (rows
+    in the same blocks, then chunks), so the merge has its bytes."""
     import h5py
-    import numpy as np
 
     from .h5io import create_predictions
 
@@ -150,8 +169,7 @@ def _write_merged(out_path: str, force: bool, ordered: list[_Shard]) -> None:
         with h5py.File(tmp, "w") as out:
             dset = create_predictions(out, n_rows=ref.total, length=ref.length, datasets=ref.datasets,
                                       species0=ref.species0, model_name=ref.model_name,
-                                      seqids=np.concatenate([sh.seqids for sh in ordered]),
-                                      start_ends=np.concatenate([sh.start_ends for sh in ordered]))
+                                      row_blocks=_shard_rows(ordered))
             d = len(ref.datasets)
             for sh in ordered:
                 with open_h5_input(sh.path, "shard file") as fh:

@@ -64,8 +64,11 @@ def _inspect(fh: h5py.File, path: str) -> InputInfo:
 
 
 def create_predictions(fh: h5py.File, *, n_rows: int, length: int, datasets: list[str], species0: bytes,
-                       model_name: str, seqids: np.ndarray, start_ends: np.ndarray, level: int = 9) -> h5py.Dataset:
+                       model_name: str, seqids: np.ndarray | None = None, start_ends: np.ndarray | None = None,
+                       row_blocks=None, level: int = 9) -> h5py.Dataset:
     """Create Predmoter's predictions layout in an open, empty file; return prediction/predictions.
+    The rows' seqids and start_ends: as two arrays, or ``row_blocks`` yielding (seqids, start_ends) of consecutive
+    rows in ROW_BLOCK blocks (the same writes, without holding every row: predict-merge).
     ``level``: the deflate level the predictions' chunks are written with (Predmoter: 9), declared in the filter."""
     d = len(datasets)
     data = fh.create_group("data")
@@ -75,7 +78,15 @@ def create_predictions(fh: h5py.File, *, n_rows: int, length: int, datasets: lis
                         fillvalue=np.bytes_(species0[:50]))
     sq = data.create_dataset("seqids", shape=(n_rows,), dtype="S50", chunks=(1,), maxshape=(None,))
     se = data.create_dataset("start_ends", shape=(n_rows, 2), dtype="int64", chunks=(1, 2), maxshape=(None, 2))
-    if n_rows:
+    if row_blocks is not None:
+        at = 0
+        for ids, s_e in row_blocks:
+            sq[at:at + len(ids)] = np.asarray(ids).astype("S50")
+            se[at:at + len(ids)] = np.asarray(s_e).astype("int64")
+            at += len(ids)
+        if at != n_rows:
+            raise ValueError(f"row_blocks gave {at} rows for {n_rows}")
+    elif n_rows:
         write_rows(sq, np.asarray(seqids).astype("S50"))
         write_rows(se, np.asarray(start_ends).astype("int64"))
     preds = pred.create_dataset("predictions", shape=(n_rows, length, d), dtype="int64", chunks=(1, length, 1),
