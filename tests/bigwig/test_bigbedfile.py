@@ -150,13 +150,14 @@ def test_no_rows_still_a_bigbed(tmp_path):
 
 
 def test_memory_does_not_grow_with_the_chromosomes(tmp_path):
-    """50,000 contigs with a feature each (a draft assembly's peaks): the writer's peak RSS stays within a few
-    tens of MB of the interpreter's, where pybigtools 0.3 kept ~45 KB per chromosome (~2.2 GB here)."""
+    """20,000 contigs with a feature each (a draft assembly's peaks): the writer's peak RSS stays within a few
+    tens of MB of the interpreter's, where pybigtools 0.3 kept ~45 KB per chromosome (~900 MB here; 2.1 GB at
+    50,000, measured)."""
     code = f"""
 import resource, sys
 sys.path[:0] = {sys.path!r}
 from chromaflow.bigwig import bigbedfile
-sizes = [(f"ctg{{i:05d}}", 5000) for i in range(50_000)]
+sizes = [(f"ctg{{i:05d}}", 5000) for i in range(20_000)]
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 rows = lambda: ((c, 100, 400, "p\\t0\\t.") for c, _ in sizes)
 bigbedfile.write_bigbed(sys.argv[1], sizes, rows, {SQL!r}, 6, 6)
@@ -165,10 +166,10 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m.bb")], capture_output=True, text=True,
                          check=True)
     grown_kb = int(out.stdout.strip())
-    assert grown_kb < 150_000, f"the writer grew by {grown_kb} KB for 50,000 chromosomes"
+    assert grown_kb < 100_000, f"the writer grew by {grown_kb} KB for 20,000 chromosomes"
     bb = pyBigWig.open(str(tmp_path / "m.bb"))
     try:
-        assert len(bb.chroms()) == 50_000 and bb.entries("ctg49999", 0, 5000) == [(100, 400, "p\t0\t.")]
+        assert len(bb.chroms()) == 20_000 and bb.entries("ctg19999", 0, 5000) == [(100, 400, "p\t0\t.")]
     finally:
         bb.close()
 
