@@ -37,8 +37,8 @@ from pathlib import Path
 import numpy as np
 
 from ..common import ChromaflowError, atomic_output, naming_errors
-from .bigwigfile import (HEADER_BYTES, RECORD, RECORDS_PER_BLOCK, SUMMARY_BYTES, ZOOM_SLOTS, chrom_tree, rtree,
-                         zoom_records)
+from .bigwigfile import (HEADER_BYTES, RECORD, RECORDS_PER_BLOCK, SUMMARY_BYTES, ZOOM_SLOTS, chrom_tree,
+                         write_index_and_zooms, zoom_records)
 
 BIGBED_MAGIC = 0x8789F2EB
 ITEMS_PER_SLOT = 512  # bedToBigBed's default -itemsPerSlot
@@ -202,30 +202,8 @@ class BigBedWriter:
             for k in range(len(self.zs)):
                 self._zoom_flush(k, final=True)
             fh = self.fh
-            index_offset = fh.tell()
-            idx = np.array(self._index, dtype=np.int64).reshape(-1, 5)
-            fh.write(rtree(idx[:, 0], idx[:, 1], idx[:, 0], idx[:, 2], idx[:, 3], idx[:, 4], index_offset,
-                           index_offset, ITEMS_PER_SLOT))
-            zoom_headers = []
-            n_chroms = len({t for t, *_ in self._index}) or 1
-            for k, z in enumerate(self.zs):
-                blocks = self._zblocks[k]
-                if not blocks:
-                    break
-                data_off = fh.tell()
-                fh.write(struct.pack("<I", len(blocks)))
-                offs = []
-                for (_, _, _, _, so, sz) in blocks:
-                    self._spill.seek(so)
-                    offs.append(fh.tell())
-                    fh.write(self._spill.read(sz))
-                zi = fh.tell()
-                b = np.array([blk[:4] for blk in blocks], dtype=np.int64)
-                fh.write(rtree(b[:, 0], b[:, 1], b[:, 2], b[:, 3], np.array(offs, np.int64),
-                               np.array([blk[5] for blk in blocks], np.int64), zi, zi, RECORDS_PER_BLOCK))
-                zoom_headers.append(struct.pack("<IIQQ", z, 0, data_off, zi))
-                if self._zcount[k] <= n_chroms:  # one record per chromosome: coarser levels would repeat it
-                    break
+            index_offset, zoom_headers = write_index_and_zooms(fh, self._index, ITEMS_PER_SLOT, self.zs,
+                                                               self._zblocks, self._zcount, self._spill)
             fh.write(struct.pack("<I", BIGBED_MAGIC))
             fh.seek(0)
             fh.write(struct.pack("<IHHQQQHHQQIQ", BIGBED_MAGIC, 4, len(zoom_headers), self.chrom_tree_offset,

@@ -363,6 +363,39 @@ def _zoom_blocks(tid: int, rec: tuple, compress) -> list:
     return out
 
 
+def write_index_and_zooms(fh, index: list, items_per_slot: int, zs: list[int], zblocks: list[list],
+                          zcount: list[int], spill) -> tuple[int, list[bytes]]:
+    """The tail of a bigWig/bigBed at ``fh``'s position: the data R-tree over ``index`` ((tid, start, end, offset,
+    size) per block), then per zoom level its blocks (copied from ``spill``: (tid0, start, tid1, end, spill offset,
+    size) each) and their R-tree, stopping after the first level with one record per chromosome (coarser levels
+    would repeat it). Returns (data index offset, the zoom headers to put after the file header)."""
+    index_offset = fh.tell()
+    idx = np.array(index, dtype=np.int64).reshape(-1, 5)
+    fh.write(rtree(idx[:, 0], idx[:, 1], idx[:, 0], idx[:, 2], idx[:, 3], idx[:, 4], index_offset,
+                   index_offset, items_per_slot))
+    zoom_headers = []
+    n_chroms = len({t for t, *_ in index}) or 1
+    for k, z in enumerate(zs):
+        blocks = zblocks[k]
+        if not blocks:
+            break
+        data_off = fh.tell()
+        fh.write(struct.pack("<I", len(blocks)))
+        offs = []
+        for (_, _, _, _, so, sz) in blocks:
+            spill.seek(so)
+            offs.append(fh.tell())
+            fh.write(spill.read(sz))
+        zi = fh.tell()
+        b = np.array([blk[:4] for blk in blocks], dtype=np.int64)
+        fh.write(rtree(b[:, 0], b[:, 1], b[:, 2], b[:, 3], np.array(offs, np.int64),
+                       np.array([blk[5] for blk in blocks], np.int64), zi, zi, RECORDS_PER_BLOCK))
+        zoom_headers.append(struct.pack("<IIQQ", z, 0, data_off, zi))
+        if zcount[k] <= n_chroms:
+            break
+    return index_offset, zoom_headers
+
+
 # --------------------------------------------------------------------------------------------------
 # the writer
 # --------------------------------------------------------------------------------------------------
@@ -569,30 +602,8 @@ class BigWigWriter:
             self._drain(block=True)
             fh = self.fh
             n_blocks = len(self._index)
-            index_offset = fh.tell()
-            idx = np.array(self._index, dtype=np.int64).reshape(-1, 5)
-            fh.write(rtree(idx[:, 0], idx[:, 1], idx[:, 0], idx[:, 2], idx[:, 3], idx[:, 4], index_offset,
-                           index_offset, ITEMS_PER_BLOCK))
-            zoom_headers = []
-            n_chroms = len({t for t, *_ in self._index}) or 1
-            for k, z in enumerate(self._zs):
-                blocks = self._zblocks[k]
-                if not blocks:
-                    break
-                data_off = fh.tell()
-                fh.write(struct.pack("<I", len(blocks)))
-                offs = []
-                for (_, _, _, _, so, sz) in blocks:
-                    self._spill.seek(so)
-                    offs.append(fh.tell())
-                    fh.write(self._spill.read(sz))
-                zi = fh.tell()
-                b = np.array([blk[:4] for blk in blocks], dtype=np.int64)
-                fh.write(rtree(b[:, 0], b[:, 1], b[:, 2], b[:, 3], np.array(offs, np.int64),
-                               np.array([blk[5] for blk in blocks], np.int64), zi, zi, RECORDS_PER_BLOCK))
-                zoom_headers.append(struct.pack("<IIQQ", z, 0, data_off, zi))
-                if self._zcount[k] <= n_chroms:  # one record per chromosome: coarser levels would repeat it
-                    break
+            index_offset, zoom_headers = write_index_and_zooms(fh, self._index, ITEMS_PER_BLOCK, self._zs,
+                                                               self._zblocks, self._zcount, self._spill)
             fh.write(struct.pack("<I", BIGWIG_MAGIC))
             fh.seek(0)
             fh.write(struct.pack("<IHHQQQHHQQIQ", BIGWIG_MAGIC, 4, len(zoom_headers), self.chrom_tree_offset,
