@@ -96,7 +96,7 @@ class BigBedWriter:
         self._tid, self._last_start = -1, -1
         self._block: list[bytes] = []
         self._block_box = [0, 0]  # start, max end of the pending block
-        self._index: list[tuple[int, int, int, int, int]] = []  # (tid, start, end, offset, size)
+        self._index = array("q")  # (tid, start, end, offset, size) per block
         self._starts = array("q")  # features of the current chromosome (for its zoom records): 8 bytes each
         self._ends = array("q")
         self._totals = [0, 0.0, 0.0, np.inf, -np.inf]  # bases, sum, sum of squares, min, max
@@ -145,7 +145,7 @@ class BigBedWriter:
         raw = b"".join(self._block)
         self.max_block = max(self.max_block, len(raw))
         blob = self._compress(raw)
-        self._index.append((self._tid, self._block_box[0], self._block_box[1], self.fh.tell(), len(blob)))
+        self._index.extend((self._tid, self._block_box[0], self._block_box[1], self.fh.tell(), len(blob)))
         self.fh.write(blob)
         self._block = []
 
