@@ -38,7 +38,7 @@ import numpy as np
 
 from ..common import ChromaflowError, atomic_output, naming_errors
 from .bigwigfile import (HEADER_BYTES, RECORD, RECORDS_PER_BLOCK, SUMMARY_BYTES, ZOOM_SLOTS, chrom_tree,
-                         write_index_and_zooms, zoom_records)
+                         write_index_and_zooms, zoom_ladder, zoom_records)
 
 BIGBED_MAGIC = 0x8789F2EB
 ITEMS_PER_SLOT = 512  # bedToBigBed's default -itemsPerSlot
@@ -232,12 +232,7 @@ class BigBedWriter:
 
 def zoom_reductions(mean_length: float, largest: int) -> list[int]:
     """bedToBigBed's ladder: 10 × the mean feature length (at least MIN_ZOOM), ×4 per level, ≤ 10 levels."""
-    z = max(MIN_ZOOM, 10 * int(mean_length))
-    zs = []
-    while z <= largest and len(zs) < ZOOM_SLOTS:
-        zs.append(z)
-        z *= 4
-    return zs
+    return zoom_ladder(max(MIN_ZOOM, 10 * int(mean_length)), largest)
 
 
 def write_bigbed(path: str | os.PathLike, chroms: list[tuple[str, int]], rows: Callable[[], Iterable[Row]],

@@ -279,6 +279,16 @@ def zoom_records(s: np.ndarray, e: np.ndarray, v: np.ndarray, zs: list[int]) -> 
     return out
 
 
+def zoom_ladder(z0: int, largest: int) -> list[int]:
+    """Zoom reductions z0, ×4 per level, while they fit the largest chromosome, at most ZOOM_SLOTS levels."""
+    zs = []
+    z = z0
+    while z <= largest and len(zs) < ZOOM_SLOTS:
+        zs.append(z)
+        z *= 4
+    return zs
+
+
 def _combine(a: tuple, b: tuple) -> tuple:
     return (a[0], a[1], b[2], a[3] + b[3], min(a[4], b[4]), max(a[5], b[5]), a[6] + b[6], a[7] + b[7])
 
@@ -532,13 +542,8 @@ class BigWigWriter:
             n += take
             if n >= ZOOM_SAMPLE:
                 break
-        z = 16 * max(1, total // max(n, 1))
         largest = max(self.sizes)
-        zs = []
-        while z <= largest and len(zs) < ZOOM_SLOTS:
-            zs.append(z)
-            z *= 4
-        self._zs = zs or [largest]
+        self._zs = zoom_ladder(16 * max(1, total // max(n, 1)), largest) or [largest]
         self._streams = [_LevelStream() for _ in self._zs]
         self._zblocks = [[] for _ in self._zs]
         self._zcount = [0] * len(self._zs)

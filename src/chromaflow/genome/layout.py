@@ -198,9 +198,9 @@ class Layout(NamedTuple):
         e = np.minimum(s + self.L, size)
         return names[rec], np.stack([np.where(plus, s, e), np.where(plus, e, s)], axis=1)
 
-    def row_blocks(self, block: int = 1 << 16):
-        """:meth:`rows` of every row, ``block`` rows at a time."""
-        index = self.row_index()
+    def row_blocks(self, block: int = 1 << 16, index: tuple | None = None):
+        """:meth:`rows` of every row, ``block`` rows at a time (``index``: :meth:`row_index`, if the caller has it)."""
+        index = self.row_index() if index is None else index
         for a in range(0, int(index[0][-1]), block):
             yield self.rows(a, a + block, index)
 
@@ -212,11 +212,12 @@ class Layout(NamedTuple):
     def fingerprint(self) -> str:
         """The same SHA-256 as ``predict``'s input fingerprint of the fasta2h5 file of this FASTA
         (:func:`input_fingerprint` over the rows, hashed block by block: seqids of every row, then start_ends)."""
+        index = self.row_index()  # once: the row count and both passes use it
         h = hashlib.sha256()
-        h.update(f"{self.n_rows}:{self.L}:".encode())
-        for ids, _ in self.row_blocks():
+        h.update(f"{int(index[0][-1])}:{self.L}:".encode())
+        for ids, _ in self.row_blocks(index=index):
             h.update(ids.tobytes())
-        for _, se in self.row_blocks():
+        for _, se in self.row_blocks(index=index):
             h.update(se.astype("<i8", copy=False).tobytes())
         h.update(self.species)
         return h.hexdigest()
