@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 import struct
 from array import array
-import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -37,8 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from ..common import ChromaflowError, atomic_output, naming_errors
-from .bigwigfile import (HEADER_BYTES, RECORD, RECORDS_PER_BLOCK, SUMMARY_BYTES, ZOOM_SLOTS, chrom_tree,
-                         write_index_and_zooms, zoom_ladder, zoom_records)
+from .bigwigfile import (HEADER_BYTES, RECORD, RECORDS_PER_BLOCK, SUMMARY_BYTES, ZOOM_SLOTS, Records, Spill,
+                         chrom_tree, write_index_and_zooms, zoom_ladder, zoom_records)
 
 BIGBED_MAGIC = 0x8789F2EB
 ITEMS_PER_SLOT = 512  # bedToBigBed's default -itemsPerSlot
@@ -96,19 +95,16 @@ class BigBedWriter:
         self._tid, self._last_start = -1, -1
         self._block: list[bytes] = []
         self._block_box = [0, 0]  # start, max end of the pending block
-        self._index = array("q")  # (tid, start, end, offset, size) per block
+        self._spill = Spill(self.path)  # zoom blocks and the indexes' block records (bigwigfile.Records)
+        self._index = Records(5, self._spill)  # (tid, start, end, offset, size) per block
         self._starts = array("q")  # features of the current chromosome (for its zoom records): 8 bytes each
         self._ends = array("q")
         self._totals = [0, 0.0, 0.0, np.inf, -np.inf]  # bases, sum, sum of squares, min, max
         self._pending: list[list[np.ndarray]] = [[] for _ in zooms]  # per level: records not yet in a block
         self._pending_n = [0] * len(zooms)
-        self._zblocks: list[list] = [[] for _ in zooms]  # per level: (tid0, start, tid1, end, spill offset, size)
+        # per level: (tid0, start, tid1, end, spill offset, size) per block
+        self._zblocks = [Records(6, self._spill) for _ in zooms]
         self._zcount = [0] * len(zooms)
-        self._spill = None
-        if zooms:
-            fd, spill = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".zoom.part", dir=self.path.parent)
-            self._spill = os.fdopen(fd, "w+b")
-            os.unlink(spill)  # anonymous: gone whatever happens
         self._compress = lambda data: zlib.compress(data, ZLIB_LEVEL)
 
     def add(self, chrom: str, start: int, end: int, rest: str) -> None:
@@ -189,9 +185,8 @@ class BigBedWriter:
         for a in range(0, n, RECORDS_PER_BLOCK):
             b = min(a + RECORDS_PER_BLOCK, n)
             blob = self._compress(recs[a:b].tobytes())
-            self._zblocks[k].append((int(recs["chrom"][a]), int(recs["start"][a]), int(recs["chrom"][b - 1]),
-                                     int(recs["end"][b - 1]), self._spill.tell(), len(blob)))
-            self._spill.write(blob)
+            self._zblocks[k].extend((int(recs["chrom"][a]), int(recs["start"][a]), int(recs["chrom"][b - 1]),
+                                     int(recs["end"][b - 1]), self._spill.append(blob), len(blob)))
         self._zcount[k] += n
         self._pending[k] = [recs[n:]] if n < len(recs) else []
         self._pending_n[k] = len(recs) - n
@@ -225,9 +220,7 @@ class BigBedWriter:
 
     def _release(self) -> None:
         self.fh.close()
-        if self._spill is not None:
-            self._spill.close()
-            self._spill = None
+        self._spill.close()
 
 
 def zoom_reductions(mean_length: float, largest: int) -> list[int]:

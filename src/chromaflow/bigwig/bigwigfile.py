@@ -374,33 +374,102 @@ def _zoom_blocks(tid: int, rec: tuple, compress) -> list:
     return out
 
 
-def write_index_and_zooms(fh, index: array, items_per_slot: int, zs: list[int], zblocks: list[list],
-                          zcount: list[int], spill) -> tuple[int, list[bytes]]:
-    """The tail of a bigWig/bigBed at ``fh``'s position: the data R-tree over ``index`` (int64 array: tid, start,
-    end, offset, size per block), then per zoom level its blocks (copied from ``spill``: (tid0, start, tid1, end, spill offset,
+class Spill:
+    """An anonymous temporary file beside the output (unlinked at once: gone whatever happens), opened on first use,
+    that a writer appends to while its file is written and reads back at close: the zoom blocks (their place in the
+    file is only known once the data is written) and the block records of the indexes (:class:`Records`)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.fh = None
+        self.end = 0          # bytes appended
+        self.at_end = True    # the file position is the end (a seek flushes the buffer: only after a read)
+
+    def append(self, data) -> int:
+        """Append ``data`` (bytes-like); its offset."""
+        if self.fh is None:
+            fd, name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".part", dir=self.path.parent)
+            self.fh = os.fdopen(fd, "w+b")
+            os.unlink(name)
+        if not self.at_end:
+            self.fh.seek(self.end)
+            self.at_end = True
+        off = self.end
+        self.end += self.fh.write(data)
+        return off
+
+    def read(self, offset: int, size: int) -> bytes:
+        self.at_end = False
+        self.fh.seek(offset)
+        return self.fh.read(size)
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+            self.fh = None
+
+
+class Records:
+    """Fixed-width int64 records, one per data or zoom block (tid, start, end, ... offset, size), appended while a
+    file is written and read back whole for its R-tree at close: held up to :attr:`HELD` values, then appended to
+    the writer's :class:`Spill` in chunks. A track that changes at almost every base (the tiny test model's) has
+    ~1.5 M data blocks a file at 4 Gbp, and BIGWIG writes six files at once (two datasets, three strands): held in
+    memory, the open files' records add up (40 bytes a data block, 48 a zoom block: ~60 MB a file there); spooled,
+    the memory is one file's records, at its close."""
+
+    #: values held before a chunk goes to the spill file (512 KB); tests set it low
+    HELD = 1 << 16
+
+    def __init__(self, width: int, spill: Spill):
+        self.width = width
+        self.spill = spill
+        self.buf = array("q")
+        self.chunks: list[tuple[int, int]] = []  # (offset in the spill file, values)
+        self.n_spilled = 0
+
+    def extend(self, values) -> None:
+        self.buf.extend(values)
+        if len(self.buf) >= self.HELD:
+            self.chunks.append((self.spill.append(self.buf), len(self.buf)))
+            self.n_spilled += len(self.buf)
+            self.buf = array("q")
+
+    def __len__(self) -> int:
+        return (self.n_spilled + len(self.buf)) // self.width
+
+    def to_array(self) -> np.ndarray:
+        """All records as an (n, width) int64 array, in the order they were added."""
+        parts = [np.frombuffer(self.spill.read(off, 8 * n), dtype=np.int64) for off, n in self.chunks]
+        parts.append(np.frombuffer(self.buf, dtype=np.int64) if len(self.buf) else np.zeros(0, np.int64))
+        return np.concatenate(parts).reshape(-1, self.width)
+
+
+def write_index_and_zooms(fh, index: Records, items_per_slot: int, zs: list[int], zblocks: list[Records],
+                          zcount: list[int], spill: Spill) -> tuple[int, list[bytes]]:
+    """The tail of a bigWig/bigBed at ``fh``'s position: the data R-tree over ``index`` (tid, start, end, offset,
+    size per block), then per zoom level its blocks (copied from ``spill``: (tid0, start, tid1, end, spill offset,
     size) each) and their R-tree, stopping after the first level with one record per chromosome (coarser levels
     would repeat it). Returns (data index offset, the zoom headers to put after the file header)."""
     index_offset = fh.tell()
-    idx = np.frombuffer(index, dtype=np.int64).reshape(-1, 5) if len(index) else np.zeros((0, 5), np.int64)
+    idx = index.to_array()
     fh.write(rtree(idx[:, 0], idx[:, 1], idx[:, 0], idx[:, 2], idx[:, 3], idx[:, 4], index_offset,
                    index_offset, items_per_slot))
     zoom_headers = []
     n_chroms = len(np.unique(idx[:, 0])) or 1
+    del idx
     for k, z in enumerate(zs):
-        blocks = zblocks[k]
-        if not blocks:
+        blocks = zblocks[k].to_array()
+        if not len(blocks):
             break
         data_off = fh.tell()
         fh.write(struct.pack("<I", len(blocks)))
-        offs = []
-        for (_, _, _, _, so, sz) in blocks:
-            spill.seek(so)
-            offs.append(fh.tell())
-            fh.write(spill.read(sz))
+        sizes = blocks[:, 5]
+        offs = data_off + 4 + np.concatenate([[0], np.cumsum(sizes[:-1])]).astype(np.int64)
+        for so, sz in zip(blocks[:, 4].tolist(), sizes.tolist()):
+            fh.write(spill.read(so, sz))
         zi = fh.tell()
-        b = np.array([blk[:4] for blk in blocks], dtype=np.int64)
-        fh.write(rtree(b[:, 0], b[:, 1], b[:, 2], b[:, 3], np.array(offs, np.int64),
-                       np.array([blk[5] for blk in blocks], np.int64), zi, zi, RECORDS_PER_BLOCK))
+        fh.write(rtree(blocks[:, 0], blocks[:, 1], blocks[:, 2], blocks[:, 3], offs, sizes, zi, zi,
+                       RECORDS_PER_BLOCK))
         zoom_headers.append(struct.pack("<IIQQ", z, 0, data_off, zi))
         if zcount[k] <= n_chroms:
             break
@@ -442,18 +511,17 @@ class BigWigWriter:
         self._left: list[tuple] = []  # slices of the current chromosome not yet in a block
         self._left_n = 0
         self._queue: list[tuple] = []  # ("data", result) / ("zoom", tid, result) / ("zblock", level, result) / ("end", tid)
-        # (tid, start, end, offset, size) per block, 40 bytes each: a 4 Gbp track of ~1 bp intervals has ~1.5 M
-        # blocks, which as tuples took ~250 MB per file (3 such files at once in the 4 Gbp scale run)
-        self._index = array("q")
+        # the zoom blocks and both indexes' block records go to an anonymous file beside the output (Records)
+        self._spill = Spill(self.path)
+        self._index = Records(5, self._spill)  # (tid, start, end, offset, size) per data block
         self._totals = [0, 0.0, 0.0, np.inf, -np.inf]  # bases, sum, sum of squares, min, max
         # zoom levels: undecided until ZOOM_SAMPLE intervals were written (or close)
         self._sample: list[tuple] | None = []
         self._sample_n = 0
         self._zs: list[int] = []
         self._streams: list[_LevelStream] = []
-        self._zblocks: list[list] = []  # per level: [(tid0, start, tid1, end, spill offset, size)]
+        self._zblocks: list[Records] = []  # per level: (tid0, start, tid1, end, spill offset, size) per block
         self._zcount: list[int] = []
-        self._spill = None
 
     def _submit(self, fn, *args):
         if self.pool is None:
@@ -545,17 +613,21 @@ class BigWigWriter:
         largest = max(self.sizes)
         self._zs = zoom_ladder(16 * max(1, total // max(n, 1)), largest) or [largest]
         self._streams = [_LevelStream() for _ in self._zs]
-        self._zblocks = [[] for _ in self._zs]
+        self._zblocks = [Records(6, self._spill) for _ in self._zs]
         self._zcount = [0] * len(self._zs)
-        fd, spill = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".zoom.part", dir=self.path.parent)
-        self._spill = os.fdopen(fd, "w+b")
-        os.unlink(spill)  # anonymous: gone whatever happens
-        for ev in sample:
+        # replayed in order, drained as it goes and let go of piece by piece: a track with fewer than ZOOM_SAMPLE
+        # intervals in all (a near-constant track over 20,000 contigs) is decided at close, and queueing its
+        # whole sample at once held every piece's zoom task: +240 MB per such file at 20,000 contigs
+        sample.reverse()
+        while sample:
+            ev = sample.pop()
             if ev[0] == "piece":
                 _, tid, s, e, v = ev
                 self._queue_zoom(tid, s, e, v)
             else:
                 self._queue.append(ev)
+            del ev
+            self._drain(block=len(self._queue) > 256)
 
     def _take_records(self, k: int, tid: int, final: bool) -> None:
         rec = self._streams[k].take(final)
@@ -598,8 +670,7 @@ class BigWigWriter:
             else:  # zblock
                 k = ev[1]
                 for meta, blob in res:
-                    self._zblocks[k].append((*meta, self._spill.tell(), len(blob)))
-                    self._spill.write(blob)
+                    self._zblocks[k].extend((*meta, self._spill.append(blob), len(blob)))
 
     # ---------------------------------------------------------------- finish
     def close(self) -> None:
@@ -609,7 +680,7 @@ class BigWigWriter:
                 self._decide_zoom()
             self._drain(block=True)
             fh = self.fh
-            n_blocks = len(self._index) // 5
+            n_blocks = len(self._index)
             index_offset, zoom_headers = write_index_and_zooms(fh, self._index, ITEMS_PER_BLOCK, self._zs,
                                                                self._zblocks, self._zcount, self._spill)
             fh.write(struct.pack("<I", BIGWIG_MAGIC))
@@ -637,9 +708,7 @@ class BigWigWriter:
 
     def _release(self) -> None:
         self.fh.close()
-        if self._spill is not None:
-            self._spill.close()
-            self._spill = None
+        self._spill.close()
 
 
 class PyBigWigWriter:
