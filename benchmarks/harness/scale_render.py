@@ -129,7 +129,9 @@ def extrapolation(cases: list[dict]) -> list[str]:
 
 
 def render(res: dict, src_name: str, gpu: list[dict] | None = None) -> str:
-    cases = [c for c in res.get("cases", []) if c.get("stage") == "scale"]
+    # the size cases by genome size (a case re-run later is recorded after the others), then the rest in order
+    cases = sorted((c for c in res.get("cases", []) if c.get("stage") == "scale"),
+                   key=lambda c: (not c["case"].startswith("size_"), (c.get("params") or {}).get("total_bp") or 0))
     if not cases:
         return ""
     quick = " (**`--quick`**: small sizes, a harness check, not the issue's sizes)" if res.get("quick") else ""
