@@ -51,7 +51,7 @@ process PEAKS {
             ${obs}
     done
 
-    chromaflow versions "${task.process}" pybigtools >| versions.yml
+    chromaflow versions "${task.process}" h5py numpy >| versions.yml
     """
 
     stub:
