@@ -22,8 +22,8 @@ IMPORTED = {
     "matplotlib": ("matplotlib", "__version__"),
     "scikit-learn": ("sklearn", "__version__"),
     "h5py": ("h5py", "__version__"),
+    "numpy": ("numpy", "__version__"),
     "hdf5": ("h5py", "version.hdf5_version"),
-    "pybigtools": ("pybigtools", None),
     "MOODS-python": ("MOODS", None),
     "pyjaspar": ("pyjaspar", None),
 }
