@@ -192,10 +192,10 @@ class PeakStream:
     before the last run (kept so an equal next run merges with it, as ``merge_runs`` merges). Peaks before the
     cut are final. An open peak longer than ``FOLD_AT`` runs is folded: its runs but the last are replaced by
     what its peak needs (start, end of its last above-cutoff run, top value, the midpoints of the runs at the top
-    value in order, for the middle one's summit: :class:`_Summits`, spilled to a temporary file past 1 M), so a peak as long as a chromosome (a track above the cutoff almost everywhere:
-    the scale benchmark's 1.2 Gbp run's PEAKS peaked at 5.2 GiB, re-merging the whole open peak at every piece) costs
-    a few MB, not its runs. Memory is one piece plus that, not the chromosome (a 300 Mbp record of
-    base-wise runs was 6 GB as whole arrays)."""
+    value in order, for the middle one's summit: :class:`_Summits`, spilled to a temporary file past 1 M), so a
+    peak as long as a chromosome (a track above the cutoff almost everywhere: the scale benchmark's 1.2 Gbp run's
+    PEAKS peaked at 5.2 GiB, re-merging the whole open peak at every piece) costs a few MB, not its runs. Memory is
+    one piece plus that, not the chromosome (a 300 Mbp record of base-wise runs was 6 GB as whole arrays)."""
 
     #: runs an open peak may hold before it is folded (a few MB); tests set it low to fold at every piece
     FOLD_AT = 1 << 16
@@ -264,8 +264,6 @@ class PeakStream:
         f = self.fold
         v = self.v[idx]
         top = v.max()
-        at = idx[v == top]
-        mids = (self.s[at] + self.e[at]) // 2
         if f is None:
             f = self.fold = _Fold(int(self.s[idx[0]]), int(self.e[idx[-1]]), top, _Summits())
         elif top > f.top:
@@ -273,7 +271,8 @@ class PeakStream:
             f.summits.close()
         f.end = int(self.e[idx[-1]])
         if top == f.top:
-            f.summits.add(mids)
+            at = idx[v == top]
+            f.summits.add((self.s[at] + self.e[at]) // 2)
 
     def _drop(self, k: int) -> None:
         """The first ``k`` buffered runs are done with (folded, or below the cutoff)."""
