@@ -437,6 +437,10 @@ def test_c_kernels_equal_numpy():
             starts, ends = starts[keep], ends[keep]
         v = rng.integers(0, 9, len(starts)).astype(np.float32)
         z = int(rng.choice([1, 7, 48, 50_000]))
+        # at most 100,000 bins a draw: the whole 3000 intervals of 3 kbp at 1 bp bins (9 M) cost the numpy version
+        # ~20 s over the 300 draws and cover no other branch (issue 28: the suite's time)
+        k = max(1, int(np.searchsorted(ends, starts[0] + 100_000 * z, side="right")))
+        starts, ends, v = starts[:k], ends[:k], v[:k]
         a = bigwigfile._bin_records_native(starts, ends, v, z)
         b = bigwigfile._bin_records(starts, ends, v, z)
         assert all(np.array_equal(p, q) and p.dtype == q.dtype for p, q in zip(a, b))
