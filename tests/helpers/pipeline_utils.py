@@ -89,3 +89,28 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+RENDER_CONFIGS = ROOT / "tests" / "pipeline" / "nextflow" / "render_configs.nf"
+
+
+def render_configs(profile_lists: list[str], cwd: Path) -> dict[str, str]:
+    """{profile list: the project's flat configuration under it}, as ``nextflow config <root> -profile <list> -flat``
+    prints it, all rendered by Nextflow's own code in one JVM (tests/pipeline/nextflow/render_configs.nf); one
+    launch instead of one per list (test_cloud_profiles.py compares a rendering with the command's output)."""
+    res = subprocess.run(["nextflow", "-q", "run", str(RENDER_CONFIGS), "-ansi-log", "false", "--root", str(ROOT),
+                          "--profiles", ";".join(profile_lists)],
+                         cwd=cwd, env=nextflow_env(), capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
+    rendered, current, lines = {}, None, []
+    for line in res.stdout.splitlines(keepends=True):
+        if line.startswith("BEGIN\t"):
+            current, lines = line.rstrip("\n").split("\t", 1)[1], []
+        elif line.startswith("END\t"):
+            rendered[current], current = "".join(lines), None
+        elif line.startswith("ERROR\t"):
+            raise AssertionError(f"nextflow config -profile {line.rstrip().split(chr(9))[1]}: {line.rstrip()}")
+        elif current is not None:
+            lines.append(line)
+    assert sorted(rendered) == sorted(profile_lists), res.stdout[-4000:]
+    return rendered

@@ -1,4 +1,6 @@
-"""The cloud profiles (awsbatch, google_batch, k8s), rendered by the real `nextflow config` (issue 30 §3).
+"""The cloud profiles (awsbatch, google_batch, k8s), rendered as `nextflow config -flat` renders them, by Nextflow's
+own code in one JVM (tests/pipeline/nextflow/render_configs.nf; one rendering compared with the command's output)
+(issue 30 §3).
 
 None of them can run from our test machines (no AWS account, Google project or Kubernetes cluster): what is checked
 is the routing they promise -- the executor, the CPU image on every task and the CUDA image only on the GPU tasks,
@@ -14,6 +16,7 @@ import subprocess
 import pytest
 
 from helpers.environment import ROOT
+from helpers.pipeline_utils import render_configs
 
 pytestmark = pytest.mark.pipeline
 
@@ -30,15 +33,32 @@ def _gpu_modules() -> set[str]:
     return found
 
 
+@pytest.fixture(scope="module")
+def all_rendered(nextflow_bin, tmp_path_factory) -> dict[str, str]:
+    """{profile: `nextflow config -profile <profile> -flat`}, the three rendered in one JVM (helpers.pipeline_utils)."""
+    return render_configs(sorted(EXECUTOR), tmp_path_factory.mktemp("cloud"))
+
+
 @pytest.fixture(scope="module", params=sorted(EXECUTOR))
-def rendered(request, nextflow_bin, tmp_path_factory) -> tuple[str, dict[str, str]]:
-    """(profile, {flat config key: value}) from `nextflow config -profile <profile> -flat`."""
-    r = subprocess.run([nextflow_bin, "config", str(ROOT), "-profile", request.param, "-flat"],
-                       cwd=tmp_path_factory.mktemp("cloud"), capture_output=True, text=True, timeout=300,
+def rendered(request, all_rendered) -> tuple[str, dict[str, str]]:
+    """(profile, {flat config key: value})."""
+    flat = dict(line.split(" = ", 1) for line in all_rendered[request.param].splitlines() if " = " in line)
+    return request.param, flat
+
+
+def test_the_one_jvm_rendering_is_what_nextflow_config_prints(all_rendered, nextflow_bin, tmp_path):
+    """The batch driver renders what the real command prints, line for line, but for the launch time in the
+    report file names (params.trace_report_suffix: the time each JVM started)."""
+    r = subprocess.run([nextflow_bin, "config", str(ROOT), "-profile", "google_batch", "-flat"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, NXF_OFFLINE="true", NXF_ANSI_LOG="false"))
     assert r.returncode == 0, r.stdout + r.stderr
-    flat = dict(line.split(" = ", 1) for line in r.stdout.splitlines() if " = " in line)
-    return request.param, flat
+
+    def masked(text: str) -> list[str]:
+        return re.sub(r"\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d", "<launch time>", text).splitlines()
+
+    assert masked(all_rendered["google_batch"]) == masked(r.stdout)
+    assert len(masked(r.stdout)) > 100
 
 
 def test_prediction_and_training_are_gpu_modules():

@@ -29,7 +29,8 @@
    It is a shim, not a container: it shows which image and options Nextflow passes per process (CUDA image and
    ``--nv`` on PREDICT only), NOT that the images work under Singularity/Apptainer, that ``docker://`` pulls
    succeed, or that ``--nv`` exposes a GPU.
-4. ``nextflow config``: no profile sets a GPU flag globally; the CUDA image only under ``gpu``/``slurm_gpu``.
+4. ``nextflow config``: no profile sets a GPU flag globally; the CUDA image only under ``gpu``/``slurm_gpu`` (the 11
+   profile lists rendered in one JVM by Nextflow's own config code: helpers.pipeline_utils.render_configs).
 """
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ import numpy as np
 import pytest
 
 from helpers.environment import unavailable
-from helpers.pipeline_utils import MAIN_NF, ROOT, read_trace
+from helpers.pipeline_utils import MAIN_NF, ROOT, read_trace, render_configs
 
 CONTAINERS = ROOT / "containers"
 SHIM_ENGINES = ("singularity", "apptainer")
@@ -603,15 +604,19 @@ def test_singularity_apptainer_command_lines(shim_runs, engine):
 
 
 # --------------------------------------------------------------------------------------- nextflow config
-@pytest.mark.parametrize("profiles", ["docker", "podman", "test,podman", "singularity", "docker,gpu", "podman,gpu",
-                                      "singularity,gpu", "apptainer,gpu", "slurm_gpu", "slurm_gpu,singularity",
-                                      "slurm_gpu,singularity,gpu"])
-def test_profiles_images_and_no_global_gpu_flags(nextflow_bin, tmp_path, profiles):
-    r = subprocess.run([nextflow_bin, "config", str(ROOT), "-profile", profiles, "-flat"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, NXF_OFFLINE="true", NXF_ANSI_LOG="false"))
-    assert r.returncode == 0, r.stdout + r.stderr
-    flat = r.stdout
+CONFIG_PROFILES = ["docker", "podman", "test,podman", "singularity", "docker,gpu", "podman,gpu", "singularity,gpu",
+                   "apptainer,gpu", "slurm_gpu", "slurm_gpu,singularity", "slurm_gpu,singularity,gpu"]
+
+
+@pytest.fixture(scope="module")
+def rendered_configs(nextflow_bin, tmp_path_factory) -> dict[str, str]:
+    """`nextflow config -profile <list> -flat` of every list, rendered in one JVM (helpers.pipeline_utils)."""
+    return render_configs(CONFIG_PROFILES, tmp_path_factory.mktemp("configs"))
+
+
+@pytest.mark.parametrize("profiles", CONFIG_PROFILES)
+def test_profiles_images_and_no_global_gpu_flags(rendered_configs, profiles):
+    flat = rendered_configs[profiles]
     for line in flat.splitlines():
         if re.match(r"(docker|podman|singularity|apptainer)\.(runOptions|engineOptions)\b", line) \
                 or re.match(r"process\.(containerOptions|clusterOptions|accelerator)\b", line):
