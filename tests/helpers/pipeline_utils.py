@@ -92,6 +92,7 @@ def free_port() -> int:
 
 
 RENDER_CONFIGS = ROOT / "tests" / "pipeline" / "nextflow" / "render_configs.nf"
+VALIDATE_SHEETS = ROOT / "tests" / "pipeline" / "nextflow" / "validate_sheets.nf"
 
 
 def render_configs(profile_lists: list[str], cwd: Path) -> dict[str, str]:
@@ -114,3 +115,20 @@ def render_configs(profile_lists: list[str], cwd: Path) -> dict[str, str]:
             lines.append(line)
     assert sorted(rendered) == sorted(profile_lists), res.stdout[-4000:]
     return rendered
+
+
+def validate_sheets(cwd: Path, sheets, train_sheets=()) -> dict[str, tuple[str, str]]:
+    """{sheet path: (OK|ERROR, rows JSON or message)} from one run of the validation driver (one JVM for all)."""
+    cmd = ["nextflow", "run", str(VALIDATE_SHEETS), "-ansi-log", "false"]
+    if sheets:   # an empty value would reach the driver as `true`
+        cmd += ["--sheets", ",".join(map(str, sheets))]
+    if train_sheets:
+        cmd += ["--train_sheets", ",".join(map(str, train_sheets))]
+    res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600, env=nextflow_env())
+    assert res.returncode == 0, res.stdout + res.stderr
+    results = {}
+    for line in res.stdout.splitlines():
+        if line.startswith("RESULT\t"):
+            _, sheet, kind, rest = line.split("\t", 3)
+            results[sheet] = (kind, rest)
+    return results

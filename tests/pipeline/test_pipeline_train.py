@@ -19,7 +19,7 @@ import h5py
 import numpy as np
 import pytest
 
-from helpers.pipeline_utils import ROOT, read_trace, run_nextflow
+from helpers.pipeline_utils import ROOT, read_trace, run_nextflow, validate_sheets
 from helpers.cli import chromaflow
 
 pytestmark = pytest.mark.pipeline
@@ -171,23 +171,50 @@ def test_train_predict_uses_the_new_model_on_the_val_assembly(train_run, tmp_pat
     assert any(n.endswith(".bw") and "atacseq" in n for n in tracks) and any("h3k4me3" in n for n in tracks), tracks
 
 
-@pytest.mark.parametrize("line, message", [
-    ("valA,validation,valA.fa,Testus_trainus,atacseq,valA_atacseq_1.bam,unstranded,true",
-     "line 3: column 'split' must be train, val or test (got 'validation')"),
-    ("valA,val,valA.fa,Testus_trainus,atacseq,valA_atacseq_1.sam,unstranded,true",
-     "line 3: column 'file': 'valA_atacseq_1.sam' is neither a .bam nor a .bw/.bigwig file"),
-    ("trainB,train,trainB.fa,Testus_trainus,h3k4me3,trainB_h3k4me3.bw,first,false",
-     "line 3: a bigWig needs library unstranded and shift false"),
-])
-def test_bad_train_sheet_stops_before_any_task(tmp_path, nextflow_bin, line, message):
+#: bad train sheet rows (line 3, after the embedded sheet's first row) -> the one-line error naming the line
+BAD_TRAIN_ROWS = {
+    "split": ("valA,validation,valA.fa,Testus_trainus,atacseq,valA_atacseq_1.bam,unstranded,true",
+              "line 3: column 'split' must be train, val or test (got 'validation')"),
+    "sam": ("valA,val,valA.fa,Testus_trainus,atacseq,valA_atacseq_1.sam,unstranded,true",
+            "line 3: column 'file': 'valA_atacseq_1.sam' is neither a .bam nor a .bw/.bigwig file"),
+    "bigwig_library": ("trainB,train,trainB.fa,Testus_trainus,h3k4me3,trainB_h3k4me3.bw,first,false",
+                       "line 3: a bigWig needs library unstranded and shift false"),
+}
+
+
+def _bad_train_sheet(folder: Path, line: str) -> Path:
     head = (TRAIN_DIR / "sheet.csv").read_text().splitlines()[:2]
-    sheet = tmp_path / "sheet.csv"
-    sheet.write_text("\n".join([*head, line]) + "\n")
+    sheet = folder / "sheet.csv"
+    text = "\n".join([*head, line]) + "\n"
     # the sheet's relative paths resolve against its folder: point them at the embedded files
-    text = sheet.read_text()
     for f in TRAIN_DIR.iterdir():
         text = text.replace(f",{f.name},", f",{f},")
+    folder.mkdir(parents=True, exist_ok=True)
     sheet.write_text(text)
+    return sheet
+
+
+@pytest.fixture(scope="module")
+def bad_train_results(tmp_path_factory, nextflow_bin):
+    """{case: (sheet, (OK|ERROR, message))}: every bad sheet through the pipeline's own train sheet reader, in one
+    JVM (tests/pipeline/nextflow/validate_sheets.nf); one real pipeline launch below shows the run stopping on it."""
+    d = tmp_path_factory.mktemp("bad_train")
+    sheets = {case: _bad_train_sheet(d / case, line) for case, (line, _) in BAD_TRAIN_ROWS.items()}
+    results = validate_sheets(d, [], sheets.values())
+    return {case: (sheet, results.get(str(sheet))) for case, sheet in sheets.items()}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TRAIN_ROWS))
+def test_bad_train_sheet_gives_one_line_naming_it(bad_train_results, case):
+    sheet, got = bad_train_results[case]
+    assert got is not None, f"no result for {case}"
+    kind, message = got
+    assert kind == "ERROR" and message == f"train sheet {sheet} {BAD_TRAIN_ROWS[case][1]}", message
+
+
+def test_bad_train_sheet_stops_the_real_pipeline_before_any_task(tmp_path, nextflow_bin):
+    line, message = BAD_TRAIN_ROWS["split"]
+    sheet = _bad_train_sheet(tmp_path, line)
     res = run_nextflow(["-profile", "test", "--mode", "train", "--train_sheet", str(sheet), "--outdir",
                         str(tmp_path / "out")], cwd=tmp_path, check=False, timeout=300)
     out = res.stdout + res.stderr

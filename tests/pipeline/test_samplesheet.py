@@ -9,15 +9,12 @@ loopback that the test starts (tests/helpers/pipeline_utils.LocalHttpServer).
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
-from helpers.pipeline_utils import ROOT, LocalHttpServer, free_port, run_nextflow
+from helpers.pipeline_utils import ROOT, LocalHttpServer, free_port, run_nextflow, validate_sheets
 
 pytestmark = pytest.mark.pipeline
 
@@ -92,23 +89,6 @@ def sheets_dir(tmp_path_factory):
     return d
 
 
-def _validate_sheets(cwd: Path, sheets, train_sheets=()) -> dict[str, tuple[str, str]]:
-    """{sheet path: (OK|ERROR, rows JSON or message)} from one run of the validation driver (one JVM for all)."""
-    cmd = ["nextflow", "run", str(ROOT / "tests" / "pipeline" / "nextflow" / "validate_sheets.nf"), "-ansi-log", "false",
-           "--sheets", ",".join(map(str, sheets))]
-    if train_sheets:
-        cmd += ["--train_sheets", ",".join(map(str, train_sheets))]
-    res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "NXF_OFFLINE": "true"})
-    assert res.returncode == 0, res.stdout + res.stderr
-    results = {}
-    for line in res.stdout.splitlines():
-        if line.startswith("RESULT\t"):
-            _, sheet, kind, rest = line.split("\t", 3)
-            results[sheet] = (kind, rest)
-    return results
-
-
 @pytest.fixture(scope="module")
 def validation_results(sheets_dir, nextflow_bin):
     """All sheets validated by the pipeline's own function in one Nextflow JVM (fast)."""
@@ -131,7 +111,7 @@ def validation_results(sheets_dir, nextflow_bin):
             t = fill(text)
             p.write_bytes(t if isinstance(t, bytes) else t.encode())
             sheets[case] = p
-        results = _validate_sheets(sheets_dir, sheets.values())
+        results = validate_sheets(sheets_dir, sheets.values())
     expected = {case: fill(exp) for case, (_, exp) in CASES.items()}
     return {case: results.get(str(p)) for case, p in sheets.items()}, sheets, expected
 
@@ -216,7 +196,7 @@ def rule_results(tmp_path_factory, nextflow_bin):
         dict(id="trainA", split="train", fa="trainA.fa", species="", bam="trainA_atacseq_2.bam"),
         dict(id="trainA", split="train", fa="trainA.fa", species="", bam="trainA_atacseq_1.bam"),
         dict(id="valA", split="val", fa="valA.fa", species="Testus_val", bam="valA_atacseq_1.bam")]))
-    results = _validate_sheets(d, sheets.values(), trains.values())
+    results = validate_sheets(d, sheets.values(), trains.values())
     return ({c: results[str(p)] for c, p in sheets.items()}, {c: results[str(p)] for c, p in trains.items()},
             sheets, trains)
 
