@@ -407,12 +407,23 @@ def test_predict_from_fasta_gives_the_same_predictions_and_tracks_without_a_geno
             assert (outdir / asm / "tracks" / name).read_bytes() == (reference / asm / "tracks" / name).read_bytes()
 
 
-def test_prior_alpha_makes_genie3_wait_for_the_motif_prior(test_run, tmp_path):
+@pytest.fixture(scope="module")
+def prior_stub_run(tmp_path_factory, nextflow_bin) -> Path:
+    """The outdir of one -stub run with --genie3_prior_alpha 0.5 and --skip_tracks: the prior's wiring, and what
+    VARIANT_BROWSER does without tracks (one launch for both tests)."""
+    from helpers.pipeline_utils import run_nextflow
+
+    work = tmp_path_factory.mktemp("prior_stub")
+    outdir = work / "results"
+    run_nextflow(["-profile", "test", "-stub", "--outdir", str(outdir), "--genie3_prior_alpha", "0.5",
+                  "--genie3_repeats", "3", "--skip_tracks", "--skip_benchmark", "--skip_multiqc"], cwd=work)
+    return outdir
+
+
+def test_prior_alpha_makes_genie3_wait_for_the_motif_prior(test_run, prior_stub_run):
     """--genie3_prior_alpha > 0: asmA's GENIE3 tasks start after MOTIF_PRIOR and have its table staged (a -stub run:
     the wiring, not GENIE3's --prior, which docs/genie3.md covers); with the default 0 (the test profile's run) no
     GENIE3 task has it, and the prior table of the real run is published."""
-    from helpers.pipeline_utils import run_nextflow
-
     _, reference, _ = test_run
     assert (reference / "asmA" / "network" / "asmA.prior.tsv.gz").is_file()
     assert (reference / "asmA" / "genes" / "asmA.gene_accessibility.tsv").is_file()
@@ -432,10 +443,7 @@ def test_prior_alpha_makes_genie3_wait_for_the_motif_prior(test_run, tmp_path):
     assert "promoters" not in (reference / "asmB" / "tracks" / "trackDb.txt").read_text()
     plain = [r for r in read_trace(reference) if r["process"].endswith(":GENIE3") and r["status"] == "COMPLETED"]
     assert plain and not any((Path(r["workdir"]) / "asmA.prior.tsv.gz").exists() for r in plain)
-    outdir = tmp_path / "results"
-    run_nextflow(["-profile", "test", "-stub", "--outdir", str(outdir), "--genie3_prior_alpha", "0.5",
-                  "--genie3_repeats", "3", "--skip_tracks", "--skip_benchmark", "--skip_multiqc"], cwd=tmp_path)
-    trace = [r for r in read_trace(outdir) if r["status"] == "COMPLETED"]
+    trace = [r for r in read_trace(prior_stub_run) if r["status"] == "COMPLETED"]
     prior = [r for r in trace if r["process"].endswith(":MOTIF_PRIOR")]
     genie3 = [r for r in trace if r["process"].endswith(":GENIE3")]
     assert len(prior) == 1 and len(genie3) == 3
@@ -445,14 +453,18 @@ def test_prior_alpha_makes_genie3_wait_for_the_motif_prior(test_run, tmp_path):
 
 
 @pytest.mark.parametrize("skip", ["--skip_peaks", "--skip_tracks"])
-def test_variant_browser_follows_what_writes_the_browser_files(tmp_path, skip):
+def test_variant_browser_follows_what_writes_the_browser_files(tmp_path, skip, request):
     """-stub runs (the wiring): with --skip_peaks VARIANT_BROWSER takes BIGWIG's session and publishes it (BIGWIG does
-    not); with --skip_tracks there are no browser files and no VARIANT_BROWSER, the variants are published alone."""
+    not); with --skip_tracks (the prior run's, which also skips them) there are no browser files and no
+    VARIANT_BROWSER, the variants are published alone."""
     from helpers.pipeline_utils import run_nextflow
 
-    outdir = tmp_path / "results"
-    run_nextflow(["-profile", "test", "-stub", "--outdir", str(outdir), skip, "--skip_genie3", "--skip_benchmark",
-                  "--skip_multiqc"], cwd=tmp_path)
+    if skip == "--skip_tracks":
+        outdir = request.getfixturevalue("prior_stub_run")
+    else:
+        outdir = tmp_path / "results"
+        run_nextflow(["-profile", "test", "-stub", "--outdir", str(outdir), skip, "--skip_genie3", "--skip_benchmark",
+                      "--skip_multiqc"], cwd=tmp_path)
     trace = read_trace(outdir)
     done = sorted(r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED")
     browser = [r for r in trace if r["process"].endswith(":VARIANT_BROWSER")]
