@@ -7,20 +7,25 @@
  * Used by tests/pipeline/test_containers.py and test_cloud_profiles.py, which also compare one rendering with
  * the real `nextflow config` command's output.
  */
+// Nextflow's classes by name: the strict syntax (tests/pipeline/test_nftest_parse.py) knows no class of the runtime
+def make(String name) {
+    return Class.forName(name).getDeclaredConstructor().newInstance()
+}
+
 params.root = ''
 params.profiles = ''
 
 workflow {
     params.profiles.tokenize(';').each { profiles ->
         try {
-            def cmd = new nextflow.cli.CmdConfig()
+            def cmd = make('nextflow.cli.CmdConfig')
             cmd.profile = profiles
             cmd.printFlatten = true
-            def config = new nextflow.config.ConfigBuilder()
+            def config = make('nextflow.config.ConfigBuilder')
                 .setShowClosures(true)
                 .setStripSecrets(true)
                 .showMissingVariables(true)
-                .setOptions(new nextflow.cli.CliOptions())
+                .setOptions(make('nextflow.cli.CliOptions'))
                 .setBaseDir(java.nio.file.Paths.get(params.root))
                 .setCmdConfig(cmd)
                 .buildConfigObject()
