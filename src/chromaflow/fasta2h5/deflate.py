@@ -12,8 +12,9 @@ name and a level (``ENGINE[:LEVEL]`` on the command line):
   at level 4 the chunks are byte-identical to Helixer's.
 * ``libdeflate`` (level 4): the ``deflate`` package (libdeflate bindings); ``auto`` falls back to it when
   the onehot kernel cannot be built (no C compiler): about zlib level 4's size, ~2x its speed.
-* ``isal`` (level 1): ISA-L. Fast, but ~30 % larger than zlib level 4 on this data, and ISA-L's output
-  may depend on the CPU's instruction set.
+* ``isal`` (level 1): ISA-L. Fast, but ~30 % larger than zlib level 4 on this data, and ISA-L's output is not
+  byte-reproducible: it may depend on the CPU's instruction set, and a chunk was once seen to deflate to other
+  (valid) bytes in another process (tests/fasta2h5/test_fasta2h5.py). The values never differ.
 
 The level each engine used is written into the dataset's deflate filter (cd_values) and, with the engine's
 name, into the file's root attributes, so the file says how it was written.
