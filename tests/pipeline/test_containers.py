@@ -24,7 +24,7 @@
    accepts and ignores it, so that run shows the command line, not GPU passthrough.
    These tests skip (with the reason in the pytest summary) only where podman is not installed or cannot run
    a container; under CI=true they fail instead.
-3. Singularity/Apptainer (not packaged for Debian 12, not available here): ``-profile test,<engine>,gpu`` with a
+3. Singularity/Apptainer (not packaged for Debian 12, not available here): ``-stub -profile test,<engine>,gpu`` with a
    **fake engine executable** first on PATH that records its arguments and runs the task's command on the host.
    It is a shim, not a container: it shows which image and options Nextflow passes per process (CUDA image and
    ``--nv`` on PREDICT only), NOT that the images work under Singularity/Apptainer, that ``docker://`` pulls
@@ -549,14 +549,14 @@ exec "${{args[@]:$i}}"
 
 @pytest.fixture(scope="module")
 def shim_runs(tmp_path_factory, nextflow_bin):
-    """One real pipeline run per engine (concurrently), each with its fake engine on PATH. To keep them cheap:
-    one assembly (asmA) and a test checkpoint built once here instead of a MAKE_TEST_MODEL task each."""
+    """One real pipeline run per engine (concurrently), each with its fake engine on PATH. To keep them cheap: -stub
+    (what is checked is the engine's command line Nextflow writes into each task's .command.run, the same for a stub),
+    one assembly (asmA) and the committed test checkpoint (tests/data/nftest: make-test-model's output, checked by
+    test_nftest_fixtures.py) instead of a MAKE_TEST_MODEL task each."""
     base = tmp_path_factory.mktemp("engines")
     sheet = base / "sheet.csv"
     sheet.write_text(f"id,fasta\nasmA,{ROOT / 'assets' / 'test' / 'asmA.fa'}\n")
-    model = base / "tiny.ckpt"
-    subprocess.run([sys.executable, "-m", "chromaflow", "make-test-model", "--out", str(model), "--seed", "0"],
-                   check=True, capture_output=True)
+    model = ROOT / "tests" / "data" / "nftest" / "chromaflow_tiny_seed0.ckpt"
     procs = {}
     for engine in SHIM_ENGINES:
         d = base / engine
@@ -569,7 +569,7 @@ def shim_runs(tmp_path_factory, nextflow_bin):
                    PATH=f"{d / 'bin'}{os.pathsep}{os.environ['PATH']}")
         env.pop("NXF_SINGULARITY_CACHEDIR", None)
         env.pop("NXF_APPTAINER_CACHEDIR", None)
-        cmd = [nextflow_bin, "run", str(MAIN_NF), "-ansi-log", "false", "-profile", f"test,{engine},gpu",
+        cmd = [nextflow_bin, "run", str(MAIN_NF), "-ansi-log", "false", "-stub", "-profile", f"test,{engine},gpu",
                "--outdir", str(d / "results"), "--genomes", str(sheet), "--test_model", "false",
                "--model", str(model), "--predict_shards", "1",
                "--skip_genie3", "--skip_tracks", "--skip_benchmark"]
