@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..common import ChromaflowError, Progress, naming_errors
-from .h5input import Chrom, ChunkReader, Piece, PredictionsInput
+from .h5input import POOL_MIN_BP, Chrom, ChunkReader, Piece, PredictionsInput
 from .tracks import (SmoothStream, TrackState, runs, runs_native, smooth_numpy, strand_average,
                      strand_average_f32)
 
@@ -163,7 +163,7 @@ class _Conversion:
 
     def compute_all(self, data, chrom: Chrom, block_final: bool) -> dict:
         """piece_runs of every key (in the pool when there are several), then the piece's buffers are released."""
-        if self.pool is not None and len(self.keys) > 1:
+        if self.pool is not None and len(self.keys) > 1 and _piece_bp(data) >= POOL_MIN_BP:
             futs = [self.pool.submit(self.compute, data, k, chrom, block_final) for k in self.keys]
             results = dict(zip(self.keys, (f.result() for f in futs)))
         else:
@@ -219,6 +219,15 @@ class _Conversion:
                     _check_size(inp.path, c, 0)
         finally:
             prefetch.shutdown(wait=True, cancel_futures=True)
+
+
+def _piece_bp(data: dict) -> int:
+    """Base pairs (padding included) of one strand of a piece's channels."""
+    piece = next(iter(data.values()), None)
+    if piece is None:
+        return 0
+    x = piece.plus if piece.plus is not None else piece.minus
+    return 0 if x is None else int(x.size)
 
 
 def _check_size(path: str, chrom: Chrom, offset: int) -> None:

@@ -290,6 +290,12 @@ class BufferPool:
                     self._free.append(base)
 
 
+#: work smaller than this many bp (a piece's chunks to read, a piece's tracks to compute) is done in the calling
+#: thread, not shared out to the pool: handing a contig of a few kbp to the workers cost more than its work (20,000
+#: contigs of 1-20 kbp: ~1 ms a contig a track, mostly thread hand-offs and the GIL passed back and forth; issue 30)
+POOL_MIN_BP = 65_536
+
+
 class ChunkReader:
     def __init__(self, inp: PredictionsInput, pool: ThreadPoolExecutor | None, piece_chunks: int = 1):
         self.inp = inp
@@ -413,7 +419,7 @@ class ChunkReader:
 
         step = max(1, min(16, len(jobs) // (4 * (self.pool._max_workers if self.pool else 1)) or 1))
         batches = [jobs[k:k + step] for k in range(0, len(jobs), step)]
-        if self.pool is not None and len(batches) > 1:
+        if self.pool is not None and len(batches) > 1 and len(jobs) * L >= POOL_MIN_BP:
             res = list(self.pool.map(work, batches))
         else:
             res = [work(b) for b in batches]
