@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from chromaflow.peaks.call import PeakStream, _Summits, call_peaks, merge_runs
+from chromaflow.common import Records
+from chromaflow.peaks.call import PeakStream, call_peaks, merge_runs
 
 
 def _random_track(rng):
@@ -18,15 +19,15 @@ def _random_track(rng):
     return starts, starts + lens, values, int(starts[-1] + lens[-1] + rng.integers(0, 20))
 
 
-@pytest.mark.parametrize("fold_at, spill_at", [(PeakStream.FOLD_AT, _Summits.SPILL_AT), (0, _Summits.SPILL_AT),
-                                               (1, 0), (3, 2)])
+@pytest.mark.parametrize("fold_at, spill_at", [(PeakStream.FOLD_AT, Records.HELD), (0, Records.HELD), (1, 1), (3, 2)])
 def test_stream_equals_whole_track_for_any_pieces(monkeypatch, fold_at, spill_at):
     """2,000 random tracks (gaps, equal neighbours, values at the cutoff), random cutoffs, gaps and minimum
     lengths, cut into random pieces: peaks and the merged-run count equal merge_runs + call_peaks on the whole.
-    With ``fold_at`` low, an open peak is folded at (almost) every piece: the same peaks; with ``spill_at`` low too,
-    its summit candidates go to the temporary file at (almost) every piece and the summit is read back from it."""
+    With ``fold_at`` low, an open peak is folded at (almost) every piece: the same peaks; with ``spill_at`` low too
+    (common.Records.HELD), its summit candidates go to the temporary file at (almost) every piece and the summit is
+    read back from it."""
     monkeypatch.setattr(PeakStream, "FOLD_AT", fold_at)
-    monkeypatch.setattr(_Summits, "SPILL_AT", spill_at)
+    monkeypatch.setattr(Records, "HELD", spill_at)
     rng = np.random.default_rng(30)
     for trial in range(2000):
         s, e, v, size = _random_track(rng)

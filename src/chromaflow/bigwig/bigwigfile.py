@@ -31,15 +31,13 @@ from __future__ import annotations
 
 import os
 import struct
-from array import array
-import tempfile
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from ..common import ChromaflowError
+from ..common import ChromaflowError, Records, Spill
 
 BIGWIG_MAGIC = 0x888FFC26
 CHROM_TREE_MAGIC = 0x78CA8C91
@@ -374,76 +372,6 @@ def _zoom_blocks(tid: int, rec: tuple, compress) -> list:
         b = min(a + RECORDS_PER_BLOCK, n)
         out.append(((tid, int(recs["start"][a]), tid, int(recs["end"][b - 1])), compress(raw[a * 32:b * 32])))
     return out
-
-
-class Spill:
-    """An anonymous temporary file beside the output (unlinked at once: gone whatever happens), opened on first use,
-    that a writer appends to while its file is written and reads back at close: the zoom blocks (their place in the
-    file is only known once the data is written) and the block records of the indexes (:class:`Records`)."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        self.fh = None
-        self.end = 0          # bytes appended
-        self.at_end = True    # the file position is the end (a seek flushes the buffer: only after a read)
-
-    def append(self, data) -> int:
-        """Append ``data`` (bytes-like); its offset."""
-        if self.fh is None:
-            fd, name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".part", dir=self.path.parent)
-            self.fh = os.fdopen(fd, "w+b")
-            os.unlink(name)
-        if not self.at_end:
-            self.fh.seek(self.end)
-            self.at_end = True
-        off = self.end
-        self.end += self.fh.write(data)
-        return off
-
-    def read(self, offset: int, size: int) -> bytes:
-        self.at_end = False
-        self.fh.seek(offset)
-        return self.fh.read(size)
-
-    def close(self) -> None:
-        if self.fh is not None:
-            self.fh.close()
-            self.fh = None
-
-
-class Records:
-    """Fixed-width int64 records, one per data or zoom block (tid, start, end, ... offset, size), appended while a
-    file is written and read back whole for its R-tree at close: held up to :attr:`HELD` values, then appended to
-    the writer's :class:`Spill` in chunks. A track that changes at almost every base (the tiny test model's) has
-    ~1.5 M data blocks a file at 4 Gbp, and BIGWIG writes six files at once (two datasets, three strands): held in
-    memory, the open files' records add up (40 bytes a data block, 48 a zoom block: ~60 MB a file there); spooled,
-    the memory is one file's records, at its close."""
-
-    #: values held before a chunk goes to the spill file (512 KB); tests set it low
-    HELD = 1 << 16
-
-    def __init__(self, width: int, spill: Spill):
-        self.width = width
-        self.spill = spill
-        self.buf = array("q")
-        self.chunks: list[tuple[int, int]] = []  # (offset in the spill file, values)
-        self.n_spilled = 0
-
-    def extend(self, values) -> None:
-        self.buf.extend(values)
-        if len(self.buf) >= self.HELD:
-            self.chunks.append((self.spill.append(self.buf), len(self.buf)))
-            self.n_spilled += len(self.buf)
-            self.buf = array("q")
-
-    def __len__(self) -> int:
-        return (self.n_spilled + len(self.buf)) // self.width
-
-    def to_array(self) -> np.ndarray:
-        """All records as an (n, width) int64 array, in the order they were added."""
-        parts = [np.frombuffer(self.spill.read(off, 8 * n), dtype=np.int64) for off, n in self.chunks]
-        parts.append(np.frombuffer(self.buf, dtype=np.int64) if len(self.buf) else np.zeros(0, np.int64))
-        return np.concatenate(parts).reshape(-1, self.width)
 
 
 def write_index_and_zooms(fh, index: Records, items_per_slot: int, zs: list[int], zblocks: list[Records],

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..common import Records, Spill
+
 
 @dataclass
 class Peaks:
@@ -72,55 +74,13 @@ def middle(n):
     return (n + 1) // 2 - 1
 
 
-class _Summits:
+def _new_summits() -> Records:
     """The summit candidates of a folded peak, in order: the midpoints ``(start + end) // 2`` of its runs at the top
-    value. Held as int64 arrays up to :attr:`SPILL_AT` values, the rest appended to an anonymous temporary file (8
-    bytes a candidate, gone when closed or when the process ends): the middle one is only known when the peak
-    closes, and a peak as long as a record can hold millions (the tiny test model's track at cutoff 2: 5.4 M in one
-    35 Mbp record, 430 MB as the Python lists they were kept in; 2.3 GiB PEAKS at the scale benchmark's 4 Gbp)."""
-
-    #: candidates held in memory before they go to the temporary file (8 MB); tests set it low
-    SPILL_AT = 1 << 20
-
-    def __init__(self):
-        self.held: list[np.ndarray] = []
-        self.n_held = 0
-        self.file = None      # tempfile.TemporaryFile once spilled
-        self.n_file = 0
-
-    def __len__(self) -> int:
-        return self.n_file + self.n_held
-
-    def add(self, mids: np.ndarray) -> None:
-        if not len(mids):
-            return
-        self.held.append(np.asarray(mids, dtype="<i8").copy())
-        self.n_held += len(mids)
-        if self.n_held > self.SPILL_AT:
-            if self.file is None:
-                import tempfile
-                self.file = tempfile.TemporaryFile(prefix="chromaflow-peaks-")
-            self.file.seek(0, 2)
-            for a in self.held:
-                self.file.write(a.tobytes())
-            self.n_file += self.n_held
-            self.held, self.n_held = [], 0
-
-    def __getitem__(self, i: int) -> int:
-        if i < self.n_file:
-            self.file.seek(8 * i)
-            return int(np.frombuffer(self.file.read(8), dtype="<i8")[0])
-        i -= self.n_file
-        for a in self.held:
-            if i < len(a):
-                return int(a[i])
-            i -= len(a)
-        raise IndexError(i)
-
-    def close(self) -> None:
-        if self.file is not None:
-            self.file.close()
-        self.held, self.n_held, self.file, self.n_file = [], 0, None, 0
+    value, 8 bytes each, spooled to an anonymous temporary file ($TMPDIR) past ``Records.HELD``: the middle one is
+    only known when the peak closes, and a peak as long as a record can hold millions (the tiny test model's track at
+    cutoff 2: 5.4 M in one 35 Mbp record, 430 MB as the Python lists they were once kept in; 2.3 GiB PEAKS at the
+    scale benchmark's 4 Gbp)."""
+    return Records(1, Spill())
 
 
 @dataclass
@@ -130,7 +90,7 @@ class _Fold:
     start: int
     end: int
     top: np.float32
-    summits: _Summits
+    summits: Records  # width 1, on its own Spill: _new_summits()
 
 
 def call_peaks(starts: np.ndarray, ends: np.ndarray, values: np.ndarray, cutoff: float, min_length: int,
@@ -192,7 +152,7 @@ class PeakStream:
     before the last run (kept so an equal next run merges with it, as ``merge_runs`` merges). Peaks before the
     cut are final. An open peak longer than ``FOLD_AT`` runs is folded: its runs but the last are replaced by
     what its peak needs (start, end of its last above-cutoff run, top value, the midpoints of the runs at the top
-    value in order, for the middle one's summit: :class:`_Summits`, spilled to a temporary file past 1 M), so a
+    value in order, for the middle one's summit: :func:`_new_summits`, spooled to a temporary file), so a
     peak as long as a chromosome (a track above the cutoff almost everywhere: the scale benchmark's 1.2 Gbp run's
     PEAKS peaked at 5.2 GiB, re-merging the whole open peak at every piece) costs a few MB, not its runs. Memory is
     one piece plus that, not the chromosome (a 300 Mbp record of base-wise runs was 6 GB as whole arrays)."""
@@ -265,14 +225,15 @@ class PeakStream:
         v = self.v[idx]
         top = v.max()
         if f is None:
-            f = self.fold = _Fold(int(self.s[idx[0]]), int(self.e[idx[-1]]), top, _Summits())
-        elif top > f.top:
+            f = self.fold = _Fold(int(self.s[idx[0]]), int(self.e[idx[-1]]), top, _new_summits())
+        elif top > f.top:   # a higher top: the candidates start again
             f.top = top
-            f.summits.close()
+            f.summits.spill.close()
+            f.summits = _new_summits()
         f.end = int(self.e[idx[-1]])
         if top == f.top:
             at = idx[v == top]
-            f.summits.add((self.s[at] + self.e[at]) // 2)
+            f.summits.extend((self.s[at] + self.e[at]) // 2)
 
     def _drop(self, k: int) -> None:
         """The first ``k`` buffered runs are done with (folded, or below the cutoff)."""
@@ -305,10 +266,10 @@ class PeakStream:
         try:
             if f.end - f.start >= self.min_length:
                 self.parts.append(Peaks(np.array([f.start], np.int64), np.array([f.end], np.int64),
-                                        np.array([f.summits[middle(len(f.summits))]], np.int64),
+                                        np.array([f.summits.value(middle(len(f.summits)))], np.int64),
                                         np.array([f.top], np.float32)))
         finally:
-            f.summits.close()
+            f.summits.spill.close()
         return False
 
     def _emit(self, k: int) -> None:
