@@ -70,7 +70,7 @@ def test_a_peak_as_long_as_the_track_holds_its_top_runs_not_all_its_runs():
     piece, and the one peak equals the whole-track call, its summit the middle one of the runs at the top value."""
     rng = np.random.default_rng(7)
     st, held = PeakStream(2.0, 50, 25), []
-    pieces, whole = [], []
+    whole = []
     pos = 0
     for k in range(40):
         lens = rng.integers(1, 5, 20_000)
