@@ -621,6 +621,36 @@ def test_bigwig_writer_many_contigs_bounded_memory_and_spooled_records(tmp_path,
     assert zoom_levels(tmp_path / "b.bw")[1], "no zoom levels"
 
 
+def test_zoom_blocks_run_across_chromosomes_and_each_chromosome_reads_its_own(tmp_path):
+    """600 contigs of 2-6 kbp, each with values of its own: every zoom level's blocks run on across chromosomes (as
+    kent's bbiWrite.c and our bigBed writer do; one block per contig and level made 50,000 tiny blocks a level at
+    the scale benchmark's 4 Gbp), so a level has fewer blocks than chromosomes, and pyBigWig's zoom-level stats of
+    every whole contig equal its exact ones: no record of another chromosome is counted in them."""
+    import struct
+
+    rng = np.random.default_rng(5)
+    sizes = [(f"c{i:04d}", int(rng.integers(2000, 6000))) for i in range(600)]
+    path = tmp_path / "z.bw"
+    w = bigwigfile.BigWigWriter(path, sizes)
+    for i, (c, n) in enumerate(sizes):
+        cuts = np.unique(np.r_[0, rng.integers(1, n, 200), n])
+        w.write(c, cuts[:-1], cuts[1:], ((i % 50) * 10 + rng.integers(0, 5, len(cuts) - 1)).astype(np.float32))
+    w.close()
+    b = path.read_bytes()
+    n_levels = struct.unpack_from("<H", b, 6)[0]
+    assert n_levels >= 2
+    for z in range(n_levels):
+        index = struct.unpack_from("<IIQQ", b, 64 + 24 * z)[3]
+        assert struct.unpack_from("<Q", b, index + 8)[0] < len(sizes) // 4, z   # the R-tree's block count
+    bw = pyBigWig.open(str(path))
+    try:
+        for c, n in sizes:
+            for kind in ("max", "min", "coverage", "mean"):
+                assert bw.stats(c, 0, n, type=kind) == pytest.approx(bw.stats(c, 0, n, type=kind, exact=True)), (c, kind)
+    finally:
+        bw.close()
+
+
 def test_fallback_paths_equal(reference_dir, tmp_path):
     """zlib instead of libdeflate, the h5py reader (other chunking, or forced), and the numpy bedGraph formatter
     (no C compiler) give identical output."""

@@ -290,22 +290,25 @@ def zoom_ladder(z0: int, largest: int) -> list[int]:
 
 
 def _combine(a: tuple, b: tuple) -> tuple:
-    return (a[0], a[1], b[2], a[3] + b[3], min(a[4], b[4]), max(a[5], b[5]), a[6] + b[6], a[7] + b[7])
+    return (a[0], a[1], b[2], a[3] + b[3], min(a[4], b[4]), max(a[5], b[5]), a[6] + b[6], a[7] + b[7], a[8])
 
 
 class _LevelStream:
-    """Records of one zoom level in order. The last record is held back: its bin may go on in the next piece
-    (records of the same bin are combined: counts and sums add, min/max reduce)."""
+    """Records of one zoom level in order, across chromosomes (a block runs on into the next chromosome, as
+    kent's bbiWrite.c and our bigBed writer do: a draft assembly's 50,000 contigs made 50,000 tiny blocks a level).
+    The last record is held back: its bin may go on in the next piece (records of the same bin are combined: counts
+    and sums add, min/max reduce) until its chromosome ends (:meth:`end_chrom`)."""
 
     def __init__(self):
         self.carry: tuple | None = None
-        self.parts: list[tuple] = []  # complete records not yet in a block (tuples of 8 arrays)
+        self.parts: list[tuple] = []  # complete records not yet in a block (tuples of 9 arrays: 8 fields, tid)
         self.n = 0
 
-    def add(self, rec: tuple) -> None:
+    def add(self, rec: tuple, tid: int) -> None:
         n = len(rec[0])
         if n == 0:
             return
+        rec = (*rec, np.full(n, tid, dtype=np.int64))
         first = tuple(a[0] for a in rec)
         if self.carry is not None:
             if first[0] == self.carry[0]:
@@ -326,16 +329,21 @@ class _LevelStream:
         self.parts.append(tuple(np.array([x]) for x in r))
         self.n += 1
 
-    def take(self, final: bool) -> tuple | None:
-        """Whole blocks of records (all of them with ``final``, the carry included), as 8 arrays."""
-        if final and self.carry is not None:
+    def end_chrom(self) -> None:
+        """The chromosome ended: its last record is complete."""
+        if self.carry is not None:
             self._one(self.carry)
             self.carry = None
+
+    def take(self, final: bool) -> tuple | None:
+        """Whole blocks of records (all of them with ``final``, at the end of the file), as 9 arrays."""
+        if final:
+            self.end_chrom()
         k = self.n if final else self.n // RECORDS_PER_BLOCK * RECORDS_PER_BLOCK
         if not k:
             return None
         cat = [np.concatenate([p[i] for p in self.parts]) if len(self.parts) > 1 else self.parts[0][i]
-               for i in range(8)]
+               for i in range(9)]
         self.parts = [tuple(a[k:] for a in cat)] if k < self.n else []
         self.n -= k
         return tuple(a[:k] for a in cat)
@@ -359,18 +367,20 @@ def _data_blocks(tid: int, s: np.ndarray, e: np.ndarray, v: np.ndarray, compress
     return out
 
 
-def _zoom_blocks(tid: int, rec: tuple, compress) -> list:
-    """[((tid, start, tid, end), compressed block)] for zoom records in blocks of RECORDS_PER_BLOCK."""
+def _zoom_blocks(rec: tuple, compress) -> list:
+    """[((first tid, start, last tid, end), compressed block)] for zoom records (9 arrays, the last one their
+    chromosomes) in blocks of RECORDS_PER_BLOCK."""
     n = len(rec[0])
     recs = np.empty(n, dtype=RECORD)
-    recs["chrom"] = tid
-    for name, a in zip(("start", "end", "count", "min", "max", "sum", "sumsq"), rec[1:]):
+    recs["chrom"] = rec[8]
+    for name, a in zip(("start", "end", "count", "min", "max", "sum", "sumsq"), rec[1:8]):
         recs[name] = a
     raw = memoryview(recs.view(np.uint8))
     out = []
     for a in range(0, n, RECORDS_PER_BLOCK):
         b = min(a + RECORDS_PER_BLOCK, n)
-        out.append(((tid, int(recs["start"][a]), tid, int(recs["end"][b - 1])), compress(raw[a * 32:b * 32])))
+        out.append(((int(recs["chrom"][a]), int(recs["start"][a]), int(recs["chrom"][b - 1]), int(recs["end"][b - 1])),
+                    compress(raw[a * 32:b * 32])))
     return out
 
 
@@ -565,11 +575,11 @@ class BigWigWriter:
             del ev
             self._drain(block=len(self._queue) > 256)
 
-    def _take_records(self, k: int, tid: int, final: bool) -> None:
+    def _take_records(self, k: int, final: bool) -> None:
         rec = self._streams[k].take(final)
         if rec is not None:
             self._zcount[k] += len(rec[0])
-            self._queue.append(("zblock", k, self._submit(_zoom_blocks, tid, rec, self.compress, items=len(rec[0]))))
+            self._queue.append(("zblock", k, self._submit(_zoom_blocks, rec, self.compress, items=len(rec[0]))))
 
     # ---------------------------------------------------------------- output in order
     def _drain(self, block: bool) -> None:
@@ -597,12 +607,12 @@ class BigWigWriter:
                 t[3] = min(t[3], float(r0[4].min()))
                 t[4] = max(t[4], float(r0[5].max()))
                 for k, rec in enumerate(res):
-                    self._streams[k].add(rec)
+                    self._streams[k].add(rec, tid)
                     if self._streams[k].n >= RECORDS_PER_BLOCK:
-                        self._take_records(k, tid, False)
-            elif kind == "end":
-                for k in range(len(self._streams)):
-                    self._take_records(k, ev[1], True)
+                        self._take_records(k, False)
+            elif kind == "end":   # the chromosome's last records are complete; blocks run on into the next
+                for stream in self._streams:
+                    stream.end_chrom()
             else:  # zblock
                 k = ev[1]
                 for meta, blob in res:
@@ -614,6 +624,9 @@ class BigWigWriter:
             self._end_chrom()
             if self._sample is not None and self._sample_n:
                 self._decide_zoom()
+            self._drain(block=True)
+            for k in range(len(self._streams)):   # the last block of every level
+                self._take_records(k, True)
             self._drain(block=True)
             fh = self.fh
             n_blocks = len(self._index)
