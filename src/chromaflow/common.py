@@ -18,6 +18,7 @@ import signal
 import socket
 import sys
 import time
+from array import array
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -740,8 +741,6 @@ class Records:
     HELD = 1 << 16
 
     def __init__(self, width: int, spill: Spill):
-        from array import array
-
         self.width = width
         self.spill = spill
         self.buf = array("q")
@@ -757,8 +756,6 @@ class Records:
         else:
             self.buf.extend(values)
         if len(self.buf) >= self.HELD:
-            from array import array
-
             self.chunks.append((self.spill.append(self.buf), len(self.buf)))
             self.n_spilled += len(self.buf)
             self.buf = array("q")

@@ -110,7 +110,8 @@ def render_configs(profile_lists: list[str], cwd: Path) -> dict[str, str]:
         elif line.startswith("END\t"):
             rendered[current], current = "".join(lines), None
         elif line.startswith("ERROR\t"):
-            raise AssertionError(f"nextflow config -profile {line.rstrip().split(chr(9))[1]}: {line.rstrip()}")
+            _, profiles, message = line.rstrip("\n").split("\t", 2)
+            raise AssertionError(f"nextflow config -profile {profiles}: {message}")
         elif current is not None:
             lines.append(line)
     assert sorted(rendered) == sorted(profile_lists), res.stdout[-4000:]

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..common import ChromaflowError, Records, Spill, atomic_output, naming_errors
 from .bigwigfile import (HEADER_BYTES, RECORD, RECORDS_PER_BLOCK, SUMMARY_BYTES, ZOOM_SLOTS, chrom_tree,
-                         write_index_and_zooms, zoom_ladder, zoom_records)
+                         record_blocks, write_index_and_zooms, zoom_ladder, zoom_records)
 
 BIGBED_MAGIC = 0x8789F2EB
 ITEMS_PER_SLOT = 512  # bedToBigBed's default -itemsPerSlot
@@ -182,11 +182,8 @@ class BigBedWriter:
             return
         recs = np.concatenate(self._pending[k])
         n = len(recs) if final else len(recs) // RECORDS_PER_BLOCK * RECORDS_PER_BLOCK
-        for a in range(0, n, RECORDS_PER_BLOCK):
-            b = min(a + RECORDS_PER_BLOCK, n)
-            blob = self._compress(recs[a:b].tobytes())
-            self._zblocks[k].extend((int(recs["chrom"][a]), int(recs["start"][a]), int(recs["chrom"][b - 1]),
-                                     int(recs["end"][b - 1]), self._spill.append(blob), len(blob)))
+        for meta, blob in record_blocks(recs[:n], self._compress):
+            self._zblocks[k].extend((*meta, self._spill.append(blob), len(blob)))
         self._zcount[k] += n
         self._pending[k] = [recs[n:]] if n < len(recs) else []
         self._pending_n[k] = len(recs) - n

@@ -367,21 +367,26 @@ def _data_blocks(tid: int, s: np.ndarray, e: np.ndarray, v: np.ndarray, compress
     return out
 
 
-def _zoom_blocks(rec: tuple, compress) -> list:
-    """[((first tid, start, last tid, end), compressed block)] for zoom records (9 arrays, the last one their
-    chromosomes) in blocks of RECORDS_PER_BLOCK."""
-    n = len(rec[0])
-    recs = np.empty(n, dtype=RECORD)
-    recs["chrom"] = rec[8]
-    for name, a in zip(("start", "end", "count", "min", "max", "sum", "sumsq"), rec[1:8]):
-        recs[name] = a
+def record_blocks(recs: np.ndarray, compress) -> list:
+    """[((first tid, start, last tid, end), compressed block)] for zoom records (a RECORD array, in order; a block
+    may run across chromosomes) in blocks of RECORDS_PER_BLOCK: the bigWig and bigBed writers' zoom blocks."""
+    n = len(recs)
     raw = memoryview(recs.view(np.uint8))
     out = []
     for a in range(0, n, RECORDS_PER_BLOCK):
         b = min(a + RECORDS_PER_BLOCK, n)
         out.append(((int(recs["chrom"][a]), int(recs["start"][a]), int(recs["chrom"][b - 1]), int(recs["end"][b - 1])),
-                    compress(raw[a * 32:b * 32])))
+                    compress(raw[a * RECORD.itemsize:b * RECORD.itemsize])))
     return out
+
+
+def _zoom_blocks(rec: tuple, compress) -> list:
+    """:func:`record_blocks` of a level stream's records (9 arrays: the 8 fields by bin, then their chromosomes)."""
+    recs = np.empty(len(rec[0]), dtype=RECORD)
+    recs["chrom"] = rec[8]
+    for name, a in zip(("start", "end", "count", "min", "max", "sum", "sumsq"), rec[1:8]):
+        recs[name] = a
+    return record_blocks(recs, compress)
 
 
 def write_index_and_zooms(fh, index: Records, items_per_slot: int, zs: list[int], zblocks: list[Records],
@@ -450,7 +455,7 @@ class BigWigWriter:
         self._last_end = 0
         self._left: list[tuple] = []  # slices of the current chromosome not yet in a block
         self._left_n = 0
-        self._queue: list[tuple] = []  # ("data", result) / ("zoom", tid, result) / ("zblock", level, result) / ("end", tid)
+        self._queue: list[tuple] = []  # ("data", result) / ("zoom", tid, result) / ("zblock", level, result) / ("end",)
         # the zoom blocks and both indexes' block records go to an anonymous file beside the output (Records)
         self._spill = Spill(self.path)
         self._index = Records(5, self._spill)  # (tid, start, end, offset, size) per data block
@@ -536,9 +541,9 @@ class BigWigWriter:
             return
         self._flush_left()
         if self._sample is not None:
-            self._sample.append(("end", self._tid))
+            self._sample.append(("end",))
         else:
-            self._queue.append(("end", self._tid))
+            self._queue.append(("end",))
 
     # ---------------------------------------------------------------- zoom
     def _decide_zoom(self) -> None:
