@@ -3,7 +3,9 @@
 ``nextflow run main.nf -profile test --mode train`` reads assets/train_test/sheet.csv (2 training and 1 validation
 assembly; BAM replicates, a bigWig, shifted ATAC reads), runs FASTA2H5 → ADD_COVERAGE → TRAIN → EVALUATE →
 (--train_predict) PREDICT → BIGWIG of the val assembly with the new model → BENCHMARK → MULTIQC, and must give what the same commands give when run directly, a checkpoint our safe loader
-reads, and an evaluation equal to the training run's own validation of the best epoch.
+reads, and an evaluation equal to the training run's own validation of the best epoch. The run's TRAIN task is
+stopped by a SIGTERM once it has saved an epoch and retried (fixture ``train_run``): the outputs the tests read are
+those of a preempted and continued training.
 """
 from __future__ import annotations
 
@@ -36,16 +38,56 @@ def read_tsv(path: Path) -> list[dict]:
         return list(csv.DictReader(fh, delimiter="\t"))
 
 
+#: epochs of the module's train-mode run: a SIGTERM after the first saved one leaves the others to continue
+TRAIN_EPOCHS = 5
+
+
 @pytest.fixture(scope="module")
 def train_run(tmp_path_factory, nextflow_bin):
+    """One train-mode run for the module: ``--train_predict``, TRAIN_EPOCHS epochs, and a scheduler's SIGTERM sent to
+    the TRAIN task once it has saved an epoch (as a time limit or preemption would). Nextflow retries the task and
+    attempt 2 continues from the stopped one's checkpoint; every other test reads the run's outputs, as the user
+    of a preempted run gets them (one run instead of two). Returns (launch dir, outdir, CompletedProcess, the stopped TRAIN task's folder or
+    None when no SIGTERM could be sent)."""
+    import os
+    import signal
+    import time
+
+    from helpers.pipeline_utils import nextflow_cmd, nextflow_env
+
     work = tmp_path_factory.mktemp("train_mode")
     outdir = work / "results"
-    res = run_nextflow(["-profile", "test", "--mode", "train", "--train_predict", "--outdir", str(outdir)], cwd=work)
-    return work, outdir, res
+    args = ["-profile", "test", "--mode", "train", "--train_predict", "--train_epochs", str(TRAIN_EPOCHS),
+            "--outdir", str(outdir)]
+    proc = subprocess.Popen(nextflow_cmd(args), cwd=work, env=nextflow_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        # SIGTERM follows the first saved epoch within ~0.3 s; the epochs after it (0.5-1.3 s each here) leave time
+        deadline, pid, task = time.time() + 600, None, None
+        while time.time() < deadline and proc.poll() is None and pid is None:
+            ckpts = list((work / "work").glob("*/*/model/last.ckpt"))
+            if ckpts:
+                task = ckpts[0].parent.parent
+                pid = _train_pid(task)
+            time.sleep(0.1)
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
+        else:
+            task = None
+        out, err = proc.communicate(timeout=900)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    res = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    if res.returncode != 0:
+        log = work / ".nextflow.log"
+        raise AssertionError(f"nextflow failed ({res.returncode})\nSTDOUT:\n{out[-4000:]}\nSTDERR:\n{err[-4000:]}"
+                             f"\nLOG:\n{log.read_text()[-4000:] if log.exists() else ''}")
+    return work, outdir, res, task
 
 
 def test_train_mode_runs_every_stage_once(train_run):
-    _, outdir, res = train_run
+    _, outdir, res, _ = train_run
     assert "(--mode train): training 'model' on 3 assemblies" in res.stdout
     assert "chromaflow: done" in res.stdout
     done = [r["process"].split(":")[-1] for r in read_trace(outdir) if r["status"] == "COMPLETED"]
@@ -61,7 +103,7 @@ def test_train_mode_runs_every_stage_once(train_run):
 def test_coverage_in_pipeline_equals_direct_cli(train_run, tmp_path):
     """Staging (numbered folders, explicit BAM indexes) and the per-dataset grouping of the sheet change nothing:
     each assembly's coverage equals add-coverage run directly on the sheet's files."""
-    _, outdir, _ = train_run
+    _, outdir, _, _ = train_run
     rows = read_tsv_csv(TRAIN_DIR / "sheet.csv")
     for asm in ("trainA", "trainB", "valA"):
         h5 = tmp_path / f"{asm}.h5"
@@ -96,7 +138,7 @@ def read_tsv_csv(path: Path) -> list[dict]:
 def test_checkpoints_load_with_the_safe_loader_and_have_the_requested_architecture(train_run):
     from chromaflow.predict.checkpoint import build_model, load_checkpoint
 
-    _, outdir, _ = train_run
+    _, outdir, _, _ = train_run
     model_dir = outdir / "model" / "model"
     for name in ("best.ckpt", "last.ckpt"):
         ck = load_checkpoint(model_dir / name)
@@ -107,7 +149,7 @@ def test_checkpoints_load_with_the_safe_loader_and_have_the_requested_architectu
         build_model(ck)
         assert all(np.isfinite(t.float().numpy()).all() for t in ck.state_dict.values())
     epochs = read_tsv(model_dir / "metrics.tsv")
-    assert [int(r["epoch"]) for r in epochs] == [0, 1]       # --train_epochs 2 in the test profile
+    assert [int(r["epoch"]) for r in epochs] == list(range(TRAIN_EPOCHS))   # the run's --train_epochs
     for r in epochs:
         for k in ("avg_train_loss", "avg_val_loss", "avg_val_accuracy", "epoch_s", "samples_per_s"):
             assert math.isfinite(float(r[k])), (k, r[k])
@@ -118,7 +160,7 @@ def test_checkpoints_load_with_the_safe_loader_and_have_the_requested_architectu
 def test_evaluation_equals_the_training_runs_validation_of_the_best_epoch(train_run):
     """EVALUATE on the val assembly with best.ckpt is Predmoter's test mode; TRAIN validated the same file with the
     same weights in the epoch that became best (monitored: avg_val_accuracy, max, as in Predmoter)."""
-    _, outdir, _ = train_run
+    _, outdir, _, _ = train_run
     model_dir = outdir / "model" / "model"
     rows = read_tsv(model_dir / "evaluation" / "model.evaluation.tsv")
     assert list(rows[0]) == ["file", "total_avg_val_loss", "total_avg_val_accuracy", "atacseq_avg_val_loss",
@@ -139,7 +181,7 @@ def test_evaluation_equals_the_training_runs_validation_of_the_best_epoch(train_
 
 
 def test_benchmark_report_has_the_train_mode_stages(train_run):
-    _, outdir, _ = train_run
+    _, outdir, _, _ = train_run
     rows = read_tsv(outdir / "benchmark" / "benchmark.tsv")
     stages = sorted({r["stage"] for r in rows})
     assert {"fasta2h5", "add_coverage", "train", "evaluate", "predict", "bigwig"} <= set(stages), stages
@@ -157,7 +199,7 @@ def test_benchmark_report_has_the_train_mode_stages(train_run):
 
 def test_train_predict_uses_the_new_model_on_the_val_assembly(train_run, tmp_path):
     """--train_predict: the val assembly's predictions equal chromaflow predict with the published best.ckpt."""
-    _, outdir, _ = train_run
+    _, outdir, _, _ = train_run
     got = outdir / "valA" / "predictions" / "valA_predictions.h5"
     want = tmp_path / "want.h5"
     cli("predict", "--h5", str(outdir / "valA" / "h5" / "valA.coverage.h5"), "--model",
@@ -238,44 +280,19 @@ def _train_pid(task_dir: Path) -> int | None:
     return None
 
 
-def test_train_task_stopped_by_sigterm_is_retried_and_continues(tmp_path, nextflow_bin):
+def test_train_task_stopped_by_sigterm_is_retried_and_continues(train_run):
     """A scheduler's SIGTERM (time limit, preemption) stops the TRAIN task with exit 143 after an epoch was saved;
     Nextflow's retry (130-145) runs attempt 2, which copies the stopped attempt's checkpoints and continues with
     --resume instead of starting afresh: every epoch appears once in metrics.tsv and the run completes."""
-    import os
-    import signal
-    import time
-
-    from helpers.pipeline_utils import nextflow_cmd, nextflow_env
-
-    # SIGTERM follows the first saved epoch within ~0.3 s; 12 epochs (0.5-1.3 s each here) leave it ample time
-    outdir, epochs = tmp_path / "results", 12
-    args = ["-profile", "test", "--mode", "train", "--train_epochs", str(epochs), "--skip_benchmark", "--skip_multiqc",
-            "--outdir", str(outdir)]
-    proc = subprocess.Popen(nextflow_cmd(args), cwd=tmp_path, env=nextflow_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        deadline, pid, task = time.time() + 600, None, None
-        while time.time() < deadline and proc.poll() is None and pid is None:
-            ckpts = list((tmp_path / "work").glob("*/*/model/last.ckpt"))
-            if ckpts:
-                task = ckpts[0].parent.parent
-                pid = _train_pid(task)
-            time.sleep(0.1)
-        assert pid is not None, f"TRAIN never saved an epoch while running: {proc.stdout.read()[-3000:]}"
-        os.kill(pid, signal.SIGTERM)
-        out, _ = proc.communicate(timeout=900)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 0, out[-4000:]
+    work, outdir, res, task = train_run
+    assert task is not None, f"TRAIN never saved an epoch while running: {res.stdout[-3000:]}"
     train = [r for r in read_trace(outdir) if r["process"].endswith(":TRAIN")]
     assert [(r["attempt"], r["status"], r["exit"]) for r in train] == [("1", "FAILED", "143"), ("2", "COMPLETED", "0")]
     assert "interrupted by SIGTERM; continue with --resume" in (task / ".command.err").read_text()
-    second = next(p for p in (tmp_path / "work").glob("*/*") if p != task and (p / "model" / "last.ckpt").exists())
+    second = next(p for p in (work / "work").glob("*/*") if p != task and (p / "model" / "last.ckpt").exists())
     assert f"attempt 2 continues from {task}/model/last.ckpt" in (second / ".command.err").read_text()
     rows = read_tsv(second / "model" / "metrics.tsv")
-    assert [int(r["epoch"]) for r in rows] == list(range(epochs))
+    assert [int(r["epoch"]) for r in rows] == list(range(TRAIN_EPOCHS))
 
 
 @pytest.mark.parametrize("dataset", DATASETS)
@@ -283,7 +300,7 @@ def test_train_predict_peaks_choose_their_cutoff_against_measured_coverage(train
     """--train_predict: PEAKS on the val assembly's predicted tracks runs --cutoff auto against its measured coverage
     (ADD_COVERAGE's h5), although the test profile's --peaks_cutoff is 2: the peaks and the chosen cutoff are those
     of the same command run directly, recorded in the summary; the published IGV session lists them."""
-    _, outdir, _ = train_run
+    _, outdir, _, _ = train_run
     tracks = outdir / "valA" / "tracks"
     summary = json.loads((tracks / f"valA_{dataset}.peaks.json").read_text())
     assert summary["cutoff_method"] == "auto: F1-best against measured peaks"
