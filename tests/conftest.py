@@ -151,16 +151,21 @@ def nextflow_bin() -> str:
 
 
 @pytest.fixture(scope="session")
-def test_run(tmp_path_factory, nextflow_bin):
-    """One real ``nextflow run main.nf -profile test`` per session: (launch dir, outdir, CompletedProcess).
+def test_run(request, tmp_path_factory, nextflow_bin):
+    """The session's one real ``nextflow run main.nf -profile test`` (a :class:`helpers.pipeline_utils.PipelineRun`).
 
-    The first BIGWIG attempt is made to exit 137 (as if OOM-killed) and the first GENIE3_MERGE attempt 75 (an output
+    The first BIGWIG attempts are made to exit 137 (as if OOM-killed) and the first GENIE3_MERGE attempt 75 (an output
     another process is writing) to exercise the retry strategy (CHROMAFLOW_TEST_FAIL, read by tests/nextflow.config).
+    When the session runs nf-test (its tests are selected), this is the pipeline spec's test-profile case, with the same
+    injected failures (helpers/nftest_run.py): nf-test gives it its own trace file (-with-trace) and runs it -quiet
+    (the log is its nextflow.log). Otherwise the run is made here.
     """
-    from helpers.pipeline_utils import run_nextflow
+    from helpers.pipeline_utils import TEST_RUN_FAULTS, PipelineRun, run_nextflow, trace_file
 
+    nft = request.config.stash.get(NFTEST_RUN, None)
+    if nft is not None and nft.proc is not None:
+        return nft.pipeline_run()
     work = tmp_path_factory.mktemp("pipeline")
     outdir = work / "results"
-    res = run_nextflow(["-profile", "test", "--outdir", str(outdir)], cwd=work,
-                       env={"CHROMAFLOW_TEST_FAIL": "BIGWIG:137,GENIE3_MERGE:75"})
-    return work, outdir, res
+    run_nextflow(["-profile", "test", "--outdir", str(outdir)], cwd=work, env={"CHROMAFLOW_TEST_FAIL": TEST_RUN_FAULTS})
+    return PipelineRun(work, outdir, (work / ".nextflow.log").read_text(errors="replace"), trace_file(outdir))

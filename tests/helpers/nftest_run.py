@@ -5,20 +5,37 @@ polling; the rest of the suite meanwhile leaves a core idle most of the time. St
 (``tests/conftest.py``), the run overlaps the other tests instead of adding its whole length at the end; the
 ``nftest_results`` fixture of ``pipeline/test_nftest.py`` waits for it and reads its JUnit report. When the nf-test
 tests are not selected (``pytest tests/genie3``, ``-k ...``) nothing starts.
+
+The pipeline spec runs first (nf-test sorts the specs it is given by file name, so it gets one nf-test run of its
+own before the module specs' run), and its test-profile case is also the session's test-profile run that the pytest
+pipeline tests read (fixture ``test_run``): the case writes where its outputs, log and trace are into the file named
+by ``CHROMAFLOW_NFT_HANDOFF`` (:meth:`NfTestRun.pipeline_run` waits for it), with the pytest run's injected failures
+(``CHROMAFLOW_TEST_FAIL``; tests/nextflow.config fails only the pipeline's tasks, never a module spec's). One
+test-profile run instead of two.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 from helpers.environment import ROOT
+from helpers.pipeline_utils import TEST_RUN_FAULTS, PipelineRun
 
-#: the specs nf-test runs: the pipeline's and one per module
-SPECS = sorted(str(p.relative_to(ROOT)) for p in [ROOT / "tests" / "pipeline" / "main.nf.test",
-                                                    *ROOT.glob("modules/local/*/tests/main.nf.test")])
+#: the pipeline's spec: run first (its test-profile case is the pytest tests' run too)
+PIPELINE_SPEC = "tests/pipeline/main.nf.test"
+#: the module specs, run after it
+MODULE_SPECS = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("modules/local/*/tests/main.nf.test"))
+#: every spec nf-test runs
+SPECS = [PIPELINE_SPEC, *MODULE_SPECS]
+#: runs the pipeline spec, then the module specs: sh -c SCRIPT sh NF_TEST JUNIT1 LOG1 SPEC JUNIT2 LOG2 SPECS...; the
+#: exit status is the first run's when it failed, else the second's
+_TWO_RUNS = ('n="$1"; "$n" test --ci --junitxml="$2" --log "$3" "$4"; a=$?; j="$5"; l="$6"; shift 6; '
+             '"$n" test --ci --junitxml="$j" --log "$l" "$@"; b=$?; [ "$a" -ne 0 ] && exit "$a"; exit "$b"')
 #: the pytest test that needs the run (any of its parametrized cases)
 NEEDED_BY = "pipeline/test_nftest.py::test_nf_test_spec_passes"
 TIMEOUT_S = 5400
@@ -32,12 +49,14 @@ def nf_test_bin() -> str | None:
 
 
 class NfTestRun:
-    """nf-test over :data:`SPECS` in ``work``: ``--ci`` (a missing snapshot fails), JUnit report ``work/junit.xml``."""
+    """nf-test over :data:`SPECS` in ``work``: ``--ci`` (a missing snapshot fails), two runs (the pipeline spec, then
+    the module specs), JUnit reports ``work/junit-pipeline.xml`` and ``work/junit-modules.xml``."""
 
     def __init__(self, work: Path):
         self.work = work
-        self.junit = work / "junit.xml"
+        self.junits = [work / "junit-pipeline.xml", work / "junit-modules.xml"]
         self.output = work / "stdout.txt"
+        self.handoff = work / "pipeline-run.json"
         self.proc: subprocess.Popen | None = None
         self.missing: str | None = None
 
@@ -48,11 +67,15 @@ class NfTestRun:
                             "or nextflow not on PATH (run: source scripts/env.sh)")
             return
         env = dict(os.environ, NFT_WORKDIR=str(self.work / "nft"), NXF_ANSI_LOG="false", NXF_OFFLINE="true",
-                   CHROMAFLOW_PROGRESS="0")
+                   CHROMAFLOW_PROGRESS="0", CHROMAFLOW_TEST_FAIL=TEST_RUN_FAULTS,
+                   CHROMAFLOW_NFT_HANDOFF=str(self.handoff))
+        for k in ("CHROMAFLOW_TEST_HOLD", "CHROMAFLOW_TEST_GATE"):
+            env.pop(k, None)
         with open(self.output, "w") as out:
             # its own session: a stop of pytest (Ctrl-C, -x) ends nf-test and every Nextflow it started (stop())
             self.proc = subprocess.Popen(
-                [nft, "test", "--ci", f"--junitxml={self.junit}", "--log", str(self.work / "nf-test.log"), *SPECS],
+                ["sh", "-c", _TWO_RUNS, "sh", nft, str(self.junits[0]), str(self.work / "nf-test-pipeline.log"),
+                 PIPELINE_SPEC, str(self.junits[1]), str(self.work / "nf-test-modules.log"), *MODULE_SPECS],
                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True)
 
@@ -60,6 +83,22 @@ class NfTestRun:
         """nf-test's exit status, once it has ended."""
         assert self.proc is not None
         return self.proc.wait(timeout=TIMEOUT_S)
+
+    def pipeline_run(self) -> PipelineRun:
+        """The pipeline spec's test-profile case, once it has ended (it runs first): what it wrote into the
+        hand-off file. Fails naming nf-test's output when nf-test ended without writing it."""
+        assert self.proc is not None
+        deadline = time.time() + TIMEOUT_S
+        while not self.handoff.is_file():
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise AssertionError(f"nf-test's pipeline case wrote no {self.handoff.name} (nf-test exit "
+                                     f"{self.proc.poll()}):\n{self.tail()}")
+            time.sleep(0.5)
+        h = json.loads(self.handoff.read_text())
+        meta = Path(h["meta"])
+        log = meta / "nextflow.log"
+        return PipelineRun(Path(h["launch"]), Path(h["outdir"]), log.read_text(errors="replace") if log.is_file() else "",
+                           meta / "trace.csv")
 
     def tail(self, n: int = 4000) -> str:
         return self.output.read_text(errors="replace")[-n:] if self.output.is_file() else ""

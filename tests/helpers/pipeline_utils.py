@@ -5,6 +5,7 @@ import csv
 import os
 import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 from helpers.environment import ROOT
 
@@ -12,6 +13,17 @@ MAIN_NF = ROOT / "main.nf"
 
 
 TEST_CONFIG = ROOT / "tests" / "nextflow.config"
+#: the failures injected into the session's test-profile run (fixture ``test_run``; tests/nextflow.config): BIGWIG's
+#: first attempts exit 137 (as if OOM-killed), GENIE3_MERGE's 75 (an output another process is writing)
+TEST_RUN_FAULTS = "BIGWIG:137,GENIE3_MERGE:75"
+
+
+class PipelineRun(NamedTuple):
+    """A finished pipeline run: its launch folder, ``--outdir``, the text of its Nextflow log and its trace file."""
+    work: Path
+    outdir: Path
+    log: str
+    trace: Path
 
 
 def nextflow_env(env: dict | None = None) -> dict:
@@ -48,12 +60,21 @@ def run_nextflow(args: list[str], cwd: Path, env: dict | None = None, timeout: i
     return res
 
 
-def read_trace(outdir: Path) -> list[dict]:
-    """Rows of the (single) execution trace file in ``outdir/pipeline_info``."""
+def trace_file(outdir: Path) -> Path:
+    """The (single) execution trace file in ``outdir/pipeline_info``."""
     traces = sorted((outdir / "pipeline_info").glob("execution_trace_*.txt"))
     assert traces, f"no execution trace in {outdir / 'pipeline_info'}"
-    with open(traces[-1]) as fh:
+    return traces[-1]
+
+
+def read_trace_file(path: Path) -> list[dict]:
+    with open(path) as fh:
         return list(csv.DictReader(fh, delimiter="\t"))
+
+
+def read_trace(outdir: Path) -> list[dict]:
+    """Rows of the (single) execution trace file in ``outdir/pipeline_info``."""
+    return read_trace_file(trace_file(outdir))
 
 
 class LocalHttpServer:

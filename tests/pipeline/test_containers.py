@@ -52,7 +52,7 @@ import numpy as np
 import pytest
 
 from helpers.environment import unavailable
-from helpers.pipeline_utils import MAIN_NF, ROOT, read_trace, render_configs
+from helpers.pipeline_utils import MAIN_NF, ROOT, read_trace, read_trace_file, render_configs
 
 CONTAINERS = ROOT / "containers"
 SHIM_ENGINES = ("singularity", "apptainer")
@@ -370,7 +370,7 @@ def test_every_task_ran_in_the_cpu_image(engine_runs, test_run, engine):
     trace = read_trace(outdir)
     if engine == "podman":
         # the same tasks as the plain run (which also has one injected, retried BIGWIG failure)
-        plain = sorted(r["name"] for r in read_trace(test_run[1]) if r["status"] == "COMPLETED")
+        plain = sorted(r["name"] for r in read_trace_file(test_run.trace) if r["status"] == "COMPLETED")
         assert sorted(r["name"] for r in trace) == plain
     else:   # the GPU-flag run: one assembly, prediction only
         plain = sorted(r["name"] for r in trace)
@@ -440,7 +440,7 @@ def _zip_members(path: Path) -> dict[str, bytes]:
 def test_outputs_equal_the_run_without_containers(engine_runs, test_run, engine):
     run = engine_runs[engine]
     assert run["rc"] == 0, run["stdout"][-4000:]
-    ours, plain = _files(run["dir"] / "results"), _files(test_run[1])
+    ours, plain = _files(run["dir"] / "results"), _files(test_run.outdir)
     # the comparison covers every kind of result (so it cannot pass on an empty or partial tree)
     kinds = {"predictions h5": r"/predictions/.*\.h5$", "bigWig": r"/tracks/.*\.bw$", "hub": r"/tracks/hub\.txt$",
              "GENIE3 links": r"/network/.*genie3_links\.tsv\.gz$", "genome h5": r"/h5/.*\.h5$"}

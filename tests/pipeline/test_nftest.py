@@ -2,11 +2,12 @@
 
 nf-test 0.9.5 is ``../shared/tools/nf-test/nf-test`` here (or ``nf-test`` on PATH elsewhere, e.g. from
 bioconda or get.nf-test.com). It runs once per session with ``--ci`` (a missing snapshot is a failure, not a
-new snapshot) and ``--junitxml``, started in the background as soon as pytest has collected (tests/helpers/nftest_run.py,
+new snapshot) and ``--junitxml`` (the pipeline spec first, in a run of its own: its test-profile case is also the
+pytest pipeline tests' run, fixture ``test_run``; then the module specs), started in the background as soon as pytest has collected (tests/helpers/nftest_run.py,
 tests/conftest.py) so that it overlaps the rest of the suite; each spec file is then one pytest test that waits for
 the run and fails when any of its test cases failed, naming them. The specs snapshot content (tests/helpers/nftest/digest.py) and have a ``-stub`` test each.
 
-The run takes about 6 min beside the rest of the suite on a 2-core machine (58 cases; the JVMs use the client compiler, tests/conftest.py). Skips with the reason where nf-test or Java is missing (fails under CI=true).
+The run takes about 6 min beside the rest of the suite on a 2-core machine (57 cases; the JVMs use the client compiler, tests/conftest.py). Skips with the reason where nf-test or Java is missing (fails under CI=true).
 """
 from __future__ import annotations
 
@@ -25,10 +26,10 @@ pytestmark = pytest.mark.pipeline
 def nftest_results(nftest_run) -> dict[str, list[tuple[str, str | None]]]:
     """{spec file: [(test name, failure message or None), ...]} from the session's one nf-test run over all specs."""
     code = nftest_run.wait()
-    junit = nftest_run.junit
-    assert junit.is_file(), f"nf-test wrote no results (exit {code}):\n{nftest_run.tail()}"
+    missing = [j.name for j in nftest_run.junits if not j.is_file()]
+    assert not missing, f"nf-test wrote no {missing} (exit {code}):\n{nftest_run.tail()}"
     results: dict[str, list[tuple[str, str | None]]] = {}
-    for suite in ET.parse(junit).getroot().iter("testsuite"):
+    for suite in (s for j in nftest_run.junits for s in ET.parse(j).getroot().iter("testsuite")):
         cases = []
         for case in suite.iter("testcase"):
             bad = case.find("failure") if case.find("failure") is not None else case.find("error")

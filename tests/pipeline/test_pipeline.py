@@ -21,7 +21,7 @@ import pyBigWig
 import pytest
 
 from helpers.environment import ci
-from helpers.pipeline_utils import ROOT, read_trace
+from helpers.pipeline_utils import ROOT, read_trace, read_trace_file
 from helpers.cli import chromaflow
 
 pytestmark = pytest.mark.pipeline
@@ -36,11 +36,14 @@ VARIANT_TASKS = ["VARIANT_PLAN"] + ["VARIANT_EFFECT"] * 3 + ["VARIANT_MERGE", "V
 
 
 def test_run_succeeds_and_reports_exist(test_run):
-    work, outdir, res = test_run
-    assert "chromaflow: done" in res.stdout
+    outdir = test_run.outdir
+    assert "chromaflow: done" in test_run.log
     info = outdir / "pipeline_info"
-    for pattern in ("execution_timeline_*.html", "execution_report_*.html", "execution_trace_*.txt",
-                    "pipeline_dag_*.html"):
+    # the trace is in pipeline_info/ too unless the run was given another file (nf-test's -with-trace: the other
+    # pipeline runs of the suite read theirs from pipeline_info/)
+    assert test_run.trace.stat().st_size > 0
+    for pattern in ("execution_timeline_*.html", "execution_report_*.html", "pipeline_dag_*.html",
+                    *(["execution_trace_*.txt"] if test_run.trace.parent == info else [])):
         files = list(info.glob(pattern))
         assert len(files) == 1 and files[0].stat().st_size > 0, pattern
     versions = (info / "software_versions.yml").read_text()
@@ -50,7 +53,7 @@ def test_run_succeeds_and_reports_exist(test_run):
                  "REPORTING:MULTIQC")
     assert sorted(re.findall(r'^"CHROMAFLOW:([\w:]+)":$', versions, re.M)) == sorted(processes)
     assert "\n    multiqc: 1.35\n" in versions
-    trace = read_trace(outdir)
+    trace = read_trace_file(test_run.trace)
     assert {"peak_rss", "realtime", "%cpu", "attempt"} <= set(trace[0])
     done = [r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED"]
     # 2 FASTA2H5, 2 shard plans, 1 model, 4 PREDICT shards, 2 merges, 2 BIGWIG, 2 PEAKS, asmA's vcf: 1 VARIANT_PLAN, 3
@@ -62,8 +65,7 @@ def test_run_succeeds_and_reports_exist(test_run):
 
 
 def test_injected_oom_exit_is_retried_with_more_memory(test_run):
-    _, outdir, _ = test_run
-    bigwig = [r for r in read_trace(outdir) if r["process"].endswith("BIGWIG")]
+    bigwig = [r for r in read_trace_file(test_run.trace) if r["process"].endswith("BIGWIG")]
     failed = [r for r in bigwig if r["status"] == "FAILED"]
     done = [r for r in bigwig if r["status"] == "COMPLETED"]
     assert failed and all(r["exit"] == "137" and r["attempt"] == "1" for r in failed)
@@ -75,14 +77,13 @@ def test_injected_oom_exit_is_retried_with_more_memory(test_run):
 def test_output_busy_exit_is_retried(test_run):
     """Exit 75 (chromaflow's OutputBusyError: an output another live process is writing, e.g. an orphaned task when
     -resume reruns it in the same work directory) is retried, in a work directory of its own."""
-    _, outdir, _ = test_run
-    merge = [r for r in read_trace(outdir) if r["process"].endswith("GENIE3_MERGE")]
+    merge = [r for r in read_trace_file(test_run.trace) if r["process"].endswith("GENIE3_MERGE")]
     assert [(r["attempt"], r["status"], r["exit"]) for r in merge] == [("1", "FAILED", "75"), ("2", "COMPLETED", "0")]
     assert merge[0]["workdir"] != merge[1]["workdir"]
 
 
 def test_fasta2h5_in_pipeline_equals_direct_cli(test_run, tmp_path):
-    _, outdir, _ = test_run
+    outdir = test_run.outdir
     for asm, fasta, species in (("asmA", "asmA.fa", "Testus_primus"), ("asmB", "asmB.fa.gz", "Testus_secundus")):
         direct = tmp_path / f"{asm}.h5"
         cli("fasta2h5", "--fasta", str(TEST_DIR / fasta), "--species", species, "--out", str(direct),
@@ -95,7 +96,7 @@ def test_fasta2h5_in_pipeline_equals_direct_cli(test_run, tmp_path):
 
 
 def test_sharded_predictions_equal_one_unsharded_run(test_run, tmp_path):
-    _, outdir, _ = test_run
+    outdir = test_run.outdir
     model = next((outdir / "test_model").glob("*.ckpt"))
     for asm in ("asmA", "asmB"):
         merged = outdir / asm / "predictions" / f"{asm}_predictions.h5"
@@ -126,7 +127,7 @@ def _fasta_lengths(path: Path) -> dict[str, int]:
 
 
 def test_tracks_cover_every_chromosome_on_both_strands(test_run):
-    _, outdir, _ = test_run
+    outdir = test_run.outdir
     for asm, fasta in (("asmA", "asmA.fa"), ("asmB", "asmB.fa.gz")):
         sizes = _fasta_lengths(TEST_DIR / fasta)
         tracks = outdir / asm / "tracks"
@@ -156,8 +157,8 @@ def test_variant_shards_merge_to_one_cli_run_and_reach_the_browser_files(test_ru
     """asmA's vcf in 3 VARIANT_EFFECT shards (--variant_shard_size 3): the published table and top-variant bigWigs are
     those of one unsharded CLI run with the run's test model; VARIANT_BROWSER put every bigWig into the published IGV
     session and hub after PEAKS' tracks, with paths relative to tracks/; asmB (no vcf) has none."""
-    _, outdir, _ = test_run
-    trace = read_trace(outdir)
+    outdir = test_run.outdir
+    trace = read_trace_file(test_run.trace)
     assert sorted(r["tag"] for r in trace if r["process"].endswith(":VARIANT_EFFECT")) == ["asmA 1/3", "asmA 2/3", "asmA 3/3"]
     plan_tasks = [r for r in trace if r["process"].endswith(":VARIANT_PLAN")]
     assert len(plan_tasks) == 1 and plan_tasks[0]["status"] == "COMPLETED"
@@ -184,7 +185,7 @@ def test_variant_shards_merge_to_one_cli_run_and_reach_the_browser_files(test_ru
 
 
 def test_genie3_chunks_merge_to_the_single_task_result(test_run, tmp_path):
-    _, outdir, _ = test_run
+    outdir = test_run.outdir
     net = outdir / "asmA" / "network"
     links = net / "asmA.genie3_links.tsv.gz"
     direct = tmp_path / "direct.npz"
@@ -206,7 +207,7 @@ def test_genie3_chunks_merge_to_the_single_task_result(test_run, tmp_path):
     assert (net / "asmA.genie3_weights.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # asmB has no expression matrix: no network
     assert not (outdir / "asmB" / "network").exists()
-    trace = read_trace(outdir)
+    trace = read_trace_file(test_run.trace)
     assert len([r for r in trace if r["process"].endswith(":GENIE3") and r["status"] == "COMPLETED"]) == 3
     # the chunk count came from the Python reader's plan (20 genes, --genie3_chunk_size 8)
     plan = [r for r in trace if r["process"].endswith(":GENIE3_PLAN")]
@@ -215,7 +216,7 @@ def test_genie3_chunks_merge_to_the_single_task_result(test_run, tmp_path):
 
 
 def test_benchmark_stage_reports_every_stage(test_run):
-    _, outdir, _ = test_run
+    outdir = test_run.outdir
     bench = outdir / "benchmark"
     tasks = json.loads((bench / "benchmark.json").read_text())["tasks"]
     stages = {t["stage"] for t in tasks}
@@ -247,7 +248,7 @@ def test_multiqc_report_shows_our_sections_in_headless_chromium(test_run, tmp_pa
     bar plot was drawn by Plotly with one bar per measured stage, the benchmark table has a row per task and the
     software-versions table lists every process."""
     assert CHROMIUM, "chromium is required under CI=true"
-    _, outdir, _ = test_run
+    outdir = test_run.outdir
     report = outdir / "multiqc" / "multiqc_report.html"
     cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
            "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -312,7 +313,7 @@ def odd_inputs_run(tmp_path_factory, nextflow_bin):
 
 def test_odd_inputs_give_the_same_results_as_plain_ones(odd_inputs_run, test_run, tmp_path):
     work, outdir, res = odd_inputs_run
-    _, reference, _ = test_run
+    reference = test_run.outdir
     assert f"2 assemblies from {work / 'sheet.csv'} " in res.stdout, res.stdout[-3000:]   # --input names the sheet
     trace = read_trace(outdir)
     done = sorted(r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED")
@@ -372,7 +373,7 @@ def test_predict_from_fasta_gives_the_same_predictions_and_tracks_without_a_geno
     are those of the h5 route (the test profile's run)."""
     from helpers.pipeline_utils import run_nextflow
 
-    _, reference, _ = test_run
+    reference = test_run.outdir
     outdir = tmp_path / "results"
     # only what the route changes runs: no networks, variants, peaks or reports (the test profile's run has them).
     # The test sheet, its paths made absolute, is named with --genomes (the odd-inputs run names its own with --input:
@@ -424,7 +425,7 @@ def test_prior_alpha_makes_genie3_wait_for_the_motif_prior(test_run, prior_stub_
     """--genie3_prior_alpha > 0: asmA's GENIE3 tasks start after MOTIF_PRIOR and have its table staged (a -stub run:
     the wiring, not GENIE3's --prior, which docs/genie3.md covers); with the default 0 (the test profile's run) no
     GENIE3 task has it, and the prior table of the real run is published."""
-    _, reference, _ = test_run
+    reference = test_run.outdir
     assert (reference / "asmA" / "network" / "asmA.prior.tsv.gz").is_file()
     assert (reference / "asmA" / "genes" / "asmA.gene_accessibility.tsv").is_file()
     # the promoter BED is in asmA's IGV session, its path relative to the session (asmB has no annotation)
@@ -441,7 +442,7 @@ def test_prior_alpha_makes_genie3_wait_for_the_motif_prior(test_run, prior_stub_
     got = sorted((c, str(s), str(e), *r.split("\t")) for c, n in bb.chroms().items() for s, e, r in bb.entries(c, 0, n) or [])
     assert got == sorted(tuple(ln.split("\t")) for ln in (session.parent / beds[0]).read_text().splitlines())
     assert "promoters" not in (reference / "asmB" / "tracks" / "trackDb.txt").read_text()
-    plain = [r for r in read_trace(reference) if r["process"].endswith(":GENIE3") and r["status"] == "COMPLETED"]
+    plain = [r for r in read_trace_file(test_run.trace) if r["process"].endswith(":GENIE3") and r["status"] == "COMPLETED"]
     assert plain and not any((Path(r["workdir"]) / "asmA.prior.tsv.gz").exists() for r in plain)
     trace = [r for r in read_trace(prior_stub_run) if r["status"] == "COMPLETED"]
     prior = [r for r in trace if r["process"].endswith(":MOTIF_PRIOR")]
