@@ -3,7 +3,8 @@ naming the sheet, the line and the problem; every odd-but-valid sheet (BOM, CRLF
 fields, paths with spaces, URLs that answer) gives exactly the rows it says.
 
 The sheets are validated by the pipeline's own function (subworkflows/local/samplesheet.nf) in one Nextflow JVM
-(tests/pipeline/nextflow/validate_sheets.nf); two tests run main.nf itself. URLs are served by a local http server on
+(tests/pipeline/nextflow/validate_sheets.nf); two tests run main.nf itself (one here: an unfetchable URL, found only
+when the run stages it; the other is the pipeline nf-test spec's invalid-samplesheet case). URLs are served by a local http server on
 loopback that the test starts (tests/helpers/pipeline_utils.LocalHttpServer).
 """
 from __future__ import annotations
@@ -144,15 +145,6 @@ def _stops_before_any_task(sheet, tmp_path) -> str:
     work = tmp_path / "work"
     assert not work.exists() or not any(work.iterdir()), "a task ran although the sheet was invalid"
     return out
-
-
-def test_bad_samplesheet_stops_the_real_pipeline_before_any_task(tmp_path, nextflow_bin):
-    sheet = tmp_path / "sheet.csv"
-    sheet.write_text(f"id,fasta\nA,{FASTA}\nA,{FASTA}\n")
-    out = _stops_before_any_task(sheet, tmp_path)
-    lines = [ln for ln in out.splitlines() if "duplicate id" in ln]
-    assert lines == [f"samplesheet {sheet} line 3: duplicate id 'A' (first on line 2)"], out
-    assert "Exception" not in out and "Check script" not in out
 
 
 def test_unfetchable_url_stops_the_real_pipeline_with_one_line(tmp_path, nextflow_bin):
