@@ -7,7 +7,7 @@ pytest pipeline tests' run, fixture ``test_run``; then the module specs), starte
 tests/conftest.py) so that it overlaps the rest of the suite; each spec file is then one pytest test that waits for
 the run and fails when any of its test cases failed, naming them. The specs snapshot content (tests/helpers/nftest/digest.py) and have a ``-stub`` test each.
 
-The run takes about 6 min beside the rest of the suite on a 2-core machine (57 cases; the JVMs use the client compiler, tests/conftest.py). Skips with the reason where nf-test or Java is missing (fails under CI=true).
+The run takes about 6 min beside the rest of the suite on a 2-core machine (51 cases in two nf-test runs; the JVMs use the client compiler, tests/conftest.py). Skips with the reason where nf-test or Java is missing (fails under CI=true).
 """
 from __future__ import annotations
 
