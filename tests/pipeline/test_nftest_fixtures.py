@@ -30,7 +30,8 @@ def test_the_checkpoint_is_make_test_models_output():
 
 
 def test_the_predictions_are_predicts_output_for_asmA():
-    want = _snapshot("predict", "unsharded prediction of asmA: <id>_predictions.h5 (values snapshotted)")[0]
+    # the PREDICT spec's first task: asmA unsharded, from its genome h5
+    want = _snapshot("predict", "h5 unsharded (<id>_predictions.h5) and shard 2 of 2 (values snapshotted); the FASTA route with and without PREDICT_PLAN's index: the same predictions as the h5 shard")[0]
     assert _digest("h5", FIXTURES / "asmA_predictions.h5") == want
 
 
