@@ -1,8 +1,9 @@
 """Resume after a kill -9 of the Nextflow driver in the middle of each long process (issue 14 §2).
 
 One launch folder, a chain of runs of the real pipeline (-profile test), each killed in the middle of other long
-processes and resumed once: run 1 holds FASTA2H5 (asmB's task only, so asmA's branch goes on to the end) and GENIE3;
-its resume (run 2) holds PREDICT; run 3 holds BIGWIG; run 4 resumes to the end. Holding (tests/nextflow.config:
+processes and resumed once: run 1 holds FASTA2H5 (asmB's task only, so asmA's branch goes on) and GENIE3; its resume
+(run 2) holds asmB's first PREDICT shard and asmA's BIGWIG (one held task each: the test profile's two task slots,
+and asmA's branch reaches BIGWIG while asmB's shard is held); run 3 resumes to the end. Holding (tests/nextflow.config:
 CHROMAFLOW_TEST_HOLD) makes every task of the process write its work directory into a gate folder and wait at the
 start of its work; nothing the task computes changes. Once a held task of every held process is running and no
 other task is, the driver JVM gets SIGKILL. The held tasks are then released: as orphans of the dead driver they
@@ -14,7 +15,7 @@ run to the end and write their outputs into their work directories -- what a rea
   the rerun task found the orphan's output there and failed with "output exists (use --force)");
 * the last resume succeeds and its outputs equal the uninterrupted run of the session (fixture ``test_run``).
 
-One chain instead of one kill-and-resume pair per process: 4 Nextflow runs instead of 8, each later run mostly
+One chain instead of one kill-and-resume pair per process: 3 Nextflow runs instead of 8, each later run mostly
 cached (the suite's time, issue 28); every kill is still followed by exactly one resume.
 """
 from __future__ import annotations
@@ -40,12 +41,12 @@ pytestmark = pytest.mark.pipeline
 # process -> (hold spec for tests/nextflow.config, a file its task writes, processes certainly finished before)
 HELD = {
     "FASTA2H5": ("FASTA2H5:asmB", "*.h5", set()),
-    "PREDICT": ("PREDICT", "*_predictions.h5", {"FASTA2H5", "MAKE_TEST_MODEL"}),
-    "BIGWIG": ("BIGWIG", "tracks/*.bw", {"FASTA2H5", "MAKE_TEST_MODEL", "PREDICT", "PREDICT_MERGE"}),
+    "PREDICT": ("PREDICT:asmB 1", "*_predictions.h5", {"FASTA2H5", "MAKE_TEST_MODEL"}),
+    "BIGWIG": ("BIGWIG:asmA", "tracks/*.bw", {"FASTA2H5", "MAKE_TEST_MODEL", "PREDICT", "PREDICT_MERGE"}),
     "GENIE3": ("GENIE3", "*.genie3.part.npz", {"GENIE3_PLAN"}),
 }
 #: the processes each killed run of the chain holds (GENIE3's branch is independent of the tracks' branch)
-CHAIN = [("FASTA2H5", "GENIE3"), ("PREDICT",), ("BIGWIG",)]
+CHAIN = [("FASTA2H5", "GENIE3"), ("PREDICT", "BIGWIG")]
 
 
 def _trace(path: Path) -> list[dict]:
