@@ -52,12 +52,18 @@ def run_nextflow(args: list[str], cwd: Path, env: dict | None = None, timeout: i
     full_env = nextflow_env(env)
     cmd = nextflow_cmd(args, test_config)
     res = subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
-    if check and res.returncode != 0:
+    if check:
+        check_nextflow(res, cwd)
+    return res
+
+
+def check_nextflow(res: subprocess.CompletedProcess, cwd: Path) -> None:
+    """Fail with the run's stdout, stderr and log tail when the Nextflow run in ``cwd`` did not exit 0."""
+    if res.returncode != 0:
         log = (cwd / ".nextflow.log")
         tail = log.read_text()[-4000:] if log.exists() else ""
         raise AssertionError(
             f"nextflow failed ({res.returncode})\nSTDOUT:\n{res.stdout[-4000:]}\nSTDERR:\n{res.stderr[-4000:]}\nLOG:\n{tail}")
-    return res
 
 
 def trace_file(outdir: Path) -> Path:

@@ -53,7 +53,7 @@ def train_run(tmp_path_factory, nextflow_bin):
     import signal
     import time
 
-    from helpers.pipeline_utils import nextflow_cmd, nextflow_env
+    from helpers.pipeline_utils import check_nextflow, nextflow_cmd, nextflow_env
 
     work = tmp_path_factory.mktemp("train_mode")
     outdir = work / "results"
@@ -79,10 +79,7 @@ def train_run(tmp_path_factory, nextflow_bin):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     res = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-    if res.returncode != 0:
-        log = work / ".nextflow.log"
-        raise AssertionError(f"nextflow failed ({res.returncode})\nSTDOUT:\n{out[-4000:]}\nSTDERR:\n{err[-4000:]}"
-                             f"\nLOG:\n{log.read_text()[-4000:] if log.exists() else ''}")
+    check_nextflow(res, work)
     return work, outdir, res, task
 
 
