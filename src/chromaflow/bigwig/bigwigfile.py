@@ -264,7 +264,9 @@ def _bin_records_native(s: np.ndarray, e: np.ndarray, v: np.ndarray, z: int) -> 
     out = [np.empty(cap, np.int64) for _ in range(4)] + [np.empty(cap, np.float32) for _ in range(2)] + \
           [np.empty(cap, np.float64) for _ in range(2)]
     k = lib.cf_zoom0(s.ctypes.data, e.ctypes.data, v.ctypes.data, n, z, *(a.ctypes.data for a in out))
-    return tuple(a[:k] for a in out)
+    # copies, not views: the buffers are sized for the worst case (a record per interval), ~16x the records the
+    # first reduction (16 x the mean interval length) leaves; views kept every queued result at that size (issue 30)
+    return tuple(a[:k].copy() for a in out)
 
 
 def zoom_records(s: np.ndarray, e: np.ndarray, v: np.ndarray, zs: list[int]) -> list[tuple]:
