@@ -704,3 +704,40 @@ def test_large_values_take_predmoters_float32_path(tmp_path):
     assert bg_text(tmp_path / "b_atacseq_avg_strand.bg.gz") == f"c1\t0\t10\t{str(avg)}\nc1\t10\t1000\t5.0"
     assert bg_text(tmp_path / "b_atacseq_+_strand.bg.gz") == f"c1\t0\t10\t{str(f32)}\nc1\t10\t1000\t5.0"
     assert str(avg) == "8.38861e+06"
+
+
+def test_chromosome_map_streams_seqids_in_blocks(tmp_path):
+    """The chromosome map from seqids read a block at a time equals the whole-column np.unique one it replaced (order
+    of first appearance, rows grouped per seqid in file order), for blocks that cut seqids anywhere, from an array
+    and from a one-row-chunked h5 dataset (as Helixer writes them)."""
+    import h5py
+
+    from chromaflow.bigwig import h5input
+
+    rng = np.random.default_rng(5)
+    names = [f"c{i}".encode() for i in rng.permutation(40)]
+    seqids, se = [], []
+    for name in names:      # Helixer's rows per seqid: + chunks ascending, then − chunks reversed
+        k = int(rng.integers(1, 6))
+        seqids += [name] * (2 * k)
+        se += [(j * 10, j * 10 + 10) for j in range(k)] + [(j * 10 + 10, j * 10) for j in reversed(range(k))]
+    seqids = np.array(seqids, dtype="S50")
+    se = np.array(se, dtype=np.int64)
+    want = []
+    uniq, first, inverse = np.unique(seqids, return_index=True, return_inverse=True)
+    for u in np.argsort(first, kind="stable"):
+        rows = np.flatnonzero(inverse == u)
+        plus = rows[se[rows, 0] <= se[rows, 1]]
+        minus = rows[se[rows, 0] > se[rows, 1]][::-1]
+        want.append((uniq[u].decode(), int(se[rows].max()), plus.tolist(), minus.tolist()))
+    assert [w[0].encode() for w in want] == names
+    with h5py.File(tmp_path / "s.h5", "w") as f:
+        f.create_dataset("seqids", data=seqids, chunks=(1,))
+    with h5py.File(tmp_path / "s.h5", "r") as f:
+        for src in (seqids, f["seqids"]):
+            for block in (1, 3, 7, 64, 10_000):
+                codes, got_names = h5input.seqid_codes(src, block)
+                got = [(c.name, c.size, c.plus.tolist(), c.minus.tolist())
+                       for c in h5input.chromosome_map_codes(codes, got_names, se, set())]
+                assert got == want, block
+    assert [c.name for c in bigwig.chromosome_map(seqids, se, {"c3"})] == [w[0] for w in want if w[0] != "c3"]

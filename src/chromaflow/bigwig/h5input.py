@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..common import ChromaflowError, open_h5_input
-from ..genome.h5rows import read_rows
+from ..genome.h5rows import ROW_BLOCK, read_rows
 from .tracks import EXACT_LIMIT
 
 
@@ -34,15 +34,39 @@ def _decode(x) -> str:
     return bytes(x).decode("ascii", errors="replace")
 
 
-def chromosome_map(seqids: np.ndarray, start_ends: np.ndarray, blacklist: set[str], path: str = "") -> list[Chrom]:
+def seqid_codes(seqids, block: int = ROW_BLOCK) -> tuple[np.ndarray, list[bytes]]:
+    """Each row's seqid as an int32 code (codes numbered in order of first appearance) and the seqids by code.
+
+    ``seqids``: an (N,) byte-string array or a one-row-chunked h5 dataset, read ``block`` rows at a time. The whole
+    column is never held as strings: at 4 Gbp and L = 2000 it is 4 M rows of S50 (202 MB), and np.unique over it
+    held three such copies, which made BIGWIG's and PEAKS' peak memory (844 MiB; issue 30)."""
+    n = seqids.shape[0]
+    codes = np.empty(n, dtype=np.int32)
+    index: dict[bytes, int] = {}
+    for a in range(0, n, block):
+        blk = np.asarray(seqids[a:min(a + block, n)])
+        uniq, first, inverse = np.unique(blk, return_index=True, return_inverse=True)
+        local = np.empty(len(uniq), dtype=np.int32)
+        for u in np.argsort(first, kind="stable"):
+            local[u] = index.setdefault(bytes(uniq[u]), len(index))
+        codes[a:a + len(blk)] = local[inverse.reshape(-1)]
+    return codes, list(index)
+
+
+def chromosome_map(seqids, start_ends: np.ndarray, blacklist: set[str], path: str = "") -> list[Chrom]:
     """FORMATS §5.2: order of first appearance, size = max of start_ends, + rows in file order, − reversed."""
-    uniq, first, inverse = np.unique(seqids, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rows_by = np.argsort(inverse, kind="stable")  # rows grouped by seqid, file order within a group
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=len(uniq)))])
+    codes, names = seqid_codes(seqids)
+    return chromosome_map_codes(codes, names, start_ends, blacklist, path)
+
+
+def chromosome_map_codes(codes: np.ndarray, names: list[bytes], start_ends: np.ndarray, blacklist: set[str],
+                         path: str = "") -> list[Chrom]:
+    """:func:`chromosome_map` of rows given as :func:`seqid_codes` (codes in order of first appearance)."""
+    rows_by = np.argsort(codes, kind="stable")  # rows grouped by seqid, file order within a group
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(names)))])
     chroms = []
-    for u in order:
-        name = _decode(uniq[u])
+    for u, raw in enumerate(names):
+        name = _decode(raw)
         if len(name.split()) != 1 or name != name.strip():
             raise ChromaflowError(f"{path}: data/seqids {name!r} holds whitespace, which would break the columns of "
                                   "chrom.sizes and bedGraph (Helixer keeps a header's tab in the id; make the h5 "
@@ -189,14 +213,14 @@ class PredictionsInput:
         """The chromosome map (blacklisted seqids left out, a warning for those not in the file), rows checked
         to fit the chunk length."""
         path = self.path
-        seq = read_rows(seqids)
-        se = read_rows(start_ends).astype(np.int64)
-        present = {_decode(s) for s in np.unique(seq)}
+        codes, names = seqid_codes(seqids)
+        se = read_rows(start_ends).astype(np.int64, copy=False)
+        present = {_decode(s) for s in names}
         absent = sorted(blacklist - present)
         if absent:
             print(f"chromaflow bigwig: WARNING: blacklisted seqid(s) not in {path}: {' '.join(absent)}",
                   file=sys.stderr)
-        self.chroms = chromosome_map(seq, se, blacklist, path)
+        self.chroms = chromosome_map_codes(codes, names, se, blacklist, path)
         if not self.chroms:
             raise ChromaflowError(f"{path}: nothing to convert: every seqid is blacklisted")
         for c in self.chroms:
@@ -325,9 +349,10 @@ class ChunkReader:
         self.fill = d.fillvalue
         self.nbytes = self.L * d.dtype.itemsize
         N, _, D = d.shape
+        # 16 bytes a chunk (a chunk's stored size fits 32 bits: at most L values), 8 M chunks at 4 Gbp and L = 2000
         self.offset = np.full((N, D), -1, dtype=np.int64)
-        self.size = np.zeros((N, D), dtype=np.int64)
-        self.mask = np.zeros((N, D), dtype=np.int64)
+        self.size = np.zeros((N, D), dtype=np.uint32)
+        self.mask = np.zeros((N, D), dtype=np.uint32)
         try:
             def visit(ci):
                 r, _, c = ci.chunk_offset
@@ -338,7 +363,9 @@ class ChunkReader:
             d.id.chunk_iter(visit)
             self._fd = os.open(self.inp.path, os.O_RDONLY)
             # the addresses are file offsets for a file without a user block: check one chunk against HDF5
-            r, c = np.argwhere(self.offset >= 0)[0] if (self.offset >= 0).any() else (None, None)
+            # the first written chunk (argwhere listed every one: 129 MB at 8 M chunks)
+            first = int(np.argmax(self.offset.reshape(-1) >= 0))
+            r, c = divmod(first, D) if self.offset.reshape(-1)[first] >= 0 else (None, None)
             if r is not None:
                 _, raw = d.id.read_direct_chunk((int(r), 0, int(c)))
                 if os.pread(self._fd, int(self.size[r, c]), int(self.offset[r, c])) != bytes(raw):
