@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..common import ChromaflowError, open_h5_input
-from ..genome.h5rows import ROW_BLOCK, read_rows
+from ..genome import h5rows
+from ..genome.h5rows import read_rows
 from .tracks import EXACT_LIMIT
 
 
@@ -34,12 +35,13 @@ def _decode(x) -> str:
     return bytes(x).decode("ascii", errors="replace")
 
 
-def seqid_codes(seqids, block: int = ROW_BLOCK) -> tuple[np.ndarray, list[bytes]]:
+def seqid_codes(seqids, block: int | None = None) -> tuple[np.ndarray, list[bytes]]:
     """Each row's seqid as an int32 code (codes numbered in order of first appearance) and the seqids by code.
 
     ``seqids``: an (N,) byte-string array or a one-row-chunked h5 dataset, read ``block`` rows at a time. The whole
     column is never held as strings: at 4 Gbp and L = 2000 it is 4 M rows of S50 (202 MB), and np.unique over it
     held three such copies, which made BIGWIG's and PEAKS' peak memory (844 MiB; issue 30)."""
+    block = block or h5rows.ROW_BLOCK   # read at call time: the h5rows tests lower it
     n = seqids.shape[0]
     codes = np.empty(n, dtype=np.int32)
     index: dict[bytes, int] = {}
