@@ -46,7 +46,7 @@ def seqid_codes(seqids, block: int | None = None) -> tuple[np.ndarray, list[byte
     codes = np.empty(n, dtype=np.int32)
     index: dict[bytes, int] = {}
     for a in range(0, n, block):
-        blk = np.asarray(seqids[a:min(a + block, n)])
+        blk = read_rows(seqids, a, a + block)   # the shared one-row-chunk reader (it clamps the end)
         uniq, first, inverse = np.unique(blk, return_index=True, return_inverse=True)
         local = np.empty(len(uniq), dtype=np.int32)
         for u in np.argsort(first, kind="stable"):
