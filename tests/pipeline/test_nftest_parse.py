@@ -62,8 +62,10 @@ KNOWN_STRICT: dict[str, tuple[str, list[str]]] = {}
 
 
 def _files() -> tuple[list[str], list[str]]:
-    nftest = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("**/*.nf.test")
-                    if ".nf-test" not in p.parts and "work" not in p.parts)
+    # nf-test's and Nextflow's scratch folders inside the clone are skipped by the path's parts below ROOT (the
+    # clone's own path may hold "work": /work/main once excluded every spec here)
+    nftest = sorted(str(r) for r in (p.relative_to(ROOT) for p in ROOT.glob("**/*.nf.test"))
+                    if ".nf-test" not in r.parts and "work" not in r.parts)
     nftest += sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("tests/helpers/nftest/*.groovy"))
     nftest.append("nf-test.config")
     nf = sorted(str(p.relative_to(ROOT)) for pat in ("main.nf", "workflows/*.nf", "subworkflows/**/*.nf",
@@ -104,8 +106,11 @@ def parsed(tmp_path_factory) -> dict[str, list[str]]:
 
 def test_every_module_has_an_nf_test():
     for main in ROOT.glob("modules/local/*/main.nf"):
-        assert (main.parent / "tests" / "main.nf.test").is_file(), main.parent.name
+        spec = main.parent / "tests" / "main.nf.test"
+        assert spec.is_file(), main.parent.name
+        assert str(spec.relative_to(ROOT)) in NFTEST_FILES, f"{spec} is not parse-checked"
     assert (ROOT / "tests" / "pipeline" / "main.nf.test").is_file()
+    assert "tests/pipeline/main.nf.test" in NFTEST_FILES
 
 
 @pytest.mark.parametrize("path", NFTEST_FILES)
