@@ -11,6 +11,7 @@ import json
 import math
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import h5py
@@ -125,6 +126,19 @@ def test_evaluate_equals_independent_computation(reference_dir, tmp_path):
         for col, v in ref.items():
             assert math.isclose(ours[f.name.split(".")[0]][col], v, rel_tol=1e-5), (f.name, col)
 
+
+
+def test_evaluate_starts_without_lightning(reference_dir, tmp_path):
+    """Evaluation reads the training files through :mod:`chromaflow.train.data`, not the DataModule: a child that
+    runs ``chromaflow evaluate`` has not imported Lightning at the end (importing it costs ~3.5 CPU-s per task)."""
+    code = ("import sys; from chromaflow.cli import main; rc = main(sys.argv[1:]); "
+            "print('imported lightning:', 'lightning' in sys.modules); sys.exit(rc)")
+    p = subprocess.run([sys.executable, "-c", code, "evaluate", "--model", str(MINI), "--h5",
+                        str(reference_dir / "predmoter" / "val_data_1.h5"), "--out", str(tmp_path / "m.tsv")],
+                       capture_output=True, text=True, env=dict(os.environ, CHROMAFLOW_PROGRESS="0"))
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip().splitlines()[-1] == "imported lightning: False"
+    assert (tmp_path / "m.tsv").is_file()
 
 # --------------------------------------------------------------------------------------------------
 # checkpoints: real Predmoter loads ours; same loss curve as Predmoter's trainer

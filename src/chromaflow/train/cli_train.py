@@ -180,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
         print("chromaflow train: warning: --precision bf16-mixed on a CPU without native bf16 (avx512_bf16 / amx_bf16) "
               "is several times slower than 32 (docs/training.md §5); use it on GPUs", file=sys.stderr)
     workers = args.num_workers
-    from .data import auto_workers
+    from .datamodule import auto_workers
     if workers is None:
         # GPUs: workers feed the device (LightlyTrain's rule: CPUs per device - 1). CPU training: the cores are
         # the compute; reading a chunk costs ~1 % of its training step, so loading stays in the training process
@@ -198,7 +198,7 @@ def _train(args, accel: str, workers: int, threads: int, child: bool) -> dict:
     import lightning as L
     import torch
 
-    from .data import CoverageDataModule
+    from .datamodule import CoverageDataModule
     from .module import PredmoterModule
 
     torch.set_num_threads(threads)
