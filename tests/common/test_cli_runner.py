@@ -1,0 +1,83 @@
+"""The tests' command runner (tests/helpers/cli.py): a command started from the fork server gives what a fresh
+``python -m chromaflow`` gives (exit status, stdout, stderr, the bytes it writes, its cwd and environment), a
+command it must not fork (an environment variable read at import differs) runs as a fresh interpreter, and a
+timeout kills the forked child."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import cli
+
+ASM = Path(__file__).resolve().parents[2] / "assets" / "test" / "asmA.fa"
+
+
+def _fresh(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
+    environ = {**os.environ, "CHROMAFLOW_PROGRESS": "0", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "chromaflow", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env=environ, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def server() -> cli.ForkServer:
+    s = cli._fork_server({**os.environ, "CHROMAFLOW_PROGRESS": "0"})
+    assert s is not None and s.accepts(os.environ), \
+        "no fork server for this session's own environment: every torch command would start a fresh interpreter"
+    return s
+
+
+def _pair(tmp_path: Path, *args, env=None) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+    """The same command line, forked in tmp/forked and fresh in tmp/fresh (relative paths: each runs in its cwd)."""
+    for d in ("forked", "fresh"):
+        (tmp_path / d).mkdir(exist_ok=True)
+    return (cli.chromaflow(*args, cwd=tmp_path / "forked", env=env),
+            _fresh(*args, cwd=tmp_path / "fresh", env=env))
+
+
+def test_forked_commands_write_the_bytes_fresh_ones_write(server, tmp_path):
+    genome = tmp_path / "g.h5"
+    cli.ok("fasta2h5", "--fasta", ASM, "--species", "Sp", "--subsequence-length", "2000", "--out", genome)
+    for args, env in ((("make-test-model", "--out", "m.ckpt", "--seed", "5"), None),
+                      # progress forced on: the child reads the environment it is given, not the server's
+                      (("predict", "--h5", genome, "--model", "m.ckpt", "--out", "p.h5", "--device", "cpu"),
+                       {"CHROMAFLOW_PROGRESS": "1"})):
+        forked, fresh = _pair(tmp_path, *args, env=env)
+        assert forked.returncode == fresh.returncode == 0, (forked.stderr, fresh.stderr)
+        assert forked.stdout == fresh.stdout
+        out = args[args.index("--out") + 1]
+        assert (tmp_path / "forked" / out).read_bytes() == (tmp_path / "fresh" / out).read_bytes()
+    assert "%" in forked.stderr and "%" in fresh.stderr  # the progress bar of both predict runs
+
+
+def test_forked_errors_are_the_fresh_ones(server, tmp_path):
+    for args, code in ((("predict", "--h5", "missing.h5", "--model", "m.ckpt", "--out", "p.h5"), 1),
+                       (("predict", "--no-such-option"), 2)):   # argparse's SystemExit(2) and usage
+        forked, fresh = _pair(tmp_path, *args)
+        assert forked.returncode == fresh.returncode == code
+        assert forked.stderr == fresh.stderr and forked.stderr.strip()
+
+
+def test_only_chromaflows_own_variables_may_differ(server, monkeypatch):
+    env = dict(os.environ, CHROMAFLOW_PROGRESS="0")
+    assert server.accepts(dict(env, CHROMAFLOW_ANYTHING="1", PYTEST_CURRENT_TEST="x"))
+    assert not server.accepts(dict(env, ATEN_CPU_CAPABILITY="default"))   # read when torch is imported
+    assert not server.accepts({k: v for k, v in env.items() if k != "PATH"})
+    # an environment given for one call runs fresh; a change of this process's own gets a server of its own
+    assert cli._fork_server(dict(env, ATEN_CPU_CAPABILITY="default")) is None
+    monkeypatch.setenv("PL_GLOBAL_SEED", "3")   # as Lightning's seed_everything leaves it in a process that trained
+    other = cli._fork_server(dict(os.environ))
+    assert other is not None and other is not server and other.env["PL_GLOBAL_SEED"] == "3"
+    monkeypatch.delenv("PL_GLOBAL_SEED")
+    assert cli._fork_server(dict(os.environ)).accepts(os.environ)
+
+
+def test_timeout_kills_the_forked_child_and_the_server_goes_on(server, tmp_path):
+    # a forked make-test-model takes ~0.3 s here (torch builds and saves the model): 0.02 s cannot be enough
+    with pytest.raises(subprocess.TimeoutExpired):
+        cli.chromaflow("make-test-model", "--out", tmp_path / "m.ckpt", timeout=0.02)
+    assert not (tmp_path / "m.ckpt").exists()
+    assert cli.chromaflow("make-test-model", "--out", tmp_path / "m.ckpt").returncode == 0
