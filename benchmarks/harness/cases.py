@@ -127,6 +127,17 @@ def _run(argv: list[str], what: str) -> None:
         raise RuntimeError(f"{what} failed: {' '.join(map(str, argv))}\n{p.stderr[-2000:]}")
 
 
+def _score(links: Path, gold: Path) -> dict:
+    """harness.agree's AUROC/AUPR of a link list, in this process: scikit-learn is imported once instead of once per
+    scored run (~1.3 CPU-s each; a quick run scores some 20). A crash is a failed comparison, as in :func:`_agree`."""
+    from . import agree
+
+    try:
+        return agree.score(str(links), str(gold))
+    except Exception as exc:  # noqa: BLE001 -- reported like a crashed comparison child
+        return {"ok": False, "detail": f"comparison crashed: {type(exc).__name__}: {exc}"}
+
+
 def _agree(*args) -> dict:
     p = subprocess.run([PY, "-m", "harness.agree", *map(str, args)], capture_output=True, text=True, cwd=BENCH)
     if p.returncode != 0:
@@ -427,7 +438,7 @@ def _genie3_contenders(ctx: Ctx, expr: Path, trees: int, seeds: int, ref_seeds: 
 def _scorer(gold: Path):
     def per_run(key: str, d: Path) -> dict:
         links = d / ("links.tsv.gz" if (d / "links.tsv.gz").exists() else "links.tsv")
-        s = _agree("score", links, gold)
+        s = _score(links, gold)
         return {"auroc": s.get("auroc"), "aupr": s.get("aupr"), "scored_links": s.get("scored_links")}
     return per_run
 
@@ -490,11 +501,11 @@ SHUFFLED_TOLERANCE = 0.01
 NETWORK_ALPHAS = (0.25, 0.5, 1)
 
 
-def _planted(*args) -> dict:
+def _planted(*args) -> None:
+    """``python -m harness.planted`` (make, shuffle-prior: inputs written in a process of their own, like harness.gen)."""
     p = subprocess.run([PY, "-m", "harness.planted", *map(str, args)], capture_output=True, text=True, cwd=BENCH)
     if p.returncode != 0:
         raise RuntimeError(f"harness.planted {args[0]} failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
-    return json.loads(p.stdout.strip().splitlines()[-1]) if args[0] == "score" else {}
 
 
 def _network_inputs(ctx: Ctx, seed: int) -> Path:
@@ -563,7 +574,9 @@ def network(ctx: Ctx) -> tuple[list, list[Case]]:
 
     def per_run(key: str, d: Path) -> dict:
         r = int(d.name[1:])
-        sc = _planted("score", d / "links.tsv.gz", inp(r) / "gold.tsv")
+        from . import planted   # in this process, like _score: one scikit-learn import for every run
+
+        sc = planted.score(str(d / "links.tsv.gz"), str(inp(r) / "gold.tsv"))
         sc.pop("pairs", None)
         summ = d / "summary.json"
         pc = json.loads(summ.read_text()).get("prior_check") if summ.exists() else None
