@@ -4,9 +4,11 @@ command it must not fork (an environment variable read at import differs) runs a
 timeout kills the forked child."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -81,3 +83,16 @@ def test_timeout_kills_the_forked_child_and_the_server_goes_on(server, tmp_path)
         cli.chromaflow("make-test-model", "--out", tmp_path / "m.ckpt", timeout=0.02)
     assert not (tmp_path / "m.ckpt").exists()
     assert cli.chromaflow("make-test-model", "--out", tmp_path / "m.ckpt").returncode == 0
+
+
+def test_answers_that_arrive_together_are_both_read(tmp_path):
+    """A quick child's pid and exit status reach us in one read when we are slow to look: the second answer must come
+    from what was already read, not wait on the pipe."""
+    server = cli._fork_server(dict(os.environ))
+    req = {"argv": ["predict", "--no-such-option"], "cwd": str(tmp_path), "env": dict(server.env), "src": server.src,
+           "stdout": str(tmp_path / "o"), "stderr": str(tmp_path / "e")}
+    with server.lock:
+        server.proc.stdin.write(json.dumps(req).encode() + b"\n")
+        time.sleep(3)   # the child has long ended: both lines are in the pipe
+        assert "pid" in server._read(5)
+        assert server._read(5) == {"status": 2}

@@ -91,16 +91,24 @@ class ForkServer:
         self.env = dict(env)
         self.src = str(Path(__file__).resolve().parents[2] / "src")
         self.proc = subprocess.Popen([sys.executable, "-c", _SERVER, *PRELOAD], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, env=self.env, start_new_session=True)
+                                     stdout=subprocess.PIPE, bufsize=0, env=self.env, start_new_session=True)
         self.lock = threading.Lock()
+        self._buf = b""
         self._read(600)  # {"ready": pid}
 
     def _read(self, timeout: float | None) -> dict:
-        if timeout is not None and not select.select([self.proc.stdout], [], [], timeout)[0]:
-            raise subprocess.TimeoutExpired("chromaflow fork server", timeout)
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the chromaflow fork server ended (exit {self.proc.wait()})")
+        """The server's next answer line. Read with os.read into our own buffer: select() on a buffered reader
+        would wait for bytes the reader already holds (the pid and status lines of a quick child come together)."""
+        fd = self.proc.stdout.fileno()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            if deadline is not None and not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                raise subprocess.TimeoutExpired("chromaflow fork server", timeout)
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise RuntimeError(f"the chromaflow fork server ended (exit {self.proc.wait()})")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
         return json.loads(line)
 
     def accepts(self, environ: Mapping[str, str]) -> bool:
@@ -111,8 +119,7 @@ class ForkServer:
         out, err = scratch / "stdout", scratch / "stderr"
         with self.lock:
             self.proc.stdin.write(json.dumps({"argv": args, "cwd": cwd, "env": dict(environ), "src": self.src,
-                                              "stdout": str(out), "stderr": str(err)}) + "\n")
-            self.proc.stdin.flush()
+                                              "stdout": str(out), "stderr": str(err)}).encode() + b"\n")
             pid = self._read(60)["pid"]
             t0 = time.monotonic()
             try:
