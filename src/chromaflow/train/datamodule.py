@@ -12,15 +12,13 @@ import lightning as L
 import numpy as np
 import torch
 
-from ..common import ChromaflowError
+from ..common import ChromaflowError, resolve_threads
 from .data import EpochSampler, FileInfo, InMemoryDataset, StreamingDataset, list_h5, scan_file
 
 
 def auto_workers(devices: int, cpus: int | None = None, cap: int = 8) -> int:
     """DataLoader workers per device from the CPU allowance: (usable CPUs / devices) - 1, at most ``cap``
     (the rule LightlyTrain documents: leave one core per device for the training process)."""
-    from ..common import resolve_threads
-
     cpus = cpus or resolve_threads(0)
     return max(0, min(cap, cpus // max(1, devices) - 1))
 
