@@ -4,10 +4,8 @@ command it must not fork (an environment variable read at import differs) runs a
 timeout kills the forked child."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,12 +14,6 @@ import pytest
 from helpers import cli
 
 ASM = Path(__file__).resolve().parents[2] / "assets" / "test" / "asmA.fa"
-
-
-def _fresh(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
-    environ = {**os.environ, "CHROMAFLOW_PROGRESS": "0", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "chromaflow", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=environ, timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +28,11 @@ def _pair(tmp_path: Path, *args, env=None) -> tuple[subprocess.CompletedProcess,
     """The same command line, forked in tmp/forked and fresh in tmp/fresh (relative paths: each runs in its cwd)."""
     for d in ("forked", "fresh"):
         (tmp_path / d).mkdir(exist_ok=True)
-    return (cli.chromaflow(*args, cwd=tmp_path / "forked", env=env),
-            _fresh(*args, cwd=tmp_path / "fresh", env=env))
+    server, served = cli._server, cli._server.served
+    pair = (cli.chromaflow(*args, cwd=tmp_path / "forked", env=env),
+            cli.chromaflow(*args, cwd=tmp_path / "fresh", env=env, fresh=True))
+    assert cli._server is server and server.served == served + 1, "not one forked and one fresh run"
+    return pair
 
 
 def test_forked_commands_write_the_bytes_fresh_ones_write(server, tmp_path):
@@ -89,10 +84,8 @@ def test_answers_that_arrive_together_are_both_read(tmp_path):
     """A quick child's pid and exit status reach us in one read when we are slow to look: the second answer must come
     from what was already read, not wait on the pipe."""
     server = cli._fork_server(dict(os.environ))
-    req = {"argv": ["predict", "--no-such-option"], "cwd": str(tmp_path), "env": dict(server.env), "src": server.src,
-           "stdout": str(tmp_path / "o"), "stderr": str(tmp_path / "e")}
     with server.lock:
-        server.proc.stdin.write(json.dumps(req).encode() + b"\n")
+        server.send(["predict", "--no-such-option"], str(tmp_path), server.env, tmp_path / "o", tmp_path / "e")
         time.sleep(3)   # the child has long ended: both lines are in the pipe
         assert "pid" in server._read(5)
         assert server._read(5) == {"status": 2}

@@ -93,6 +93,7 @@ class ForkServer:
         self.proc = subprocess.Popen([sys.executable, "-c", _SERVER, *PRELOAD], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, bufsize=0, env=self.env, start_new_session=True)
         self.lock = threading.Lock()
+        self.served = 0  # commands run (its tests check which path a command took)
         self._buf = b""
         self._read(600)  # {"ready": pid}
 
@@ -114,12 +115,17 @@ class ForkServer:
     def accepts(self, environ: Mapping[str, str]) -> bool:
         return _same_env(environ, self.env)
 
+    def send(self, args: list[str], cwd: str, environ: Mapping[str, str], out: Path, err: Path) -> None:
+        """One request; the server answers the child's pid, then its exit status (hold ``lock`` to the end)."""
+        self.proc.stdin.write(json.dumps({"argv": args, "cwd": cwd, "env": dict(environ), "src": self.src,
+                                          "stdout": str(out), "stderr": str(err)}).encode() + b"\n")
+
     def run(self, args: list[str], cwd: str, environ: Mapping[str, str], timeout: float | None,
             scratch: Path) -> subprocess.CompletedProcess:
         out, err = scratch / "stdout", scratch / "stderr"
         with self.lock:
-            self.proc.stdin.write(json.dumps({"argv": args, "cwd": cwd, "env": dict(environ), "src": self.src,
-                                              "stdout": str(out), "stderr": str(err)}).encode() + b"\n")
+            self.send(args, cwd, environ, out, err)
+            self.served += 1
             pid = self._read(60)["pid"]
             t0 = time.monotonic()
             try:
@@ -169,17 +175,18 @@ def _fork_server(environ: Mapping[str, str]) -> ForkServer | None:
 
 def chromaflow(*args, cwd: Path | str | None = None, env: Mapping[str, str] | None = None,
                base_env: Mapping[str, str] | None = None, timeout: float | None = 600, check: bool = False,
-               prefix: Sequence[str] = ()) -> subprocess.CompletedProcess:
+               prefix: Sequence[str] = (), fresh: bool = False) -> subprocess.CompletedProcess:
     """``python -m chromaflow ARGS`` (each argument through ``str``) in a child process.
 
     The child's environment is ``base_env`` (default: this process's) with ``CHROMAFLOW_PROGRESS=0`` and then
     ``env`` set over it. ``check``: a non-zero exit is an AssertionError that shows the end of stderr. ``prefix``: a
-    command to run it under (``setpriv ...``).
+    command to run it under (``setpriv ...``). ``fresh``: a new interpreter even for a ``FORKED_COMMANDS`` command.
     """
     environ = {**(os.environ if base_env is None else base_env), "CHROMAFLOW_PROGRESS": "0", **(env or {})}
     argv = [str(a) for a in args]
     proc = None
-    if not prefix and argv and argv[0] in FORKED_COMMANDS and "--devices" not in argv:  # DDP re-runs sys.argv
+    # --devices: DDP re-runs sys.argv
+    if not (fresh or prefix) and argv and argv[0] in FORKED_COMMANDS and "--devices" not in argv:
         server = _fork_server(environ)
         if server is not None:
             with tempfile.TemporaryDirectory(prefix="cf-forked-") as scratch:
