@@ -8,6 +8,7 @@ integer buffers. Anything else (other chunking or filters, ``--experimental`` BA
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -98,6 +99,61 @@ def _check_dataset_name(path: str, name: str) -> None:
         raise ChromaflowError(f"{path}: dataset name {name!r} is empty or holds a control character")
 
 
+@dataclass(frozen=True)
+class Source:
+    """One source of a virtual dataset (``predict-merge --view``): rows ``start:stop`` of the view are the rows of
+    dataset ``name`` in the file ``path``."""
+    start: int
+    stop: int
+    path: str
+    name: str
+
+
+def virtual_sources(ds, view_path: str) -> list[Source]:
+    """The sources of the virtual dataset ``ds`` in row order, each found as HDF5 finds it (HDF5_VDS_PREFIX, then
+    the view's folder) and checked: a missing source file would otherwise read as the fill value (-1, silently
+    no signal), so it is a one-line error naming the view and the file. Sources must map whole rows."""
+    import h5py
+
+    out = []
+    folder = os.path.dirname(os.path.abspath(view_path))
+    prefixes = [p for p in os.environ.get("HDF5_VDS_PREFIX", "").split(os.pathsep) if p]
+    for m in ds.virtual_sources():
+        (a, *rest), (b, *rest_end) = m.vspace.get_select_bounds()
+        if any(rest) or list(rest_end) != [n - 1 for n in ds.shape[1:]]:
+            raise ChromaflowError(f"{view_path}: virtual dataset {ds.name} maps a source ({m.file_name}) to part of "
+                                  f"a row; expected whole rows")
+        name = m.file_name
+        found = name if os.path.isabs(name) else next(
+            (c for c in [os.path.join(p, name) for p in prefixes] + [os.path.join(folder, name)]
+             if os.path.isfile(c)), None)
+        if name == "." or (found and os.path.samefile(found, view_path)):
+            found = view_path
+        if not found or not os.path.isfile(found):
+            raise ChromaflowError(f"{view_path}: {ds.name} is a view over {name}, which is missing (a view from "
+                                  f"predict-merge --view needs its shards beside it)")
+        out.append(Source(int(a), int(b) + 1, found, m.dset_name))
+    out.sort(key=lambda x: x.start)
+    at = 0
+    for x in out:
+        if x.start != at:
+            raise ChromaflowError(f"{view_path}: virtual dataset {ds.name} has no source for rows {at}-{x.start}")
+        at = x.stop
+    if at != ds.shape[0]:
+        raise ChromaflowError(f"{view_path}: virtual dataset {ds.name} has no source for rows {at}-{ds.shape[0]}")
+    with contextlib.ExitStack() as stack:
+        for x in out:
+            try:
+                f = stack.enter_context(h5py.File(x.path, "r"))
+                src = f[x.name]
+            except (OSError, KeyError):
+                raise ChromaflowError(f"{view_path}: {ds.name}'s source {x.path} has no readable {x.name}") from None
+            if src.shape != (x.stop - x.start, *ds.shape[1:]) or src.dtype != ds.dtype:
+                raise ChromaflowError(f"{view_path}: {ds.name}'s source {x.path}:{x.name} has shape {src.shape} "
+                                      f"{src.dtype}, the view maps {(x.stop - x.start, *ds.shape[1:])} {ds.dtype}")
+    return out
+
+
 class PredictionsInput:
     """An opened and validated predictions file (or, with ``experimental``, a training-style h5)."""
 
@@ -128,6 +184,9 @@ class PredictionsInput:
 
     def _validate(self, datasets: list[str] | None, blacklist: set[str]) -> None:
         seqids, start_ends = self._check_rows()
+        self.sources = {k: virtual_sources(self.h5[k], self.path) for k in ("data/seqids", "data/start_ends",
+                                                                              "prediction/predictions")
+                        if k in self.h5 and getattr(self.h5[k], "is_virtual", False)}
         N = seqids.shape[0]
         avail = self._available(datasets)
         self.available = avail
@@ -330,6 +389,7 @@ class ChunkReader:
         self.channels = inp.channels
         self.fast = False
         self._fd = None
+        self._fds: list[int] | None = None   # a view's source files, by self._source_of[row]
         self.buffers = BufferPool(piece_chunks * inp.L)
         if not inp.experimental and os.environ.get("CHROMAFLOW_BIGWIG_READER") != "h5py":
             self._setup_fast(inp.dsets[0])
@@ -338,14 +398,29 @@ class ChunkReader:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        for fd in self._fds or ():
+            os.close(fd)
+        self._fds = None
 
-    def _setup_fast(self, d) -> None:
+    @staticmethod
+    def _fast_filters(d, L: int):
+        """The dataset's filter ids if its chunks suit the fast path (chunks (1, L, 1), deflate or none, little
+        endian), else None."""
         try:
             plist = d.id.get_create_plist()
             filters = [plist.get_filter(i)[0] for i in range(plist.get_nfilters())]
         except Exception:  # pragma: no cover - exotic h5py builds
+            return None
+        if d.chunks != (1, L, 1) or filters not in ([1], []) or d.dtype.byteorder == ">":
+            return None
+        return filters
+
+    def _setup_fast(self, d) -> None:
+        if d.is_virtual:
+            self._setup_virtual(d)
             return
-        if d.chunks != (1, self.L, 1) or filters not in ([1], []) or d.dtype.byteorder == ">":
+        filters = self._fast_filters(d, self.L)
+        if filters is None:
             return
         self.dtype = d.dtype.newbyteorder("<")
         self.fill = d.fillvalue
@@ -356,22 +431,9 @@ class ChunkReader:
         self.size = np.zeros((N, D), dtype=np.uint32)
         self.mask = np.zeros((N, D), dtype=np.uint32)
         try:
-            def visit(ci):
-                r, _, c = ci.chunk_offset
-                self.offset[r, c] = ci.byte_offset
-                self.size[r, c] = ci.size
-                self.mask[r, c] = ci.filter_mask
-
-            d.id.chunk_iter(visit)
+            self._index_chunks(d, 0)
             self._fd = os.open(self.inp.path, os.O_RDONLY)
-            # the addresses are file offsets for a file without a user block: check one chunk against HDF5
-            # the first written chunk (argwhere listed every one: 129 MB at 8 M chunks)
-            first = int(np.argmax(self.offset.reshape(-1) >= 0))
-            r, c = divmod(first, D) if self.offset.reshape(-1)[first] >= 0 else (None, None)
-            if r is not None:
-                _, raw = d.id.read_direct_chunk((int(r), 0, int(c)))
-                if os.pread(self._fd, int(self.size[r, c]), int(self.offset[r, c])) != bytes(raw):
-                    raise ValueError("chunk address mismatch")
+            self._check_address(d, self._fd, 0, N)
             self._direct = None
         except Exception:  # old h5py (no chunk_iter), user block, ...: HDF5 reads each raw chunk
             if self._fd is not None:
@@ -379,6 +441,70 @@ class ChunkReader:
                 self._fd = None
             self._direct = d.id
         self.filtered = filters == [1]
+        self.fast = True
+
+    def _index_chunks(self, d, row0: int) -> None:
+        """Every written chunk's file offset, stored size and filter mask, at its row + ``row0``."""
+        def visit(ci):
+            r, _, c = ci.chunk_offset
+            self.offset[row0 + r, c] = ci.byte_offset
+            self.size[row0 + r, c] = ci.size
+            self.mask[row0 + r, c] = ci.filter_mask
+
+        d.id.chunk_iter(visit)
+
+    def _check_address(self, d, fd: int, row0: int, row1: int) -> None:
+        """The addresses are file offsets for a file without a user block: check the first written chunk of rows
+        ``row0:row1`` (the dataset's own rows from 0) against HDF5 (argwhere listed every one: 129 MB at 8 M
+        chunks)."""
+        D = self.offset.shape[1]
+        flat = self.offset[row0:row1].reshape(-1)
+        first = int(np.argmax(flat >= 0))
+        if len(flat) and flat[first] >= 0:
+            r, c = divmod(first, D)
+            _, raw = d.id.read_direct_chunk((int(r), 0, int(c)))
+            if os.pread(fd, int(self.size[row0 + r, c]), int(self.offset[row0 + r, c])) != bytes(raw):
+                raise ValueError("chunk address mismatch")
+
+    def _setup_virtual(self, d) -> None:
+        """A view (``predict-merge --view``): the fast path over its sources, each shard file's chunks indexed at
+        its rows in the view and read from its own descriptor; h5py's path when a source does not suit it."""
+        import h5py
+
+        sources = self.inp.sources.get(d.name[1:]) or virtual_sources(d, self.inp.path)
+        N, _, D = d.shape
+        self.offset = np.full((N, D), -1, dtype=np.int64)
+        self.size = np.zeros((N, D), dtype=np.uint32)
+        self.mask = np.zeros((N, D), dtype=np.uint32)
+        self._source_of = np.empty(N, dtype=np.int32)
+        fds: list[int] = []
+        kinds = set()
+        try:
+            for k, src in enumerate(sources):
+                with h5py.File(src.path, "r") as f:
+                    sd = f[src.name]
+                    filters = self._fast_filters(sd, self.L)
+                    if filters is None or sd.fillvalue != d.fillvalue:
+                        raise ValueError("source not suited to the fast path")
+                    kinds.add((tuple(filters), sd.dtype.str))
+                    self._index_chunks(sd, src.start)
+                    fds.append(os.open(src.path, os.O_RDONLY))
+                    self._check_address(sd, fds[-1], src.start, src.stop)
+                self._source_of[src.start:src.stop] = k
+            if len(kinds) != 1:
+                raise ValueError("sources differ in filters or type")
+        except Exception:
+            for fd in fds:
+                os.close(fd)
+            self.offset = self.size = self.mask = self._source_of = None
+            return
+        (filters, dtype), = kinds
+        self.dtype = np.dtype(dtype).newbyteorder("<")
+        self.fill = d.fillvalue
+        self.nbytes = self.L * self.dtype.itemsize
+        self._fds = fds
+        self._direct = None
+        self.filtered = list(filters) == [1]
         self.fast = True
 
     def _raw(self, row: int, ch: int):
@@ -392,7 +518,8 @@ class ChunkReader:
         off = int(self.offset[row, ch])
         if off < 0:
             return None
-        return os.pread(self._fd, int(self.size[row, ch]), off), int(self.mask[row, ch])
+        fd = self._fd if self._fds is None else self._fds[self._source_of[row]]
+        return os.pread(fd, int(self.size[row, ch]), off), int(self.mask[row, ch])
 
     # ------------------------------------------------------------------ pieces
     def load(self, plus_rows: np.ndarray, minus_rows: np.ndarray, need: dict[int, tuple[bool, bool]]) -> dict[int, Piece]:

@@ -4,6 +4,13 @@ The shards must be complete (indices 1..n each once), contiguous and non-overlap
 same input (fingerprint of N, L, seqids, start_ends, species) and the same model (checkpoint SHA-256 and
 model_name). They are ordered by their recorded shard index, not by argument order. Compressed prediction
 chunks are copied as they are (no recompression); the result equals an unsharded run and has no root attrs.
+
+``--view`` writes no copy of the predictions: a small h5 whose ``data/seqids``, ``data/start_ends`` and
+``prediction/predictions`` are HDF5 virtual datasets over the shards (``data/species``, ``prediction/model_name`` and
+``prediction/datasets`` as in the merge), so any h5py reader sees the merged file's values while the shards hold the
+only copy. The shards are named by their paths relative to the view's folder: keep them beside it (a pipeline stages
+the view and its shards into one task folder). Readers that find a shard missing get HDF5's fill value (-1), so
+chromaflow's own reader (:class:`chromaflow.bigwig.h5input.ChunkReader`) checks every source first.
 """
 from __future__ import annotations
 
@@ -17,6 +24,9 @@ from ..common import (ChromaflowError, OutputExistsError, StageMetrics, add_run_
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="merged predictions h5")
     p.add_argument("shards", nargs="+", metavar="SHARD", help="shard files written by predict --shard i/n")
+    p.add_argument("--view", action="store_true",
+                   help="write a virtual h5 over the shards (no copy of the predictions; the shards must stay at the "
+                        "same paths relative to it) instead of the merged file")
     add_run_options(p, metrics=True, force=True)
 
 
@@ -73,13 +83,13 @@ def run(args: argparse.Namespace) -> int:
     check_outputs([("--out", args.out), ("--metrics", args.metrics)], [("SHARD", s) for s in args.shards])
     if os.path.exists(args.out) and not args.force:
         raise OutputExistsError(f"{args.out}: output exists (use --force to overwrite)")
-    with StageMetrics("predict-merge", args.metrics, threads=1) as metrics:
+    with StageMetrics("predict-view" if args.view else "predict-merge", args.metrics, threads=1) as metrics:
         shards = [_read_shard(path) for path in args.shards]
         ref = shards[0]
         by_index = _index_shards(shards)
         _check_coverage(by_index, ref.count, ref.total)
         ordered = [by_index[i] for i in range(1, ref.count + 1)]
-        _write_merged(args.out, args.force, ordered)
+        (_write_view if args.view else _write_merged)(args.out, args.force, ordered)
         metrics.set(shards=ref.count, subsequences=ref.total, bp_rows=ref.total * ref.length)
     return 0
 
@@ -181,3 +191,39 @@ def _write_merged(out_path: str, force: bool, ordered: list[_Shard]) -> None:
                             except (KeyError, OSError, RuntimeError):
                                 continue  # chunk never written: fill value (-1), same in the output
                             dset.id.write_direct_chunk((sh.row_start + r, 0, j), data, mask)
+
+
+#: the datasets of a view that are virtual (one source per shard); the others are written as the merge writes them
+VIRTUAL = ("data/seqids", "data/start_ends", "prediction/predictions")
+
+
+def _write_view(out_path: str, force: bool, ordered: list[_Shard]) -> None:
+    """A predictions h5 whose row datasets are virtual, mapped shard after shard (atomically). Each source is the
+    shard's path relative to the view's folder (a symlink is not resolved: a staged shard is named where it is
+    staged). Types, shapes, max shapes and fill values are those of :func:`create_predictions`."""
+    import h5py
+    import numpy as np
+
+    ref = ordered[0]
+    folder = os.path.dirname(os.path.abspath(out_path))
+    with atomic_output(out_path, force=force) as tmp:
+        with h5py.File(tmp, "w") as out:
+            d = len(ref.datasets)
+            shapes = {"data/seqids": ((), "S50", None), "data/start_ends": ((2,), "int64", None),
+                      "prediction/predictions": ((ref.length, d), "int64", -1)}
+            for name in VIRTUAL:
+                tail, dtype, fill = shapes[name]
+                layout = h5py.VirtualLayout(shape=(ref.total, *tail), dtype=dtype)
+                for sh in ordered:
+                    rows = sh.row_end - sh.row_start
+                    src = h5py.VirtualSource(os.path.relpath(os.path.abspath(sh.path), folder), name,
+                                             shape=(rows, *tail), dtype=dtype)
+                    layout[sh.row_start:sh.row_end] = src
+                out.create_virtual_dataset(name, layout, **({} if fill is None else {"fillvalue": fill}))
+            out["data"].create_dataset("species", shape=(ref.total,), dtype="S50", chunks=(1,), maxshape=(None,),
+                                       fillvalue=np.bytes_(ref.species0[:50]))
+            pred = out["prediction"]
+            pred.create_dataset("model_name", shape=(1,), dtype="S256", chunks=(1,), maxshape=(None,),
+                                fillvalue=np.bytes_(ref.model_name.encode("utf-8")[:256]))
+            ds = pred.create_dataset("datasets", shape=(d,), dtype="S25", chunks=True, maxshape=(None,))
+            ds[:] = np.array([n.encode("utf-8")[:25] for n in ref.datasets], dtype="S25")

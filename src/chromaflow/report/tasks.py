@@ -17,7 +17,7 @@ SCHEMA = "chromaflow-benchmark/1"
 #: bp a stage processes per genome bp: prediction runs on both strands (fasta2h5 writes + and - rows)
 STRANDS = {"predict": 2}
 
-STAGE_ORDER = ["fasta2h5", "add_coverage", "train", "evaluate", "predict", "predict-merge", "bigwig",
+STAGE_ORDER = ["fasta2h5", "add_coverage", "train", "evaluate", "predict", "predict-merge", "predict-view", "bigwig",
                "gene-accessibility", "motif-prior", "genie3", "genie3-merge"]
 
 
