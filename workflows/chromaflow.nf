@@ -20,6 +20,7 @@ include { MAKE_TEST_MODEL } from '../modules/local/make_test_model'
 include { PREDICT         } from '../modules/local/predict'
 include { PREDICT_GROUP   } from '../modules/local/predict_group'
 include { PREDICT_MERGE   } from '../modules/local/predict_merge'
+include { PREDICT_VIEW    } from '../modules/local/predict_view'
 include { BIGWIG          } from '../modules/local/bigwig'
 include { PEAKS           } from '../modules/local/peaks'
 include { VARIANT_PLAN    } from '../modules/local/variant_plan'
@@ -153,14 +154,24 @@ workflow CHROMAFLOW {
                 single: meta.shards == 1
                 sharded: true
             }
-        PREDICT_MERGE(gatherParts(ch_pred.sharded, 'shard', 'shards'))
+        // A sharded assembly: PREDICT_MERGE writes the merged <id>_predictions.h5, which is only published (moved to
+        // --outdir where files are copied: work/ then holds the predictions once, as the shards); the tasks that read
+        // predictions get PREDICT_VIEW's view over the shards, staged with them ([view, shard, ...])
+        ch_parts = gatherParts(ch_pred.sharded, 'shard', 'shards')
+        PREDICT_MERGE(ch_parts)
         ch_versions = ch_versions.mix(PREDICT_MERGE.out.versions)
         ch_metrics  = ch_metrics.mix(PREDICT_MERGE.out.metrics)
+        PREDICT_VIEW(ch_parts)
+        ch_versions = ch_versions.mix(PREDICT_VIEW.out.versions)
+        ch_metrics  = ch_metrics.mix(PREDICT_VIEW.out.metrics)
 
-        // an unsharded prediction and a merged one carry the same name (<id>_predictions.h5) and meta
+        // an unsharded prediction (a file) and a view with its shards (a list, the view first) carry the same name
+        // (<id>_predictions.h5) and meta
         ch_predictions = ch_pred.single
             .map { meta, p -> [baseMeta(meta), p] }
-            .mix(PREDICT_MERGE.out.predictions)
+            .mix(PREDICT_VIEW.out.view.map { meta, v -> [meta.id, meta, v] }
+                    .join(ch_parts.map { meta, parts -> [meta.id, parts] })
+                    .map { id, meta, v, parts -> [meta, [v] + parts] })
 
         //
         // Tracks for genome browsers

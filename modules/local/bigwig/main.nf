@@ -8,7 +8,7 @@ process BIGWIG {
     label 'process_low'
 
     input:
-    tuple val(meta), path(predictions)
+    tuple val(meta), path(predictions, arity: '1..*')   // a predictions h5, or a view and its shards (PREDICT_VIEW)
     path blacklist
 
     output:
@@ -27,7 +27,7 @@ process BIGWIG {
     export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
     mkdir -p tracks
     chromaflow bigwig \\
-        --predictions ${predictions} \\
+        --predictions ${predictions[0]} \\
         --outdir tracks \\
         --basename ${prefix} \\
         --threads ${task.cpus} \\

@@ -8,7 +8,7 @@ process GENE_ACCESSIBILITY {
     label 'process_single'
 
     input:
-    tuple val(meta), path(annotation), path(predictions)
+    tuple val(meta), path(annotation), path(predictions, arity: '1..*')
 
     output:
     tuple val(meta), path("${prefix}.gene_accessibility.tsv")          , emit: table
@@ -27,7 +27,7 @@ process GENE_ACCESSIBILITY {
     export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
     chromaflow gene-accessibility \\
         --annotation ${annotation} \\
-        --predictions ${predictions} \\
+        --predictions ${predictions[0]} \\
         --out ${prefix}.gene_accessibility.tsv \\
         --bed ${prefix}.promoters.bed \\
         --bigbed ${prefix}.promoters.bb \\

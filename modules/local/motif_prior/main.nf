@@ -8,7 +8,7 @@ process MOTIF_PRIOR {
     label 'process_single'
 
     input:
-    tuple val(meta), path(fasta), path(annotation), path(motifs), path(tf_motifs), path(regulators), path(predictions)
+    tuple val(meta), path(fasta), path(annotation), path(motifs), path(tf_motifs), path(regulators), path(predictions, arity: '0..*')
 
     output:
     tuple val(meta), path("${prefix}.prior.tsv.gz")               , emit: prior
@@ -23,7 +23,7 @@ process MOTIF_PRIOR {
     prefix    = task.ext.prefix ?: "${meta.id}"
     def mot   = motifs ?: meta.motifs_db
     def regs  = regulators ? "--regulators ${regulators}" : ''
-    def pred  = predictions ? "--predictions ${predictions}" : ''
+    def pred  = predictions ? "--predictions ${predictions[0]}" : ''
     """
     export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
     chromaflow motif-prior \\

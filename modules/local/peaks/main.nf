@@ -14,7 +14,7 @@ process PEAKS {
     label 'process_low'
 
     input:
-    tuple val(meta), path(predictions), path(tracks, stageAs: 'tracks/*'), path(observed, stageAs: 'observed/*')
+    tuple val(meta), path(predictions, arity: '1..*'), path(tracks, stageAs: 'tracks/*'), path(observed, stageAs: 'observed/*')
 
     output:
     tuple val(meta), path("tracks/*.{narrowPeak,bb}")             , emit: peaks
@@ -35,10 +35,10 @@ process PEAKS {
     export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
     browser=""
     if [ -e tracks/igv_session.xml ]; then browser="--browser-dir tracks"; fi
-    datasets=\$(python3 -c 'import sys, h5py; print(" ".join(x.decode() for x in h5py.File(sys.argv[1], "r")["prediction/datasets"][()]))' ${predictions})
+    datasets=\$(python3 -c 'import sys, h5py; print(" ".join(x.decode() for x in h5py.File(sys.argv[1], "r")["prediction/datasets"][()]))' ${predictions[0]})
     for ds in \$datasets; do
         chromaflow peaks \\
-            --predictions ${predictions} \\
+            --predictions ${predictions[0]} \\
             --dataset "\$ds" \\
             --out "tracks/${prefix}_\${ds}.narrowPeak" \\
             --summary "tracks/${prefix}_\${ds}.peaks.json" \\
