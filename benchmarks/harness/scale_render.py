@@ -192,7 +192,7 @@ PLAN_GPUS = (1, 4, 16, 64)
 PLAN_CORES = (64, 256, 1024)
 PLAN_WALLTIMES_H = (1, 4, 24)
 #: stages that run on CPU nodes after prediction (their CPU seconds per bp from the measured run)
-PLAN_CPU_STAGES = ("PREDICT_PLAN", "PREDICT_MERGE", "BIGWIG", "PEAKS")
+PLAN_CPU_STAGES = ("PREDICT_PLAN", "PREDICT_MERGE", "PREDICT_VIEW", "BIGWIG", "PEAKS")
 
 
 def gpu_rates(gpu_dir) -> list[dict]:

@@ -47,7 +47,7 @@ def test_run_succeeds_and_reports_exist(test_run):
         files = list(info.glob(pattern))
         assert len(files) == 1 and files[0].stat().st_size > 0, pattern
     versions = (info / "software_versions.yml").read_text()
-    processes = ("FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "PREDICT", "PREDICT_MERGE", "BIGWIG", "PEAKS", "VARIANT_PLAN",
+    processes = ("FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "PREDICT", "PREDICT_MERGE", "PREDICT_VIEW", "BIGWIG", "PEAKS", "VARIANT_PLAN",
                  "VARIANT_EFFECT", "VARIANT_MERGE", "VARIANT_BROWSER",
                  "GENE_ACCESSIBILITY", "MOTIF_PRIOR", "GENIE3_PLAN", "GENIE3", "GENIE3_MERGE", "REPORTING:BENCHMARK",
                  "REPORTING:MULTIQC")
@@ -56,11 +56,11 @@ def test_run_succeeds_and_reports_exist(test_run):
     trace = read_trace_file(test_run.trace)
     assert {"peak_rss", "realtime", "%cpu", "attempt"} <= set(trace[0])
     done = [r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED"]
-    # 2 FASTA2H5, 2 shard plans, 1 model, 4 PREDICT shards, 2 merges, 2 BIGWIG, 2 PEAKS, asmA's vcf: 1 VARIANT_PLAN, 3
+    # 2 FASTA2H5, 2 shard plans, 1 model, 4 PREDICT shards, 2 merges, 2 views, 2 BIGWIG, 2 PEAKS, asmA's vcf: 1 VARIANT_PLAN, 3
     # VARIANT_EFFECT shards (8 rows, --variant_shard_size 3), 1 VARIANT_MERGE, 1 VARIANT_BROWSER; GENE_ACCESSIBILITY and
     # MOTIF_PRIOR of asmA (the only row with an annotation), 1 GENIE3 plan, 3 GENIE3 chunks, 1 merge, BENCHMARK, MULTIQC
     assert sorted(done) == sorted(["FASTA2H5"] * 2 + ["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
-                                  + ["BIGWIG"] * 2 + ["PEAKS"] * 2 + VARIANT_TASKS + ["GENE_ACCESSIBILITY", "MOTIF_PRIOR"] + ["GENIE3_PLAN"]
+                                  + ["PREDICT_VIEW"] * 2 + ["BIGWIG"] * 2 + ["PEAKS"] * 2 + VARIANT_TASKS + ["GENE_ACCESSIBILITY", "MOTIF_PRIOR"] + ["GENIE3_PLAN"]
                                   + ["GENIE3"] * 3 + ["GENIE3_MERGE", "BENCHMARK", "MULTIQC"])
 
 
@@ -109,6 +109,19 @@ def test_sharded_predictions_equal_one_unsharded_run(test_run, tmp_path):
             np.testing.assert_array_equal(pa, pb)
             np.testing.assert_array_equal(a["data/start_ends"][()], b["data/start_ends"][()])
             assert list(a["prediction/datasets"][()]) == [b"atacseq", b"h3k4me3"]
+            assert not a["prediction/predictions"].is_virtual   # the published file holds its values
+    # work/ holds the predictions once, as the shards: the merged file was moved to --outdir (not copied), and the
+    # tasks that read predictions (BIGWIG here) read PREDICT_VIEW's view, staged with the shards beside it
+    done = {r["name"]: Path(r["workdir"]) for r in read_trace_file(test_run.trace) if r["status"] == "COMPLETED"}
+    for asm in ("asmA", "asmB"):
+        assert not (done[f"CHROMAFLOW:PREDICT_MERGE ({asm})"] / f"{asm}_predictions.h5").exists()
+        view = done[f"CHROMAFLOW:PREDICT_VIEW ({asm})"] / f"{asm}_predictions.h5"
+        with h5py.File(view) as f:
+            assert f["prediction/predictions"].is_virtual and view.stat().st_size < 64 << 10
+        bigwig = done[f"CHROMAFLOW:BIGWIG ({asm})"]
+        assert sorted(p.name for p in bigwig.glob("*_predictions.h5")) == \
+            [f"{asm}.shard1of2_predictions.h5", f"{asm}.shard2of2_predictions.h5", f"{asm}_predictions.h5"]
+        assert (bigwig / f"{asm}_predictions.h5").resolve() == view.resolve()
 
 
 def _fasta_lengths(path: Path) -> dict[str, int]:
@@ -267,7 +280,7 @@ def test_multiqc_report_shows_our_sections_in_headless_chromium(test_run, tmp_pa
     assert set(throughput) <= labels and len(throughput) >= 3, (sorted(throughput), sorted(labels))
     table = dom[dom.index('id="chromaflow_benchmark_table_table"'):]
     table = table[:table.index("</table>")]
-    assert table.count("<tr") == 1 + 24     # header + one row per metrics JSON (PEAKS: one per dataset; 3 variant shards + merge)
+    assert table.count("<tr") == 1 + 26     # header + one row per metrics JSON (PEAKS: one per dataset; 3 variant shards + merge; 2 predict views)
     versions = dom[dom.index('id="mqc_versions_table"'):]
     versions = versions[:versions.index("</table>")]
     for process in ("FASTA2H5", "PREDICT", "PREDICT_MERGE", "BIGWIG", "GENIE3_PLAN", "GENIE3", "GENIE3_MERGE"):
@@ -388,7 +401,7 @@ def test_predict_from_fasta_gives_the_same_predictions_and_tracks_without_a_geno
     assert f"2 assemblies from {sheet} " in res.stdout, res.stdout[-3000:]
     done = sorted(r["process"].split(":")[-1] for r in read_trace(outdir) if r["status"] == "COMPLETED")
     assert done == sorted(["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
-                          + ["BIGWIG"] * 2 + ["GENE_ACCESSIBILITY"])
+                          + ["PREDICT_VIEW"] * 2 + ["BIGWIG"] * 2 + ["GENE_ACCESSIBILITY"])
     # asmA.fa's shards read only their own rows through the index PREDICT_PLAN made; asmB.fa.gz (plain gzip) has
     # none and its shards scan it
     shards = [json.loads(p.read_text()) for p in (tmp_path / "work").glob("*/*/*.shard*of2.predict.metrics.json")]
