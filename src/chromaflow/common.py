@@ -411,14 +411,17 @@ class Progress:
 
     In Nextflow task logs (stderr is a file) it prints nothing. ``CHROMAFLOW_PROGRESS=1`` forces it
     on, ``=0`` off. The bar redraws at most ~5 times per second, so it costs nothing in hot loops.
+    ``total=None``: the amount is not known ahead (an unsharded ``predict --fasta`` learns its rows as it reads):
+    a count and a rate, no bar.
     """
 
-    def __init__(self, total: float, desc: str, unit: str = "", enabled: bool | None = None):
+    def __init__(self, total: float | None, desc: str, unit: str = "", enabled: bool | None = None):
         env = os.environ.get("CHROMAFLOW_PROGRESS")
         if enabled is None:
             enabled = env == "1" if env in ("0", "1") else sys.stderr.isatty()
         self.enabled = enabled
-        self.total = max(float(total), 1e-12)
+        self.known = total is not None
+        self.total = max(float(total), 1e-12) if self.known else float("inf")
         self.desc = desc
         self.unit = unit
         self.done = 0.0
@@ -433,10 +436,14 @@ class Progress:
         if now - self._last < 0.2 and self.done < self.total:
             return
         self._last = now
+        rate = self.done / max(now - self.t0, 1e-9)
+        if not self.known:
+            sys.stderr.write(f"\r{self.desc} {_human(self.done)}{self.unit} {_human(rate)}{self.unit}/s ")
+            sys.stderr.flush()
+            return
         frac = min(self.done / self.total, 1.0)
         width = 30
         bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
-        rate = self.done / max(now - self.t0, 1e-9)
         sys.stderr.write(f"\r{self.desc} [{bar}] {frac * 100:5.1f}% {_human(rate)}{self.unit}/s ")
         sys.stderr.flush()
 

@@ -50,7 +50,8 @@ def predict_feed(model: torch.nn.Module, feed, writer: PredictionWriter, *, n_ro
     ex = _executor(model, device, use_cuda, precision=precision, batch_size=batch_size, threads=threads,
                    streams=streams, micro=micro, L=feed.L, D=int(writer.dset.shape[2]), check=check, stats=stats)
     pf = Prefetcher(feed, depth=max(1, num_workers))
-    bar = Progress(n_rows or 0, "predict", unit=" subseq", enabled=progress if n_rows else False)
+    # n_rows None: an unsharded FASTA route learns its rows as it reads them (a count, no bar)
+    bar = Progress(n_rows, "predict", unit=" subseq", enabled=progress)
 
     def emit(batch: Batch, arr: np.ndarray) -> None:
         if release:
