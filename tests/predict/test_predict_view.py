@@ -70,7 +70,7 @@ def _tracks(pred: Path, out: Path, reader: str | None = None) -> dict[str, bytes
     return {p.name: p.read_bytes() for p in sorted(out.glob("*.bw"))}
 
 
-def test_bigwig_of_a_view_equals_that_of_predmoters_file(shards, reference_dir, tmp_path):
+def test_bigwig_of_a_view_equals_that_of_predmoters_file(shards, reference_dir, tmp_path, monkeypatch):
     from chromaflow.bigwig.h5input import ChunkReader, PredictionsInput
 
     view = _view(shards, shards[0].parent / "pd1_predictions.h5")
@@ -78,7 +78,20 @@ def test_bigwig_of_a_view_equals_that_of_predmoters_file(shards, reference_dir, 
     assert len(ref) == 6   # two datasets x (avg, +, -)
     assert _tracks(view, tmp_path / "fast") == ref
     assert _tracks(view, tmp_path / "h5py", reader="h5py") == ref
-    # the fast reader indexes each shard's chunks and reads them from the shard files
+    # the fast reader indexes each shard's chunks and reads them from the shard files; neither it nor the chromosome
+    # map leaves a shard open in HDF5 (reading through the view keeps every shard it touches open with its caches:
+    # 1.2 Gbp in 61 shards, BIGWIG and PEAKS 1.4 GiB instead of 378 MiB)
+    # (HDF5's own opens of a view's sources are not counted in h5py's open objects: what is read through the view
+    # is recorded instead)
+    through_view = []
+    getitem = h5py.Dataset.__getitem__
+
+    def recording(self, *a, **k):
+        if self.is_virtual:
+            through_view.append(self.name)
+        return getitem(self, *a, **k)
+
+    monkeypatch.setattr(h5py.Dataset, "__getitem__", recording)
     inp = PredictionsInput(str(view))
     try:
         reader = ChunkReader(inp, None)
@@ -87,6 +100,7 @@ def test_bigwig_of_a_view_equals_that_of_predmoters_file(shards, reference_dir, 
         reader.close()
     finally:
         inp.close()
+    assert through_view == []
 
 
 def test_a_view_moves_with_its_shards_and_refuses_to_read_without_them(shards, tmp_path):
