@@ -240,8 +240,9 @@ def test_benchmark_stage_reports_every_stage(test_run):
     html = (bench / "report.html").read_text()
     assert "data:image/png;base64," in html and "<h2 id='extrapolation'>Extrapolation</h2>" in html
     # joined with this run's trace (a staged input of BENCHMARK): every task has its row, realtime and peak_rss;
-    # PEAKS writes one metrics JSON per dataset (2 tasks, 4 rows); 3 VARIANT_EFFECT shards and VARIANT_MERGE
-    assert len(tasks) == 24 and len([t for t in tasks if t["stage"] == "peaks"]) == 4
+    # PEAKS writes one metrics JSON per dataset (2 tasks, 4 rows); 3 VARIANT_EFFECT shards and VARIANT_MERGE; 2 views
+    assert len([t for t in tasks if t["stage"] == "predict-view"]) == 2
+    assert len(tasks) == 26 and len([t for t in tasks if t["stage"] == "peaks"]) == 4
     assert all(t["trace_status"] == "COMPLETED" and t["trace_realtime_s"] is not None
                and t["trace_peak_rss_bytes"] for t in tasks)
     bigwig = [t for t in tasks if t["stage"] == "bigwig"]
