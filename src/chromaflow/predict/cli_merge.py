@@ -204,6 +204,8 @@ def _write_view(out_path: str, force: bool, ordered: list[_Shard]) -> None:
     import h5py
     import numpy as np
 
+    from .h5io import create_model_fields, create_species
+
     ref = ordered[0]
     folder = os.path.dirname(os.path.abspath(out_path))
     with atomic_output(out_path, force=force) as tmp:
@@ -213,17 +215,22 @@ def _write_view(out_path: str, force: bool, ordered: list[_Shard]) -> None:
                       "prediction/predictions": ((ref.length, d), "int64", -1)}
             for name in VIRTUAL:
                 tail, dtype, fill = shapes[name]
-                layout = h5py.VirtualLayout(shape=(ref.total, *tail), dtype=dtype)
+                # HDF5's low-level calls, not h5py's VirtualLayout: its property list keeps HDF5's default of
+                # recording the dataset's creation time in the file (two runs would differ in those bytes);
+                # h5py's create_dataset turns that off, as here
+                dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+                dcpl.set_obj_track_times(False)
+                if fill is not None:
+                    dcpl.set_fill_value(np.array([fill], dtype=dtype))
+                space = h5py.h5s.create_simple((ref.total, *tail))
                 for sh in ordered:
                     rows = sh.row_end - sh.row_start
-                    src = h5py.VirtualSource(os.path.relpath(os.path.abspath(sh.path), folder), name,
-                                             shape=(rows, *tail), dtype=dtype)
-                    layout[sh.row_start:sh.row_end] = src
-                out.create_virtual_dataset(name, layout, **({} if fill is None else {"fillvalue": fill}))
-            out["data"].create_dataset("species", shape=(ref.total,), dtype="S50", chunks=(1,), maxshape=(None,),
-                                       fillvalue=np.bytes_(ref.species0[:50]))
-            pred = out["prediction"]
-            pred.create_dataset("model_name", shape=(1,), dtype="S256", chunks=(1,), maxshape=(None,),
-                                fillvalue=np.bytes_(ref.model_name.encode("utf-8")[:256]))
-            ds = pred.create_dataset("datasets", shape=(d,), dtype="S25", chunks=True, maxshape=(None,))
-            ds[:] = np.array([n.encode("utf-8")[:25] for n in ref.datasets], dtype="S25")
+                    sel = space.copy()
+                    sel.select_hyperslab((sh.row_start, *(0 for _ in tail)), (rows, *tail))
+                    dcpl.set_virtual(sel, os.path.relpath(os.path.abspath(sh.path), folder).encode(),
+                                     f"/{name}".encode(), h5py.h5s.create_simple((rows, *tail)))
+                group, leaf = name.split("/")
+                h5py.h5d.create(out.require_group(group).id, leaf.encode(),
+                                h5py.h5t.py_create(np.dtype(dtype), logical=1), space, dcpl=dcpl).close()
+            create_species(out["data"], ref.total, ref.species0)
+            create_model_fields(out["prediction"], ref.model_name, ref.datasets)

@@ -73,9 +73,7 @@ def create_predictions(fh: h5py.File, *, n_rows: int, length: int, datasets: lis
     d = len(datasets)
     data = fh.create_group("data")
     pred = fh.create_group("prediction")
-    # species: never written, the value lives in the fill value (input species[0])
-    data.create_dataset("species", shape=(n_rows,), dtype="S50", chunks=(1,), maxshape=(None,),
-                        fillvalue=np.bytes_(species0[:50]))
+    create_species(data, n_rows, species0)
     sq = data.create_dataset("seqids", shape=(n_rows,), dtype="S50", chunks=(1,), maxshape=(None,))
     se = data.create_dataset("start_ends", shape=(n_rows, 2), dtype="int64", chunks=(1, 2), maxshape=(None, 2))
     if row_blocks is not None:
@@ -92,11 +90,26 @@ def create_predictions(fh: h5py.File, *, n_rows: int, length: int, datasets: lis
     preds = pred.create_dataset("predictions", shape=(n_rows, length, d), dtype="int64", chunks=(1, length, 1),
                                 maxshape=(None, length, None), compression="gzip", compression_opts=level,
                                 shuffle=False, fillvalue=-1)
+    # held to the end: the order HDF5 closes the objects in (data, pred, sq, se, ds) is part of the file's bytes
+    ds = create_model_fields(pred, model_name, datasets)  # noqa: F841
+    return preds
+
+
+def create_species(data: h5py.Group, n_rows: int, species0: bytes) -> None:
+    """``data/species``: never written, the value lives in the fill value (the input's species[0]). Created
+    first in a predictions file (the order datasets are created in is part of the file's bytes)."""
+    data.create_dataset("species", shape=(n_rows,), dtype="S50", chunks=(1,), maxshape=(None,),
+                        fillvalue=np.bytes_(species0[:50]))
+
+
+def create_model_fields(pred: h5py.Group, model_name: str, datasets: list[str]) -> h5py.Dataset:
+    """``prediction/model_name`` (in its fill value) and ``prediction/datasets``: created last. Returns the
+    latter, open."""
     pred.create_dataset("model_name", shape=(1,), dtype="S256", chunks=(1,), maxshape=(None,),
                         fillvalue=np.bytes_(model_name.encode("utf-8")[:256]))
-    ds = pred.create_dataset("datasets", shape=(d,), dtype="S25", chunks=True, maxshape=(None,))
+    ds = pred.create_dataset("datasets", shape=(len(datasets),), dtype="S25", chunks=True, maxshape=(None,))
     ds[:] = np.array([n.encode("utf-8")[:25] for n in datasets], dtype="S25")
-    return preds
+    return ds
 
 
 def finalize_rows(fh: h5py.File, *, seqids: np.ndarray, start_ends: np.ndarray) -> None:
