@@ -780,6 +780,16 @@ class Records:
             i -= n
         return self.buf[i]
 
+    def arrays(self):
+        """The records in order as (k, width) int64 arrays, one spilled chunk (at most :attr:`HELD` values) at a
+        time, then those held."""
+        import numpy as np
+
+        for off, n in self.chunks:
+            yield np.frombuffer(self.spill.read(off, 8 * n), dtype=np.int64).reshape(-1, self.width)
+        if len(self.buf):
+            yield np.frombuffer(self.buf, dtype=np.int64).reshape(-1, self.width).copy()
+
     def to_array(self):
         """All records as an (n, width) int64 array, in the order they were added."""
         import numpy as np

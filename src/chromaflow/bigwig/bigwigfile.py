@@ -29,6 +29,7 @@ intervals).
 """
 from __future__ import annotations
 
+import io
 import os
 import struct
 import zlib
@@ -125,7 +126,34 @@ def rtree(chrom0: np.ndarray, start: np.ndarray, chrom1: np.ndarray, end: np.nda
 
     Nodes are padded to RTREE_BLOCK slots (as UCSC writes them), so every child offset is computed.
     """
-    n = len(start)
+    out = io.BytesIO()
+    cols = (chrom0, start, chrom1, end, offset, size)
+    write_rtree(out, len(start), lambda: iter([cols]), file_offset, end_of_data, items_per_slot)
+    return out.getvalue()
+
+
+def _whole_nodes(chunks, B: int):
+    """The (c0, s, c1, e, offset, size) arrays of ``chunks`` regrouped into runs of whole nodes of ``B`` items,
+    the last run possibly ending in a partial node."""
+    held = None
+    for cols in chunks:
+        cols = tuple(np.asarray(a) for a in cols)
+        if held is not None:
+            cols = tuple(np.concatenate([h, a]) for h, a in zip(held, cols))
+        k = len(cols[1]) // B * B
+        if k:
+            yield tuple(a[:k] for a in cols)
+        held = tuple(a[k:] for a in cols) if k < len(cols[1]) else None
+    if held is not None:
+        yield held
+
+
+def write_rtree(fh, n: int, chunks, file_offset: int, end_of_data: int, items_per_slot: int) -> None:
+    """:func:`rtree` written to ``fh`` from its ``n`` items given in order by ``chunks()`` (called twice; each
+    call yields (chrom0, start, chrom1, end, offset, size) arrays of consecutive items), holding one chunk and the
+    levels above the leaves (an item in RTREE_BLOCK) instead of every item: the data index of a bigWig that
+    changes at almost every base has ~0.4 M blocks a file at 4 Gbp, and the whole-array build took ~170 bytes a
+    block (idx, keys, boxes, items, node bytes, the joined tree) at each of BIGWIG's six closes."""
     B = RTREE_BLOCK
     levels = _level_sizes(n, B)
     leaf_node = 4 + B * 32
@@ -136,46 +164,62 @@ def rtree(chrom0: np.ndarray, start: np.ndarray, chrom1: np.ndarray, end: np.nda
     for cnt, nb in zip(levels, node_bytes):
         level_start.append(pos)
         pos += cnt * nb
-    # a node's box ends at the largest (chrom, end) below it: not always its last child's when items overlap
-    # (bigBed features); for the sorted, disjoint blocks of a bigWig it is the last one's
-    end_key = (np.asarray(chrom1, np.uint64) << np.uint64(32)) | np.asarray(end, np.uint64)
-    if n:
-        top = int(end_key.max())
-        hdr = struct.pack("<IIQIIIIQII", RTREE_MAGIC, B, n, int(chrom0[0]), int(start[0]), top >> 32,
-                          top & 0xFFFFFFFF, end_of_data, items_per_slot, 0)
-    else:
-        hdr = struct.pack("<IIQIIIIQII", RTREE_MAGIC, B, 0, 0, 0, 0, 0, end_of_data, items_per_slot, 0)
-    out = [hdr]
-    # bounding boxes per level, leaves first: (c0, s, c1, e) of each node
-    boxes = [(np.asarray(chrom0, np.uint32), np.asarray(start, np.uint32), np.asarray(chrom1, np.uint32),
-              np.asarray(end, np.uint32))]
-    for _ in range(len(levels) - 1):
-        c0, s, _, _ = boxes[-1]
+    # pass 1: each leaf node's box (its first chrom/start; its largest (chrom, end): not always its last child's
+    # when items overlap, as bigBed features do; for the sorted, disjoint blocks of a bigWig it is the last one's)
+    c0s, ss, keys = [], [], []
+    for c0, s, c1, e, _, _ in _whole_nodes(chunks(), B):
+        key = (np.asarray(c1, np.uint64) << np.uint64(32)) | np.asarray(e, np.uint64)
         first = np.arange(0, len(s), B)
-        end_key = np.maximum.reduceat(end_key, first)
-        boxes.append((c0[first], s[first], (end_key >> np.uint64(32)).astype(np.uint32),
-                      (end_key & np.uint64(0xFFFFFFFF)).astype(np.uint32)))
-    boxes = boxes[::-1]  # root level first; boxes[d] are the items of the nodes at level d
-    for d, cnt in enumerate(levels):
-        c0, s, c1, e = boxes[d] if d < len(boxes) else (np.empty(0, np.uint32),) * 4
-        leaf = d == len(levels) - 1
+        c0s.append(np.asarray(c0, np.uint32)[first])
+        ss.append(np.asarray(s, np.uint32)[first])
+        keys.append(np.maximum.reduceat(key, first))
+    if n:
+        c0, s, end_key = (np.concatenate(x) for x in (c0s, ss, keys))
+        top = int(end_key.max())
+        fh.write(struct.pack("<IIQIIIIQII", RTREE_MAGIC, B, n, int(c0[0]), int(s[0]), top >> 32,
+                             top & 0xFFFFFFFF, end_of_data, items_per_slot, 0))
+    else:
+        fh.write(struct.pack("<IIQIIIIQII", RTREE_MAGIC, B, 0, 0, 0, 0, 0, end_of_data, items_per_slot, 0))
+    # the items of the inner levels, leaves' parents first: (c0, s, c1, e) of each node below
+    boxes = []
+    if len(levels) > 1:
+        boxes.append((c0, s, end_key))
+        while len(boxes) < len(levels) - 1:
+            c0, s, end_key = boxes[-1]
+            first = np.arange(0, len(s), B)
+            boxes.append((c0[first], s[first], np.maximum.reduceat(end_key, first)))
+    boxes = boxes[::-1]  # root level first
+
+    def nodes(c0, s, c1, e, off, size, leaf: bool) -> None:
         m = len(s)
         if leaf:
             items = np.zeros(m, dtype=[("c0", "<u4"), ("s", "<u4"), ("c1", "<u4"), ("e", "<u4"), ("off", "<u8"),
                                        ("size", "<u8")])
-            items["off"] = offset
             items["size"] = size
         else:
             items = np.zeros(m, dtype=[("c0", "<u4"), ("s", "<u4"), ("c1", "<u4"), ("e", "<u4"), ("off", "<u8")])
-            items["off"] = level_start[d + 1] + np.arange(m, dtype=np.uint64) * node_bytes[d + 1]
+        items["off"] = off
         items["c0"], items["s"], items["c1"], items["e"] = c0, s, c1, e
         raw = items.tobytes()
         isz = items.dtype.itemsize
-        for j in range(cnt):
+        for j in range(-(-m // B)):
             k = min(B, m - j * B)
-            out.append(struct.pack("<BBH", 1 if leaf else 0, 0, max(k, 0)) + raw[j * B * isz:(j * B + max(k, 0)) * isz]
-                       + b"\0" * ((B - max(k, 0)) * isz))
-    return b"".join(out)
+            fh.write(struct.pack("<BBH", 1 if leaf else 0, 0, k) + raw[j * B * isz:(j * B + k) * isz]
+                     + b"\0" * ((B - k) * isz))
+
+    for d, (c0, s, end_key) in enumerate(boxes):
+        off = level_start[d + 1] + np.arange(len(s), dtype=np.uint64) * node_bytes[d + 1]
+        nodes(c0, s, (end_key >> np.uint64(32)).astype(np.uint32), (end_key & np.uint64(0xFFFFFFFF)).astype(np.uint32),
+              off, None, False)
+    # pass 2: the leaves, a chunk at a time
+    wrote = 0
+    for c0, s, c1, e, off, size in _whole_nodes(chunks(), B):
+        nodes(c0, s, c1, e, off, size, True)
+        wrote += len(s)
+    if not n:   # the empty tree: one leaf node without items
+        fh.write(struct.pack("<BBH", 1, 0, 0) + b"\0" * (B * 32))
+    elif wrote != n:
+        raise ValueError(f"R-tree of {n} items given {wrote}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -398,12 +442,16 @@ def write_index_and_zooms(fh, index: Records, items_per_slot: int, zs: list[int]
     size) each) and their R-tree, stopping after the first level with one record per chromosome (coarser levels
     would repeat it). Returns (data index offset, the zoom headers to put after the file header)."""
     index_offset = fh.tell()
-    idx = index.to_array()
-    fh.write(rtree(idx[:, 0], idx[:, 1], idx[:, 0], idx[:, 2], idx[:, 3], idx[:, 4], index_offset,
-                   index_offset, items_per_slot))
+    tids = set()
+
+    def chunks():
+        for a in index.arrays():
+            tids.update(np.unique(a[:, 0]).tolist())
+            yield a[:, 0], a[:, 1], a[:, 0], a[:, 2], a[:, 3], a[:, 4]
+
+    write_rtree(fh, len(index), chunks, index_offset, index_offset, items_per_slot)
     zoom_headers = []
-    n_chroms = len(np.unique(idx[:, 0])) or 1
-    del idx
+    n_chroms = len(tids) or 1
     for k, z in enumerate(zs):
         blocks = zblocks[k].to_array()
         if not len(blocks):
