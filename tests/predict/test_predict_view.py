@@ -106,6 +106,32 @@ def test_bigwig_of_a_view_equals_that_of_predmoters_file(shards, reference_dir, 
     finally:
         inp.close()
     assert through_view == []
+    # h5py's path (values beyond the fast path's, --experimental, or forced) reads the predictions a shard at a time
+    assert _tracks(view, tmp_path / "h5py-again", reader="h5py") == ref
+    assert through_view == []
+
+
+def test_source_rows_read_as_the_view(shards):
+    """SourceRows (a view's rows read from its shards, one file open at a time) returns what HDF5 reads through the
+    view: slices, scattered ascending rows across shards, the other axes' keys, none."""
+    from chromaflow.bigwig.h5input import PredictionsInput, SourceRows
+
+    view = _view(shards, shards[0].parent / "pd1_predictions.h5")
+    inp = PredictionsInput(str(view))
+    try:
+        pred = inp.h5["prediction/predictions"]
+        rows = SourceRows(pred, inp.sources["prediction/predictions"])
+        N = pred.shape[0]
+        keys = [slice(0, N), slice(3, 11), [0, 2, 5, 6, 7, 13, N - 1], [4], [], (slice(2, 14), slice(None), 1),
+                ([1, 5, 9, 15], slice(10, 20), 0)]
+        for key in keys:
+            want = pred[key if isinstance(key, tuple) else (key,) if not isinstance(key, list) else
+                        (np.asarray(key, dtype=np.int64),)]
+            got = rows[key if isinstance(key, (tuple, slice)) else np.asarray(key, dtype=np.int64)]
+            assert got.shape == want.shape and np.array_equal(got, want), key
+        rows.close()
+    finally:
+        inp.close()
 
 
 def test_a_view_moves_with_its_shards_and_refuses_to_read_without_them(shards, tmp_path):

@@ -177,14 +177,31 @@ class SourceRows:
             self._at = k
         return self._fh[self.sources[k].name]
 
-    def __getitem__(self, sl: slice) -> np.ndarray:
-        a, b, _ = sl.indices(self.shape[0])
-        out = np.empty((max(b - a, 0), *self.shape[1:]), dtype=self.dtype)
+    def __getitem__(self, key) -> np.ndarray:
+        """``ds[a:b]``, or ``ds[rows, ...]`` with rows a slice or ascending row numbers and the other axes' keys
+        as h5py takes them."""
+        rows, rest = (key[0], key[1:]) if isinstance(key, tuple) else (key, ())
+        if isinstance(rows, slice):
+            a, b, _ = rows.indices(self.shape[0])
+            if not rest:
+                out = np.empty((max(b - a, 0), *self.shape[1:]), dtype=self.dtype)
+                for k, x in enumerate(self.sources):
+                    lo, hi = max(a, x.start), min(b, x.stop)
+                    if lo < hi:
+                        out[lo - a:hi - a] = self._dataset(k)[lo - x.start:hi - x.start]
+                return out
+            rows = np.arange(a, b)
+        rows = np.asarray(rows, dtype=np.int64)
+        parts = []
         for k, x in enumerate(self.sources):
-            lo, hi = max(a, x.start), min(b, x.stop)
+            lo, hi = np.searchsorted(rows, [x.start, x.stop])
             if lo < hi:
-                out[lo - a:hi - a] = self._dataset(k)[lo - x.start:hi - x.start]
-        return out
+                local = rows[lo:hi] - x.start
+                sel = slice(int(local[0]), int(local[-1]) + 1) if local[-1] - local[0] + 1 == len(local) else local
+                parts.append(self._dataset(k)[(sel, *rest)])
+        if not parts:
+            return self._dataset(0)[(slice(0, 0), *rest)]
+        return np.concatenate(parts)
 
     def close(self) -> None:
         if self._fh is not None:
@@ -438,6 +455,7 @@ class ChunkReader:
         self.fast = False
         self._fd = None
         self._fds: list[int] | None = None   # a view's source files, by self._source_of[row]
+        self._rows: SourceRows | None = None  # h5py's path over a view: its predictions, a shard at a time
         self.buffers = BufferPool(piece_chunks * inp.L)
         if not inp.experimental and os.environ.get("CHROMAFLOW_BIGWIG_READER") != "h5py":
             self._setup_fast(inp.dsets[0])
@@ -449,6 +467,9 @@ class ChunkReader:
         for fd in self._fds or ():
             os.close(fd)
         self._fds = None
+        if self._rows is not None:
+            self._rows.close()
+            self._rows = None
 
     @staticmethod
     def _fast_filters(d, L: int):
@@ -651,7 +672,12 @@ class ChunkReader:
         if self.inp.experimental:
             a = np.asarray(self.inp.dsets[c][sel]).astype(np.float32)
             return np.rint(a.mean(axis=-1, dtype=np.float32))[inv]
-        a = np.asarray(self.inp.dsets[0][sel, :, self.channels[c]])
+        ds = self.inp.dsets[0]
+        if "prediction/predictions" in self.inp.sources:   # a view: its shards one at a time, as its rows are read
+            if self._rows is None:
+                self._rows = SourceRows(ds, self.inp.sources["prediction/predictions"])
+            ds = self._rows
+        a = np.asarray(ds[sel, :, self.channels[c]])
         return a.astype(np.float32)[inv]
 
 
