@@ -1071,17 +1071,23 @@ def scale(ctx: Ctx) -> tuple[list, list[Case]]:
     sd = _scale_dir(ctx)
     cases = []
     fastas: dict[str, Path] = {}
+    totals: dict[str, int] = {}
     for i, (name, rec_bp, records, contigs) in enumerate(cfg["genomes"]):
         fa = ctx.inputs() / f"scale_{name}_{records}x{rec_bp}_{contigs}ctg_seed{SCALE_SEED}.fa"
         fastas[name] = fa
         sheet = ctx.inputs() / f"{fa.stem}.samplesheet.csv"
         smaller = cfg["genomes"][i - 1][0] if i else None
 
-        def prepare(fa=fa, sheet=sheet, name=name, rec_bp=rec_bp, records=records, contigs=contigs):
+        total_bp = totals[name] = sum(n for _, n in lengths(SCALE_SEED, [rec_bp] * records,
+                                                            (contigs, *SCALE_CONTIGS)))
+
+        def prepare(fa=fa, sheet=sheet, name=name, rec_bp=rec_bp, records=records, contigs=contigs,
+                    total_bp=total_bp):
             if not fa.exists():
                 ctx.log(f"  generating {fa.name}")
                 write_assembly(fa, SCALE_SEED, [rec_bp] * records, (contigs, *SCALE_CONTIGS))
             single_sheet(sheet, f"scale{name}", fa)
+            S.check_free_disk(ctx.work, total_bp, name)
 
         c = Contender("pipeline", f"nextflow run main.nf -profile test --predict_from fasta ({name})", "ours",
                       lambda d, r, sheet=sheet: [PY, "-m", "harness.scale", "run", d, sheet, "--shard-rows",
@@ -1102,8 +1108,7 @@ def scale(ctx: Ctx) -> tuple[list, list[Case]]:
 
         cases.append(Case("scale", f"size_{name}", {"genome": name, "records": records, "record_bp": rec_bp,
                                                     "contigs": contigs, "contig_bp": "%d-%d" % SCALE_CONTIGS,
-                                                    "total_bp": sum(n for _, n in lengths(
-                                                        SCALE_SEED, [rec_bp] * records, (contigs, *SCALE_CONTIGS))),
+                                                    "total_bp": total_bp,
                                                     "seed": SCALE_SEED, "predict_shard_rows": cfg["shard_rows"],
                                                     "profile": "test", "predict_from": "fasta", "save_h5": False},
                           [c], [], agree, per_run=_scale_per_run(ctx, name), prepare=prepare,
@@ -1135,6 +1140,7 @@ def scale(ctx: Ctx) -> tuple[list, list[Case]]:
     def resume_prepare(fa=fa):
         if not fa.exists() or not sheet.exists():
             raise RuntimeError(f"{fa.name}: run the case size_{name} first")
+        S.check_free_disk(ctx.work, totals[name], f"resume_{name}")
 
     cases.append(Case("scale", f"resume_{name}", {"genome": name, "kill": "SIGKILL to the driver's process group "
                                                   "once the trace lists a finished PREDICT task and another runs",

@@ -127,6 +127,11 @@ def ratio(peer: dict | None, ours: dict | None) -> dict | None:
 # --------------------------------------------------------------------------------------------------
 # cases
 # --------------------------------------------------------------------------------------------------
+class NotRunnable(Exception):
+    """Raised by a case's ``prepare`` when this machine cannot run it (e.g. too little free disk): the message is
+    recorded as the case's skip reason, and nothing is started."""
+
+
 @dataclass
 class Contender:
     key: str                     # unique within the case, e.g. "chromaflow", "helixer"
@@ -175,6 +180,10 @@ def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], t
     if case.prepare:
         try:
             case.prepare()
+        except NotRunnable as exc:
+            rec.update(skipped=str(exc), not_runnable=True, finished=now())
+            log(f"  skipped: {rec['skipped']}")
+            return rec
         except Exception as exc:  # noqa: BLE001 - the inputs could not be made: recorded as skipped
             rec.update(skipped=f"inputs could not be made: {exc}", finished=now())
             log(f"  skipped: {rec['skipped']}")

@@ -199,6 +199,8 @@ def _peers_kit(peers: Path) -> dict:
 
 
 def _store(results: dict, rec: dict, path: Path) -> None:
+    if rec.get("not_runnable") and any(c["id"] == rec["id"] and not c.get("skipped") for c in results["cases"]):
+        return   # this machine could not run it now (core.NotRunnable): the earlier measurement stays
     results["cases"] = [c for c in results["cases"] if c["id"] != rec["id"]] + [rec]
     core.write_json(path, results)
     render_file(path, plot=False)   # the plot is drawn once, when the run ends

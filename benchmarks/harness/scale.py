@@ -51,6 +51,11 @@ IN_MEMORY: dict[str, str] = {
 FLAT_FACTOR, FLAT_SLACK = 1.25, 128 * MiB
 #: work/ disk: outputs + one shard's temporaries + this slack (Nextflow's own files per task, logs)
 DISK_SLACK_FRACTION, DISK_SLACK = 0.05, 64 * MiB
+#: free disk a size case needs in its work dir, per bp of the genome: work/ and --outdir at their peak hold the
+#: outputs twice (the tracks in their tasks' folders and copied to --outdir; the predictions once in each), 10.9
+#: bytes a bp at 1.2 Gbp (`4b8fc18`, peak_work_plus_outdir_bytes), + 10 %. A 4 Gbp run started with 41 GiB free
+#: (and an experiment beside it) ran out of space after PREDICT (2026-11-28): its 1 h 26 min of PREDICT were lost.
+DISK_NEED_PER_BP = 12.0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -164,6 +169,20 @@ def check_flat(small: dict[str, dict], large: dict[str, dict]) -> list[str]:
 def disk_allowance(outputs_bytes: int, shard_temp_bytes: int) -> int:
     base = outputs_bytes + shard_temp_bytes
     return int(base + max(DISK_SLACK, DISK_SLACK_FRACTION * base))
+
+
+def check_free_disk(folder, total_bp: int, label: str) -> None:
+    """Raise core.NotRunnable when ``folder``'s file system has less free space than a run of ``total_bp`` needs
+    (:data:`DISK_NEED_PER_BP`): refused before it starts, not hours later."""
+    import shutil
+
+    from .core import NotRunnable
+
+    need = int(total_bp * DISK_NEED_PER_BP)
+    free = shutil.disk_usage(folder).free
+    if free < need:
+        raise NotRunnable(f"{folder}: {free / GiB:.1f} GiB free, the {label} run needs about {need / GiB:.1f} GiB "
+                          f"(work/ and the outdir at their peak, {DISK_NEED_PER_BP:g} bytes a bp); not started")
 
 
 def check_disk(peak_work_bytes: int, outputs_bytes: int, shard_temp_bytes: int) -> list[str]:

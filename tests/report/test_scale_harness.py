@@ -267,6 +267,37 @@ def test_flatness_is_checked_against_the_smaller_genome(quick_cases, tmp_path):
     assert ag["ok"] is False and "PREDICT" in ag["detail"] and "not flat" in ag["detail"]
 
 
+def test_a_case_is_refused_before_it_starts_without_the_disk_it_needs(quick_cases, tmp_path, monkeypatch):
+    """A size or resume case whose work dir has less free disk than the genome needs is not started (a 4 Gbp run
+    ran out of space after 2 h 30 min): the reason names the folder and both sizes, and an earlier measurement of
+    the case stays in the results file."""
+    from harness import core
+    from harness import main as M
+
+    ctx, cases = quick_cases
+    started = tmp_path / "started"
+    monkeypatch.setattr(S, "DISK_NEED_PER_BP", 1e9)   # 1 Mbp would need ~930 TiB
+    for name in ("size_1Mbp", "resume_1Mbp"):
+        case = cases.get(name)
+        if case is None:   # the quick config resumes the 10 Mbp genome
+            continue
+        case.contenders[0].argv = lambda d, r: [sys.executable, "-c", f"open({str(started)!r}, 'w')"]
+        rec = core.run_case(case, ctx.work, 1, log=lambda m: None)
+        assert rec["runs"] == [] and not started.exists()
+        assert rec["skipped"].startswith(f"{ctx.work}: ") and "GiB free, the 1Mbp run needs about" in rec["skipped"]
+    resume = cases["resume_10Mbp"]
+    with pytest.raises(core.NotRunnable, match="the 10Mbp run needs"):
+        cases["size_10Mbp"].prepare()   # writes its FASTA and sheet first: the resume case's other condition
+    with pytest.raises(core.NotRunnable, match="the resume_10Mbp run needs"):
+        resume.prepare()
+    monkeypatch.setattr(S, "DISK_NEED_PER_BP", 12.0)
+    cases["size_1Mbp"].prepare()      # ~12 MB: there is room
+    earlier = {"cases": [{"id": "scale/size_1Mbp", "runs": [{"wall_s": 1.0}]}]}
+    M._store(earlier, {**rec, "id": "scale/size_1Mbp"}, tmp_path / "results.json")
+    assert earlier["cases"] == [{"id": "scale/size_1Mbp", "runs": [{"wall_s": 1.0}]}]
+    assert not (tmp_path / "results.json").exists()
+
+
 def test_table_renders_every_case_and_marks_a_failed_bound():
     rec = _scale_record(500 * MiB)
     rec.pop("digests")
