@@ -690,6 +690,26 @@ def tune_malloc(single_arena: bool = True) -> bool:
     return _MALLOC_TUNED
 
 
+_MALLOC_TRIM = None
+
+
+def release_free_memory() -> bool:
+    """Give the C heap's free pages back to the system (glibc ``malloc_trim(0)``; a no-op elsewhere): memory that
+    numpy freed stays in the process when blocks still in use sit above it (fragmentation). Measured on BIGWIG over
+    3.5 Gbp of predictions: Python's traced memory level at 147 MB while RSS grew ~16 MB a minute; one call gave back
+    73 MB. Returns True when glibc released something."""
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        try:
+            import ctypes
+            import ctypes.util
+
+            _MALLOC_TRIM = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        except (OSError, AttributeError):  # pragma: no cover - not glibc
+            _MALLOC_TRIM = False
+    return bool(_MALLOC_TRIM and _MALLOC_TRIM(0))
+
+
 # --------------------------------------------------------------------------------------------------
 # spooling: append-only int64 records that go to an anonymous temporary file past a bound
 # --------------------------------------------------------------------------------------------------
