@@ -661,6 +661,14 @@ def resolve_threads(threads: int | None) -> int:
 _MALLOC_TUNED = False
 
 
+def _libc():
+    """The C library (ctypes), for glibc's malloc controls."""
+    import ctypes
+    import ctypes.util
+
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+
+
 def tune_malloc(single_arena: bool = True) -> bool:
     """Keep large temporary buffers in the heap instead of fresh ``mmap`` s (glibc only; a no-op elsewhere).
 
@@ -675,11 +683,7 @@ def tune_malloc(single_arena: bool = True) -> bool:
     if _MALLOC_TUNED:
         return True
     try:
-        import ctypes
-        import ctypes.util
-
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+        mallopt = _libc().mallopt
     except (OSError, AttributeError):  # pragma: no cover - not glibc
         return False
     M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
@@ -701,10 +705,7 @@ def release_free_memory() -> bool:
     global _MALLOC_TRIM
     if _MALLOC_TRIM is None:
         try:
-            import ctypes
-            import ctypes.util
-
-            _MALLOC_TRIM = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+            _MALLOC_TRIM = _libc().malloc_trim
         except (OSError, AttributeError):  # pragma: no cover - not glibc
             _MALLOC_TRIM = False
     return bool(_MALLOC_TRIM and _MALLOC_TRIM(0))
@@ -814,6 +815,4 @@ class Records:
         """All records as an (n, width) int64 array, in the order they were added."""
         import numpy as np
 
-        parts = [np.frombuffer(self.spill.read(off, 8 * n), dtype=np.int64) for off, n in self.chunks]
-        parts.append(np.frombuffer(self.buf, dtype=np.int64) if len(self.buf) else np.zeros(0, np.int64))
-        return np.concatenate(parts).reshape(-1, self.width)
+        return np.concatenate([*self.arrays(), np.zeros((0, self.width), np.int64)])
