@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .core import ROOT, TREE_NORMALISED, Case, Contender
@@ -100,6 +100,9 @@ class Ctx:
     repeats: int
     log: callable
     inputs_dir: Path | None = None   # default: <work>/inputs
+    #: the results file's records (case id -> record) when this run adds to it: a scale case reads the smaller
+    #: genome's measurement from there when that genome has not run in this work dir (a fresh machine)
+    earlier: dict = field(default_factory=dict)
 
     @property
     def cfg(self) -> dict:
@@ -1049,6 +1052,22 @@ def _scale_per_run(ctx: Ctx, name: str | None):
     return per_run
 
 
+def _smaller_processes(ctx: Ctx, sd: Path, smaller: str) -> tuple[dict | None, str]:
+    """The per-process figures of the ``size_<smaller>`` run a larger genome's flatness is checked against, and where
+    they come from: this work dir's run, else the results file's record of the case (its commit and CPU named; per-task
+    memory does not depend on the CPU's speed), else None."""
+    f = sd / f"processes-{smaller}.json"
+    if f.exists():
+        return json.loads(f.read_text()), ""
+    rec = ctx.earlier.get(f"scale/size_{smaller}") or {}
+    runs = [r for r in rec.get("runs", []) if (r.get("scale") or {}).get("processes") and r.get("exit") == 0]
+    if not runs or (rec.get("agreement") or {}).get("ok") is not True:
+        return None, ""
+    commit = ((rec.get("git") or {}).get("commit") or "?")[:7]
+    cpu = (rec.get("machine") or {}).get("cpu_model", "?")
+    return runs[0]["scale"]["processes"], f" (its record in the results file: {commit}, {cpu})"
+
+
 def _scale_bounds(rec: dict, disk: bool) -> list[str]:
     from .scale import check_disk, check_task_memory
 
@@ -1097,11 +1116,12 @@ def scale(ctx: Ctx) -> tuple[list, list[Case]]:
             rec = _scale_json(dirs["pipeline"])
             bad = _scale_bounds(rec, disk=True)
             flat = "no smaller genome measured"
-            if smaller and (sd / f"processes-{smaller}.json").exists():
-                bad += S.check_flat(json.loads((sd / f"processes-{smaller}.json").read_text()), rec["processes"])
-                flat = f"per-task peak RSS flat vs {smaller}"
+            small, source = _smaller_processes(ctx, sd, smaller) if smaller else (None, "")
+            if small is not None:
+                bad += S.check_flat(small, rec["processes"])
+                flat = f"per-task peak RSS flat vs {smaller}{source}"
             elif smaller:
-                flat = f"flatness not checked: size_{smaller} has not run in this work dir"
+                flat = f"flatness not checked: size_{smaller} has not run in this work dir nor is in the results file"
             return {"ok": not bad, "failed_bounds": bad,
                     "detail": "; ".join(bad) if bad else f"bounds hold: per-task peak RSS <= 2 GiB, work/ <= outputs + "
                                                           f"one shard's temporaries + slack; {flat}"}

@@ -148,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     results.setdefault("cases", [])
     done = {c["id"] for c in results["cases"] if not c.get("skipped")} if a.resume else set()
     ctx = C.Ctx(peers=peers, work=work, quick=a.quick, repeats=a.repeats, log=log,
-                inputs_dir=Path(a.inputs).resolve() if a.inputs else None)
+                inputs_dir=Path(a.inputs).resolve() if a.inputs else None,
+                earlier={c["id"]: c for c in results["cases"] if not c.get("skipped")})
     words = [w for w in (a.cases or "").split(",") if w]
     failures = 0
     for stage in [s for s in C.STAGES if s in a.stages.split(",")]:

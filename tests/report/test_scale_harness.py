@@ -267,6 +267,28 @@ def test_flatness_is_checked_against_the_smaller_genome(quick_cases, tmp_path):
     assert ag["ok"] is False and "PREDICT" in ag["detail"] and "not flat" in ag["detail"]
 
 
+def test_flatness_falls_back_to_the_results_files_record_of_the_smaller_genome(tmp_path):
+    """On a fresh machine the smaller genome has not run in the work dir: its passed record in the results file the
+    run adds to is the reference (named in the detail); a failed record is not used."""
+    small = _scale_record(500 * MiB)
+    rec = {"id": "scale/size_1Mbp", "git": {"commit": "0123456789abcdef"}, "machine": {"cpu_model": "AMD EPYC"},
+           "agreement": {"ok": True}, "runs": [{"exit": 0, "scale": {"processes": small["processes"]}}]}
+    ctx = C.Ctx(peers=tmp_path, work=tmp_path / "work", quick=True, repeats=1, log=lambda m: None,
+                earlier={rec["id"]: rec})
+    cases = {c.name: c for c in C.scale(ctx)[1]}
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "scale.json").write_text(json.dumps(_scale_record(1500 * MiB)))
+    ag = cases["size_10Mbp"].agree({"pipeline": d})
+    assert ag["ok"] is False and "PREDICT: peak RSS 1500 MiB" in ag["detail"] and "not flat" in ag["detail"]
+    (d / "scale.json").write_text(json.dumps(_scale_record(600 * MiB)))
+    ag = cases["size_10Mbp"].agree({"pipeline": d})
+    assert ag["ok"] is True and "flat vs 1Mbp (its record in the results file: 0123456, AMD EPYC)" in ag["detail"]
+    rec["agreement"] = {"ok": False}
+    ag = cases["size_10Mbp"].agree({"pipeline": d})
+    assert "flatness not checked" in ag["detail"]
+
+
 def test_a_case_is_refused_before_it_starts_without_the_disk_it_needs(quick_cases, tmp_path, monkeypatch):
     """A size or resume case whose work dir has less free disk than the genome needs is not started (a 4 Gbp run
     ran out of space after 2 h 30 min): the reason names the folder and both sizes, and an earlier measurement of
