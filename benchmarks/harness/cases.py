@@ -1087,6 +1087,9 @@ def scale(ctx: Ctx) -> tuple[list, list[Case]]:
     from .synth import lengths, single_sheet, write_assembly, write_sheet
 
     cfg = SCALE_QUICK if ctx.quick else SCALE_FULL
+    # a full run takes up to hours: not run again after a failure (that would double the time and remove the failed
+    # attempt's logs); the quick ones keep the harness's one retry
+    retries = 1 if ctx.quick else 0
     sd = _scale_dir(ctx)
     cases = []
     fastas: dict[str, Path] = {}
@@ -1110,7 +1113,7 @@ def scale(ctx: Ctx) -> tuple[list, list[Case]]:
 
         c = Contender("pipeline", f"nextflow run main.nf -profile test --predict_from fasta ({name})", "ours",
                       lambda d, r, sheet=sheet: [PY, "-m", "harness.scale", "run", d, sheet, "--shard-rows",
-                                                 str(cfg["shard_rows"])], repeats=1, env=_scale_env())
+                                                 str(cfg["shard_rows"])], repeats=1, env=_scale_env(), retries=retries)
 
         def agree(dirs: dict, name=name, smaller=smaller) -> dict:
             rec = _scale_json(dirs["pipeline"])
@@ -1139,7 +1142,7 @@ def scale(ctx: Ctx) -> tuple[list, list[Case]]:
     sheet = ctx.inputs() / f"{fa.stem}.samplesheet.csv"
     c = Contender("pipeline", f"kill -9 during PREDICT, then -resume ({name})", "ours",
                   lambda d, r: [PY, "-m", "harness.scale", "resume", d, sheet, "--shard-rows", str(cfg["shard_rows"])],
-                  repeats=1, env=_scale_env())
+                  repeats=1, env=_scale_env(), retries=retries)
 
     def resume_agree(dirs: dict, name=name) -> dict:
         rec = _scale_json(dirs["pipeline"])
@@ -1185,9 +1188,9 @@ def scale(ctx: Ctx) -> tuple[list, list[Case]]:
     # and one task each: what grouping saves in start-ups
     c = Contender("pipeline", f"nextflow run main.nf -profile test, {n} assemblies in one sheet, "
                               f"--predict_group_mbp {SCALE_GROUP_MBP:g}", "ours", many_argv(SCALE_GROUP_MBP),
-                  repeats=1, env=_scale_env())
+                  repeats=1, env=_scale_env(), retries=retries)
     c_one = Contender("ungrouped", "the same with --predict_group_mbp 0 (one PREDICT task per assembly)", "ours",
-                      many_argv(0), repeats=1, env=_scale_env())
+                      many_argv(0), repeats=1, env=_scale_env(), retries=retries)
 
     def many_agree(dirs: dict) -> dict:
         rec = _scale_json(dirs["pipeline"])

@@ -145,6 +145,9 @@ class Contender:
     # (run dir, repeat index) -> None: untimed, just before each run (and again before its retry), e.g. a fresh
     # copy of an input that the command updates in place (add-coverage)
     setup: Callable[[Path, int], None] | None = None
+    # runs again once after a failure (a tool may fail for reasons of the moment); 0 for hours-long runs (the scale
+    # stage), where a second attempt doubles the time and removes the failed attempt's logs
+    retries: int = 1
 
 
 @dataclass
@@ -202,15 +205,15 @@ def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], t
             argv = c.argv(d, r)
             d.mkdir(parents=True, exist_ok=True)
             attempts = []
-            for attempt in range(2):  # one retry: a tool may fail for reasons of the moment (e.g. dask's start-up
-                try:                  # timeout on a saturated machine); the failed attempt stays in the record
+            for attempt in range(c.retries + 1):  # a tool may fail for reasons of the moment (e.g. dask's start-up
+                try:                              # timeout on a saturated machine); a failed attempt stays recorded
                     if c.setup:
                         c.setup(d, r)
                     m = timed_run(argv, d, env, timeout=timeout)
                 except RuntimeError as exc:  # timed out: recorded as a failed run
                     m = {"exit": None, "wall_s": timeout, "load_before": loadavg(), "load_after": loadavg()}
                     (d / "stderr.txt").write_text(str(exc))
-                if m.get("exit") == 0 or attempt == 1:
+                if m.get("exit") == 0 or attempt == c.retries:
                     break
                 tail = (d / "stderr.txt").read_text(errors="replace").strip().splitlines()[-3:]
                 attempts.append({"exit": m.get("exit"), "wall_s": m.get("wall_s"), "error": " | ".join(tail)})

@@ -98,12 +98,16 @@ def test_alternation_and_failure_recording(tmp_path):
         return lambda d, r: [sys.executable, "-c", f"open({str(order)!r}, 'a').write('{tag}{r} ')"]
 
     flaky = tmp_path / "flaky"  # fails the first time only: retried once, the failed attempt recorded
+    once = tmp_path / "once"    # the same, but a contender without retries: its failure stands
     case = core.Case("t", "alt", {}, [core.Contender("a", "A", "ours", writer("a")),
                                       core.Contender("b", "B", "peer", writer("b")),
                                       core.Contender("c", "C", "peer", lambda d, r: [sys.executable, "-c", "1/0"]),
                                       core.Contender("f", "F", "peer", lambda d, r: [
                                           sys.executable, "-c", f"import os, sys; p = {str(flaky)!r}\n"
-                                          "if not os.path.exists(p): open(p, 'w'); sys.exit(7)"])],
+                                          "if not os.path.exists(p): open(p, 'w'); sys.exit(7)"]),
+                                      core.Contender("g", "G", "peer", lambda d, r: [
+                                          sys.executable, "-c", f"import os, sys; p = {str(once)!r}\n"
+                                          "if not os.path.exists(p): open(p, 'w'); sys.exit(7)"], retries=0)],
                      [("a", "b"), ("a", "c")], agree=lambda dirs: {"ok": True, "detail": "x"})
     rec = core.run_case(case, tmp_path / "w", 3, log=lambda m: None)
     assert order.read_text().split() == ["a0", "b0", "a1", "b1", "a2", "b2"]  # A B A B A B; c stopped after failing
@@ -112,6 +116,8 @@ def test_alternation_and_failure_recording(tmp_path):
     assert "failed_attempts" not in f_runs[1]
     assert rec["contenders"]["c"]["failed"].startswith("exit 1")
     assert len([r for r in rec["runs"] if r["contender"] == "c"]) == 1  # retried once, then given up
+    g_runs = [r for r in rec["runs"] if r["contender"] == "g"]
+    assert [r["exit"] for r in g_runs] == [7] and "failed_attempts" not in g_runs[0]
     assert rec["agreement"]["ok"] is False and "not compared" in rec["agreement"]["detail"]
     assert rec["contenders"]["a"]["wall_s"]["n"] == 3 and rec["ratios"][0]["wall"] is not None
 

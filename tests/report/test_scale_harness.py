@@ -267,6 +267,15 @@ def test_flatness_is_checked_against_the_smaller_genome(quick_cases, tmp_path):
     assert ag["ok"] is False and "PREDICT" in ag["detail"] and "not flat" in ag["detail"]
 
 
+def test_full_size_runs_are_not_retried(quick_cases, tmp_path):
+    """A full scale case takes hours: a failure is recorded, not run a second time (which removed the failed
+    attempt's logs); the quick cases keep the harness's one retry."""
+    ctx, cases = quick_cases
+    assert {c.retries for case in cases.values() for c in case.contenders} == {1}
+    full = C.scale(C.Ctx(peers=tmp_path, work=tmp_path / "full", quick=False, repeats=1, log=lambda m: None))[1]
+    assert {c.retries for case in full for c in case.contenders} == {0}
+
+
 def test_flatness_falls_back_to_the_results_files_record_of_the_smaller_genome(tmp_path):
     """On a fresh machine the smaller genome has not run in the work dir: its passed record in the results file the
     run adds to is the reference (named in the detail); a failed record is not used."""
