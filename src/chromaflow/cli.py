@@ -2,7 +2,7 @@
 
 Each subcommand lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int``.
 Only the chosen subcommand's module is imported, so ``chromaflow fasta2h5`` never pays for torch.
-Errors a user can fix (:class:`~chromaflow.common.ChromaflowError`, and OS errors such as a full
+Errors a user can fix (:class:`~chromaflow.errors.ChromaflowError`, and OS errors such as a full
 disk) print one line ``chromaflow <command>: error: <message>`` and exit non-zero.
 """
 from __future__ import annotations
@@ -16,8 +16,9 @@ import signal
 import sys
 
 from . import __version__
-from .common import (CREATED_OUTPUTS, TEMP_MIDDLE, ChromaflowError, handle_stop_signals, raise_if_stopped,
-                     release_output_locks, remove_created_outputs, remove_live_temporaries)
+from .errors import ChromaflowError
+from .outputs import CREATED_OUTPUTS, TEMP_MIDDLE, release_output_locks, remove_created_outputs, remove_live_temporaries
+from .signals import handle_stop_signals, raise_if_stopped
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {

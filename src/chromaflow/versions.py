@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .common import ChromaflowError
+from .errors import ChromaflowError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ pyBigWig = pytest.importorskip("pyBigWig")
 
 from helpers.bigwig_helpers import zoom_levels  # noqa: E402
 from chromaflow.bigwig import bigbedfile  # noqa: E402
-from chromaflow.common import ChromaflowError  # noqa: E402
+from chromaflow.errors import ChromaflowError  # noqa: E402
 
 SQL = """table bed6
 "test"
@@ -58,7 +58,7 @@ def test_rows_read_back_by_pybigwig_and_pybigtools(tmp_path, monkeypatch, slot):
     """Every row back in order with its fields, chromosome sizes, autoSql and field counts; windowed queries
     equal a scan of the rows (the R-tree), also with 3 rows a block (several index levels) and overlapping
     features whose ends are not sorted (a node's box must reach the largest end under it). With 3 rows a block,
-    the block records are spooled to the spill file every two blocks (common.Records)."""
+    the block records are spooled to the spill file every two blocks (spool.Records)."""
     monkeypatch.setattr(bigbedfile, "ITEMS_PER_SLOT", slot)
     if slot == 3:
         monkeypatch.setattr(bigbedfile.Records, "HELD", 12)

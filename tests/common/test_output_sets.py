@@ -34,10 +34,10 @@ sys.exit(main(sys.argv[1:]))
 #: runs the CLI with the metrics JSON writer failing as a full disk does, after the command's outputs are in place
 FAILING_METRICS = """
 import errno, sys
-import chromaflow.common as common
+import chromaflow.outputs as outputs
 def write_json_atomic(path, obj):
     raise OSError(errno.ENOSPC, "No space left on device", str(path))
-common.write_json_atomic = write_json_atomic
+outputs.write_json_atomic = write_json_atomic
 from chromaflow.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -197,7 +197,7 @@ def test_os_error_line_names_the_output(exc, line):
 
 
 def test_naming_errors_names_the_file_of_a_failed_write(tmp_path):
-    from chromaflow.common import naming_errors
+    from chromaflow.outputs import naming_errors
 
     with pytest.raises(OSError) as info, naming_errors(tmp_path / "x"):
         raise OSError(5, "Input/output error")
@@ -206,14 +206,14 @@ def test_naming_errors_names_the_file_of_a_failed_write(tmp_path):
 
 def test_unwritable_folder_names_the_output(tmp_path, monkeypatch):
     """A folder the lock file cannot be created in (read-only, as a non-root user sees it) names the output."""
-    from chromaflow import common
+    from chromaflow import outputs
 
     def deny(path, *args, **kw):
         raise PermissionError(13, "Permission denied", path)
 
-    monkeypatch.setattr(common.os, "open", deny)
+    monkeypatch.setattr(outputs.os, "open", deny)
     with pytest.raises(PermissionError) as info:
-        common.lock_output(tmp_path / "out.h5")
+        outputs.lock_output(tmp_path / "out.h5")
     assert info.value.filename == str(tmp_path / "out.h5")
 
 

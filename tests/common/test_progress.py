@@ -1,11 +1,11 @@
-"""The terminal progress line (common.Progress): a bar when the amount is known, a count and a rate when it is not
+"""The terminal progress line (progress.Progress): a bar when the amount is known, a count and a rate when it is not
 (an unsharded ``predict --fasta`` learns its rows as it reads: it showed nothing before)."""
 from __future__ import annotations
 
 import contextlib
 import io
 
-from chromaflow.common import Progress
+from chromaflow.progress import Progress
 from helpers.cli import run_in_process as run_cli
 
 

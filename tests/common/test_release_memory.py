@@ -1,4 +1,4 @@
-"""common.release_free_memory: the C heap's free pages go back to the system (glibc malloc_trim), and the bigWig
+"""native.memory.release_free_memory: the C heap's free pages go back to the system (glibc malloc_trim), and the bigWig
 converter (BIGWIG, PEAKS) calls it as it writes. Measured on BIGWIG over 3.5 Gbp: Python's traced memory was level
 while RSS grew with what numpy had freed and glibc kept."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import ctypes.util
 import numpy as np
 import pytest
 
-from chromaflow import common
+from chromaflow.native import memory
 
 GLIBC = (ctypes.util.find_library("c") or "").startswith("libc.so")
 
@@ -25,7 +25,7 @@ def test_free_heap_pages_go_back_to_the_system():
     keep = np.ones(8192)
     del blocks
     before = _rss_kb()
-    assert common.release_free_memory() is True
+    assert memory.release_free_memory() is True
     after = _rss_kb()
     assert before - after > 100_000, (before, after)
     del keep

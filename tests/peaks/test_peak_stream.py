@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from chromaflow.common import Records
+from chromaflow.bigwig.spool import Records
 from chromaflow.peaks.call import PeakStream, call_peaks, merge_runs
 
 
@@ -24,7 +24,7 @@ def test_stream_equals_whole_track_for_any_pieces(monkeypatch, fold_at, spill_at
     """2,000 random tracks (gaps, equal neighbours, values at the cutoff), random cutoffs, gaps and minimum
     lengths, cut into random pieces: peaks and the merged-run count equal merge_runs + call_peaks on the whole.
     With ``fold_at`` low, an open peak is folded at (almost) every piece: the same peaks; with ``spill_at`` low too
-    (common.Records.HELD), its summit candidates go to the temporary file at (almost) every piece and the summit is
+    (spool.Records.HELD), its summit candidates go to the temporary file at (almost) every piece and the summit is
     read back from it."""
     monkeypatch.setattr(PeakStream, "FOLD_AT", fold_at)
     monkeypatch.setattr(Records, "HELD", spill_at)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..common import ChromaflowError
+from ..errors import ChromaflowError
 
 STRANDS = ("avg", "+", "-")
 #: the first 4 bytes of a bigWig file (0x888FFC26, little endian)

@@ -15,7 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common import ChromaflowError, StageMetrics, add_run_options, atomic_outputs, check_outputs, naming_errors
+from ..cli_options import add_run_options
+from ..errors import ChromaflowError
+from ..metrics import StageMetrics
+from ..outputs import atomic_outputs, check_outputs, naming_errors
 from .gff import Gene, check_against_sizes, read_genes, tss_windows
 
 DEFAULT_UPSTREAM = 1000

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
-from ..common import ChromaflowError
+from ..errors import ChromaflowError
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common import ChromaflowError, Records, Spill, atomic_output, naming_errors
+from .spool import Records, Spill
+from ..errors import ChromaflowError
+from ..outputs import atomic_output, naming_errors
 from .bigwigfile import (HEADER_BYTES, RECORD, RECORDS_PER_BLOCK, SUMMARY_BYTES, ZOOM_SLOTS, chrom_tree,
                          record_blocks, write_index_and_zooms, zoom_ladder, zoom_records)
 
@@ -95,7 +97,7 @@ class BigBedWriter:
         self._tid, self._last_start = -1, -1
         self._block: list[bytes] = []
         self._block_box = [0, 0]  # start, max end of the pending block
-        self._spill = Spill(self.path)  # zoom blocks and the indexes' block records (common.Records)
+        self._spill = Spill(self.path)  # zoom blocks and the indexes' block records (spool.Records)
         self._index = Records(5, self._spill)  # (tid, start, end, offset, size) per block
         self._starts = array("q")  # features of the current chromosome (for its zoom records): 8 bytes each
         self._ends = array("q")

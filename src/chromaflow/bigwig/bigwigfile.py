@@ -38,7 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common import ChromaflowError, Records, Spill
+from .spool import Records, Spill
+from ..errors import ChromaflowError
 
 BIGWIG_MAGIC = 0x888FFC26
 CHROM_TREE_MAGIC = 0x78CA8C91

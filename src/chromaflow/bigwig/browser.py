@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import quote
 from xml.sax.saxutils import quoteattr
 
-from ..common import write_texts_atomic
+from ..outputs import write_texts_atomic
 
 #: colour per dataset, in dataset order (Okabe-Ito, colour-blind safe)
 PALETTE = [(0, 114, 178), (213, 94, 0), (0, 158, 115), (204, 121, 167), (230, 159, 0), (86, 180, 233),

@@ -11,8 +11,11 @@ import ctypes
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..common import (ChromaflowError, OutputExistsError, Progress, StageMetrics, add_run_options, atomic_output,
-                      check_outputs, resolve_threads)
+from ..cli_options import add_run_options, resolve_threads
+from ..errors import ChromaflowError, OutputExistsError
+from ..metrics import StageMetrics
+from ..outputs import atomic_output, check_outputs
+from ..progress import Progress
 from .bedgraph import BedGraphWriter
 from .bigwigfile import BigWigWriter, PyBigWigWriter
 from .convert import Track, convert
@@ -163,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _outputs(args: argparse.Namespace, datasets: list[str], outdir: Path, fmt: str) -> tuple[list[Track], list[Path]]:
     """The tracks and browser files this call writes, checked before any is written: the output rule
-    (:func:`chromaflow.common.check_outputs`, which also creates ``--outdir``) and, without --force, all or nothing."""
+    (:func:`chromaflow.outputs.check_outputs`, which also creates ``--outdir``) and, without --force, all or nothing."""
     strands = ["avg", "+", "-"] if args.strand == "all" else [args.strand]
     tracks = [Track(d, c, s, outdir / output_name(args.basename, d, s, bool(args.blacklist), args.window_size, fmt))
               for c, d in enumerate(datasets) for s in strands]

@@ -14,7 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common import ChromaflowError, Progress, naming_errors, release_free_memory
+from ..errors import ChromaflowError
+from ..native.memory import release_free_memory
+from ..outputs import naming_errors
+from ..progress import Progress
 from .h5input import POOL_MIN_BP, Chrom, ChunkReader, Piece, PredictionsInput
 from .tracks import (SmoothStream, TrackState, runs, runs_native, smooth_numpy, strand_average,
                      strand_average_f32)
@@ -43,7 +46,7 @@ class Track:
             self.writer.close()
 
 
-#: bp written between two returns of the C heap's free pages to the system (common.release_free_memory): its RSS
+#: bp written between two returns of the C heap's free pages to the system (native.memory.release_free_memory): its RSS
 #: grew by what numpy freed but glibc kept (BIGWIG over 3.5 Gbp: ~40 MB in 30 s, ~110 Mbp written)
 RELEASE_BP = 32_000_000
 

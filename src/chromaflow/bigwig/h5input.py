@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..common import ChromaflowError, open_h5_input
+from ..errors import ChromaflowError
+from ..inputs import open_h5_input
 from ..genome import h5rows
 from ..genome.h5rows import read_rows
 from .tracks import EXACT_LIMIT

@@ -33,7 +33,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..common import ChromaflowError, Progress, atomic_output, open_h5_input
+from ..errors import ChromaflowError
+from ..inputs import open_h5_input
+from ..outputs import atomic_output
+from ..progress import Progress
 from .layout import GenomeLayout, Unit, cut_rows, plan_units, read_layout
 from .sources import CountOptions, bigwig_window, check_bam, check_bigwig, count_bam_window
 

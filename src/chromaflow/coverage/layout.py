@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..common import ChromaflowError
+from ..errors import ChromaflowError
 from ..genome.h5rows import read_rows
 
 

@@ -6,8 +6,10 @@ import os
 import sys
 from pathlib import Path
 
-from ..common import (ChromaflowError, StageMetrics, add_run_options, atomic_output, check_outputs,
-                      resolve_threads)
+from ..cli_options import add_run_options, resolve_threads
+from ..errors import ChromaflowError
+from ..metrics import StageMetrics
+from ..outputs import atomic_output, check_outputs
 from ..genome.encoding import DEFAULT_L, check_length
 from . import deflate as chunkdeflate
 from .convert import convert

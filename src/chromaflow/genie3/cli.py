@@ -9,8 +9,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..common import (ChromaflowError, StageMetrics, add_run_options, check_outputs, part_bounds, parse_part,
-                      resolve_threads)
+from ..cli_options import add_run_options, resolve_threads
+from ..errors import ChromaflowError
+from ..metrics import StageMetrics
+from ..outputs import check_outputs
+from ..sharding import part_bounds, parse_part
 from .expression import LAYOUTS, read_expression, read_regulators
 from .parts import write_part
 from .prior_check import LEVEL as PRIOR_CHECK_LEVEL

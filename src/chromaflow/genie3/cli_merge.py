@@ -6,8 +6,10 @@ import argparse
 
 import numpy as np
 
-from ..common import (ChromaflowError, StageMetrics, add_run_options, atomic_outputs, check_outputs, naming_errors,
-                      resolve_threads)
+from ..cli_options import add_run_options, resolve_threads
+from ..errors import ChromaflowError
+from ..metrics import StageMetrics
+from ..outputs import atomic_outputs, check_outputs, naming_errors
 from . import links
 from .parts import read_meta, read_weights
 from .report import add_output_arguments, finish_outputs, output_options

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import math
 
-from ..common import ChromaflowError, check_outputs, part_bounds, emit_json
+from ..errors import ChromaflowError
+from ..outputs import check_outputs, emit_json
+from ..sharding import part_bounds
 from .cli import warn
 from .expression import LAYOUTS, read_expression, read_regulators
 

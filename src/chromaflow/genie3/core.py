@@ -8,7 +8,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..common import ChromaflowError, Progress
+from ..errors import ChromaflowError
+from ..progress import Progress
 
 ENGINES = ("fast", "sklearn")
 METHODS = ("RF", "ET")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common import ChromaflowError
+from ..errors import ChromaflowError
 
 LAYOUTS = ("genes-x-samples", "samples-x-genes")
 MIN_SAMPLES = 3

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common import ChromaflowError, atomic_output
+from ..errors import ChromaflowError
+from ..outputs import atomic_output
 
 PART_FORMAT = "chromaflow-genie3-part/1"
 

@@ -5,7 +5,8 @@ import json
 
 import numpy as np
 
-from ..common import add_run_options, atomic_outputs, naming_errors
+from ..cli_options import add_run_options
+from ..outputs import atomic_outputs, naming_errors
 from . import links
 
 
@@ -15,7 +16,7 @@ def finish_outputs(W: np.ndarray, meta: dict, out, weights=None, summary=None, p
     """Link list (+ optional weight matrix, summary, plot) from the full weight block W (R x T); ``threads``
     format and compress the link list (same bytes for any number). All or nothing: every output is written to
     its temporary and they are renamed together at the end; on any failure none is left
-    (:func:`chromaflow.common.atomic_outputs`). ``repeats`` (``--repeats`` > 1: repeats x R x T, W their mean)
+    (:func:`chromaflow.outputs.atomic_outputs`). ``repeats`` (``--repeats`` > 1: repeats x R x T, W their mean)
     adds the columns confidence and mean_rank (:func:`stability`). ``consume``: W may be overwritten once the
     link list and weights are written (the summary's quantiles and the plot's sorted values then use W's own
     buffer: no second R x T copy, see :func:`nonself_values`)."""
@@ -201,7 +202,7 @@ def make_plot(path, pos: np.ndarray, n_all: int, conf: np.ndarray | None = None)
 
 def output_options(args) -> list[tuple[str, str | None]]:
     """(option, path) of every output ``genie3`` and ``genie3-merge`` may write, for
-    :func:`chromaflow.common.check_outputs`."""
+    :func:`chromaflow.outputs.check_outputs`."""
     return [(f"--{name}", getattr(args, name)) for name in ("out", "weights", "summary", "plot", "metrics")]
 
 

@@ -6,7 +6,8 @@ import argparse
 import json
 import os
 
-from ..common import ChromaflowError, write_json_atomic
+from ..errors import ChromaflowError
+from ..outputs import write_json_atomic
 from .encoding import DEFAULT_L, check_length
 from .layout import scan_layout
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..common import ChromaflowError
+from ..errors import ChromaflowError
 
 #: Predmoter's and Helixer's subsequence length
 DEFAULT_L = 21384

@@ -33,7 +33,8 @@ from typing import Iterator, NamedTuple
 
 import numpy as np
 
-from ..common import ChromaflowError, atomic_outputs
+from ..errors import ChromaflowError
+from ..outputs import atomic_outputs
 from .fasta import _ALLOWED, _ID, MAX_HEADER_BYTES, MAX_ID_BYTES, FastaReader
 from .layout import Job, Layout, n_chunks
 

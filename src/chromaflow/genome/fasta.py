@@ -24,7 +24,7 @@ from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
-from ..common import ChromaflowError
+from ..errors import ChromaflowError
 
 IUPAC = b"ACGTNRYSWKMBDHV"
 MAX_ID_BYTES = 50

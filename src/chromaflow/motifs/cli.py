@@ -27,7 +27,11 @@ import numpy as np
 
 from ..annotation.cli_accessibility import GeneWindows, add_window_options, check_window_options
 from ..annotation.gff import check_against_sizes, read_genes
-from ..common import ChromaflowError, Progress, StageMetrics, add_run_options, atomic_outputs, check_outputs, naming_errors
+from ..cli_options import add_run_options
+from ..errors import ChromaflowError
+from ..metrics import StageMetrics
+from ..outputs import atomic_outputs, check_outputs, naming_errors
+from ..progress import Progress
 from .motifs import load_motifs, read_tf_motifs
 from .scan import DEFAULT_P, Scanner, background, base_counts
 

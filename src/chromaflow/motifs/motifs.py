@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common import ChromaflowError
+from ..errors import ChromaflowError
 
 DEFAULT_MEME_NSITES = 20
 

@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from ..common import ChromaflowError
+from ..errors import ChromaflowError
 from .motifs import Motif
 
 PSEUDOCOUNT = 1.0

@@ -11,7 +11,8 @@ from xml.sax.saxutils import quoteattr
 
 from ..bigwig.bigbedfile import bed_rows, write_bigbed
 from ..bigwig.browser import URL_SAFE, track_ident
-from ..common import ChromaflowError, write_texts_atomic
+from ..errors import ChromaflowError
+from ..outputs import write_texts_atomic
 
 
 def bigbed_name(narrowpeak: str) -> str:

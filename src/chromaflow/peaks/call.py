@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..common import Records, Spill
+from ..bigwig.spool import Records, Spill
 
 
 @dataclass

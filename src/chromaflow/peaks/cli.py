@@ -13,8 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common import (ChromaflowError, StageMetrics, add_run_options, atomic_output, check_outputs, naming_errors,
-                      resolve_threads, write_json_atomic)
+from ..cli_options import add_run_options, resolve_threads
+from ..errors import ChromaflowError
+from ..metrics import StageMetrics
+from ..outputs import atomic_output, check_outputs, naming_errors, write_json_atomic
 from .browser import add_to_browser_files, bigbed_name, write_bignarrowpeak
 from .call import call_peaks, overlap_bp, scores
 

@@ -10,7 +10,8 @@ import numpy as np
 
 from ..bigwig.convert import Track, convert
 from ..bigwig.h5input import PredictionsInput
-from ..common import ChromaflowError, Progress
+from ..errors import ChromaflowError
+from ..progress import Progress
 from .call import PeakStream, merge_runs
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from ..common import ChromaflowError
+from ..errors import ChromaflowError
 from .model import HPARAM_KEYS, ModelConfig, PredmoterNet
 
 

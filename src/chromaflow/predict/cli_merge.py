@@ -18,8 +18,11 @@ import argparse
 import os
 from dataclasses import dataclass
 
-from ..common import (ChromaflowError, OutputExistsError, StageMetrics, add_run_options, atomic_output,
-                      check_outputs, open_h5_input)
+from ..cli_options import add_run_options
+from ..errors import ChromaflowError, OutputExistsError
+from ..inputs import open_h5_input
+from ..metrics import StageMetrics
+from ..outputs import atomic_output, check_outputs
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="merged predictions h5")

@@ -12,8 +12,11 @@ import contextlib
 import gc
 import os
 
-from ..common import (ChromaflowError, OutputExistsError, Phases, StageMetrics, add_run_options, atomic_output,
-                      check_outputs, parse_part, process_age_s, resolve_threads)
+from ..cli_options import add_run_options, resolve_threads
+from ..errors import ChromaflowError, OutputExistsError
+from ..metrics import Phases, StageMetrics, process_age_s
+from ..outputs import atomic_output, check_outputs
+from ..sharding import parse_part
 from ..genome.encoding import DEFAULT_L
 
 
@@ -225,7 +228,7 @@ def _run_group(args: argparse.Namespace) -> int:
 def _predict(args, shard, source) -> int:
     import torch  # heavy: only now
 
-    from ..common import tune_malloc
+    from ..native.memory import tune_malloc
     from .checkpoint import build_model, load_checkpoint
     from .engine import predict_feed
     from .executors import EngineStats, resolve_device

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..common import ChromaflowError, add_run_options, atomic_output, check_outputs
+from ..cli_options import add_run_options
+from ..errors import ChromaflowError
+from ..outputs import atomic_output, check_outputs
 
 #: architecture presets; options given on the command line override them
 PRESETS = {

@@ -20,7 +20,8 @@ import h5py
 import numpy as np
 import torch
 
-from ..common import ChromaflowError, Progress
+from ..errors import ChromaflowError
+from ..progress import Progress
 from .executors import (CPU_MICRO, PRECISIONS, CpuExecutor, CudaExecutor, EngineStats, Encoder,
                         PrecisionCheck, bf16_supported, configure_cuda_exact, cuda)
 from .feed import Batch, H5Feed, Prefetcher, count_bp

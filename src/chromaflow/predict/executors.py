@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..common import ChromaflowError
+from ..errors import ChromaflowError
 from .feed import ONEHOT_LUT, Batch, BufferPool
 
 PRECISIONS = ("fp32", "bf16", "fp16")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import struct
 import sys
 
-from ..common import ChromaflowError, tune_malloc
+from ..errors import ChromaflowError
+from ..native.memory import tune_malloc
 from ..genome.fasta import FastaReader
 
 HDR = struct.Struct("<BQHI")  # kind (0 piece, 1 last piece, 2 end, 3 error), bytes, seqid bytes, header line

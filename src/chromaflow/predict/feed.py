@@ -31,7 +31,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ..common import ChromaflowError
+from ..errors import ChromaflowError
 from ..genome.fasta import FastaReader, Piece
 from ..genome.encoding import LUT16
 from ..genome.layout import Job, RecordEnd, cut, rows_into

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..common import ChromaflowError
+from ..errors import ChromaflowError
 
 MODEL_TYPES = ("cnn", "hybrid", "bi-hybrid")
 #: the 16 keys Predmoter always stores in ``hyper_parameters``

@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..common import ChromaflowError
+from ..errors import ChromaflowError
 from .executors import (CUDA_DEPTH, CudaExecutor, EngineStats, Encoder, PrecisionCheck, autocast_dtype,
                         configure_cuda_exact, cuda, rounded)
 from .feed import Batch

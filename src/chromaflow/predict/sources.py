@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..common import ChromaflowError, part_bounds
+from ..errors import ChromaflowError
+from ..sharding import part_bounds
 from ..genome.h5rows import read_rows
 
 

@@ -12,7 +12,7 @@ from typing import Callable
 import h5py
 import numpy as np
 
-from ..common import ChromaflowError
+from ..errors import ChromaflowError
 from ..fasta2h5.deflate import byte_compressor
 
 _DONE = object()

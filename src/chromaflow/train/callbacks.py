@@ -7,7 +7,8 @@ import time
 
 import lightning as L
 
-from ..common import Progress, write_text_atomic
+from ..outputs import write_text_atomic
+from ..progress import Progress
 
 
 class SignalStop(Exception):
@@ -21,7 +22,7 @@ class SignalStop(Exception):
 
 class StopOnSignal(L.Callback):
     """SIGTERM, SIGINT or SIGHUP during training (:meth:`request`, from
-    :func:`chromaflow.common.handle_stop_signals`) ends the fit at the end of the current batch, never inside an
+    :func:`chromaflow.signals.handle_stop_signals`) ends the fit at the end of the current batch, never inside an
     optimizer step or a checkpoint write, by raising :class:`SignalStop`. ``<out>/last.ckpt`` stays the one of the
     last completed epoch, which ``--resume`` continues exactly (a mid-epoch checkpoint would not: the data order
     and the per-epoch callbacks start at epoch boundaries)."""

@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..common import ChromaflowError, StageMetrics, add_run_options, check_outputs, resolve_threads
+from ..cli_options import add_run_options, resolve_threads
+from ..errors import ChromaflowError
+from ..metrics import StageMetrics
+from ..outputs import check_outputs
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

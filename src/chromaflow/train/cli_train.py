@@ -14,8 +14,11 @@ import sys
 import warnings
 from typing import Any, NamedTuple
 
-from ..common import (ChromaflowError, Interrupted, StageMetrics, add_run_options, check_outputs, handle_stop_signals,
-                      resolve_threads)
+from ..cli_options import add_run_options, resolve_threads
+from ..errors import ChromaflowError
+from ..metrics import StageMetrics
+from ..outputs import check_outputs
+from ..signals import Interrupted, handle_stop_signals
 
 QUANTITIES = ("avg_train_loss", "avg_train_accuracy", "avg_val_loss", "avg_val_accuracy")
 
@@ -108,7 +111,7 @@ def _check_args(args) -> None:
 
 
 def _check_outputs(args) -> None:
-    """The output rule (:func:`chromaflow.common.check_outputs`); the checkpoints are left out: ``--resume
+    """The output rule (:func:`chromaflow.outputs.check_outputs`); the checkpoints are left out: ``--resume
     OUT/last.ckpt`` is read before Lightning writes the next one."""
     h5s = glob.glob(os.path.join(args.input_dir, "*", "*.h5"))
     check_outputs([("--metrics", args.metrics), ("--out", os.path.join(args.out, "metrics.tsv"))],
@@ -301,7 +304,7 @@ def _summary(trainer, module, dm, cb: _Callbacks, *, quantity: str, notes: list)
 
 def _fit(trainer, module, dm, resume: str | None, stopper, out: str) -> None:
     """``trainer.fit``; a stop signal ends it at the next batch end (StopOnSignal) and becomes
-    :class:`~chromaflow.common.Interrupted` (exit 128 + signal), naming the checkpoint to resume from. Lightning
+    :class:`~chromaflow.signals.Interrupted` (exit 128 + signal), naming the checkpoint to resume from. Lightning
     ends a run that got SIGTERM during validation with SystemExit(None), i.e. exit 0: that becomes the same."""
     import torch
 

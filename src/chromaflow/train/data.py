@@ -37,7 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..common import ChromaflowError, open_h5_input
+from ..errors import ChromaflowError
+from ..inputs import open_h5_input
 
 FILLER = -3.0
 N_FILTER = 0.25

@@ -12,7 +12,8 @@ import lightning as L
 import numpy as np
 import torch
 
-from ..common import ChromaflowError, resolve_threads
+from ..cli_options import resolve_threads
+from ..errors import ChromaflowError
 from .data import EpochSampler, FileInfo, InMemoryDataset, StreamingDataset, list_h5, scan_file
 
 

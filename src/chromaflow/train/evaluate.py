@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..common import ChromaflowError, Progress
+from ..errors import ChromaflowError
+from ..progress import Progress
 from ..genome.h5rows import read_rows
 from .data import StreamingDataset, scan_file
 from .losses import row_stats
@@ -127,7 +128,7 @@ class _Tally:
 
 
 def write_tsv(path: str, results: list[FileResult], model_datasets: tuple[str, ...]) -> None:
-    from ..common import write_text_atomic
+    from ..outputs import write_text_atomic
 
     cols = columns(model_datasets)
     lines = ["\t".join(cols)]
@@ -144,7 +145,7 @@ def plot_file(result: FileResult, dataset: str, out_png: str, model_name: str) -
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..common import atomic_output
+    from ..outputs import atomic_output
 
     seqid, a0, b0, obs, pred = result.regions[dataset]
     so, sp = result.samples[dataset]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ..common import ChromaflowError
+from ..errors import ChromaflowError
 
 
 def init_from(module, base, *, head: str = "keep") -> list[str]:

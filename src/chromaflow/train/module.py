@@ -14,7 +14,7 @@ import lightning as L
 import numpy as np
 import torch
 
-from ..common import ChromaflowError
+from ..errors import ChromaflowError
 from ..predict.model import ModelConfig, PredmoterNet
 from .losses import EpochMeans, row_stats
 

@@ -16,8 +16,13 @@ import time
 import zipfile
 from collections import defaultdict
 
-from ..common import (ChromaflowError, Progress, StageMetrics, add_run_options, atomic_output, check_outputs,
-                      emit_json, parse_part, part_bounds, resolve_threads, tune_malloc)
+from ..cli_options import add_run_options, resolve_threads
+from ..errors import ChromaflowError
+from ..metrics import StageMetrics
+from ..native.memory import tune_malloc
+from ..outputs import atomic_output, check_outputs, emit_json
+from ..progress import Progress
+from ..sharding import parse_part, part_bounds
 from ..predict.cli_predict import batch_size_arg
 
 #: default flank F (bp each side of the variant) of the mean: ±250 bp is about one accessible region (ATAC-seq
@@ -92,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         raise ChromaflowError(f"{args.out}: output exists (use --force to overwrite)")
     variants = read_variants(args.vcf, args.region)
     # a shard: every shard reads the same record stream and keeps its contiguous share of the rows (the split of
-    # predict --shard, common.part_bounds); the others are only parsed, never checked against the FASTA or scored
+    # predict --shard, sharding.part_bounds); the others are only parsed, never checked against the FASTA or scored
     lo, hi = part_bounds(*shard, len(variants)) if shard else (0, len(variants))
     return _run(args, variants, variants[lo:hi], shard, (lo, hi), cands)
 

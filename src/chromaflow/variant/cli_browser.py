@@ -18,7 +18,8 @@ from urllib.parse import quote
 from xml.sax.saxutils import quoteattr
 
 from ..bigwig.browser import URL_SAFE, track_ident
-from ..common import ChromaflowError, check_outputs, write_texts_atomic
+from ..errors import ChromaflowError
+from ..outputs import check_outputs, write_texts_atomic
 
 #: ``<rank>_<CHROM>_<POS>_<row>.<dataset>.<ref|alt>.bw``, the names variant-effect --tracks writes
 _NAME = re.compile(r"(\d+)_(.+)_(\d+)_(\d+)\.(.+)\.(ref|alt)\.bw")

@@ -22,7 +22,10 @@ import zlib
 from collections import Counter
 from pathlib import Path
 
-from ..common import ChromaflowError, StageMetrics, add_run_options, atomic_output, check_outputs, naming_errors
+from ..cli_options import add_run_options
+from ..errors import ChromaflowError
+from ..metrics import StageMetrics
+from ..outputs import atomic_output, check_outputs, naming_errors
 from .cli import write_table   # the unsharded run's writer (gzip mtime 0, no name): the same bytes
 
 _SHARD = re.compile(r"#chromaflow variant-effect shard (\d+)/(\d+): rows (\d+)-(\d+) of (\d+), tracks (\d+)")
