@@ -6,16 +6,16 @@
  *   [--train_predict: PREDICT + BIGWIG of the val/test assemblies with the new best.ckpt, and PEAKS on their
  *   predicted tracks with --cutoff auto against their measured coverage (ADD_COVERAGE's h5)] → REPORTING
  *
- * take: ch_rows  channel of [meta (id, species, split), fasta, specs]: parseTrainSheet (subworkflows/local/samplesheet.nf)
- *                reads the sheet (--train_sheet; docs/training.md), one spec per dataset with its files and indexes
+ * take: ch_rows  channel of [meta (id, species, split), [fasta:, datasets:]] per assembly: parseTrainSheet
+ *                (subworkflows/local/utils_chromaflow/samplesheet.nf) reads the sheet (--train_sheet; docs/training.md),
+ *                one spec per dataset with its files and indexes
  */
 include { FASTA2H5     } from '../modules/local/fasta2h5'
 include { ADD_COVERAGE; coverageInput } from '../modules/local/add_coverage'
 include { TRAIN        } from '../modules/local/train'
 include { EVALUATE     } from '../modules/local/evaluate'
 include { PREDICT      } from '../modules/local/predict'
-include { BIGWIG       } from '../modules/local/bigwig'
-include { PEAKS        } from '../modules/local/peaks'
+include { TRACKS       } from '../subworkflows/local/tracks'
 include { REPORTING    } from '../subworkflows/local/reporting'
 
 workflow TRAIN_MODEL {
@@ -26,12 +26,12 @@ workflow TRAIN_MODEL {
     ch_versions = Channel.empty()
     ch_metrics  = Channel.empty()   // [meta, metrics JSON(s)] of every task, annotated by REPORTING
 
-    FASTA2H5(ch_rows.map { meta, fasta, specs -> [meta, fasta] })
+    FASTA2H5(ch_rows.map { meta, files -> [meta, files.fasta] })
     ch_versions = ch_versions.mix(FASTA2H5.out.versions)
     ch_metrics  = ch_metrics.mix(FASTA2H5.out.metrics)
 
     ch_cov_in = FASTA2H5.out.h5
-        .join(ch_rows.map { meta, fasta, specs -> [meta, specs] })
+        .join(ch_rows.map { meta, files -> [meta, files.datasets] })
         .map { meta, h5, specs -> coverageInput(meta, h5, specs) }
     ADD_COVERAGE(ch_cov_in)
     ch_versions = ch_versions.mix(ADD_COVERAGE.out.versions)
@@ -57,24 +57,17 @@ workflow TRAIN_MODEL {
         PREDICT(ch_pred_in, ch_model)
         ch_versions = ch_versions.mix(PREDICT.out.versions)
         ch_metrics  = ch_metrics.mix(PREDICT.out.metrics)
+        // tracks and peaks of the predicted assemblies: each has measured coverage (its h5 from ADD_COVERAGE, the one
+        // PREDICT read), so PEAKS's cutoff is the F1-best against the measured peaks
         if (!params.skip_tracks) {
-            ch_blacklist = params.track_blacklist ? Channel.value(file(params.track_blacklist, checkIfExists: true)) : Channel.value([])
-            BIGWIG(PREDICT.out.predictions.map { meta, p -> [meta.subMap(['id', 'species']), p] }, ch_blacklist)
-            ch_versions = ch_versions.mix(BIGWIG.out.versions)
-            ch_metrics  = ch_metrics.mix(BIGWIG.out.metrics)
-
-            // peaks on the predicted tracks: each assembly predicted here has measured coverage (its h5 from
-            // ADD_COVERAGE), so the cutoff is the F1-best against the measured peaks (meta.observed: --cutoff auto)
-            if (!params.skip_peaks) {
-                PEAKS(
-                    PREDICT.out.predictions.map { meta, p -> [meta.id, p] }
-                        .join(BIGWIG.out.tracks.map { meta, t -> [meta.id, meta, t] })
-                        .join(ch_h5.map { meta, h5 -> [meta.id, h5] })
-                        .map { id, p, meta, t, h5 -> [meta + [observed: true], p, t, h5] }
-                )
-                ch_versions = ch_versions.mix(PEAKS.out.versions)
-                ch_metrics  = ch_metrics.mix(PEAKS.out.metrics)
-            }
+            TRACKS(
+                PREDICT.out.predictions.map { meta, p -> [meta.id, meta.subMap(['id', 'species']), p] }
+                    .join(ch_h5.map { meta, h5 -> [meta.id, h5] })
+                    .map { id, meta, p, h5 -> [meta, p, h5] },
+                Channel.empty()
+            )
+            ch_versions = ch_versions.mix(TRACKS.out.versions)
+            ch_metrics  = ch_metrics.mix(TRACKS.out.metrics)
         }
     }
 

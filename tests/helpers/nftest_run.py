@@ -30,8 +30,10 @@ from helpers.pipeline_utils import TEST_RUN_FAULTS, PipelineRun
 PIPELINE_SPEC = "tests/pipeline/main.nf.test"
 #: the module specs, run after it
 MODULE_SPECS = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("modules/local/*/tests/main.nf.test"))
+#: the subworkflow specs (their wiring, as -stub runs), run with the module specs
+SUBWORKFLOW_SPECS = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("subworkflows/local/*/tests/main.nf.test"))
 #: every spec nf-test runs
-SPECS = [PIPELINE_SPEC, *MODULE_SPECS]
+SPECS = [PIPELINE_SPEC, *MODULE_SPECS, *SUBWORKFLOW_SPECS]
 #: runs the pipeline spec, then the module specs: sh -c SCRIPT sh NF_TEST JUNIT1 LOG1 SPEC JUNIT2 LOG2 SPECS...; the
 #: exit status is the first run's when it failed, else the second's
 _TWO_RUNS = ('n="$1"; "$n" test --ci --junitxml="$2" --log "$3" "$4"; a=$?; j="$5"; l="$6"; shift 6; '
@@ -75,7 +77,7 @@ class NfTestRun:
             # its own session: a stop of pytest (Ctrl-C, -x) ends nf-test and every Nextflow it started (stop())
             self.proc = subprocess.Popen(
                 ["sh", "-c", _TWO_RUNS, "sh", nft, str(self.junits[0]), str(self.work / "nf-test-pipeline.log"),
-                 PIPELINE_SPEC, str(self.junits[1]), str(self.work / "nf-test-modules.log"), *MODULE_SPECS],
+                 PIPELINE_SPEC, str(self.junits[1]), str(self.work / "nf-test-modules.log"), *MODULE_SPECS, *SUBWORKFLOW_SPECS],
                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True)
 

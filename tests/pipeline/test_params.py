@@ -1,6 +1,6 @@
 """Parameter validation from nextflow_schema.json, one test per rule, in the real Nextflow.
 
-Most cases run through the pipeline's own function (checkParams in subworkflows/local/utils_chromaflow.nf, which
+Most cases run through the pipeline's own function (checkParams in subworkflows/local/utils_chromaflow/schema.nf, which
 main.nf calls) in one JVM (tests/pipeline/nextflow/validate_params.nf), on the defaults of nextflow.config plus the
 case's values. The cases are generated from the schema where a rule is generic (every enum, every minimum, every
 integer/boolean/string type), so a parameter added to the schema is covered the day it is added; each case

@@ -47,10 +47,13 @@ def test_run_succeeds_and_reports_exist(test_run):
         files = list(info.glob(pattern))
         assert len(files) == 1 and files[0].stat().st_size > 0, pattern
     versions = (info / "software_versions.yml").read_text()
-    processes = ("FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "PREDICT", "PREDICT_MERGE", "PREDICT_VIEW", "BIGWIG", "PEAKS", "VARIANT_PLAN",
-                 "VARIANT_EFFECT", "VARIANT_MERGE", "VARIANT_BROWSER",
-                 "GENE_ACCESSIBILITY", "MOTIF_PRIOR", "GENIE3_PLAN", "GENIE3", "GENIE3_MERGE", "REPORTING:BENCHMARK",
-                 "REPORTING:MULTIQC")
+    # every process under the subworkflow that runs it (workflows/chromaflow.nf reads as the data flow)
+    processes = ("FASTA2H5", *(f"PREDICT_ASSEMBLIES:{p}" for p in ("PREDICT_PLAN", "MAKE_TEST_MODEL", "PREDICT",
+                                                                  "PREDICT_MERGE", "PREDICT_VIEW")),
+                 "TRACKS:BIGWIG", "TRACKS:PEAKS", "TRACKS:VARIANT_BROWSER",
+                 "VARIANT_EFFECTS:VARIANT_PLAN", "VARIANT_EFFECTS:VARIANT_EFFECT", "VARIANT_EFFECTS:VARIANT_MERGE",
+                 "GENES_AND_MOTIFS:GENE_ACCESSIBILITY", "GENES_AND_MOTIFS:MOTIF_PRIOR", "NETWORK:GENIE3_PLAN",
+                 "NETWORK:GENIE3", "NETWORK:GENIE3_MERGE", "REPORTING:BENCHMARK", "REPORTING:MULTIQC")
     assert sorted(re.findall(r'^"CHROMAFLOW:([\w:]+)":$', versions, re.M)) == sorted(processes)
     assert "\n    multiqc: 1.35\n" in versions
     trace = read_trace_file(test_run.trace)
@@ -114,11 +117,11 @@ def test_sharded_predictions_equal_one_unsharded_run(test_run, tmp_path):
     # tasks that read predictions (BIGWIG here) read PREDICT_VIEW's view, staged with the shards beside it
     done = {r["name"]: Path(r["workdir"]) for r in read_trace_file(test_run.trace) if r["status"] == "COMPLETED"}
     for asm in ("asmA", "asmB"):
-        assert not (done[f"CHROMAFLOW:PREDICT_MERGE ({asm})"] / f"{asm}_predictions.h5").exists()
-        view = done[f"CHROMAFLOW:PREDICT_VIEW ({asm})"] / f"{asm}_predictions.h5"
+        assert not (done[f"CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT_MERGE ({asm})"] / f"{asm}_predictions.h5").exists()
+        view = done[f"CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT_VIEW ({asm})"] / f"{asm}_predictions.h5"
         with h5py.File(view) as f:
             assert f["prediction/predictions"].is_virtual and view.stat().st_size < 64 << 10
-        bigwig = done[f"CHROMAFLOW:BIGWIG ({asm})"]
+        bigwig = done[f"CHROMAFLOW:TRACKS:BIGWIG ({asm})"]
         assert sorted(p.name for p in bigwig.glob("*_predictions.h5")) == \
             [f"{asm}.shard1of2_predictions.h5", f"{asm}.shard2of2_predictions.h5", f"{asm}_predictions.h5"]
         assert (bigwig / f"{asm}_predictions.h5").resolve() == view.resolve()
@@ -284,7 +287,8 @@ def test_multiqc_report_shows_our_sections_in_headless_chromium(test_run, tmp_pa
     assert table.count("<tr") == 1 + 26     # header + one row per metrics JSON (PEAKS: one per dataset; 3 variant shards + merge; 2 predict views)
     versions = dom[dom.index('id="mqc_versions_table"'):]
     versions = versions[:versions.index("</table>")]
-    for process in ("FASTA2H5", "PREDICT", "PREDICT_MERGE", "BIGWIG", "GENIE3_PLAN", "GENIE3", "GENIE3_MERGE"):
+    for process in ("FASTA2H5", "PREDICT_ASSEMBLIES:PREDICT", "PREDICT_ASSEMBLIES:PREDICT_MERGE", "TRACKS:BIGWIG",
+                    "NETWORK:GENIE3_PLAN", "NETWORK:GENIE3", "NETWORK:GENIE3_MERGE"):
         assert f"<td>CHROMAFLOW:{process}</td>" in versions, process
 
 

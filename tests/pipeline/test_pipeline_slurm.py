@@ -61,11 +61,11 @@ def test_run_succeeds_and_outputs_exist(slurm_run):
         assert names == {f"{asm}_{ds}_{s}_strand.bw" for ds in ("atacseq", "h3k4me3") for s in ("avg", "+", "-")}
     assert not (outdir / "asmA" / "network").exists()       # --skip_genie3
     versions = (outdir / "pipeline_info" / "software_versions.yml").read_text()
-    assert "CHROMAFLOW:PREDICT_GROUP\":" in versions
+    assert "CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT_GROUP\":" in versions
 
 
 GPU_PROCESSES = ("PREDICT", "PREDICT_GROUP", "VARIANT_EFFECT")     # the process_gpu tasks of this run
-GPU_JOB = rf"^nf-CHROMAFLOW_({'|'.join(GPU_PROCESSES)})_\("
+GPU_JOB = rf"^nf-CHROMAFLOW_(PREDICT_ASSEMBLIES|VARIANT_EFFECTS)_({'|'.join(GPU_PROCESSES)})_\("
 
 
 def _job_name(task: str) -> str:
@@ -76,12 +76,12 @@ def _job_name(task: str) -> str:
 def test_predict_jobs_ran_in_gpu_partition_with_one_gpu(slurm_run):
     _, _, _, jobs = slurm_run
     gpu = [j for j in jobs if re.search(GPU_JOB, j["JobName"])]
-    predict = [j for j in gpu if re.search(r"^nf-CHROMAFLOW_PREDICT(_GROUP)?_\(", j["JobName"])]
+    predict = [j for j in gpu if re.search(r"^nf-CHROMAFLOW_PREDICT_ASSEMBLIES_PREDICT(_GROUP)?_\(", j["JobName"])]
     # one shard per assembly (--predict_shards 1), both far under --predict_group_mbp: one PREDICT_GROUP job
-    assert [j["JobName"] for j in predict] == [_job_name("CHROMAFLOW:PREDICT_GROUP (2 assemblies: asmA .. asmB)")]
+    assert [j["JobName"] for j in predict] == [_job_name("CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT_GROUP (2 assemblies: asmA .. asmB)")]
     # and asmA's variants (the test sheet's vcf) scored with the same model in 3 shards (--variant_shard_size 3 of
     # the test profile), also GPU jobs
-    assert sorted(j["JobName"] for j in gpu if j not in predict) == [f"nf-CHROMAFLOW_VARIANT_EFFECT_(asmA_{i}_3)"
+    assert sorted(j["JobName"] for j in gpu if j not in predict) == [f"nf-CHROMAFLOW_VARIANT_EFFECTS_VARIANT_EFFECT_(asmA_{i}_3)"
                                                                      for i in (1, 2, 3)]
     for j in gpu:
         assert j["Partition"] == "gpu", j
@@ -96,8 +96,9 @@ def test_cpu_jobs_ran_in_cpu_partition_without_gres(slurm_run):
     _, _, _, jobs = slurm_run
     others = [j for j in jobs if not re.search(GPU_JOB, j["JobName"])]
     kinds = {re.sub(r"^nf-CHROMAFLOW_([A-Z0-9_]+?)(_\(.*\))?$", r"\1", j["JobName"]) for j in others}
-    assert kinds == {"FASTA2H5", "PREDICT_PLAN", "MAKE_TEST_MODEL", "BIGWIG", "PEAKS", "GENE_ACCESSIBILITY",
-                     "VARIANT_PLAN", "VARIANT_MERGE", "VARIANT_BROWSER"}, kinds
+    assert kinds == {"FASTA2H5", "PREDICT_ASSEMBLIES_PREDICT_PLAN", "PREDICT_ASSEMBLIES_MAKE_TEST_MODEL",
+                     "TRACKS_BIGWIG", "TRACKS_PEAKS", "GENES_AND_MOTIFS_GENE_ACCESSIBILITY",
+                     "VARIANT_EFFECTS_VARIANT_PLAN", "VARIANT_EFFECTS_VARIANT_MERGE", "TRACKS_VARIANT_BROWSER"}, kinds
     for j in others:
         assert j["Partition"] == "cpu", j
         assert j["Gres"] == "", j

@@ -92,7 +92,7 @@ def test_train_mode_runs_every_stage_once(train_run):
                                                                            "PEAKS", "BENCHMARK", "MULTIQC"])
     versions = (outdir / "pipeline_info" / "software_versions.yml").read_text()
     assert sorted(re.findall(r'^"TRAIN_MODEL:([\w:]+)":$', versions, re.M)) == sorted(
-        ["FASTA2H5", "ADD_COVERAGE", "TRAIN", "EVALUATE", "PREDICT", "BIGWIG", "PEAKS", "REPORTING:BENCHMARK",
+        ["FASTA2H5", "ADD_COVERAGE", "TRAIN", "EVALUATE", "PREDICT", "TRACKS:BIGWIG", "TRACKS:PEAKS", "REPORTING:BENCHMARK",
          "REPORTING:MULTIQC"])
     assert re.search(r"^    lightning: \d", versions, re.M) and re.search(r"^    pysam: \d", versions, re.M)
 

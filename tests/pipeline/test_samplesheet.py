@@ -2,7 +2,7 @@
 naming the sheet, the line and the problem; every odd-but-valid sheet (BOM, CRLF, trailing empty lines, quoted
 fields, paths with spaces, URLs that answer) gives exactly the rows it says.
 
-The sheets are validated by the pipeline's own function (subworkflows/local/samplesheet.nf) in one Nextflow JVM
+The sheets are validated by the pipeline's own function (subworkflows/local/utils_chromaflow/samplesheet.nf) in one Nextflow JVM
 (tests/pipeline/nextflow/validate_sheets.nf); two tests run main.nf itself (one here: an unfetchable URL, found only
 when the run stages it; the other is the pipeline nf-test spec's invalid-samplesheet case). URLs are served by a local http server on
 loopback that the test starts (tests/helpers/pipeline_utils.LocalHttpServer).

@@ -1,7 +1,7 @@
 """nextflow_schema.json documents exactly the params of nextflow.config, with matching defaults, and its enums are
 values the CLI options they are passed to (through ext.args in conf/modules.config) accept.
 
-The schema is the one source of the rules the pipeline enforces (subworkflows/local/utils_chromaflow.nf reads it;
+The schema is the one source of the rules the pipeline enforces (subworkflows/local/utils_chromaflow/schema.nf reads it;
 tests/pipeline/test_params.py checks each rule in the real Nextflow); this file keeps it in step with the config and
 the CLI.
 """

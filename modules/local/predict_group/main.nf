@@ -3,7 +3,7 @@
  * (chromaflow predict --group): the task pays torch's import, the model load and the device start once instead of
  * once per assembly. Each assembly gets the file a PREDICT task would write for it (<id>_predictions.h5, the same
  * bytes) and its own metrics JSON. workflows/chromaflow.nf groups the assemblies of at most --predict_group_mbp
- * whose plan has one shard (groupBins, subworkflows/local/utils_chromaflow.nf); larger ones and shards go to PREDICT.
+ * whose plan has one shard (groupBins, subworkflows/local/utils_chromaflow/parts.nf); larger ones and shards go to PREDICT.
  * Labelled process_gpu like PREDICT.
  *
  * metas: the members' meta maps (meta.predict_input 'h5' or 'fasta' as in PREDICT; meta.species for FASTA members);

@@ -12,9 +12,38 @@
  * MultiQC's content is the benchmark's (it finds no results in the versions alone and fails), so --skip_benchmark
  * also skips it.
  */
-include { BENCHMARK    } from '../../modules/local/benchmark'
-include { MULTIQC      } from '../../modules/local/multiqc'
-include { runTraceFile } from './utils_chromaflow'
+include { BENCHMARK } from '../../../modules/local/benchmark'
+include { MULTIQC   } from '../../../modules/local/multiqc'
+include { isUrl     } from '../utils_chromaflow/schema'
+
+/*
+ * This run's trace file, for the benchmark stage, or null (with a warning saying why) where there is none to
+ * read: tracing disabled, no file name known, or a file that does not exist on this machine while the run goes
+ * (e.g. an s3:// outdir, which Nextflow uploads only at the end). nf-test and `-with-trace FILE` replace
+ * trace.file; the session's configuration holds the name actually used.
+ */
+def runTraceFile() {
+    def cfg = workflow.session.config.trace ?: [:]
+    def why = null
+    def trace = null
+    if (!cfg.enabled) {
+        why = 'tracing is disabled (trace.enabled = false)'
+    } else if (!cfg.file) {
+        why = 'the trace file name is not known (set trace.file)'
+    } else if (isUrl(cfg.file)) {
+        why = "the trace ${cfg.file} is remote and written only at the end of the run"
+    } else {
+        trace = file(cfg.file.toString())
+        if (!trace.exists()) {
+            why = "the trace ${trace} does not exist"
+            trace = null
+        }
+    }
+    if (why) {
+        log.warn("chromaflow: ${why}: the benchmark report will have empty trace columns (realtime, %cpu, peak_rss, attempts)")
+    }
+    return trace
+}
 
 // The meta keys that say which part of an assembly a task did, copied into its metrics for the report.
 List<String> partKeys() { ['shard', 'shards', 'chunk', 'chunks'] }

@@ -165,10 +165,10 @@ def checkSpecies(species, String where) {
 }
 
 /*
- * Returns a list of [meta, fasta, expression|null, regulators|null, annotation|null, motifs|null, tf_motifs|null,
- * vcf|null]
- * rows, meta = [id, species, expression_layout] (+ motifs_db: 'jaspar:...' where the motifs column names pyjaspar's
- * bundled database instead of a file).
+ * Returns a list of [meta, files] rows, one per assembly: files = [fasta:, expression:, regulators:, annotation:,
+ * motifs:, tf_motifs:, vcf:] (each a path, or null where the column is empty), meta = [id, species,
+ * expression_layout] (+ motifs_db: 'jaspar:...' where the motifs column names pyjaspar's bundled database instead
+ * of a file).
  * options: default_species (else the id), default_layout (for rows without expression_layout) and layouts (the
  * allowed values: the genie3_layout enum of nextflow_schema.json).
  */
@@ -202,7 +202,8 @@ def parseSamplesheet(sheetPath, Map options = [:]) {
         if (tf_motifs && !rec.motifs) sheetError("${where}: column 'tf_motifs' is set but 'motifs' is empty")
         def meta = [id: id, species: species, expression_layout: layout] + (motifs_db ? [motifs_db: motifs_db] : [:])
         def vcf = rec.vcf ? resolveSheetPath(rec.vcf, sheetDir, where, 'vcf') : null
-        rows << [meta, fasta, expression, regulators, annotation, motifs, tf_motifs, vcf]
+        rows << [meta, [fasta: fasta, expression: expression, regulators: regulators, annotation: annotation,
+                        motifs: motifs, tf_motifs: tf_motifs, vcf: vcf]]
     }
     if (!rows) sheetError("samplesheet ${name}: no assemblies (only a header line)")
     return rows

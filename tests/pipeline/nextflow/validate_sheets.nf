@@ -1,5 +1,5 @@
 /*
- * Test driver: runs the pipeline's own sheet validation (subworkflows/local/samplesheet.nf) on every samplesheet
+ * Test driver: runs the pipeline's own sheet validation (subworkflows/local/utils_chromaflow/samplesheet.nf) on every samplesheet
  * given in --sheets and every train sheet in --train_sheets (comma-separated) in one JVM, printing one line each:
  *   RESULT<TAB><sheet><TAB>OK<TAB><rows as JSON>   or   RESULT<TAB><sheet><TAB>ERROR<TAB><message>
  * (train sheet rows: [meta, fasta, [dataset, kind, library, shift, files, indexes] per dataset]).
@@ -8,7 +8,7 @@
 params.sheets = ''
 params.train_sheets = ''
 
-include { parseSamplesheet; parseTrainSheet } from '../../../subworkflows/local/samplesheet'
+include { parseSamplesheet; parseTrainSheet } from '../../../subworkflows/local/utils_chromaflow/samplesheet'
 
 def rootCause(Throwable e) {
     return (e.cause != null && e.cause != e) ? rootCause(e.cause) : e
@@ -28,7 +28,7 @@ workflow {
     def options = [default_species: null, default_layout: 'genes-x-samples', layouts: ['genes-x-samples', 'samples-x-genes']]
     def name = { p -> p == null ? null : (p.toUri().scheme == 'file' ? p.toString() : p.toUriString()) }
     params.sheets.tokenize(',').each { s ->
-        report(s, { parseSamplesheet(it, options).collect { r -> [r[0], name.call(r[1]), name.call(r[2]), name.call(r[3])] } })
+        report(s, { parseSamplesheet(it, options).collect { meta, f -> [meta, name.call(f.fasta), name.call(f.expression), name.call(f.regulators)] } })
     }
     params.train_sheets.tokenize(',').each { s ->
         report(s, { parseTrainSheet(it).collect { meta, fasta, specs ->

@@ -1,0 +1,58 @@
+/*
+ * GENES_AND_MOTIFS: what the predictions say about genes. With an annotation, GENE_ACCESSIBILITY tabulates each
+ * gene's predicted promoter coverage (when prediction runs); with motifs, MOTIF_PRIOR scans the promoters and builds
+ * the (TF, target) prior for GENIE3, its hits weighted by the predicted accessibility when prediction runs (not
+ * with --skip_genie3: the prior is GENIE3's).
+ *
+ *   annotation + predictions ── GENE_ACCESSIBILITY ── <id>/genes/ (per-gene table, promoter BED/bigBed)
+ *   fasta + annotation + motifs + tf_motifs (+ predictions) ── MOTIF_PRIOR ── <id>/network/<id>.prior.tsv.gz
+ *
+ * take: ch_samplesheet  [meta, files] per assembly (PIPELINE_INITIALISATION)
+ *       ch_predictions  [meta, predictions] (PREDICT_ASSEMBLIES; an empty channel with --skip_predict)
+ * emit: prior           [meta, prior] per assembly with motifs
+ *       versions, metrics
+ */
+include { GENE_ACCESSIBILITY } from '../../../modules/local/gene_accessibility'
+include { MOTIF_PRIOR        } from '../../../modules/local/motif_prior'
+
+workflow GENES_AND_MOTIFS {
+    take:
+    ch_samplesheet
+    ch_predictions
+
+    main:
+    ch_versions = Channel.empty()
+    ch_metrics  = Channel.empty()
+    ch_prior    = Channel.empty()
+    ch_by_id    = ch_predictions.map { meta, p -> [meta.id, p] }
+
+    if (!params.skip_predict) {
+        GENE_ACCESSIBILITY(
+            ch_samplesheet.filter { meta, files -> files.annotation }
+                .map { meta, files -> [meta.id, meta, files.annotation] }
+                .join(ch_by_id)
+                .map { id, meta, annot, p -> [meta, annot, p] }
+        )
+        ch_versions = ch_versions.mix(GENE_ACCESSIBILITY.out.versions)
+        ch_metrics  = ch_metrics.mix(GENE_ACCESSIBILITY.out.metrics)
+    }
+
+    if (!params.skip_genie3) {
+        ch_motifs = ch_samplesheet
+            .filter { meta, files -> files.tf_motifs }
+            .map { meta, f -> [meta.id, meta, f.fasta, f.annotation, f.motifs, f.tf_motifs, f.regulators] }
+        MOTIF_PRIOR(
+            params.skip_predict
+                ? ch_motifs.map { row -> row.drop(1) + [[]] }
+                : ch_motifs.join(ch_by_id).map { row -> row.drop(1) }
+        )
+        ch_versions = ch_versions.mix(MOTIF_PRIOR.out.versions)
+        ch_metrics  = ch_metrics.mix(MOTIF_PRIOR.out.metrics)
+        ch_prior    = MOTIF_PRIOR.out.prior
+    }
+
+    emit:
+    prior    = ch_prior
+    versions = ch_versions
+    metrics  = ch_metrics
+}
