@@ -631,7 +631,7 @@ def test_data_index_is_written_a_spilled_chunk_at_a_time(tmp_path):
     import io
     import tracemalloc
 
-    from chromaflow.common import Records, Spill
+    from chromaflow.bigwig.spool import Records, Spill
 
     rng = np.random.default_rng(3)
     n = 240_000

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from chromaflow.cli import main
-from chromaflow.common import ChromaflowError
+from chromaflow.errors import ChromaflowError
 from chromaflow.genie3 import expression, links
-from chromaflow.common import part_bounds
+from chromaflow.sharding import part_bounds
 from chromaflow.genie3.core import Options, compute_weights, resolve_k, target_seed, target_seeds
 from chromaflow.genie3.skengine import unnormalised_mdi
 from helpers.cli import chromaflow

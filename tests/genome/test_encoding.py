@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chromaflow.common import ChromaflowError
+from chromaflow.errors import ChromaflowError
 from chromaflow.genome import encoding
 from helpers.environment import ROOT, unavailable
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chromaflow.common import ChromaflowError
+from chromaflow.errors import ChromaflowError
 from chromaflow.motifs.motifs import Motif, load_motifs, read_tf_motifs
 from chromaflow.motifs.scan import Scanner
 

@@ -453,7 +453,7 @@ def test_reference_predictions_tie_rule(reference_dir, tmp_path, stem):
 # --batch-size auto (fake OOM on CPU), transfer dtypes, precision deviation, NVML without a GPU
 # --------------------------------------------------------------------------------------------------
 def test_find_batch_size_power_then_bisect():
-    from chromaflow.common import ChromaflowError
+    from chromaflow.errors import ChromaflowError
     from chromaflow.predict.probe import find_batch_size
 
     for limit in (1, 2, 5, 16, 37, 100, 1000, 3000):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from chromaflow.common import part_bounds
+from chromaflow.sharding import part_bounds
 from helpers.cli import chromaflow as run
 from helpers.environment import ROOT
 

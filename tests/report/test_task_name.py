@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from chromaflow.common import TASK_NAME_ENV, StageMetrics
+from chromaflow.metrics import TASK_NAME_ENV, StageMetrics
 from chromaflow.report.tasks import task_from_metrics
 from chromaflow.report.trace import match_trace
 

@@ -463,7 +463,7 @@ def test_architecture_options_with_resume_must_agree_with_the_checkpoint():
     architecture are accepted, another value is refused naming both."""
     import argparse
 
-    from chromaflow.common import ChromaflowError
+    from chromaflow.errors import ChromaflowError
     from chromaflow.predict.checkpoint import load_checkpoint
     from chromaflow.train.cli_train import ARCH_OPTIONS, _check_architecture
 
