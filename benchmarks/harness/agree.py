@@ -13,6 +13,7 @@
 
 Each prints one JSON object: {"ok": true|false|null, "detail": "...", ...}.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -45,7 +46,7 @@ def _h5_datasets_equal(a, b, names: list[str]) -> list[str]:
             continue
         step = max(1, (64 << 20) // max(1, x.dtype.itemsize * int(np.prod(x.shape[1:]))))
         for i in range(0, x.shape[0], step):
-            u, v = x[i:i + step], y[i:i + step]
+            u, v = x[i : i + step], y[i : i + step]
             if u.dtype.kind == "f":
                 u, v = u.view(f"u{u.dtype.itemsize}"), v.view(f"u{v.dtype.itemsize}")
             if not np.array_equal(u, v):
@@ -65,8 +66,12 @@ def h5(ours: str, peer: str) -> dict:
     sizes["size_ratio"] = sizes["ours_bytes"] / sizes["peer_bytes"]
     if bad:
         return {"ok": False, "detail": "; ".join(bad), **sizes}
-    return {"ok": True, "detail": f"data/X, seqids, species, start_ends identical ({rows} rows); file size "
-                                  f"{sizes['size_ratio']:.3f} x the peer's", **sizes}
+    return {
+        "ok": True,
+        "detail": f"data/X, seqids, species, start_ends identical ({rows} rows); file size "
+        f"{sizes['size_ratio']:.3f} x the peer's",
+        **sizes,
+    }
 
 
 def _diff_positions(a, b) -> tuple[int, int, list[tuple]]:
@@ -81,7 +86,7 @@ def _diff_positions(a, b) -> tuple[int, int, list[tuple]]:
             idx = np.argwhere(d)
             n += len(idx)
             maxd = max(maxd, int(np.abs(x[d] - y[d]).max()))
-            where += [(r, int(p), int(c)) for p, c in idx[:10000 - len(where)]]
+            where += [(r, int(p), int(c)) for p, c in idx[: 10000 - len(where)]]
     return n, maxd, where
 
 
@@ -107,16 +112,21 @@ def predictions(ours: str, peer: str, ckpt: str, genome: str) -> dict:
         return {"ok": False, "detail": f"{n} of {total:,} values differ, max |d| {maxd}", "differ": n, "values": total}
     ties, not_ties = _prediction_ties(genome, ckpt, where)
     ok = not not_ties
-    return {"ok": ok, "differ": n, "values": total, "ties": ties, "detail":
-            f"{n} of {total:,} values differ by 1, {'all' if ok else 'not all'} at ties (|raw - k.5| <= "
-            f"{TIE_EPS:g} x max(1, raw) in float64)" + ("" if ok else f"; not ties at (row, pos, dataset) {not_ties[:5]}")}
+    return {
+        "ok": ok,
+        "differ": n,
+        "values": total,
+        "ties": ties,
+        "detail": f"{n} of {total:,} values differ by 1, {'all' if ok else 'not all'} at ties (|raw - k.5| <= "
+        f"{TIE_EPS:g} x max(1, raw) in float64)" + ("" if ok else f"; not ties at (row, pos, dataset) {not_ties[:5]}"),
+    }
 
 
 def _prediction_ties(genome: str, ckpt: str, where: list[tuple]) -> tuple[int, list[tuple]]:
     """How many of the differing (row, pos, dataset) are ties by the package's rule, and which are not."""
     import h5py
 
-    from chromaflow.predict.checkpoint import build_model, load_checkpoint
+    from chromaflow.model.checkpoint import build_model, load_checkpoint
     from chromaflow.predict.compare import near_ties
 
     model = build_model(load_checkpoint(ckpt))
@@ -124,7 +134,7 @@ def _prediction_ties(genome: str, ckpt: str, where: list[tuple]) -> tuple[int, l
     with h5py.File(genome, "r") as f:
         X = f["data/X"]
         for r in sorted({r for r, _, _ in where}):
-            ties |= near_ties(model, X[r:r + 1], row_offset=r)
+            ties |= near_ties(model, X[r : r + 1], row_offset=r)
     allowed = [w for w in where if tuple(w) in ties]
     return len(allowed), [w for w in where if tuple(w) not in ties]
 
@@ -135,8 +145,14 @@ def deviation(a_path: str, b_path: str) -> dict:
     with h5py.File(a_path, "r") as a, h5py.File(b_path, "r") as b:
         n, maxd, _ = _diff_positions(a["prediction/predictions"], b["prediction/predictions"])
         total = int(np.prod(a["prediction/predictions"].shape))
-    return {"ok": None, "differ": n, "values": total, "fraction": n / total, "max_abs": maxd,
-            "detail": f"{n:,} of {total:,} values ({100 * n / total:.3f} %) differ, max |d| {maxd}"}
+    return {
+        "ok": None,
+        "differ": n,
+        "values": total,
+        "fraction": n / total,
+        "max_abs": maxd,
+        "detail": f"{n:,} of {total:,} values ({100 * n / total:.3f} %) differ, max |d| {maxd}",
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -205,8 +221,9 @@ def tracks(ours_dir: str, peer_dir: str, pred_h5: str, ws: str) -> dict:
         read = _intervals_bw if pf.name.endswith(".bw") else _intervals_bg
         a, b = read(of), read(pf)
         if pf.name.endswith(".bw"):
-            if not np.array_equal(a.pop("__sizes__"), b.pop("__sizes__")) or \
-                    list(a.pop("__names__")) != list(b.pop("__names__")):
+            if not np.array_equal(a.pop("__sizes__"), b.pop("__sizes__")) or list(a.pop("__names__")) != list(
+                b.pop("__names__")
+            ):
                 bad.append(f"{pf.name}: chromosome list or sizes differ")
                 continue
         for c in sorted(set(a) | set(b)):
@@ -275,8 +292,11 @@ def coverage(ours: str, peer: str, prefix: str) -> dict:
     compression, shuffle and fill value, and the same values (compared in slabs of rows)."""
     import h5py
 
-    names = [f"evaluation/{prefix}_coverage", f"evaluation/{prefix}_spliced_coverage",
-             f"evaluation/{prefix}_meta/bam_files"]
+    names = [
+        f"evaluation/{prefix}_coverage",
+        f"evaluation/{prefix}_spliced_coverage",
+        f"evaluation/{prefix}_meta/bam_files",
+    ]
     bad = []
     with h5py.File(ours, "r") as a, h5py.File(peer, "r") as b:
         for k in names:
@@ -284,8 +304,9 @@ def coverage(ours: str, peer: str, prefix: str) -> dict:
                 bad.append(f"{k}: missing in {'ours' if k not in a else 'peer'}")
                 continue
             x, y = a[k], b[k]
-            lay = [(n, getattr(x, n), getattr(y, n)) for n in ("chunks", "maxshape", "compression", "shuffle",
-                                                                 "fillvalue")]
+            lay = [
+                (n, getattr(x, n), getattr(y, n)) for n in ("chunks", "maxshape", "compression", "shuffle", "fillvalue")
+            ]
             diff = [f"{n} {u} vs {v}" for n, u, v in lay if u != v]
             if diff:
                 bad.append(f"{k}: " + ", ".join(diff))
@@ -295,14 +316,18 @@ def coverage(ours: str, peer: str, prefix: str) -> dict:
         covered = 0
         if cov is not None and not bad:
             for i in range(0, shape[0], 64):
-                covered += int((cov[i:i + 64] > 0).sum())
+                covered += int((cov[i : i + 64] > 0).sum())
     if bad:
         return {"ok": False, "detail": "; ".join(bad[:6])}
     if covered == 0:  # two empty outputs would agree trivially
         return {"ok": False, "detail": f"{names[0]} has no covered base in either file"}
-    return {"ok": True, "shape": list(shape), "covered_values": covered,
-            "detail": f"{prefix}_coverage, _spliced_coverage, _meta/bam_files identical (values and layout; "
-                      f"{shape[0]:,} rows, {covered:,} covered values)"}
+    return {
+        "ok": True,
+        "shape": list(shape),
+        "covered_values": covered,
+        "detail": f"{prefix}_coverage, _spliced_coverage, _meta/bam_files identical (values and layout; "
+        f"{shape[0]:,} rows, {covered:,} covered values)",
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -333,13 +358,25 @@ def losscurve(ours_tsv: str, peer_log: str) -> dict:
     last = a[-1]
     if bad:
         return {"ok": False, "detail": "; ".join(bad[:4]), "max_rel_diff": worst}
-    return {"ok": True, "epochs": len(a), "max_rel_diff": worst, "final_train_loss": last["avg_train_loss"],
-            "detail": f"{len(a)} epoch(s): train/val loss and accuracy equal Predmoter's (largest relative difference "
-                      f"{worst:.1e}; rule: rel {CURVE_REL:g} or abs {CURVE_ABS:g}); last train loss "
-                      f"{last['avg_train_loss']:.4f}"}
+    return {
+        "ok": True,
+        "epochs": len(a),
+        "max_rel_diff": worst,
+        "final_train_loss": last["avg_train_loss"],
+        "detail": f"{len(a)} epoch(s): train/val loss and accuracy equal Predmoter's (largest relative difference "
+        f"{worst:.1e}; rule: rel {CURVE_REL:g} or abs {CURVE_ABS:g}); last train loss "
+        f"{last['avg_train_loss']:.4f}",
+    }
 
 
 if __name__ == "__main__":
-    fn = {"h5": h5, "predictions": predictions, "deviation": deviation, "tracks": tracks, "score": score,
-          "coverage": coverage, "losscurve": losscurve}[sys.argv[1]]
+    fn = {
+        "h5": h5,
+        "predictions": predictions,
+        "deviation": deviation,
+        "tracks": tracks,
+        "score": score,
+        "coverage": coverage,
+        "losscurve": losscurve,
+    }[sys.argv[1]]
     print(json.dumps(fn(*sys.argv[2:])))

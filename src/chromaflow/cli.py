@@ -5,6 +5,7 @@ Only the chosen subcommand's module is imported, so ``chromaflow fasta2h5`` neve
 Errors a user can fix (:class:`~chromaflow.errors.ChromaflowError`, and OS errors such as a full
 disk) print one line ``chromaflow <command>: error: <message>`` and exit non-zero.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,6 +15,7 @@ import os
 import re
 import signal
 import sys
+from typing import cast
 
 from . import __version__
 from .errors import ChromaflowError
@@ -24,27 +26,74 @@ from .signals import handle_stop_signals, raise_if_stopped
 COMMANDS: dict[str, tuple[str, str]] = {
     "fasta2h5": ("chromaflow.fasta2h5.cli", "FASTA -> Helixer-layout HDF5 (one-hot, chunked, both strands)"),
     "predict": ("chromaflow.predict.cli_predict", "Predmoter-compatible coverage prediction from a genome h5"),
-    "predict-plan": ("chromaflow.predict.cli_plan", "count an assembly's rows (FASTA or genome h5) and plan its prediction shards"),
+    "predict-plan": (
+        "chromaflow.predict.cli_plan",
+        "count an assembly's rows (FASTA or genome h5) and plan its prediction shards",
+    ),
     "predict-merge": ("chromaflow.predict.cli_merge", "join --shard outputs into one predictions h5"),
-    "make-test-model": ("chromaflow.predict.cli_testmodel", "write a tiny seeded Predmoter-layout checkpoint (meaningless weights, for tests)"),
+    "make-test-model": (
+        "chromaflow.model.cli_testmodel",
+        "write a tiny seeded Predmoter-layout checkpoint (meaningless weights, for tests)",
+    ),
     "bigwig": ("chromaflow.bigwig.cli", "predictions h5 -> bigWig/bedGraph tracks, chrom.sizes, IGV session, UCSC hub"),
-    "gene-accessibility": ("chromaflow.annotation.cli_accessibility", "per-gene promoter (TSS window) mean, max and percentile of predicted coverage"),
-    "motif-prior": ("chromaflow.motifs.cli", "motif scan of promoter windows -> (TF, target) prior for GENIE3, optionally weighted by predicted accessibility"),
-    "peaks": ("chromaflow.peaks.cli", "narrowPeak calls on a predicted track (predictions h5 or bigWig), equal to MACS3 bdgpeakcall; --cutoff auto = F1-best"),
+    "gene-accessibility": (
+        "chromaflow.annotation.cli_accessibility",
+        "per-gene promoter (TSS window) mean, max and percentile of predicted coverage",
+    ),
+    "motif-prior": (
+        "chromaflow.motifs.cli",
+        "motif scan of promoter windows -> (TF, target) prior for GENIE3, optionally weighted by predicted "
+        "accessibility",
+    ),
+    "peaks": (
+        "chromaflow.peaks.cli",
+        "narrowPeak calls on a predicted track (predictions h5 or bigWig), equal to MACS3 bdgpeakcall; --cutoff auto "
+        "= F1-best",
+    ),
     "genie3": ("chromaflow.genie3.cli", "GENIE3 gene-regulatory-network inference from an expression matrix"),
     "genie3-merge": ("chromaflow.genie3.cli_merge", "merge GENIE3 target-chunk results into one ranked link list"),
-    "genie3-plan": ("chromaflow.genie3.cli_plan", "count the genes of an expression matrix and plan GENIE3 target chunks"),
-    "bench": ("chromaflow.report.sweep", "sweep settings on this machine (batch size, workers, threads) and print the best"),
+    "genie3-plan": (
+        "chromaflow.genie3.cli_plan",
+        "count the genes of an expression matrix and plan GENIE3 target chunks",
+    ),
+    "bench": (
+        "chromaflow.report.sweep",
+        "sweep settings on this machine (batch size, workers, threads) and print the best",
+    ),
     "benchmark-report": ("chromaflow.report.cli", "collect metrics JSONs + Nextflow trace into the benchmark report"),
-    "fasta-layout": ("chromaflow.genome.cli_layout", "rows (subsequences) a FASTA gives at chunk length L, without writing anything"),
-    "add-coverage": ("chromaflow.coverage.cli", "BAM/bigWig read coverage -> evaluation/<prefix>_coverage in a genome h5 (Helixer-compatible, atomic)"),
-    "train": ("chromaflow.train.cli_train", "train, resume or fine-tune a Predmoter-compatible model (Lightning; CPU, GPU, DDP)"),
-    "variant-effect": ("chromaflow.variant.cli", "score the variants of a VCF with a model: ref vs alt predicted coverage per dataset and strand"),
+    "fasta-layout": (
+        "chromaflow.genome.cli_layout",
+        "rows (subsequences) a FASTA gives at chunk length L, without writing anything",
+    ),
+    "add-coverage": (
+        "chromaflow.coverage.cli",
+        "BAM/bigWig read coverage -> evaluation/<prefix>_coverage in a genome h5 (Helixer-compatible, atomic)",
+    ),
+    "train": (
+        "chromaflow.train.cli_train",
+        "train, resume or fine-tune a Predmoter-compatible model (Lightning; CPU, GPU, DDP)",
+    ),
+    "variant-effect": (
+        "chromaflow.variant.cli",
+        "score the variants of a VCF with a model: ref vs alt predicted coverage per dataset and strand",
+    ),
     "variant-plan": ("chromaflow.variant.cli_plan", "count a VCF's (variant, ALT) rows and plan variant-effect shards"),
-    "variant-browser": ("chromaflow.variant.cli_browser", "add variant-effect --tracks bigWigs to bigwig's IGV session and UCSC hub"),
-    "variant-merge": ("chromaflow.variant.cli_merge", "join variant-effect --shard tables into the unsharded table; overall top --tracks"),
-    "evaluate": ("chromaflow.train.cli_evaluate", "Predmoter test mode: per-file loss and Pearson per dataset, plus plots"),
-    "versions": ("chromaflow.versions", "a task's versions.yml (nf-core layout) from installed metadata, without importing torch"),
+    "variant-browser": (
+        "chromaflow.variant.cli_browser",
+        "add variant-effect --tracks bigWigs to bigwig's IGV session and UCSC hub",
+    ),
+    "variant-merge": (
+        "chromaflow.variant.cli_merge",
+        "join variant-effect --shard tables into the unsharded table; overall top --tracks",
+    ),
+    "evaluate": (
+        "chromaflow.train.cli_evaluate",
+        "Predmoter test mode: per-file loss and Pearson per dataset, plus plots",
+    ),
+    "versions": (
+        "chromaflow.versions",
+        "a task's versions.yml (nf-core layout) from installed metadata, without importing torch",
+    ),
 }
 
 
@@ -84,7 +133,7 @@ def _os_error_line(exc: Exception) -> str:
     elif getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in text:
         text = "No space left on device"
     elif getattr(exc, "strerror", None):
-        text = exc.strerror
+        text = cast(str, getattr(exc, "strerror"))  # an OSError's (or a RuntimeError carrying one)
     line = f"{filename}: {text}" if filename else text
     return _PART.sub(lambda m: (m.group("dir") or "") + m.group("name"), line)
 

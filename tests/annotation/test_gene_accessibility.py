@@ -1,5 +1,6 @@
 """``chromaflow gene-accessibility`` on Predmoter's predictions against the tracks of Predmoter's own converter
 (bigWig files made by convert2coverage.py, ../shared/reference/predmoter/converted/), and its bad input."""
+
 from __future__ import annotations
 
 import csv
@@ -32,14 +33,27 @@ def tables(ref, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ga")
     gff = write(tmp / "genes.gff3", gff3_text(GENES))
     out = {}
-    run_in_process("gene-accessibility", "--annotation", gff, "--predictions", ref / "pred_data_1_predictions.h5",
-                   "--out", tmp / "pred.tsv")
+    run_in_process(
+        "gene-accessibility",
+        "--annotation",
+        gff,
+        "--predictions",
+        ref / "pred_data_1_predictions.h5",
+        "--out",
+        tmp / "pred.tsv",
+    )
     out["pred"] = tmp / "pred.tsv"
     conv = ref / "converted"
     for strand in ("avg", "+", "-"):
-        run_in_process("gene-accessibility", "--annotation", gff, "--bigwig",
-                       *(conv / f"pred_data_1_{ds}_{strand}_strand.bw" for ds in ("atacseq", "h3k4me3")),
-                       "--out", tmp / f"bw{strand}.tsv")
+        run_in_process(
+            "gene-accessibility",
+            "--annotation",
+            gff,
+            "--bigwig",
+            *(conv / f"pred_data_1_{ds}_{strand}_strand.bw" for ds in ("atacseq", "h3k4me3")),
+            "--out",
+            tmp / f"bw{strand}.tsv",
+        )
         out[strand] = tmp / f"bw{strand}.tsv"
     out["gff"] = gff
     return out
@@ -53,17 +67,21 @@ def _rows(path):
 def test_columns_and_windows(tables):
     rows = _rows(tables["pred"])
     assert list(rows[0])[:6] == ["gene_id", "seqid", "strand", "tss", "window_start", "window_end"]
-    assert [k for k in rows[0] if "atacseq" in k] == ["mean_atacseq", "max_atacseq", "percentile_atacseq",
-                                                       "mean_atacseq_same_strand", "max_atacseq_same_strand",
-                                                       "percentile_atacseq_same_strand"]
+    assert [k for k in rows[0] if "atacseq" in k] == [
+        "mean_atacseq",
+        "max_atacseq",
+        "percentile_atacseq",
+        "mean_atacseq_same_strand",
+        "max_atacseq_same_strand",
+        "percentile_atacseq_same_strand",
+    ]
     assert len(rows) == len(GENES)
     by_id = {g[0]: g for g in GENES}
     for r in rows:
         gid, seqid, s, e, st = by_id[r["gene_id"]]
         tss = s - 1 if st == "+" else e - 1
         lo, hi = (tss - 1000, tss + 200) if st == "+" else (tss - 199, tss + 1001)
-        assert (int(r["tss"]), int(r["window_start"]), int(r["window_end"])) == \
-               (tss, max(0, lo), min(SIZES[seqid], hi))
+        assert (int(r["tss"]), int(r["window_start"]), int(r["window_end"])) == (tss, max(0, lo), min(SIZES[seqid], hi))
     clipped = [r for r in rows if int(r["window_start"]) == 0 or int(r["window_end"]) in SIZES.values()]
     assert clipped, "the factory puts genes at record ends"
 
@@ -73,8 +91,7 @@ def test_strand_average_equals_predmoter_avg_track(tables, ds):
     pred, bw = _rows(tables["pred"]), _rows(tables["avg"])
     col = f"pred_data_1_{ds}_avg_strand"
     assert [r["gene_id"] for r in pred] == [r["gene_id"] for r in bw]
-    np.testing.assert_allclose([float(r[f"mean_{ds}"]) for r in pred], [float(r[f"mean_{col}"]) for r in bw],
-                               atol=1e-4)
+    np.testing.assert_allclose([float(r[f"mean_{ds}"]) for r in pred], [float(r[f"mean_{col}"]) for r in bw], atol=1e-4)
     assert [r[f"max_{ds}"] for r in pred] == [r[f"max_{col}"] for r in bw]
     assert [r[f"percentile_{ds}"] for r in pred] == [r[f"percentile_{col}"] for r in bw]
 
@@ -90,7 +107,7 @@ def test_same_strand_equals_predmoter_strand_tracks(tables, ds):
 
 
 def test_percentile_rule():
-    from chromaflow.annotation.cli_accessibility import percentile
+    from chromaflow.annotation.accessibility import percentile
 
     assert percentile(np.array([3.0, 1.0, 2.0, 2.0, 5.0])).tolist() == [75.0, 0.0, 25.0, 25.0, 100.0]
     assert percentile(np.array([4.0])).tolist() == [100.0]
@@ -98,8 +115,15 @@ def test_percentile_rule():
 
 def test_unsorted_gzipped_same_bytes(tables, ref, tmp_path):
     gz = write(tmp_path / "shuffled.gff3.gz", gff3_text(GENES, shuffle_seed=5), gz=True)
-    run_in_process("gene-accessibility", "--annotation", gz, "--predictions", ref / "pred_data_1_predictions.h5",
-                   "--out", tmp_path / "o.tsv")
+    run_in_process(
+        "gene-accessibility",
+        "--annotation",
+        gz,
+        "--predictions",
+        ref / "pred_data_1_predictions.h5",
+        "--out",
+        tmp_path / "o.tsv",
+    )
     assert (tmp_path / "o.tsv").read_bytes() == tables["pred"].read_bytes()
 
 
@@ -135,19 +159,37 @@ def test_gtf_given_as_gff3(tmp_path, ref):
 
 
 def test_bad_window(tmp_path, ref, tables):
-    proc = cli("--annotation", tables["gff"], "--predictions", ref / "pred_data_1_predictions.h5",
-               "--out", tmp_path / "o.tsv", "--downstream", "0")
+    proc = cli(
+        "--annotation",
+        tables["gff"],
+        "--predictions",
+        ref / "pred_data_1_predictions.h5",
+        "--out",
+        tmp_path / "o.tsv",
+        "--downstream",
+        "0",
+    )
     assert_one_line_error(proc, "gene-accessibility", "--downstream")
     assert_nothing_left(tmp_path)
 
 
 def test_promoter_bed(tables, ref, tmp_path):
-    run_in_process("gene-accessibility", "--annotation", tables["gff"], "--predictions",
-                   ref / "pred_data_1_predictions.h5", "--out", tmp_path / "o.tsv", "--bed", tmp_path / "p.bed")
+    run_in_process(
+        "gene-accessibility",
+        "--annotation",
+        tables["gff"],
+        "--predictions",
+        ref / "pred_data_1_predictions.h5",
+        "--out",
+        tmp_path / "o.tsv",
+        "--bed",
+        tmp_path / "p.bed",
+    )
     bed = [ln.split("\t") for ln in (tmp_path / "p.bed").read_text().splitlines()]
     rows = _rows(tables["pred"])
-    assert [(b[0], int(b[1]), int(b[2]), b[3], b[5]) for b in bed] == \
-           [(r["seqid"], int(r["window_start"]), int(r["window_end"]), r["gene_id"], r["strand"]) for r in rows]
+    assert [(b[0], int(b[1]), int(b[2]), b[3], b[5]) for b in bed] == [
+        (r["seqid"], int(r["window_start"]), int(r["window_end"]), r["gene_id"], r["strand"]) for r in rows
+    ]
     # the score is 10 x the unrounded percentile (the table prints 2 decimals): within 1 of the printed one x 10
     assert all(abs(int(b[4]) - 10 * float(r["percentile_atacseq"])) <= 0.55 for b, r in zip(bed, rows))
 
@@ -157,20 +199,40 @@ def test_promoter_bigbed_holds_the_bed(tables, ref, tmp_path):
     pybigtools), its entries are the BED's rows; a bigBed 6 (autoSql bed6, as the hub stanza's type says)."""
     import pyBigWig
 
-    run_in_process("gene-accessibility", "--annotation", tables["gff"], "--predictions",
-                   ref / "pred_data_1_predictions.h5", "--out", tmp_path / "o.tsv", "--bed", tmp_path / "p.bed",
-                   "--bigbed", tmp_path / "p.bb")
+    run_in_process(
+        "gene-accessibility",
+        "--annotation",
+        tables["gff"],
+        "--predictions",
+        ref / "pred_data_1_predictions.h5",
+        "--out",
+        tmp_path / "o.tsv",
+        "--bed",
+        tmp_path / "p.bed",
+        "--bigbed",
+        tmp_path / "p.bb",
+    )
     bed = sorted(tuple(ln.split("\t")) for ln in (tmp_path / "p.bed").read_text().splitlines())
     bb = pyBigWig.open(str(tmp_path / "p.bb"))
     assert bb.isBigBed() and bb.chroms() == SIZES
-    got = sorted((c, str(s), str(e), *rest.split("\t")) for c, n in SIZES.items()
-                 for s, e, rest in (bb.entries(c, 0, n) or []))
+    got = sorted(
+        (c, str(s), str(e), *rest.split("\t")) for c, n in SIZES.items() for s, e, rest in (bb.entries(c, 0, n) or [])
+    )
     assert got == bed and len(got) == len(GENES)
     sql = bb.SQL().decode()
     assert "table bed6" in sql and all(f in sql for f in ("string name;", "uint   score;", "char[1] strand;"))
     # alone (no --bed) it is the same file
-    run_in_process("gene-accessibility", "--annotation", tables["gff"], "--predictions",
-                   ref / "pred_data_1_predictions.h5", "--out", tmp_path / "o2.tsv", "--bigbed", tmp_path / "q.bb")
+    run_in_process(
+        "gene-accessibility",
+        "--annotation",
+        tables["gff"],
+        "--predictions",
+        ref / "pred_data_1_predictions.h5",
+        "--out",
+        tmp_path / "o2.tsv",
+        "--bigbed",
+        tmp_path / "q.bb",
+    )
     assert (tmp_path / "q.bb").read_bytes() == (tmp_path / "p.bb").read_bytes()
 
 

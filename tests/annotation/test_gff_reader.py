@@ -1,5 +1,6 @@
 """The streaming GFF3/GTF reader of ``chromaflow.annotation.gff`` against gffutils run side by side, and its
 one-line errors."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,8 +16,14 @@ GENES = random_genes(7, SIZES, 30)
 
 
 def _gffutils(path, featuretype):
-    db = gffutils.create_db(str(path), ":memory:", merge_strategy="error", keep_order=True,
-                            disable_infer_genes=True, disable_infer_transcripts=True)
+    db = gffutils.create_db(
+        str(path),
+        ":memory:",
+        merge_strategy="error",
+        keep_order=True,
+        disable_infer_genes=True,
+        disable_infer_transcripts=True,
+    )
     return sorted((f.id, f.seqid, f.start - 1, f.end, f.strand) for f in db.features_of_type(featuretype))
 
 
@@ -36,8 +43,9 @@ def test_gff3_same_as_gffutils(tmp_path, gz, feature):
 @pytest.mark.parametrize("feature,gff_type", [("gene", "gene"), ("mRNA", "transcript")])
 def test_gtf_same_as_gffutils(tmp_path, feature, gff_type):
     path = write(tmp_path / "a.gtf", gtf_text(GENES))
-    db = gffutils.create_db(str(path), ":memory:", merge_strategy="merge", disable_infer_genes=True,
-                            disable_infer_transcripts=True)
+    db = gffutils.create_db(
+        str(path), ":memory:", merge_strategy="merge", disable_infer_genes=True, disable_infer_transcripts=True
+    )
     key = "gene_id" if feature == "gene" else "transcript_id"
     ref = sorted((f.attributes[key][0], f.seqid, f.start - 1, f.end, f.strand) for f in db.features_of_type(gff_type))
     assert _ours(path, feature) == ref
@@ -60,22 +68,29 @@ def test_unsorted_is_the_same(tmp_path):
 def test_windows_strand_aware_and_clipped():
     from chromaflow.annotation.gff import Gene
 
-    genes = [Gene("p", "c", 5000, 6000, "+", 1), Gene("m", "c", 5000, 6000, "-", 2),
-             Gene("p0", "c", 100, 900, "+", 3), Gene("mEnd", "c", 9000, 9990, "-", 4)]
+    genes = [
+        Gene("p", "c", 5000, 6000, "+", 1),
+        Gene("m", "c", 5000, 6000, "-", 2),
+        Gene("p0", "c", 100, 900, "+", 3),
+        Gene("mEnd", "c", 9000, 9990, "-", 4),
+    ]
     got = tss_windows(genes, {"c": 10000}, 1000, 200)
     assert got == [(5000, 4000, 5200), (5999, 5800, 7000), (100, 0, 300), (9989, 9790, 10000)]
 
 
-@pytest.mark.parametrize("name,text,needles", [
-    ("gtf_named_gff3.gff3", 'c\tt\tgene\t1\t10\t.\t+\t.\tgene_id "g1";\n', ["line 1", "GTF syntax"]),
-    ("gff3_named_gtf.gtf", "c\tt\tgene\t1\t10\t.\t+\t.\tID=g1\n", ["line 1", "GFF3 syntax"]),
-    ("no_genes.gff3", "##gff-version 3\nc\tt\texon\t1\t10\t.\t+\t.\tID=e1\n", ["no gene features"]),
-    ("no_id.gff3", "c\tt\tgene\t1\t10\t.\t+\t.\tName=g1\n", ["line 1", "without an ID"]),
-    ("strand.gff3", "c\tt\tgene\t1\t10\t.\t.\t.\tID=g1\n", ["line 1", "strand '.'"]),
-    ("dup.gff3", "c\tt\tgene\t1\t10\t.\t+\t.\tID=g1\nc\tt\tgene\t20\t30\t.\t+\t.\tID=g1\n", ["line 2", "line 1"]),
-    ("coords.gff3", "c\tt\tgene\t10\t5\t.\t+\t.\tID=g1\n", ["line 1", "start 10, end 5"]),
-    ("cols.gff3", "c\tt\tgene\t10\t5\n", ["line 1", "5 tab-separated columns"]),
-])
+@pytest.mark.parametrize(
+    "name,text,needles",
+    [
+        ("gtf_named_gff3.gff3", 'c\tt\tgene\t1\t10\t.\t+\t.\tgene_id "g1";\n', ["line 1", "GTF syntax"]),
+        ("gff3_named_gtf.gtf", "c\tt\tgene\t1\t10\t.\t+\t.\tID=g1\n", ["line 1", "GFF3 syntax"]),
+        ("no_genes.gff3", "##gff-version 3\nc\tt\texon\t1\t10\t.\t+\t.\tID=e1\n", ["no gene features"]),
+        ("no_id.gff3", "c\tt\tgene\t1\t10\t.\t+\t.\tName=g1\n", ["line 1", "without an ID"]),
+        ("strand.gff3", "c\tt\tgene\t1\t10\t.\t.\t.\tID=g1\n", ["line 1", "strand '.'"]),
+        ("dup.gff3", "c\tt\tgene\t1\t10\t.\t+\t.\tID=g1\nc\tt\tgene\t20\t30\t.\t+\t.\tID=g1\n", ["line 2", "line 1"]),
+        ("coords.gff3", "c\tt\tgene\t10\t5\t.\t+\t.\tID=g1\n", ["line 1", "start 10, end 5"]),
+        ("cols.gff3", "c\tt\tgene\t10\t5\n", ["line 1", "5 tab-separated columns"]),
+    ],
+)
 def test_bad_annotation(tmp_path, name, text, needles):
     path = write(tmp_path / name, text)
     with pytest.raises(ChromaflowError) as exc:

@@ -1,4 +1,5 @@
 """Factories of annotation inputs (GFF3 / GTF) for the annotation and motifs tests."""
+
 from __future__ import annotations
 
 import gzip

@@ -4,6 +4,7 @@ A read is ``Read(name, seqid, pos, cigar, reverse, kind, flags, mapq)`` with ``k
 as [(op, n), ...]. :func:`expected` computes the coverage of a list of reads *base by base from the CIGAR*
 (independently of chromaflow's block/difference-array implementation) with the rules of FORMATS.md §7.1.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,8 +40,16 @@ def write_fasta(path: str, sizes: dict[str, int], seed: int = 0) -> None:
             fh.write(f">{name}\n" + "".join(rng.choice(list("ACGT"), n)) + "\n")
 
 
-def write_bam(path: str, sizes: dict[str, int], reads: list[Read], *, sort: bool = True, index: bool = True,
-              so: str = "coordinate", header_sizes: dict[str, int] | None = None) -> None:
+def write_bam(
+    path: str,
+    sizes: dict[str, int],
+    reads: list[Read],
+    *,
+    sort: bool = True,
+    index: bool = True,
+    so: str = "coordinate",
+    header_sizes: dict[str, int] | None = None,
+) -> None:
     """Write ``reads`` as a BAM (sorted + indexed by default) with @SQ lines from ``header_sizes or sizes``."""
     import pysam
 
@@ -76,8 +85,14 @@ def _strand(r: Read, mode: str) -> str:
     return "-" if minus else "+"
 
 
-def expected(reads: list[Read], sizes: dict[str, int], mode: str = "unstranded", shift: bool = False,
-             min_mapq: int = 0, skip_duplicates: bool = False):
+def expected(
+    reads: list[Read],
+    sizes: dict[str, int],
+    mode: str = "unstranded",
+    shift: bool = False,
+    min_mapq: int = 0,
+    skip_duplicates: bool = False,
+):
     """{(seqid, strand): counts} for ``_coverage`` and ``_spliced_coverage``, walked base by base."""
     cov = {(c, s): np.zeros(n, np.int64) for c, n in sizes.items() for s in "+-"}
     spl = {k: v.copy() for k, v in cov.items()}
@@ -120,5 +135,5 @@ def to_rows(arrs, seqids, start_ends, length: int) -> np.ndarray:
     out = np.full((len(seqids), length), -1, np.int64)
     for i, (c, (a, b)) in enumerate(zip(seqids, start_ends)):
         v = arrs[c, "+"][a:b] if a < b else arrs[c, "-"][b:a][::-1]
-        out[i, :len(v)] = v
+        out[i, : len(v)] = v
     return out

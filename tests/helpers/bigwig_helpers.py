@@ -1,5 +1,6 @@
 """Test helpers for ``chromaflow bigwig``: read tracks; the smoothing ties and the tie-rule comparison are
 :mod:`chromaflow.bigwig.ties` (shared with the benchmarks, independent of the converter)."""
+
 from __future__ import annotations
 
 import gzip
@@ -11,8 +12,14 @@ import numpy as np
 
 from chromaflow.bigwig.bigwigfile import RECORD
 
-from chromaflow.bigwig.ties import (BLOCK_BP, bg_intervals, compare_with_ties, predicted_blocks,  # noqa: F401
-                                   smoothing_ties)
+# re-exported for the tests (from helpers.bigwig_helpers import ...)
+from chromaflow.bigwig.ties import (  # noqa: F401
+    BLOCK_BP,
+    bg_intervals,
+    compare_with_ties,
+    predicted_blocks,
+    smoothing_ties,
+)
 
 
 # --------------------------------------------------------------------------------------------------

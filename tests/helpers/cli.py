@@ -6,10 +6,12 @@ it (text output captured, no progress bar). A test file that runs one command bi
 their child from a fork server instead (:class:`ForkServer`): a process of this session that has imported torch and
 Lightning once and forks one child per command, which then runs the CLI as ``python -m chromaflow`` does (its own
 process, cwd, environment, stdout/stderr, exit status). A fresh interpreter spends 1.7 (predict) to 5.5 (train)
-CPU-s importing before the command starts; the suite runs some 70 of them. ``run_in_process(*args)`` runs the same command line in this
+CPU-s importing before the command starts; the suite runs some 70 of them. ``run_in_process(*args)`` runs the same
+command line in this
 process (fast where torch would be imported by every child). ``assert_one_line_error`` is the one check of the error
 rule (docs/reliability.md): a non-zero exit and exactly one stderr line, ``chromaflow <command>: error: ...``.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -30,9 +32,18 @@ from pathlib import Path
 #: the commands whose child starts from the fork server: they import torch (train and evaluate: Lightning too)
 FORKED_COMMANDS = frozenset({"train", "predict", "evaluate", "make-test-model", "variant-effect"})
 #: what the fork server imports once; only imports (nothing runs: no thread pool, no native library loaded by a call)
-PRELOAD = ("torch", "lightning", "chromaflow.cli", "chromaflow.train.cli_train", "chromaflow.train.module",
-           "chromaflow.train.datamodule", "chromaflow.train.evaluate", "chromaflow.predict.cli_predict",
-           "chromaflow.predict.checkpoint", "chromaflow.predict.engine")
+PRELOAD = (
+    "torch",
+    "lightning",
+    "chromaflow.cli",
+    "chromaflow.train.cli_train",
+    "chromaflow.train.module",
+    "chromaflow.train.datamodule",
+    "chromaflow.train.evaluate",
+    "chromaflow.predict.cli_predict",
+    "chromaflow.model.checkpoint",
+    "chromaflow.predict.engine",
+)
 
 #: the fork server: reads one JSON request per line, forks, and in the child runs the CLI as ``python -m chromaflow``
 #: does (``main()`` with ``sys.argv``, then ``sys.exit``); it answers the child's pid, then its exit status
@@ -90,8 +101,14 @@ class ForkServer:
     def __init__(self, env: Mapping[str, str]):
         self.env = dict(env)
         self.src = str(Path(__file__).resolve().parents[2] / "src")
-        self.proc = subprocess.Popen([sys.executable, "-c", _SERVER, *PRELOAD], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, bufsize=0, env=self.env, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _SERVER, *PRELOAD],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            bufsize=0,
+            env=self.env,
+            start_new_session=True,
+        )
         self.lock = threading.Lock()
         self.served = 0  # commands run (its tests check which path a command took)
         self._buf = b""
@@ -117,11 +134,23 @@ class ForkServer:
 
     def send(self, args: list[str], cwd: str, environ: Mapping[str, str], out: Path, err: Path) -> None:
         """One request; the server answers the child's pid, then its exit status (hold ``lock`` to the end)."""
-        self.proc.stdin.write(json.dumps({"argv": args, "cwd": cwd, "env": dict(environ), "src": self.src,
-                                          "stdout": str(out), "stderr": str(err)}).encode() + b"\n")
+        self.proc.stdin.write(
+            json.dumps(
+                {
+                    "argv": args,
+                    "cwd": cwd,
+                    "env": dict(environ),
+                    "src": self.src,
+                    "stdout": str(out),
+                    "stderr": str(err),
+                }
+            ).encode()
+            + b"\n"
+        )
 
-    def run(self, args: list[str], cwd: str, environ: Mapping[str, str], timeout: float | None,
-            scratch: Path) -> subprocess.CompletedProcess:
+    def run(
+        self, args: list[str], cwd: str, environ: Mapping[str, str], timeout: float | None, scratch: Path
+    ) -> subprocess.CompletedProcess:
         out, err = scratch / "stdout", scratch / "stderr"
         with self.lock:
             self.send(args, cwd, environ, out, err)
@@ -134,8 +163,12 @@ class ForkServer:
                 os.kill(pid, signal.SIGKILL)
                 self._read(60)
                 raise subprocess.TimeoutExpired(args, timeout or time.monotonic() - t0) from None
-        return subprocess.CompletedProcess([sys.executable, "-m", "chromaflow", *args], status,
-                                           out.read_text(errors="replace"), err.read_text(errors="replace"))
+        return subprocess.CompletedProcess(
+            [sys.executable, "-m", "chromaflow", *args],
+            status,
+            out.read_text(errors="replace"),
+            err.read_text(errors="replace"),
+        )
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -173,9 +206,16 @@ def _fork_server(environ: Mapping[str, str]) -> ForkServer | None:
     return _server
 
 
-def chromaflow(*args, cwd: Path | str | None = None, env: Mapping[str, str] | None = None,
-               base_env: Mapping[str, str] | None = None, timeout: float | None = 600, check: bool = False,
-               prefix: Sequence[str] = (), fresh: bool = False) -> subprocess.CompletedProcess:
+def chromaflow(
+    *args,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    base_env: Mapping[str, str] | None = None,
+    timeout: float | None = 600,
+    check: bool = False,
+    prefix: Sequence[str] = (),
+    fresh: bool = False,
+) -> subprocess.CompletedProcess:
     """``python -m chromaflow ARGS`` (each argument through ``str``) in a child process.
 
     The child's environment is ``base_env`` (default: this process's) with ``CHROMAFLOW_PROGRESS=0`` and then
@@ -192,10 +232,18 @@ def chromaflow(*args, cwd: Path | str | None = None, env: Mapping[str, str] | No
             with tempfile.TemporaryDirectory(prefix="cf-forked-") as scratch:
                 proc = server.run(argv, os.path.abspath(cwd or os.getcwd()), environ, timeout, Path(scratch))
     if proc is None:
-        proc = subprocess.run([*prefix, sys.executable, "-m", "chromaflow", *argv], capture_output=True, text=True,
-                              cwd=cwd, env=environ, timeout=timeout)
+        proc = subprocess.run(
+            [*prefix, sys.executable, "-m", "chromaflow", *argv],
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            env=environ,
+            timeout=timeout,
+        )
     if check and proc.returncode != 0:
-        raise AssertionError(f"chromaflow {' '.join(map(str, args[:1]))}: exit {proc.returncode}: {proc.stderr[-3000:]}")
+        raise AssertionError(
+            f"chromaflow {' '.join(map(str, args[:1]))}: exit {proc.returncode}: {proc.stderr[-3000:]}"
+        )
     return proc
 
 

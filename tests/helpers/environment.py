@@ -4,6 +4,7 @@
 network): it skips with the reason, except under ``CI=true``, where it fails, unless the variable named by
 ``waiver`` is ``0`` (a CI that lacks that piece by design, e.g. ``CHROMAFLOW_REQUIRE_REFERENCE=0``).
 """
+
 from __future__ import annotations
 
 import os

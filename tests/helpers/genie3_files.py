@@ -1,5 +1,6 @@
 """Shared by the genie3 tests: the test expression data, the CLI argument list of a plain run, and the ranked-links
 specification with its adversarial weights."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,8 +13,20 @@ REGS = FIX / "regulators.txt"
 
 
 def base(tmp_path, *extra, out="links.tsv.gz"):
-    return ["genie3", "--expression", str(EXPR), "--layout", "samples-x-genes", "--regulators", str(REGS),
-            "--n-trees", "50", "--out", str(tmp_path / out), *extra]
+    return [
+        "genie3",
+        "--expression",
+        str(EXPR),
+        "--layout",
+        "samples-x-genes",
+        "--regulators",
+        str(REGS),
+        "--n-trees",
+        "50",
+        "--out",
+        str(tmp_path / out),
+        *extra,
+    ]
 
 
 def lexsort_reference(W, reg_names, tgt_names, reg_idx, tgt_idx, limit=0):

@@ -5,6 +5,7 @@ the CPU has AVX-512); ``NPY_DISABLE_CPU_FEATURES`` turns numpy's AVX-512 / AVX2 
 keeps the variants that really change something in a child process, so a test built on them cannot pass
 vacuously.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,13 +23,20 @@ def features() -> dict[str, bool]:
 
 def variants() -> list[tuple[str, dict[str, str]]]:
     f = features()
-    out = [("default", {}), ("openblas-Haswell", {"OPENBLAS_CORETYPE": "Haswell"}),
-           ("openblas-Sandybridge", {"OPENBLAS_CORETYPE": "Sandybridge"})]
+    out = [
+        ("default", {}),
+        ("openblas-Haswell", {"OPENBLAS_CORETYPE": "Haswell"}),
+        ("openblas-Sandybridge", {"OPENBLAS_CORETYPE": "Sandybridge"}),
+    ]
     if f.get("AVX512F"):
         out.append(("openblas-SkylakeX", {"OPENBLAS_CORETYPE": "SkylakeX"}))
     # numpy >= 2.4 groups its dispatch targets (X86_V4 = AVX-512, X86_V3 = AVX2/FMA); older numpy names them
-    groups = [["AVX512_ICL", "X86_V4"], ["AVX512_ICL", "X86_V4", "X86_V3"],
-              ["AVX512_ICL", "AVX512_SKX", "AVX512F"], ["AVX512_ICL", "AVX512_SKX", "AVX512F", "AVX2", "FMA3"]]
+    groups = [
+        ["AVX512_ICL", "X86_V4"],
+        ["AVX512_ICL", "X86_V4", "X86_V3"],
+        ["AVX512_ICL", "AVX512_SKX", "AVX512F"],
+        ["AVX512_ICL", "AVX512_SKX", "AVX512F", "AVX2", "FMA3"],
+    ]
     if not f.get("AVX512F"):  # an AVX2-only CPU (e.g. an EPYC without AVX-512): its variant turns AVX2/FMA off
         groups += [["X86_V3"], ["AVX2", "FMA3"]]
     for names in groups:
@@ -47,16 +55,19 @@ def env(extra: dict[str, str]) -> dict[str, str]:
 def effective(extra: dict[str, str]) -> tuple[frozenset, str | None]:
     """What the child's numpy runs: (the dispatch features it has turned off, the OpenBLAS core type or None
     when numpy cannot tell)."""
-    code = ("import numpy, io, contextlib\n"
-            "from numpy._core._multiarray_umath import __cpu_features__ as f\n"
-            "buf = io.StringIO()\n"
-            "with contextlib.redirect_stdout(buf):\n"
-            "    numpy.show_runtime()\n"
-            "arch = [l.split(':')[1].strip(\" ',\") for l in buf.getvalue().splitlines() if \"'architecture'\" in l]\n"
-            "print(' '.join(sorted(k for k, v in f.items() if not v)))\n"
-            "print(arch[0] if arch else '')\n")
-    off, arch = subprocess.run([sys.executable, "-c", code], env=env(extra), capture_output=True, text=True,
-                               check=True).stdout.split("\n")[:2]
+    code = (
+        "import numpy, io, contextlib\n"
+        "from numpy._core._multiarray_umath import __cpu_features__ as f\n"
+        "buf = io.StringIO()\n"
+        "with contextlib.redirect_stdout(buf):\n"
+        "    numpy.show_runtime()\n"
+        "arch = [l.split(':')[1].strip(\" ',\") for l in buf.getvalue().splitlines() if \"'architecture'\" in l]\n"
+        "print(' '.join(sorted(k for k, v in f.items() if not v)))\n"
+        "print(arch[0] if arch else '')\n"
+    )
+    off, arch = subprocess.run(
+        [sys.executable, "-c", code], env=env(extra), capture_output=True, text=True, check=True
+    ).stdout.split("\n")[:2]
     return frozenset(off.split()), arch or None
 
 

@@ -13,6 +13,7 @@ by ``CHROMAFLOW_NFT_HANDOFF`` (:meth:`NfTestRun.pipeline_run` waits for it), wit
 (``CHROMAFLOW_TEST_FAIL``; tests/nextflow.config fails only the pipeline's tasks, never a module spec's). One
 test-profile run instead of two.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,10 @@ SUBWORKFLOW_SPECS = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("subworkf
 SPECS = [PIPELINE_SPEC, *MODULE_SPECS, *SUBWORKFLOW_SPECS]
 #: runs the pipeline spec, then the module specs: sh -c SCRIPT sh NF_TEST JUNIT1 LOG1 SPEC JUNIT2 LOG2 SPECS...; the
 #: exit status is the first run's when it failed, else the second's
-_TWO_RUNS = ('n="$1"; "$n" test --ci --junitxml="$2" --log "$3" "$4"; a=$?; j="$5"; l="$6"; shift 6; '
-             '"$n" test --ci --junitxml="$j" --log "$l" "$@"; b=$?; [ "$a" -ne 0 ] && exit "$a"; exit "$b"')
+_TWO_RUNS = (
+    'n="$1"; "$n" test --ci --junitxml="$2" --log "$3" "$4"; a=$?; j="$5"; l="$6"; shift 6; '
+    '"$n" test --ci --junitxml="$j" --log "$l" "$@"; b=$?; [ "$a" -ne 0 ] && exit "$a"; exit "$b"'
+)
 #: the pytest test that needs the run (any of its parametrized cases)
 NEEDED_BY = "pipeline/test_nftest.py::test_nf_test_spec_passes"
 TIMEOUT_S = 5400
@@ -65,21 +68,46 @@ class NfTestRun:
     def start(self) -> None:
         nft = nf_test_bin()
         if nft is None or shutil.which("java") is None or shutil.which("nextflow") is None:
-            self.missing = ("nf-test not found (../shared/tools/nf-test/nf-test or nf-test on PATH), or no java, "
-                            "or nextflow not on PATH (run: source scripts/env.sh)")
+            self.missing = (
+                "nf-test not found (../shared/tools/nf-test/nf-test or nf-test on PATH), or no java, "
+                "or nextflow not on PATH (run: source scripts/env.sh)"
+            )
             return
-        env = dict(os.environ, NFT_WORKDIR=str(self.work / "nft"), NXF_ANSI_LOG="false", NXF_OFFLINE="true",
-                   CHROMAFLOW_PROGRESS="0", CHROMAFLOW_TEST_FAIL=TEST_RUN_FAULTS,
-                   CHROMAFLOW_NFT_HANDOFF=str(self.handoff))
+        env = dict(
+            os.environ,
+            NFT_WORKDIR=str(self.work / "nft"),
+            NXF_ANSI_LOG="false",
+            NXF_OFFLINE="true",
+            CHROMAFLOW_PROGRESS="0",
+            CHROMAFLOW_TEST_FAIL=TEST_RUN_FAULTS,
+            CHROMAFLOW_NFT_HANDOFF=str(self.handoff),
+        )
         for k in ("CHROMAFLOW_TEST_HOLD", "CHROMAFLOW_TEST_GATE"):
             env.pop(k, None)
         with open(self.output, "w") as out:
             # its own session: a stop of pytest (Ctrl-C, -x) ends nf-test and every Nextflow it started (stop())
             self.proc = subprocess.Popen(
-                ["sh", "-c", _TWO_RUNS, "sh", nft, str(self.junits[0]), str(self.work / "nf-test-pipeline.log"),
-                 PIPELINE_SPEC, str(self.junits[1]), str(self.work / "nf-test-modules.log"), *MODULE_SPECS, *SUBWORKFLOW_SPECS],
-                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True)
+                [
+                    "sh",
+                    "-c",
+                    _TWO_RUNS,
+                    "sh",
+                    nft,
+                    str(self.junits[0]),
+                    str(self.work / "nf-test-pipeline.log"),
+                    PIPELINE_SPEC,
+                    str(self.junits[1]),
+                    str(self.work / "nf-test-modules.log"),
+                    *MODULE_SPECS,
+                    *SUBWORKFLOW_SPECS,
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
 
     def wait(self) -> int:
         """nf-test's exit status, once it has ended."""
@@ -93,14 +121,20 @@ class NfTestRun:
         deadline = time.time() + TIMEOUT_S
         while not self.handoff.is_file():
             if self.proc.poll() is not None or time.time() > deadline:
-                raise AssertionError(f"nf-test's pipeline case wrote no {self.handoff.name} (nf-test exit "
-                                     f"{self.proc.poll()}):\n{self.tail()}")
+                raise AssertionError(
+                    f"nf-test's pipeline case wrote no {self.handoff.name} (nf-test exit "
+                    f"{self.proc.poll()}):\n{self.tail()}"
+                )
             time.sleep(0.5)
         h = json.loads(self.handoff.read_text())
         meta = Path(h["meta"])
         log = meta / "nextflow.log"
-        return PipelineRun(Path(h["launch"]), Path(h["outdir"]), log.read_text(errors="replace") if log.is_file() else "",
-                           meta / "trace.csv")
+        return PipelineRun(
+            Path(h["launch"]),
+            Path(h["outdir"]),
+            log.read_text(errors="replace") if log.is_file() else "",
+            meta / "trace.csv",
+        )
 
     def tail(self, n: int = 4000) -> str:
         return self.output.read_text(errors="replace")[-n:] if self.output.is_file() else ""

@@ -1,5 +1,6 @@
 """Inputs of the peaks tests: predicted-coverage tracks with peaks, written as a Predmoter-layout predictions h5
 (or a genome h5 with measured evaluation/<ds>_coverage), and the strand average as a bedGraph for MACS3."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,8 +31,13 @@ def strands(seed: int, sizes: dict[str, int]) -> dict[str, tuple[np.ndarray, np.
     return out
 
 
-def write_h5(path: Path, tracks: dict[str, tuple[np.ndarray, np.ndarray]], L: int, dataset: str = "atacseq",
-             observed: bool = False) -> Path:
+def write_h5(
+    path: Path,
+    tracks: dict[str, tuple[np.ndarray, np.ndarray]],
+    L: int,
+    dataset: str = "atacseq",
+    observed: bool = False,
+) -> Path:
     """Predmoter layout: plus rows ascending, then minus rows descending (start_ends reversed, values reversed),
     the last chunk of a chromosome padded with -1. ``observed``: a genome h5 with evaluation/<dataset>_coverage
     (one BAM) instead of prediction/predictions."""

@@ -1,4 +1,5 @@
 """Helpers for tests that run the real Nextflow pipeline (no mocks): launch, locate outputs, parse the trace."""
+
 from __future__ import annotations
 
 import csv
@@ -20,6 +21,7 @@ TEST_RUN_FAULTS = "BIGWIG:137,GENIE3_MERGE:75"
 
 class PipelineRun(NamedTuple):
     """A finished pipeline run: its launch folder, ``--outdir``, the text of its Nextflow log and its trace file."""
+
     work: Path
     outdir: Path
     log: str
@@ -46,8 +48,14 @@ def nextflow_cmd(args: list[str], test_config: bool = True) -> list[str]:
     return ["nextflow", "run", str(MAIN_NF), "-ansi-log", "false", *extra, *args]
 
 
-def run_nextflow(args: list[str], cwd: Path, env: dict | None = None, timeout: int = 900,
-                 check: bool = True, test_config: bool = True) -> subprocess.CompletedProcess:
+def run_nextflow(
+    args: list[str],
+    cwd: Path,
+    env: dict | None = None,
+    timeout: int = 900,
+    check: bool = True,
+    test_config: bool = True,
+) -> subprocess.CompletedProcess:
     """Run ``nextflow run main.nf <args>`` in ``cwd`` (its own .nextflow/ and work/) and return the result."""
     full_env = nextflow_env(env)
     cmd = nextflow_cmd(args, test_config)
@@ -60,10 +68,12 @@ def run_nextflow(args: list[str], cwd: Path, env: dict | None = None, timeout: i
 def check_nextflow(res: subprocess.CompletedProcess, cwd: Path) -> None:
     """Fail with the run's stdout, stderr and log tail when the Nextflow run in ``cwd`` did not exit 0."""
     if res.returncode != 0:
-        log = (cwd / ".nextflow.log")
+        log = cwd / ".nextflow.log"
         tail = log.read_text()[-4000:] if log.exists() else ""
         raise AssertionError(
-            f"nextflow failed ({res.returncode})\nSTDOUT:\n{res.stdout[-4000:]}\nSTDERR:\n{res.stderr[-4000:]}\nLOG:\n{tail}")
+            f"nextflow failed "
+            f"({res.returncode})\nSTDOUT:\n{res.stdout[-4000:]}\nSTDERR:\n{res.stderr[-4000:]}\nLOG:\n{tail}"
+        )
 
 
 def trace_file(outdir: Path) -> Path:
@@ -126,9 +136,25 @@ def render_configs(profile_lists: list[str], cwd: Path) -> dict[str, str]:
     """{profile list: the project's flat configuration under it}, as ``nextflow config <root> -profile <list> -flat``
     prints it, all rendered by Nextflow's own code in one JVM (tests/pipeline/nextflow/render_configs.nf); one
     launch instead of one per list (test_cloud_profiles.py compares a rendering with the command's output)."""
-    res = subprocess.run(["nextflow", "-q", "run", str(RENDER_CONFIGS), "-ansi-log", "false", "--root", str(ROOT),
-                          "--profiles", ";".join(profile_lists)],
-                         cwd=cwd, env=nextflow_env(), capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [
+            "nextflow",
+            "-q",
+            "run",
+            str(RENDER_CONFIGS),
+            "-ansi-log",
+            "false",
+            "--root",
+            str(ROOT),
+            "--profiles",
+            ";".join(profile_lists),
+        ],
+        cwd=cwd,
+        env=nextflow_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
     rendered, current, lines = {}, None, []
     for line in res.stdout.splitlines(keepends=True):
@@ -148,7 +174,7 @@ def render_configs(profile_lists: list[str], cwd: Path) -> dict[str, str]:
 def validate_sheets(cwd: Path, sheets, train_sheets=()) -> dict[str, tuple[str, str]]:
     """{sheet path: (OK|ERROR, rows JSON or message)} from one run of the validation driver (one JVM for all)."""
     cmd = ["nextflow", "run", str(VALIDATE_SHEETS), "-ansi-log", "false"]
-    if sheets:   # an empty value would reach the driver as `true`
+    if sheets:  # an empty value would reach the driver as `true`
         cmd += ["--sheets", ",".join(map(str, sheets))]
     if train_sheets:
         cmd += ["--train_sheets", ",".join(map(str, train_sheets))]

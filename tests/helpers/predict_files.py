@@ -1,5 +1,6 @@
 """Files for the predict tests (CPU, CUDA and the FASTA route): a small genome h5, and the comparison of two
 predictions files (layout, storage properties and values)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,11 +18,20 @@ def write_genome_h5(path: Path, n_rows: int, length: int, seed: int = 0) -> np.n
     valid = [length] * n_rows
     for r in range(1, n_rows, 3):
         valid[r] = int(rng.integers(1, length))
-        X[r, valid[r]:] = 0
+        X[r, valid[r] :] = 0
     with h5py.File(path, "w") as f:
-        f.create_dataset("data/X", data=X, chunks=(1, length, 4), maxshape=(None, length, 4), compression="gzip", shuffle=True)
-        f.create_dataset("data/seqids", data=np.array([b"chr%d" % (r // 2) for r in range(n_rows)], dtype="S50"), chunks=(1,), maxshape=(None,))
-        f.create_dataset("data/species", data=np.array([b"Testus_specius"] * n_rows, dtype="S25"), chunks=(1,), maxshape=(None,))
+        f.create_dataset(
+            "data/X", data=X, chunks=(1, length, 4), maxshape=(None, length, 4), compression="gzip", shuffle=True
+        )
+        f.create_dataset(
+            "data/seqids",
+            data=np.array([b"chr%d" % (r // 2) for r in range(n_rows)], dtype="S50"),
+            chunks=(1,),
+            maxshape=(None,),
+        )
+        f.create_dataset(
+            "data/species", data=np.array([b"Testus_specius"] * n_rows, dtype="S25"), chunks=(1,), maxshape=(None,)
+        )
         se = np.array([[r * length, r * length + valid[r]] for r in range(n_rows)], dtype=np.int64)
         f.create_dataset("data/start_ends", data=se, chunks=(1, 2), maxshape=(None, 2))
     return X
@@ -30,14 +40,26 @@ def write_genome_h5(path: Path, n_rows: int, length: int, seed: int = 0) -> np.n
 def layout(path: Path, skip_model_name: bool = False) -> dict:
     out = {}
     with h5py.File(path, "r") as f:
+
         def visit(name, obj):
             if isinstance(obj, h5py.Dataset):
                 t = obj.id.get_type()
                 fill = obj.fillvalue
-                out[name] = (obj.shape, obj.dtype.str, obj.chunks, obj.maxshape, obj.compression,
-                             obj.compression_opts, obj.shuffle, None if (skip_model_name and name == "prediction/model_name") else fill,
-                             dict(obj.attrs), obj.id.get_create_plist().get_nfilters(),
-                             getattr(t, "get_cset", lambda: None)(), getattr(t, "get_strpad", lambda: None)())
+                out[name] = (
+                    obj.shape,
+                    obj.dtype.str,
+                    obj.chunks,
+                    obj.maxshape,
+                    obj.compression,
+                    obj.compression_opts,
+                    obj.shuffle,
+                    None if (skip_model_name and name == "prediction/model_name") else fill,
+                    dict(obj.attrs),
+                    obj.id.get_create_plist().get_nfilters(),
+                    getattr(t, "get_cset", lambda: None)(),
+                    getattr(t, "get_strpad", lambda: None)(),
+                )
+
         f.visititems(visit)
         out["/attrs"] = dict(f.attrs)
         out["/groups"] = sorted(f.keys())

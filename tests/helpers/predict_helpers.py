@@ -1,4 +1,5 @@
 """Shared by the predict tests (CPU and CUDA)."""
+
 from __future__ import annotations
 
 import torch

@@ -1,5 +1,6 @@
 """The session's single-node SLURM cluster (``slurm_cluster`` fixture): the cluster itself is
 benchmarks/harness/slurm_cluster.py (:class:`SlurmCluster`), which the benchmark harness starts too."""
+
 from __future__ import annotations
 
 import sys

@@ -1,6 +1,7 @@
 """``chromaflow motif-prior`` end to end on Predmoter's test assembly and predictions: the prior against a
 brute-force scan (Biopython's FASTA reader, numpy scores of MOODS's log-odds matrices), the accessibility weights
 against Predmoter's own avg-strand bigWig (convert2coverage.py), and bad input."""
+
 from __future__ import annotations
 
 import csv
@@ -46,15 +47,36 @@ def case(reference_dir, tmp_path_factory):
 
         unavailable(f"{d}: Predmoter reference files missing")
     tmp = tmp_path_factory.mktemp("mp")
-    c = {"dir": tmp, "fa": d / "pred_data.fa", "pred": d / "pred_data_1_predictions.h5",
-         "bw": d / "converted" / "pred_data_1_atacseq_avg_strand.bw",
-         "gff": write(tmp / "genes.gff3", gff3_text(GENES)), "motifs": write(tmp / "m.jaspar", JASPAR),
-         "tf": write(tmp / "tf.tsv", TF), "regs": write(tmp / "regs.txt", "gene000\nTFa\n")}
-    base = ["motif-prior", "--fasta", c["fa"], "--annotation", c["gff"], "--motifs", c["motifs"], "--tf-motifs",
-            c["tf"], "--regulators", c["regs"], "--p-value", P]
+    c = {
+        "dir": tmp,
+        "fa": d / "pred_data.fa",
+        "pred": d / "pred_data_1_predictions.h5",
+        "bw": d / "converted" / "pred_data_1_atacseq_avg_strand.bw",
+        "gff": write(tmp / "genes.gff3", gff3_text(GENES)),
+        "motifs": write(tmp / "m.jaspar", JASPAR),
+        "tf": write(tmp / "tf.tsv", TF),
+        "regs": write(tmp / "regs.txt", "gene000\nTFa\n"),
+    }
+    base = [
+        "motif-prior",
+        "--fasta",
+        c["fa"],
+        "--annotation",
+        c["gff"],
+        "--motifs",
+        c["motifs"],
+        "--tf-motifs",
+        c["tf"],
+        "--regulators",
+        c["regs"],
+        "--p-value",
+        P,
+    ]
     run_in_process(*base, "--out", tmp / "plain.tsv.gz", "--matrix", tmp / "plain.matrix.tsv")
     run_in_process(*base, "--predictions", c["pred"], "--out", tmp / "pred.tsv")
-    run_in_process("gene-accessibility", "--annotation", c["gff"], "--predictions", c["pred"], "--out", tmp / "genes.tsv")
+    run_in_process(
+        "gene-accessibility", "--annotation", c["gff"], "--predictions", c["pred"], "--out", tmp / "genes.tsv"
+    )
     run_in_process(*base, "--accessibility", tmp / "genes.tsv", "--out", tmp / "table.tsv")
     run_in_process("gene-accessibility", "--annotation", c["gff"], "--bigwig", c["bw"], "--out", tmp / "genes_bw.tsv")
     c["base"] = base
@@ -84,8 +106,10 @@ def expected_hits(case):
     lut = np.full(256, -1)
     for i, b in enumerate(b"ACGT"):
         lut[b] = i
-    windows = {r["gene_id"]: (r["seqid"], int(r["window_start"]), int(r["window_end"]))
-               for r in _rows(case["dir"] / "genes.tsv")}
+    windows = {
+        r["gene_id"]: (r["seqid"], int(r["window_start"]), int(r["window_end"]))
+        for r in _rows(case["dir"] / "genes.tsv")
+    }
     hits: dict = {}
     for tf, motifs in (("TFa", ["CF1.1"]), ("TFb", ["CF2.1", "CF3.1"])):
         for gene, (seqid, s, e) in windows.items():
@@ -110,8 +134,9 @@ def test_plain_prior_equals_brute_force(case, expected_hits):
     assert list(rows[0]) == ["regulator", "target", "prior", "hits", "accessibility"]
     genes = sorted(g[0] for g in GENES)
     # regulators: the TF table's and --regulators', sorted; every gene a target except the regulator itself
-    assert [(r["regulator"], r["target"]) for r in rows] == \
-           [(reg, g) for reg in ["TFa", "TFb", "TFc", "gene000"] for g in genes if g != reg]
+    assert [(r["regulator"], r["target"]) for r in rows] == [
+        (reg, g) for reg in ["TFa", "TFb", "TFc", "gene000"] for g in genes if g != reg
+    ]
     n_hit = 0
     for r in rows:
         if r["regulator"] in ("TFc", "gene000"):
@@ -153,8 +178,14 @@ def test_predictions_weight_equals_predmoter_track(case, expected_hits):
             assert (r["prior"], r["accessibility"]) == ("0", "NA")
             continue
         seqid = windows[r["target"]]
-        a = [min(1.0, np.searchsorted(gene_means, np.mean(bw.values(seqid, s, e)) - 1e-9, side="left")
-                 / (len(gene_means) - 1)) for s, e in hits]
+        a = [
+            min(
+                1.0,
+                np.searchsorted(gene_means, np.mean(bw.values(seqid, s, e)) - 1e-9, side="left")
+                / (len(gene_means) - 1),
+            )
+            for s, e in hits
+        ]
         assert float(r["prior"]) == pytest.approx(1 - np.prod(1 - np.array(a)), abs=1e-6), r
         assert float(r["accessibility"]) == pytest.approx(np.mean(a), abs=1e-6)
         checked += 1
@@ -202,28 +233,72 @@ def _bad(case, tmp_path, *args):
 
 def test_seqid_absent_from_fasta(case, tmp_path):
     gff = write(tmp_path / "g.gff3", gff3_text([("g1", "Chrom1", 10, 500, "+"), ("g2", "chrX", 10, 500, "-")]))
-    proc = _bad(case, tmp_path, "--fasta", case["fa"], "--annotation", gff, "--motifs", case["motifs"],
-                "--tf-motifs", case["tf"])
+    proc = _bad(
+        case,
+        tmp_path,
+        "--fasta",
+        case["fa"],
+        "--annotation",
+        gff,
+        "--motifs",
+        case["motifs"],
+        "--tf-motifs",
+        case["tf"],
+    )
     assert_one_line_error(proc, "motif-prior", str(gff), "line 5", "'chrX'", "not in")
 
 
 def test_predictions_of_another_assembly(case, tmp_path):
     fa = write(tmp_path / "other.fa", ">Chrom1\n" + "ACGT" * 20000 + "\n>Chrom2\n" + "ACGT" * 30000 + "\n")
     gff = write(tmp_path / "g.gff3", gff3_text([("g1", "Chrom1", 10, 500, "+")]))
-    proc = _bad(case, tmp_path, "--fasta", fa, "--annotation", gff, "--motifs", case["motifs"],
-                "--tf-motifs", case["tf"], "--predictions", case["pred"])
+    proc = _bad(
+        case,
+        tmp_path,
+        "--fasta",
+        fa,
+        "--annotation",
+        gff,
+        "--motifs",
+        case["motifs"],
+        "--tf-motifs",
+        case["tf"],
+        "--predictions",
+        case["pred"],
+    )
     assert_one_line_error(proc, "motif-prior", "'Chrom1'", "51321 bp", "80000 bp", "another assembly")
 
 
 def test_unknown_motif_in_tf_table(case, tmp_path):
     tf = write(tmp_path / "tf.tsv", "TFa\tCF1.1\nTFb\tMA9999.9\n")
-    proc = _bad(case, tmp_path, "--fasta", case["fa"], "--annotation", case["gff"], "--motifs", case["motifs"],
-                "--tf-motifs", tf)
+    proc = _bad(
+        case,
+        tmp_path,
+        "--fasta",
+        case["fa"],
+        "--annotation",
+        case["gff"],
+        "--motifs",
+        case["motifs"],
+        "--tf-motifs",
+        tf,
+    )
     assert_one_line_error(proc, "motif-prior", str(tf), "line 2", "'MA9999.9'")
 
 
 def test_accessibility_table_of_other_genes(case, tmp_path):
     tab = write(tmp_path / "acc.tsv", "gene_id\tpercentile_atacseq\ngene000\t50\n")
-    proc = _bad(case, tmp_path, "--fasta", case["fa"], "--annotation", case["gff"], "--motifs", case["motifs"],
-                "--tf-motifs", case["tf"], "--accessibility", tab)
+    proc = _bad(
+        case,
+        tmp_path,
+        "--fasta",
+        case["fa"],
+        "--annotation",
+        case["gff"],
+        "--motifs",
+        case["motifs"],
+        "--tf-motifs",
+        case["tf"],
+        "--accessibility",
+        tab,
+    )
     assert_one_line_error(proc, "motif-prior", str(tab), "no row for gene 'gene", "39 missing")

@@ -1,5 +1,6 @@
 """Motif reading (JASPAR, MEME, pyjaspar's bundled database), the TF-motif table, and the MOODS scan of
 ``chromaflow.motifs.scan`` against a brute-force log-odds scan written out in numpy."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,7 +26,7 @@ def brute_force_hits(scanner: Scanner, seq: bytes) -> list[list[int]]:
         R = M[::-1, ::-1]  # reverse complement: A<->T, C<->G, columns reversed
         starts = []
         for p in range(len(s) - L + 1):
-            w = code[p:p + L]
+            w = code[p : p + L]
             if (w < 0).any():
                 continue
             f = M[w, np.arange(L)].sum()
@@ -52,7 +53,7 @@ def test_scan_equals_brute_force(scanner, seed):
     seq = bytearray(rng.choice(list(b"ACGTacgt"), size=n).astype(np.uint8).tobytes())
     for _ in range(3):
         k, m = int(rng.integers(0, n - 4)), int(rng.integers(1, 4))
-        seq[k:k + m] = b"N" * m
+        seq[k : k + m] = b"N" * m
     got = [h.tolist() for h in scanner.scan(bytes(seq))]
     assert got == brute_force_hits(scanner, bytes(seq))
 
@@ -133,12 +134,15 @@ def test_pyjaspar_unknown_group():
         load_motifs("jaspar:CORE/nosuchgroup")
 
 
-@pytest.mark.parametrize("text,needles", [
-    ("", ["empty"]),
-    ("hello\n", ["not a JASPAR"]),
-    (">CF1.1 a\nA [ 1 2 ]\nC [ 1 2 ]\nG [ 1 ]\nT [ 1 2 ]\n", ["malformed"]),
-    (JASPAR + JASPAR.split(">CF2.1")[0], ["'CF1.1' appears twice"]),
-])
+@pytest.mark.parametrize(
+    "text,needles",
+    [
+        ("", ["empty"]),
+        ("hello\n", ["not a JASPAR"]),
+        (">CF1.1 a\nA [ 1 2 ]\nC [ 1 2 ]\nG [ 1 ]\nT [ 1 2 ]\n", ["malformed"]),
+        (JASPAR + JASPAR.split(">CF2.1")[0], ["'CF1.1' appears twice"]),
+    ],
+)
 def test_bad_motif_file(tmp_path, text, needles):
     p = tmp_path / "m.jaspar"
     p.write_text(text)

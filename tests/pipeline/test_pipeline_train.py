@@ -2,11 +2,13 @@
 
 ``nextflow run main.nf -profile test --mode train`` reads assets/train_test/sheet.csv (2 training and 1 validation
 assembly; BAM replicates, a bigWig, shifted ATAC reads), runs FASTA2H5 → ADD_COVERAGE → TRAIN → EVALUATE →
-(--train_predict) PREDICT → BIGWIG of the val assembly with the new model → BENCHMARK → MULTIQC, and must give what the same commands give when run directly, a checkpoint our safe loader
+(--train_predict) PREDICT → BIGWIG of the val assembly with the new model → BENCHMARK → MULTIQC, and must give what
+the same commands give when run directly, a checkpoint our safe loader
 reads, and an evaluation equal to the training run's own validation of the best epoch. The run's TRAIN task is
 stopped by a SIGTERM once it has saved an epoch and retried (fixture ``train_run``): the outputs the tests read are
 those of a preempted and continued training.
 """
+
 from __future__ import annotations
 
 import functools
@@ -47,7 +49,8 @@ def train_run(tmp_path_factory, nextflow_bin):
     """One train-mode run for the module: ``--train_predict``, TRAIN_EPOCHS epochs, and a scheduler's SIGTERM sent to
     the TRAIN task once it has saved an epoch (as a time limit or preemption would). Nextflow retries the task and
     attempt 2 continues from the stopped one's checkpoint; every other test reads the run's outputs, as the user
-    of a preempted run gets them (one run instead of two). Returns (launch dir, outdir, CompletedProcess, the stopped TRAIN task's folder or
+    of a preempted run gets them (one run instead of two). Returns (launch dir, outdir, CompletedProcess, the stopped
+    TRAIN task's folder or
     None when no SIGTERM could be sent)."""
     import os
     import signal
@@ -57,10 +60,26 @@ def train_run(tmp_path_factory, nextflow_bin):
 
     work = tmp_path_factory.mktemp("train_mode")
     outdir = work / "results"
-    args = ["-profile", "test", "--mode", "train", "--train_predict", "--train_epochs", str(TRAIN_EPOCHS),
-            "--outdir", str(outdir)]
-    proc = subprocess.Popen(nextflow_cmd(args), cwd=work, env=nextflow_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    args = [
+        "-profile",
+        "test",
+        "--mode",
+        "train",
+        "--train_predict",
+        "--train_epochs",
+        str(TRAIN_EPOCHS),
+        "--outdir",
+        str(outdir),
+    ]
+    proc = subprocess.Popen(
+        nextflow_cmd(args),
+        cwd=work,
+        env=nextflow_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         # SIGTERM follows the first saved epoch within ~0.3 s; the epochs after it (0.5-1.3 s each here) leave time
         deadline, pid, task = time.time() + 600, None, None
@@ -88,12 +107,25 @@ def test_train_mode_runs_every_stage_once(train_run):
     assert "(--mode train): training 'model' on 3 assemblies" in res.stdout
     assert "chromaflow: done" in res.stdout
     done = [r["process"].split(":")[-1] for r in read_trace(outdir) if r["status"] == "COMPLETED"]
-    assert sorted(done) == sorted(["FASTA2H5"] * 3 + ["ADD_COVERAGE"] * 3 + ["TRAIN", "EVALUATE", "PREDICT", "BIGWIG",
-                                                                           "PEAKS", "BENCHMARK", "MULTIQC"])
+    assert sorted(done) == sorted(
+        ["FASTA2H5"] * 3
+        + ["ADD_COVERAGE"] * 3
+        + ["TRAIN", "EVALUATE", "PREDICT", "BIGWIG", "PEAKS", "BENCHMARK", "MULTIQC"]
+    )
     versions = (outdir / "pipeline_info" / "software_versions.yml").read_text()
     assert sorted(re.findall(r'^"TRAIN_MODEL:([\w:]+)":$', versions, re.M)) == sorted(
-        ["FASTA2H5", "ADD_COVERAGE", "TRAIN", "EVALUATE", "PREDICT", "TRACKS:BIGWIG", "TRACKS:PEAKS", "REPORTING:BENCHMARK",
-         "REPORTING:MULTIQC"])
+        [
+            "FASTA2H5",
+            "ADD_COVERAGE",
+            "TRAIN",
+            "EVALUATE",
+            "PREDICT",
+            "TRACKS:BIGWIG",
+            "TRACKS:PEAKS",
+            "REPORTING:BENCHMARK",
+            "REPORTING:MULTIQC",
+        ]
+    )
     assert re.search(r"^    lightning: \d", versions, re.M) and re.search(r"^    pysam: \d", versions, re.M)
 
 
@@ -104,21 +136,39 @@ def test_coverage_in_pipeline_equals_direct_cli(train_run, tmp_path):
     rows = read_tsv_csv(TRAIN_DIR / "sheet.csv")
     for asm in ("trainA", "trainB", "valA"):
         h5 = tmp_path / f"{asm}.h5"
-        cli("fasta2h5", "--fasta", str(TRAIN_DIR / f"{asm}.fa"), "--species", "Testus_trainus",
-            "--subsequence-length", "2000", "--out", str(h5))
+        cli(
+            "fasta2h5",
+            "--fasta",
+            str(TRAIN_DIR / f"{asm}.fa"),
+            "--species",
+            "Testus_trainus",
+            "--subsequence-length",
+            "2000",
+            "--out",
+            str(h5),
+        )
         for ds in DATASETS:
             mine = [r for r in rows if r["id"] == asm and r["dataset"] == ds]
             files = [str(TRAIN_DIR / r["file"]) for r in mine]
             src = ["--bigwig", *files] if files[0].endswith(".bw") else ["--bam", *files]
-            cli("add-coverage", "--h5", str(h5), "--prefix", ds, *src, "--unstranded",
-                *(["--shift"] if mine[0]["shift"] == "true" else []))
+            cli(
+                "add-coverage",
+                "--h5",
+                str(h5),
+                "--prefix",
+                ds,
+                *src,
+                "--unstranded",
+                *(["--shift"] if mine[0]["shift"] == "true" else []),
+            )
         got = outdir / asm / "h5" / f"{asm}.coverage.h5"
         with h5py.File(got) as a, h5py.File(h5) as b:
             for ds in DATASETS:
                 for name in (f"{ds}_coverage", f"{ds}_spliced_coverage"):
                     x, y = a["evaluation"][name][:], b["evaluation"][name][:]
                     assert x.shape == y.shape and x.shape[2] == sum(
-                        1 for r in rows if r["id"] == asm and r["dataset"] == ds), (asm, name)
+                        1 for r in rows if r["id"] == asm and r["dataset"] == ds
+                    ), (asm, name)
                     np.testing.assert_array_equal(x, y, err_msg=f"{asm} {name}")
                 # one column per replicate, in sheet order
                 names = [Path(p.decode()).name for p in a["evaluation"][f"{ds}_meta"]["bam_files"][:]]
@@ -133,7 +183,7 @@ def read_tsv_csv(path: Path) -> list[dict]:
 
 
 def test_checkpoints_load_with_the_safe_loader_and_have_the_requested_architecture(train_run):
-    from chromaflow.predict.checkpoint import build_model, load_checkpoint
+    from chromaflow.model.checkpoint import build_model, load_checkpoint
 
     _, outdir, _, _ = train_run
     model_dir = outdir / "model" / "model"
@@ -141,12 +191,17 @@ def test_checkpoints_load_with_the_safe_loader_and_have_the_requested_architectu
         ck = load_checkpoint(model_dir / name)
         assert ck.datasets == DATASETS
         # conf/test.config: --cnn-layers 1 --filter-size 4 --hidden-size 4 on 2000-bp chunks (--subsequence_length)
-        assert (ck.config.model_type, ck.config.cnn_layers, ck.config.filter_size, ck.config.hidden_size,
-                ck.config.seq_len) == ("bi-hybrid", 1, 4, 4, 2000)
+        assert (
+            ck.config.model_type,
+            ck.config.cnn_layers,
+            ck.config.filter_size,
+            ck.config.hidden_size,
+            ck.config.seq_len,
+        ) == ("bi-hybrid", 1, 4, 4, 2000)
         build_model(ck)
         assert all(np.isfinite(t.float().numpy()).all() for t in ck.state_dict.values())
     epochs = read_tsv(model_dir / "metrics.tsv")
-    assert [int(r["epoch"]) for r in epochs] == list(range(TRAIN_EPOCHS))   # the run's --train_epochs
+    assert [int(r["epoch"]) for r in epochs] == list(range(TRAIN_EPOCHS))  # the run's --train_epochs
     for r in epochs:
         for k in ("avg_train_loss", "avg_val_loss", "avg_val_accuracy", "epoch_s", "samples_per_s"):
             assert math.isfinite(float(r[k])), (k, r[k])
@@ -160,8 +215,15 @@ def test_evaluation_equals_the_training_runs_validation_of_the_best_epoch(train_
     _, outdir, _, _ = train_run
     model_dir = outdir / "model" / "model"
     rows = read_tsv(model_dir / "evaluation" / "model.evaluation.tsv")
-    assert list(rows[0]) == ["file", "total_avg_val_loss", "total_avg_val_accuracy", "atacseq_avg_val_loss",
-                             "atacseq_avg_val_accuracy", "h3k4me3_avg_val_loss", "h3k4me3_avg_val_accuracy"]
+    assert list(rows[0]) == [
+        "file",
+        "total_avg_val_loss",
+        "total_avg_val_accuracy",
+        "atacseq_avg_val_loss",
+        "atacseq_avg_val_accuracy",
+        "h3k4me3_avg_val_loss",
+        "h3k4me3_avg_val_accuracy",
+    ]
     assert [r["file"] for r in rows] == ["valA"]
     got = {k: float(v) for k, v in rows[0].items() if k != "file"}
     assert all(math.isfinite(v) for v in got.values()), got
@@ -188,7 +250,8 @@ def test_benchmark_report_has_the_train_mode_stages(train_run):
     assert sorted((r["stage"], r["assembly"]) for r in rows if r["stage"] != "fasta2h5") == sorted(
         [("add_coverage", a) for a in ("trainA", "trainB", "valA") for _ in DATASETS]
         + [("train", "model"), ("evaluate", "model"), ("predict", "valA"), ("bigwig", "valA")]
-        + [("peaks", "valA")] * len(DATASETS))
+        + [("peaks", "valA")] * len(DATASETS)
+    )
     for r in rows:
         assert r["trace_realtime_s"] and float(r["trace_realtime_s"]) >= 0, r
     assert (outdir / "multiqc" / "multiqc_report.html").stat().st_size > 0
@@ -199,25 +262,40 @@ def test_train_predict_uses_the_new_model_on_the_val_assembly(train_run, tmp_pat
     _, outdir, _, _ = train_run
     got = outdir / "valA" / "predictions" / "valA_predictions.h5"
     want = tmp_path / "want.h5"
-    cli("predict", "--h5", str(outdir / "valA" / "h5" / "valA.coverage.h5"), "--model",
-        str(outdir / "model" / "model" / "best.ckpt"), "--out", str(want), "--device", "cpu")
+    cli(
+        "predict",
+        "--h5",
+        str(outdir / "valA" / "h5" / "valA.coverage.h5"),
+        "--model",
+        str(outdir / "model" / "model" / "best.ckpt"),
+        "--out",
+        str(want),
+        "--device",
+        "cpu",
+    )
     with h5py.File(got) as a, h5py.File(want) as b:
         x, y = a["prediction/predictions"][:], b["prediction/predictions"][:]
         assert x.shape == y.shape and x.shape[-1] == len(DATASETS)
         np.testing.assert_array_equal(x, y)
-    assert not (outdir / "trainA" / "predictions").exists()     # training assemblies are not predicted
+    assert not (outdir / "trainA" / "predictions").exists()  # training assemblies are not predicted
     tracks = sorted(p.name for p in (outdir / "valA" / "tracks").iterdir())
     assert any(n.endswith(".bw") and "atacseq" in n for n in tracks) and any("h3k4me3" in n for n in tracks), tracks
 
 
 #: bad train sheet rows (line 3, after the embedded sheet's first row) -> the one-line error naming the line
 BAD_TRAIN_ROWS = {
-    "split": ("valA,validation,valA.fa,Testus_trainus,atacseq,valA_atacseq_1.bam,unstranded,true",
-              "line 3: column 'split' must be train, val or test (got 'validation')"),
-    "sam": ("valA,val,valA.fa,Testus_trainus,atacseq,valA_atacseq_1.sam,unstranded,true",
-            "line 3: column 'file': 'valA_atacseq_1.sam' is neither a .bam nor a .bw/.bigwig file"),
-    "bigwig_library": ("trainB,train,trainB.fa,Testus_trainus,h3k4me3,trainB_h3k4me3.bw,first,false",
-                       "line 3: a bigWig needs library unstranded and shift false"),
+    "split": (
+        "valA,validation,valA.fa,Testus_trainus,atacseq,valA_atacseq_1.bam,unstranded,true",
+        "line 3: column 'split' must be train, val or test (got 'validation')",
+    ),
+    "sam": (
+        "valA,val,valA.fa,Testus_trainus,atacseq,valA_atacseq_1.sam,unstranded,true",
+        "line 3: column 'file': 'valA_atacseq_1.sam' is neither a .bam nor a .bw/.bigwig file",
+    ),
+    "bigwig_library": (
+        "trainB,train,trainB.fa,Testus_trainus,h3k4me3,trainB_h3k4me3.bw,first,false",
+        "line 3: a bigWig needs library unstranded and shift false",
+    ),
 }
 
 
@@ -254,8 +332,12 @@ def test_bad_train_sheet_gives_one_line_naming_it(bad_train_results, case):
 def test_bad_train_sheet_stops_the_real_pipeline_before_any_task(tmp_path, nextflow_bin):
     line, message = BAD_TRAIN_ROWS["split"]
     sheet = _bad_train_sheet(tmp_path, line)
-    res = run_nextflow(["-profile", "test", "--mode", "train", "--train_sheet", str(sheet), "--outdir",
-                        str(tmp_path / "out")], cwd=tmp_path, check=False, timeout=300)
+    res = run_nextflow(
+        ["-profile", "test", "--mode", "train", "--train_sheet", str(sheet), "--outdir", str(tmp_path / "out")],
+        cwd=tmp_path,
+        check=False,
+        timeout=300,
+    )
     out = res.stdout + res.stderr
     assert res.returncode != 0
     assert f"train sheet {sheet} {message}" in out, out[-3000:]
@@ -303,9 +385,25 @@ def test_train_predict_peaks_choose_their_cutoff_against_measured_coverage(train
     assert summary["cutoff_method"] == "auto: F1-best against measured peaks"
     assert summary["observed"] == "valA.coverage.h5" and summary["observed_dataset"] == dataset
     want = tmp_path / "want.narrowPeak"
-    cli("peaks", "--predictions", outdir / "valA" / "predictions" / "valA_predictions.h5", "--dataset", dataset,
-        "--cutoff", "auto", "--observed", outdir / "valA" / "h5" / "valA.coverage.h5", "--min-length", 50,
-        "--name", f"valA_{dataset}", "--out", want, "--summary", tmp_path / "want.json")
+    cli(
+        "peaks",
+        "--predictions",
+        outdir / "valA" / "predictions" / "valA_predictions.h5",
+        "--dataset",
+        dataset,
+        "--cutoff",
+        "auto",
+        "--observed",
+        outdir / "valA" / "h5" / "valA.coverage.h5",
+        "--min-length",
+        50,
+        "--name",
+        f"valA_{dataset}",
+        "--out",
+        want,
+        "--summary",
+        tmp_path / "want.json",
+    )
     direct = json.loads((tmp_path / "want.json").read_text())
     assert (summary["cutoff"], summary["f1"], summary["peaks"]) == (direct["cutoff"], direct["f1"], direct["peaks"])
     assert (tracks / f"valA_{dataset}.narrowPeak").read_bytes() == want.read_bytes()

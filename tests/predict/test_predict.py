@@ -1,5 +1,6 @@
 """Predict stage: exactness against Predmoter's reference files, checkpoint key rules, an independent
 functional forward pass for seeded checkpoints, make-test-model determinism, sharding + merge."""
+
 from __future__ import annotations
 
 import contextlib
@@ -15,8 +16,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from chromaflow.predict.checkpoint import build_model, load_checkpoint, make_test_state_dict, write_test_checkpoint
-from chromaflow.predict.model import ModelConfig, PredmoterNet
+from chromaflow.model.checkpoint import build_model, load_checkpoint, make_test_state_dict, write_test_checkpoint
+from chromaflow.model.network import ModelConfig, PredmoterNet
 from helpers.cli import run_in_process as run_cli
 from helpers.predict_files import assert_same_file, write_genome_h5
 from helpers.predict_helpers import ScaledModel
@@ -33,14 +34,28 @@ def predmoter(reference_dir: Path, name: str) -> Path:
 def test_reference_predictions_exact(reference_dir, tmp_path, stem, batch):
     model = str(predmoter(reference_dir, "mini_model.ckpt"))
     out = tmp_path / f"{stem}_predictions.h5"
-    run_cli("predict", "--h5", str(predmoter(reference_dir, f"{stem}.h5")), "--model", model, "--out", str(out),
-            "--batch-size", batch, "--device", "cpu", "--metrics", str(tmp_path / "m.json"))
+    run_cli(
+        "predict",
+        "--h5",
+        str(predmoter(reference_dir, f"{stem}.h5")),
+        "--model",
+        model,
+        "--out",
+        str(out),
+        "--batch-size",
+        batch,
+        "--device",
+        "cpu",
+        "--metrics",
+        str(tmp_path / "m.json"),
+    )
     ref = predmoter(reference_dir, f"{stem}_predictions.h5")
     assert_same_file(out, ref)
     with h5py.File(out) as f:
         assert f["prediction/model_name"].fillvalue == model.encode()
         assert f["data/species"].fillvalue == b"Species_artificialis_9"
     import json
+
     m = json.loads((tmp_path / "m.json").read_text())
     assert m["stage"] == "predict" and m["device"] == "cpu" and m["precision"] == "fp32"
     with h5py.File(predmoter(reference_dir, f"{stem}.h5")) as f:
@@ -71,9 +86,16 @@ def test_near_ties_reproduced(reference_dir, tmp_path):
 # key naming rules (FORMATS.md §2.7), written independently of the module
 # --------------------------------------------------------------------------------------------------
 def rule_keys(hp: dict) -> dict:
-    n, f, k, up, H, D = hp["cnn_layers"], hp["filter_size"], hp["kernel_size"], hp["up"], hp["hidden_size"], len(hp["datasets"])
+    n, f, k, up, H, D = (
+        hp["cnn_layers"],
+        hp["filter_size"],
+        hp["kernel_size"],
+        hp["up"],
+        hp["hidden_size"],
+        len(hp["datasets"]),
+    )
     keys = {}
-    chans = [4] + [f * up ** i for i in range(n)]
+    chans = [4] + [f * up**i for i in range(n)]
     idx = 0
     for i in range(n):
         keys[f"down_layer_list.{idx}.weight"] = (chans[i + 1], chans[i], k)
@@ -90,7 +112,7 @@ def rule_keys(hp: dict) -> dict:
         for m in range(hp["lstm_layers"]):
             j = m * 2 if hp["dropout"] > 0 else m
             inp = c_last if m == 0 else width
-            for suf in ([""] + (["_reverse"] if hp["model_type"] == "bi-hybrid" else [])):
+            for suf in [""] + (["_reverse"] if hp["model_type"] == "bi-hybrid" else []):
                 keys[f"lstm_layer_list.{j}.weight_ih_l0{suf}"] = (4 * H, inp)
                 keys[f"lstm_layer_list.{j}.weight_hh_l0{suf}"] = (4 * H, H)
                 keys[f"lstm_layer_list.{j}.bias_ih_l0{suf}"] = (4 * H,)
@@ -113,18 +135,50 @@ def rule_keys(hp: dict) -> dict:
     return keys
 
 
-def hparams(model_type="bi-hybrid", cnn_layers=1, filter_size=8, kernel_size=9, step=2, up=2, dilation=1,
-            lstm_layers=1, hidden_size=8, bnorm=True, dropout=0.0, datasets=("atacseq", "h3k4me3")) -> dict:
-    return dict(model_type=model_type, cnn_layers=cnn_layers, filter_size=filter_size, kernel_size=kernel_size,
-                step=step, up=up, dilation=dilation, lstm_layers=lstm_layers, hidden_size=hidden_size, bnorm=bnorm,
-                dropout=dropout, learning_rate=0.001, seq_len=21384, input_size=4, output_size=len(datasets),
-                datasets=list(datasets))
+def hparams(
+    model_type="bi-hybrid",
+    cnn_layers=1,
+    filter_size=8,
+    kernel_size=9,
+    step=2,
+    up=2,
+    dilation=1,
+    lstm_layers=1,
+    hidden_size=8,
+    bnorm=True,
+    dropout=0.0,
+    datasets=("atacseq", "h3k4me3"),
+) -> dict:
+    return dict(
+        model_type=model_type,
+        cnn_layers=cnn_layers,
+        filter_size=filter_size,
+        kernel_size=kernel_size,
+        step=step,
+        up=up,
+        dilation=dilation,
+        lstm_layers=lstm_layers,
+        hidden_size=hidden_size,
+        bnorm=bnorm,
+        dropout=dropout,
+        learning_rate=0.001,
+        seq_len=21384,
+        input_size=4,
+        output_size=len(datasets),
+        datasets=list(datasets),
+    )
 
 
 GRID = [
     hparams(mt, n, f, k, s, u, d, nl, h, bn, dr, ds)
     for mt in ("cnn", "hybrid", "bi-hybrid")
-    for n, f, k, s, u, d in ((1, 8, 9, 2, 2, 1), (2, 4, 5, 2, 3, 2), (3, 6, 9, 2, 2, 1), (2, 4, 4, 2, 2, 2), (1, 4, 7, 3, 2, 1))
+    for n, f, k, s, u, d in (
+        (1, 8, 9, 2, 2, 1),
+        (2, 4, 5, 2, 3, 2),
+        (3, 6, 9, 2, 2, 1),
+        (2, 4, 4, 2, 2, 2),
+        (1, 4, 7, 3, 2, 1),
+    )
     for nl, h in ((1, 8), (3, 5))
     for bn in (True, False)
     for dr in (0.0, 0.3)
@@ -141,17 +195,26 @@ def test_key_rules(chunk):
         assert list(got) == list(rule_keys(hp))  # order: down, lstm, up, out
 
 
-@pytest.mark.parametrize("hp,count", [
-    (hparams("bi-hybrid", 3, 64, 9, 2, 2, 1, 2, 128, True, 0.3), 1_534_358),
-    (hparams("bi-hybrid", 1, 64, 9, 2, 2, 1, 1, 128, True, 0.0), 210_390),
-    (hparams("hybrid", 3, 64, 9, 2, 2, 1, 2, 128, False, 0.0, ("atacseq",)), 924_809),
-    (hparams("cnn", 3, 64, 9, 2, 2, 1, 2, 128, False, 0.0, ("atacseq",)), 742_537),
-])
+@pytest.mark.parametrize(
+    "hp,count",
+    [
+        (hparams("bi-hybrid", 3, 64, 9, 2, 2, 1, 2, 128, True, 0.3), 1_534_358),
+        (hparams("bi-hybrid", 1, 64, 9, 2, 2, 1, 1, 128, True, 0.0), 210_390),
+        (hparams("hybrid", 3, 64, 9, 2, 2, 1, 2, 128, False, 0.0, ("atacseq",)), 924_809),
+        (hparams("cnn", 3, 64, 9, 2, 2, 1, 2, 128, False, 0.0, ("atacseq",)), 742_537),
+    ],
+)
 def test_parameter_counts(hp, count):
     model = PredmoterNet(ModelConfig.from_hparams(hp))
     assert sum(p.numel() for p in model.parameters()) == count
-    assert sum(math.prod(s) for k, s in rule_keys(hp).items()
-               if not k.endswith(("running_mean", "running_var", "num_batches_tracked"))) == count
+    assert (
+        sum(
+            math.prod(s)
+            for k, s in rule_keys(hp).items()
+            if not k.endswith(("running_mean", "running_var", "num_batches_tracked"))
+        )
+        == count
+    )
 
 
 def test_mini_model_keys(reference_dir):
@@ -190,32 +253,70 @@ def reference_forward(sd: dict, hp: dict, x: torch.Tensor) -> torch.Tensor:
     h = x.transpose(1, 2)
     for i in range(n):
         ci = 2 * i if bn else i
-        h = F.relu(F.conv1d(h, sd[f"down_layer_list.{ci}.weight"], sd[f"down_layer_list.{ci}.bias"], stride=s,
-                            padding=pad, dilation=d))
+        h = F.relu(
+            F.conv1d(
+                h,
+                sd[f"down_layer_list.{ci}.weight"],
+                sd[f"down_layer_list.{ci}.bias"],
+                stride=s,
+                padding=pad,
+                dilation=d,
+            )
+        )
         if bn:
             p = f"down_layer_list.{ci + 1}."
-            h = F.batch_norm(h, sd[p + "running_mean"], sd[p + "running_var"], sd[p + "weight"], sd[p + "bias"],
-                             training=False, eps=1e-5)
+            h = F.batch_norm(
+                h,
+                sd[p + "running_mean"],
+                sd[p + "running_var"],
+                sd[p + "weight"],
+                sd[p + "bias"],
+                training=False,
+                eps=1e-5,
+            )
     if hp["model_type"] != "cnn":
         h = h.transpose(1, 2)
         for m in range(hp["lstm_layers"]):
             j = 2 * m if hp["dropout"] > 0 else m
             p = f"lstm_layer_list.{j}."
-            fwd = lstm_by_hand(h, sd[p + "weight_ih_l0"], sd[p + "weight_hh_l0"], sd[p + "bias_ih_l0"], sd[p + "bias_hh_l0"])
+            fwd = lstm_by_hand(
+                h, sd[p + "weight_ih_l0"], sd[p + "weight_hh_l0"], sd[p + "bias_ih_l0"], sd[p + "bias_hh_l0"]
+            )
             if hp["model_type"] == "bi-hybrid":
-                bwd = lstm_by_hand(h.flip(1), sd[p + "weight_ih_l0_reverse"], sd[p + "weight_hh_l0_reverse"],
-                                   sd[p + "bias_ih_l0_reverse"], sd[p + "bias_hh_l0_reverse"]).flip(1)
+                bwd = lstm_by_hand(
+                    h.flip(1),
+                    sd[p + "weight_ih_l0_reverse"],
+                    sd[p + "weight_hh_l0_reverse"],
+                    sd[p + "bias_ih_l0_reverse"],
+                    sd[p + "bias_hh_l0_reverse"],
+                ).flip(1)
                 fwd = torch.cat([fwd, bwd], dim=2)
             h = fwd
         h = h.transpose(1, 2)
     for i in range(n):
         ci = 2 * i if bn else i
-        h = F.relu(F.conv_transpose1d(h, sd[f"up_layer_list.{ci}.weight"], sd[f"up_layer_list.{ci}.bias"], stride=s,
-                                      padding=tpad, output_padding=op, dilation=d))
+        h = F.relu(
+            F.conv_transpose1d(
+                h,
+                sd[f"up_layer_list.{ci}.weight"],
+                sd[f"up_layer_list.{ci}.bias"],
+                stride=s,
+                padding=tpad,
+                output_padding=op,
+                dilation=d,
+            )
+        )
         if bn:
             p = f"up_layer_list.{ci + 1}."
-            h = F.batch_norm(h, sd[p + "running_mean"], sd[p + "running_var"], sd[p + "weight"], sd[p + "bias"],
-                             training=False, eps=1e-5)
+            h = F.batch_norm(
+                h,
+                sd[p + "running_mean"],
+                sd[p + "running_var"],
+                sd[p + "weight"],
+                sd[p + "bias"],
+                training=False,
+                eps=1e-5,
+            )
     return F.linear(h.transpose(1, 2), sd["out.weight"], sd["out.bias"])
 
 
@@ -224,10 +325,25 @@ SEEDED = [
     dict(model_type="cnn", cnn_layers=3, bnorm=False, dropout=0.0, lstm_layers=1, datasets=("a", "b", "c")),
     dict(model_type="hybrid", cnn_layers=2, bnorm=True, dropout=0.3, lstm_layers=2, datasets=("atacseq", "h3k4me3")),
     dict(model_type="hybrid", cnn_layers=1, bnorm=False, dropout=0.0, lstm_layers=1, datasets=("atacseq",)),
-    dict(model_type="bi-hybrid", cnn_layers=3, bnorm=False, dropout=0.5, lstm_layers=2, datasets=("atacseq", "h3k4me3", "moa")),
+    dict(
+        model_type="bi-hybrid",
+        cnn_layers=3,
+        bnorm=False,
+        dropout=0.5,
+        lstm_layers=2,
+        datasets=("atacseq", "h3k4me3", "moa"),
+    ),
     dict(model_type="bi-hybrid", cnn_layers=1, bnorm=True, dropout=0.0, lstm_layers=2, datasets=("atacseq",)),
-    dict(model_type="bi-hybrid", cnn_layers=2, bnorm=True, dropout=0.2, lstm_layers=1, datasets=("atacseq", "h3k4me3"),
-         kernel_size=4, dilation=2),
+    dict(
+        model_type="bi-hybrid",
+        cnn_layers=2,
+        bnorm=True,
+        dropout=0.2,
+        lstm_layers=1,
+        datasets=("atacseq", "h3k4me3"),
+        kernel_size=4,
+        dilation=2,
+    ),
 ]
 
 
@@ -241,7 +357,9 @@ def test_seeded_checkpoint_matches_functional_forward(tmp_path, idx):
     length = 48
     X = write_genome_h5(tmp_path / "g.h5", 5, length, seed=idx)
     out = tmp_path / "p.h5"
-    run_cli("predict", "--h5", str(tmp_path / "g.h5"), "--model", str(ckpt_path), "--out", str(out), "--batch-size", "2")
+    run_cli(
+        "predict", "--h5", str(tmp_path / "g.h5"), "--model", str(ckpt_path), "--out", str(out), "--batch-size", "2"
+    )
 
     sd = torch.load(ckpt_path, weights_only=True)["state_dict"]
     x = torch.from_numpy(X.astype(np.float32))
@@ -268,13 +386,35 @@ def load_and_forward(path: Path, x: torch.Tensor) -> torch.Tensor:
 
 def test_make_test_model_deterministic(tmp_path):
     a, b, c = tmp_path / "a.ckpt", tmp_path / "b.ckpt", tmp_path / "c.ckpt"
-    run_cli("make-test-model", "--out", str(a), "--seed", "3", "--model-type", "hybrid", "--cnn-layers", "2",
-            "--dropout", "0.3", "--lstm-layers", "2", "--datasets", "atacseq")
+    run_cli(
+        "make-test-model",
+        "--out",
+        str(a),
+        "--seed",
+        "3",
+        "--model-type",
+        "hybrid",
+        "--cnn-layers",
+        "2",
+        "--dropout",
+        "0.3",
+        "--lstm-layers",
+        "2",
+        "--datasets",
+        "atacseq",
+    )
     cfg = ModelConfig.from_hparams(hparams("hybrid", 2, 8, 9, 2, 2, 1, 2, 8, True, 0.3, ("atacseq",)))
     write_test_checkpoint(b, cfg, seed=3)
     write_test_checkpoint(c, cfg, seed=4)
     la, lb, lc = (torch.load(p, weights_only=True) for p in (a, b, c))
-    assert set(la) >= {"epoch", "global_step", "pytorch-lightning_version", "state_dict", "hparams_name", "hyper_parameters"}
+    assert set(la) >= {
+        "epoch",
+        "global_step",
+        "pytorch-lightning_version",
+        "state_dict",
+        "hparams_name",
+        "hyper_parameters",
+    }
     assert len(la["hyper_parameters"]) == 16 and la["hparams_name"] == "kwargs"
     assert la["hyper_parameters"] == lb["hyper_parameters"]
     assert list(la["state_dict"]) == list(rule_keys(la["hyper_parameters"]))
@@ -293,6 +433,7 @@ def test_shards_merge_equal_unsharded(reference_dir, tmp_path, monkeypatch, row_
     HDF5's per-chunk records) give the same files: blocks across shard boundaries and a partial last block."""
     if row_block:
         from chromaflow.genome import h5rows
+
         monkeypatch.setattr(h5rows, "ROW_BLOCK", row_block)
     model = str(predmoter(reference_dir, "mini_model.ckpt"))
     h5 = str(predmoter(reference_dir, "pred_data_1.h5"))
@@ -358,11 +499,28 @@ def _engine_run(tmp_path, model, X, **kw):
 
     g = tmp_path / "g.h5"
     with h5py.File(g, "r") as f, h5py.File(tmp_path / "o.h5", "w") as out:
-        dset = h5io.create_predictions(out, n_rows=X.shape[0], length=X.shape[1], datasets=["a"], species0=b"s",
-                                       model_name="m", seqids=f["data/seqids"][()], start_ends=f["data/start_ends"][()])
+        dset = h5io.create_predictions(
+            out,
+            n_rows=X.shape[0],
+            length=X.shape[1],
+            datasets=["a"],
+            species0=b"s",
+            model_name="m",
+            seqids=f["data/seqids"][()],
+            start_ends=f["data/start_ends"][()],
+        )
         kw.setdefault("streams", 1)
-        stats = engine.run_prediction(model, f["data/X"], dset, row_start=0, row_end=X.shape[0],
-                                      device=torch.device("cpu"), threads=1, num_workers=1, **kw)
+        stats = engine.run_prediction(
+            model,
+            f["data/X"],
+            dset,
+            row_start=0,
+            row_end=X.shape[0],
+            device=torch.device("cpu"),
+            threads=1,
+            num_workers=1,
+            **kw,
+        )
     with h5py.File(tmp_path / "o.h5") as out:
         return stats, out["prediction/predictions"][()]
 
@@ -480,7 +638,7 @@ def test_batch_size_cache_reuses_a_probe_and_keys_on_what_changes_it(tmp_path):
     assert resolve_batch_size("auto", model=_Const(limit=37), precision="fp32", stats=again, **kw) == 37
     assert again.batch_probe_source == "cache" and again.batch_probe == [] and "probed earlier" in again.notes[0]
     assert resolve_batch_size("auto", model=_Const(limit=21), precision="bf16", stats=other, **kw) == 21
-    assert other.batch_probe_source == "probe"   # another precision is another key
+    assert other.batch_probe_source == "probe"  # another precision is another key
     key = batch_cache_key(_Const(limit=37), torch.device("cpu"), L=16, D=1, precision="fp32", limit=80)
     assert key != batch_cache_key(_Const(limit=37), torch.device("cpu"), L=32, D=1, precision="fp32", limit=80)
     assert key != batch_cache_key(torch.nn.Linear(2, 3), torch.device("cpu"), L=16, D=1, precision="fp32", limit=80)
@@ -499,15 +657,29 @@ def test_predict_metrics_give_the_phases_of_the_process(tmp_path, reference_dir)
 
     ref = reference_dir / "predmoter"
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "chromaflow", "predict", "--h5", ref / "pred_data_1.h5", "--model",
-                           ref / "mini_model.ckpt", "--out", tmp_path / "p.h5", "--metrics", tmp_path / "m.json"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "chromaflow",
+            "predict",
+            "--h5",
+            ref / "pred_data_1.h5",
+            "--model",
+            ref / "mini_model.ckpt",
+            "--out",
+            tmp_path / "p.h5",
+            "--metrics",
+            tmp_path / "m.json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stderr
     m = json.loads((tmp_path / "m.json").read_text())
     ph = m["phases_s"]
-    assert set(ph) == {"before_run", "checks_imports", "model_load", "batch_size", "setup", "loop_and_drain",
-                       "finish"}
+    assert set(ph) == {"before_run", "checks_imports", "model_load", "batch_size", "setup", "loop_and_drain", "finish"}
     assert all(v >= 0 for v in ph.values()) and sum(ph.values()) <= wall
     assert ph["loop_and_drain"] >= m["loop_s"] and m["drain_s"] >= 0 and ph["before_run"] > 0
 
@@ -518,13 +690,31 @@ def test_batch_size_auto_with_fake_oom_on_cpu(tmp_path):
 
     X = write_genome_h5(tmp_path / "g.h5", 80, 16)
     stats = EngineStats()
-    size = resolve_batch_size("auto", model=_Const(limit=37), device=torch.device("cpu"), L=16, D=1,
-                              precision="fp32", rows=80, stats=stats, probe_cpu=True)
+    size = resolve_batch_size(
+        "auto",
+        model=_Const(limit=37),
+        device=torch.device("cpu"),
+        L=16,
+        D=1,
+        precision="fp32",
+        rows=80,
+        stats=stats,
+        probe_cpu=True,
+    )
     assert size == 37
-    assert stats.batch_probe == [[16, True], [32, True], [64, False], [48, False], [40, False], [36, True],
-                                 [38, False], [37, True]]
-    run_stats, got = _engine_run(tmp_path, _Const(limit=37), X, batch_size=size, precision="fp32", streams=1,
-                                 micro=size)
+    assert stats.batch_probe == [
+        [16, True],
+        [32, True],
+        [64, False],
+        [48, False],
+        [40, False],
+        [36, True],
+        [38, False],
+        [37, True],
+    ]
+    run_stats, got = _engine_run(
+        tmp_path, _Const(limit=37), X, batch_size=size, precision="fp32", streams=1, micro=size
+    )
     assert run_stats.final_batch == 37 and run_stats.batch_size == 37 and not run_stats.notes
     want = np.round(np.exp(3 * X[:, :, :1].astype(np.float32))).astype(np.int64)
     want[X.max(axis=2) == 0] = -1
@@ -535,6 +725,7 @@ def test_batch_size_auto_with_fake_oom_on_cpu(tmp_path):
     run_cli("make-test-model", "--out", ckpt)
     run_cli("predict", "--h5", tmp_path / "g.h5", "--model", ckpt, "--out", out, "--metrics", tmp_path / "m.json")
     import json
+
     m = json.loads((tmp_path / "m.json").read_text())
     assert m["batch_size_requested"] == "auto" and m["batch_size"] == 80
     assert any("batch size auto on CPU" in n for n in m["notes"])
@@ -549,7 +740,7 @@ def test_smallest_transfer_dtype():
     assert smallest_int_dtype(-1, 128) == torch.int16
     assert smallest_int_dtype(-129, 0) == torch.int16
     assert smallest_int_dtype(-1, 40000) == torch.int32
-    assert smallest_int_dtype(-1, 2 ** 40) == torch.int64
+    assert smallest_int_dtype(-1, 2**40) == torch.int64
 
 
 def test_bf16_deviation_in_metrics_matches_independent_count(reference_dir, tmp_path):
@@ -561,9 +752,23 @@ def test_bf16_deviation_in_metrics_matches_independent_count(reference_dir, tmp_
     if not bf16_supported(torch.device("cpu")):
         pytest.skip("this CPU has no bf16 support in oneDNN (the engine would fall back to fp32)")
     model_path = predmoter(reference_dir, "mini_model.ckpt")
-    run_cli("predict", "--h5", predmoter(reference_dir, "pred_data_1.h5"), "--model", model_path, "--out",
-            tmp_path / "b.h5", "--precision", "bf16", "--batch-size", "2", "--precision-check-rows", "8",
-            "--metrics", tmp_path / "m.json")
+    run_cli(
+        "predict",
+        "--h5",
+        predmoter(reference_dir, "pred_data_1.h5"),
+        "--model",
+        model_path,
+        "--out",
+        tmp_path / "b.h5",
+        "--precision",
+        "bf16",
+        "--batch-size",
+        "2",
+        "--precision-check-rows",
+        "8",
+        "--metrics",
+        tmp_path / "m.json",
+    )
     got = json.loads((tmp_path / "m.json").read_text())["precision_check"]
     rows = [0, 1, 2, 3, 4, 5, 8, 9]  # rows 0-1 of batches 0, 1, 2, 4 (batch size 2)
     torch.set_num_threads(1)
@@ -573,7 +778,7 @@ def test_bf16_deviation_in_metrics_matches_independent_count(reference_dir, tmp_
     values = differ = max_abs = 0
     with torch.inference_mode():
         for i in range(len(rows)):  # one row per model call, as the two streams run them
-            x = X[i:i + 1]
+            x = X[i : i + 1]
             a = torch.exp(model(x))
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 b = torch.exp(model(x).float())
@@ -613,8 +818,14 @@ def test_test_checkpoint_is_byte_reproducible(tmp_path):
     assert a.read_bytes() == b.read_bytes() and a.read_bytes() != c.read_bytes()
     assert all(n.startswith("archive/") for n in zipfile.ZipFile(a).namelist())
     ck = load_checkpoint(a)
-    assert sum(v.numel() for k, v in ck.state_dict.items()
-               if not k.endswith(("running_mean", "running_var", "num_batches_tracked"))) == 1_534_358
+    assert (
+        sum(
+            v.numel()
+            for k, v in ck.state_dict.items()
+            if not k.endswith(("running_mean", "running_var", "num_batches_tracked"))
+        )
+        == 1_534_358
+    )
     assert ck.config.hparams()["dropout"] == 0.3 and ck.config.lstm_layers == 2 and ck.config.cnn_layers == 3
 
 
@@ -628,6 +839,7 @@ class _FakeEvent:
 
     def record(self, stream=None):
         import time
+
         self.t = time.perf_counter()
 
     def synchronize(self):
@@ -660,16 +872,21 @@ def fake_cuda(monkeypatch):
     return rt
 
 
-
-
 def test_cuda_runtime_calls_reach_torch_cuda(monkeypatch):
     """Each of the runtime's plain calls forwards to torch.cuda's function of the same name (a GPU run once
     found reset_peak_memory_stats calling itself; the executor tests above replace these calls)."""
     from chromaflow.predict.executors import CudaRuntime
 
     rt = CudaRuntime()
-    for name in ("synchronize", "reset_peak_memory_stats", "max_memory_allocated", "empty_cache", "Stream",
-                 "Event", "stream"):
+    for name in (
+        "synchronize",
+        "reset_peak_memory_stats",
+        "max_memory_allocated",
+        "empty_cache",
+        "Stream",
+        "Event",
+        "stream",
+    ):
         seen = []
         monkeypatch.setattr(torch.cuda, name, lambda *a, _n=name, **k: seen.append((_n, a, k)) or 7)
         args = {"Event": (), "empty_cache": (), "stream": ("s",)}.get(name, ("cuda:0",))
@@ -677,9 +894,10 @@ def test_cuda_runtime_calls_reach_torch_cuda(monkeypatch):
         assert seen and seen[0][0] == name, name
 
 
-@pytest.mark.parametrize("scale,limit,dtypes,d2h", [
-    (12.0, 100, {"int64": 2, "int32": 1}, 2 * 96 * 1 + 2 * 96 * 8 + 96 * 4),
-    (3.0, 2, {"int8": 3}, 3 * 96 * 1)])
+@pytest.mark.parametrize(
+    "scale,limit,dtypes,d2h",
+    [(12.0, 100, {"int64": 2, "int32": 1}, 2 * 96 * 1 + 2 * 96 * 8 + 96 * 4), (3.0, 2, {"int8": 3}, 3 * 96 * 1)],
+)
 def test_cuda_executor_logic_on_cpu(tmp_path, fake_cuda, scale, limit, dtypes, d2h):
     """Transfer types widen without loss (int8 first; exp(12) needs int32: the two batches already in flight in
     int8 are copied again as int64, the next one comes back as int32), an OOM halves the batch, CUDA-event
@@ -702,8 +920,9 @@ def test_cuda_executor_logic_on_cpu(tmp_path, fake_cuda, scale, limit, dtypes, d
 def test_cuda_batch_probe_logic_on_cpu(fake_cuda):
     from chromaflow.predict.probe import probe_batch_size
 
-    size, trials = probe_batch_size(ScaledModel(1.0, limit=37), torch.device("cpu"), L=16, D=1, precision="fp32",
-                                    limit=4096, executor="cuda")
+    size, trials = probe_batch_size(
+        ScaledModel(1.0, limit=37), torch.device("cpu"), L=16, D=1, precision="fp32", limit=4096, executor="cuda"
+    )
     assert size == 37 and trials[-1] == (37, True)
 
 
@@ -721,15 +940,35 @@ def test_cuda_executor_fasta_route_logic_on_cpu(reference_dir, tmp_path, fake_cu
     feed = FastaFeed(str(predmoter(reference_dir, "pred_data.fa")), 21384, 5, pool, reader="process")
     got_meta = []
     with h5py.File(tmp_path / "o.h5", "w") as out:
-        dset = h5io.create_predictions(out, n_rows=0, length=21384, datasets=["atacseq", "h3k4me3"],
-                                       species0=b"Species_artificialis_9", model_name="m",
-                                       seqids=np.zeros(0, "S50"), start_ends=np.zeros((0, 2), np.int64))
+        dset = h5io.create_predictions(
+            out,
+            n_rows=0,
+            length=21384,
+            datasets=["atacseq", "h3k4me3"],
+            species0=b"Species_artificialis_9",
+            model_name="m",
+            seqids=np.zeros(0, "S50"),
+            start_ends=np.zeros((0, 2), np.int64),
+        )
         writer = PredictionWriter(dset, 0, pool_threads=2, depth=2, grow=True)
-        stats = engine.predict_feed(model, feed, writer, n_rows=None, batch_size=5, device=torch.device("cpu"),
-                                    precision="fp32", threads=1, on_batch=lambda b: got_meta.append(b),
-                                    release=lambda b: pool.release(b.slot), executor="cuda")
-        h5io.finalize_rows(out, seqids=np.array([s for b in got_meta for s in b.seqids], dtype="S50"),
-                           start_ends=np.concatenate([b.start_ends for b in got_meta]))
+        stats = engine.predict_feed(
+            model,
+            feed,
+            writer,
+            n_rows=None,
+            batch_size=5,
+            device=torch.device("cpu"),
+            precision="fp32",
+            threads=1,
+            on_batch=lambda b: got_meta.append(b),
+            release=lambda b: pool.release(b.slot),
+            executor="cuda",
+        )
+        h5io.finalize_rows(
+            out,
+            seqids=np.array([s for b in got_meta for s in b.seqids], dtype="S50"),
+            start_ends=np.concatenate([b.start_ends for b in got_meta]),
+        )
     assert stats.rows == 16 and stats.transfer_dtypes == {"int8": 4}
     with h5py.File(tmp_path / "o.h5") as f, h5py.File(predmoter(reference_dir, "pred_data_1_predictions.h5")) as g:
         for name in ("data/seqids", "data/start_ends", "prediction/predictions"):
@@ -756,8 +995,11 @@ def test_gpu_benchmark_refuses_without_cuda_and_its_checks_work(repo_root, refer
     import sys
 
     if not torch.cuda.is_available():
-        proc = subprocess.run([sys.executable, str(repo_root / "benchmarks" / "gpu" / "run"), "--workdir",
-                               str(tmp_path / "w")], capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, str(repo_root / "benchmarks" / "gpu" / "run"), "--workdir", str(tmp_path / "w")],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert "no CUDA device" in proc.stderr and not (tmp_path / "w").exists()
     mod = _gpu_bench_module(repo_root)
@@ -766,8 +1008,21 @@ def test_gpu_benchmark_refuses_without_cuda_and_its_checks_work(repo_root, refer
     outs = {}
     for prec in ("fp32", "bf16"):
         out = tmp_path / f"{prec}.h5"
-        run_cli("predict", "--fasta", fa, "--species", "S", "--model", ckpt, "--out", out, "--precision", prec,
-                "--metrics", tmp_path / f"{prec}.json")
+        run_cli(
+            "predict",
+            "--fasta",
+            fa,
+            "--species",
+            "S",
+            "--model",
+            ckpt,
+            "--out",
+            out,
+            "--precision",
+            prec,
+            "--metrics",
+            tmp_path / f"{prec}.json",
+        )
         outs[prec] = out
     chk = mod.check_rows_on_cpu(fa, ckpt, outs["fp32"], [0, 5, 15], threads=1)
     assert chk["ok"] and chk["values"] == 3 * 21384 * 2 and chk["rows"] == [0, 5, 15]
@@ -784,11 +1039,27 @@ def test_gpu_benchmark_refuses_without_cuda_and_its_checks_work(repo_root, refer
         assert dev["values"] == 16 * 21384 * 2 and 0 < dev["differ"] < dev["values"] // 50
     else:  # a CPU without bf16 in oneDNN: the engine falls back to fp32, so the deviation is none
         assert dev["values"] == 16 * 21384 * 2 and dev["differ"] == 0
-    result = {"command": "benchmarks/gpu/run (CPU stand-in)", "started": "2000-01-01 00:00", "mbp": 0.154,
-              "records": 2, "machine": {"gpu": "none (test)", "host": "test", "torch": torch.__version__, "cuda": None,
-                                        "cudnn": None, "cpu": "test", "cores": 2},
-              "precisions": [mod.record({"wall_s": 1.0, "cpu_s": 1.0}, json.loads((tmp_path / f"{p}.json").read_text()))
-                             for p in ("fp32", "bf16")], "fp32_vs_cpu": chk, "bf16_vs_fp32": dev}
+    result = {
+        "command": "benchmarks/gpu/run (CPU stand-in)",
+        "started": "2000-01-01 00:00",
+        "mbp": 0.154,
+        "records": 2,
+        "machine": {
+            "gpu": "none (test)",
+            "host": "test",
+            "torch": torch.__version__,
+            "cuda": None,
+            "cudnn": None,
+            "cpu": "test",
+            "cores": 2,
+        },
+        "precisions": [
+            mod.record({"wall_s": 1.0, "cpu_s": 1.0}, json.loads((tmp_path / f"{p}.json").read_text()))
+            for p in ("fp32", "bf16")
+        ],
+        "fp32_vs_cpu": chk,
+        "bf16_vs_fp32": dev,
+    }
     res_dir = tmp_path / "gpu" / "results"
     res_dir.mkdir(parents=True)
     (res_dir / "x.json").write_text(json.dumps(result))
@@ -807,33 +1078,78 @@ def test_gpu_results_page_judges_targets_from_the_measured_numbers(repo_root, tm
     import json
 
     mod = _gpu_bench_module(repo_root)
-    phases = {"before_run": 0.5, "checks_imports": 4.0, "model_load": 0.1, "batch_size": 0.2, "setup": 0.2,
-              "loop_and_drain": 3.0, "finish": 0.5}
+    phases = {
+        "before_run": 0.5,
+        "checks_imports": 4.0,
+        "model_load": 0.1,
+        "batch_size": 0.2,
+        "setup": 0.2,
+        "loop_and_drain": 3.0,
+        "finish": 0.5,
+    }
 
     def pred(prec, run, wall, loop_s, util):
-        return {"precision": prec, "run": run, "wall_s": wall, "cpu_s": 1.0, "bp_per_s_end_to_end": 4e8 / wall,
-                "bp_per_s_loop": 4e8 / loop_s, "loop_s": loop_s, "batch_size": 64, "phases_s": phases,
-                "gpu_devices": [{"utilization_mean_pct": util}]}
+        return {
+            "precision": prec,
+            "run": run,
+            "wall_s": wall,
+            "cpu_s": 1.0,
+            "bp_per_s_end_to_end": 4e8 / wall,
+            "bp_per_s_loop": 4e8 / loop_s,
+            "loop_s": loop_s,
+            "batch_size": 64,
+            "phases_s": phases,
+            "gpu_devices": [{"utilization_mean_pct": util}],
+        }
 
     def ours(epoch_s, loss, wait, util):
-        return {"epoch_s": epoch_s, "wall_s": 30.0, "data_wait_fraction": wait,
-                "curve": [{"avg_train_loss": loss, "data_wait_fraction": wait, "gpu_util_train_pct": util}]}
+        return {
+            "epoch_s": epoch_s,
+            "wall_s": 30.0,
+            "data_wait_fraction": wait,
+            "curve": [{"avg_train_loss": loss, "data_wait_fraction": wait, "gpu_util_train_pct": util}],
+        }
 
-    result = {"command": "x", "started": "2000-01-01 00:00", "mbp": 200, "records": 8, "deflate": "auto",
-              "machine": {"gpu": "G", "host": "h", "torch": "t", "cuda": "c", "cudnn": 1, "cpu": "c", "cores": 16},
-              "precisions": [pred("fp32", "cached", 9.0, 2.5, 95.0), pred("bf16", "cached", 2.0, 1.0, 89.0)],
-              "peer_predict": {"mbp": 25, "batch_size": 64, "reps": 1, "fasta2h5_wall_s": 1.0, "checks": {},
-                               "rows": [{"tool": "predmoter", "precision": "fp32", "wall_s": 40.0},
-                                        {"tool": "chromaflow", "precision": "fp32", "wall_s": 10.0}]},
-              "train": {"chunks": {"train": 10, "val": 2}, "length": 21384, "model": "default", "arch_args": [],
-                        "batch_size": 120, "epochs": 1,
-                        "runs": {"predmoter": {"epoch_s": 10.0, "wall_s": 20.0, "curve": [{"avg_train_loss": 1.0}]},
-                                 "ours": ours(4.0, 1.01, 0.04, 90.0), "ours_ram": ours(6.0, 1.0, 0.06, 80.0)}}}
+    result = {
+        "command": "x",
+        "started": "2000-01-01 00:00",
+        "mbp": 200,
+        "records": 8,
+        "deflate": "auto",
+        "machine": {"gpu": "G", "host": "h", "torch": "t", "cuda": "c", "cudnn": 1, "cpu": "c", "cores": 16},
+        "precisions": [pred("fp32", "cached", 9.0, 2.5, 95.0), pred("bf16", "cached", 2.0, 1.0, 89.0)],
+        "peer_predict": {
+            "mbp": 25,
+            "batch_size": 64,
+            "reps": 1,
+            "fasta2h5_wall_s": 1.0,
+            "checks": {},
+            "rows": [
+                {"tool": "predmoter", "precision": "fp32", "wall_s": 40.0},
+                {"tool": "chromaflow", "precision": "fp32", "wall_s": 10.0},
+            ],
+        },
+        "train": {
+            "chunks": {"train": 10, "val": 2},
+            "length": 21384,
+            "model": "default",
+            "arch_args": [],
+            "batch_size": 120,
+            "epochs": 1,
+            "runs": {
+                "predmoter": {"epoch_s": 10.0, "wall_s": 20.0, "curve": [{"avg_train_loss": 1.0}]},
+                "ours": ours(4.0, 1.01, 0.04, 90.0),
+                "ours_ram": ours(6.0, 1.0, 0.06, 80.0),
+            },
+        },
+    }
     res = tmp_path / "results"
     res.mkdir()
     (res / "r.json").write_text(json.dumps(result))
     md = mod.regenerate_md(res).read_text()
-    assert "| fp32 ≥ 40 Mbp/s of rows end to end | cached | 44.4 Mbp/s | ✔ | checks + torch import 4.0 s, loop 2.5 s" in md
+    assert (
+        "| fp32 ≥ 40 Mbp/s of rows end to end | cached | 44.4 Mbp/s | ✔ | checks + torch import 4.0 s, loop 2.5 s" in md
+    )
     assert "| bf16 ≥ 180 Mbp/s of rows end to end | cached | 200.0 Mbp/s | ✔ |" in md
     assert "| fp32: mean GPU utilisation ≥ 90 % over the prediction | cached | 95 % | ✔ |" in md
     assert "| bf16: mean GPU utilisation ≥ 90 % over the prediction | cached | 89 % | ✘ |" in md
@@ -848,13 +1164,17 @@ def test_purelib_wheel_retags_pure_wheels_and_refuses_compiled_ones(repo_root, t
     import importlib.util
     import zipfile
 
-    spec = importlib.util.spec_from_file_location("purelib_wheel", repo_root / "benchmarks" / "gpu" / "purelib_wheel.py")
+    spec = importlib.util.spec_from_file_location(
+        "purelib_wheel", repo_root / "benchmarks" / "gpu" / "purelib_wheel.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     src = tmp_path / "pkg-1.0-cp311-cp311-linux_x86_64.whl"
     with zipfile.ZipFile(src, "w") as z:
         z.writestr("pkg/__init__.py", "X = 1\n")
-        z.writestr("pkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n")
+        z.writestr(
+            "pkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n"
+        )
         z.writestr("pkg-1.0.dist-info/RECORD", "pkg/__init__.py,sha256=bad,1\n")
     (tmp_path / "out").mkdir()
     out = mod.retag(src, tmp_path / "out")

@@ -1,8 +1,10 @@
 """Bad input to ``chromaflow predict`` / ``predict-merge``: one clear line, exit != 0, no partial output.
 
-The first group runs ``python -m chromaflow ...`` in subprocesses, all cases at once in one module fixture (concurrently,
+The first group runs ``python -m chromaflow ...`` in subprocesses, all cases at once in one module fixture
+(concurrently,
 to keep the suite fast), then checks each case as its own test; the second group runs in-process, one test per case.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -15,13 +17,25 @@ import numpy as np
 import pytest
 import torch
 
-from chromaflow.predict.checkpoint import make_test_state_dict, write_test_checkpoint
-from chromaflow.predict.model import ModelConfig
+from chromaflow.model.checkpoint import make_test_state_dict, write_test_checkpoint
+from chromaflow.model.network import ModelConfig
 from helpers.cli import assert_one_line_error, chromaflow
 from helpers.cli import run_in_process as run_cli
 
-CFG = ModelConfig(model_type="bi-hybrid", cnn_layers=1, filter_size=4, kernel_size=9, step=2, up=2, dilation=1,
-                  lstm_layers=1, hidden_size=4, bnorm=True, dropout=0.0, datasets=("atacseq",))
+CFG = ModelConfig(
+    model_type="bi-hybrid",
+    cnn_layers=1,
+    filter_size=4,
+    kernel_size=9,
+    step=2,
+    up=2,
+    dilation=1,
+    lstm_layers=1,
+    hidden_size=4,
+    bnorm=True,
+    dropout=0.0,
+    datasets=("atacseq",),
+)
 
 
 class Evil:
@@ -32,6 +46,7 @@ class Evil:
 
     def __reduce__(self):
         import os
+
         return (os.system, (f"touch {self.marker}",))
 
 
@@ -50,8 +65,16 @@ def small_genome(path: Path, length: int, rows: int = 2, with_x: bool = True) ->
 # bad input through the real command line (subprocesses)
 # --------------------------------------------------------------------------------------------------
 def _predict(d: Path, h5, ckpt=None, out=None, *extra) -> list[str]:
-    return ["predict", "--h5", str(h5), "--model", str(ckpt or d / "tiny.ckpt"), "--out", str(out or d / "out.h5"),
-            *extra]
+    return [
+        "predict",
+        "--h5",
+        str(h5),
+        "--model",
+        str(ckpt or d / "tiny.ckpt"),
+        "--out",
+        str(out or d / "out.h5"),
+        *extra,
+    ]
 
 
 #: (id, argv from (input folder, Predmoter reference folder), expected fragment of the one-line error)
@@ -65,22 +88,36 @@ BAD_INPUTS = [
     ("missing_ckpt", lambda d, ref: _predict(d, d / "good.h5", d / "none.ckpt"), "checkpoint does not exist"),
     ("text_ckpt", lambda d, ref: _predict(d, d / "good.h5", d / "text.ckpt"), "not a PyTorch zip checkpoint"),
     ("zip_not_torch", lambda d, ref: _predict(d, d / "good.h5", d / "junk.ckpt"), "cannot read checkpoint"),
-    ("no_hyper_parameters", lambda d, ref: _predict(d, d / "good.h5", d / "nohp.ckpt"),
-     "missing top-level key 'hyper_parameters'"),
-    ("key_mismatch", lambda d, ref: _predict(d, d / "good.h5", d / "keys.ckpt"),
-     "missing 1 key(s): out.bias; unexpected 1 key(s): extra.weight"),
+    (
+        "no_hyper_parameters",
+        lambda d, ref: _predict(d, d / "good.h5", d / "nohp.ckpt"),
+        "missing top-level key 'hyper_parameters'",
+    ),
+    (
+        "key_mismatch",
+        lambda d, ref: _predict(d, d / "good.h5", d / "keys.ckpt"),
+        "missing 1 key(s): out.bias; unexpected 1 key(s): extra.weight",
+    ),
     ("shape_mismatch", lambda d, ref: _predict(d, d / "good.h5", d / "shape.ckpt"), "out.weight has shape (3, 4)"),
     ("malicious_pickle", lambda d, ref: _predict(d, d / "good.h5", d / "evil.ckpt"), "refused to unpickle"),
-    ("existing_output", lambda d, ref: _predict(d, d / "good.h5", None, d / "exists.h5"),
-     "output exists (use --force"),
+    ("existing_output", lambda d, ref: _predict(d, d / "good.h5", None, d / "exists.h5"), "output exists (use --force"),
     ("shard_0_of_3", lambda d, ref: _predict(d, d / "good.h5", None, None, "--shard", "0/3"), "1 <= I <= N"),
     ("shard_4_of_3", lambda d, ref: _predict(d, d / "good.h5", None, None, "--shard", "4/3"), "1 <= I <= N"),
-    ("deflate_engine", lambda d, ref: _predict(d, d / "good.h5", None, None, "--deflate", "onehot"),
-     "unknown engine for predictions"),
-    ("deflate_level", lambda d, ref: _predict(d, d / "good.h5", None, None, "--deflate", "zlib:12"),
-     "zlib levels are 0..9"),
-    ("merge_non_shard", lambda d, ref: ["predict-merge", "--out", str(d / "out.h5"),
-                                        str(ref / "pred_data_1_predictions.h5")], "not a predict shard file"),
+    (
+        "deflate_engine",
+        lambda d, ref: _predict(d, d / "good.h5", None, None, "--deflate", "onehot"),
+        "unknown engine for predictions",
+    ),
+    (
+        "deflate_level",
+        lambda d, ref: _predict(d, d / "good.h5", None, None, "--deflate", "zlib:12"),
+        "zlib levels are 0..9",
+    ),
+    (
+        "merge_non_shard",
+        lambda d, ref: ["predict-merge", "--out", str(d / "out.h5"), str(ref / "pred_data_1_predictions.h5")],
+        "not a predict shard file",
+    ),
 ]
 
 
@@ -114,8 +151,9 @@ def bad_runs(reference_dir, tmp_path_factory) -> tuple[Path, dict[str, tuple[lis
     (d / "exists.h5").write_bytes(b"keep me")
 
     # each case its own output: runs into one output at the same time are refused (docs/reliability.md)
-    argvs = {name: [a.replace("out.h5", f"out{i}.h5") for a in make(d, ref)]
-             for i, (name, make, _) in enumerate(BAD_INPUTS)}
+    argvs = {
+        name: [a.replace("out.h5", f"out{i}.h5") for a in make(d, ref)] for i, (name, make, _) in enumerate(BAD_INPUTS)
+    }
     with ThreadPoolExecutor(max_workers=4) as pool:
         procs = dict(zip(argvs, pool.map(lambda argv: chromaflow(*argv, cwd=d, timeout=300), argvs.values())))
     return d, {name: (argvs[name], procs[name]) for name in argvs}
@@ -196,25 +234,70 @@ def _start_ends_mismatch(path: Path) -> Path:
 
 #: (id, genome h5 writer (path -> path), its file name, extra predict options, expected fragments of the error line)
 BAD_GENOMES = [
-    ("int8", lambda p: _genome(p, _good_x().astype(np.int8)), "int8.h5", [],
-     ["int8.h5", "data/X has dtype int8", "expected float16"]),
-    ("float64", lambda p: _genome(p, _good_x().astype(np.float64)), "f64.h5", [],
-     ["f64.h5", "data/X has dtype float64"]),
-    ("2d", lambda p: _genome(p, _good_x()[:, :, 0]), "2d.h5", [],
-     ["2d.h5", "data/X has shape (3, 64)", "expected (N, L, 4)"]),
-    ("5_columns", lambda p: _genome(p, np.zeros((3, 64, 5), dtype=np.float16)), "5col.h5", [],
-     ["5col.h5", "data/X has shape (3, 64, 5)"]),
-    ("nan", lambda p: _genome(p, _with(_good_x(), (2, 17, 1), np.nan)), "nan.h5", [],
-     ["nan.h5", "data/X row 2 position 17", "nan"]),
-    ("inf", lambda p: _genome(p, _with(_good_x(), (1, 5, 0), np.inf)), "inf.h5", [],
-     ["inf.h5", "data/X row 1 position 5", "inf"]),
-    ("L_63", lambda p: _genome(p, _good_x()[:, :63]), "l63.h5", [],
-     ["l63.h5", "L=63", "not divisible by step**cnn_layers", "= 2"]),
-    ("start_ends_mismatch", _start_ends_mismatch, "mis.h5", [],
-     ["mis.h5", "data/start_ends (2, 2)", "do not match data/X rows (3)"]),
+    (
+        "int8",
+        lambda p: _genome(p, _good_x().astype(np.int8)),
+        "int8.h5",
+        [],
+        ["int8.h5", "data/X has dtype int8", "expected float16"],
+    ),
+    (
+        "float64",
+        lambda p: _genome(p, _good_x().astype(np.float64)),
+        "f64.h5",
+        [],
+        ["f64.h5", "data/X has dtype float64"],
+    ),
+    (
+        "2d",
+        lambda p: _genome(p, _good_x()[:, :, 0]),
+        "2d.h5",
+        [],
+        ["2d.h5", "data/X has shape (3, 64)", "expected (N, L, 4)"],
+    ),
+    (
+        "5_columns",
+        lambda p: _genome(p, np.zeros((3, 64, 5), dtype=np.float16)),
+        "5col.h5",
+        [],
+        ["5col.h5", "data/X has shape (3, 64, 5)"],
+    ),
+    (
+        "nan",
+        lambda p: _genome(p, _with(_good_x(), (2, 17, 1), np.nan)),
+        "nan.h5",
+        [],
+        ["nan.h5", "data/X row 2 position 17", "nan"],
+    ),
+    (
+        "inf",
+        lambda p: _genome(p, _with(_good_x(), (1, 5, 0), np.inf)),
+        "inf.h5",
+        [],
+        ["inf.h5", "data/X row 1 position 5", "inf"],
+    ),
+    (
+        "L_63",
+        lambda p: _genome(p, _good_x()[:, :63]),
+        "l63.h5",
+        [],
+        ["l63.h5", "L=63", "not divisible by step**cnn_layers", "= 2"],
+    ),
+    (
+        "start_ends_mismatch",
+        _start_ends_mismatch,
+        "mis.h5",
+        [],
+        ["mis.h5", "data/start_ends (2, 2)", "do not match data/X rows (3)"],
+    ),
     # NaN in a later batch: the rows before it were predicted, but nothing is left behind
-    ("nan_in_a_later_batch", lambda p: _genome(p, _with(_good_x(), (2, 17, 1), np.nan)), "nan.h5",
-     ["--batch-size", "1"], ["data/X row 2 position 17"]),
+    (
+        "nan_in_a_later_batch",
+        lambda p: _genome(p, _with(_good_x(), (2, 17, 1), np.nan)),
+        "nan.h5",
+        ["--batch-size", "1"],
+        ["data/X row 2 position 17"],
+    ),
 ]
 
 
@@ -266,8 +349,11 @@ def test_state_dict_shapes_that_do_not_match_valid_hyper_parameters(tmp_path, go
     big["filter_size"] = 8
     torch.save({"state_dict": make_test_state_dict(CFG, 0), "hyper_parameters": big}, tmp_path / "shapes.ckpt")
     out = tmp_path / "out.h5"
-    _expect(["predict", "--h5", str(good_h5), "--model", str(tmp_path / "shapes.ckpt"), "--out", str(out)],
-            ["shapes.ckpt", "state_dict down_layer_list.0.weight has shape (4, 4, 9), expected (8, 4, 9)"], out)
+    _expect(
+        ["predict", "--h5", str(good_h5), "--model", str(tmp_path / "shapes.ckpt"), "--out", str(out)],
+        ["shapes.ckpt", "state_dict down_layer_list.0.weight has shape (4, 4, 9), expected (8, 4, 9)"],
+        out,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -277,11 +363,25 @@ def shards(reference_dir, tmp_path_factory) -> dict:
     ref = reference_dir / "predmoter"
     d = tmp_path_factory.mktemp("shards")
     s = {}
-    for stem, i, n in (("pred_data_1", 1, 2), ("pred_data_1", 2, 2), ("pred_data_2", 2, 2), ("pred_data_1", 2, 3),
-                       ("pred_data_1", 3, 3)):
+    for stem, i, n in (
+        ("pred_data_1", 1, 2),
+        ("pred_data_1", 2, 2),
+        ("pred_data_2", 2, 2),
+        ("pred_data_1", 2, 3),
+        ("pred_data_1", 3, 3),
+    ):
         p = d / f"{stem}_{i}of{n}.h5"
-        run_cli("predict", "--h5", str(ref / f"{stem}.h5"), "--model", str(ref / "mini_model.ckpt"), "--out", str(p),
-                "--shard", f"{i}/{n}")
+        run_cli(
+            "predict",
+            "--h5",
+            str(ref / f"{stem}.h5"),
+            "--model",
+            str(ref / "mini_model.ckpt"),
+            "--out",
+            str(p),
+            "--shard",
+            f"{i}/{n}",
+        )
         s[(stem, i, n)] = str(p)
     s["other_model"] = str(d / "other_model_shard.h5")
     shutil.copy(s[("pred_data_1", 2, 2)], s["other_model"])
@@ -302,16 +402,25 @@ def shards(reference_dir, tmp_path_factory) -> dict:
 
 #: predict-merge of a bad shard set: (id, shard keys, expected fragments)
 BAD_MERGES = [
-    ("another_assembly", [("pred_data_1", 1, 2), ("pred_data_2", 2, 2)],
-     ["pred_data_2_2of2.h5", "shard of a different input"]),
-    ("other_shard_count", [("pred_data_1", 1, 2), ("pred_data_1", 2, 3)],
-     ["pred_data_1_2of3.h5", "shard of 3 / 16 rows", "is of 2 / 16"]),
+    (
+        "another_assembly",
+        [("pred_data_1", 1, 2), ("pred_data_2", 2, 2)],
+        ["pred_data_2_2of2.h5", "shard of a different input"],
+    ),
+    (
+        "other_shard_count",
+        [("pred_data_1", 1, 2), ("pred_data_1", 2, 3)],
+        ["pred_data_1_2of3.h5", "shard of 3 / 16 rows", "is of 2 / 16"],
+    ),
     ("missing_shard", [("pred_data_1", 2, 3), ("pred_data_1", 3, 3)], ["incomplete shard set", "1/3 missing"]),
     ("overlap", [("pred_data_1", 1, 2), "overlap"], ["overlap.h5", "holds 8 rows, attributes say 7-16"]),
     ("other_model", [("pred_data_1", 1, 2), "other_model"], ["other_model_shard.h5", "different model"]),
     ("not_a_shard", ["predictions"], ["pred_data_1_predictions.h5", "not a predict shard file"]),
-    ("consistent_overlap", [("pred_data_1", 1, 2), "consistent_overlap"],
-     ["consistent_overlap.h5", "starts at row 7, expected 8", "gap or overlap"]),
+    (
+        "consistent_overlap",
+        [("pred_data_1", 1, 2), "consistent_overlap"],
+        ["consistent_overlap.h5", "starts at row 7, expected 8", "gap or overlap"],
+    ),
 ]
 
 

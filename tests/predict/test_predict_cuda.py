@@ -5,6 +5,7 @@ Checks: fp32 on the GPU equals the CPU path and Predmoter's reference except ±1
 integer type (and a batch whose values do not fit falls back to int64 without loss), NVML utilisation/memory and
 CUDA-event timings are in the metrics, --batch-size auto probes, and an out-of-memory halves the batch.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,13 +23,14 @@ from helpers.predict_helpers import ScaledModel
 pytestmark = pytest.mark.skipif(
     not torch.cuda.is_available(),
     reason="no CUDA device here (torch.cuda.is_available() is False): the GPU path is tested where one exists; "
-           "benchmarks/gpu/run measures it")
+    "benchmarks/gpu/run measures it",
+)
 
 SPECIES = "Species_artificialis_9"
 
 
 def _ties(reference_dir, stem):
-    from chromaflow.predict.checkpoint import build_model, load_checkpoint
+    from chromaflow.model.checkpoint import build_model, load_checkpoint
     from chromaflow.predict.compare import near_ties
 
     with h5py.File(reference_dir / "predmoter" / f"{stem}.h5") as f:
@@ -42,10 +44,19 @@ def test_cuda_fp32_equals_reference_tie_only(reference_dir, tmp_path, route):
 
     ref = reference_dir / "predmoter"
     out = tmp_path / "gpu.h5"
-    src = (["--h5", ref / "pred_data_1.h5"] if route == "h5"
-           else ["--fasta", ref / "pred_data.fa", "--species", SPECIES])
-    run_cli("predict", *src, "--model", ref / "mini_model.ckpt", "--out", out, "--device", "cuda",
-            "--metrics", tmp_path / "m.json")
+    src = ["--h5", ref / "pred_data_1.h5"] if route == "h5" else ["--fasta", ref / "pred_data.fa", "--species", SPECIES]
+    run_cli(
+        "predict",
+        *src,
+        "--model",
+        ref / "mini_model.ckpt",
+        "--out",
+        out,
+        "--device",
+        "cuda",
+        "--metrics",
+        tmp_path / "m.json",
+    )
     cmp = compare_files(str(out), str(ref / "pred_data_1_predictions.h5"), _ties(reference_dir, "pred_data_1"))
     assert cmp.ok, cmp.summary()
     m = json.loads((tmp_path / "m.json").read_text())
@@ -74,24 +85,55 @@ def test_cuda_bf16_deviation_and_cpu_agreement(reference_dir, tmp_path):
     if not bf16_supported(torch.device("cuda")):
         pytest.skip("this GPU has no bf16")
     ref = reference_dir / "predmoter"
-    run_cli("predict", "--h5", ref / "pred_data_1.h5", "--model", ref / "mini_model.ckpt", "--out", tmp_path / "b.h5",
-            "--device", "cuda", "--precision", "bf16", "--batch-size", "8", "--metrics", tmp_path / "m.json")
+    run_cli(
+        "predict",
+        "--h5",
+        ref / "pred_data_1.h5",
+        "--model",
+        ref / "mini_model.ckpt",
+        "--out",
+        tmp_path / "b.h5",
+        "--device",
+        "cuda",
+        "--precision",
+        "bf16",
+        "--batch-size",
+        "8",
+        "--metrics",
+        tmp_path / "m.json",
+    )
     pc = json.loads((tmp_path / "m.json").read_text())["precision_check"]
     # 16 rows in batches of 8: rows 0..7 of batches 0 and 1 are also run in fp32
     assert pc["precision"] == "bf16" and pc["rows_sampled"] == 16 and pc["values"] > 0
     assert 0.0 <= pc["fraction"] < 0.05 and pc["max_abs"] <= 2
 
 
-
-
 def _run(tmp_path, model, X, batch):
     from chromaflow.predict import engine, h5io
 
     with h5py.File(tmp_path / "g.h5") as f, h5py.File(tmp_path / "o.h5", "w") as out:
-        dset = h5io.create_predictions(out, n_rows=X.shape[0], length=X.shape[1], datasets=["a"], species0=b"s",
-                                       model_name="m", seqids=f["data/seqids"][()], start_ends=f["data/start_ends"][()])
-        stats = engine.run_prediction(model, f["data/X"], dset, row_start=0, row_end=X.shape[0], batch_size=batch,
-                                      device=torch.device("cuda"), precision="fp32", threads=1, num_workers=1)
+        dset = h5io.create_predictions(
+            out,
+            n_rows=X.shape[0],
+            length=X.shape[1],
+            datasets=["a"],
+            species0=b"s",
+            model_name="m",
+            seqids=f["data/seqids"][()],
+            start_ends=f["data/start_ends"][()],
+        )
+        stats = engine.run_prediction(
+            model,
+            f["data/X"],
+            dset,
+            row_start=0,
+            row_end=X.shape[0],
+            batch_size=batch,
+            device=torch.device("cuda"),
+            precision="fp32",
+            threads=1,
+            num_workers=1,
+        )
     with h5py.File(tmp_path / "o.h5") as f:
         return stats, f["prediction/predictions"][()]
 
@@ -123,8 +165,16 @@ def test_cuda_batch_probe_with_fake_oom():
     from chromaflow.predict.probe import resolve_batch_size
 
     stats = EngineStats()
-    size = resolve_batch_size("auto", model=ScaledModel(1.0, limit=37), device=torch.device("cuda"), L=32, D=1,
-                              precision="fp32", rows=1000, stats=stats)
+    size = resolve_batch_size(
+        "auto",
+        model=ScaledModel(1.0, limit=37),
+        device=torch.device("cuda"),
+        L=32,
+        D=1,
+        precision="fp32",
+        rows=1000,
+        stats=stats,
+    )
     assert size == 37 and stats.batch_probe[-1] == [37, True]
 
 
@@ -136,8 +186,19 @@ def test_cuda_batch_size_cache_same_predictions(reference_dir, tmp_path, monkeyp
     got = []
     for i in range(2):
         out, m = tmp_path / f"o{i}.h5", tmp_path / f"m{i}.json"
-        run_cli("predict", "--h5", ref / "pred_data_1.h5", "--model", ref / "mini_model.ckpt", "--out", out,
-                "--device", "cuda", "--metrics", m)
+        run_cli(
+            "predict",
+            "--h5",
+            ref / "pred_data_1.h5",
+            "--model",
+            ref / "mini_model.ckpt",
+            "--out",
+            out,
+            "--device",
+            "cuda",
+            "--metrics",
+            m,
+        )
         got.append((json.loads(m.read_text()), out))
     (m0, o0), (m1, o1) = got
     assert m0["batch_probe_source"] == "probe" and m0["batch_probe"]

@@ -1,6 +1,7 @@
 """``chromaflow predict --fasta``: rows cut exactly as fasta2h5 cuts them, predictions identical to fasta2h5 +
 predict (and to Predmoter's reference files), sharding across routes, the feed's rows against Helixer's own h5
 files, bad FASTA-route input."""
+
 from __future__ import annotations
 
 import gzip
@@ -13,8 +14,8 @@ import h5py
 import numpy as np
 import pytest
 
-from chromaflow.predict.checkpoint import write_test_checkpoint
-from chromaflow.predict.model import ModelConfig
+from chromaflow.model.checkpoint import write_test_checkpoint
+from chromaflow.model.network import ModelConfig
 from helpers.cli import run_in_process as run_cli
 from helpers.predict_files import assert_same_file
 
@@ -26,8 +27,20 @@ def predmoter(reference_dir: Path, name: str) -> Path:
 
 
 def tiny(tmp_path: Path, model_type: str, cnn_layers: int = 1, seed: int = 0) -> Path:
-    cfg = ModelConfig(model_type=model_type, cnn_layers=cnn_layers, filter_size=4, kernel_size=9, step=2, up=2,
-                      dilation=1, lstm_layers=1, hidden_size=4, bnorm=True, dropout=0.0, datasets=("atacseq", "moa"))
+    cfg = ModelConfig(
+        model_type=model_type,
+        cnn_layers=cnn_layers,
+        filter_size=4,
+        kernel_size=9,
+        step=2,
+        up=2,
+        dilation=1,
+        lstm_layers=1,
+        hidden_size=4,
+        bnorm=True,
+        dropout=0.0,
+        datasets=("atacseq", "moa"),
+    )
     path = tmp_path / f"{model_type}_{cnn_layers}.ckpt"
     write_test_checkpoint(path, cfg, seed=seed)
     return path
@@ -46,11 +59,19 @@ def test_fasta_feed_rows_equal_helixer_h5(reference_dir, stem, L, reader):
     n = X.shape[0]
     for batch, start, end in ((1, 0, None), (3, 1, n - 1), (64, 0, None)):
         pool = BufferPool(3, batch, L)
-        feed = FastaFeed(str(reference_dir / "helixer" / f"{stem}.fa"), L, batch, pool, row_start=start,
-                         row_end=end, reader=reader, block=64)
+        feed = FastaFeed(
+            str(reference_dir / "helixer" / f"{stem}.fa"),
+            L,
+            batch,
+            pool,
+            row_start=start,
+            row_end=end,
+            reader=reader,
+            block=64,
+        )
         rows, ses, sids, firsts = [], [], [], []
         for b in feed.batches(threading.Event()):
-            idx = b.codes[:b.n].astype(np.int64) + 256 * b.strand[:b.n, None].astype(np.int64)
+            idx = b.codes[: b.n].astype(np.int64) + 256 * b.strand[: b.n, None].astype(np.int64)
             rows.append(ONEHOT_LUT[idx])
             ses.append(b.start_ends)
             sids += b.seqids
@@ -68,8 +89,11 @@ def test_h5_feed_codes_and_direct_reads_equal_h5py(reference_dir):
     """The h5 feed's parallel raw-chunk inflate (and its codes) give exactly h5py's rows."""
     from chromaflow.predict.feed import ONEHOT_LUT, H5Feed, x_to_codes
 
-    for path in (predmoter(reference_dir, "pred_data_1.h5"), reference_dir / "helixer" / "iupac_L10.h5",
-                 reference_dir / "helixer" / "exactmultiple_L10_lzf.h5"):
+    for path in (
+        predmoter(reference_dir, "pred_data_1.h5"),
+        reference_dir / "helixer" / "iupac_L10.h5",
+        reference_dir / "helixer" / "exactmultiple_L10_lzf.h5",
+    ):
         with h5py.File(path) as f:
             X = f["data/X"]
             want = X[()]
@@ -102,8 +126,24 @@ def test_fasta_route_equals_h5_route_and_reference(reference_dir, tmp_path, L):
     for model in models:
         a, b = tmp_path / "h5route.h5", tmp_path / "faroute.h5"
         run_cli("predict", "--h5", h5, "--model", model, "--out", a, "--force", "--batch-size", "3")
-        run_cli("predict", "--fasta", fa, "--species", SPECIES, "--subsequence-length", L, "--model", model,
-                "--out", b, "--force", "--batch-size", "3", "--metrics", tmp_path / "m.json")
+        run_cli(
+            "predict",
+            "--fasta",
+            fa,
+            "--species",
+            SPECIES,
+            "--subsequence-length",
+            L,
+            "--model",
+            model,
+            "--out",
+            b,
+            "--force",
+            "--batch-size",
+            "3",
+            "--metrics",
+            tmp_path / "m.json",
+        )
         assert_same_file(b, a, skip_model_name=False)  # layout, fill values, every value
         m = json.loads((tmp_path / "m.json").read_text())
         assert m["input"] == "fasta" and m["records"] == 2 and m["subsequence_length"] == L
@@ -121,11 +161,35 @@ def test_fasta_route_gzip_process_reader_and_shards(reference_dir, tmp_path):
     for i in (1, 2, 3):
         p = tmp_path / f"s{i}.h5"
         if i == 2:
-            run_cli("predict", "--h5", predmoter(reference_dir, "pred_data_1.h5"), "--model", model, "--out", p,
-                    "--shard", "2/3")
+            run_cli(
+                "predict",
+                "--h5",
+                predmoter(reference_dir, "pred_data_1.h5"),
+                "--model",
+                model,
+                "--out",
+                p,
+                "--shard",
+                "2/3",
+            )
         else:
-            run_cli("predict", "--fasta", fa_gz, "--species", SPECIES, "--model", model, "--out", p,
-                    "--shard", f"{i}/3", "--reader", "process", "--batch-size", "2")
+            run_cli(
+                "predict",
+                "--fasta",
+                fa_gz,
+                "--species",
+                SPECIES,
+                "--model",
+                model,
+                "--out",
+                p,
+                "--shard",
+                f"{i}/3",
+                "--reader",
+                "process",
+                "--batch-size",
+                "2",
+            )
         shards.append(p)
     with h5py.File(shards[0]) as f, h5py.File(shards[1]) as g:
         assert f.attrs["chromaflow_input_fingerprint"] == g.attrs["chromaflow_input_fingerprint"]
@@ -135,22 +199,39 @@ def test_fasta_route_gzip_process_reader_and_shards(reference_dir, tmp_path):
     assert_same_file(merged, predmoter(reference_dir, "pred_data_1_predictions.h5"))
 
 
-@pytest.mark.parametrize("deflate,engine,level", [("auto", "zlib", 9), ("zlib:1", "zlib", 1), ("isal", "isal", 1),
-                                                   ("libdeflate", "libdeflate", 6)])
+@pytest.mark.parametrize(
+    "deflate,engine,level",
+    [("auto", "zlib", 9), ("zlib:1", "zlib", 1), ("isal", "isal", 1), ("libdeflate", "libdeflate", 6)],
+)
 def test_deflate_engines_same_values(reference_dir, tmp_path, deflate, engine, level):
     """Every --deflate choice writes Predmoter's values and declares the level it used; auto on CPU (zlib 9) writes
     Predmoter's own chunk bytes."""
     out = tmp_path / "p.h5"
-    run_cli("predict", "--fasta", predmoter(reference_dir, "pred_data.fa"), "--species", SPECIES, "--model",
-            predmoter(reference_dir, "mini_model.ckpt"), "--out", out, "--deflate", deflate, "--metrics",
-            tmp_path / "m.json")
+    run_cli(
+        "predict",
+        "--fasta",
+        predmoter(reference_dir, "pred_data.fa"),
+        "--species",
+        SPECIES,
+        "--model",
+        predmoter(reference_dir, "mini_model.ckpt"),
+        "--out",
+        out,
+        "--deflate",
+        deflate,
+        "--metrics",
+        tmp_path / "m.json",
+    )
     assert json.loads((tmp_path / "m.json").read_text())["deflate"] == f"{engine}:{level}"
     with h5py.File(out) as f, h5py.File(predmoter(reference_dir, "pred_data_1_predictions.h5")) as g:
         a, b = f["prediction/predictions"], g["prediction/predictions"]
         assert a.compression == "gzip" and a.compression_opts == level
         assert np.array_equal(a[()], b[()])
-        same = [a.id.read_direct_chunk((r, 0, j))[1] == b.id.read_direct_chunk((r, 0, j))[1]
-                for r in range(a.shape[0]) for j in range(a.shape[2])]
+        same = [
+            a.id.read_direct_chunk((r, 0, j))[1] == b.id.read_direct_chunk((r, 0, j))[1]
+            for r in range(a.shape[0])
+            for j in range(a.shape[2])
+        ]
         assert all(same) if deflate == "auto" else not any(same)
 
 
@@ -162,11 +243,18 @@ def test_fasta_layout_command(reference_dir, tmp_path):
         assert lay["subsequences"] == f["data/X"].shape[0] == 16
     assert lay["records"] == 2 and lay["bp"] == 51321 + 102642
     # the one subsequence-length rule (genome.encoding.check_length), as fasta2h5 and predict apply it
-    proc = run_cli("fasta-layout", "--fasta", predmoter(reference_dir, "pred_data.fa"), "--subsequence-length",
-                   str((1 << 20) + 1), check=False)
+    proc = run_cli(
+        "fasta-layout",
+        "--fasta",
+        predmoter(reference_dir, "pred_data.fa"),
+        "--subsequence-length",
+        str((1 << 20) + 1),
+        check=False,
+    )
     assert proc.returncode != 0 and proc.stderr.strip() == (
         "chromaflow fasta-layout: error: --subsequence-length 1048577: must be between 1 and 1,048,576 "
-        "(Predmoter's is 21384)")
+        "(Predmoter's is 21384)"
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -193,8 +281,10 @@ def test_fasta_route_bad_input(reference_dir, tmp_path):
         (["--fasta", ok, "--species", "s", "--subsequence-length", "0"], ["--subsequence-length 0: must be between 1"]),
         (["--fasta", ok, "--species", "s", "--subsequence-length", "-5"], ["--subsequence-length -5: must be between"]),
         # the same cap as fasta2h5 (genome.encoding.check_length): 2^20 + 1 is refused before any work
-        (["--fasta", ok, "--species", "s", "--subsequence-length", str((1 << 20) + 1)],
-         ["--subsequence-length 1048577: must be between 1 and 1,048,576"]),
+        (
+            ["--fasta", ok, "--species", "s", "--subsequence-length", str((1 << 20) + 1)],
+            ["--subsequence-length 1048577: must be between 1 and 1,048,576"],
+        ),
         (["--fasta", ok, "--species", "s", "--subsequence-length", "21"], [str(ok), "L=21", "not divisible"]),
         (["--fasta", tmp_path / "none.fa", "--species", "s"], ["none.fa", "does not exist"]),
         (["--fasta", tmp_path, "--species", "s"], [str(tmp_path), "not a regular file"]),
@@ -210,8 +300,7 @@ def test_fasta_route_bad_input(reference_dir, tmp_path):
         assert list(out.parent.iterdir()) == [], args  # nothing written, no .part file
     # --h5 and --fasta exclude each other (argparse usage error)
     with pytest.raises(SystemExit) as exc:
-        run_cli("predict", "--h5", "x.h5", "--fasta", ok, "--species", "s", "--model", model, "--out", out,
-                check=False)
+        run_cli("predict", "--h5", "x.h5", "--fasta", ok, "--species", "s", "--model", model, "--out", out, check=False)
     assert exc.value.code == 2
 
 

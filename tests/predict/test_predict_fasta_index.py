@@ -1,6 +1,8 @@
-"""``predict --fasta --shard`` through the FASTA's index (``<fasta>.fai``, ``.gzi`` for bgzip, made by ``predict-plan``):
+"""``predict --fasta --shard`` through the FASTA's index (``<fasta>.fai``, ``.gzi`` for bgzip, made by
+``predict-plan``):
 each shard reads only its own rows, and the shards give the same predictions as today's scan route and the h5 route
 (plain and bgzip FASTA, 1, 2 and 3 shards, shard boundaries inside records); a stale index is one line."""
+
 from __future__ import annotations
 
 import hashlib
@@ -12,8 +14,8 @@ import h5py
 import pysam
 import pytest
 
-from chromaflow.predict.checkpoint import write_test_checkpoint
-from chromaflow.predict.model import ModelConfig
+from chromaflow.model.checkpoint import write_test_checkpoint
+from chromaflow.model.network import ModelConfig
 from helpers.cli import assert_one_line_error, run_in_process as run_cli
 from helpers.environment import REFERENCE
 from helpers.predict_files import assert_same_file
@@ -27,8 +29,20 @@ SPECIES = "Species_artificialis_9"
 def setup(tmp_path_factory):
     """The tiny model, the FASTA plain and bgzipped (each in a folder of its own), and the h5 route's prediction."""
     base = tmp_path_factory.mktemp("faindex")
-    cfg = ModelConfig(model_type="bi-hybrid", cnn_layers=1, filter_size=4, kernel_size=9, step=2, up=2, dilation=1,
-                      lstm_layers=1, hidden_size=4, bnorm=True, dropout=0.0, datasets=("atacseq", "moa"))
+    cfg = ModelConfig(
+        model_type="bi-hybrid",
+        cnn_layers=1,
+        filter_size=4,
+        kernel_size=9,
+        step=2,
+        up=2,
+        dilation=1,
+        lstm_layers=1,
+        hidden_size=4,
+        bnorm=True,
+        dropout=0.0,
+        datasets=("atacseq", "moa"),
+    )
     model = base / "tiny.ckpt"
     write_test_checkpoint(model, cfg, seed=3)
     fastas = {}
@@ -40,8 +54,17 @@ def setup(tmp_path_factory):
             pysam.tabix_compress(str(fa), str(fa) + ".gz")
             fa.unlink()
             fa = Path(str(fa) + ".gz")
-        res = run_cli("predict-plan", "--fasta", fa, "--subsequence-length", L, "--shards", "3",
-                      "--out", base / kind / "plan.json")
+        res = run_cli(
+            "predict-plan",
+            "--fasta",
+            fa,
+            "--subsequence-length",
+            L,
+            "--shards",
+            "3",
+            "--out",
+            base / kind / "plan.json",
+        )
         assert res.returncode == 0
         plan = json.loads((base / kind / "plan.json").read_text())
         assert plan["index"] == "fai" and plan["subsequences"] == ROWS, plan
@@ -57,9 +80,29 @@ def shard(setup, kind: str, i: int, n: int, tag: str, *extra) -> tuple[Path, dic
     base, model, fastas, _ = setup
     out = base / f"{kind}.{tag}.{i}of{n}.h5"
     metrics = base / f"{kind}.{tag}.{i}of{n}.json"
-    run_cli("predict", "--fasta", fastas[kind], "--species", SPECIES, "--subsequence-length", L, "--model", model,
-            "--out", out, "--metrics", metrics, "--shard", f"{i}/{n}", "--batch-size", "2", "--device", "cpu",
-            "--force", *extra)
+    run_cli(
+        "predict",
+        "--fasta",
+        fastas[kind],
+        "--species",
+        SPECIES,
+        "--subsequence-length",
+        L,
+        "--model",
+        model,
+        "--out",
+        out,
+        "--metrics",
+        metrics,
+        "--shard",
+        f"{i}/{n}",
+        "--batch-size",
+        "2",
+        "--device",
+        "cpu",
+        "--force",
+        *extra,
+    )
     return out, json.loads(metrics.read_text())
 
 
@@ -114,7 +157,21 @@ def test_stale_index_is_one_line_and_writes_nothing(setup, tmp_path):
     shutil.copy(str(fastas["plain"]) + ".fai", str(fa) + ".fai")
     fa.write_bytes(fa.read_bytes()[:-2000])  # the FASTA changed after it was indexed
     out = tmp_path / "p.h5"
-    proc = run_cli("predict", "--fasta", fa, "--species", SPECIES, "--subsequence-length", L, "--model", model,
-                   "--out", out, "--shard", "1/2", check=False)
+    proc = run_cli(
+        "predict",
+        "--fasta",
+        fa,
+        "--species",
+        SPECIES,
+        "--subsequence-length",
+        L,
+        "--model",
+        model,
+        "--out",
+        out,
+        "--shard",
+        "1/2",
+        check=False,
+    )
     assert_one_line_error(proc, "predict", f"{fa}.fai", "ends past the end of", "delete it")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.fa", "g.fa.fai"]

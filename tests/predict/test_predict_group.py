@@ -4,6 +4,7 @@ The reference is the one-assembly ``predict`` (itself compared with Predmoter in
 every member the bytes of that run, an h5 member and a FASTA member alike, with one metrics JSON per member; a bad
 table or member stops the group before anything is written, with one line naming the table's line.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,11 +33,24 @@ def inputs(tmp_path_factory) -> Path:
 def test_each_member_is_the_file_of_its_own_run(inputs, tmp_path):
     d = inputs
     run_cli("predict", "--h5", d / "asmA.h5", "--model", d / "m.ckpt", "--out", tmp_path / "A.h5", "--threads", "1")
-    run_cli("predict", "--fasta", d / "asmB.fa.gz", "--species", "Testus_secundus", "--model", d / "m.ckpt",
-            "--out", tmp_path / "B.h5", "--threads", "1")
+    run_cli(
+        "predict",
+        "--fasta",
+        d / "asmB.fa.gz",
+        "--species",
+        "Testus_secundus",
+        "--model",
+        d / "m.ckpt",
+        "--out",
+        tmp_path / "B.h5",
+        "--threads",
+        "1",
+    )
     table = tmp_path / "group.tsv"
-    table.write_text(HEADER + f"{d / 'asmA.h5'}\th5\t\t{tmp_path / 'gA.h5'}\t{tmp_path / 'gA.json'}\n"
-                     f"{d / 'asmB.fa.gz'}\tfasta\tTestus_secundus\t{tmp_path / 'gB.h5'}\t{tmp_path / 'gB.json'}\n")
+    table.write_text(
+        HEADER + f"{d / 'asmA.h5'}\th5\t\t{tmp_path / 'gA.h5'}\t{tmp_path / 'gA.json'}\n"
+        f"{d / 'asmB.fa.gz'}\tfasta\tTestus_secundus\t{tmp_path / 'gB.h5'}\t{tmp_path / 'gB.json'}\n"
+    )
     run_cli("predict", "--group", table, "--model", d / "m.ckpt", "--threads", "1")
     assert (tmp_path / "gA.h5").read_bytes() == (tmp_path / "A.h5").read_bytes()
     assert (tmp_path / "gB.h5").read_bytes() == (tmp_path / "B.h5").read_bytes()
@@ -58,12 +72,19 @@ BAD = [
     ("columns", lambda d, o: HEADER + "x\th5\n", (), "line 2: 2 columns, expected 5"),
     ("kind", lambda d, o: _rows(d, o, "{d}/asmA.h5\tbam\t\t{o}/a.h5\t"), (), "line 2: kind must be h5 or fasta"),
     ("empty", lambda d, o: HEADER, (), "lists no assembly"),
-    ("missing_input", lambda d, o: _rows(d, o, GOOD_A, "{d}/nope.fa\tfasta\tTestus_x\t{o}/b.h5\t"), (),
-     "line 3: " + "{d}/nope.fa: FASTA does not exist"),
-    ("no_species", lambda d, o: _rows(d, o, GOOD_A, "{d}/asmB.fa.gz\tfasta\t\t{o}/b.h5\t"), (),
-     "line 3: --fasta needs --species"),
-    ("same_out", lambda d, o: _rows(d, o, GOOD_A, "{d}/asmB.fa.gz\tfasta\tTestus_x\t{o}/a.h5\t"), (),
-     "line 3 out"),
+    (
+        "missing_input",
+        lambda d, o: _rows(d, o, GOOD_A, "{d}/nope.fa\tfasta\tTestus_x\t{o}/b.h5\t"),
+        (),
+        "line 3: " + "{d}/nope.fa: FASTA does not exist",
+    ),
+    (
+        "no_species",
+        lambda d, o: _rows(d, o, GOOD_A, "{d}/asmB.fa.gz\tfasta\t\t{o}/b.h5\t"),
+        (),
+        "line 3: --fasta needs --species",
+    ),
+    ("same_out", lambda d, o: _rows(d, o, GOOD_A, "{d}/asmB.fa.gz\tfasta\tTestus_x\t{o}/a.h5\t"), (), "line 3 out"),
     ("out_given", lambda d, o: _rows(d, o, GOOD_A), ("--out", "x.h5"), "--out is not given with --group"),
     ("shard_given", lambda d, o: _rows(d, o, GOOD_A), ("--shard", "1/2"), "--shard is not given with --group"),
 ]

@@ -3,6 +3,7 @@ ISA cap (convolutions and the LSTM run in oneDNN), OpenBLAS core types and numpy
 equal Predmoter's reference file except ±1 at the documented near-ties (float64 forward pass, TIE_EPS), and the
 runs must agree with each other the same way. Every variant runs ``chromaflow predict`` in a subprocess with the
 variable set, so the library reads it at start-up."""
+
 from __future__ import annotations
 
 import os
@@ -36,13 +37,18 @@ def _numpy_disable() -> str | None:
 
 def variants() -> list[tuple[str, dict]]:
     flags = _cpu_flags()
-    out = [("baseline", {}), ("ATEN_CPU_CAPABILITY=default", {"ATEN_CPU_CAPABILITY": "default"}),
-           ("ONEDNN_MAX_CPU_ISA=SSE41", {"ONEDNN_MAX_CPU_ISA": "SSE41"}),
-           ("OPENBLAS_CORETYPE=Haswell", {"OPENBLAS_CORETYPE": "Haswell"}),
-           ("OPENBLAS_CORETYPE=Prescott", {"OPENBLAS_CORETYPE": "Prescott"})]
+    out = [
+        ("baseline", {}),
+        ("ATEN_CPU_CAPABILITY=default", {"ATEN_CPU_CAPABILITY": "default"}),
+        ("ONEDNN_MAX_CPU_ISA=SSE41", {"ONEDNN_MAX_CPU_ISA": "SSE41"}),
+        ("OPENBLAS_CORETYPE=Haswell", {"OPENBLAS_CORETYPE": "Haswell"}),
+        ("OPENBLAS_CORETYPE=Prescott", {"OPENBLAS_CORETYPE": "Prescott"}),
+    ]
     if "avx2" in flags:
-        out += [("ATEN_CPU_CAPABILITY=avx2", {"ATEN_CPU_CAPABILITY": "avx2"}),
-                ("ONEDNN_MAX_CPU_ISA=AVX2", {"ONEDNN_MAX_CPU_ISA": "AVX2"})]
+        out += [
+            ("ATEN_CPU_CAPABILITY=avx2", {"ATEN_CPU_CAPABILITY": "avx2"}),
+            ("ONEDNN_MAX_CPU_ISA=AVX2", {"ONEDNN_MAX_CPU_ISA": "AVX2"}),
+        ]
     if "avx512f" in flags:
         out += [("ATEN_CPU_CAPABILITY=avx512", {"ATEN_CPU_CAPABILITY": "avx512"})]
     dis = _numpy_disable()
@@ -53,7 +59,7 @@ def variants() -> list[tuple[str, dict]]:
 
 @pytest.mark.parametrize("stem", ["pred_data_1", "pred_data_2"])
 def test_predictions_identical_or_tie_only_across_kernels(reference_dir, tmp_path, stem):
-    from chromaflow.predict.checkpoint import build_model, load_checkpoint
+    from chromaflow.model.checkpoint import build_model, load_checkpoint
     from chromaflow.predict.compare import compare_arrays, near_ties
 
     ref_dir = reference_dir / "predmoter"
@@ -64,9 +70,13 @@ def test_predictions_identical_or_tie_only_across_kernels(reference_dir, tmp_pat
     def go(item):
         name, env = item
         out = tmp_path / f"{abs(hash(name))}.h5"
-        proc = subprocess.run([sys.executable, "-m", "chromaflow", "predict", "--h5", str(h5), "--model", str(model),
-                               "--out", str(out)], env={**os.environ, **env}, capture_output=True, text=True,
-                              timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-m", "chromaflow", "predict", "--h5", str(h5), "--model", str(model), "--out", str(out)],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert proc.returncode == 0, (name, proc.stderr)
         with h5py.File(out) as f:
             return name, f["prediction/predictions"][()]

@@ -4,6 +4,7 @@ The rows counted from the FASTA must be the rows ``fasta2h5`` writes (plain and 
 real h5), the shard count follows --shards (a count capped at the rows, or auto: one per --shard-rows rows), the
 shards' row ranges tile [0, rows) as ``predict --shard i/n`` splits them, and bad options are one-line errors.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,12 +59,32 @@ def test_index_none_scans_and_makes_no_index(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["asmA.fa"]
 
 
-@pytest.mark.parametrize("shards, shard_rows, count", [("1", 20000, 1), ("2", 20000, 2), ("100", 20000, 36),
-                                                       ("auto", 20000, 1), ("auto", 10, 4), ("auto", 36, 1),
-                                                       ("auto", 1, 36)])
+@pytest.mark.parametrize(
+    "shards, shard_rows, count",
+    [
+        ("1", 20000, 1),
+        ("2", 20000, 2),
+        ("100", 20000, 36),
+        ("auto", 20000, 1),
+        ("auto", 10, 4),
+        ("auto", 36, 1),
+        ("auto", 1, 36),
+    ],
+)
 def test_shard_count_and_ranges(tmp_path, shards, shard_rows, count):
-    res = run("predict-plan", "--fasta", copy("asmA.fa", tmp_path), "--subsequence-length", "2000", "--shards", shards,
-              "--shard-rows", str(shard_rows), "--out", tmp_path / "plan.json")
+    res = run(
+        "predict-plan",
+        "--fasta",
+        copy("asmA.fa", tmp_path),
+        "--subsequence-length",
+        "2000",
+        "--shards",
+        shards,
+        "--shard-rows",
+        str(shard_rows),
+        "--out",
+        tmp_path / "plan.json",
+    )
     assert res.returncode == 0 and res.stdout == "", res.stderr
     p = json.loads((tmp_path / "plan.json").read_text())
     assert p["shard_count"] == count == len(p["shards"])
@@ -72,20 +93,29 @@ def test_shard_count_and_ranges(tmp_path, shards, shard_rows, count):
     assert all(s["count"] == count for s in p["shards"])
     ranges = [tuple(s["rows"]) for s in p["shards"]]
     assert ranges == [part_bounds(i, count, 36) for i in range(1, count + 1)]
-    assert ranges[0][0] == 0 and ranges[-1][1] == 36 and all(a[1] == b[0] and a[0] < a[1] for a, b in zip(ranges, ranges[1:]))
+    assert (
+        ranges[0][0] == 0
+        and ranges[-1][1] == 36
+        and all(a[1] == b[0] and a[0] < a[1] for a, b in zip(ranges, ranges[1:]))
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--shards", "0"], "--shards '0': expected an integer >= 1 or auto"),
-    (["--shards", "two"], "--shards 'two': expected an integer >= 1 or auto"),
-    (["--shards", "auto", "--shard-rows", "0"], "--shard-rows must be >= 1 (got 0)"),
-    (["--subsequence-length", "0"], "--subsequence-length 0"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--shards", "0"], "--shards '0': expected an integer >= 1 or auto"),
+        (["--shards", "two"], "--shards 'two': expected an integer >= 1 or auto"),
+        (["--shards", "auto", "--shard-rows", "0"], "--shard-rows must be >= 1 (got 0)"),
+        (["--subsequence-length", "0"], "--subsequence-length 0"),
+    ],
+)
 def test_bad_options_are_one_line_errors(tmp_path, args, message):
     res = run("predict-plan", "--fasta", copy("asmA.fa", tmp_path), "--out", tmp_path / "plan.json", *args)
     assert res.returncode != 0
     lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("chromaflow predict-plan: error: ") and message in lines[0], res.stderr
+    assert len(lines) == 1 and lines[0].startswith("chromaflow predict-plan: error: ") and message in lines[0], (
+        res.stderr
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["asmA.fa"]  # no plan, no index
 
 

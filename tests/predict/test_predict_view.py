@@ -1,6 +1,7 @@
 """``predict-merge --view``: a predictions h5 of virtual datasets over the shards (issue 30: the pipeline's tasks
 read the shards through it, so work/ holds the predictions once). Compared with Predmoter's reference predictions
 of the same input: values, and the tracks `chromaflow bigwig` makes of them (through the fast reader and h5py's)."""
+
 from __future__ import annotations
 
 import os
@@ -27,16 +28,35 @@ def shards(reference_dir, tmp_path_factory) -> list[Path]:
     out = []
     for i in (1, 2, 3):
         p = d / f"pd1.shard{i}of3_predictions.h5"
-        run_cli("predict", "--h5", str(pm / "pred_data_1.h5"), "--model", str(pm / "mini_model.ckpt"),
-                "--out", str(p), "--shard", f"{i}/3", "--batch-size", "4")
+        run_cli(
+            "predict",
+            "--h5",
+            str(pm / "pred_data_1.h5"),
+            "--model",
+            str(pm / "mini_model.ckpt"),
+            "--out",
+            str(p),
+            "--shard",
+            f"{i}/3",
+            "--batch-size",
+            "4",
+        )
         out.append(p)
     return out
 
 
 def _view(shards: list[Path], out: Path) -> Path:
     # shards given out of order: the view orders them by their recorded index, as the merge does
-    run_cli("predict-merge", "--view", "--out", str(out), *map(str, (shards[2], shards[0], shards[1])),
-            "--metrics", str(out.with_suffix(".json")), "--force")
+    run_cli(
+        "predict-merge",
+        "--view",
+        "--out",
+        str(out),
+        *map(str, (shards[2], shards[0], shards[1])),
+        "--metrics",
+        str(out.with_suffix(".json")),
+        "--force",
+    )
     return out
 
 
@@ -67,8 +87,19 @@ def _tracks(pred: Path, out: Path, reader: str | None = None) -> dict[str, bytes
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        run_cli("bigwig", "--predictions", str(pred), "--outdir", str(out), "--basename", "pd1", "--strand", "all",
-                "--no-browser-files", "--force")
+        run_cli(
+            "bigwig",
+            "--predictions",
+            str(pred),
+            "--outdir",
+            str(out),
+            "--basename",
+            "pd1",
+            "--strand",
+            "all",
+            "--no-browser-files",
+            "--force",
+        )
     finally:
         for k, v in old.items():
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
@@ -80,7 +111,7 @@ def test_bigwig_of_a_view_equals_that_of_predmoters_file(shards, reference_dir, 
 
     view = _view(shards, shards[0].parent / "pd1_predictions.h5")
     ref = _tracks(reference_dir / "predmoter" / "pred_data_1_predictions.h5", tmp_path / "ref")
-    assert len(ref) == 6   # two datasets x (avg, +, -)
+    assert len(ref) == 6  # two datasets x (avg, +, -)
     assert _tracks(view, tmp_path / "fast") == ref
     assert _tracks(view, tmp_path / "h5py", reader="h5py") == ref
     # the fast reader indexes each shard's chunks and reads them from the shard files; neither it nor the chromosome
@@ -122,11 +153,23 @@ def test_source_rows_read_as_the_view(shards):
         pred = inp.h5["prediction/predictions"]
         rows = SourceRows(pred, inp.sources["prediction/predictions"])
         N = pred.shape[0]
-        keys = [slice(0, N), slice(3, 11), [0, 2, 5, 6, 7, 13, N - 1], [4], [], (slice(2, 14), slice(None), 1),
-                ([1, 5, 9, 15], slice(10, 20), 0)]
+        keys = [
+            slice(0, N),
+            slice(3, 11),
+            [0, 2, 5, 6, 7, 13, N - 1],
+            [4],
+            [],
+            (slice(2, 14), slice(None), 1),
+            ([1, 5, 9, 15], slice(10, 20), 0),
+        ]
         for key in keys:
-            want = pred[key if isinstance(key, tuple) else (key,) if not isinstance(key, list) else
-                        (np.asarray(key, dtype=np.int64),)]
+            want = pred[
+                key
+                if isinstance(key, tuple)
+                else (key,)
+                if not isinstance(key, list)
+                else (np.asarray(key, dtype=np.int64),)
+            ]
             got = rows[key if isinstance(key, (tuple, slice)) else np.asarray(key, dtype=np.int64)]
             assert got.shape == want.shape and np.array_equal(got, want), key
         rows.close()
@@ -147,12 +190,21 @@ def test_a_view_moves_with_its_shards_and_refuses_to_read_without_them(shards, t
     alone = tmp_path / "alone"
     alone.mkdir()
     shutil.copy(view, alone / view.name)
-    proc = run_cli("bigwig", "--predictions", str(alone / view.name), "--outdir", str(tmp_path / "bw"),
-                   "--basename", "x", check=False)
+    proc = run_cli(
+        "bigwig",
+        "--predictions",
+        str(alone / view.name),
+        "--outdir",
+        str(tmp_path / "bw"),
+        "--basename",
+        "x",
+        check=False,
+    )
     assert proc.returncode == 1, proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and str(alone / view.name) in lines[0] and shards[0].name in lines[0] \
-        and "missing" in lines[0], proc.stderr
+    assert (
+        len(lines) == 1 and str(alone / view.name) in lines[0] and shards[0].name in lines[0] and "missing" in lines[0]
+    ), proc.stderr
     assert not (tmp_path / "bw").exists() or not list((tmp_path / "bw").iterdir())
     # one shard missing of three: named too
     part = tmp_path / "part"
@@ -160,8 +212,16 @@ def test_a_view_moves_with_its_shards_and_refuses_to_read_without_them(shards, t
     shutil.copy(view, part / view.name)
     for f in (shards[0], shards[2]):
         (part / f.name).symlink_to(f)
-    proc = run_cli("bigwig", "--predictions", str(part / view.name), "--outdir", str(tmp_path / "bw2"),
-                   "--basename", "x", check=False)
+    proc = run_cli(
+        "bigwig",
+        "--predictions",
+        str(part / view.name),
+        "--outdir",
+        str(tmp_path / "bw2"),
+        "--basename",
+        "x",
+        check=False,
+    )
     assert proc.returncode == 1 and shards[1].name in proc.stderr and shards[0].name not in proc.stderr, proc.stderr
 
 

@@ -4,6 +4,7 @@ CPU (gloo), data modes and filters, fine-tuning, bad input.
 Small seeded files come from :mod:`trainfactory` (L = 1000, tiny models) so each training run takes seconds; the
 comparisons with Predmoter run the real tool from ``../shared/peers`` side by side.
 """
+
 from __future__ import annotations
 
 import functools
@@ -72,12 +73,31 @@ def test_evaluate_equals_predmoter_test_mode(peer, reference_dir, tmp_path):
     for f in files:
         (tdir / f.name).symlink_to(f)
     (tmp_path / "peer").mkdir()
-    res = subprocess.run([peer, "-m", "test", "-i", str(tmp_path / "in"), "-o", str(tmp_path / "peer"), "-b", "10",
-                          "--model", str(MINI), "--device", "cpu"], capture_output=True, text=True, cwd=tmp_path)
+    res = subprocess.run(
+        [
+            peer,
+            "-m",
+            "test",
+            "-i",
+            str(tmp_path / "in"),
+            "-o",
+            str(tmp_path / "peer"),
+            "-b",
+            "10",
+            "--model",
+            str(MINI),
+            "--device",
+            "cpu",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     theirs = _tsv(tmp_path / "peer" / "test_metrics.log")
-    _ok(_cli("evaluate", "--model", MINI, "--h5", *files, "--out", tmp_path / "ours.tsv", "--plots",
-             tmp_path / "plots"))
+    _ok(
+        _cli("evaluate", "--model", MINI, "--h5", *files, "--out", tmp_path / "ours.tsv", "--plots", tmp_path / "plots")
+    )
     ours = _tsv(tmp_path / "ours.tsv")
     header = (tmp_path / "ours.tsv").read_text().splitlines()[0].split("\t")
     assert header == (tmp_path / "peer" / "test_metrics.log").read_text().splitlines()[0].split()
@@ -92,7 +112,7 @@ def test_evaluate_equals_predmoter_test_mode(peer, reference_dir, tmp_path):
 
 def _independent_test_mode(model_path, h5):
     """FORMATS.md §7.2-7.3 written with NaN masks in float64 numpy (not chromaflow's code)."""
-    from chromaflow.predict.checkpoint import build_model, load_checkpoint
+    from chromaflow.model.checkpoint import build_model, load_checkpoint
 
     ck = load_checkpoint(model_path)
     model = build_model(ck)
@@ -103,13 +123,15 @@ def _independent_test_mode(model_path, h5):
     X = X[keep]
     Y = np.stack([y[keep] for y in ys], -1).astype(np.float64)
     with torch.no_grad():
-        P = np.concatenate([model(torch.from_numpy(X[i:i + 4])).numpy() for i in range(0, len(X), 4)]).astype(np.float64)
+        P = np.concatenate([model(torch.from_numpy(X[i : i + 4])).numpy() for i in range(0, len(X), 4)]).astype(
+            np.float64
+        )
     pad = X.max(axis=2) == 0
     P[pad], Y[pad] = np.nan, np.nan
     loss = np.nanmean(np.exp(P) - Y * P, axis=1)  # (B, D)
     e = np.exp(P)
     dx, dy = e - np.nanmean(e, 1, keepdims=True), Y - np.nanmean(Y, 1, keepdims=True)
-    r = np.nansum(dx * dy, 1) / (np.sqrt(np.nansum(dx ** 2, 1)) * np.sqrt(np.nansum(dy ** 2, 1)) + 1e-8)
+    r = np.nansum(dx * dy, 1) / (np.sqrt(np.nansum(dx**2, 1)) * np.sqrt(np.nansum(dy**2, 1)) + 1e-8)
     out = {"total_avg_val_loss": loss.mean(), "total_avg_val_accuracy": r.mean()}
     for j, d in enumerate(ck.datasets):
         out[f"{d}_avg_val_loss"], out[f"{d}_avg_val_accuracy"] = loss[:, j].mean(), r[:, j].mean()
@@ -127,18 +149,34 @@ def test_evaluate_equals_independent_computation(reference_dir, tmp_path):
             assert math.isclose(ours[f.name.split(".")[0]][col], v, rel_tol=1e-5), (f.name, col)
 
 
-
 def test_evaluate_starts_without_lightning(reference_dir, tmp_path):
     """Evaluation reads the training files through :mod:`chromaflow.train.data`, not the DataModule: a child that
     runs ``chromaflow evaluate`` has not imported Lightning at the end (importing it costs ~3.5 CPU-s per task)."""
-    code = ("import sys; from chromaflow.cli import main; rc = main(sys.argv[1:]); "
-            "print('imported lightning:', 'lightning' in sys.modules); sys.exit(rc)")
-    p = subprocess.run([sys.executable, "-c", code, "evaluate", "--model", str(MINI), "--h5",
-                        str(reference_dir / "predmoter" / "val_data_1.h5"), "--out", str(tmp_path / "m.tsv")],
-                       capture_output=True, text=True, env=dict(os.environ, CHROMAFLOW_PROGRESS="0"))
+    code = (
+        "import sys; from chromaflow.cli import main; rc = main(sys.argv[1:]); "
+        "print('imported lightning:', 'lightning' in sys.modules); sys.exit(rc)"
+    )
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "evaluate",
+            "--model",
+            str(MINI),
+            "--h5",
+            str(reference_dir / "predmoter" / "val_data_1.h5"),
+            "--out",
+            str(tmp_path / "m.tsv"),
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, CHROMAFLOW_PROGRESS="0"),
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.strip().splitlines()[-1] == "imported lightning: False"
     assert (tmp_path / "m.tsv").is_file()
+
 
 # --------------------------------------------------------------------------------------------------
 # checkpoints: real Predmoter loads ours; same loss curve as Predmoter's trainer
@@ -147,14 +185,33 @@ def test_evaluate_starts_without_lightning(reference_dir, tmp_path):
 def trained(data, tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "full"
     # a DataLoader worker: Lightning builds a resumed run's first iterator early, and workers prefetch from it
-    _ok(_cli("train", "--input-dir", data, "--out", out, *TINY, "--epochs", "3", "--seed", "3", "--batch-size", "4",
-             "--num-workers", "1", "--metrics", out.parent / "full.json"))
+    _ok(
+        _cli(
+            "train",
+            "--input-dir",
+            data,
+            "--out",
+            out,
+            *TINY,
+            "--epochs",
+            "3",
+            "--seed",
+            "3",
+            "--batch-size",
+            "4",
+            "--num-workers",
+            "1",
+            "--metrics",
+            out.parent / "full.json",
+        )
+    )
     return out
 
 
 def test_checkpoint_layout_and_safe_loader(trained):
-    from chromaflow.predict.checkpoint import load_checkpoint
-    from chromaflow.predict.model import HPARAM_KEYS, expected_state_shapes
+    from chromaflow.model.checkpoint import load_checkpoint
+    from chromaflow.model.hparams import HPARAM_KEYS
+    from chromaflow.model.network import expected_state_shapes
 
     assert sorted(p.name for p in trained.iterdir()) == ["best.ckpt", "last.ckpt", "metrics.tsv"]
     for name in ("best.ckpt", "last.ckpt"):
@@ -179,12 +236,28 @@ def test_predmoter_predicts_with_our_checkpoint(peer, trained, data, tmp_path):
     """Real Predmoter -m predict with our last.ckpt gives exactly chromaflow predict's predictions."""
     h5 = data / "val" / "v0.h5"
     (tmp_path / "pm").mkdir()
-    res = subprocess.run([peer, "-m", "predict", "-f", str(h5), "-o", str(tmp_path / "pm"), "--model",
-                          str(trained / "last.ckpt"), "--device", "cpu", "-b", "10"], capture_output=True, text=True,
-                         cwd=tmp_path)
+    res = subprocess.run(
+        [
+            peer,
+            "-m",
+            "predict",
+            "-f",
+            str(h5),
+            "-o",
+            str(tmp_path / "pm"),
+            "--model",
+            str(trained / "last.ckpt"),
+            "--device",
+            "cpu",
+            "-b",
+            "10",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
-    _ok(_cli("predict", "--h5", h5, "--model", trained / "last.ckpt", "--out", tmp_path / "ours.h5", "--device",
-             "cpu"))
+    _ok(_cli("predict", "--h5", h5, "--model", trained / "last.ckpt", "--out", tmp_path / "ours.h5", "--device", "cpu"))
     with h5py.File(tmp_path / "pm" / "v0_predictions.h5", "r") as a, h5py.File(tmp_path / "ours.h5", "r") as b:
         pa, pb = a["prediction/predictions"][()], b["prediction/predictions"][()]
         assert pa.shape == pb.shape == (10, 1000, 2)
@@ -201,15 +274,49 @@ def test_same_loss_curve_as_predmoter(peer, reference_dir, tmp_path):
         (tmp_path / "in" / sub / f).symlink_to(reference_dir / "predmoter" / f)
     arch = ["--model-type", "bi-hybrid", "--cnn-layers", "1", "--filter-size", "8", "--hidden-size", "8"]
     (tmp_path / "peer").mkdir()
-    res = subprocess.run([peer, "-m", "train", "-i", str(tmp_path / "in"), "-o", str(tmp_path / "peer"), "--seed", "7",
-                          "--device", "cpu", "-e", "2", "-b", "120", *arch], capture_output=True, text=True,
-                         cwd=tmp_path)
+    res = subprocess.run(
+        [
+            peer,
+            "-m",
+            "train",
+            "-i",
+            str(tmp_path / "in"),
+            "-o",
+            str(tmp_path / "peer"),
+            "--seed",
+            "7",
+            "--device",
+            "cpu",
+            "-e",
+            "2",
+            "-b",
+            "120",
+            *arch,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     lines = (tmp_path / "peer" / "metrics.log").read_text().split()
     cols, vals = lines[:5], lines[5:]
-    theirs = [dict(zip(cols, map(float, vals[i:i + 5]))) for i in range(0, len(vals), 5)]
-    _ok(_cli("train", "--input-dir", tmp_path / "in", "--out", tmp_path / "ours", *arch, "--seed", "7", "--epochs",
-             "2", "--batch-size", "120"))
+    theirs = [dict(zip(cols, map(float, vals[i : i + 5]))) for i in range(0, len(vals), 5)]
+    _ok(
+        _cli(
+            "train",
+            "--input-dir",
+            tmp_path / "in",
+            "--out",
+            tmp_path / "ours",
+            *arch,
+            "--seed",
+            "7",
+            "--epochs",
+            "2",
+            "--batch-size",
+            "120",
+        )
+    )
     ours = _tsv_rows(tmp_path / "ours" / "metrics.tsv")
     assert len(theirs) == len(ours) == 2
     for t, o in zip(theirs, ours):
@@ -229,10 +336,43 @@ def _tsv_rows(path):
 def test_resume_is_exact(trained, data, tmp_path):
     """1 epoch, then --resume to 3: the same weights, optimizer state and per-epoch losses as the 3-epoch run."""
     part = tmp_path / "part"
-    _ok(_cli("train", "--input-dir", data, "--out", part, *TINY, "--epochs", "1", "--seed", "3", "--batch-size", "4",
-             "--num-workers", "1"))
-    _ok(_cli("train", "--input-dir", data, "--out", part, "--resume", part / "last.ckpt", "--epochs", "3", "--seed",
-             "3", "--batch-size", "4", "--num-workers", "1"))
+    _ok(
+        _cli(
+            "train",
+            "--input-dir",
+            data,
+            "--out",
+            part,
+            *TINY,
+            "--epochs",
+            "1",
+            "--seed",
+            "3",
+            "--batch-size",
+            "4",
+            "--num-workers",
+            "1",
+        )
+    )
+    _ok(
+        _cli(
+            "train",
+            "--input-dir",
+            data,
+            "--out",
+            part,
+            "--resume",
+            part / "last.ckpt",
+            "--epochs",
+            "3",
+            "--seed",
+            "3",
+            "--batch-size",
+            "4",
+            "--num-workers",
+            "1",
+        )
+    )
     a, b = _sd(trained / "last.ckpt"), _sd(part / "last.ckpt")
     assert a["epoch"] == b["epoch"] == 2 and a["global_step"] == b["global_step"]
     for k in a["state_dict"]:
@@ -249,10 +389,46 @@ def test_ddp_two_cpu_processes_equal_one_process(data, tmp_path):
     """--devices 2 (DDP, gloo, 2 processes x batch 3) equals 1 process x batch 6: each global batch holds the same
     chunks, DDP averages the gradients and BatchNorm statistics are synchronised over the processes."""
     arch = ["--model-type", "bi-hybrid", "--cnn-layers", "2", "--filter-size", "4", "--hidden-size", "4"]
-    _ok(_cli("train", "--input-dir", data, "--out", tmp_path / "ddp", *arch, "--epochs", "2", "--seed", "5",
-             "--batch-size", "3", "--devices", "2", "--num-workers", "0", "--metrics", tmp_path / "ddp.json"))
-    _ok(_cli("train", "--input-dir", data, "--out", tmp_path / "one", *arch, "--epochs", "2", "--seed", "5",
-             "--batch-size", "6", "--num-workers", "0"))
+    _ok(
+        _cli(
+            "train",
+            "--input-dir",
+            data,
+            "--out",
+            tmp_path / "ddp",
+            *arch,
+            "--epochs",
+            "2",
+            "--seed",
+            "5",
+            "--batch-size",
+            "3",
+            "--devices",
+            "2",
+            "--num-workers",
+            "0",
+            "--metrics",
+            tmp_path / "ddp.json",
+        )
+    )
+    _ok(
+        _cli(
+            "train",
+            "--input-dir",
+            data,
+            "--out",
+            tmp_path / "one",
+            *arch,
+            "--epochs",
+            "2",
+            "--seed",
+            "5",
+            "--batch-size",
+            "6",
+            "--num-workers",
+            "0",
+        )
+    )
     a, b = _sd(tmp_path / "ddp" / "last.ckpt")["state_dict"], _sd(tmp_path / "one" / "last.ckpt")["state_dict"]
     assert max((a[k] - b[k]).abs().max().item() for k in a) < 1e-6
     m = json.loads((tmp_path / "ddp.json").read_text())
@@ -265,8 +441,24 @@ def test_ddp_two_cpu_processes_equal_one_process(data, tmp_path):
 
 def test_ram_mode_equals_stream_mode(data, tmp_path):
     for mode in ("stream", "ram"):
-        _ok(_cli("train", "--input-dir", data, "--out", tmp_path / mode, *TINY, "--epochs", "1", "--seed", "2",
-                 "--batch-size", "5", "--data-mode", mode))
+        _ok(
+            _cli(
+                "train",
+                "--input-dir",
+                data,
+                "--out",
+                tmp_path / mode,
+                *TINY,
+                "--epochs",
+                "1",
+                "--seed",
+                "2",
+                "--batch-size",
+                "5",
+                "--data-mode",
+                mode,
+            )
+        )
     a, b = _sd(tmp_path / "stream" / "last.ckpt")["state_dict"], _sd(tmp_path / "ram" / "last.ckpt")["state_dict"]
     for k in a:
         assert torch.equal(a[k], b[k]), k
@@ -275,8 +467,22 @@ def test_ram_mode_equals_stream_mode(data, tmp_path):
 def test_bf16_mixed_opt_in(data, tmp_path):
     from chromaflow.train.cli_train import cpu_has_native_bf16
 
-    res = _ok(_cli("train", "--input-dir", data, "--out", tmp_path / "bf", *TINY, "--epochs", "1", "--precision",
-                   "bf16-mixed", "--batch-size", "6"))
+    res = _ok(
+        _cli(
+            "train",
+            "--input-dir",
+            data,
+            "--out",
+            tmp_path / "bf",
+            *TINY,
+            "--epochs",
+            "1",
+            "--precision",
+            "bf16-mixed",
+            "--batch-size",
+            "6",
+        )
+    )
     # on a CPU without native bf16 the user is told it is slow (benchmarks/train: 5x slower than 32 there)
     assert ("bf16-mixed on a CPU without native bf16" in res.stderr) == (cpu_has_native_bf16() is False)
     sd = _sd(tmp_path / "bf" / "last.ckpt")["state_dict"]
@@ -301,9 +507,15 @@ def test_datasets_filters_and_modes(tmp_path):
     """Chunk filter (an all-N record), blacklist, a dataset a file lacks (-3 filler), identical items in both modes."""
     from chromaflow.train.data import InMemoryDataset, StreamingDataset, scan_file
 
-    n = make_file(str(tmp_path / "a.h5"), records={"c1": 2500, "gap": 1500, "c2": 800}, length=1000,
-                  datasets={"atacseq": 3}, seed=1, n_chunk_record="gap",
-                  blacklist=[1] * 6 + [1] * 4 + [0, 0])
+    n = make_file(
+        str(tmp_path / "a.h5"),
+        records={"c1": 2500, "gap": 1500, "c2": 800},
+        length=1000,
+        datasets={"atacseq": 3},
+        seed=1,
+        n_chunk_record="gap",
+        blacklist=[1] * 6 + [1] * 4 + [0, 0],
+    )
     assert n == 12
     info = scan_file(str(tmp_path / "a.h5"), ("atacseq", "h3k4me3"), blacklist=False)
     assert info.keep.tolist() == [0, 1, 2, 3, 4, 5, 10, 11] and info.dropped_n == 4
@@ -347,7 +559,7 @@ def test_loss_rows_match_nan_definition():
     np.testing.assert_allclose(loss.double().numpy(), ref, rtol=1e-5)
     e = np.exp(pn)
     dx, dy = e - np.nanmean(e, 1, keepdims=True), yn - np.nanmean(yn, 1, keepdims=True)
-    rr = np.nansum(dx * dy, 1) / (np.sqrt(np.nansum(dx ** 2, 1)) * np.sqrt(np.nansum(dy ** 2, 1)) + 1e-8)
+    rr = np.nansum(dx * dy, 1) / (np.sqrt(np.nansum(dx**2, 1)) * np.sqrt(np.nansum(dy**2, 1)) + 1e-8)
     np.testing.assert_allclose(r.double().numpy()[used.numpy()], rr[used.numpy()], rtol=1e-4, atol=1e-6)
     assert used.tolist() == [[True, True], [True, True], [True, False], [True, True], [True, True]]
     _, _, used1 = row_stats(p[:, :, 1:], y[:, :, 1:], x)
@@ -364,7 +576,7 @@ def test_finetune_head_and_freeze(data, tmp_path):
     while the up path and head train."""
     import lightning as L
 
-    from chromaflow.predict.checkpoint import load_checkpoint
+    from chromaflow.model.checkpoint import load_checkpoint
     from chromaflow.train.finetune import init_from
     from chromaflow.train.module import PredmoterModule
 
@@ -388,8 +600,25 @@ def test_finetune_head_and_freeze(data, tmp_path):
 
     d2 = tmp_path / "in"
     make_input_dir(d2, datasets={"h3k4me3": 1, "newmark": 2})
-    _ok(_cli("train", "--input-dir", d2, "--out", tmp_path / "ft", "--init", MINI, "--datasets", "h3k4me3",
-             "newmark", "--freeze-encoder", "--epochs", "2", "--batch-size", "6"))
+    _ok(
+        _cli(
+            "train",
+            "--input-dir",
+            d2,
+            "--out",
+            tmp_path / "ft",
+            "--init",
+            MINI,
+            "--datasets",
+            "h3k4me3",
+            "newmark",
+            "--freeze-encoder",
+            "--epochs",
+            "2",
+            "--batch-size",
+            "6",
+        )
+    )
     out = _sd(tmp_path / "ft" / "last.ckpt")
     assert out["hyper_parameters"]["datasets"] == ["h3k4me3", "newmark"]
     for k, v in base.state_dict.items():
@@ -430,8 +659,10 @@ BAD_TRAIN = {
     "other datasets": (["--input-dir", "{bad}/other"], "none of the model's datasets"),
     "corrupt h5": (["--input-dir", "{bad}/corrupt"], "x.h5: not a readable HDF5 file"),
     "previous run in --out": (["--input-dir", "{data}", "--out", "{bad}/existing"], "holds a previous run"),
-    "architecture with --resume": (["--input-dir", "{data}", "--resume", str(MINI), "--model-type", "cnn"],
-                                   "architecture comes from"),
+    "architecture with --resume": (
+        ["--input-dir", "{data}", "--resume", str(MINI), "--model-type", "cnn"],
+        "architecture comes from",
+    ),
     "16-mixed on CPU": (["--input-dir", "{data}", "--precision", "16-mixed"], "needs a CUDA device"),
     "missing --init": (["--input-dir", "{data}", "--init", "{bad}/nope.ckpt"], "checkpoint does not exist"),
     "cuda without one": (["--input-dir", "{data}", "--device", "cuda"], "no CUDA device"),
@@ -452,8 +683,16 @@ def test_bad_inputs(case, data, bad, tmp_path):
 
 
 def test_evaluate_corrupt_h5(bad, tmp_path):
-    res = run_in_process("evaluate", "--model", MINI, "--h5", bad / "corrupt" / "train" / "x.h5", "--out",
-                         tmp_path / "e.tsv", check=False)
+    res = run_in_process(
+        "evaluate",
+        "--model",
+        MINI,
+        "--h5",
+        bad / "corrupt" / "train" / "x.h5",
+        "--out",
+        tmp_path / "e.tsv",
+        check=False,
+    )
     assert_one_line_error(res, "evaluate", "x.h5")
     assert not (tmp_path / "e.tsv").exists()
 
@@ -464,7 +703,7 @@ def test_architecture_options_with_resume_must_agree_with_the_checkpoint():
     import argparse
 
     from chromaflow.errors import ChromaflowError
-    from chromaflow.predict.checkpoint import load_checkpoint
+    from chromaflow.model.checkpoint import load_checkpoint
     from chromaflow.train.cli_train import ARCH_OPTIONS, _check_architecture
 
     cfg = load_checkpoint(MINI).config
@@ -472,6 +711,9 @@ def test_architecture_options_with_resume_must_agree_with_the_checkpoint():
     same.cnn_layers, same.model_type, same.bnorm = cfg.cnn_layers, cfg.model_type, cfg.bnorm
     _check_architecture(same, cfg)
     other = argparse.Namespace(**{**vars(same), "hidden_size": cfg.hidden_size + 1})
-    with pytest.raises(ChromaflowError, match=rf"--hidden-size {cfg.hidden_size + 1}: .*--resume checkpoint, which "
-                                              rf"has {cfg.hidden_size}"):
+    with pytest.raises(
+        ChromaflowError,
+        match=rf"--hidden-size {cfg.hidden_size + 1}: .*--resume checkpoint, which "
+        rf"has {cfg.hidden_size}",
+    ):
         _check_architecture(other, cfg)

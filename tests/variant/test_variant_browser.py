@@ -1,6 +1,7 @@
 """``variant-browser``: the top variants' ref/alt bigWigs of ``variant-effect --tracks`` in the IGV session and UCSC
 hub written by ``chromaflow bigwig``'s browser writer (after ``peaks`` added its track, as in the pipeline), with
 paths relative to the browser folder; a rerun replaces the entries; bad input is one line."""
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -19,11 +20,29 @@ def variant_tracks(tmp_path_factory):
     """The pipeline's layout: <id>/variants/variant_tracks/*.bw of variant-effect --tracks 2."""
     d = tmp_path_factory.mktemp("vbrowser")
     recs = [("c1", 40), ("c1", 300), ("c2", 100)]
-    fa, model, vcf = write_inputs(d, "".join(
-        f"{c}\t{p}\t.\t{SEQ[c][p - 1]}\t{'A' if SEQ[c][p - 1] != 'A' else 'C'}\t.\t.\t.\n" for c, p in recs))
+    fa, model, vcf = write_inputs(
+        d, "".join(f"{c}\t{p}\t.\t{SEQ[c][p - 1]}\t{'A' if SEQ[c][p - 1] != 'A' else 'C'}\t.\t.\t.\n" for c, p in recs)
+    )
     tracks = d / "asm" / "variants" / "variant_tracks"
-    run_in_process("variant-effect", "--vcf", vcf, "--fasta", fa, "--model", model, "--flank", 10, "--threads", 1,
-                   "--out", d / "e.tsv", "--tracks", 2, "--tracks-dir", tracks)
+    run_in_process(
+        "variant-effect",
+        "--vcf",
+        vcf,
+        "--fasta",
+        fa,
+        "--model",
+        model,
+        "--flank",
+        10,
+        "--threads",
+        1,
+        "--out",
+        d / "e.tsv",
+        "--tracks",
+        2,
+        "--tracks-dir",
+        tracks,
+    )
     return sorted(tracks.glob("*.bw"))
 
 
@@ -31,9 +50,12 @@ def _browser(tmp_path: Path, fmt: str = "bigwig") -> Path:
     """bigwig's browser files of an assembly 'asm' (one dataset, strand average) with a peaks track added."""
     b = tmp_path / "asm" / "tracks"
     b.mkdir(parents=True)
-    write_browser_files(b, chroms=[("c1", 600), ("c2", 280)], tracks=[("atacseq", "avg", "asm_atacseq_avg.bw")],
-                        fmt=fmt, basename="asm")
-    add_to_browser_files(b, Path("asm_atacseq.narrowPeak"), "asm_atacseq", "asm_atacseq.bb" if fmt == "bigwig" else None)
+    write_browser_files(
+        b, chroms=[("c1", 600), ("c2", 280)], tracks=[("atacseq", "avg", "asm_atacseq_avg.bw")], fmt=fmt, basename="asm"
+    )
+    add_to_browser_files(
+        b, Path("asm_atacseq.narrowPeak"), "asm_atacseq", "asm_atacseq.bb" if fmt == "bigwig" else None
+    )
     return b
 
 
@@ -45,7 +67,7 @@ def test_session_and_hub_list_the_variant_tracks(variant_tracks, tmp_path):
     for t in variant_tracks:
         (staged / t.name).symlink_to(t)
     run_in_process("variant-browser", "--browser-dir", b, "--name", "asm", *sorted(staged.iterdir()))
-    assert len(variant_tracks) == 2 * 2 * 2     # 2 variants x 2 datasets x ref/alt
+    assert len(variant_tracks) == 2 * 2 * 2  # 2 variants x 2 datasets x ref/alt
     root = ET.parse(b / "igv_session.xml").getroot()
     rel = [f"../variants/variant_tracks/{t.name}" for t in variant_tracks]
     resources = [r.get("path") for r in root.iter("Resource")]
@@ -55,10 +77,14 @@ def test_session_and_hub_list_the_variant_tracks(variant_tracks, tmp_path):
     ids = [t.get("id") for t in panel[0]]
     # rank order, datasets in order, ref before alt
     assert [Path(i).name.split("_")[0] for i in ids] == ["001"] * 4 + ["002"] * 4
-    assert [i.rsplit(".", 3)[1:3] for i in ids[:4]] == [["atacseq", "ref"], ["atacseq", "alt"], ["h3k4me3", "ref"],
-                                                        ["h3k4me3", "alt"]]
-    assert all((b / i).resolve().is_file() for i in ids)   # the relative paths lead to the bigWigs
-    assert any(p.get("name") == "FeaturePanel" for p in root.iter("Panel"))   # the peaks track is kept
+    assert [i.rsplit(".", 3)[1:3] for i in ids[:4]] == [
+        ["atacseq", "ref"],
+        ["atacseq", "alt"],
+        ["h3k4me3", "ref"],
+        ["h3k4me3", "alt"],
+    ]
+    assert all((b / i).resolve().is_file() for i in ids)  # the relative paths lead to the bigWigs
+    assert any(p.get("name") == "FeaturePanel" for p in root.iter("Panel"))  # the peaks track is kept
     db = (b / "trackDb.txt").read_text()
     assert "track asm_atacseq_peaks" in db and "track asm_atacseq_avg" in db
     stanzas = [s for s in db.split("\n\n") if s.startswith("track asm_variant_")]
@@ -93,8 +119,14 @@ def test_bad_input_is_one_line(variant_tracks, tmp_path, case):
         bad = tmp_path / ("asm.bw" if case == "bad_name" else "001_c1_5_1.atacseq.ref.bw")
         if case == "bad_name":
             bad.write_bytes(variant_tracks[0].read_bytes())
-        args, needles = [variant_tracks[0], bad], ([bad.name, "not a variant-effect --tracks bigWig name"]
-                                                   if case == "bad_name" else [bad.name, "does not exist"])
+        args, needles = (
+            [variant_tracks[0], bad],
+            (
+                [bad.name, "not a variant-effect --tracks bigWig name"]
+                if case == "bad_name"
+                else [bad.name, "does not exist"]
+            ),
+        )
     before = {p.name: p.read_bytes() for p in b.iterdir()}
     proc = run_in_process("variant-browser", "--browser-dir", b, "--name", "asm", *args, check=False)
     assert_one_line_error(proc, "variant-browser", *needles)

@@ -1,5 +1,6 @@
 """Bad input to ``chromaflow variant-effect``: one clear line naming the file and record, exit != 0, nothing written
 (the output folder holds no output and no temporary afterwards)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,19 +8,34 @@ from pathlib import Path
 import pysam
 import pytest
 
-from chromaflow.predict.checkpoint import write_test_checkpoint
-from chromaflow.predict.model import ModelConfig
+from chromaflow.model.checkpoint import write_test_checkpoint
+from chromaflow.model.network import ModelConfig
 from helpers.cli import assert_nothing_left, assert_one_line_error
 from helpers.cli import run_in_process
 
 SEQ = {"c1": "ACGTTGCAAC" * 30, "c2": "GGGAAATTTC" * 20}
-CFG = ModelConfig(model_type="cnn", cnn_layers=1, filter_size=2, kernel_size=3, step=2, up=1, dilation=1,
-                  lstm_layers=0, hidden_size=1, bnorm=False, dropout=0.0, datasets=("atacseq",), seq_len=100)
+CFG = ModelConfig(
+    model_type="cnn",
+    cnn_layers=1,
+    filter_size=2,
+    kernel_size=3,
+    step=2,
+    up=1,
+    dilation=1,
+    lstm_layers=0,
+    hidden_size=1,
+    bnorm=False,
+    dropout=0.0,
+    datasets=("atacseq",),
+    seq_len=100,
+)
 
 
 def _vcf(path: Path, lines: list[str], index: bool = True) -> Path:
     text = "##fileformat=VCFv4.2\n##contig=<ID=c1,length=300>\n##contig=<ID=c2,length=200>\n##contig=<ID=chrX>\n"
-    text += "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n" + "".join(ln.replace(" ", "\t") + "\t.\t.\t.\n" for ln in lines)
+    text += "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n" + "".join(
+        ln.replace(" ", "\t") + "\t.\t.\t.\n" for ln in lines
+    )
     if path.suffix != ".gz":
         path.write_text(text)
         return path
@@ -39,7 +55,7 @@ def inputs(tmp_path_factory):
     fa.write_text("".join(f">{k}\n{v}\n" for k, v in SEQ.items()))
     model = d / "m.ckpt"
     write_test_checkpoint(model, CFG, 1)
-    odd = d / "odd.ckpt"   # seq_len 101 cannot pass a step-2 layer
+    odd = d / "odd.ckpt"  # seq_len 101 cannot pass a step-2 layer
     write_test_checkpoint(odd, ModelConfig(**{**CFG.__dict__, "seq_len": 101, "extra": {}}), 1)
     return dict(dir=d, fasta=fa, model=model, odd=odd)
 
@@ -48,8 +64,11 @@ def _case(inputs, tmp_path, name):
     """(vcf, extra arguments, needles) of one bad input."""
     ok = "c1 5 ok T A"
     if name == "ref_mismatch":
-        return _vcf(tmp_path / "v.vcf", [ok, "c1 12 rs9 A C"]), [], ["rs9", "c1:12", "REF A does not match the FASTA",
-                                                                      "c1:12 is C"]
+        return (
+            _vcf(tmp_path / "v.vcf", [ok, "c1 12 rs9 A C"]),
+            [],
+            ["rs9", "c1:12", "REF A does not match the FASTA", "c1:12 is C"],
+        )
     if name == "chrom_absent":
         return _vcf(tmp_path / "v.vcf", [ok, "chrX 3 . A C"]), [], ["CHROM chrX is not a record of", "g.fa"]
     if name == "ref_past_end":
@@ -73,8 +92,18 @@ def _case(inputs, tmp_path, name):
     raise AssertionError(name)
 
 
-CASES = ["ref_mismatch", "chrom_absent", "ref_past_end", "region_without_index", "bad_alt", "model_length",
-         "flank_too_long", "not_a_vcf", "vcf_missing", "tracks_without_dir"]
+CASES = [
+    "ref_mismatch",
+    "chrom_absent",
+    "ref_past_end",
+    "region_without_index",
+    "bad_alt",
+    "model_length",
+    "flank_too_long",
+    "not_a_vcf",
+    "vcf_missing",
+    "tracks_without_dir",
+]
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -82,8 +111,25 @@ def test_bad_input(inputs, tmp_path, name):
     vcf, extra, needles = _case(inputs, tmp_path, name)
     out = tmp_path / "out"
     out.mkdir()
-    args = ["variant-effect", "--vcf", vcf, "--fasta", inputs["fasta"], "--model", inputs["model"],
-            "--out", out / "e.tsv.gz", "--metrics", out / "m.json", "--flank", 10, "--device", "cpu", "--threads", 1]
+    args = [
+        "variant-effect",
+        "--vcf",
+        vcf,
+        "--fasta",
+        inputs["fasta"],
+        "--model",
+        inputs["model"],
+        "--out",
+        out / "e.tsv.gz",
+        "--metrics",
+        out / "m.json",
+        "--flank",
+        10,
+        "--device",
+        "cpu",
+        "--threads",
+        1,
+    ]
     proc = run_in_process(*args, *extra, check=False)
     assert_one_line_error(proc, "variant-effect", *needles)
     assert_nothing_left(out)
@@ -93,8 +139,23 @@ def test_output_exists_needs_force(inputs, tmp_path):
     vcf = _vcf(tmp_path / "v.vcf", ["c1 5 ok T A"])
     out = tmp_path / "e.tsv"
     out.write_text("keep\n")
-    args = ["variant-effect", "--vcf", vcf, "--fasta", inputs["fasta"], "--model", inputs["model"], "--out", out,
-            "--flank", 10, "--device", "cpu", "--threads", 1]
+    args = [
+        "variant-effect",
+        "--vcf",
+        vcf,
+        "--fasta",
+        inputs["fasta"],
+        "--model",
+        inputs["model"],
+        "--out",
+        out,
+        "--flank",
+        10,
+        "--device",
+        "cpu",
+        "--threads",
+        1,
+    ]
     assert_one_line_error(run_in_process(*args, check=False), "variant-effect", "output exists")
     assert out.read_text() == "keep\n"
     run_in_process(*args, "--force")

@@ -1,6 +1,7 @@
 """``variant-effect --shard`` + ``variant-merge`` (and ``variant-plan``): the merged shards are the unsharded run's
 table byte for byte, and the merged top ``--tracks`` are its bigWigs (names and bytes), for several shard counts,
 more shards than variants included; bad shard options and bad parts are one line each."""
+
 from __future__ import annotations
 
 import gzip
@@ -11,20 +12,30 @@ import pytest
 
 from helpers.cli import assert_one_line_error, run_in_process
 from helpers.variant_files import SEQ, write_inputs
+
 # 8 (variant, ALT) rows: SNVs, a multi-allelic record, an insertion, a deletion, a symbolic ALT (skipped), an ALT
 # longer than a window holds (skipped at scoring); (CHROM, POS, ID, REF length, ALT or "+<inserted bases>")
-SPEC = [("c1", 5, "a", 1, "A"), ("c1", 40, "b", 1, "C,G,T"), ("c1", 300, "c", 1, "+GGGG"), ("c1", 450, "d", 7, "-"),
-        ("c2", 10, "e", 1, "<DEL>"), ("c2", 100, "f", 1, "A"), ("c2", 120, "g", 1, "+" + "C" * 120)]
+SPEC = [
+    ("c1", 5, "a", 1, "A"),
+    ("c1", 40, "b", 1, "C,G,T"),
+    ("c1", 300, "c", 1, "+GGGG"),
+    ("c1", 450, "d", 7, "-"),
+    ("c2", 10, "e", 1, "<DEL>"),
+    ("c2", 100, "f", 1, "A"),
+    ("c2", 120, "g", 1, "+" + "C" * 120),
+]
 
 
 def _record(chrom, pos, vid, r, alt):
-    ref = SEQ[chrom][pos - 1:pos - 1 + r]
+    ref = SEQ[chrom][pos - 1 : pos - 1 + r]
     if alt.startswith("+"):
         alt = ref + alt[1:]
     elif alt == "-":
         alt = ref[0]
-    else:   # SNVs: the listed bases other than REF, and one more
-        alt = ",".join([a for a in alt.split(",") if a != ref] or ["T" if ref != "T" else "G"]) if "<" not in alt else alt
+    else:  # SNVs: the listed bases other than REF, and one more
+        alt = (
+            ",".join([a for a in alt.split(",") if a != ref] or ["T" if ref != "T" else "G"]) if "<" not in alt else alt
+        )
     return f"{chrom}\t{pos}\t{vid}\t{ref}\t{alt}\t.\t.\t.\n"
 
 
@@ -42,8 +53,9 @@ def inputs(tmp_path_factory):
     base = ["--vcf", vcf, "--fasta", fa, "--model", model, "--flank", 10, "--threads", 1, "--tracks", TRACKS]
     whole = d / "whole"
     whole.mkdir()
-    run_in_process("variant-effect", *base, "--out", whole / "e.tsv.gz", "--tracks-dir", whole / "t",
-                   "--metrics", whole / "m.json")
+    run_in_process(
+        "variant-effect", *base, "--out", whole / "e.tsv.gz", "--tracks-dir", whole / "t", "--metrics", whole / "m.json"
+    )
     return dict(dir=d, base=base, whole=whole, vcf=vcf)
 
 
@@ -51,8 +63,16 @@ def _shards(inputs, tmp_path, n, tracks_dir=None):
     parts = []
     for i in range(1, n + 1):
         out = tmp_path / f"s{i}.tsv.gz"
-        run_in_process("variant-effect", *inputs["base"], "--out", out, "--shard", f"{i}/{n}",
-                       "--tracks-dir", tracks_dir or tmp_path / "cand")
+        run_in_process(
+            "variant-effect",
+            *inputs["base"],
+            "--out",
+            out,
+            "--shard",
+            f"{i}/{n}",
+            "--tracks-dir",
+            tracks_dir or tmp_path / "cand",
+        )
         parts.append(out)
     return parts
 
@@ -63,11 +83,21 @@ def test_merged_shards_are_the_unsharded_run(inputs, tmp_path, n):
     parts = _shards(inputs, tmp_path, n)
     cands = sorted(str(p) for p in (tmp_path / "cand").glob("*.candidates.json"))
     assert len(cands) == n
-    run_in_process("variant-merge", *parts, "--out", tmp_path / "m.tsv.gz", "--candidates", *cands,
-                   "--tracks-dir", tmp_path / "t", "--metrics", tmp_path / "m.json")
+    run_in_process(
+        "variant-merge",
+        *parts,
+        "--out",
+        tmp_path / "m.tsv.gz",
+        "--candidates",
+        *cands,
+        "--tracks-dir",
+        tmp_path / "t",
+        "--metrics",
+        tmp_path / "m.json",
+    )
     assert _table(tmp_path / "m.tsv.gz") == _table(whole / "e.tsv.gz")
     want = sorted(p.name for p in (whole / "t").iterdir())
-    assert len(want) == TRACKS * 2 * 2          # ref and alt of 2 datasets
+    assert len(want) == TRACKS * 2 * 2  # ref and alt of 2 datasets
     assert sorted(p.name for p in (tmp_path / "t").iterdir()) == want
     for name in want:
         assert (tmp_path / "t" / name).read_bytes() == (whole / "t" / name).read_bytes(), name
@@ -100,11 +130,22 @@ def test_plan_counts_rows_and_splits(inputs, tmp_path):
     assert json.loads(out.read_text())["shard_count"] == 1
 
 
-@pytest.mark.parametrize("shard, needle", [("0/3", "--shard '0/3'"), ("4/3", "--shard '4/3'"),
-                                           ("1-3", "expected I/N"), ("a/b", "expected I/N")])
+@pytest.mark.parametrize(
+    "shard, needle",
+    [("0/3", "--shard '0/3'"), ("4/3", "--shard '4/3'"), ("1-3", "expected I/N"), ("a/b", "expected I/N")],
+)
 def test_bad_shard_option_is_one_line(inputs, tmp_path, shard, needle):
-    proc = run_in_process("variant-effect", *inputs["base"], "--out", tmp_path / "o.tsv", "--tracks-dir",
-                          tmp_path / "t", "--shard", shard, check=False)
+    proc = run_in_process(
+        "variant-effect",
+        *inputs["base"],
+        "--out",
+        tmp_path / "o.tsv",
+        "--tracks-dir",
+        tmp_path / "t",
+        "--shard",
+        shard,
+        check=False,
+    )
     assert_one_line_error(proc, "variant-effect", needle)
     assert list(tmp_path.iterdir()) == []
 
@@ -132,8 +173,10 @@ def test_bad_parts_are_one_line(inputs, three, tmp_path, case):
     elif case == "unsharded":
         args, needles = [inputs["whole"] / "e.tsv.gz"], ["no shard line on line 1"]
     elif case == "missing_candidates":
-        args, needles = [*parts, "--candidates", cands[0], cands[2], "--tracks-dir", tmp_path / "t"], \
-            ["candidates of shard 2/3 missing"]
+        args, needles = (
+            [*parts, "--candidates", cands[0], cands[2], "--tracks-dir", tmp_path / "t"],
+            ["candidates of shard 2/3 missing"],
+        )
     else:
         text = gzip.decompress(parts[2].read_bytes()).decode()
         bad = tmp_path / "cut.tsv"

@@ -17,6 +17,7 @@ Rules:
   id, a strand other than + or -, start < 1 or end < start are errors naming the line. The lines may come in any
   order; ``##FASTA`` ends the annotation part.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -129,11 +130,15 @@ def _read(fh, path: str, fmt: str | None, feature: str) -> list[Gene]:
             if fmt is None:
                 fmt = "gtf" if gtf_like else "gff3"
             elif fmt == "gff3" and gtf_like:
-                raise ChromaflowError(f"{path} line {n}: attributes in GTF syntax (key \"value\";) in a file named "
-                                      "GFF3; name it .gtf (or .gtf.gz) if it is GTF")
+                raise ChromaflowError(
+                    f"{path} line {n}: attributes in GTF syntax (key \"value\";) in a file named "
+                    "GFF3; name it .gtf (or .gtf.gz) if it is GTF"
+                )
             elif fmt == "gtf" and "=" in cols[8].split(";")[0] and not gtf_like:
-                raise ChromaflowError(f"{path} line {n}: attributes in GFF3 syntax (key=value) in a file named GTF; "
-                                      "name it .gff3 if it is GFF3")
+                raise ChromaflowError(
+                    f"{path} line {n}: attributes in GFF3 syntax (key=value) in a file named GTF; "
+                    "name it .gff3 if it is GFF3"
+                )
             checked = True
         ftype = cols[2]
         if fmt == "gff3":
@@ -152,8 +157,10 @@ def _read(fh, path: str, fmt: str | None, feature: str) -> list[Gene]:
                     spans[gid] = [seqid, start, end, strand, n]
                 else:
                     if s[0] != seqid or s[3] != strand:
-                        raise ChromaflowError(f"{path} line {n}: {gtf_key} {gid!r} is on {seqid} {strand} here but "
-                                              f"on {s[0]} {s[3]} at line {s[4]}")
+                        raise ChromaflowError(
+                            f"{path} line {n}: {gtf_key} {gid!r} is on {seqid} {strand} here but "
+                            f"on {s[0]} {s[3]} at line {s[4]}"
+                        )
                     s[1] = min(s[1], start)
                     s[2] = max(s[2], end)
     if fmt == "gff3":
@@ -174,7 +181,9 @@ def _read(fh, path: str, fmt: str | None, feature: str) -> list[Gene]:
     seen: dict[str, int] = {}
     for g in genes:
         if g.gene_id in seen:
-            raise ChromaflowError(f"{path} line {g.line}: id {g.gene_id!r} repeats the feature of line {seen[g.gene_id]}")
+            raise ChromaflowError(
+                f"{path} line {g.line}: id {g.gene_id!r} repeats the feature of line {seen[g.gene_id]}"
+            )
         seen[g.gene_id] = g.line
     return genes
 
@@ -215,11 +224,14 @@ def check_against_sizes(genes: list[Gene], sizes: dict[str, int], path: str, sou
     for g in genes:
         size = sizes.get(g.seqid)
         if size is None:
-            raise ChromaflowError(f"{path} line {g.line}: {g.gene_id}: seqid {g.seqid!r} is not in {source} "
-                                  f"(it has {', '.join(list(sizes)[:5])}{', ...' if len(sizes) > 5 else ''})")
+            raise ChromaflowError(
+                f"{path} line {g.line}: {g.gene_id}: seqid {g.seqid!r} is not in {source} "
+                f"(it has {', '.join(list(sizes)[:5])}{', ...' if len(sizes) > 5 else ''})"
+            )
         if g.end > size:
-            raise ChromaflowError(f"{path} line {g.line}: {g.gene_id} ends at {g.end}, past the end of {g.seqid} "
-                                  f"({size} bp in {source})")
+            raise ChromaflowError(
+                f"{path} line {g.line}: {g.gene_id} ends at {g.end}, past the end of {g.seqid} ({size} bp in {source})"
+            )
 
 
 def tss_windows(genes: list[Gene], sizes: dict[str, int], upstream: int, downstream: int):

@@ -1,57 +1,56 @@
 """``chromaflow motif-prior``: a (TF, target) prior for GENIE3 from motif hits in promoter windows.
 
-Every gene's TSS window (as ``gene-accessibility`` makes it) is scanned on both strands (:mod:`.scan`, MOODS,
-p < 1e-4 against the assembly's base composition). For each regulator (the TFs of ``--tf-motifs`` and of
-``--regulators``) and each other gene:
-
-* no accessibility: prior = 1 if a motif of the TF hits the target's window, 0 if the TF has motifs and none
-  hits, NA (read as 0.5) if the TF has no motif;
-* ``--predictions``: each hit counts with weight a in [0, 1], the predicted accessibility at the hit: the
-  fraction of the genes whose promoter window has a lower mean coverage (dataset ``--dataset``, strand average)
-  than the bases of the hit; prior = 1 - prod(1 - a) over the TF's hits in the window (one hit: a; hits in closed
-  chromatin, a ~ 0, add almost nothing);
-* ``--accessibility genes.tsv``: the same with a = percentile_<dataset> / 100 of the target's window for every hit.
-
-Outputs: the long table ``regulator target prior hits accessibility`` (``accessibility``: the mean weight of the
-hits, NA without hits or without accessibility), sorted by regulator then target; ``--matrix``: targets x
-regulators. ``.gz`` names are gzip-compressed (no time stamp: the same bytes on every run). See docs/networks.md.
+The command parses its options into :class:`~chromaflow.motifs.prior.MotifPriorOptions` and calls the core,
+:func:`chromaflow.motifs.prior.run` (what the prior is: its docstring and docs/networks.md).
 """
+
 from __future__ import annotations
 
 import argparse
-import gzip
-import io
-from pathlib import Path
+import dataclasses
 
-import numpy as np
-
-from ..annotation.cli_accessibility import GeneWindows, add_window_options, check_window_options
-from ..annotation.gff import check_against_sizes, read_genes
+from ..annotation.windows import add_window_options
 from ..cli_options import add_run_options
-from ..errors import ChromaflowError
-from ..metrics import StageMetrics
-from ..outputs import atomic_outputs, check_outputs, naming_errors
-from ..progress import Progress
-from .motifs import load_motifs, read_tf_motifs
-from .scan import DEFAULT_P, Scanner, background, base_counts
+from .prior import MotifPriorOptions
+from .prior import run as build_prior
+from .scan import DEFAULT_P
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fasta", required=True, metavar="G.fa", help="the assembly (plain or gzip)")
     p.add_argument("--annotation", required=True, metavar="GFF", help="GFF3 or GTF of its genes")
-    p.add_argument("--motifs", required=True, metavar="M",
-                   help="JASPAR or MEME motif file, or jaspar:<COLLECTION>/<tax group>[@<release>] from pyjaspar's "
-                        "bundled database (e.g. jaspar:CORE/plants)")
-    p.add_argument("--tf-motifs", required=True, metavar="TSV",
-                   help="TF<TAB>motif id (or unique name) per line; an empty motif lists a TF without motif")
-    p.add_argument("--regulators", metavar="TXT", default=None,
-                   help="more regulators, one per line (those without a motif get NA); default: the TFs of --tf-motifs")
+    p.add_argument(
+        "--motifs",
+        required=True,
+        metavar="M",
+        help="JASPAR or MEME motif file, or jaspar:<COLLECTION>/<tax group>[@<release>] from pyjaspar's "
+        "bundled database (e.g. jaspar:CORE/plants)",
+    )
+    p.add_argument(
+        "--tf-motifs",
+        required=True,
+        metavar="TSV",
+        help="TF<TAB>motif id (or unique name) per line; an empty motif lists a TF without motif",
+    )
+    p.add_argument(
+        "--regulators",
+        metavar="TXT",
+        default=None,
+        help="more regulators, one per line (those without a motif get NA); default: the TFs of --tf-motifs",
+    )
     acc = p.add_mutually_exclusive_group()
     acc.add_argument("--predictions", metavar="P.h5", help="weight each hit by the predicted accessibility at it")
-    acc.add_argument("--accessibility", metavar="TSV",
-                     help="weight each hit by its window's percentile from a gene-accessibility table")
-    p.add_argument("--dataset", default=None, metavar="DS",
-                   help="dataset whose accessibility weights hits (default: atacseq if present, else the first)")
+    acc.add_argument(
+        "--accessibility",
+        metavar="TSV",
+        help="weight each hit by its window's percentile from a gene-accessibility table",
+    )
+    p.add_argument(
+        "--dataset",
+        default=None,
+        metavar="DS",
+        help="dataset whose accessibility weights hits (default: atacseq if present, else the first)",
+    )
     p.add_argument("--p-value", type=float, default=DEFAULT_P, metavar="P", help=f"hit p-value (default {DEFAULT_P})")
     p.add_argument("--out", required=True, metavar="TSV[.gz]", help="the long prior table")
     p.add_argument("--matrix", default=None, metavar="TSV[.gz]", help="also a targets x regulators prior matrix")
@@ -59,232 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_run_options(p, force=True, metrics=True)
 
 
-def _fasta_sizes_and_background(path: str):
-    from ..genome.fasta import FastaReader
-
-    sizes: dict[str, int] = {}
-    counts = np.zeros(4, dtype=np.int64)
-    for piece in FastaReader(path).pieces():
-        sizes[piece.seqid] = sizes.get(piece.seqid, 0) + len(piece.seq)
-        counts += base_counts(bytes(piece.seq))
-    if not sizes:
-        raise ChromaflowError(f"{path}: no FASTA records")
-    return sizes, counts
-
-
-def _choose_dataset(datasets: list[str], wanted: str | None, source: str) -> str:
-    if wanted:
-        if wanted not in datasets:
-            raise ChromaflowError(f"--dataset {wanted}: not in {source} (available: {' '.join(datasets)})")
-        return wanted
-    return "atacseq" if "atacseq" in datasets else datasets[0]
-
-
-def _read_accessibility(path: str, gw: GeneWindows, wanted: str | None) -> tuple[str, np.ndarray]:
-    """(dataset, a per gene of ``gw``) from a gene-accessibility table: percentile_<ds> / 100."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ChromaflowError(f"{path}: cannot read accessibility table ({getattr(exc, 'strerror', None) or exc})") \
-            from None
-    if not lines:
-        raise ChromaflowError(f"{path}: accessibility table is empty")
-    head = lines[0].split("\t")
-    datasets = [h[len("percentile_"):] for h in head
-                if h.startswith("percentile_") and not h.endswith("_same_strand")]
-    if "gene_id" not in head or not datasets:
-        raise ChromaflowError(f"{path} line 1: not a gene-accessibility table (needs gene_id and percentile_<dataset>)")
-    ds = _choose_dataset(datasets, wanted, path)
-    gi, pi = head.index("gene_id"), head.index(f"percentile_{ds}")
-    value: dict[str, float] = {}
-    for n, line in enumerate(lines[1:], 2):
-        cols = line.split("\t")
-        if len(cols) != len(head):
-            raise ChromaflowError(f"{path} line {n}: {len(cols)} columns, the header has {len(head)}")
-        try:
-            v = float(cols[pi])
-        except ValueError:
-            raise ChromaflowError(f"{path} line {n}: percentile_{ds} {cols[pi]!r} is not a number") from None
-        if not 0 <= v <= 100:
-            raise ChromaflowError(f"{path} line {n}: percentile_{ds} {v} is outside 0..100")
-        value[cols[gi]] = v / 100.0
-    missing = [g.gene_id for g in gw.genes if g.gene_id not in value]
-    if missing:
-        raise ChromaflowError(f"{path}: no row for gene {missing[0]!r} of the annotation ({len(missing)} missing; "
-                              "make the table from the same annotation and --feature)")
-    return ds, np.array([value[g.gene_id] for g in gw.genes])
-
-
-def _scan(fasta: str, gw: GeneWindows, scanner: Scanner, prog: Progress) -> list[list[np.ndarray]]:
-    """hits[gene][motif]: sorted genome start coordinates of the motif's hits in the gene's window."""
-    from ..genome.fasta import FastaReader
-
-    groups = gw.by_seqid()
-    hits: list[list[np.ndarray]] = [[] for _ in gw.genes]
-    for rec in FastaReader(fasta):
-        idx = groups.get(rec.seqid)
-        if idx is None:
-            continue
-        seq = bytes(rec.seq)
-        for i in idx.tolist():
-            s, e = int(gw.start[i]), int(gw.end[i])
-            hits[i] = [h + s for h in scanner.scan(seq[s:e])]
-            prog.update(1)
-    return hits
-
-
-def _fmt(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:.6f}"
-
-
-def _write(path: str, tmp: Path, text: str) -> None:
-    data = text.encode()
-    with naming_errors(path), open(tmp, "wb") as fh:
-        if str(path).endswith(".gz"):
-            with gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0, compresslevel=6) as gz:
-                gz.write(data)
-        else:
-            fh.write(data)
-
-
 def run(args: argparse.Namespace) -> int:
-    check_window_options(args)
-    inputs = [("--fasta", args.fasta), ("--annotation", args.annotation), ("--tf-motifs", args.tf_motifs),
-              ("--regulators", args.regulators), ("--predictions", args.predictions),
-              ("--accessibility", args.accessibility)]
-    if not args.motifs.startswith("jaspar:"):
-        inputs.append(("--motifs", args.motifs))
-    outs = [("--out", args.out), ("--matrix", args.matrix), ("--metrics", args.metrics)]
-    check_outputs(outs, inputs)
-    if not args.force:
-        for opt, p in outs[:2]:
-            if p and Path(p).exists():
-                raise ChromaflowError(f"{p}: output exists (use --force to overwrite)")
-    if not 0 < args.p_value < 1:
-        raise ChromaflowError(f"--p-value must be in (0, 1) (got {args.p_value})")
-    with StageMetrics("motif-prior", args.metrics) as metrics:
-        genes = read_genes(args.annotation, args.feature)
-        motifs = load_motifs(args.motifs)
-        tf_motifs = read_tf_motifs(args.tf_motifs, motifs)
-        regulators = dict.fromkeys(tf_motifs)
-        if args.regulators:
-            regulators.update(dict.fromkeys(_read_list(args.regulators)))
-        regulators = sorted(regulators)
-        sizes, counts = _fasta_sizes_and_background(args.fasta)
-        gw = GeneWindows(genes, sizes, args.annotation, args.fasta, args.upstream, args.downstream)
-        if args.predictions:
-            from ..annotation.accessibility import predictions_sizes
-
-            psizes = predictions_sizes(args.predictions)
-            check_against_sizes(genes, psizes, args.annotation, args.predictions)
-            for seqid in gw.seqids:
-                if psizes[seqid] != sizes[seqid]:
-                    raise ChromaflowError(f"{args.predictions}: seqid {seqid!r} is {psizes[seqid]} bp, but "
-                                          f"{sizes[seqid]} bp in {args.fasta}: predictions of another assembly")
-        used = sorted({i for lst in tf_motifs.values() for i in lst})
-        scanner = Scanner([motifs[i] for i in used], background(counts), args.p_value)
-        with Progress(len(gw.genes), "motif-prior", "genes") as prog:
-            hits_local = _scan(args.fasta, gw, scanner, prog)
-        col = {m: k for k, m in enumerate(used)}  # motif index -> scanner column
-        weights, dataset = _weights(args, gw, hits_local, scanner)
-        table, matrix, n_hit_pairs = _tables(gw, regulators, tf_motifs, col, hits_local, weights,
-                                             want_matrix=bool(args.matrix))
-        with atomic_outputs([args.out, args.matrix]) as (tmp_out, tmp_matrix):
-            _write(args.out, tmp_out, table)
-            if args.matrix:
-                _write(args.matrix, tmp_matrix, matrix)
-        metrics.set(genes=len(gw.genes), regulators=len(regulators), motifs=len(used),
-                    regulators_with_motifs=sum(1 for r in regulators if tf_motifs.get(r)),
-                    pairs=table.count("\n") - 1, pairs_with_hits=n_hit_pairs,
-                    hits=int(sum(len(h) for hs in hits_local for h in hs)), p_value=args.p_value,
-                    weighting="predictions" if args.predictions else "table" if args.accessibility else None,
-                    dataset=dataset, background=background(counts))
-    return 0
-
-
-def _read_list(path: str) -> list[str]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ChromaflowError(f"{path}: cannot read regulators ({getattr(exc, 'strerror', None) or exc})") from None
-    names = [ln.strip().strip('"') for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
-    if not names:
-        raise ChromaflowError(f"{path}: no regulators listed")
-    return names
-
-
-def _weights(args, gw: GeneWindows, hits, scanner: Scanner):
-    """Per gene and motif column: the weights a of its hits (None without accessibility input), and the dataset."""
-    if args.accessibility:
-        ds, a = _read_accessibility(args.accessibility, gw, args.dataset)
-        return [[np.full(len(h), a[i]) for h in hs] for i, hs in enumerate(hits)], ds
-    if not args.predictions:
-        return None, None
-    from ..annotation.cli_accessibility import predictions_columns
-
-    groups = gw.by_seqid()
-    extra = {}
-    for seqid, idx in groups.items():
-        st, en = [], []
-        for i in idx.tolist():
-            for j, h in enumerate(hits[i]):
-                st.append(h)
-                en.append(h + scanner.lengths[j])
-        empty = np.zeros(0, dtype=np.int64)
-        extra[seqid] = (np.concatenate([empty, *st]).astype(np.int64), np.concatenate([empty, *en]).astype(np.int64))
-    datasets, cols, extra_means = predictions_columns(gw, args.predictions, extra)
-    ds = _choose_dataset(datasets, args.dataset, args.predictions)
-    ranked = np.sort(cols[f"mean_{ds}"])
-    denom = max(1, len(ranked) - 1)
-    out = []
-    pos = {seqid: 0 for seqid in groups}
-    for i, g in enumerate(gw.genes):
-        row = []
-        means = extra_means[ds][g.seqid]
-        for h in hits[i]:
-            k = pos[g.seqid]
-            m = means[k:k + len(h)]
-            pos[g.seqid] = k + len(h)
-            row.append(np.minimum(1.0, np.searchsorted(ranked, m, side="left") / denom))
-        out.append(row)
-    return out, ds
-
-
-def _tables(gw: GeneWindows, regulators: list[str], tf_motifs, col, hits, weights, want_matrix: bool):
-    targets = sorted(range(len(gw.genes)), key=lambda i: gw.genes[i].gene_id)
-    buf = io.StringIO()
-    buf.write("regulator\ttarget\tprior\thits\taccessibility\n")
-    prior = np.full((len(regulators), len(gw.genes)), np.nan)
-    n_hit_pairs = 0
-    for r, reg in enumerate(regulators):
-        cols = [col[m] for m in tf_motifs.get(reg, [])]
-        for i in targets:
-            tgt = gw.genes[i].gene_id
-            if tgt == reg:
-                continue
-            if not cols:
-                buf.write(f"{reg}\t{tgt}\tNA\t0\tNA\n")
-                continue
-            n = int(sum(len(hits[i][c]) for c in cols))
-            n_hit_pairs += n > 0
-            if weights is None:
-                p, acc = (1.0 if n else 0.0), "NA"
-            elif n:
-                a = np.concatenate([weights[i][c] for c in cols])
-                p = float(1.0 - np.prod(1.0 - a))
-                acc = f"{float(a.mean()):.6f}"
-            else:
-                p, acc = 0.0, "NA"
-            prior[r, i] = p
-            buf.write(f"{reg}\t{tgt}\t{_fmt(p)}\t{n}\t{acc}\n")
-    matrix = None
-    if want_matrix:
-        m = io.StringIO()
-        m.write("target\t" + "\t".join(regulators) + "\n")
-        for i in targets:
-            tgt = gw.genes[i].gene_id
-            vals = ["NA" if (np.isnan(prior[r, i]) or reg == tgt) else _fmt(prior[r, i])
-                    for r, reg in enumerate(regulators)]
-            m.write(tgt + "\t" + "\t".join(vals) + "\n")
-        matrix = m.getvalue()
-    return buf.getvalue(), matrix, n_hit_pairs
+    return build_prior(
+        MotifPriorOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(MotifPriorOptions)})
+    )

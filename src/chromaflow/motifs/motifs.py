@@ -10,6 +10,7 @@ the TF -> motif table.
 A motif is named by its id (JASPAR matrix id, MEME motif id); the TF table may also use a motif's name where it
 is unique.
 """
+
 from __future__ import annotations
 
 import io
@@ -49,14 +50,15 @@ def _from_bio(m, motif_id: str, where: str, scale: float | None = None) -> Motif
 
 
 def _jaspar_db(spec: str) -> list[Motif]:
-    body = spec[len("jaspar:"):]
+    body = spec[len("jaspar:") :]
     release = None
     if "@" in body:
         body, release = body.split("@", 1)
     collection, _, tax = body.partition("/")
     if not collection:
-        raise ChromaflowError(f"--motifs {spec}: expected jaspar:<COLLECTION>[/<tax group>][@<release>], "
-                              "e.g. jaspar:CORE/plants")
+        raise ChromaflowError(
+            f"--motifs {spec}: expected jaspar:<COLLECTION>[/<tax group>][@<release>], e.g. jaspar:CORE/plants"
+        )
     try:
         from pyjaspar import jaspardb
     except ImportError:  # pragma: no cover - pinned dependency
@@ -65,7 +67,7 @@ def _jaspar_db(spec: str) -> list[Motif]:
         db = jaspardb(release=release) if release else jaspardb()
     except Exception as exc:
         raise ChromaflowError(f"--motifs {spec}: pyjaspar has no release {release!r} ({exc})") from None
-    kw = {"collection": collection}
+    kw: dict[str, str | list[str]] = {"collection": collection}
     if tax:
         kw["tax_group"] = [tax]
     with warnings.catch_warnings():  # pyjaspar warns on an empty selection: the error below says it
@@ -73,8 +75,10 @@ def _jaspar_db(spec: str) -> list[Motif]:
         found = db.fetch_motifs(**kw)
     motifs = [_from_bio(m, m.matrix_id, f"--motifs {spec}") for m in found]
     if not motifs:
-        raise ChromaflowError(f"--motifs {spec}: no motifs in pyjaspar's {db.release} for collection {collection!r}"
-                              + (f", tax group {tax!r}" if tax else ""))
+        raise ChromaflowError(
+            f"--motifs {spec}: no motifs in pyjaspar's {db.release} for collection {collection!r}"
+            + (f", tax group {tax!r}" if tax else "")
+        )
     return motifs
 
 
@@ -155,7 +159,9 @@ def read_tf_motifs(path: str, motifs: list[Motif]) -> dict[str, list[int]]:
         elif key in by_name:
             raise ChromaflowError(f"{path} line {n}: motif name {key!r} names {len(by_name[key])} motifs; use an id")
         else:
-            raise ChromaflowError(f"{path} line {n}: motif {key!r} is not among the --motifs (neither an id nor a name)")
+            raise ChromaflowError(
+                f"{path} line {n}: motif {key!r} is not among the --motifs (neither an id nor a name)"
+            )
         if i not in lst:
             lst.append(i)
     if not out:

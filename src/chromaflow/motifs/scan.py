@@ -10,6 +10,7 @@ character (found by the brute-force check in tests/motifs/test_motif_scan.py). S
 non-ACGT character (no motif may cover an N anyway) and each ACGT segment is scanned with one extra ``A``
 appended; hits that reach into that base are dropped.
 """
+
 from __future__ import annotations
 
 import re
@@ -33,8 +34,10 @@ def background(counts: np.ndarray) -> list[float]:
 def base_counts(seq: bytes) -> np.ndarray:
     """Counts of A C G T (either case) in ``seq``."""
     b = np.bincount(np.frombuffer(seq, dtype=np.uint8), minlength=256)
-    return np.array([b[ord("A")] + b[ord("a")], b[ord("C")] + b[ord("c")], b[ord("G")] + b[ord("g")],
-                     b[ord("T")] + b[ord("t")]], dtype=np.int64)
+    return np.array(
+        [b[ord("A")] + b[ord("a")], b[ord("C")] + b[ord("c")], b[ord("G")] + b[ord("g")], b[ord("T")] + b[ord("t")]],
+        dtype=np.int64,
+    )
 
 
 class Scanner:

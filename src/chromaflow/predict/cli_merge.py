@@ -12,6 +12,7 @@ only copy. The shards are named by their paths relative to the view's folder: ke
 the view and its shards into one task folder). Readers that find a shard missing get HDF5's fill value (-1), so
 chromaflow's own reader (:class:`chromaflow.bigwig.h5input.ChunkReader`) checks every source first.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,12 +25,16 @@ from ..inputs import open_h5_input
 from ..metrics import StageMetrics
 from ..outputs import atomic_output, check_outputs
 
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="merged predictions h5")
     p.add_argument("shards", nargs="+", metavar="SHARD", help="shard files written by predict --shard i/n")
-    p.add_argument("--view", action="store_true",
-                   help="write a virtual h5 over the shards (no copy of the predictions; the shards must stay at the "
-                        "same paths relative to it) instead of the merged file")
+    p.add_argument(
+        "--view",
+        action="store_true",
+        help="write a virtual h5 over the shards (no copy of the predictions; the shards must stay at the "
+        "same paths relative to it) instead of the merged file",
+    )
     add_run_options(p, metrics=True, force=True)
 
 
@@ -38,6 +43,7 @@ class _Shard:
     """What the merge needs of one shard file's attributes, read once; the file is reopened for its rows and then
     for its chunks (one shard open at a time, no row of the genome held: at 4 Gbp and L = 2,000 the rows'
     seqids and start_ends alone take 320 MB)."""
+
     path: str
     index: int
     count: int
@@ -61,22 +67,36 @@ def _read_shard(path: str) -> _Shard:
         missing = [a for a in SHARD_ATTRS if a not in fh.attrs]
         if missing:
             raise ChromaflowError(f"{path}: not a predict shard file (root attribute {missing[0]} missing)")
-        for name in ("prediction/predictions", "prediction/model_name", "prediction/datasets", "data/seqids",
-                     "data/start_ends", "data/species"):
+        for name in (
+            "prediction/predictions",
+            "prediction/model_name",
+            "prediction/datasets",
+            "data/seqids",
+            "data/start_ends",
+            "data/species",
+        ):
             if name not in fh:
                 raise ChromaflowError(f"{path}: dataset {name} missing")
         a = fh.attrs
         pred = fh["prediction/predictions"]
-        shard = _Shard(path=path, index=int(a["chromaflow_shard_index"]), count=int(a["chromaflow_shard_count"]),
-                       total=int(a["chromaflow_total_rows"]), row_start=int(a["chromaflow_row_start"]),
-                       row_end=int(a["chromaflow_row_end"]), key=_shard_key(fh), length=int(pred.shape[1]),
-                       datasets=[x.decode() for x in fh["prediction/datasets"][()]],
-                       species0=bytes(fh["data/species"].fillvalue),
-                       model_name=bytes(fh["prediction/model_name"].fillvalue).decode("utf-8", "replace"))
+        shard = _Shard(
+            path=path,
+            index=int(a["chromaflow_shard_index"]),
+            count=int(a["chromaflow_shard_count"]),
+            total=int(a["chromaflow_total_rows"]),
+            row_start=int(a["chromaflow_row_start"]),
+            row_end=int(a["chromaflow_row_end"]),
+            key=_shard_key(fh),
+            length=int(pred.shape[1]),
+            datasets=[x.decode() for x in fh["prediction/datasets"][()]],
+            species0=bytes(fh["data/species"].fillvalue),
+            model_name=bytes(fh["prediction/model_name"].fillvalue).decode("utf-8", "replace"),
+        )
         for name in ("prediction/predictions", "data/seqids", "data/start_ends"):
             if fh[name].shape[0] != shard.row_end - shard.row_start:
-                raise ChromaflowError(f"{path}: {name} holds {fh[name].shape[0]} rows, attributes say "
-                                      f"{shard.row_start}-{shard.row_end}")
+                raise ChromaflowError(
+                    f"{path}: {name} holds {fh[name].shape[0]} rows, attributes say {shard.row_start}-{shard.row_end}"
+                )
         return shard
     finally:
         fh.close()
@@ -101,8 +121,14 @@ def _shard_key(fh) -> tuple:
     """What must be equal across the shards: input fingerprint, model (checkpoint SHA-256, model_name),
     datasets, chunk length and channels, species."""
     a = fh.attrs
-    return (a["chromaflow_input_fingerprint"], a["chromaflow_model_sha256"], fh["prediction/model_name"].fillvalue,
-            tuple(fh["prediction/datasets"][()]), fh["prediction/predictions"].shape[1:], fh["data/species"].fillvalue)
+    return (
+        a["chromaflow_input_fingerprint"],
+        a["chromaflow_model_sha256"],
+        fh["prediction/model_name"].fillvalue,
+        tuple(fh["prediction/datasets"][()]),
+        fh["prediction/predictions"].shape[1:],
+        fh["data/species"].fillvalue,
+    )
 
 
 def _index_shards(shards: list[_Shard]) -> dict[int, _Shard]:
@@ -113,15 +139,17 @@ def _index_shards(shards: list[_Shard]) -> dict[int, _Shard]:
         if sh.key[0] != ref.key[0]:
             raise ChromaflowError(f"{sh.path}: shard of a different input than {ref.path}")
         if sh.count != ref.count or sh.total != ref.total:
-            raise ChromaflowError(f"{sh.path}: shard of {sh.count} / {sh.total} rows, but {ref.path} is of "
-                                  f"{ref.count} / {ref.total}")
+            raise ChromaflowError(
+                f"{sh.path}: shard of {sh.count} / {sh.total} rows, but {ref.path} is of {ref.count} / {ref.total}"
+            )
         if sh.key[1:3] != ref.key[1:3]:
             raise ChromaflowError(f"{sh.path}: shard of a different model than {ref.path}")
         if sh.key[3:] != ref.key[3:]:
             raise ChromaflowError(f"{sh.path}: datasets/chunk length/species differ from {ref.path}")
         if sh.index in by_index:
-            raise ChromaflowError(f"{sh.path}: shard {sh.index}/{sh.count} given twice "
-                                  f"(also {by_index[sh.index].path})")
+            raise ChromaflowError(
+                f"{sh.path}: shard {sh.index}/{sh.count} given twice (also {by_index[sh.index].path})"
+            )
         by_index[sh.index] = sh
     return by_index
 
@@ -135,8 +163,9 @@ def _check_coverage(by_index: dict[int, _Shard], count: int, total: int) -> None
     for i in range(1, count + 1):
         sh = by_index[i]
         if sh.row_start != expect:
-            raise ChromaflowError(f"{sh.path}: shard {i}/{count} starts at row {sh.row_start}, expected {expect} "
-                                  "(gap or overlap)")
+            raise ChromaflowError(
+                f"{sh.path}: shard {i}/{count} starts at row {sh.row_start}, expected {expect} (gap or overlap)"
+            )
         expect = sh.row_end
     if expect != total:
         raise ChromaflowError(f"shards cover rows 0-{expect}, input has {total}")
@@ -180,9 +209,15 @@ def _write_merged(out_path: str, force: bool, ordered: list[_Shard]) -> None:
     ref = ordered[0]
     with atomic_output(out_path, force=force) as tmp:
         with h5py.File(tmp, "w") as out:
-            dset = create_predictions(out, n_rows=ref.total, length=ref.length, datasets=ref.datasets,
-                                      species0=ref.species0, model_name=ref.model_name,
-                                      row_blocks=_shard_rows(ordered))
+            dset = create_predictions(
+                out,
+                n_rows=ref.total,
+                length=ref.length,
+                datasets=ref.datasets,
+                species0=ref.species0,
+                model_name=ref.model_name,
+                row_blocks=_shard_rows(ordered),
+            )
             d = len(ref.datasets)
             for sh in ordered:
                 with open_h5_input(sh.path, "shard file") as fh:
@@ -214,8 +249,11 @@ def _write_view(out_path: str, force: bool, ordered: list[_Shard]) -> None:
     with atomic_output(out_path, force=force) as tmp:
         with h5py.File(tmp, "w") as out:
             d = len(ref.datasets)
-            shapes = {"data/seqids": ((), "S50", None), "data/start_ends": ((2,), "int64", None),
-                      "prediction/predictions": ((ref.length, d), "int64", -1)}
+            shapes = {
+                "data/seqids": ((), "S50", None),
+                "data/start_ends": ((2,), "int64", None),
+                "prediction/predictions": ((ref.length, d), "int64", -1),
+            }
             for name in VIRTUAL:
                 tail, dtype, fill = shapes[name]
                 # HDF5's low-level calls, not h5py's VirtualLayout: its property list keeps HDF5's default of
@@ -230,10 +268,19 @@ def _write_view(out_path: str, force: bool, ordered: list[_Shard]) -> None:
                     rows = sh.row_end - sh.row_start
                     sel = space.copy()
                     sel.select_hyperslab((sh.row_start, *(0 for _ in tail)), (rows, *tail))
-                    dcpl.set_virtual(sel, os.path.relpath(os.path.abspath(sh.path), folder).encode(),
-                                     f"/{name}".encode(), h5py.h5s.create_simple((rows, *tail)))
+                    dcpl.set_virtual(
+                        sel,
+                        os.path.relpath(os.path.abspath(sh.path), folder).encode(),
+                        f"/{name}".encode(),
+                        h5py.h5s.create_simple((rows, *tail)),
+                    )
                 group, leaf = name.split("/")
-                h5py.h5d.create(out.require_group(group).id, leaf.encode(),
-                                h5py.h5t.py_create(np.dtype(dtype), logical=1), space, dcpl=dcpl).close()
+                h5py.h5d.create(
+                    out.require_group(group).id,
+                    leaf.encode(),
+                    h5py.h5t.py_create(np.dtype(dtype), logical=1),
+                    space,
+                    dcpl=dcpl,
+                ).close()
             create_species(out["data"], ref.total, ref.species0)
             create_model_fields(out["prediction"], ref.model_name, ref.datasets)

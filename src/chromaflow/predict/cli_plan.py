@@ -10,6 +10,7 @@ and says so (``"index": "scan"`` and ``"index_reason"``); ``--shards`` is a coun
 range (:func:`chromaflow.sharding.part_bounds`, the split ``predict --shard`` makes), so whoever fans the prediction
 out and the prediction itself cannot disagree, and a bad FASTA stops here with the reader's one line.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,17 +27,37 @@ DEFAULT_SHARD_ROWS = 20000
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--fasta", help="the assembly's FASTA (plain, gzip or bgzip): rows counted at --subsequence-length")
+    src.add_argument(
+        "--fasta", help="the assembly's FASTA (plain, gzip or bgzip): rows counted at --subsequence-length"
+    )
     src.add_argument("--h5", help="the assembly's genome h5 (chromaflow fasta2h5): rows read from data/X")
-    p.add_argument("--subsequence-length", type=int, default=DEFAULT_L, metavar="L",
-                   help=f"chunk length L of --fasta (default {DEFAULT_L})")
-    p.add_argument("--shards", default="1", metavar="N|auto",
-                   help="number of shards, or auto: one per --shard-rows rows (default 1)")
-    p.add_argument("--shard-rows", type=int, default=DEFAULT_SHARD_ROWS, metavar="R",
-                   help=f"rows per shard with --shards auto (default {DEFAULT_SHARD_ROWS})")
-    p.add_argument("--index", choices=("auto", "none"), default="auto",
-                   help="--fasta: auto (default) = lay the FASTA out from <fasta>.fai (made beside it where missing, "
-                        "verified against the reader) so shards read only their rows; none = scan, make no index")
+    p.add_argument(
+        "--subsequence-length",
+        type=int,
+        default=DEFAULT_L,
+        metavar="L",
+        help=f"chunk length L of --fasta (default {DEFAULT_L})",
+    )
+    p.add_argument(
+        "--shards",
+        default="1",
+        metavar="N|auto",
+        help="number of shards, or auto: one per --shard-rows rows (default 1)",
+    )
+    p.add_argument(
+        "--shard-rows",
+        type=int,
+        default=DEFAULT_SHARD_ROWS,
+        metavar="R",
+        help=f"rows per shard with --shards auto (default {DEFAULT_SHARD_ROWS})",
+    )
+    p.add_argument(
+        "--index",
+        choices=("auto", "none"),
+        default="auto",
+        help="--fasta: auto (default) = lay the FASTA out from <fasta>.fai (made beside it where missing, "
+        "verified against the reader) so shards read only their rows; none = scan, make no index",
+    )
     p.add_argument("--out", help="write the plan JSON here (default: print it on stdout)")
 
 
@@ -56,8 +77,7 @@ def shard_count(rows: int, shards: str, shard_rows: int) -> int:
 def plan(rows: int, shards: str, shard_rows: int) -> dict:
     """The shard list: ``shard`` (as ``predict --shard`` takes it), ``index``/``count`` and the [start, end) rows."""
     n = shard_count(rows, shards, shard_rows)
-    return {"subsequences": rows, "shard_count": n,
-            "shards": shard_list(n, rows)}
+    return {"subsequences": rows, "shard_count": n, "shards": shard_list(n, rows)}
 
 
 def run(args: argparse.Namespace) -> int:

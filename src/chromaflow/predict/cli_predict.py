@@ -5,6 +5,7 @@ from a FASTA (cut exactly as ``fasta2h5`` cuts it, no h5 written), and a checkpo
 predictions h5 and metrics JSON, the same bytes as one ``predict`` per assembly: a prediction task pays torch's
 import, the model load and (on CUDA) the device start once instead of once per assembly (the pipeline's
 ``--predict_group_mbp``, for many small assemblies)."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,71 +15,93 @@ import os
 
 from ..cli_options import add_run_options, resolve_threads
 from ..errors import ChromaflowError, OutputExistsError
+from ..genome.encoding import DEFAULT_L
 from ..metrics import Phases, StageMetrics, process_age_s
+from ..model.options import add_inference_options
 from ..outputs import atomic_output, check_outputs
 from ..sharding import parse_part
-from ..genome.encoding import DEFAULT_L
-
-
-def batch_size_arg(text: str) -> str | int:
-    """argparse type of ``--batch-size``: an integer >= 1 or ``auto`` (also variant-effect's)."""
-    if text == "auto":
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1 or 'auto', got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1 or 'auto', got {text!r}")
-    return value
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--h5", help="input genome h5 (Helixer fasta2h5 layout, data/X)")
-    src.add_argument("--fasta", help="input FASTA (plain, gzip or bgzip): rows are cut as fasta2h5 cuts them, "
-                                     "nothing else is written")
-    src.add_argument("--group", metavar="TSV",
-                     help="several whole assemblies in one process: a TSV with the header 'input kind species out "
-                          "metrics' and one row per assembly (kind h5 or fasta; species for fasta, else empty; "
-                          "metrics may be empty); --out, --metrics, --species and --shard are then not given")
+    src.add_argument(
+        "--fasta",
+        help="input FASTA (plain, gzip or bgzip): rows are cut as fasta2h5 cuts them, nothing else is written",
+    )
+    src.add_argument(
+        "--group",
+        metavar="TSV",
+        help="several whole assemblies in one process: a TSV with the header 'input kind species out "
+        "metrics' and one row per assembly (kind h5 or fasta; species for fasta, else empty; "
+        "metrics may be empty); --out, --metrics, --species and --shard are then not given",
+    )
     p.add_argument("--species", default=None, help="--fasta only: species stored in data/species (ASCII, <= 25 bytes)")
-    p.add_argument("--subsequence-length", type=int, default=None, metavar="L",
-                   help=f"--fasta only: chunk length L (default {DEFAULT_L}); must be divisible by the model's "
-                        "step**cnn_layers")
-    p.add_argument("--model", required=True, help="Predmoter checkpoint (.ckpt); stored as typed in prediction/model_name")
+    p.add_argument(
+        "--subsequence-length",
+        type=int,
+        default=None,
+        metavar="L",
+        help=f"--fasta only: chunk length L (default {DEFAULT_L}); must be divisible by the model's step**cnn_layers",
+    )
+    add_inference_options(
+        p,
+        model_help="Predmoter checkpoint (.ckpt); stored as typed in prediction/model_name",
+        batch_help="subsequences per batch, or auto (default): on CUDA the largest batch that fits (probed), "
+        "on CPU 120. Results do not depend on it",
+        precision_help="fp32 = exact (default); bf16/fp16 = autocast, faster on GPUs, not exact (the deviation "
+        "from fp32 on a sample of rows is written to the metrics)",
+    )
     p.add_argument("--out", help="output predictions h5 (Predmoter layout); required except with --group")
-    p.add_argument("--batch-size", type=batch_size_arg, default="auto",
-                   help="subsequences per batch, or auto (default): on CUDA the largest batch that fits (probed), "
-                        "on CPU 120. Results do not depend on it")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="auto = cuda if available, else cpu (default auto)")
-    p.add_argument("--shard", default=None, metavar="I/N",
-                   help="predict only shard I of N (1-based, contiguous row ranges); join with predict-merge")
+    p.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="predict only shard I of N (1-based, contiguous row ranges); join with predict-merge",
+    )
     add_run_options(p, threads="torch CPU threads (default: all usable CPUs)", threads_default=None)
-    p.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="fp32",
-                   help="fp32 = exact (default); bf16/fp16 = autocast, faster on GPUs, not exact (the deviation "
-                        "from fp32 on a sample of rows is written to the metrics)")
-    p.add_argument("--precision-check-rows", type=int, default=64, metavar="N",
-                   help="bf16/fp16: rows also run in fp32 to measure the deviation (default 64, 0 = none)")
-    p.add_argument("--num-workers", type=int, default=2,
-                   help="prefetch depth of the background reader, in batches (default 2)")
-    p.add_argument("--streams", type=int, default=None,
-                   help="CPU: concurrent model streams, each with threads/streams torch threads "
-                        "(default = --threads, i.e. one torch thread per stream; CUDA always 1)")
-    p.add_argument("--reader", choices=("auto", "thread", "process"), default="auto",
-                   help="--fasta: parse the FASTA in a thread or in a child process (own core); "
-                        "auto = process on CUDA, thread on CPU")
-    p.add_argument("--index", choices=("auto", "none"), default="auto",
-                   help="--fasta --shard: auto (default) = read only the shard's rows through the FASTA's index "
-                        "<fasta>.fai (and <fasta>.gzi for bgzip; predict-plan makes them) where it exists, else "
-                        "scan the whole FASTA; none = always scan")
-    p.add_argument("--deflate", default="auto", metavar="ENGINE[:LEVEL]",
-                   help="how the predictions' gzip chunks are compressed (values are the same with every choice): "
-                        "zlib (level 9 without :LEVEL: Predmoter's own bytes), libdeflate (default level 6) or "
-                        "isal (level 1; its bytes may differ between CPUs). auto (default): zlib:9 on CPU, "
-                        "zlib:1 on CUDA, where level 9 cannot keep up with the GPU (measured: docs/predict.md, "
-                        "GPU); level 1 files are about 2-3x larger than level 9's")
+    p.add_argument(
+        "--precision-check-rows",
+        type=int,
+        default=64,
+        metavar="N",
+        help="bf16/fp16: rows also run in fp32 to measure the deviation (default 64, 0 = none)",
+    )
+    p.add_argument(
+        "--num-workers", type=int, default=2, help="prefetch depth of the background reader, in batches (default 2)"
+    )
+    p.add_argument(
+        "--streams",
+        type=int,
+        default=None,
+        help="CPU: concurrent model streams, each with threads/streams torch threads "
+        "(default = --threads, i.e. one torch thread per stream; CUDA always 1)",
+    )
+    p.add_argument(
+        "--reader",
+        choices=("auto", "thread", "process"),
+        default="auto",
+        help="--fasta: parse the FASTA in a thread or in a child process (own core); "
+        "auto = process on CUDA, thread on CPU",
+    )
+    p.add_argument(
+        "--index",
+        choices=("auto", "none"),
+        default="auto",
+        help="--fasta --shard: auto (default) = read only the shard's rows through the FASTA's index "
+        "<fasta>.fai (and <fasta>.gzi for bgzip; predict-plan makes them) where it exists, else "
+        "scan the whole FASTA; none = always scan",
+    )
+    p.add_argument(
+        "--deflate",
+        default="auto",
+        metavar="ENGINE[:LEVEL]",
+        help="how the predictions' gzip chunks are compressed (values are the same with every choice): "
+        "zlib (level 9 without :LEVEL: Predmoter's own bytes), libdeflate (default level 6) or "
+        "isal (level 1; its bytes may differ between CPUs). auto (default): zlib:9 on CPU, "
+        "zlib:1 on CUDA, where level 9 cannot keep up with the GPU (measured: docs/predict.md, "
+        "GPU); level 1 files are about 2-3x larger than level 9's",
+    )
     add_run_options(p, metrics=True, force=True)
 
 
@@ -115,8 +138,9 @@ def _check_args(args) -> None:
         if args.species is None:
             raise ChromaflowError("--fasta needs --species (the name fasta2h5 would store)")
         check_species(args.species)
-        args.subsequence_length = check_length(args.subsequence_length if args.subsequence_length is not None
-                                               else DEFAULT_L)
+        args.subsequence_length = check_length(
+            args.subsequence_length if args.subsequence_length is not None else DEFAULT_L
+        )
         if not os.path.exists(args.fasta):
             raise ChromaflowError(f"{args.fasta}: FASTA does not exist")
         if not os.path.isfile(args.fasta):
@@ -141,8 +165,10 @@ def run(args: argparse.Namespace) -> int:
         return _run_group(args)
     _check_args(args)
     shard = parse_part(args.shard, "--shard")
-    check_outputs([("--out", args.out), ("--metrics", args.metrics)],
-                  [("--h5", args.h5), ("--fasta", args.fasta), ("--model", args.model)])
+    check_outputs(
+        [("--out", args.out), ("--metrics", args.metrics)],
+        [("--h5", args.h5), ("--fasta", args.fasta), ("--model", args.model)],
+    )
     if os.path.exists(args.out) and not args.force:
         raise OutputExistsError(f"{args.out}: output exists (use --force to overwrite)")
     _check_model(args.model)
@@ -169,7 +195,7 @@ def read_group(path: str) -> list[dict]:
         cells = line.split("\t")
         if len(cells) != len(GROUP_COLUMNS):
             raise ChromaflowError(f"{path} line {n}: {len(cells)} columns, expected {len(GROUP_COLUMNS)}")
-        row = dict(zip(GROUP_COLUMNS, cells))
+        row: dict[str, str | int] = dict(zip(GROUP_COLUMNS, cells))
         if row["kind"] not in ("h5", "fasta"):
             raise ChromaflowError(f"{path} line {n}: kind must be h5 or fasta (got {row['kind']!r})")
         if not row["input"] or not row["out"]:
@@ -209,8 +235,9 @@ def _run_group(args: argparse.Namespace) -> int:
         except ChromaflowError as e:
             raise ChromaflowError(f"{args.group} line {row['line']}: {e}") from None
         members.append(m)
-    outputs = [(f"{args.group} line {r['line']} {k}", getattr(m, k)) for r, m in zip(rows, members)
-               for k in ("out", "metrics")]
+    outputs = [
+        (f"{args.group} line {r['line']} {k}", getattr(m, k)) for r, m in zip(rows, members) for k in ("out", "metrics")
+    ]
     inputs = [(f"{args.group} line {r['line']} input", r["input"]) for r in rows] + [("--model", args.model)]
     check_outputs(outputs, inputs)
     for r, m in zip(rows, members):
@@ -228,8 +255,8 @@ def _run_group(args: argparse.Namespace) -> int:
 def _predict(args, shard, source) -> int:
     import torch  # heavy: only now
 
+    from ..model.checkpoint import build_model, load_checkpoint
     from ..native.memory import tune_malloc
-    from .checkpoint import build_model, load_checkpoint
     from .engine import predict_feed
     from .executors import EngineStats, resolve_device
     from .gpumetrics import NvmlSampler
@@ -243,9 +270,17 @@ def _predict(args, shard, source) -> int:
     device = resolve_device(args.device)
     stats = EngineStats()
 
-    with StageMetrics("predict", args.metrics, threads=threads, batch_size_requested=args.batch_size,
-                      num_workers=args.num_workers, precision=args.precision, shard=args.shard,
-                      device=str(device), input=source.kind) as metrics:
+    with StageMetrics(
+        "predict",
+        args.metrics,
+        threads=threads,
+        batch_size_requested=args.batch_size,
+        num_workers=args.num_workers,
+        precision=args.precision,
+        shard=args.shard,
+        device=str(device),
+        input=source.kind,
+    ) as metrics:
         ckpt = load_checkpoint(args.model)
         source.prepare(ckpt.config, sharded=shard is not None)
         model = build_model(ckpt)
@@ -255,23 +290,52 @@ def _predict(args, shard, source) -> int:
         gc.freeze()
         rows = source.shard_range(shard)
         n_out = None if rows[1] is None else rows[1] - rows[0]
-        batch = resolve_batch_size(args.batch_size, model=model, device=device, L=source.L,
-                                   D=len(ckpt.config.datasets), precision=args.precision, rows=n_out, stats=stats,
-                                   cache=batch_cache_path() if device.type == "cuda" else None)
+        batch = resolve_batch_size(
+            args.batch_size,
+            model=model,
+            device=device,
+            L=source.L,
+            D=len(ckpt.config.datasets),
+            precision=args.precision,
+            rows=n_out,
+            stats=stats,
+            cache=batch_cache_path() if device.type == "cuda" else None,
+        )
         phases.mark("batch_size")
         deflate = parse_deflate(args.deflate, device.type)
-        with _predictions_file(args, source, ckpt, shard=shard, rows=rows, batch=batch, device=device,
-                               deflate=deflate, threads=threads) as (feed, writer):
+        with _predictions_file(
+            args, source, ckpt, shard=shard, rows=rows, batch=batch, device=device, deflate=deflate, threads=threads
+        ) as (feed, writer):
             with NvmlSampler([device.index or 0] if device.type == "cuda" else None) as nvml:
                 phases.mark("setup")
-                predict_feed(model, feed, writer, n_rows=n_out, batch_size=batch, device=device,
-                             precision=args.precision, threads=threads, streams=args.streams or threads,
-                             num_workers=args.num_workers, check_rows=args.precision_check_rows,
-                             on_batch=source.on_batch, release=source.release, stats=stats)
+                predict_feed(
+                    model,
+                    feed,
+                    writer,
+                    n_rows=n_out,
+                    batch_size=batch,
+                    device=device,
+                    precision=args.precision,
+                    threads=threads,
+                    streams=args.streams or threads,
+                    num_workers=args.num_workers,
+                    check_rows=args.precision_check_rows,
+                    on_batch=source.on_batch,
+                    release=source.release,
+                    stats=stats,
+                )
                 phases.mark("loop_and_drain")
         phases.mark("finish")
-        fields = _metrics_fields(stats, source, batch=batch, rows=rows, deflate=deflate, gpu=nvml.result(),
-                                 cfg=ckpt.config, phases_s=dict(before_run=args.process_age_s, **phases.as_dict()))
+        fields = _metrics_fields(
+            stats,
+            source,
+            batch=batch,
+            rows=rows,
+            deflate=deflate,
+            gpu=nvml.result(),
+            cfg=ckpt.config,
+            phases_s=dict(before_run=args.process_age_s, **phases.as_dict()),
+        )
         metrics.set(**fields, **source.metrics())
     return 0
 
@@ -292,18 +356,41 @@ def _predictions_file(args, source, ckpt, *, shard, rows, batch, device, deflate
         with h5py.File(tmp, "w") as out:
             seqids, start_ends = source.rows(start, end)
             dset = h5io.create_predictions(
-                out, n_rows=n_out or 0, length=source.L, datasets=list(ckpt.config.datasets),
-                species0=source.species0, model_name=args.model, seqids=seqids, start_ends=start_ends, level=level)
+                out,
+                n_rows=n_out or 0,
+                length=source.L,
+                datasets=list(ckpt.config.datasets),
+                species0=source.species0,
+                model_name=args.model,
+                seqids=seqids,
+                start_ends=start_ends,
+                level=level,
+            )
             if shard is not None:
-                out.attrs.update({
-                    "chromaflow_shard_index": shard[0], "chromaflow_shard_count": shard[1],
-                    "chromaflow_row_start": start, "chromaflow_row_end": end,
-                    "chromaflow_total_rows": source.n_total, "chromaflow_input_fingerprint": source.fingerprint(),
-                    "chromaflow_input_path": source.path, "chromaflow_model_sha256": ckpt.sha256,
-                })
+                out.attrs.update(
+                    {
+                        "chromaflow_shard_index": shard[0],
+                        "chromaflow_shard_count": shard[1],
+                        "chromaflow_row_start": start,
+                        "chromaflow_row_end": end,
+                        "chromaflow_total_rows": source.n_total,
+                        "chromaflow_input_fingerprint": source.fingerprint(),
+                        "chromaflow_input_path": source.path,
+                        "chromaflow_model_sha256": ckpt.sha256,
+                    }
+                )
             feed = source.feed(batch, start, end, threads=threads, device=device, num_workers=args.num_workers)
-            yield feed, PredictionWriter(dset, start, pool_threads=threads, depth=2, grow=n_out is None,
-                                         compress=byte_compressor(engine, level))
+            yield (
+                feed,
+                PredictionWriter(
+                    dset,
+                    start,
+                    pool_threads=threads,
+                    depth=2,
+                    grow=n_out is None,
+                    compress=byte_compressor(engine, level),
+                ),
+            )
             source.finish(out)
 
 
@@ -312,18 +399,37 @@ def _metrics_fields(stats, source, *, batch, rows, deflate, gpu, cfg, phases_s) 
     loop, L = stats.loop_s, source.L
     timing = stats.gpu_timing or {}
     return dict(
-        subsequences=stats.rows, bp=stats.bp, bp_rows=stats.rows * L, seq_len=L,
+        subsequences=stats.rows,
+        bp=stats.bp,
+        bp_rows=stats.rows * L,
+        seq_len=L,
         data_wait_fraction=timing.get("data_wait_fraction", (stats.wait_s / loop) if loop > 0 else 0.0),
         data_wait_source="cuda events (compute-stream idle time)" if timing else "host wait for the reader",
-        host_wait_fraction=(stats.wait_s / loop) if loop > 0 else 0.0, loop_s=loop,
-        write_wait_s=stats.write_wait_s, deflate="{}:{}".format(*deflate), device=stats.device,
-        precision=stats.precision, batch_size=batch, batch_probe=stats.batch_probe or None,
-        batch_probe_source=stats.batch_probe_source, batch_size_final=stats.final_batch, drain_s=stats.drain_s,
-        phases_s=phases_s, streams=stats.streams, intra_threads=stats.intra_threads,
-        peak_gpu_bytes=stats.peak_gpu_bytes, gpu=gpu, gpu_timing=stats.gpu_timing,
+        host_wait_fraction=(stats.wait_s / loop) if loop > 0 else 0.0,
+        loop_s=loop,
+        write_wait_s=stats.write_wait_s,
+        deflate="{}:{}".format(*deflate),
+        device=stats.device,
+        precision=stats.precision,
+        batch_size=batch,
+        batch_probe=stats.batch_probe or None,
+        batch_probe_source=stats.batch_probe_source,
+        batch_size_final=stats.final_batch,
+        drain_s=stats.drain_s,
+        phases_s=phases_s,
+        streams=stats.streams,
+        intra_threads=stats.intra_threads,
+        peak_gpu_bytes=stats.peak_gpu_bytes,
+        gpu=gpu,
+        gpu_timing=stats.gpu_timing,
         gpu_util_pct=gpu["devices"][0]["utilization_mean_pct"] if gpu.get("available") else None,
-        transfer_dtypes=stats.transfer_dtypes or None, h2d_bytes=stats.h2d_bytes or None,
-        d2h_bytes=stats.d2h_bytes or None, precision_check=stats.precision_check,
-        rows=[rows[0], rows[0] + stats.rows], total_rows=source.n_total if source.n_total is not None else stats.rows,
-        model_type=cfg.model_type, datasets=list(cfg.datasets), notes=stats.notes,
+        transfer_dtypes=stats.transfer_dtypes or None,
+        h2d_bytes=stats.h2d_bytes or None,
+        d2h_bytes=stats.d2h_bytes or None,
+        precision_check=stats.precision_check,
+        rows=[rows[0], rows[0] + stats.rows],
+        total_rows=source.n_total if source.n_total is not None else stats.rows,
+        model_type=cfg.model_type,
+        datasets=list(cfg.datasets),
+        notes=stats.notes,
     )

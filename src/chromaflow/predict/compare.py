@@ -7,6 +7,7 @@ a **float64** forward pass of the same model puts within :data:`TIE_EPS` (relati
 boundary, names every allowed position, and fails on any other difference. The float32 forward pass deviates from
 the float64 one by < 5e-7 relative on the reference fixtures, so the margin is 20-fold.
 """
+
 from __future__ import annotations
 
 import copy
@@ -28,7 +29,7 @@ def near_ties(model, x_rows, *, eps: float = TIE_EPS, row_offset: int = 0, batch
     out: set[tuple[int, int, int]] = set()
     with torch.inference_mode():
         for a in range(0, len(x_rows), batch):
-            x = torch.as_tensor(np.asarray(x_rows[a:a + batch]), dtype=torch.float64)
+            x = torch.as_tensor(np.asarray(x_rows[a : a + batch]), dtype=torch.float64)
             y = torch.exp(m64(x))
             dist = (y - torch.floor(y) - 0.5).abs()
             sel = (dist <= eps * y.clamp(min=1.0)) & (x.amax(dim=2) != 0).unsqueeze(2)
@@ -41,8 +42,8 @@ def near_ties(model, x_rows, *, eps: float = TIE_EPS, row_offset: int = 0, batch
 class Comparison:
     values: int = 0
     differ: int = 0
-    allowed: list = field(default_factory=list)      # (row, pos, dataset, ours, reference) at near-ties
-    unexpected: list = field(default_factory=list)   # (row, pos, dataset, ours, reference) anywhere else
+    allowed: list = field(default_factory=list)  # (row, pos, dataset, ours, reference) at near-ties
+    unexpected: list = field(default_factory=list)  # (row, pos, dataset, ours, reference) anywhere else
     max_abs: int = 0
 
     @property
@@ -50,22 +51,31 @@ class Comparison:
         return not self.unexpected
 
     def summary(self, limit: int = 5) -> str:
-        head = (f"{self.values} values, {self.differ} differ: {len(self.allowed)} at near-ties (allowed), "
-                f"{len(self.unexpected)} elsewhere")
+        head = (
+            f"{self.values} values, {self.differ} differ: {len(self.allowed)} at near-ties (allowed), "
+            f"{len(self.unexpected)} elsewhere"
+        )
         if self.unexpected:
             shown = ", ".join(f"row {r} pos {p} dataset {d}: {a} vs {b}" for r, p, d, a, b in self.unexpected[:limit])
             head += f"; first: {shown}"
         return head
 
     def as_dict(self) -> dict:
-        return {"values": self.values, "differ": self.differ, "max_abs": self.max_abs, "ok": self.ok,
-                "allowed": [list(map(int, t)) for t in self.allowed],
-                "unexpected": [list(map(int, t)) for t in self.unexpected[:100]],
-                "unexpected_count": len(self.unexpected), "tie_eps": TIE_EPS}
+        return {
+            "values": self.values,
+            "differ": self.differ,
+            "max_abs": self.max_abs,
+            "ok": self.ok,
+            "allowed": [list(map(int, t)) for t in self.allowed],
+            "unexpected": [list(map(int, t)) for t in self.unexpected[:100]],
+            "unexpected_count": len(self.unexpected),
+            "tie_eps": TIE_EPS,
+        }
 
 
-def compare_arrays(ours: np.ndarray, ref: np.ndarray, ties: set | None, *, row_offset: int = 0,
-                   cmp: Comparison | None = None) -> Comparison:
+def compare_arrays(
+    ours: np.ndarray, ref: np.ndarray, ties: set | None, *, row_offset: int = 0, cmp: Comparison | None = None
+) -> Comparison:
     """Compare (n, L, D) prediction arrays; ``ties`` = allowed (row, pos, dataset), rows from ``row_offset``."""
     cmp = cmp or Comparison()
     if ours.shape != ref.shape:
@@ -98,5 +108,5 @@ def compare_files(ours_path: str, ref_path: str, ties: set | None, *, rows_per_r
         if pa.shape != pb.shape:
             raise ValueError(f"prediction/predictions shapes differ: {pa.shape} vs {pb.shape}")
         for a in range(0, pa.shape[0], rows_per_read):
-            compare_arrays(pa[a:a + rows_per_read], pb[a:a + rows_per_read], ties, row_offset=a, cmp=cmp)
+            compare_arrays(pa[a : a + rows_per_read], pb[a : a + rows_per_read], ties, row_offset=a, cmp=cmp)
     return cmp

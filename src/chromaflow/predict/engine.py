@@ -10,11 +10,12 @@ written with HDF5 direct chunk writes in row order).
 Memory stays bounded by the queue depths and the batch size, never by the genome size. Every subsequence is
 computed independently (eval mode), so batch and micro-batch sizes do not change what a row is.
 """
+
 from __future__ import annotations
 
 import sys
 import time
-from typing import Callable
+from typing import Callable, cast
 
 import h5py
 import numpy as np
@@ -22,17 +23,42 @@ import torch
 
 from ..errors import ChromaflowError
 from ..progress import Progress
-from .executors import (CPU_MICRO, PRECISIONS, CpuExecutor, CudaExecutor, EngineStats, Encoder,
-                        PrecisionCheck, bf16_supported, configure_cuda_exact, cuda)
+from .executors import (
+    CPU_MICRO,
+    PRECISIONS,
+    CpuExecutor,
+    CudaExecutor,
+    EngineStats,
+    Encoder,
+    PrecisionCheck,
+    bf16_supported,
+    configure_cuda_exact,
+    cuda,
+)
 from .feed import Batch, H5Feed, Prefetcher, count_bp
 from .writer import PredictionWriter
 
 
-def predict_feed(model: torch.nn.Module, feed, writer: PredictionWriter, *, n_rows: int | None, batch_size: int,
-                 device: torch.device, precision: str, threads: int, streams: int = 1, micro: int = CPU_MICRO,
-                 num_workers: int = 2, check_rows: int = 64, progress: bool | None = None,
-                 on_batch: Callable[[Batch], None] | None = None, stats: EngineStats | None = None,
-                 release: Callable[[Batch], None] | None = None, executor: str | None = None) -> EngineStats:
+def predict_feed(
+    model: torch.nn.Module,
+    feed,
+    writer: PredictionWriter,
+    *,
+    n_rows: int | None,
+    batch_size: int,
+    device: torch.device,
+    precision: str,
+    threads: int,
+    streams: int = 1,
+    micro: int = CPU_MICRO,
+    num_workers: int = 2,
+    check_rows: int = 64,
+    progress: bool | None = None,
+    on_batch: Callable[[Batch], None] | None = None,
+    stats: EngineStats | None = None,
+    release: Callable[[Batch], None] | None = None,
+    executor: str | None = None,
+) -> EngineStats:
     """Run ``feed`` (an object with ``batches(stop)``) through the model into ``writer``.
 
     ``on_batch(batch)`` sees every batch in row order (the FASTA route collects seqids/start_ends there);
@@ -48,8 +74,20 @@ def predict_feed(model: torch.nn.Module, feed, writer: PredictionWriter, *, n_ro
         configure_cuda_exact()
         cuda.reset_peak_memory_stats(device)
     check = PrecisionCheck(precision, check_rows)
-    ex = _executor(model, device, use_cuda, precision=precision, batch_size=batch_size, threads=threads,
-                   streams=streams, micro=micro, L=feed.L, D=int(writer.dset.shape[2]), check=check, stats=stats)
+    ex = _executor(
+        model,
+        device,
+        use_cuda,
+        precision=precision,
+        batch_size=batch_size,
+        threads=threads,
+        streams=streams,
+        micro=micro,
+        L=feed.L,
+        D=int(writer.dset.shape[2]),
+        check=check,
+        stats=stats,
+    )
     pf = Prefetcher(feed, depth=max(1, num_workers))
     # n_rows None: an unsharded FASTA route learns its rows as it reads them (a count, no bar)
     bar = Progress(n_rows, "predict", unit=" subseq", enabled=progress)
@@ -100,23 +138,52 @@ def _usable_precision(precision: str, device: torch.device, stats: EngineStats) 
     return precision
 
 
-def _executor(model, device: torch.device, use_cuda: bool, *, precision: str, batch_size: int, threads: int,
-              streams: int, micro: int, L: int, D: int, check: PrecisionCheck, stats: EngineStats):
+def _executor(
+    model,
+    device: torch.device,
+    use_cuda: bool,
+    *,
+    precision: str,
+    batch_size: int,
+    threads: int,
+    streams: int,
+    micro: int,
+    L: int,
+    D: int,
+    check: PrecisionCheck,
+    stats: EngineStats,
+):
     encoder = Encoder(device)
     if use_cuda:
-        ex = CudaExecutor(model, device, precision=precision, batch=batch_size, L=L, D=D, encoder=encoder,
-                          check=check, stats=stats)
+        ex: CudaExecutor | CpuExecutor = CudaExecutor(
+            model, device, precision=precision, batch=batch_size, L=L, D=D, encoder=encoder, check=check, stats=stats
+        )
         stats.streams, stats.intra_threads = 1, threads
         return ex
     streams = max(1, min(streams, batch_size))
-    ex = CpuExecutor(model, precision=precision, threads=threads, streams=streams, micro=min(micro, batch_size),
-                     L=L, D=D, encoder=encoder, check=check, stats=stats)
+    ex = CpuExecutor(
+        model,
+        precision=precision,
+        threads=threads,
+        streams=streams,
+        micro=min(micro, batch_size),
+        L=L,
+        D=D,
+        encoder=encoder,
+        check=check,
+        stats=stats,
+    )
     stats.streams, stats.intra_threads = ex.streams, ex.intra
     return ex
 
 
-def _run_batches(pf: Prefetcher, ex, stats: EngineStats, on_batch: Callable[[Batch], None] | None,
-                 emit: Callable[[Batch, np.ndarray], None]) -> None:
+def _run_batches(
+    pf: Prefetcher,
+    ex,
+    stats: EngineStats,
+    on_batch: Callable[[Batch], None] | None,
+    emit: Callable[[Batch, np.ndarray], None],
+) -> None:
     """Batches from the prefetcher through the executor (``ex.depth`` in flight), each finished one to ``emit``."""
     while True:
         t0 = time.perf_counter()
@@ -138,18 +205,53 @@ def _count_bp(batch: Batch) -> int:
     if batch.bp is not None:
         return batch.bp
     if batch.codes is not None:
-        return int(np.count_nonzero(batch.codes[:batch.n]))
-    return count_bp(batch.x)
+        return int(np.count_nonzero(batch.codes[: batch.n]))
+    return count_bp(cast(np.ndarray, batch.x))  # an h5 batch: its float rows
 
 
-def run_prediction(model: torch.nn.Module, X: h5py.Dataset, out_dset: h5py.Dataset, *, row_start: int,
-                   row_end: int, batch_size: int, device: torch.device, precision: str, threads: int,
-                   num_workers: int, streams: int = 1, micro: int = CPU_MICRO, check_rows: int = 64,
-                   progress: bool | None = None, h5_mode: str = "x", executor: str | None = None) -> EngineStats:
+def run_prediction(
+    model: torch.nn.Module,
+    X: h5py.Dataset,
+    out_dset: h5py.Dataset,
+    *,
+    row_start: int,
+    row_end: int,
+    batch_size: int,
+    device: torch.device,
+    precision: str,
+    threads: int,
+    num_workers: int,
+    streams: int = 1,
+    micro: int = CPU_MICRO,
+    check_rows: int = 64,
+    progress: bool | None = None,
+    h5_mode: str = "x",
+    executor: str | None = None,
+) -> EngineStats:
     """Predict rows [row_start, row_end) of ``X`` into ``out_dset`` (rows shifted by ``row_start``)."""
-    feed = H5Feed(X, X.file.filename, max(1, batch_size), row_start=row_start, row_end=row_end,
-                  threads=max(1, threads), mode=h5_mode)
+    feed = H5Feed(
+        X,
+        X.file.filename,
+        max(1, batch_size),
+        row_start=row_start,
+        row_end=row_end,
+        threads=max(1, threads),
+        mode=h5_mode,
+    )
     writer = PredictionWriter(out_dset, row_start, pool_threads=max(1, threads), depth=2)
-    return predict_feed(model, feed, writer, n_rows=row_end - row_start, batch_size=max(1, batch_size),
-                        device=device, precision=precision, threads=threads, streams=streams, micro=micro,
-                        num_workers=num_workers, check_rows=check_rows, progress=progress, executor=executor)
+    return predict_feed(
+        model,
+        feed,
+        writer,
+        n_rows=row_end - row_start,
+        batch_size=max(1, batch_size),
+        device=device,
+        precision=precision,
+        threads=threads,
+        streams=streams,
+        micro=micro,
+        num_workers=num_workers,
+        check_rows=check_rows,
+        progress=progress,
+        executor=executor,
+    )

@@ -3,13 +3,14 @@ micro-batches) or on a CUDA device (:class:`CudaExecutor`: pinned buffers, H2D o
 exp/round/−1 mask and the transfer cast on the compute stream, D2H of the smallest exact integer type, a few batches
 in flight); both back off on out-of-memory. Also what they share: device and precision choice, the one-hot
 :class:`Encoder`, the output rounding, the precision deviation sample and the run's :class:`EngineStats`."""
+
 from __future__ import annotations
 
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -30,24 +31,24 @@ CUDA_DEPTH = 2
 @dataclass
 class EngineStats:
     rows: int = 0
-    bp: int = 0            # non-padding positions predicted
+    bp: int = 0  # non-padding positions predicted
     loop_s: float = 0.0
-    wait_s: float = 0.0    # host time the model loop waited for the feed
+    wait_s: float = 0.0  # host time the model loop waited for the feed
     write_wait_s: float = 0.0
-    final_batch: int = 0   # rows per model call at the end (after any out-of-memory back-off)
-    batch_size: int = 0    # rows per batch (as resolved; "auto" -> the probed size)
+    final_batch: int = 0  # rows per model call at the end (after any out-of-memory back-off)
+    batch_size: int = 0  # rows per batch (as resolved; "auto" -> the probed size)
     batch_probe: list = field(default_factory=list)
-    batch_probe_source: str | None = None   # "probe" or "cache" (--batch-size auto)
-    drain_s: float = 0.0   # after the loop: writer and executor finishing their last batches
+    batch_probe_source: str | None = None  # "probe" or "cache" (--batch-size auto)
+    drain_s: float = 0.0  # after the loop: writer and executor finishing their last batches
     peak_gpu_bytes: int | None = None
     device: str = "cpu"
     precision: str = "fp32"
     streams: int = 1
     intra_threads: int = 1
-    transfer_dtypes: dict = field(default_factory=dict)   # dtype name -> batches copied back in it
+    transfer_dtypes: dict = field(default_factory=dict)  # dtype name -> batches copied back in it
     h2d_bytes: int = 0
     d2h_bytes: int = 0
-    gpu_timing: dict | None = None   # from CUDA events
+    gpu_timing: dict | None = None  # from CUDA events
     precision_check: dict | None = None
     notes: list = field(default_factory=list)
 
@@ -195,12 +196,18 @@ class PrecisionCheck:
     def result(self) -> dict | None:
         if not self.enabled:
             return None
-        return {"precision": self.precision, "reference": "fp32 on the same device", "rows_sampled": self.rows,
-                "values": self.values, "differ": self.differ,
-                "fraction": (self.differ / self.values) if self.values else None,
-                "max_abs": self.max_abs, "raw_max_abs": self.raw_max,
-                "raw_mean_abs": (self.raw_sum / self.values) if self.values else None,
-                "sample": f"rows 0..{self.per_batch - 1} of batches 0, 1, 2, 4, 8, ... (<= {self.max_rows} rows)"}
+        return {
+            "precision": self.precision,
+            "reference": "fp32 on the same device",
+            "rows_sampled": self.rows,
+            "values": self.values,
+            "differ": self.differ,
+            "fraction": (self.differ / self.values) if self.values else None,
+            "max_abs": self.max_abs,
+            "raw_max_abs": self.raw_max,
+            "raw_mean_abs": (self.raw_sum / self.values) if self.values else None,
+            "sample": f"rows 0..{self.per_batch - 1} of batches 0, 1, 2, 4, 8, ... (<= {self.max_rows} rows)",
+        }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -216,8 +223,20 @@ class CpuExecutor:
 
     depth = 1
 
-    def __init__(self, model, *, precision: str, threads: int, streams: int, micro: int, L: int, D: int,
-                 encoder: Encoder, check: PrecisionCheck, stats: EngineStats):
+    def __init__(
+        self,
+        model,
+        *,
+        precision: str,
+        threads: int,
+        streams: int,
+        micro: int,
+        L: int,
+        D: int,
+        encoder: Encoder,
+        check: PrecisionCheck,
+        stats: EngineStats,
+    ):
         self.model, self.precision, self.encoder, self.check, self.stats = model, precision, encoder, check, stats
         self.L, self.D = L, D
         self.streams = max(1, streams)
@@ -226,8 +245,15 @@ class CpuExecutor:
         self.lock = threading.Lock()
         self.amp = autocast_dtype(precision)
         intra = self.intra
-        self.pool = ThreadPoolExecutor(max_workers=self.streams, thread_name_prefix="predict-stream",
-                                       initializer=lambda: torch.set_num_threads(intra)) if self.streams > 1 else None
+        self.pool = (
+            ThreadPoolExecutor(
+                max_workers=self.streams,
+                thread_name_prefix="predict-stream",
+                initializer=lambda: torch.set_num_threads(intra),
+            )
+            if self.streams > 1
+            else None
+        )
         self.index = 0
         self.done: list[tuple[Batch, np.ndarray]] = []
 
@@ -244,11 +270,12 @@ class CpuExecutor:
                 micro = self.micro
                 j = min(p1, i + micro)
                 try:
-                    if batch.codes is not None:
-                        x, pad = self.encoder.codes(torch.from_numpy(batch.codes[i:j]),
-                                                    torch.from_numpy(batch.strand[i:j]))
+                    if batch.codes is not None:  # a FASTA batch: codes and strands; else an h5 batch: x
+                        x, pad = self.encoder.codes(
+                            torch.from_numpy(batch.codes[i:j]), torch.from_numpy(cast(np.ndarray, batch.strand)[i:j])
+                        )
                     else:
-                        x, pad = self.encoder.floats(torch.from_numpy(batch.x[i:j]))
+                        x, pad = self.encoder.floats(torch.from_numpy(cast(np.ndarray, batch.x)[i:j]))
                     y = self._forward(x)
                 except torch.OutOfMemoryError:
                     with self.lock:
@@ -257,8 +284,10 @@ class CpuExecutor:
                         if self.micro == micro:
                             self.micro = max(1, micro // 2)
                             self.stats.notes.append(f"OOM: micro-batch reduced to {self.micro}")
-                            print(f"chromaflow predict: out of memory, retrying with {self.micro} rows per model "
-                                  "call", file=sys.stderr)
+                            print(
+                                f"chromaflow predict: out of memory, retrying with {self.micro} rows per model call",
+                                file=sys.stderr,
+                            )
                     continue
                 out[i:j] = rounded(y, pad).numpy()
                 if i < n_check:
@@ -300,13 +329,13 @@ class CpuExecutor:
 @dataclass
 class _InFlight:
     batch: Batch
-    done: Any                 # torch.cuda.Event after the D2H copies
-    minmax: torch.Tensor      # pinned (2,) int64: min, max of the batch's predictions
-    out: torch.Tensor         # pinned view holding the values in ``dtype``
+    done: Any  # torch.cuda.Event after the D2H copies
+    minmax: torch.Tensor  # pinned (2,) int64: min, max of the batch's predictions
+    out: torch.Tensor  # pinned view holding the values in ``dtype``
     dtype: torch.dtype
-    y64: torch.Tensor         # device int64 values (used if they did not fit ``dtype``)
-    events: list              # (begin, model start, model end, end) CUDA events per micro-batch
-    slot: int = -1            # pinned output slot
+    y64: torch.Tensor  # device int64 values (used if they did not fit ``dtype``)
+    events: list  # (begin, model start, model end, end) CUDA events per micro-batch
+    slot: int = -1  # pinned output slot
 
 
 class CudaExecutor:
@@ -314,8 +343,20 @@ class CudaExecutor:
     type that held the previous batch's values (checked against the batch's exact min/max, so never lossy),
     ``depth`` batches in flight. On out-of-memory the micro-batch is halved and the batch retried."""
 
-    def __init__(self, model, device: torch.device, *, precision: str, batch: int, L: int, D: int,
-                 encoder: Encoder, check: PrecisionCheck, stats: EngineStats, depth: int = CUDA_DEPTH):
+    def __init__(
+        self,
+        model,
+        device: torch.device,
+        *,
+        precision: str,
+        batch: int,
+        L: int,
+        D: int,
+        encoder: Encoder,
+        check: PrecisionCheck,
+        stats: EngineStats,
+        depth: int = CUDA_DEPTH,
+    ):
         self.model, self.device, self.encoder, self.check, self.stats = model, device, encoder, check, stats
         self.amp = autocast_dtype(precision)
         self.L, self.D = L, D
@@ -342,8 +383,9 @@ class CudaExecutor:
         n, L, D = batch.n, self.L, self.D
         dev = self.device
         with cuda.stream(self.copy_stream):
-            if batch.codes is not None:
-                src = (torch.from_numpy(batch.codes[:n]), torch.from_numpy(batch.strand[:n]))
+            src: tuple[torch.Tensor, ...]
+            if batch.codes is not None:  # a FASTA batch: codes and strands; else an h5 batch: x
+                src = (torch.from_numpy(batch.codes[:n]), torch.from_numpy(cast(np.ndarray, batch.strand)[:n]))
             else:
                 t = torch.from_numpy(batch.x)
                 src = (cuda.pin(t),)
@@ -375,7 +417,9 @@ class CudaExecutor:
                 ev[3].record(cs)
                 events.append(ev)
                 del x, pad, y
-            minmax = torch.stack([y64.min(), y64.max()]) if y64.numel() else torch.zeros(2, dtype=torch.int64, device=dev)
+            minmax = (
+                torch.stack([y64.min(), y64.max()]) if y64.numel() else torch.zeros(2, dtype=torch.int64, device=dev)
+            )
             mm_host = cuda.pinned_empty(2, torch.int64)
             mm_host.copy_(minmax, non_blocking=True)
             dtype = TRANSFER_DTYPES[self.dtype_idx]
@@ -437,10 +481,16 @@ class CudaExecutor:
         busy_ms = sum(ev[0].elapsed_time(ev[3]) for ev in self.timeline)
         span_ms = self.timeline[0][0].elapsed_time(self.timeline[-1][3])
         idle_ms = max(0.0, span_ms - busy_ms)
-        return {"source": "cuda events on the compute stream", "model_s": model_ms / 1000, "busy_s": busy_ms / 1000,
-                "span_s": span_ms / 1000, "idle_s": idle_ms / 1000,
-                "data_wait_fraction": idle_ms / span_ms if span_ms > 0 else 0.0,
-                "model_fraction": model_ms / span_ms if span_ms > 0 else 0.0, "micro_batches": len(self.timeline)}
+        return {
+            "source": "cuda events on the compute stream",
+            "model_s": model_ms / 1000,
+            "busy_s": busy_ms / 1000,
+            "span_s": span_ms / 1000,
+            "idle_s": idle_ms / 1000,
+            "data_wait_fraction": idle_ms / span_ms if span_ms > 0 else 0.0,
+            "model_fraction": model_ms / span_ms if span_ms > 0 else 0.0,
+            "micro_batches": len(self.timeline),
+        }
 
     def close(self) -> None:
         self.inflight.clear()
@@ -451,5 +501,4 @@ def pinned_pool(slots: int, batch: int, L: int, pin: bool) -> BufferPool:
     if not pin:
         return BufferPool(slots, batch, L)
     types = {np.uint8: torch.uint8}
-    return BufferPool(slots, batch, L,
-                      alloc=lambda shape, dtype: cuda.pinned_empty(shape, types[dtype]).numpy())
+    return BufferPool(slots, batch, L, alloc=lambda shape, dtype: cuda.pinned_empty(shape, types[dtype]).numpy())

@@ -4,6 +4,7 @@ its own core and GIL) and writes its pieces to stdout. Imports only the reader, 
 Protocol, per message: header (kind: 0 piece, 1 last piece of a record, 2 end, 3 error; byte count; seqid length;
 header line), then the seqid and the bases (or the error message).
 """
+
 from __future__ import annotations
 
 import struct
@@ -37,5 +38,3 @@ def main() -> None:  # pragma: no cover - runs in the child process (coverage do
         msg = f"{path}: reading failed: {type(exc).__name__}: {exc}".encode("utf-8", "replace")
         out.write(HDR.pack(3, len(msg), 0, 0) + msg)
     out.flush()
-
-

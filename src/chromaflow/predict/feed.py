@@ -17,9 +17,11 @@ fasta2h5 does, and copies them into reusable (optionally pinned) buffers with nu
 The h5 route reads compressed chunks directly and inflates them in a thread pool when the dataset has Helixer's
 chunking and filters (shuffle + deflate), and falls back to h5py's own reads otherwise.
 """
+
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import queue
 import sys
@@ -27,7 +29,7 @@ import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, cast
 
 import numpy as np
 
@@ -43,12 +45,15 @@ _DONE = object()
 # the one-hot table (built on the device from codes)
 # --------------------------------------------------------------------------------------------------
 #: (512, 4) float32: rows 0..255 byte -> (C, A, T, G); rows 256..511 the complement (columns reversed)
-ONEHOT_LUT = np.concatenate([LUT16.view(np.float16).astype(np.float32),
-                             LUT16[:, ::-1].copy().view(np.float16).astype(np.float32)])
+ONEHOT_LUT = np.concatenate(
+    [LUT16.view(np.float16).astype(np.float32), LUT16[:, ::-1].copy().view(np.float16).astype(np.float32)]
+)
 
 # codes from float16 rows: a multiplicative perfect hash of the 16 valid 8-byte patterns (15 IUPAC + padding)
 _HASH_MUL = np.uint64(0x8306BDF37922E4FF)
-_PATTERNS = {int(v): ch for ch, v in ((ch, np.ascontiguousarray(LUT16[ch]).view("<u8")[0]) for ch in b"ACGTNRYSWKMBDHV")}
+_PATTERNS = {
+    int(v): ch for ch, v in ((ch, np.ascontiguousarray(LUT16[ch]).view("<u8")[0]) for ch in b"ACGTNRYSWKMBDHV")
+}
 _PATTERNS[0] = 0
 _KEY_CODE = np.zeros(256, dtype=np.uint8)
 _KEY_PATTERN = np.full(256, 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)  # no valid pattern has all bits set
@@ -77,14 +82,14 @@ def x_to_codes(x: np.ndarray) -> np.ndarray | None:
 # --------------------------------------------------------------------------------------------------
 @dataclass
 class Batch:
-    row0: int                          # absolute row index of the first row
-    n: int                             # rows in this batch
-    codes: np.ndarray | None = None    # (>= n, L) uint8; rows [0, n) valid
-    strand: np.ndarray | None = None   # (>= n,) uint8; 1 = minus row (complement on encoding)
-    x: np.ndarray | None = None        # (n, L, 4) float16/float32 one-hot (h5 route)
-    slot: int | None = None            # buffer slot to give back with BufferPool.release
-    bp: int | None = None              # non-padding positions (counted where it is cheap)
-    seqids: list | None = None         # FASTA route: seqid (bytes) per row
+    row0: int  # absolute row index of the first row
+    n: int  # rows in this batch
+    codes: np.ndarray | None = None  # (>= n, L) uint8; rows [0, n) valid
+    strand: np.ndarray | None = None  # (>= n,) uint8; 1 = minus row (complement on encoding)
+    x: np.ndarray | None = None  # (n, L, 4) float16/float32 one-hot (h5 route)
+    slot: int | None = None  # buffer slot to give back with BufferPool.release
+    bp: int | None = None  # non-padding positions (counted where it is cheap)
+    seqids: list | None = None  # FASTA route: seqid (bytes) per row
     start_ends: np.ndarray | None = None  # FASTA route: (n, 2) int64
 
 
@@ -130,19 +135,22 @@ class ProcessPieces:
 
         self.path = path
         code = "from chromaflow.predict.fastachild import main; main()"
-        self.proc = subprocess.Popen([sys.executable, "-c", code, path, str(block)], stdout=subprocess.PIPE,
-                                     stdin=subprocess.DEVNULL, bufsize=0)
-        self.fd = self.proc.stdout.fileno()
+        self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+            [sys.executable, "-c", code, path, str(block)], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, bufsize=0
+        )
+        self.fd = cast(io.FileIO, self.proc.stdout).fileno()  # stdout=PIPE, bufsize=0: a FileIO
         with contextlib.suppress(OSError, AttributeError):
             import fcntl
+
             fcntl.fcntl(self.fd, fcntl.F_SETPIPE_SZ, 1 << 20)
 
     def _read(self, n: int) -> bytearray:
         buf = bytearray(n)
         view = memoryview(buf)
         got = 0
+        assert self.proc is not None  # read until close()
         while got < n:
-            k = self.proc.stdout.readinto(view[got:])
+            k = cast(io.FileIO, self.proc.stdout).readinto(view[got:])
             if not k:
                 code = self.proc.wait()
                 raise ChromaflowError(f"{self.path}: FASTA reader process ended early (exit code {code})")
@@ -158,7 +166,7 @@ class ProcessPieces:
                 if kind == 3:
                     raise ChromaflowError(self._read(nbytes).decode("utf-8", "replace"))
                 seqid = self._read(nsid).decode("ascii")
-                yield Piece(seqid, line, self._read(nbytes), kind == 1)
+                yield Piece(seqid, line, cast(bytes, self._read(nbytes)), kind == 1)  # a bytearray serves as bytes
         finally:
             self.close()
 
@@ -167,7 +175,7 @@ class ProcessPieces:
             return
         proc, self.proc = self.proc, None
         with contextlib.suppress(OSError):
-            proc.stdout.close()
+            cast(io.FileIO, proc.stdout).close()
         if proc.poll() is None:
             proc.terminate()
         with contextlib.suppress(Exception):
@@ -187,8 +195,18 @@ class FastaFeed:
     """Batches of rows [row_start, row_end) of a FASTA (row_end None = to the end), aligned like the h5 route:
     every batch starts at row_start + m·batch. Rows before row_start are skipped without copying."""
 
-    def __init__(self, path: str, L: int, batch: int, pool: BufferPool, *, row_start: int = 0,
-                 row_end: int | None = None, reader: str = "thread", block: int = 4 << 20):
+    def __init__(
+        self,
+        path: str,
+        L: int,
+        batch: int,
+        pool: BufferPool,
+        *,
+        row_start: int = 0,
+        row_end: int | None = None,
+        reader: str = "thread",
+        block: int = 4 << 20,
+    ):
         self.path, self.L, self.batch, self.pool = path, L, batch, pool
         self.row_start, self.row_end = row_start, row_end
         self.reader, self.block = reader, block
@@ -237,17 +255,27 @@ class FastaFeed:
                     slot = self.pool.acquire(stop)
                     if slot is None:
                         return
-                    cur = Batch(row0=lo, n=0, codes=self.pool.codes[slot], strand=self.pool.strand[slot], slot=slot,
-                                seqids=[], start_ends=np.empty((B, 2), dtype=np.int64))
+                    cur = Batch(
+                        row0=lo,
+                        n=0,
+                        codes=self.pool.codes[slot],
+                        strand=self.pool.strand[slot],
+                        slot=slot,
+                        seqids=[],
+                        start_ends=np.empty((B, 2), dtype=np.int64),
+                    )
                     pos = 0
+                # a FASTA batch: built above with its codes, strands, seqids and start_ends
+                assert cur.codes is not None and cur.strand is not None
+                assert cur.seqids is not None and cur.start_ends is not None
                 take = min(hi - lo, B - pos)
                 j0 = job.j0 + (lo - row)
-                rows_into(cur.codes[pos:pos + take], job.seq, job.base, job.n, L, job.k, job.strand, j0, j0 + take)
-                cur.strand[pos:pos + take] = 1 if job.strand < 0 else 0
+                rows_into(cur.codes[pos : pos + take], job.seq, job.base, job.n, L, job.k, job.strand, j0, j0 + take)
+                cur.strand[pos : pos + take] = 1 if job.strand < 0 else 0
                 idx = np.arange(j0, j0 + take, dtype=np.int64)
                 i = idx if job.strand > 0 else job.k - 1 - idx
                 s, e = i * L, np.minimum((i + 1) * L, job.n)
-                se = cur.start_ends[pos:pos + take]
+                se = cur.start_ends[pos : pos + take]
                 if job.strand > 0:
                     se[:, 0], se[:, 1] = s, e
                 else:
@@ -264,7 +292,7 @@ class FastaFeed:
             if end is not None and row >= end:
                 break
         if cur is not None and cur.n:
-            cur.start_ends = cur.start_ends[:cur.n]
+            cur.start_ends = cast(np.ndarray, cur.start_ends)[: cur.n]  # a FASTA batch (above)
             yield cur
 
 
@@ -272,6 +300,8 @@ class IndexedFastaFeed(FastaFeed):
     """:class:`FastaFeed` of rows [row_start, row_end) read through the FASTA's index
     (:func:`chromaflow.genome.faidx.indexed_jobs`): only the shard's own records and windows are read, from their
     bytes on; the same batches as the streaming feed."""
+
+    row_end: int  # always given here
 
     def __init__(self, index, L: int, batch: int, pool: BufferPool, *, row_start: int, row_end: int):
         from ..genome.faidx import ReadStats
@@ -302,8 +332,7 @@ class H5Feed:
 
     SHUFFLE, DEFLATE = 2, 1
 
-    def __init__(self, X, path: str, batch: int, *, row_start: int, row_end: int, threads: int = 1,
-                 mode: str = "x"):
+    def __init__(self, X, path: str, batch: int, *, row_start: int, row_end: int, threads: int = 1, mode: str = "x"):
         self.X, self.path, self.batch = X, path, batch
         self.row_start, self.row_end, self.mode = row_start, row_end, mode
         self.L = int(X.shape[1])
@@ -311,11 +340,15 @@ class H5Feed:
         self.shuffle = filters[:1] == [self.SHUFFLE]
         rest = filters[1:] if self.shuffle else filters
         self.deflate = rest == [self.DEFLATE]
-        self.direct = (X.chunks == (1, self.L, 4) and X.dtype == np.dtype("<f2") and (self.deflate or not rest))
-        self.pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="predict-inflate") \
-            if self.direct and threads > 1 else None
+        self.direct = X.chunks == (1, self.L, 4) and X.dtype == np.dtype("<f2") and (self.deflate or not rest)
+        self.pool = (
+            ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="predict-inflate")
+            if self.direct and threads > 1
+            else None
+        )
         try:
             from isal import isal_zlib
+
             self._inflate = isal_zlib.decompress
         except ImportError:  # pragma: no cover - isal is a pinned dependency
             self._inflate = zlib.decompress
@@ -379,8 +412,10 @@ class H5Feed:
             return
         if ((bits & mask) == mask).any():
             bad = np.argwhere(~np.isfinite(x))[0]
-            raise ChromaflowError(f"{self.path}: data/X row {a + int(bad[0])} position {int(bad[1])} holds "
-                                  f"{x[tuple(bad)]!r}, not a one-hot value (NaN/Inf)")
+            raise ChromaflowError(
+                f"{self.path}: data/X row {a + int(bad[0])} position {int(bad[1])} holds "
+                f"{x[tuple(bad)]!r}, not a one-hot value (NaN/Inf)"
+            )
 
     def batches(self, stop: threading.Event) -> Iterator[Batch]:
         for a in range(self.row_start, self.row_end, self.batch):

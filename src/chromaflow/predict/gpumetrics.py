@@ -3,6 +3,7 @@
 Degrades gracefully: without the NVML library, without a GPU or on a CPU run, :meth:`NvmlSampler.result` says
 ``available: false`` with the reason, and nothing else changes.
 """
+
 from __future__ import annotations
 
 import threading
@@ -24,7 +25,8 @@ def _nvml_handle(pynvml, torch_index: int):
             except Exception:  # noqa: BLE001 - try the next identification
                 pass
     try:
-        bus = f"{props.pci_domain_id:08X}:{props.pci_bus_id:02X}:{props.pci_device_id:02X}.0"
+        # torch's stub (_C/__init__.pyi) lacks the pci_* properties the class has at runtime
+        bus = f"{props.pci_domain_id:08X}:{props.pci_bus_id:02X}:{props.pci_device_id:02X}.0"  # type: ignore[attr-defined]
         return pynvml.nvmlDeviceGetHandleByPciBusId(bus)
     except Exception:  # noqa: BLE001
         return pynvml.nvmlDeviceGetHandleByIndex(torch_index)
@@ -43,7 +45,7 @@ class NvmlSampler:
         self.total: dict[int, int] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._pynvml = None
+        self._pynvml: Any = None  # the pynvml module once NVML is initialised
 
     def __enter__(self) -> "NvmlSampler":
         if not self.torch_devices:
@@ -102,11 +104,16 @@ class NvmlSampler:
         for d, _ in self.handles:
             s = self.samples[d]
             utils = [u for _, u, _ in s]
-            devices.append({
-                "cuda_index": d, "name": self.names.get(d), "samples": len(s), "interval_s": self.interval,
-                "utilization_mean_pct": (sum(utils) / len(utils)) if utils else None,
-                "utilization_max_pct": max(utils) if utils else None,
-                "memory_used_max_bytes": max((m for _, _, m in s), default=None),
-                "memory_total_bytes": self.total.get(d),
-            })
+            devices.append(
+                {
+                    "cuda_index": d,
+                    "name": self.names.get(d),
+                    "samples": len(s),
+                    "interval_s": self.interval,
+                    "utilization_mean_pct": (sum(utils) / len(utils)) if utils else None,
+                    "utilization_max_pct": max(utils) if utils else None,
+                    "memory_used_max_bytes": max((m for _, _, m in s), default=None),
+                    "memory_total_bytes": self.total.get(d),
+                }
+            )
         return {"available": True, "source": "nvml", "devices": devices}

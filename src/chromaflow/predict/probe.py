@@ -1,6 +1,7 @@
 """``--batch-size auto``: the largest batch whose full pipeline step fits the device, found by measurement
 (:func:`find_batch_size`, :func:`probe_batch_size`), and the cache of sizes probed earlier (:func:`batch_cache_path`)
 that spares the probe next time."""
+
 from __future__ import annotations
 
 import contextlib
@@ -8,14 +9,23 @@ import hashlib
 import json
 import os
 import tempfile
-from typing import Callable
+from typing import Callable, cast
 
 import numpy as np
 import torch
 
 from ..errors import ChromaflowError
-from .executors import (CUDA_DEPTH, CudaExecutor, EngineStats, Encoder, PrecisionCheck, autocast_dtype,
-                        configure_cuda_exact, cuda, rounded)
+from .executors import (
+    CUDA_DEPTH,
+    CudaExecutor,
+    EngineStats,
+    Encoder,
+    PrecisionCheck,
+    autocast_dtype,
+    configure_cuda_exact,
+    cuda,
+    rounded,
+)
 from .feed import Batch
 
 #: largest batch --batch-size auto tries (an H100 is filled by 1-2 thousand rows of 21384 bp; more only costs
@@ -23,8 +33,9 @@ from .feed import Batch
 AUTO_BATCH_MAX = 4096
 
 
-def find_batch_size(fits: Callable[[int], bool], *, start: int = 16, limit: int = AUTO_BATCH_MAX,
-                    rel_tol: float = 1 / 32) -> tuple[int, list]:
+def find_batch_size(
+    fits: Callable[[int], bool], *, start: int = 16, limit: int = AUTO_BATCH_MAX, rel_tol: float = 1 / 32
+) -> tuple[int, list]:
     """Largest batch size for which ``fits(b)`` is true (``fits`` returns False on out-of-memory), as Lightning's
     BatchSizeFinder does it: halve from ``start`` until one fits or double until one fails (or ``limit``), then
     bisect between the largest size that fitted and the smallest that did not until they are within ``rel_tol``.
@@ -67,8 +78,17 @@ def _is_oom_error(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and ("out of memory" in text.lower() or "ALLOC_FAILED" in text)
 
 
-def probe_batch_size(model, device: torch.device, *, L: int, D: int, precision: str, limit: int,
-                     start: int = 16, executor: str | None = None) -> tuple[int, list]:
+def probe_batch_size(
+    model,
+    device: torch.device,
+    *,
+    L: int,
+    D: int,
+    precision: str,
+    limit: int,
+    start: int = 16,
+    executor: str | None = None,
+) -> tuple[int, list]:
     """The largest batch whose full pipeline step fits, found with synthetic ACGT rows of length L: on CUDA
     ``CUDA_DEPTH`` batches in flight through :class:`CudaExecutor`; elsewhere one model call of the whole batch
     (used by tests with a model that fakes out-of-memory)."""
@@ -80,16 +100,27 @@ def probe_batch_size(model, device: torch.device, *, L: int, D: int, precision: 
         ex = None
         try:
             if (executor or device.type) == "cuda":
-                ex = CudaExecutor(model, device, precision=precision, batch=b, L=L, D=D, encoder=enc,
-                                  check=PrecisionCheck("fp32", 0), stats=EngineStats())
+                ex = CudaExecutor(
+                    model,
+                    device,
+                    precision=precision,
+                    batch=b,
+                    L=L,
+                    D=D,
+                    encoder=enc,
+                    check=PrecisionCheck("fp32", 0),
+                    stats=EngineStats(),
+                )
                 for _ in range(CUDA_DEPTH):
                     ex.submit(Batch(row0=0, n=b, codes=codes, strand=strand))
                 while ex.pending():
                     ex.pop()
                 return ex.micro == b  # an internal back-off means b itself did not fit
             amp = autocast_dtype(precision)
-            with torch.inference_mode(), (torch.autocast(device_type=device.type, dtype=amp) if amp
-                                          else contextlib.nullcontext()):
+            with (
+                torch.inference_mode(),
+                torch.autocast(device_type=device.type, dtype=amp) if amp else contextlib.nullcontext(),
+            ):
                 x, pad = enc.codes(torch.from_numpy(codes), torch.from_numpy(strand))
                 rounded(model(x), pad)
             return True
@@ -119,8 +150,9 @@ def batch_cache_path() -> str | None:
 def batch_cache_key(model, device: torch.device, *, L: int, D: int, precision: str, limit: int) -> str:
     """What a probed size depends on: the architecture (parameter names and shapes, not the weights), the
     device (name and memory), torch and the pipeline depth, the row length, datasets, precision and limit."""
-    arch = hashlib.sha256(repr([(n, tuple(p.shape), str(p.dtype)) for n, p in model.named_parameters()])
-                          .encode()).hexdigest()[:16]
+    arch = hashlib.sha256(
+        repr([(n, tuple(p.shape), str(p.dtype)) for n, p in model.named_parameters()]).encode()
+    ).hexdigest()[:16]
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
         dev = [props.name, int(props.total_memory)]
@@ -152,9 +184,20 @@ def _write_batch_cache(path: str, key: str, size: int) -> None:
         pass
 
 
-def resolve_batch_size(value: str | int, *, model, device: torch.device, L: int, D: int, precision: str,
-                       rows: int | None, stats: EngineStats, cpu_default: int = 120, probe_cpu: bool = False,
-                       cache: str | None = None) -> int:
+def resolve_batch_size(
+    value: str | int,
+    *,
+    model,
+    device: torch.device,
+    L: int,
+    D: int,
+    precision: str,
+    rows: int | None,
+    stats: EngineStats,
+    cpu_default: int = 120,
+    probe_cpu: bool = False,
+    cache: str | None = None,
+) -> int:
     """An integer, or ``auto``: on CUDA the largest batch that fits (probed, see :func:`probe_batch_size`); on CPU
     ``cpu_default`` capped at the row count, because CPU memory cannot be probed safely (the kernel's OOM killer,
     not an exception, ends a process that asks for too much) and on CPU the batch size does not change the model
@@ -184,5 +227,5 @@ def resolve_batch_size(value: str | int, *, model, device: torch.device, L: int,
     stats.batch_probe_source = "probe"
     stats.notes.append(f"batch size auto: {size} (largest that fitted; tried {len(trials)} sizes)")
     if cache:
-        _write_batch_cache(cache, key, size)
+        _write_batch_cache(cache, cast(str, key), size)  # a key with a cache
     return size

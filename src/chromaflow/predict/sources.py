@@ -4,13 +4,21 @@ species, its row count and fingerprint (a shard needs both before predicting), t
 batches and what the metrics say about it; it never asks which source it has.
 
 Light imports only at the top: the command checks its input before it imports torch."""
+
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 
 from ..errors import ChromaflowError
 from ..sharding import part_bounds
 from ..genome.h5rows import read_rows
+
+if TYPE_CHECKING:
+    from ..genome.faidx import FastaIndex
+    from ..genome.layout import Layout
+    from .feed import BufferPool, FastaFeed, IndexedFastaFeed
 
 
 class InputSource:
@@ -24,8 +32,8 @@ class InputSource:
     L: int
     species0: bytes
     n_total: int | None = None
-    on_batch = None
-    release = None
+    on_batch: Callable[[Any], None] | None = None
+    release: Callable[[Any], None] | None = None
 
     def prepare(self, cfg, *, sharded: bool) -> None:
         """Check the row length against the model (``cfg``: its ModelConfig); learn what a shard needs."""
@@ -35,7 +43,7 @@ class InputSource:
         """Rows [start, end) to predict: all of them (end None while unknown), or shard I of N."""
         if shard is None:
             return 0, self.n_total
-        return part_bounds(*shard, self.n_total)
+        return part_bounds(*shard, cast(int, self.n_total))  # known to a shard (prepare)
 
     def rows(self, start: int, end: int | None) -> tuple[np.ndarray, np.ndarray]:
         """seqids and start_ends of rows [start, end), as far as they are known before predicting."""
@@ -83,8 +91,7 @@ class H5Source(InputSource):
         cfg.check_length(self.L, self.path)
 
     def rows(self, start: int, end: int | None) -> tuple[np.ndarray, np.ndarray]:
-        return (read_rows(self.fh["data/seqids"], start, end),
-                read_rows(self.fh["data/start_ends"], start, end))
+        return (read_rows(self.fh["data/seqids"], start, end), read_rows(self.fh["data/start_ends"], start, end))
 
     def fingerprint(self) -> str:
         return self._fingerprint
@@ -92,7 +99,10 @@ class H5Source(InputSource):
     def feed(self, batch: int, start: int, end: int | None, *, threads: int, device, num_workers: int):
         from .feed import H5Feed
 
-        return H5Feed(self.fh["data/X"], self.path, batch, row_start=start, row_end=end, threads=threads, mode="x")
+        # an h5's row count is known: its range has an end
+        return H5Feed(
+            self.fh["data/X"], self.path, batch, row_start=start, row_end=cast(int, end), threads=threads, mode="x"
+        )
 
     def close(self) -> None:
         self.fh.close()
@@ -112,8 +122,13 @@ class FastaSource(InputSource):
         self.path, self.species, self.L, self.reader = path, species, L, reader
         self.use_index = index != "none"
         self.species0 = species.encode("ascii")
+        self.layout: Layout | None
+        self.index: FastaIndex | None
         self.layout = self.index = None
         self.collected: list = []
+        self._rows: tuple[np.ndarray, np.ndarray] | None
+        self._feed: FastaFeed | None
+        self._pool: BufferPool | None
         self._rows = self._feed = self._pool = None
         self._scanned = 0  # bytes of the file read by the layout scan
 
@@ -142,7 +157,7 @@ class FastaSource(InputSource):
         return self._rows
 
     def fingerprint(self) -> str:
-        return self.layout.fingerprint()
+        return cast("Layout", self.layout).fingerprint()  # a shard's (prepare)
 
     def feed(self, batch: int, start: int, end: int | None, *, threads: int, device, num_workers: int):
         from .executors import pinned_pool
@@ -154,33 +169,37 @@ class FastaSource(InputSource):
 
             self.reader = "index"
             self._pool = pinned_pool(max(1, num_workers) + 3 + (2 if use_cuda else 0), batch, self.L, pin=use_cuda)
-            self._feed = IndexedFastaFeed(self.index, self.L, batch, self._pool, row_start=start, row_end=end)
+            # an index is read for a shard (prepare): its range has an end
+            self._feed = IndexedFastaFeed(
+                self.index, self.L, batch, self._pool, row_start=start, row_end=cast(int, end)
+            )
             return self._feed
         if self.reader == "auto":
             self.reader = "process" if use_cuda else "thread"
         depth = max(1, num_workers)
         self._pool = pinned_pool(depth + 3 + (2 if use_cuda else 0), batch, self.L, pin=use_cuda)
-        self._feed = FastaFeed(self.path, self.L, batch, self._pool, row_start=start, row_end=end,
-                               reader=self.reader)
+        self._feed = FastaFeed(self.path, self.L, batch, self._pool, row_start=start, row_end=end, reader=self.reader)
         return self._feed
 
     def on_batch(self, batch) -> None:
         self.collected.append((batch.seqids, batch.start_ends))
 
     def release(self, batch) -> None:
-        self._pool.release(batch.slot)
+        cast("BufferPool", self._pool).release(batch.slot)  # the feed's (feed)
 
     def finish(self, out) -> None:
         from . import h5io
 
         got_ids = [s for ids, _ in self.collected for s in ids]
         got_se = np.concatenate([se for _, se in self.collected]) if self.collected else np.zeros((0, 2), np.int64)
-        seqids, start_ends = self._rows
+        seqids, start_ends = cast("tuple[np.ndarray, np.ndarray]", self._rows)  # rows() came first
         if self.layout is None:
             h5io.finalize_rows(out, seqids=np.array(got_ids, dtype="S50"), start_ends=got_se)
         elif not (np.array_equal(got_se, start_ends) and list(seqids) == got_ids):
-            raise ChromaflowError(f"{self.path}: rows changed between the layout scan and prediction "
-                                  "(was the file modified while it was read?)")
+            raise ChromaflowError(
+                f"{self.path}: rows changed between the layout scan and prediction "
+                "(was the file modified while it was read?)"
+            )
 
     def metrics(self) -> dict:
         """The FASTA route's fields; ``index`` says how the input was read ('fai': through the index, 'scan': from
@@ -188,18 +207,31 @@ class FastaSource(InputSource):
         reader read them), ``records_touched`` the records whose bases were read."""
         import os
 
+        assert self._feed is not None  # metrics of a run: the feed ran
         records = self._feed.records if self.layout is None else self.layout.records
         size = os.path.getsize(self.path)
+        read: int | None
+        extra: dict[str, Any]
         if self.index is not None:
-            read, touched = self._feed.read.disk_bytes, len(self._feed.read.records)
-            extra = dict(index_files=[os.path.basename(p) for p in self.index.files], bases_fetched=self._feed.read.bases)
+            indexed = cast("IndexedFastaFeed", self._feed)  # the feed through the index (feed())
+            read, touched = indexed.read.disk_bytes, len(indexed.read.records)
+            extra = dict(index_files=[os.path.basename(p) for p in self.index.files], bases_fetched=indexed.read.bases)
         else:
             streamed = self._feed.streamed
             read = None if streamed is None else self._scanned + streamed
             touched, extra = len(records) if self._scanned else len(self._feed.records), {}
-        return dict(fasta=self.path, species=self.species, subsequence_length=self.L, reader=self.reader,
-                    records=len(records), index="fai" if self.index is not None else "scan", fasta_bytes=size,
-                    fasta_bytes_read=read, records_touched=touched, **extra)
+        return dict(
+            fasta=self.path,
+            species=self.species,
+            subsequence_length=self.L,
+            reader=self.reader,
+            records=len(records),
+            index="fai" if self.index is not None else "scan",
+            fasta_bytes=size,
+            fasta_bytes_read=read,
+            records_touched=touched,
+            **extra,
+        )
 
     def close(self) -> None:
         if self.index is not None:

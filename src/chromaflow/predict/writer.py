@@ -1,5 +1,6 @@
 """The predictions writer: a background thread that compresses int64 chunks in a thread pool and writes them
 with HDF5 direct chunk writes, in row order."""
+
 from __future__ import annotations
 
 import contextlib
@@ -27,8 +28,15 @@ class PredictionWriter(threading.Thread):
     With ``grow`` the dataset is resized as rows arrive (FASTA route: the row count is known only at the end).
     """
 
-    def __init__(self, dset: h5py.Dataset, row_offset: int, pool_threads: int, depth: int, grow: bool = False,
-                 compress: Callable[[bytes], bytes] | None = None):
+    def __init__(
+        self,
+        dset: h5py.Dataset,
+        row_offset: int,
+        pool_threads: int,
+        depth: int,
+        grow: bool = False,
+        compress: Callable[[bytes], bytes | bytearray] | None = None,
+    ):
         super().__init__(name="predict-writer", daemon=True)
         self.dset, self.row_offset, self.grow = dset, row_offset, grow
         self.q: queue.Queue = queue.Queue(maxsize=max(1, depth))
@@ -40,7 +48,7 @@ class PredictionWriter(threading.Thread):
     #: future per 16 rows instead of one per chunk (its per-chunk Python work limited a GPU run's host)
     ROWS_PER_TASK = 16
 
-    def _compress_rows(self, rows: np.ndarray) -> list[bytes]:
+    def _compress_rows(self, rows: np.ndarray) -> list[bytes | bytearray]:
         """(g, L, D) rows of any integer type -> the zlib streams of their int64 chunks, row-major then dataset."""
         cols = np.ascontiguousarray(rows.transpose(0, 2, 1), dtype="<i8")  # (g, D, L): each chunk contiguous
         return [self.deflate(cols[i, j]) for i in range(cols.shape[0]) for j in range(cols.shape[1])]
@@ -57,7 +65,7 @@ class PredictionWriter(threading.Thread):
                 if self.grow and first + n > self.dset.shape[0]:
                     self.dset.resize(max(first + n, 2 * self.dset.shape[0]), axis=0)
                 g = self.ROWS_PER_TASK
-                futures = [(first + r, self.pool.submit(self._compress_rows, arr[r:r + g])) for r in range(0, n, g)]
+                futures = [(first + r, self.pool.submit(self._compress_rows, arr[r : r + g])) for r in range(0, n, g)]
                 write = self.dset.id.write_direct_chunk
                 for row, fut in futures:
                     for k, buf in enumerate(fut.result()):

@@ -1,4 +1,5 @@
 """Callbacks: per-epoch throughput and data-wait, and the per-epoch metrics table written beside the checkpoints."""
+
 from __future__ import annotations
 
 import math
@@ -79,19 +80,21 @@ class ThroughputCallback(L.Callback):
         train_end = getattr(self, "_train_end", None) or end
         train_s = max(train_end - self._t0, 1e-9)
         samples = self._samples * max(1, trainer.world_size)  # every rank runs the same number of samples
-        self.epochs.append({
-            "epoch": int(trainer.current_epoch),
-            "epoch_s": end - self._t0,
-            "train_s": train_s,
-            "val_s": end - train_end,
-            "train_samples": samples,
-            "samples_per_s": samples / train_s,
-            "bp_per_s": samples * self.seq_len / train_s,
-            "data_wait_fraction": self._wait / train_s,
-            # wall-clock bounds of the training part (for GPU samples taken by another process, e.g. NVML)
-            "train_start_unix": self._t0_unix,
-            "train_end_unix": self._t0_unix + train_s,
-        })
+        self.epochs.append(
+            {
+                "epoch": int(trainer.current_epoch),
+                "epoch_s": end - self._t0,
+                "train_s": train_s,
+                "val_s": end - train_end,
+                "train_samples": samples,
+                "samples_per_s": samples / train_s,
+                "bp_per_s": samples * self.seq_len / train_s,
+                "data_wait_fraction": self._wait / train_s,
+                # wall-clock bounds of the training part (for GPU samples taken by another process, e.g. NVML)
+                "train_start_unix": self._t0_unix,
+                "train_end_unix": self._t0_unix + train_s,
+            }
+        )
         self._train_end = None
         if self._bar is not None:
             self._bar.close()
@@ -110,8 +113,9 @@ class EpochTable(L.Callback):
 
     def setup(self, trainer, pl_module, stage):
         if self.resumed_epochs is not None:
-            pl_module.epoch_log = [r for r in resume_history(self.path)
-                                   if r.get("epoch", 1 << 30) < self.resumed_epochs]
+            pl_module.epoch_log = [
+                r for r in resume_history(self.path) if r.get("epoch", 1 << 30) < self.resumed_epochs
+            ]
         if self.write not in pl_module.epoch_listeners:
             pl_module.epoch_listeners.append(self.write)
 
@@ -155,7 +159,7 @@ def resume_history(path: str) -> list[dict]:
     out = []
     for line in lines[1:]:
         vals = line.split("\t")
-        row = {}
+        row: dict[str, int | float | str] = {}
         for c, v in zip(cols, vals):
             try:
                 row[c] = int(v) if c == "epoch" else float(v)

@@ -5,6 +5,7 @@ Writes a TSV with one row per file and Predmoter's columns (``file total_avg_val
 PNG per file and dataset: observed vs predicted along the chunk with the most signal, and a predicted-vs-observed
 density plot over all positions.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -12,6 +13,7 @@ import os
 
 from ..cli_options import add_run_options, resolve_threads
 from ..errors import ChromaflowError
+from ..model.options import add_device_option
 from ..metrics import StageMetrics
 from ..outputs import check_outputs
 
@@ -23,19 +25,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plots", default=None, metavar="DIR", help="write <stem>_<dataset>.png plots into this folder")
     p.add_argument("--batch-size", type=int, default=10, help="chunks per forward pass (default 10)")
     p.add_argument("--blacklist", action="store_true", help="drop chunks with data/blacklist == 0 (Predmoter -bl)")
-    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu")
+    add_device_option(p)
     add_run_options(p, threads="torch threads (default: all usable CPUs)", metrics=True)
 
 
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from ..predict.checkpoint import build_model, load_checkpoint
+    from ..model.checkpoint import build_model, load_checkpoint
     from .evaluate import evaluate_file, plot_file, write_tsv
 
     if args.batch_size < 1:
         raise ChromaflowError(f"--batch-size must be >= 1, got {args.batch_size}")
-    stems = {}
+    stems: dict[str, str] = {}
     for h5 in args.h5:
         s = os.path.basename(h5).split(".", 1)[0]
         if s in stems and stems[s] != h5:
@@ -43,19 +45,25 @@ def run(args: argparse.Namespace) -> int:
         stems[s] = h5
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ChromaflowError("--device cuda: no CUDA device is available")
-    device = torch.device("cuda" if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
-                          else "cpu")
+    device = torch.device(
+        "cuda" if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available()) else "cpu"
+    )
     threads = resolve_threads(args.threads)
     torch.set_num_threads(threads)
     with StageMetrics("evaluate", args.metrics, threads=threads, device=str(device), batch_size=args.batch_size) as m:
         ckpt = load_checkpoint(args.model)
         datasets = tuple(ckpt.datasets)
         pngs = [os.path.join(args.plots, f"{s}_{d}.png") for s in stems for d in datasets] if args.plots else []
-        check_outputs([("--out", args.out), ("--metrics", args.metrics)] + [("--plots", p) for p in pngs],
-                      [("--model", args.model)] + [("--h5", h5) for h5 in args.h5], [("--plots", args.plots)])
+        check_outputs(
+            [("--out", args.out), ("--metrics", args.metrics)] + [("--plots", p) for p in pngs],
+            [("--model", args.model)] + [("--h5", h5) for h5 in args.h5],
+            [("--plots", args.plots)],
+        )
         model = build_model(ckpt).to(device)
-        results = [evaluate_file(model, datasets, h5, batch_size=args.batch_size, device=device,
-                                 blacklist=args.blacklist) for h5 in args.h5]
+        results = [
+            evaluate_file(model, datasets, h5, batch_size=args.batch_size, device=device, blacklist=args.blacklist)
+            for h5 in args.h5
+        ]
         write_tsv(args.out, results, datasets)
         plots = []
         if args.plots:
@@ -65,6 +73,11 @@ def run(args: argparse.Namespace) -> int:
                     plot_file(r, d, png, os.path.basename(args.model))
                     plots.append(png)
         chunks = sum(r.chunks for r in results)
-        m.set(subsequences=chunks, files=len(results), plots=len(plots), datasets=list(datasets),
-              results={r.stem: r.values for r in results})
+        m.set(
+            subsequences=chunks,
+            files=len(results),
+            plots=len(plots),
+            datasets=list(datasets),
+            results={r.stem: r.values for r in results},
+        )
     return 0

@@ -4,6 +4,7 @@
 ``chromaflow add-coverage`` or Helixer), as in Predmoter. Writes ``<out>/last.ckpt``, ``<out>/best.ckpt`` (best by
 ``--ckpt-quantity``) and ``<out>/metrics.tsv``; every checkpoint loads in real Predmoter and in ``chromaflow predict``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,6 +19,8 @@ from ..cli_options import add_run_options, resolve_threads
 from ..errors import ChromaflowError
 from ..metrics import StageMetrics
 from ..outputs import check_outputs
+from ..model.hparams import ARCHITECTURE, add_architecture_options
+from ..model.options import add_device_option, add_precision_option
 from ..signals import Interrupted, handle_stop_signals
 
 QUANTITIES = ("avg_train_loss", "avg_train_accuracy", "avg_val_loss", "avg_val_accuracy")
@@ -30,61 +33,95 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     io.add_argument("--input-dir", required=True, help="folder with train/*.h5 and val/*.h5")
     io.add_argument("--out", required=True, help="output folder: last.ckpt, best.ckpt, metrics.tsv")
     start = io.add_mutually_exclusive_group()
-    start.add_argument("--init", metavar="CKPT", help="fine-tune: start from this checkpoint's weights (architecture "
-                                                      "from it; new optimizer, epoch 0)")
-    start.add_argument("--resume", metavar="CKPT", help="resume an interrupted run exactly (weights, optimizer, epoch, "
-                                                        "callbacks); --epochs is the total, as in Predmoter")
-    io.add_argument("--datasets", nargs="+", default=None,
-                    help="datasets (evaluation/<name>_coverage) the model predicts, in output order (default: "
-                         "atacseq h3k4me3, or the --init/--resume checkpoint's)")
+    start.add_argument(
+        "--init",
+        metavar="CKPT",
+        help="fine-tune: start from this checkpoint's weights (architecture from it; new optimizer, epoch 0)",
+    )
+    start.add_argument(
+        "--resume",
+        metavar="CKPT",
+        help="resume an interrupted run exactly (weights, optimizer, epoch, "
+        "callbacks); --epochs is the total, as in Predmoter",
+    )
+    io.add_argument(
+        "--datasets",
+        nargs="+",
+        default=None,
+        help="datasets (evaluation/<name>_coverage) the model predicts, in output order (default: "
+        "atacseq h3k4me3, or the --init/--resume checkpoint's)",
+    )
     io.add_argument("--blacklist", action="store_true", help="drop chunks with data/blacklist == 0 (Predmoter -bl)")
-    io.add_argument("--data-mode", choices=("stream", "ram"), default="stream",
-                    help="stream: read chunks from the h5 files per batch (constant memory, default); ram: hold all "
-                         "chunks in RAM compressed (faster epochs, RAM ~ 1.5 byte per bp)")
-    io.add_argument("--num-workers", type=int, default=None,
-                    help="DataLoader workers per device (default: GPU: usable CPUs / devices - 1, at most 8; CPU: 0)")
+    io.add_argument(
+        "--data-mode",
+        choices=("stream", "ram"),
+        default="stream",
+        help="stream: read chunks from the h5 files per batch (constant memory, default); ram: hold all "
+        "chunks in RAM compressed (faster epochs, RAM ~ 1.5 byte per bp)",
+    )
+    io.add_argument(
+        "--num-workers",
+        type=int,
+        default=None,
+        help="DataLoader workers per device (default: GPU: usable CPUs / devices - 1, at most 8; CPU: 0)",
+    )
     add_run_options(io, metrics=True, force="start afresh even if --out already holds checkpoints")
 
-    m = p.add_argument_group("model (new models; Predmoter's defaults)")
-    m.add_argument("--model-type", choices=("cnn", "hybrid", "bi-hybrid"), default=None, help="default bi-hybrid")
-    m.add_argument("--cnn-layers", type=int, default=None, help="default 1")
-    m.add_argument("--filter-size", type=int, default=None, help="default 64")
-    m.add_argument("--kernel-size", type=int, default=None, help="default 9")
-    m.add_argument("--step", type=int, default=None, help="default 2")
-    m.add_argument("--up", type=int, default=None, help="default 2")
-    m.add_argument("--dilation", type=int, default=None, help="default 1")
-    m.add_argument("--lstm-layers", type=int, default=None, help="default 1")
-    m.add_argument("--hidden-size", type=int, default=None, help="default 128")
-    m.add_argument("--bnorm", action=argparse.BooleanOptionalAction, default=None, help="default on")
-    m.add_argument("--dropout", type=float, default=None, help="default 0.0")
-    m.add_argument("--learning-rate", type=float, default=None, help="Adam learning rate (default 0.001)")
+    add_architecture_options(p.add_argument_group("model (new models; Predmoter's defaults)"), learning_rate=True)
 
     f = p.add_argument_group("fine-tuning (--init)")
-    f.add_argument("--head", choices=("keep", "reset"), default="keep",
-                   help="keep: output rows of datasets the checkpoint knows are kept, new datasets get new rows "
-                        "(default); reset: a new output layer")
-    f.add_argument("--freeze-encoder", action="store_true",
-                   help="train only the up-sampling path and the output layer (down path and LSTMs frozen)")
+    f.add_argument(
+        "--head",
+        choices=("keep", "reset"),
+        default="keep",
+        help="keep: output rows of datasets the checkpoint knows are kept, new datasets get new rows "
+        "(default); reset: a new output layer",
+    )
+    f.add_argument(
+        "--freeze-encoder",
+        action="store_true",
+        help="train only the up-sampling path and the output layer (down path and LSTMs frozen)",
+    )
 
     t = p.add_argument_group("trainer")
     t.add_argument("--epochs", type=int, default=5, help="maximum epochs in total (default 5)")
     t.add_argument("--seed", type=int, default=0, help="seed for initial weights, data order and dropout (default 0)")
     t.add_argument("--batch-size", type=int, default=120, help="chunks per batch and device (default 120)")
-    t.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu")
+    add_device_option(t)
     t.add_argument("--devices", type=int, default=1, help="devices; > 1 trains with DDP (gloo on CPU, NCCL on GPUs)")
-    t.add_argument("--precision", choices=("32", "bf16-mixed", "16-mixed"), default="32",
-                   help="32 (default, exact) or mixed precision (bf16-mixed on CPU/GPU, 16-mixed on GPU only)")
+    add_precision_option(
+        t,
+        training=True,
+        help="fp32 (default, exact) or mixed precision: bf16 on CPU/GPU, fp16 on GPU only (Lightning's 32, "
+        "bf16-mixed, 16-mixed are the same choices)",
+    )
     add_run_options(t, threads="torch threads per process (default: CPUs / devices)")
-    t.add_argument("--sync-batchnorm", action=argparse.BooleanOptionalAction, default=True,
-                   help="with --devices > 1, BatchNorm statistics over all processes' batches, so N devices x batch B "
-                        "compute what 1 device x batch N*B would (default on; CPU: gloo all-reduce, GPU: "
-                        "torch SyncBatchNorm)")
-    t.add_argument("--ckpt-quantity", choices=QUANTITIES, default="avg_val_accuracy",
-                   help="metric that picks best.ckpt (default avg_val_accuracy, as Predmoter)")
-    t.add_argument("--save-top-k", type=int, default=1,
-                   help="1 (default): best.ckpt; k > 1 or -1: the k best (all) as epoch=E-<quantity>=V.ckpt")
-    t.add_argument("--stop-quantity", choices=QUANTITIES, default="avg_train_loss",
-                   help="early-stopping metric (default avg_train_loss, as Predmoter)")
+    t.add_argument(
+        "--sync-batchnorm",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with --devices > 1, BatchNorm statistics over all processes' batches, so N devices x batch B "
+        "compute what 1 device x batch N*B would (default on; CPU: gloo all-reduce, GPU: "
+        "torch SyncBatchNorm)",
+    )
+    t.add_argument(
+        "--ckpt-quantity",
+        choices=QUANTITIES,
+        default="avg_val_accuracy",
+        help="metric that picks best.ckpt (default avg_val_accuracy, as Predmoter)",
+    )
+    t.add_argument(
+        "--save-top-k",
+        type=int,
+        default=1,
+        help="1 (default): best.ckpt; k > 1 or -1: the k best (all) as epoch=E-<quantity>=V.ckpt",
+    )
+    t.add_argument(
+        "--stop-quantity",
+        choices=QUANTITIES,
+        default="avg_train_loss",
+        help="early-stopping metric (default avg_train_loss, as Predmoter)",
+    )
     t.add_argument("--patience", type=int, default=5, help="early-stopping patience in epochs (default 5)")
 
 
@@ -114,9 +151,11 @@ def _check_outputs(args) -> None:
     """The output rule (:func:`chromaflow.outputs.check_outputs`); the checkpoints are left out: ``--resume
     OUT/last.ckpt`` is read before Lightning writes the next one."""
     h5s = glob.glob(os.path.join(args.input_dir, "*", "*.h5"))
-    check_outputs([("--metrics", args.metrics), ("--out", os.path.join(args.out, "metrics.tsv"))],
-                  [("--init", args.init), ("--resume", args.resume)] + [("--input-dir", p) for p in h5s],
-                  [("--out", args.out)])
+    check_outputs(
+        [("--metrics", args.metrics), ("--out", os.path.join(args.out, "metrics.tsv"))],
+        [("--init", args.init), ("--resume", args.resume)] + [("--input-dir", p) for p in h5s],
+        [("--out", args.out)],
+    )
 
 
 def cpu_has_native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool | None:
@@ -144,7 +183,7 @@ def _accelerator(args) -> str:
     if args.device == "auto":
         return "gpu" if torch.cuda.is_available() else "cpu"
     if args.precision == "16-mixed":
-        raise ChromaflowError("--precision 16-mixed needs a CUDA device (use bf16-mixed on CPU)")
+        raise ChromaflowError("--precision fp16 (16-mixed) needs a CUDA device (use bf16 on CPU)")
     return "cpu"
 
 
@@ -152,19 +191,18 @@ def _accelerator(args) -> str:
 #: from, so the CLI does not remove this command's outputs on failure (chromaflow.cli.main)
 KEEP_PARTIAL_OUTPUTS = True
 
-ARCH_OPTIONS = ("model_type", "cnn_layers", "filter_size", "kernel_size", "step", "up", "dilation", "lstm_layers",
-                "hidden_size", "bnorm", "dropout")
-
 
 def _check_architecture(args, cfg) -> None:
     """With --resume/--init the architecture is the checkpoint's: an architecture option may be given (a pipeline
     retry passes the run's options again) only with the checkpoint's own value; another value is refused."""
-    for name in ARCH_OPTIONS:
+    for name in ARCHITECTURE:
         given = getattr(args, name)
         if given is not None and given != getattr(cfg, name):
-            raise ChromaflowError(f"--{name.replace('_', '-')} {given}: the architecture comes from the "
-                                  f"{'--init' if args.init else '--resume'} checkpoint, which has "
-                                  f"{getattr(cfg, name)}")
+            raise ChromaflowError(
+                f"--{name.replace('_', '-')} {given}: the architecture comes from the "
+                f"{'--init' if args.init else '--resume'} checkpoint, which has "
+                f"{getattr(cfg, name)}"
+            )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -175,23 +213,38 @@ def run(args: argparse.Namespace) -> int:
         if os.path.exists(out) and not os.path.isdir(out):
             raise ChromaflowError(f"{out}: --out exists and is not a folder")
         if os.path.exists(os.path.join(out, "last.ckpt")) and not (args.resume or args.force):
-            raise ChromaflowError(f"{out}: holds a previous run (last.ckpt); use --resume {out}/last.ckpt to continue "
-                                  f"it or --force to start afresh")
+            raise ChromaflowError(
+                f"{out}: holds a previous run (last.ckpt); use --resume {out}/last.ckpt to continue "
+                f"it or --force to start afresh"
+            )
         _check_outputs(args)
     accel = _accelerator(args)
     if accel == "cpu" and args.precision == "bf16-mixed" and not child and cpu_has_native_bf16() is False:
-        print("chromaflow train: warning: --precision bf16-mixed on a CPU without native bf16 (avx512_bf16 / amx_bf16) "
-              "is several times slower than 32 (docs/training.md §5); use it on GPUs", file=sys.stderr)
+        print(
+            "chromaflow train: warning: --precision bf16-mixed on a CPU without native bf16 (avx512_bf16 / amx_bf16) "
+            "is several times slower than 32 (docs/training.md §5); use it on GPUs",
+            file=sys.stderr,
+        )
     workers = args.num_workers
     from .datamodule import auto_workers
+
     if workers is None:
         # GPUs: workers feed the device (LightlyTrain's rule: CPUs per device - 1). CPU training: the cores are
         # the compute; reading a chunk costs ~1 % of its training step, so loading stays in the training process
         workers = auto_workers(args.devices) if accel == "gpu" else 0
     threads = args.threads or max(1, resolve_threads(0) // args.devices)
-    with StageMetrics("train", None if child else args.metrics, threads=threads, device=accel, devices=args.devices,
-                      batch_size=args.batch_size, num_workers=workers, precision=args.precision,
-                      data_mode=args.data_mode, seed=args.seed) as metrics:
+    with StageMetrics(
+        "train",
+        None if child else args.metrics,
+        threads=threads,
+        device=accel,
+        devices=args.devices,
+        batch_size=args.batch_size,
+        num_workers=workers,
+        precision=args.precision,
+        data_mode=args.data_mode,
+        seed=args.seed,
+    ) as metrics:
         summary = _train(args, accel, workers, threads, child)
         metrics.set(**summary)
     return 0
@@ -209,23 +262,45 @@ def _train(args, accel: str, workers: int, threads: int, child: bool) -> dict:
         warnings.filterwarnings("ignore", message)
     base = _base_checkpoint(args)
     datasets = tuple(args.datasets or (base.config.datasets if base is not None else ("atacseq", "h3k4me3")))
-    dm = CoverageDataModule(args.input_dir, datasets, batch_size=args.batch_size, seed=args.seed,
-                            data_mode=args.data_mode, num_workers=workers, blacklist=args.blacklist,
-                            devices=args.devices, pin_memory=accel == "gpu")
+    dm = CoverageDataModule(
+        args.input_dir,
+        datasets,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        data_mode=args.data_mode,
+        num_workers=workers,
+        blacklist=args.blacklist,
+        devices=args.devices,
+        pin_memory=accel == "gpu",
+    )
     dm.scan()  # every input is validated before anything trains
     L.seed_everything(args.seed, workers=True, verbose=False)
-    module = PredmoterModule.for_training(datasets, dm.seq_len, seed=args.seed, base=base,
-                                          options={k: getattr(args, k) for k in (*ARCH_OPTIONS, "learning_rate")})
+    module = PredmoterModule.for_training(
+        datasets,
+        dm.seq_len,
+        seed=args.seed,
+        base=base,
+        options={k: getattr(args, k) for k in (*ARCHITECTURE, "learning_rate")},
+    )
     notes = module.fine_tune(base, head=args.head, freeze_encoder=args.freeze_encoder) if args.init else []
     sync_bn = args.devices > 1 and args.sync_batchnorm and module.cfg.bnorm
     if sync_bn and accel == "cpu":
         module.sync_batchnorm_on_cpu()
     cb = _callbacks(args, dm.seq_len)
     trainer = L.Trainer(
-        accelerator=accel, devices=args.devices, strategy="ddp" if args.devices > 1 else "auto",
-        precision=args.precision, max_epochs=args.epochs, deterministic=True, logger=False,
-        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-        use_distributed_sampler=False, sync_batchnorm=sync_bn and accel == "gpu", callbacks=list(cb),
+        accelerator=accel,
+        devices=args.devices,
+        strategy="ddp" if args.devices > 1 else "auto",
+        precision=args.precision,
+        max_epochs=args.epochs,
+        deterministic=True,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        use_distributed_sampler=False,
+        sync_batchnorm=sync_bn and accel == "gpu",
+        callbacks=list(cb),
         default_root_dir=args.out,
     )
     _fit(trainer, module, dm, args.resume, cb.stopper, args.out)
@@ -236,7 +311,7 @@ def _train(args, accel: str, workers: int, threads: int, child: bool) -> dict:
 
 def _base_checkpoint(args):
     """The --resume/--init checkpoint (its architecture checked against the options given), or None."""
-    from ..predict.checkpoint import load_checkpoint
+    from ..model.checkpoint import load_checkpoint
 
     if not (args.resume or args.init):
         return None
@@ -247,6 +322,7 @@ def _base_checkpoint(args):
 
 class _Callbacks(NamedTuple):
     """The run's callbacks, in the order the Trainer gets them."""
+
     throughput: Any
     best: Any
     stop: Any
@@ -261,17 +337,37 @@ def _callbacks(args, seq_len: int) -> _Callbacks:
 
     out, quantity = args.out, args.ckpt_quantity
     if args.save_top_k == 1:
-        best = ModelCheckpoint(dirpath=out, filename="best", monitor=quantity, mode=_mode(quantity), save_top_k=1,
-                               save_last=True, auto_insert_metric_name=False, enable_version_counter=False)
+        best = ModelCheckpoint(
+            dirpath=out,
+            filename="best",
+            monitor=quantity,
+            mode=_mode(quantity),
+            save_top_k=1,
+            save_last=True,
+            auto_insert_metric_name=False,
+            enable_version_counter=False,
+        )
     else:
-        best = ModelCheckpoint(dirpath=out, filename="epoch={epoch}-" + quantity + "={" + quantity + ":.4f}",
-                               monitor=quantity, mode=_mode(quantity), save_top_k=args.save_top_k, save_last=True,
-                               auto_insert_metric_name=False)
-    stop = EarlyStopping(monitor=args.stop_quantity, mode=_mode(args.stop_quantity), patience=args.patience,
-                         min_delta=0.0, check_on_train_epoch_end=True)
+        best = ModelCheckpoint(
+            dirpath=out,
+            filename="epoch={epoch}-" + quantity + "={" + quantity + ":.4f}",
+            monitor=quantity,
+            mode=_mode(quantity),
+            save_top_k=args.save_top_k,
+            save_last=True,
+            auto_insert_metric_name=False,
+        )
+    stop = EarlyStopping(
+        monitor=args.stop_quantity,
+        mode=_mode(args.stop_quantity),
+        patience=args.patience,
+        min_delta=0.0,
+        check_on_train_epoch_end=True,
+    )
     throughput = ThroughputCallback(seq_len)
-    table = EpochTable(os.path.join(out, "metrics.tsv"), throughput,
-                       resumed_epochs=base_epoch(args.resume) if args.resume else None)
+    table = EpochTable(
+        os.path.join(out, "metrics.tsv"), throughput, resumed_epochs=base_epoch(args.resume) if args.resume else None
+    )
     return _Callbacks(throughput, best, stop, table, StopOnSignal())
 
 
@@ -287,17 +383,25 @@ def _summary(trainer, module, dm, cb: _Callbacks, *, quantity: str, notes: list)
     best, seq_len = cb.best, dm.seq_len
     best_path = best.best_model_path or ""
     return {
-        "subsequences": trained, "bp": trained * seq_len, "seq_len": seq_len,
-        "epochs_run": len(epochs), "epochs": per_epoch,
+        "subsequences": trained,
+        "bp": trained * seq_len,
+        "seq_len": seq_len,
+        "epochs_run": len(epochs),
+        "epochs": per_epoch,
         "train_samples_per_s": statistics.median(rates) if rates else None,
         "train_bp_per_s": statistics.median(bp_rates) if bp_rates else None,
         "data_wait_fraction": statistics.fmean(waits) if waits else None,
-        "train_chunks": len(dm.train_set), "val_chunks": len(dm.val_set),
-        "train_files": len(dm.train_files), "val_files": len(dm.val_files),
+        "train_chunks": len(dm.train_set),
+        "val_chunks": len(dm.val_set),
+        "train_files": len(dm.train_files),
+        "val_files": len(dm.val_files),
         "best_checkpoint": os.path.basename(best_path) if best_path else None,
         "best_score": float(best.best_model_score) if best.best_model_score is not None else None,
-        "monitor": quantity, "model": dict(module.hparams), "datasets": list(dm.datasets),
-        "stopped_early": bool(cb.stop.stopped_epoch), "notes": notes,
+        "monitor": quantity,
+        "model": dict(module.hparams),
+        "datasets": list(dm.datasets),
+        "stopped_early": bool(cb.stop.stopped_epoch),
+        "notes": notes,
         "final_epoch": int(trainer.current_epoch),
     }
 
@@ -308,7 +412,7 @@ def _fit(trainer, module, dm, resume: str | None, stopper, out: str) -> None:
     ends a run that got SIGTERM during validation with SystemExit(None), i.e. exit 0: that becomes the same."""
     import torch
 
-    from ..predict.checkpoint import numpy_safe_globals
+    from ..model.checkpoint import numpy_safe_globals
     from .callbacks import SignalStop
 
     handle_stop_signals(stopper.request)
@@ -320,8 +424,11 @@ def _fit(trainer, module, dm, resume: str | None, stopper, out: str) -> None:
             raise
     if stopper.signum is not None:
         last = os.path.join(out, "last.ckpt")
-        note = (f"continue with --resume {last} (epoch {base_epoch(last)} done)" if os.path.exists(last) else
-                "no epoch was completed, nothing to resume")
+        note = (
+            f"continue with --resume {last} (epoch {base_epoch(last)} done)"
+            if os.path.exists(last)
+            else "no epoch was completed, nothing to resume"
+        )
         raise Interrupted(stopper.signum, note)
 
 
@@ -329,7 +436,7 @@ def base_epoch(path: str) -> int:
     """The epoch count stored in a checkpoint (epochs completed)."""
     import torch
 
-    from ..predict.checkpoint import numpy_safe_globals
+    from ..model.checkpoint import numpy_safe_globals
 
     with torch.serialization.safe_globals(numpy_safe_globals()):
         obj = torch.load(path, map_location="cpu", weights_only=True)

@@ -28,11 +28,13 @@ Order: :class:`EpochSampler` draws the permutation of epoch e from a generator s
 order depends only on the seed and the epoch: a resumed run sees exactly the batches an uninterrupted run sees,
 and with N devices rank r takes every N-th index of the same permutation (padded like DistributedSampler).
 """
+
 from __future__ import annotations
 
 import glob
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -75,12 +77,13 @@ def coverage_datasets(fh) -> dict[str, int]:
         if key.endswith("_coverage") and not key.endswith("_spliced_coverage"):
             d = ev[key]
             if getattr(d, "ndim", 0) == 3:
-                out[key[:-len("_coverage")]] = int(d.shape[2])
+                out[key[: -len("_coverage")]] = int(d.shape[2])
     return out
 
 
-def scan_file(path: str, model_datasets: tuple[str, ...], *, blacklist: bool, block_rows: int = 64,
-              require_all: bool = False) -> FileInfo:
+def scan_file(
+    path: str, model_datasets: tuple[str, ...], *, blacklist: bool, block_rows: int = 64, require_all: bool = False
+) -> FileInfo:
     """Validate one h5 and compute its kept rows (chunk filter, optional blacklist)."""
     fh = open_h5_input(path, "training h5")
     with fh:
@@ -93,9 +96,11 @@ def scan_file(path: str, model_datasets: tuple[str, ...], *, blacklist: bool, bl
         have = coverage_datasets(fh)
         present = tuple(d for d in model_datasets if d in have)
         if not present:
-            raise ChromaflowError(f"{path}: holds none of the model's datasets {', '.join(model_datasets)} "
-                                  f"(it has: {', '.join(sorted(have)) or 'no evaluation/<name>_coverage'}; "
-                                  f"add them with chromaflow add-coverage)")
+            raise ChromaflowError(
+                f"{path}: holds none of the model's datasets {', '.join(model_datasets)} "
+                f"(it has: {', '.join(sorted(have)) or 'no evaluation/<name>_coverage'}; "
+                f"add them with chromaflow add-coverage)"
+            )
         if require_all and len(present) != len(model_datasets):
             missing = [d for d in model_datasets if d not in have]
             raise ChromaflowError(f"{path}: lacks evaluation/{missing[0]}_coverage")
@@ -105,8 +110,8 @@ def scan_file(path: str, model_datasets: tuple[str, ...], *, blacklist: bool, bl
                 raise ChromaflowError(f"{path}: evaluation/{d}_coverage has shape {shape}, expected ({n}, {length}, B)")
         keep = np.ones(n, dtype=bool)
         for a in range(0, n, block_rows):
-            col_c = X[a:a + block_rows, :, 0]
-            keep[a:a + block_rows] = col_c.max(axis=1) != np.float16(N_FILTER)
+            col_c = X[a : a + block_rows, :, 0]
+            keep[a : a + block_rows] = col_c.max(axis=1) != np.float16(N_FILTER)
         dropped_n = int((~keep).sum())
         dropped_bl = 0
         if blacklist and "data/blacklist" in fh:
@@ -116,9 +121,16 @@ def scan_file(path: str, model_datasets: tuple[str, ...], *, blacklist: bool, bl
             drop = keep & (bl == 0)
             dropped_bl = int(drop.sum())
             keep &= bl != 0
-    return FileInfo(path=path, n_rows=n, length=length, datasets=present,
-                    replicates={d: have[d] for d in present}, keep=np.flatnonzero(keep),
-                    dropped_n=dropped_n, dropped_blacklist=dropped_bl)
+    return FileInfo(
+        path=path,
+        n_rows=n,
+        length=length,
+        datasets=present,
+        replicates={d: have[d] for d in present},
+        keep=np.flatnonzero(keep),
+        dropped_n=dropped_n,
+        dropped_blacklist=dropped_bl,
+    )
 
 
 def target_from_coverage(cov: np.ndarray) -> np.ndarray:
@@ -135,8 +147,11 @@ class _Base(torch.utils.data.Dataset):
         self.model_datasets = tuple(model_datasets)
         self.length = files[0].length if files else 0
         # global index -> (file index, row); kept as two compact arrays
-        self.file_of = np.concatenate([np.full(len(f.keep), i, dtype=np.int32) for i, f in enumerate(files)]) \
-            if files else np.zeros(0, np.int32)
+        self.file_of = (
+            np.concatenate([np.full(len(f.keep), i, dtype=np.int32) for i, f in enumerate(files)])
+            if files
+            else np.zeros(0, np.int32)
+        )
         self.row_of = np.concatenate([f.keep for f in files]).astype(np.int64) if files else np.zeros(0, np.int64)
 
     def __len__(self) -> int:
@@ -152,8 +167,8 @@ class StreamingDataset(_Base):
 
     def __init__(self, files: list[FileInfo], model_datasets: tuple[str, ...]):
         super().__init__(files, model_datasets)
-        self._handles: dict[int, object] = {}
-        self._pid = None
+        self._handles: dict[int, Any] = {}  # open h5py.File by file index
+        self._pid: int | None = None
 
     def _fh(self, i: int):
         import h5py
@@ -196,7 +211,7 @@ class InMemoryDataset(_Base):
         import isal.isal_zlib as zlib_fast
 
         self._z = zlib_fast
-        self.items: list[tuple[bytes, bytes, bytes, int]] = []  # (table, codes, targets, dtype flag)
+        self.items: list[tuple[bytes, bytes, bytes]] = []  # (table, codes, targets)
         self.nbytes = 0
         for info in files:
             with h5py.File(info.path, "r") as fh:
@@ -206,15 +221,20 @@ class InMemoryDataset(_Base):
                     x = np.ascontiguousarray(X[row], dtype=np.float16)
                     patterns, codes = np.unique(x.view(np.uint64).reshape(-1), return_inverse=True)
                     if patterns.size > 256:
-                        raise ChromaflowError(f"{info.path}: row {row} of data/X has {patterns.size} distinct "
-                                              f"one-hot rows (> 256); use --data-mode stream")
+                        raise ChromaflowError(
+                            f"{info.path}: row {row} of data/X has {patterns.size} distinct "
+                            f"one-hot rows (> 256); use --data-mode stream"
+                        )
                     hund = np.full((self.length, len(self.model_datasets)), int(FILLER * 100), dtype=np.int32)
                     for j, d in enumerate(self.model_datasets):
                         if d in covs:
                             # integer hundredths of the Predmoter target (exact: decoded as k / 100 in float64)
                             hund[:, j] = np.rint(np.around(covs[d][row].mean(axis=-1), 2) * 100).astype(np.int32)
-                    item = (patterns.tobytes(), zlib_fast.compress(codes.astype(np.uint8).tobytes(), 1),
-                            zlib_fast.compress(hund.tobytes(), 1))
+                    item = (
+                        patterns.tobytes(),
+                        zlib_fast.compress(codes.astype(np.uint8).tobytes(), 1),
+                        zlib_fast.compress(hund.tobytes(), 1),
+                    )
                     self.items.append(item)
                     self.nbytes += sum(len(b) for b in item)
                     if progress is not None:
@@ -235,8 +255,9 @@ class EpochSampler(torch.utils.data.Sampler):
     not shuffling); rank r of w takes indices r, r+w, ... of the permutation, padded to a multiple of w when
     ``pad`` (training under DDP), so every rank runs the same number of steps."""
 
-    def __init__(self, n: int, *, shuffle: bool, seed: int, rank: int = 0, world: int = 1, pad: bool = True,
-                 epoch_fn=None):
+    def __init__(
+        self, n: int, *, shuffle: bool, seed: int, rank: int = 0, world: int = 1, pad: bool = True, epoch_fn=None
+    ):
         self.n, self.shuffle, self.seed = n, shuffle, int(seed)
         self.rank, self.world, self.pad = rank, world, pad
         self.epoch = 0
@@ -259,7 +280,7 @@ class EpochSampler(torch.utils.data.Sampler):
             if self.pad and order and len(order) % self.world:
                 extra = self.world - len(order) % self.world
                 order = order + (order * (extra // len(order) + 1))[:extra]
-            order = order[self.rank::self.world]
+            order = order[self.rank :: self.world]
         return order
 
     def __iter__(self):

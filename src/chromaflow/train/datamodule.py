@@ -4,6 +4,7 @@ The files, their targets and chunk filters, the two data modes and the epoch-see
 (no Lightning there, so ``chromaflow evaluate`` starts without importing it); this module puts them together for
 the Trainer, as Lightning's own examples split a ``LightningModule`` (:mod:`.module`) from its ``DataModule``.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,9 +28,19 @@ def auto_workers(devices: int, cpus: int | None = None, cap: int = 8) -> int:
 class CoverageDataModule(L.LightningDataModule):
     """``<input_dir>/train/*.h5`` and ``<input_dir>/val/*.h5`` -> train/val DataLoaders (see module docstring)."""
 
-    def __init__(self, input_dir: str, datasets: tuple[str, ...], *, batch_size: int = 120, seed: int = 0,
-                 data_mode: str = "stream", num_workers: int | None = None, blacklist: bool = False,
-                 devices: int = 1, pin_memory: bool = False):
+    def __init__(
+        self,
+        input_dir: str,
+        datasets: tuple[str, ...],
+        *,
+        batch_size: int = 120,
+        seed: int = 0,
+        data_mode: str = "stream",
+        num_workers: int | None = None,
+        blacklist: bool = False,
+        devices: int = 1,
+        pin_memory: bool = False,
+    ):
         super().__init__()
         self.input_dir = input_dir
         self.datasets = tuple(datasets)
@@ -41,29 +52,40 @@ class CoverageDataModule(L.LightningDataModule):
         self.pin_memory = pin_memory
         self.train_files: list[FileInfo] = []
         self.val_files: list[FileInfo] = []
-        self.train_set = self.val_set = None
+        self.train_set: InMemoryDataset | StreamingDataset | None
+        self.val_set: InMemoryDataset | StreamingDataset | None
+        self.train_set = self.val_set = None  # set by setup()
 
     def scan(self) -> None:
         """Validate every file (cheap to call before the Trainer starts, so bad input fails before training)."""
         if self.train_files:
             return
-        tr = [scan_file(p, self.datasets, blacklist=self.blacklist)
-              for p in list_h5(os.path.join(self.input_dir, "train"), "train")]
-        va = [scan_file(p, self.datasets, blacklist=self.blacklist)
-              for p in list_h5(os.path.join(self.input_dir, "val"), "val")]
+        tr = [
+            scan_file(p, self.datasets, blacklist=self.blacklist)
+            for p in list_h5(os.path.join(self.input_dir, "train"), "train")
+        ]
+        va = [
+            scan_file(p, self.datasets, blacklist=self.blacklist)
+            for p in list_h5(os.path.join(self.input_dir, "val"), "val")
+        ]
         lengths = {f.length for f in tr + va}
         if len(lengths) != 1:
             first = {f.length: f.path for f in tr + va}
-            raise ChromaflowError("training files have different chunk lengths: " +
-                                  ", ".join(f"{p} L={n}" for n, p in sorted(first.items())))
+            raise ChromaflowError(
+                "training files have different chunk lengths: "
+                + ", ".join(f"{p} L={n}" for n, p in sorted(first.items()))
+            )
         for what, files in (("train", tr), ("val", va)):
             if sum(len(f.keep) for f in files) == 0:
-                raise ChromaflowError(f"{self.input_dir}/{what}: no chunk is left after the chunk filter"
-                                      f"{' and blacklist' if self.blacklist else ''}")
+                raise ChromaflowError(
+                    f"{self.input_dir}/{what}: no chunk is left after the chunk filter"
+                    f"{' and blacklist' if self.blacklist else ''}"
+                )
         for d in self.datasets:
             if not any(d in f.datasets for f in tr):
-                raise ChromaflowError(f"{self.input_dir}/train: no training file holds dataset {d!r} "
-                                      f"(evaluation/{d}_coverage)")
+                raise ChromaflowError(
+                    f"{self.input_dir}/train: no training file holds dataset {d!r} (evaluation/{d}_coverage)"
+                )
         self.train_files, self.val_files = tr, va
 
     @property
@@ -91,13 +113,27 @@ class CoverageDataModule(L.LightningDataModule):
     def _loader(self, ds, shuffle: bool, pad: bool):
         rank, world = self._rank_world()
         trainer = getattr(self, "trainer", None)
-        sampler = EpochSampler(len(ds), shuffle=shuffle, seed=self.seed, rank=rank, world=world, pad=pad,
-                               epoch_fn=_epoch_fn(trainer) if shuffle else None)
+        sampler = EpochSampler(
+            len(ds),
+            shuffle=shuffle,
+            seed=self.seed,
+            rank=rank,
+            world=world,
+            pad=pad,
+            epoch_fn=_epoch_fn(trainer) if shuffle else None,
+        )
         workers = self.num_workers
         return torch.utils.data.DataLoader(
-            ds, batch_size=self.batch_size, sampler=sampler, num_workers=workers, pin_memory=self.pin_memory,
-            persistent_workers=workers > 0, prefetch_factor=2 if workers > 0 else None, drop_last=False,
-            collate_fn=_collate)
+            ds,
+            batch_size=self.batch_size,
+            sampler=sampler,
+            num_workers=workers,
+            pin_memory=self.pin_memory,
+            persistent_workers=workers > 0,
+            prefetch_factor=2 if workers > 0 else None,
+            drop_last=False,
+            collate_fn=_collate,
+        )
 
     def train_dataloader(self):
         return self._loader(self.train_set, shuffle=True, pad=True)

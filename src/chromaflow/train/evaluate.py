@@ -4,6 +4,7 @@ Each file is evaluated on its own with the datasets it holds (among the model's)
 blacklist when asked), exactly as in training (FORMATS.md §7.2–7.3, §7.5). Chunks are streamed in batches; only
 the row sums and two small plot samples are kept, so memory does not grow with the file.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,9 +45,17 @@ def columns(datasets: tuple[str, ...]) -> list[str]:
     return cols
 
 
-def evaluate_file(model, model_datasets: tuple[str, ...], path: str, *, batch_size: int, device: torch.device,
-                  blacklist: bool = False, sample_per_dataset: int = 100_000, progress: bool | None = None
-                  ) -> FileResult:
+def evaluate_file(
+    model,
+    model_datasets: tuple[str, ...],
+    path: str,
+    *,
+    batch_size: int,
+    device: torch.device,
+    blacklist: bool = False,
+    sample_per_dataset: int = 100_000,
+    progress: bool | None = None,
+) -> FileResult:
     info = scan_file(path, model_datasets, blacklist=blacklist)
     model.cfg.check_length(info.length, path)
     if len(info.keep) == 0:
@@ -117,8 +126,13 @@ class _Tally:
             c = sums[2, j]
             values[f"{d}_avg_val_loss"] = sums[0, j] / c if c else math.nan
             values[f"{d}_avg_val_accuracy"] = sums[1, j] / c if c else math.nan
-        res = FileResult(path=self.path, stem=stem_of(self.path), chunks=len(self.info.keep),
-                         datasets=self.info.datasets, values=values)
+        res = FileResult(
+            path=self.path,
+            stem=stem_of(self.path),
+            chunks=len(self.info.keep),
+            datasets=self.info.datasets,
+            values=values,
+        )
         for j in present:
             d = model_datasets[j]
             _, seqid, a0, b0, obs, pred = self.best[j]
@@ -175,8 +189,11 @@ def plot_file(result: FileResult, dataset: str, out_png: str, model_name: str) -
     loss = result.values[f"{dataset}_avg_val_loss"]
     ax2.set_xlabel("observed, log(1 + coverage)")
     ax2.set_ylabel("predicted, log(1 + rate)")
-    ax2.set_title(f"mean per-chunk r = {acc:.4f}; pooled r = {r_all:.4f}\nloss = {loss:.4f}; "
-                  f"{result.chunks} chunks, {so.size} positions shown", fontsize=9)
+    ax2.set_title(
+        f"mean per-chunk r = {acc:.4f}; pooled r = {r_all:.4f}\nloss = {loss:.4f}; "
+        f"{result.chunks} chunks, {so.size} positions shown",
+        fontsize=9,
+    )
     fig.suptitle(f"model {model_name}", fontsize=8, x=0.01, ha="left")
     fig.tight_layout()
     with atomic_output(out_png, suffix=".png") as tmp:

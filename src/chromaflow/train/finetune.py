@@ -5,6 +5,7 @@ The architecture comes from the checkpoint. Every tensor except the output layer
 copied (in the new order) and datasets it does not know keep their fresh, seeded initialisation; with
 ``head="reset"`` the whole layer stays freshly initialised.
 """
+
 from __future__ import annotations
 
 import torch
@@ -13,7 +14,7 @@ from ..errors import ChromaflowError
 
 
 def init_from(module, base, *, head: str = "keep") -> list[str]:
-    """Copy ``base`` (a :class:`chromaflow.predict.checkpoint.Checkpoint`) into ``module``; returns notes."""
+    """Copy ``base`` (a :class:`chromaflow.model.checkpoint.Checkpoint`) into ``module``; returns notes."""
     sd = module.state_dict()
     notes = []
     for k, v in base.state_dict.items():

@@ -12,6 +12,7 @@ Predmoter computes the same with NaN-masked tensors and nanmean; masks give the 
 autograd graph. Epoch values are means over all used rows (sums and counts are accumulated and, under DDP, summed
 over ranks), which is what Predmoter's batch-size-weighted epoch logging gives.
 """
+
 from __future__ import annotations
 
 import torch

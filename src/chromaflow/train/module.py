@@ -4,8 +4,9 @@ Checkpoint compatibility (FORMATS.md §2): ``hyper_parameters`` holds exactly Pr
 (``save_hyperparameters`` of this ``__init__``), and ``state_dict`` holds the network's keys *without* a prefix
 (``down_layer_list.0.weight`` ...): the network lives in ``self.net`` but :meth:`state_dict` /
 :meth:`load_state_dict` present it unprefixed, so real Predmoter (``-m predict --model ours.ckpt``) and
-``chromaflow.predict.checkpoint.load_checkpoint`` both load our files, and we load theirs.
+``chromaflow.model.checkpoint.load_checkpoint`` both load our files, and we load theirs.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,13 +16,9 @@ import numpy as np
 import torch
 
 from ..errors import ChromaflowError
-from ..predict.model import ModelConfig, PredmoterNet
+from ..model.hparams import hparams_for
+from ..model.network import ModelConfig, PredmoterNet
 from .losses import EpochMeans, row_stats
-
-#: Predmoter's CLI defaults (Predmoter.py --help), used for a new model
-PREDMOTER_DEFAULTS = dict(model_type="bi-hybrid", cnn_layers=1, filter_size=64, kernel_size=9, step=2, up=2,
-                          dilation=1, lstm_layers=1, hidden_size=128, bnorm=True, dropout=0.0, learning_rate=0.001,
-                          seq_len=21384, input_size=4, datasets=("atacseq", "h3k4me3"))
 
 MONITORED = ("avg_train_loss", "avg_train_accuracy", "avg_val_loss", "avg_val_accuracy")
 
@@ -34,9 +31,25 @@ def epoch_seed(seed: int, epoch: int) -> int:
 class PredmoterModule(L.LightningModule):
     """Predmoter's ``bi-hybrid`` / ``hybrid`` / ``cnn`` network trained with Poisson NLL on log-rates and Adam."""
 
-    def __init__(self, model_type: str, cnn_layers: int, filter_size: int, kernel_size: int, step: int, up: int,
-                 dilation: int, lstm_layers: int, hidden_size: int, bnorm: bool, dropout: float,
-                 learning_rate: float, seq_len: int, input_size: int, output_size: int, datasets: list):
+    def __init__(
+        self,
+        model_type: str,
+        cnn_layers: int,
+        filter_size: int,
+        kernel_size: int,
+        step: int,
+        up: int,
+        dilation: int,
+        lstm_layers: int,
+        hidden_size: int,
+        bnorm: bool,
+        dropout: float,
+        learning_rate: float,
+        seq_len: int,
+        input_size: int,
+        output_size: int,
+        datasets: list,
+    ):
         super().__init__()
         self.save_hyperparameters()
         self.cfg = ModelConfig.from_hparams(dict(self.hparams), where="model")
@@ -47,6 +60,7 @@ class PredmoterModule(L.LightningModule):
         self.frozen_prefixes: tuple[str, ...] = ()
         self._train_means: EpochMeans | None = None
         self._val_means: EpochMeans | None = None
+        self._last_val: dict[str, float] | None = None  # the last validation epoch's means, for the epoch row
         self.epoch_log: list[dict] = []  # per-epoch metrics (every rank holds the reduced values)
         self.epoch_listeners: list = []  # called with (trainer, module) after each epoch's row is added
 
@@ -79,7 +93,7 @@ class PredmoterModule(L.LightningModule):
 
         notes = init_from(self, base, head=head)
         if freeze_encoder:
-            self.freeze(("down_layer_list", "lstm_layer_list"))
+            self.freeze_prefixes(("down_layer_list", "lstm_layer_list"))
             notes.append("encoder frozen (down_layer_list, lstm_layer_list)")
         return notes
 
@@ -101,7 +115,7 @@ class PredmoterModule(L.LightningModule):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
 
-    def freeze(self, prefixes: tuple[str, ...]) -> None:
+    def freeze_prefixes(self, prefixes: tuple[str, ...]) -> None:
         """Freeze the parameters under ``prefixes`` (e.g. down_layer_list, lstm_layer_list); their BatchNorms keep
         their running statistics (eval mode) while the rest trains."""
         self.frozen_prefixes = tuple(prefixes)
@@ -167,12 +181,18 @@ class PredmoterModule(L.LightningModule):
             self.log(f"{d}_avg_val_accuracy", res[f"{d}_accuracy"])
 
     def on_train_epoch_end(self) -> None:
+        assert self._train_means is not None  # set at the epoch start (on_train_epoch_start)
         res = self._reduce(self._train_means)
         self.log("avg_train_loss", res["loss"])
         self.log("avg_train_accuracy", res["accuracy"])
         val = getattr(self, "_last_val", None) or {}
-        row = {"epoch": int(self.current_epoch), "avg_train_loss": res["loss"], "avg_train_accuracy": res["accuracy"],
-               "avg_val_loss": val.get("loss", math.nan), "avg_val_accuracy": val.get("accuracy", math.nan)}
+        row = {
+            "epoch": int(self.current_epoch),
+            "avg_train_loss": res["loss"],
+            "avg_train_accuracy": res["accuracy"],
+            "avg_val_loss": val.get("loss", math.nan),
+            "avg_val_accuracy": val.get("accuracy", math.nan),
+        }
         for d in self.datasets:
             row[f"{d}_avg_train_loss"] = res[f"{d}_loss"]
             row[f"{d}_avg_val_loss"] = val.get(f"{d}_loss", math.nan)
@@ -181,16 +201,3 @@ class PredmoterModule(L.LightningModule):
         self._last_val = None
         for listener in self.epoch_listeners:
             listener(self.trainer, self)
-
-
-def hparams_for(cfg_overrides: dict, datasets, seq_len: int) -> dict:
-    """Predmoter's 16 hyper_parameters for a new model: Predmoter's defaults, overridden by ``cfg_overrides``."""
-    hp = dict(PREDMOTER_DEFAULTS)
-    hp.update({k: v for k, v in cfg_overrides.items() if v is not None})
-    hp["datasets"] = list(datasets)
-    hp["output_size"] = len(hp["datasets"])
-    hp["seq_len"] = int(seq_len)
-    hp["input_size"] = 4
-    return {k: hp[k] for k in ("model_type", "cnn_layers", "filter_size", "kernel_size", "step", "up", "dilation",
-                               "lstm_layers", "hidden_size", "bnorm", "dropout", "learning_rate", "seq_len",
-                               "input_size", "output_size", "datasets")}

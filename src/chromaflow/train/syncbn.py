@@ -13,7 +13,10 @@ SyncBatchNorm with plain tensor ops and ``torch.distributed.all_reduce``:
 In eval mode, or without an initialised process group of more than one process, it is plain BatchNorm1d. The
 state_dict keys and shapes are BatchNorm1d's, so checkpoints do not change.
 """
+
 from __future__ import annotations
+
+from typing import cast
 
 import torch
 import torch.distributed as dist
@@ -72,7 +75,10 @@ class CPUSyncBatchNorm1d(nn.BatchNorm1d):
             return super().forward(x)
         if self.num_batches_tracked is not None:
             self.num_batches_tracked.add_(1)
-        momentum = self.momentum if self.momentum is not None else 1.0 / float(self.num_batches_tracked)
+        # momentum None (a cumulative average) is BatchNorm's with tracked running stats: num_batches_tracked is set
+        momentum = (
+            self.momentum if self.momentum is not None else 1.0 / float(cast(torch.Tensor, self.num_batches_tracked))
+        )
         return _SyncBN.apply(x, self.weight, self.bias, self.running_mean, self.running_var, self.eps, momentum)
 
 
@@ -80,8 +86,9 @@ def convert(module: nn.Module) -> nn.Module:
     """Replace every BatchNorm1d in ``module`` (in place) with :class:`CPUSyncBatchNorm1d`, keeping its state."""
     for name, child in module.named_children():
         if type(child) is nn.BatchNorm1d:
-            new = CPUSyncBatchNorm1d(child.num_features, child.eps, child.momentum, child.affine,
-                                     child.track_running_stats)
+            new = CPUSyncBatchNorm1d(
+                child.num_features, child.eps, child.momentum, child.affine, child.track_running_stats
+            )
             new.load_state_dict(child.state_dict())
             new.train(child.training)
             setattr(module, name, new)

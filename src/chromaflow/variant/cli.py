@@ -1,342 +1,66 @@
 """``chromaflow variant-effect``: predicted chromatin effects of the variants of a VCF/BCF, one row per (variant, ALT).
 
-The checkpoint is loaded, and the device, precision and batch size chosen, exactly as ``predict`` does; windows are
-built from the FASTA read by the genome core's reader and scored by :mod:`chromaflow.variant.effects`
-(docs/variants.md). Input is checked in full (VCF, CHROM and REF against the FASTA, the model's input length)
-before the model runs; the outputs are written atomically, only when everything succeeded.
+The command parses its options into :class:`~chromaflow.variant.score.VariantEffectOptions` and calls the core,
+:func:`chromaflow.variant.score.run` (docs/variants.md).
 """
+
 from __future__ import annotations
 
 import argparse
-import gc
-import gzip
-import heapq
-import os
-import time
-import zipfile
-from collections import defaultdict
+import dataclasses
 
-from ..cli_options import add_run_options, resolve_threads
-from ..errors import ChromaflowError
-from ..metrics import StageMetrics
-from ..native.memory import tune_malloc
-from ..outputs import atomic_output, check_outputs, emit_json
-from ..progress import Progress
-from ..sharding import parse_part, part_bounds
-from ..predict.cli_predict import batch_size_arg
-
-#: default flank F (bp each side of the variant) of the mean: ±250 bp is about one accessible region (ATAC-seq
-#: regions are typically a few hundred bp wide), so the mean follows the region the variant sits in rather than
-#: single positions (max |Δ| reports those); docs/variants.md
-DEFAULT_FLANK = 250
-
-#: the first line of a shard's table (``--shard``): which rows of the whole VCF it holds and the --tracks it ran
-#: with; ``variant-merge`` checks the parts against it and drops it (cli_merge.py)
-SHARD_LINE = "#chromaflow variant-effect shard {i}/{n}: rows {lo}-{hi} of {total}, tracks {tracks}"
-
-
-def candidates_name(i: int, n: int) -> str:
-    """The shard's list of track candidates in --tracks-dir (read by ``variant-merge --candidates``)."""
-    return f"shard{i}of{n}.candidates.json"
+from ..cli_options import add_run_options
+from ..model.options import add_inference_options
+from .score import DEFAULT_FLANK, VariantEffectOptions
+from .score import run as score_variants
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vcf", required=True, help="variants: VCF, bgzipped VCF or BCF (read with pysam)")
     p.add_argument("--fasta", required=True, help="the reference FASTA the VCF was called against (plain or gzip)")
-    p.add_argument("--model", required=True, help="Predmoter checkpoint (.ckpt); its seq_len is the window length")
     p.add_argument("--out", required=True, help="effects table (.tsv.gz: gzip; any other name: plain text)")
-    p.add_argument("--flank", type=int, default=DEFAULT_FLANK, metavar="F",
-                   help=f"mean coverage over F bp each side of the variant (default {DEFAULT_FLANK})")
-    p.add_argument("--region", default=None, metavar="CHR[:START-END]",
-                   help="only the variants in this region (the VCF needs a .tbi or .csi index)")
-    p.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="fp32",
-                   help="fp32 = exact (default); bf16/fp16 = autocast, faster on GPUs, not exact")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="auto = cuda if available, else cpu (default auto)")
-    p.add_argument("--batch-size", type=batch_size_arg, default="auto",
-                   help="model rows (windows x 2 strands) per batch, or auto (default): on CUDA the largest that "
-                        "fits (probed, as predict does), on CPU 120. Results do not depend on it")
-    p.add_argument("--tracks", type=int, default=0, metavar="N",
-                   help="write ref and alt bigWigs (strand average, per dataset) of the N strongest variants")
+    p.add_argument(
+        "--flank",
+        type=int,
+        default=DEFAULT_FLANK,
+        metavar="F",
+        help=f"mean coverage over F bp each side of the variant (default {DEFAULT_FLANK})",
+    )
+    p.add_argument(
+        "--region",
+        default=None,
+        metavar="CHR[:START-END]",
+        help="only the variants in this region (the VCF needs a .tbi or .csi index)",
+    )
+    add_inference_options(
+        p,
+        model_help="Predmoter checkpoint (.ckpt); its seq_len is the window length",
+        batch_help="model rows (windows x 2 strands) per batch, or auto (default): on CUDA the largest that "
+        "fits (probed, as predict does), on CPU 120. Results do not depend on it",
+        precision_help="fp32 = exact (default); bf16/fp16 = autocast, faster on GPUs, not exact",
+    )
+    p.add_argument(
+        "--tracks",
+        type=int,
+        default=0,
+        metavar="N",
+        help="write ref and alt bigWigs (strand average, per dataset) of the N strongest variants",
+    )
     p.add_argument("--tracks-dir", default=None, metavar="DIR", help="folder for --tracks (created)")
-    p.add_argument("--shard", default=None, metavar="I/N",
-                   help="score only shard I of N: the (variant, ALT) rows [(I-1)*T//N, I*T//N) of the T rows the VCF "
-                        "gives (VCF order); the table then starts with a #chromaflow shard line, --tracks N writes "
-                        "the shard's N strongest as candidates; join the shards with chromaflow variant-merge")
-    add_run_options(p, threads="torch CPU threads (default: all usable CPUs)", threads_default=None,
-                    metrics=True, force=True)
-
-
-def _check_args(args) -> None:
-    if args.flank < 0:
-        raise ChromaflowError(f"--flank must be >= 0, got {args.flank}")
-    if args.tracks < 0:
-        raise ChromaflowError(f"--tracks must be >= 0, got {args.tracks}")
-    if args.tracks and not args.tracks_dir:
-        raise ChromaflowError("--tracks needs --tracks-dir (where the bigWigs go)")
-    if args.threads is not None and args.threads < 1:
-        raise ChromaflowError(f"--threads must be >= 1, got {args.threads}")
-    parse_part(args.shard, "--shard")
-    for opt, path in (("--fasta", args.fasta), ("--model", args.model)):
-        if not os.path.isfile(path):
-            raise ChromaflowError(f"{path}: {opt} does not exist or is not a file")
-    if not zipfile.is_zipfile(args.model):
-        raise ChromaflowError(f"{args.model}: not a PyTorch zip checkpoint (no zip archive)")
+    p.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="score only shard I of N: the (variant, ALT) rows [(I-1)*T//N, I*T//N) of the T rows the VCF "
+        "gives (VCF order); the table then starts with a #chromaflow shard line, --tracks N writes "
+        "the shard's N strongest as candidates; join the shards with chromaflow variant-merge",
+    )
+    add_run_options(
+        p, threads="torch CPU threads (default: all usable CPUs)", threads_default=None, metrics=True, force=True
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from .vcf import read_variants
-
-    _check_args(args)
-    shard = parse_part(args.shard, "--shard")
-    cands = os.path.join(args.tracks_dir, candidates_name(*shard)) if shard and args.tracks_dir else None
-    check_outputs([("--out", args.out), ("--metrics", args.metrics), ("--tracks-dir", cands)],
-                  [("--vcf", args.vcf), ("--fasta", args.fasta), ("--model", args.model)],
-                  outdirs=[("--tracks-dir", args.tracks_dir)] if args.tracks or cands else [])
-    if os.path.exists(args.out) and not args.force:
-        raise ChromaflowError(f"{args.out}: output exists (use --force to overwrite)")
-    variants = read_variants(args.vcf, args.region)
-    # a shard: every shard reads the same record stream and keeps its contiguous share of the rows (the split of
-    # predict --shard, sharding.part_bounds); the others are only parsed, never checked against the FASTA or scored
-    lo, hi = part_bounds(*shard, len(variants)) if shard else (0, len(variants))
-    return _run(args, variants, variants[lo:hi], shard, (lo, hi), cands)
-
-
-def _validate(args, variants, by_chrom) -> dict[str, int]:
-    """First pass over the FASTA: every CHROM present, every REF inside its record and equal to it (case ignored).
-    Returns record lengths."""
-    import numpy as np
-
-    from ..genome.fasta import FastaReader
-
-    lengths: dict[str, int] = {}
-    for rec in FastaReader(args.fasta):
-        lengths[rec.seqid] = len(rec.seq)
-        for v in by_chrom.get(rec.seqid, ()):
-            if v.pos < 1:
-                raise ChromaflowError(f"{args.vcf}: {v.name()}: POS must be >= 1")
-            end = v.start + len(v.ref)
-            if end > len(rec.seq):
-                raise ChromaflowError(f"{args.vcf}: {v.name()}: REF ends at {end}, past the end of FASTA record "
-                                      f"{rec.seqid} ({len(rec.seq)} bp)")
-            got = bytes(np.frombuffer(rec.seq, np.uint8, count=len(v.ref), offset=v.start)).decode()
-            if got.upper() != v.ref.upper():
-                raise ChromaflowError(f"{args.vcf}: {v.name()}: REF {v.ref} does not match the FASTA "
-                                      f"({args.fasta} {rec.seqid}:{v.pos} is {got})")
-    missing = [c for c in by_chrom if c not in lengths]
-    if missing:
-        v = by_chrom[missing[0]][0]
-        raise ChromaflowError(f"{args.vcf}: {v.name()}: CHROM {v.chrom} is not a record of {args.fasta}"
-                              + (f" ({len(missing)} such CHROMs)" if len(missing) > 1 else ""))
-    return lengths
-
-
-def _run(args, all_variants, variants, shard, bounds, cands) -> int:
-    """Score ``variants`` (all of ``all_variants``, or a shard's share ``bounds`` of them)."""
-    import numpy as np
-    import torch
-
-    from ..genome.fasta import FastaReader
-    from ..predict.checkpoint import build_model, load_checkpoint
-    from ..predict.executors import CPU_MICRO, EngineStats, bf16_supported, configure_cuda_exact, resolve_device
-    from ..predict.probe import resolve_batch_size
-    from . import effects
-
-    scored = [v for v in variants if v.skip is None]
-    by_chrom: dict[str, list] = defaultdict(list)
-    for v in scored:
-        by_chrom[v.chrom].append(v)
-    threads = resolve_threads(args.threads)
-    torch.set_num_threads(threads)
-    device = resolve_device(args.device)
-    stats = EngineStats()
-    with StageMetrics("variant-effect", args.metrics, threads=threads, precision=args.precision,
-                      device=str(device), flank=args.flank) as metrics:
-        ckpt = load_checkpoint(args.model)
-        cfg = ckpt.config
-        L = cfg.seq_len
-        cfg.check_length(L, f"{args.model} (seq_len, the window length)")
-        if 2 * args.flank + 1 > L:
-            raise ChromaflowError(f"--flank {args.flank}: flank + variant + flank does not fit the model's input "
-                                  f"length {L} ({args.model} seq_len)")
-        lengths = _validate(args, variants, by_chrom)
-        precision = args.precision
-        if precision == "bf16" and not bf16_supported(device):
-            precision = "fp32"
-            stats.notes.append("bf16 unsupported: fell back to fp32")
-        model = build_model(ckpt)
-        if device.type == "cuda":
-            configure_cuda_exact()  # fp32 without TF32, as predict
-        tune_malloc()  # as predict: activations reuse heap memory instead of page-faulting fresh mmaps
-        gc.freeze()    # torch and the model are long-lived: keep the cyclic GC off them
-        D = len(cfg.datasets)
-        batch = resolve_batch_size(args.batch_size, model=model, device=device, L=L, D=D, precision=precision,
-                                   rows=max(1, 4 * len(scored)), stats=stats)
-        micro = CPU_MICRO if device.type == "cpu" else batch
-        # CPU: one stream per thread, each micro-batch of CPU_MICRO rows in its own stream (predict's CPU layout)
-        predictor = effects.WindowPredictor(model, device, precision, micro, streams=threads)
-        rows: dict[int, dict] = {}
-        top: list = []
-        bar = Progress(len(scored), "variant-effect", unit=" var")
-        t0 = time.perf_counter()
-        for rec in FastaReader(args.fasta):
-            vs = by_chrom.get(rec.seqid)
-            if not vs:
-                continue
-            seq = np.frombuffer(rec.seq, dtype=np.uint8)
-            _score_record(args, seq, vs, L, max(1, batch // 2), predictor, effects, rows, top, bar)
-        loop_s = time.perf_counter() - t0
-        predictor.close()
-        bar.close()
-        text = _table(variants, rows, cfg.datasets)
-        if shard:
-            text = SHARD_LINE.format(i=shard[0], n=shard[1], lo=bounds[0] + 1, hi=bounds[1], total=len(all_variants),
-                                     tracks=args.tracks) + "\n" + text
-        write_table(args.out, text, args.force)
-        track_files = (_write_tracks(args, top, cfg.datasets, lengths, all_variants, shard)
-                       if args.tracks else [])
-        if cands:
-            _write_candidates(cands, shard, args.tracks, top, track_files, cfg.datasets, all_variants)
-        skipped: dict[str, int] = defaultdict(int)
-        for v in variants:
-            if v.skip is not None:
-                skipped[v.skip] += 1
-        metrics.set(variants=len(variants), scored=len(rows), skipped=sum(skipped.values()),
-                    skipped_by_reason=dict(sorted(skipped.items())), model_rows=predictor.rows, seq_len=L,
-                    batch_size=batch, loop_s=loop_s, variants_per_s=(len(rows) / loop_s) if loop_s > 0 else None,
-                    datasets=list(cfg.datasets), precision=precision, model_type=cfg.model_type,
-                    tracks=track_files, notes=stats.notes,
-                    **({"shard": f"{shard[0]}/{shard[1]}", "rows": [bounds[0], bounds[1]]} if shard else {}))
-    return 0
-
-
-def _score_record(args, seq, vs, L, per_call, predictor, effects, rows, top, bar) -> None:
-    """Score the variants ``vs`` of one record (sequence ``seq``) ``per_call`` windows per model call; a reference
-    window shared by several ALTs (or variants at one position) is predicted once."""
-    import numpy as np
-
-    n = len(seq)
-    todo = []
-    for v in vs:
-        g = effects.geometry(v.start, len(v.ref), len(v.alt), n, L)
-        if not effects.fits(g, args.flank):
-            v.skip = f"skipped: allele longer than the window allows ({L} bp, flank {args.flank})"
-            continue
-        todo.append((v, g))
-    i = 0
-    while i < len(todo):
-        chunk, windows, ref_slot = [], [], {}
-        while i < len(todo) and len(windows) + 2 <= max(2, per_call):
-            v, g = todo[i]
-            if g.s not in ref_slot:
-                ref_slot[g.s] = len(windows)
-                windows.append(effects.ref_window(seq, g))
-            chunk.append((v, g, ref_slot[g.s], len(windows)))
-            windows.append(effects.alt_window(seq, g, v.alt.encode("ascii")))
-            i += 1
-        pred = predictor(np.stack(windows))
-        for v, g, ri, ai in chunk:
-            ref_t, alt_t = effects.strand_tracks(pred[ri]), effects.strand_tracks(pred[ai])
-            per = {s: effects.scores(ref_t[s], alt_t[s], g, args.flank) for s in effects.STRANDS}
-            rows[v.index] = {"scores": per, "note": effects.note(g, args.flank)}
-            if args.tracks:
-                key = float(np.max(np.abs(per["avg"]["delta_mean"])))
-                item = (key, -v.index, v.index, g, ref_t["avg"].copy(), alt_t["avg"].copy())
-                if len(top) < args.tracks:
-                    heapq.heappush(top, item)
-                elif item[:2] > top[0][:2]:
-                    heapq.heapreplace(top, item)
-            bar.update(1)
-
-
-def _fmt(x) -> str:
-    return f"{float(x):.6g}"
-
-
-def _table(variants, rows, datasets) -> str:
-    from .effects import METRICS, STRANDS
-
-    cols = ["CHROM", "POS", "ID", "REF", "ALT"]
-    cols += [f"{m}_{d}_{s}" for d in datasets for s in STRANDS for m in METRICS]
-    cols.append("note")
-    lines = ["\t".join(cols)]
-    n_val = len(cols) - 6
-    for v in variants:
-        head = [v.chrom, str(v.pos), v.id, v.ref, v.alt]
-        row = rows.get(v.index)
-        if row is None:
-            lines.append("\t".join(head + ["NA"] * n_val + [v.skip or "."]))
-            continue
-        vals = []
-        for j, _d in enumerate(datasets):
-            for s in STRANDS:
-                sc = row["scores"][s]
-                for m in METRICS:
-                    vals.append(str(int(sc[m][j])) if m == "max_abs_delta_offset" else _fmt(sc[m][j]))
-        lines.append("\t".join(head + vals + [row["note"] or "."]))
-    return "\n".join(lines) + "\n"
-
-
-def write_table(path: str, text: str, force: bool) -> None:
-    with atomic_output(path, force=force) as tmp:
-        data = text.encode()
-        if str(path).endswith(".gz"):
-            # mtime 0 and no file name: the same table gives the same bytes
-            with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
-                gz.write(data)
-        else:
-            tmp.write_bytes(data)
-
-
-def _track_name(v, index: int, dataset: str, allele: str) -> str:
-    """A track's file name without its rank (a shard's candidate; the ranked name is ``<rank:03d>_`` + this)."""
-    return f"{v.chrom}_{v.pos}_{index + 1}.{dataset}.{allele}.bw"
-
-
-def _write_candidates(path, shard, n_tracks, top, track_files, datasets, variants) -> None:
-    """A shard's track candidates (its ``--tracks`` strongest, ranked as :func:`_write_tracks` ranks them, with the
-    ranking key), for ``variant-merge``, which ranks the candidates of all shards and keeps the overall strongest."""
-    ranked = sorted(top, key=lambda t: (-t[0], t[2]))
-    per = 2 * len(datasets)
-    emit_json({"shard": f"{shard[0]}/{shard[1]}", "tracks": n_tracks, "datasets": list(datasets),
-               "candidates": [{"index": index, "chrom": variants[index].chrom, "pos": variants[index].pos,
-                               "key": key, "files": [os.path.basename(f) for f in track_files[r * per:(r + 1) * per]]}
-                              for r, (key, _neg, index, *_rest) in enumerate(ranked)]}, path)
-
-
-def _write_tracks(args, top, datasets, lengths, variants, shard=None) -> list[str]:
-    """ref and alt bigWigs (strand average) of the strongest variants: ``<rank>_<CHROM>_<POS>_<n>.<dataset>.ref.bw``
-    over the reference window, ``...alt.bw`` in reference coordinates (the alt allele's aligned bases: left flank,
-    the shared first min(r, a) bases, right flank; an insertion's extra bases are left out, a deletion's deleted
-    bases have no value); padding positions are left out. Ranked by the largest |delta_mean| (strand average) over
-    the datasets, ties in VCF order."""
-    import numpy as np
-    import pyBigWig
-
-    files = []
-    ranked = sorted(top, key=lambda t: (-t[0], t[2]))
-    for rank, (_key, _neg, index, g, ref_t, alt_t) in enumerate(ranked, 1):
-        v = variants[index]
-        gpos = np.arange(g.s, g.s + g.L)
-        keep_ref = (gpos >= 0) & (gpos < g.n)
-        # alt positions -> reference coordinates
-        m = min(g.r, g.a)
-        left = np.arange(max(0, -g.s), g.off + m)
-        right = np.arange(g.off + g.a, g.L)
-        right = right[(g.s + right - g.d) < g.n]
-        alt_idx = np.concatenate([left, right])
-        alt_pos = np.concatenate([g.s + left, g.s + right - g.d])
-        for j, d in enumerate(datasets):
-            for allele, pos, vals in (("ref", gpos[keep_ref], ref_t[keep_ref, j]),
-                                      ("alt", alt_pos, alt_t[alt_idx, j])):
-                base = _track_name(v, index, d, allele)
-                # a shard's candidates carry no rank: variant-merge gives the overall one
-                name = os.path.join(args.tracks_dir, base if shard else f"{rank:03d}_{base}")
-                with atomic_output(name, force=True, suffix=".bw") as tmp:
-                    bw = pyBigWig.open(str(tmp), "w")
-                    bw.addHeader([(v.chrom, lengths[v.chrom])], maxZooms=0)
-                    bw.addEntries([v.chrom] * len(pos), [int(x) for x in pos], ends=[int(x) + 1 for x in pos],
-                                  values=[float(x) for x in vals])
-                    bw.close()
-                files.append(name)
-    return files
+    return score_variants(
+        VariantEffectOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(VariantEffectOptions)})
+    )

@@ -8,6 +8,7 @@ stanza per bigWig. Paths are relative to the browser folder, as the other tracks
 the variant entries (the panel and its Resources, the ``<name>_variant_*`` stanzas) instead of adding more; with no
 bigWigs the files are written without variant entries.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,12 +30,23 @@ _PANEL = re.compile(r'    <Panel name="VariantPanel">\n(?:        <Track [^\n]*\
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("tracks", nargs="*", metavar="BIGWIG",
-                   help="the bigWigs of variant-effect --tracks (<rank>_<CHROM>_<POS>_<row>.<dataset>.<ref|alt>.bw)")
-    p.add_argument("--browser-dir", required=True, metavar="D",
-                   help="the folder of chromaflow bigwig's igv_session.xml (and trackDb.txt, when a hub was written)")
-    p.add_argument("--name", required=True,
-                   help="assembly name in the track labels and hub identifiers (the pipeline: the assembly id)")
+    p.add_argument(
+        "tracks",
+        nargs="*",
+        metavar="BIGWIG",
+        help="the bigWigs of variant-effect --tracks (<rank>_<CHROM>_<POS>_<row>.<dataset>.<ref|alt>.bw)",
+    )
+    p.add_argument(
+        "--browser-dir",
+        required=True,
+        metavar="D",
+        help="the folder of chromaflow bigwig's igv_session.xml (and trackDb.txt, when a hub was written)",
+    )
+    p.add_argument(
+        "--name",
+        required=True,
+        help="assembly name in the track labels and hub identifiers (the pipeline: the assembly id)",
+    )
 
 
 def _parse(paths: list[str]) -> list[tuple]:
@@ -42,8 +54,9 @@ def _parse(paths: list[str]) -> list[tuple]:
     for path in paths:
         m = _NAME.fullmatch(os.path.basename(path))
         if m is None:
-            raise ChromaflowError(f"{path}: not a variant-effect --tracks bigWig name "
-                                  "(<rank>_<CHROM>_<POS>_<row>.<dataset>.<ref|alt>.bw)")
+            raise ChromaflowError(
+                f"{path}: not a variant-effect --tracks bigWig name (<rank>_<CHROM>_<POS>_<row>.<dataset>.<ref|alt>.bw)"
+            )
         if not os.path.isfile(path):
             raise ChromaflowError(f"{path}: BIGWIG does not exist or is not a file")
         rank, chrom, pos, _row, ds, allele = m.groups()
@@ -64,12 +77,16 @@ def igv_text(xml: str, tracks: list[tuple[str, str]]) -> str:
     if not tracks:
         return xml
     res = "".join(f"        <Resource path={quoteattr(rel)} type=\"bw\"/>\n" for rel, _ in tracks)
-    panel = ('    <Panel name="VariantPanel">\n'
-             + "".join(f"        <Track attributeKey={quoteattr(rel)} autoScale=\"true\" "
-                       f"clazz=\"org.broad.igv.track.DataSourceTrack\" color=\"{COLOUR[allele]}\" id={quoteattr(rel)} "
-                       f"name={quoteattr(name)} renderer=\"BAR_CHART\" visible=\"true\" windowFunction=\"mean\"/>\n"
-                       for (rel, name), allele in ((t, t[1].rsplit(" ", 1)[-1]) for t in tracks))
-             + "    </Panel>\n")
+    panel = (
+        '    <Panel name="VariantPanel">\n'
+        + "".join(
+            f"        <Track attributeKey={quoteattr(rel)} autoScale=\"true\" "
+            f"clazz=\"org.broad.igv.track.DataSourceTrack\" color=\"{COLOUR[allele]}\" id={quoteattr(rel)} "
+            f"name={quoteattr(name)} renderer=\"BAR_CHART\" visible=\"true\" windowFunction=\"mean\"/>\n"
+            for (rel, name), allele in ((t, t[1].rsplit(" ", 1)[-1]) for t in tracks)
+        )
+        + "    </Panel>\n"
+    )
     xml = xml.replace("    </Resources>", res + "    </Resources>", 1)
     return xml.replace("</Session>", panel + "</Session>", 1)
 
@@ -86,8 +103,9 @@ def run(args: argparse.Namespace) -> int:
     if not session.is_file():
         raise ChromaflowError(f"--browser-dir {bdir}: no igv_session.xml (write the tracks with chromaflow bigwig)")
     hub = trackdb.is_file()
-    check_outputs([("--browser-dir", session), ("--browser-dir", trackdb if hub else None)],
-                  [("BIGWIG", t) for t in args.tracks])
+    check_outputs(
+        [("--browser-dir", session), ("--browser-dir", trackdb if hub else None)], [("BIGWIG", t) for t in args.tracks]
+    )
     tracks = _parse(args.tracks)
     name = args.name
     if not name or any(ch.isspace() for ch in name):
@@ -97,17 +115,22 @@ def run(args: argparse.Namespace) -> int:
     for rank, chrom, pos, ds, allele, path in tracks:
         rel = os.path.relpath(path, bdir)
         igv.append((rel, f"{name} variant {rank} {chrom}:{pos} {ds} {allele}"))
-        stanzas.append("\n".join([
-            f"track {ident}_variant_{rank:03d}_{track_ident(ds)}_{allele}",
-            f"bigDataUrl {quote(rel, safe=URL_SAFE)}",
-            f"shortLabel v{rank} {allele} {ds[:9]}",
-            f"longLabel {name} variant {rank} ({chrom}:{pos}) {ds} {allele} allele, predicted (chromaflow variant-effect)",
-            "type bigWig",
-            "autoScale on",
-            "visibility full",
-            "maxHeightPixels 100:32:8",
-            f"color {COLOUR[allele]}",
-        ]))
+        stanzas.append(
+            "\n".join(
+                [
+                    f"track {ident}_variant_{rank:03d}_{track_ident(ds)}_{allele}",
+                    f"bigDataUrl {quote(rel, safe=URL_SAFE)}",
+                    f"shortLabel v{rank} {allele} {ds[:9]}",
+                    f"longLabel {name} variant {rank} ({chrom}:{pos}) {ds} {allele} allele, predicted (chromaflow "
+                    f"variant-effect)",
+                    "type bigWig",
+                    "autoScale on",
+                    "visibility full",
+                    "maxHeightPixels 100:32:8",
+                    f"color {COLOUR[allele]}",
+                ]
+            )
+        )
     texts = {session: igv_text(session.read_text(), igv)}
     if hub:
         texts[trackdb] = trackdb_text(trackdb.read_text(), ident, stanzas)

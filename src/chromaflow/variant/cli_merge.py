@@ -1,7 +1,7 @@
 """``chromaflow variant-merge``: join the shard tables of ``variant-effect --shard`` into the table of an unsharded
 run, byte for byte, and pick the overall ``--tracks`` strongest variants from the shards' candidates.
 
-Each shard table starts with its shard line (:data:`chromaflow.variant.cli.SHARD_LINE`: shard i/n, its rows of the
+Each shard table starts with its shard line (:data:`chromaflow.variant.score.SHARD_LINE`: shard i/n, its rows of the
 whole VCF, its --tracks); the parts must be shards 1..n of one split, given in order, with the same header, each
 holding the rows its line names. The merged table is the header once and the parts' rows in order, gzipped as
 ``variant-effect`` gzips (mtime 0, no name), so it is the unsharded run's file. The shards' candidates (each shard's
@@ -10,6 +10,7 @@ among the N strongest of its shard) are ranked together exactly as an unsharded 
 in VCF order) and the first N copied to ``--tracks-dir`` under the unsharded run's names. The counts the metrics
 JSON reports (variants, scored, skipped by reason) are counted from the merged rows' notes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,20 +27,30 @@ from ..cli_options import add_run_options
 from ..errors import ChromaflowError
 from ..metrics import StageMetrics
 from ..outputs import atomic_output, check_outputs, naming_errors
-from .cli import write_table   # the unsharded run's writer (gzip mtime 0, no name): the same bytes
+from .score import write_table  # the unsharded run's writer (gzip mtime 0, no name): the same bytes
 
 _SHARD = re.compile(r"#chromaflow variant-effect shard (\d+)/(\d+): rows (\d+)-(\d+) of (\d+), tracks (\d+)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("parts", nargs="+", metavar="PART",
-                   help="the shard tables of variant-effect --shard (shards 1..n, in order)")
+    p.add_argument(
+        "parts", nargs="+", metavar="PART", help="the shard tables of variant-effect --shard (shards 1..n, in order)"
+    )
     p.add_argument("--out", required=True, help="merged effects table (.tsv.gz: gzip; any other name: plain text)")
-    p.add_argument("--candidates", nargs="*", default=[], metavar="JSON",
-                   help="the shards' track candidates (<tracks-dir>/shard<i>of<n>.candidates.json, any order; "
-                        "their bigWigs beside them): needed when the shards ran with --tracks N > 0")
-    p.add_argument("--tracks-dir", default=None, metavar="DIR",
-                   help="folder for the N strongest variants' bigWigs (created); needed with candidates")
+    p.add_argument(
+        "--candidates",
+        nargs="*",
+        default=[],
+        metavar="JSON",
+        help="the shards' track candidates (<tracks-dir>/shard<i>of<n>.candidates.json, any order; "
+        "their bigWigs beside them): needed when the shards ran with --tracks N > 0",
+    )
+    p.add_argument(
+        "--tracks-dir",
+        default=None,
+        metavar="DIR",
+        help="folder for the N strongest variants' bigWigs (created); needed with candidates",
+    )
     add_run_options(p, metrics=True, force=True)
 
 
@@ -68,11 +79,15 @@ def _parse_parts(paths: list[str]) -> tuple[str, list[str], int, int]:
         if count is None:
             count, total, tracks = n, tot, trk
         if (n, tot, trk) != (count, total, tracks):
-            raise ChromaflowError(f"{path}: shard {i}/{n} of {tot} rows with tracks {trk} does not belong with "
-                                  f"{paths[0]} (shards of {count}, {total} rows, tracks {tracks})")
+            raise ChromaflowError(
+                f"{path}: shard {i}/{n} of {tot} rows with tracks {trk} does not belong with "
+                f"{paths[0]} (shards of {count}, {total} rows, tracks {tracks})"
+            )
         if i != k or lo != expect_lo:
-            raise ChromaflowError(f"{path}: PART {k} is shard {i}/{n} (rows {lo}-{hi}); expected shard {k}/{count} "
-                                  f"starting at row {expect_lo} (give the shards in order, each once)")
+            raise ChromaflowError(
+                f"{path}: PART {k} is shard {i}/{n} (rows {lo}-{hi}); expected shard {k}/{count} "
+                f"starting at row {expect_lo} (give the shards in order, each once)"
+            )
         if len(lines) < 2 or not lines[1].startswith("CHROM\tPOS\t"):
             raise ChromaflowError(f"{path}: line 2 is not the table header (CHROM POS ID REF ALT ...)")
         if header is None:
@@ -80,34 +95,49 @@ def _parse_parts(paths: list[str]) -> tuple[str, list[str], int, int]:
         elif lines[1] != header:
             raise ChromaflowError(f"{path}: header differs from {paths[0]}'s (other model datasets?)")
         if len(lines) - 2 != hi - lo + 1:
-            raise ChromaflowError(f"{path}: {len(lines) - 2} rows, its shard line names {hi - lo + 1} "
-                                  f"(rows {lo}-{hi}): truncated table?")
+            raise ChromaflowError(
+                f"{path}: {len(lines) - 2} rows, its shard line names {hi - lo + 1} (rows {lo}-{hi}): truncated table?"
+            )
         rows += lines[2:]
         expect_lo = hi + 1
     if len(paths) != count:
-        raise ChromaflowError(f"{paths[-1]}: {len(paths)} PARTs given, the shards are {count} (missing shards "
-                              f"{len(paths) + 1}..{count})")
+        raise ChromaflowError(
+            f"{paths[-1]}: {len(paths)} PARTs given, the shards are {count} (missing shards {len(paths) + 1}..{count})"
+        )
+    assert header is not None and total is not None and tracks is not None  # set by the first part
     return header, rows, total, tracks
 
 
 def _read_candidates(paths: list[str], count: int, tracks: int) -> list[tuple]:
     """Every shard's candidates: (key, index, chrom, pos, [bigWig paths])."""
-    seen, out = {}, []
+    seen: dict[int, str] = {}
+    out: list[tuple] = []
     for path in paths:
         try:
             with open(path) as fh:
                 doc = json.load(fh)
             i, n = (int(x) for x in doc["shard"].split("/"))
             got_tracks = int(doc["tracks"])
-            cands = [(float(c["key"]), int(c["index"]), str(c["chrom"]), int(c["pos"]),
-                      [os.path.join(os.path.dirname(path), f) for f in c["files"]]) for c in doc["candidates"]]
+            cands = [
+                (
+                    float(c["key"]),
+                    int(c["index"]),
+                    str(c["chrom"]),
+                    int(c["pos"]),
+                    [os.path.join(os.path.dirname(path), f) for f in c["files"]],
+                )
+                for c in doc["candidates"]
+            ]
         except FileNotFoundError:
             raise ChromaflowError(f"{path}: --candidates does not exist") from None
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ChromaflowError(f"{path}: not a variant-effect candidates JSON ({type(exc).__name__}: {exc})") from None
+            raise ChromaflowError(
+                f"{path}: not a variant-effect candidates JSON ({type(exc).__name__}: {exc})"
+            ) from None
         if n != count or got_tracks != tracks:
-            raise ChromaflowError(f"{path}: shard {i}/{n} with tracks {got_tracks}; the PARTs are {count} shards "
-                                  f"with tracks {tracks}")
+            raise ChromaflowError(
+                f"{path}: shard {i}/{n} with tracks {got_tracks}; the PARTs are {count} shards with tracks {tracks}"
+            )
         if i in seen:
             raise ChromaflowError(f"{path}: shard {i}/{n} given twice (also {seen[i]})")
         seen[i] = path
@@ -118,15 +148,19 @@ def _read_candidates(paths: list[str], count: int, tracks: int) -> list[tuple]:
         out += cands
     if tracks and len(seen) != count:
         missing = sorted(set(range(1, count + 1)) - set(seen))
-        raise ChromaflowError(f"--candidates: the shards ran with --tracks {tracks}, candidates of shard "
-                              f"{missing[0]}/{count} missing ({len(missing)} shards without candidates)")
+        raise ChromaflowError(
+            f"--candidates: the shards ran with --tracks {tracks}, candidates of shard "
+            f"{missing[0]}/{count} missing ({len(missing)} shards without candidates)"
+        )
     return out
 
 
 def run(args: argparse.Namespace) -> int:
-    check_outputs([("--out", args.out), ("--metrics", args.metrics)],
-                  [("PART", p) for p in args.parts] + [("--candidates", c) for c in args.candidates],
-                  outdirs=[("--tracks-dir", args.tracks_dir)] if args.tracks_dir else [])
+    check_outputs(
+        [("--out", args.out), ("--metrics", args.metrics)],
+        [("PART", p) for p in args.parts] + [("--candidates", c) for c in args.candidates],
+        outdirs=[("--tracks-dir", args.tracks_dir)] if args.tracks_dir else [],
+    )
     if os.path.exists(args.out) and not args.force:
         raise ChromaflowError(f"{args.out}: output exists (use --force to overwrite)")
     if args.candidates and not args.tracks_dir:
@@ -149,6 +183,12 @@ def run(args: argparse.Namespace) -> int:
         write_table(args.out, "\n".join([header] + rows) + "\n", args.force)
         notes = [r.rsplit("\t", 1)[-1] for r in rows]
         skipped = Counter(n for n in notes if n.startswith("skipped"))
-        metrics.set(variants=len(rows), scored=len(rows) - sum(skipped.values()), skipped=sum(skipped.values()),
-                    skipped_by_reason=dict(sorted(skipped.items())), shards=len(args.parts), tracks=files)
+        metrics.set(
+            variants=len(rows),
+            scored=len(rows) - sum(skipped.values()),
+            skipped=sum(skipped.values()),
+            skipped_by_reason=dict(sorted(skipped.items())),
+            shards=len(args.parts),
+            tracks=files,
+        )
     return 0

@@ -5,6 +5,7 @@ so a bad VCF stops here with its one line), then split into shards of at most ``
 size) shards, at least one. The plan lists every shard with its row range (:func:`chromaflow.sharding.part_bounds`,
 the split ``variant-effect --shard`` makes), as ``predict-plan`` does for prediction.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,10 +23,19 @@ DEFAULT_SHARD_SIZE = 5000
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vcf", required=True, help="variants: VCF, bgzipped VCF or BCF (read with pysam)")
-    p.add_argument("--region", default=None, metavar="CHR[:START-END]",
-                   help="only the variants in this region, as variant-effect --region (needs a .tbi or .csi index)")
-    p.add_argument("--shard-size", type=int, default=DEFAULT_SHARD_SIZE, metavar="V",
-                   help=f"at most V (variant, ALT) rows per shard (default {DEFAULT_SHARD_SIZE})")
+    p.add_argument(
+        "--region",
+        default=None,
+        metavar="CHR[:START-END]",
+        help="only the variants in this region, as variant-effect --region (needs a .tbi or .csi index)",
+    )
+    p.add_argument(
+        "--shard-size",
+        type=int,
+        default=DEFAULT_SHARD_SIZE,
+        metavar="V",
+        help=f"at most V (variant, ALT) rows per shard (default {DEFAULT_SHARD_SIZE})",
+    )
     p.add_argument("--out", help="write the plan JSON here (default: print it on stdout)")
 
 
@@ -35,8 +45,7 @@ def plan(rows: int, shard_size: int) -> dict:
     if shard_size < 1:
         raise ChromaflowError(f"--shard-size must be >= 1, got {shard_size}")
     n = max(1, math.ceil(rows / shard_size))
-    return {"variants": rows, "shard_size": shard_size, "shard_count": n,
-            "shards": shard_list(n, rows)}
+    return {"variants": rows, "shard_size": shard_size, "shard_count": n, "shards": shard_list(n, rows)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,6 +55,12 @@ def run(args: argparse.Namespace) -> int:
         raise ChromaflowError(f"--shard-size must be >= 1, got {args.shard_size}")
     check_outputs([("--out", args.out)], [("--vcf", args.vcf)])
     variants = read_variants(args.vcf, args.region)
-    emit_json({"vcf": str(args.vcf), **({"region": args.region} if args.region else {}),
-               **plan(len(variants), args.shard_size)}, args.out)
+    emit_json(
+        {
+            "vcf": str(args.vcf),
+            **({"region": args.region} if args.region else {}),
+            **plan(len(variants), args.shard_size),
+        },
+        args.out,
+    )
     return 0

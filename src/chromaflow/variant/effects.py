@@ -12,6 +12,7 @@ The one-hot table is the genome core's (through the predict stage's :class:`~chr
 a minus-strand row is the window's codes reversed with the complement columns, exactly as predict builds minus rows,
 and its output is reversed back to genome order.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -61,7 +62,7 @@ def ref_window(seq: np.ndarray, g: Geometry) -> np.ndarray:
     out = np.zeros(g.L, dtype=np.uint8)
     lo, hi = max(0, g.s), min(g.n, g.s + g.L)
     if hi > lo:
-        out[lo - g.s:hi - g.s] = seq[lo:hi]
+        out[lo - g.s : hi - g.s] = seq[lo:hi]
     return out
 
 
@@ -70,11 +71,11 @@ def alt_window(seq: np.ndarray, g: Geometry, alt: bytes) -> np.ndarray:
     out = np.zeros(g.L, dtype=np.uint8)
     p = g.s + g.off
     lo = max(0, g.s)
-    out[lo - g.s:g.off] = seq[lo:p]
+    out[lo - g.s : g.off] = seq[lo:p]
     a_end = min(g.L, g.off + g.a)
-    out[g.off:a_end] = np.frombuffer(alt, dtype=np.uint8)[:a_end - g.off]
+    out[g.off : a_end] = np.frombuffer(alt, dtype=np.uint8)[: a_end - g.off]
     right = max(0, min(g.L - a_end, g.n - (p + g.r)))
-    out[a_end:a_end + right] = seq[p + g.r:p + g.r + right]
+    out[a_end : a_end + right] = seq[p + g.r : p + g.r + right]
     return out
 
 
@@ -94,15 +95,19 @@ def scores(ref: np.ndarray, alt: np.ndarray, g: Geometry, flank: int) -> dict[st
     alt_mean = alt[lo:hi_alt].astype(np.float64).mean(axis=0)
     m = min(g.r, g.a)
     right = hi_ref - (g.off + g.r)
-    delta = np.concatenate([alt[lo:g.off + m] - ref[lo:g.off + m],
-                            alt[g.off + g.a:g.off + g.a + right] - ref[g.off + g.r:hi_ref]]).astype(np.float64)
+    delta = np.concatenate(
+        [alt[lo : g.off + m] - ref[lo : g.off + m], alt[g.off + g.a : g.off + g.a + right] - ref[g.off + g.r : hi_ref]]
+    ).astype(np.float64)
     offsets = np.concatenate([np.arange(lo - g.off, m), np.arange(g.r, g.r + right)])
     k = np.abs(delta).argmax(axis=0)
     cols = np.arange(delta.shape[1])
     return {
-        "ref_mean": ref_mean, "alt_mean": alt_mean, "delta_mean": alt_mean - ref_mean,
+        "ref_mean": ref_mean,
+        "alt_mean": alt_mean,
+        "delta_mean": alt_mean - ref_mean,
         "log2fc": np.log2((alt_mean + PSEUDOCOUNT) / (ref_mean + PSEUDOCOUNT)),
-        "max_abs_delta": np.abs(delta[k, cols]), "max_abs_delta_offset": offsets[k],
+        "max_abs_delta": np.abs(delta[k, cols]),
+        "max_abs_delta_offset": offsets[k],
     }
 
 
@@ -124,7 +129,7 @@ def note(g: Geometry, flank: int) -> str:
 class WindowPredictor:
     """Predicted coverage (exp of the model's log-rate, not rounded) of windows on both strands.
 
-    ``model`` built by the predict stage (:func:`chromaflow.predict.checkpoint.build_model`), ``device`` and
+    ``model`` built by the predict stage (:func:`chromaflow.model.checkpoint.build_model`), ``device`` and
     ``precision`` as predict resolves them; rows go through the model ``micro`` at a time (CPU: small calls keep
     activations in cache, as predict's CPU executor does; CUDA: the whole batch)."""
 
@@ -147,8 +152,11 @@ class WindowPredictor:
             from concurrent.futures import ThreadPoolExecutor
 
             intra = max(1, torch.get_num_threads() // streams)
-            self.pool = ThreadPoolExecutor(max_workers=streams, thread_name_prefix="variant-stream",
-                                           initializer=lambda: torch.set_num_threads(intra))
+            self.pool = ThreadPoolExecutor(
+                max_workers=streams,
+                thread_name_prefix="variant-stream",
+                initializer=lambda: torch.set_num_threads(intra),
+            )
 
     def close(self) -> None:
         if self.pool is not None:
@@ -177,10 +185,11 @@ class WindowPredictor:
         strand = np.concatenate([np.zeros(n, np.uint8), np.ones(n, np.uint8)])
         starts = range(0, 2 * n, self.micro)
         if self.pool is None:
-            parts = [self._call(rows[i:i + self.micro], strand[i:i + self.micro]) for i in starts]
+            parts = [self._call(rows[i : i + self.micro], strand[i : i + self.micro]) for i in starts]
         else:
-            parts = list(self.pool.map(lambda i: self._call(rows[i:i + self.micro], strand[i:i + self.micro]),
-                                       starts))
+            parts = list(
+                self.pool.map(lambda i: self._call(rows[i : i + self.micro], strand[i : i + self.micro]), starts)
+            )
         y = np.concatenate(parts)
         self.rows += 2 * n
         return np.stack([y[:n], y[n:, ::-1]], axis=1)

@@ -4,6 +4,7 @@ Each record is split per ALT. SNVs, MNVs, insertions and deletions (REF and ALT 
 ALTs (``<DEL>``, ``<*>``), the spanning deletion ``*``, breakends (``]chr:pos]N``), missing ALTs (``.``) and records
 with an ``SVTYPE`` INFO field are kept as rows with a ``skipped: ...`` note and counted in the summary.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,13 +19,13 @@ _BASES = re.compile(r"[ACGTNRYSWKMBDHVacgtnryswkmbdhv]+")
 
 @dataclass
 class Variant:
-    index: int          # row order in the output (VCF order, ALTs in order)
+    index: int  # row order in the output (VCF order, ALTs in order)
     chrom: str
-    pos: int            # 1-based, as in the VCF
+    pos: int  # 1-based, as in the VCF
     id: str
     ref: str
     alt: str
-    skip: str | None = None   # why it is not scored (None: scored)
+    skip: str | None = None  # why it is not scored (None: scored)
 
     @property
     def start(self) -> int:
@@ -66,8 +67,10 @@ def read_variants(path: str, region: str | None = None) -> list[Variant]:
     with vf:
         if region is not None:
             if vf.index is None:
-                raise ChromaflowError(f"{path}: --region {region} needs an index (.tbi or .csi: "
-                                      f"'tabix -p vcf {path}' or 'bcftools index {path}')")
+                raise ChromaflowError(
+                    f"{path}: --region {region} needs an index (.tbi or .csi: "
+                    f"'tabix -p vcf {path}' or 'bcftools index {path}')"
+                )
             try:
                 records = vf.fetch(region=region)
             except (ValueError, KeyError) as exc:
@@ -93,8 +96,8 @@ def _split(path: str, n: int, rec, out: list[Variant]) -> None:
     vid = rec.id if rec.id is not None else "."
     for alt in alts:
         reason = _skip_reason(alt, svtype)
-        if reason is None and not _BASES.fullmatch(alt):
+        if reason is None and not _BASES.fullmatch(alt or ""):  # reason is None: alt is a str
             raise ChromaflowError(f"{where}: ALT {alt!r} is neither bases nor a symbolic allele")
-        if reason is None and alt.upper() == ref.upper():
+        if reason is None and (alt or "").upper() == ref.upper():
             reason = "skipped: ALT equals REF"
         out.append(Variant(len(out), rec.chrom, int(rec.pos), vid, ref, alt if alt is not None else ".", reason))

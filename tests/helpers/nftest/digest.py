@@ -12,6 +12,7 @@ snapshotted by their md5; these digests cover only their content:
 
 Output: one JSON object on stdout, keys sorted.
 """
+
 from __future__ import annotations
 
 import gzip

@@ -13,6 +13,7 @@ every run of the suite. The two files here are what those setups produced, byte 
 
     python tests/helpers/nftest/fixtures.py        # rewrites tests/data/nftest/
 """
+
 from __future__ import annotations
 
 import os
@@ -41,8 +42,18 @@ def make(out: Path = OUT) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
         run("make-test-model", "--out", CKPT, "--seed", 0, cwd=t)
-        run("fasta2h5", "--fasta", ROOT / "assets" / "test" / "asmA.fa", "--species", "Testus_primus", "--out",
-            "asmA.h5", "--subsequence-length", SUBSEQUENCE_LENGTH, cwd=t)
+        run(
+            "fasta2h5",
+            "--fasta",
+            ROOT / "assets" / "test" / "asmA.fa",
+            "--species",
+            "Testus_primus",
+            "--out",
+            "asmA.h5",
+            "--subsequence-length",
+            SUBSEQUENCE_LENGTH,
+            cwd=t,
+        )
         run("predict", "--h5", "asmA.h5", "--model", CKPT, "--out", PREDICTIONS, "--threads", 1, cwd=t)
         for name in (CKPT, PREDICTIONS):
             shutil.copyfile(t / name, out / name)

@@ -3,6 +3,7 @@
 Loading never unpickles arbitrary code: ``torch.load(weights_only=True)`` with an allow-list of exactly the
 numpy globals Predmoter/Lightning checkpoints reference for their saved RNG states (FORMATS.md §2.1).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,7 +18,8 @@ from pathlib import Path
 import torch
 
 from ..errors import ChromaflowError
-from .model import HPARAM_KEYS, ModelConfig, PredmoterNet
+from .hparams import HPARAM_KEYS
+from .network import ModelConfig, PredmoterNet
 
 
 def numpy_safe_globals() -> list:
@@ -25,9 +27,9 @@ def numpy_safe_globals() -> list:
     import numpy as np
 
     try:
-        multiarray = np._core.multiarray  # numpy >= 2
+        multiarray = np._core.multiarray  # type: ignore[attr-defined]  # numpy >= 2 (private module, no stubs)
     except AttributeError:  # pragma: no cover - numpy 1.x
-        multiarray = np.core.multiarray
+        multiarray = np.core.multiarray  # type: ignore[attr-defined]  # numpy 1.x
     allowed: list = [
         (multiarray._reconstruct, "numpy.core.multiarray._reconstruct"),
         (multiarray._reconstruct, "numpy._core.multiarray._reconstruct"),
@@ -113,8 +115,10 @@ def check_state_dict(sd: dict, cfg: ModelConfig, where: str) -> None:
             parts.append(f"missing {len(missing)} key(s): {_short(missing)}")
         if unexpected:
             parts.append(f"unexpected {len(unexpected)} key(s): {_short(unexpected)}")
-        raise ChromaflowError(f"{where}: state_dict does not match hyper_parameters "
-                              f"({cfg.model_type}, {cfg.cnn_layers} cnn, {cfg.lstm_layers} lstm): " + "; ".join(parts))
+        raise ChromaflowError(
+            f"{where}: state_dict does not match hyper_parameters "
+            f"({cfg.model_type}, {cfg.cnn_layers} cnn, {cfg.lstm_layers} lstm): " + "; ".join(parts)
+        )
     for k, shape in expected.items():
         if tuple(sd[k].shape) != shape:
             raise ChromaflowError(f"{where}: state_dict {k} has shape {tuple(sd[k].shape)}, expected {shape}")
@@ -166,7 +170,7 @@ def make_test_state_dict(cfg: ModelConfig, seed: int) -> "OrderedDict[str, torch
                 fan_in = mod.in_channels * mod.kernel_size[0]
             else:  # Linear
                 fan_in = mod.in_features
-            bound = 1.0 / fan_in ** 0.5
+            bound = 1.0 / fan_in**0.5
             if isinstance(mod, torch.nn.Linear):
                 # the head maps to log-coverage: a wider spread and a log(2) offset make exp() land on
                 # several integers (1-4), so tests and the test profile see varied, position-dependent tracks
@@ -178,8 +182,9 @@ def make_test_state_dict(cfg: ModelConfig, seed: int) -> "OrderedDict[str, torch
     return out
 
 
-def write_test_checkpoint(path: str | os.PathLike, cfg: ModelConfig, seed: int,
-                          state_dict: "OrderedDict[str, torch.Tensor] | None" = None) -> None:
+def write_test_checkpoint(
+    path: str | os.PathLike, cfg: ModelConfig, seed: int, state_dict: "OrderedDict[str, torch.Tensor] | None" = None
+) -> None:
     """torch.save a Predmoter/Lightning-layout checkpoint (zip) with seeded meaningless weights (or ``state_dict``:
     weights a test set by hand, e.g. a motif detector for ``variant-effect``).
 

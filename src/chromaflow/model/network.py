@@ -4,6 +4,7 @@ Written from the specification in FORMATS.md §2.4–2.7 (no Predmoter code). Th
 ``down_layer_list`` / ``lstm_layer_list`` / ``up_layer_list`` / ``out`` so that ``state_dict()`` keys,
 shapes and list indices (including the shifts caused by BatchNorm and Dropout) equal Predmoter's.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,13 +17,7 @@ import torch
 from torch import nn
 
 from ..errors import ChromaflowError
-
-MODEL_TYPES = ("cnn", "hybrid", "bi-hybrid")
-#: the 16 keys Predmoter always stores in ``hyper_parameters``
-HPARAM_KEYS = (
-    "model_type", "cnn_layers", "filter_size", "kernel_size", "step", "up", "dilation", "lstm_layers",
-    "hidden_size", "bnorm", "dropout", "learning_rate", "seq_len", "input_size", "output_size", "datasets",
-)
+from .hparams import HPARAM_KEYS, MODEL_TYPES
 
 
 @dataclass(frozen=True)
@@ -67,8 +62,11 @@ class ModelConfig:
             if key not in hp and default is not None:
                 return default
             v = hp[key]
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) \
-                    or not math.isfinite(float(v)):
+            if (
+                isinstance(v, (bool, np.bool_))
+                or not isinstance(v, (int, float, np.integer, np.floating))
+                or not math.isfinite(float(v))
+            ):
                 raise bad(key, "a finite number")
             return float(v)
 
@@ -79,25 +77,41 @@ class ModelConfig:
         if not isinstance(bnorm, (bool, np.bool_)):
             raise bad("bnorm", "True or False")
         datasets = hp["datasets"]
-        if isinstance(datasets, (str, bytes)) or not isinstance(datasets, (list, tuple)) \
-                or not all(isinstance(d, str) and d for d in datasets):
+        if (
+            isinstance(datasets, (str, bytes))
+            or not isinstance(datasets, (list, tuple))
+            or not all(isinstance(d, str) and d for d in datasets)
+        ):
             raise bad("datasets", "a list of track names")
         cfg = cls(
-            model_type=model_type, cnn_layers=integer("cnn_layers"), filter_size=integer("filter_size"),
-            kernel_size=integer("kernel_size"), step=integer("step"), up=integer("up"), dilation=integer("dilation"),
-            lstm_layers=integer("lstm_layers"), hidden_size=integer("hidden_size"), bnorm=bool(bnorm),
-            dropout=real("dropout"), datasets=tuple(datasets), input_size=integer("input_size"),
-            seq_len=integer("seq_len", 21384), learning_rate=real("learning_rate", 0.001),
+            model_type=model_type,
+            cnn_layers=integer("cnn_layers"),
+            filter_size=integer("filter_size"),
+            kernel_size=integer("kernel_size"),
+            step=integer("step"),
+            up=integer("up"),
+            dilation=integer("dilation"),
+            lstm_layers=integer("lstm_layers"),
+            hidden_size=integer("hidden_size"),
+            bnorm=bool(bnorm),
+            dropout=real("dropout"),
+            datasets=tuple(datasets),
+            input_size=integer("input_size"),
+            seq_len=integer("seq_len", 21384),
+            learning_rate=real("learning_rate", 0.001),
         )
         cfg.validate(where)
         if "output_size" in hp and integer("output_size") != len(cfg.datasets):
             raise ChromaflowError(
-                f"{where}: hyper_parameters output_size {hp['output_size']} != number of datasets {len(cfg.datasets)}")
+                f"{where}: hyper_parameters output_size {hp['output_size']} != number of datasets {len(cfg.datasets)}"
+            )
         return cfg
 
     def validate(self, where: str = "checkpoint") -> None:
         if self.model_type not in MODEL_TYPES:
-            raise ChromaflowError(f"{where}: unknown model_type {self.model_type!r} (expected one of {', '.join(MODEL_TYPES)})")
+            raise ChromaflowError(
+                f"{where}: unknown model_type {self.model_type!r} (expected one of {', '.join(MODEL_TYPES)})"
+            )
         if self.input_size != 4:
             raise ChromaflowError(f"{where}: input_size {self.input_size} is not 4")
         for name in ("cnn_layers", "filter_size", "kernel_size", "step", "up", "dilation", "hidden_size"):
@@ -116,13 +130,15 @@ class ModelConfig:
         if self.step == 1 and self.kernel_size % 2 == 0:
             raise ChromaflowError(f"{where}: step 1 with an even kernel_size is not supported (as in Predmoter)")
         if self.conv_padding() < 0 or self.transposed_padding() < 0:
-            raise ChromaflowError(f"{where}: kernel_size {self.kernel_size}, step {self.step}, dilation "
-                                  f"{self.dilation} give a negative padding")
+            raise ChromaflowError(
+                f"{where}: kernel_size {self.kernel_size}, step {self.step}, dilation "
+                f"{self.dilation} give a negative padding"
+            )
 
     # --- derived geometry (FORMATS.md §2.4) ------------------------------------------------------
     @property
     def downsample(self) -> int:
-        return self.step ** self.cnn_layers
+        return self.step**self.cnn_layers
 
     def filters(self) -> list[int]:
         """Input channels of each down layer: [4, f, f*up, ...] (n entries)."""
@@ -132,7 +148,7 @@ class ModelConfig:
         return out
 
     def out_channels(self, layer: int) -> int:
-        return self.filter_size * self.up ** layer
+        return self.filter_size * self.up**layer
 
     @property
     def c_last(self) -> int:
@@ -160,15 +176,27 @@ class ModelConfig:
         if length % self.downsample != 0:
             raise ChromaflowError(
                 f"{where}: chunk length L={length} is not divisible by step**cnn_layers = "
-                f"{self.step}**{self.cnn_layers} = {self.downsample}")
+                f"{self.step}**{self.cnn_layers} = {self.downsample}"
+            )
 
     def hparams(self) -> dict[str, Any]:
         return {
-            "model_type": self.model_type, "cnn_layers": self.cnn_layers, "filter_size": self.filter_size,
-            "kernel_size": self.kernel_size, "step": self.step, "up": self.up, "dilation": self.dilation,
-            "lstm_layers": self.lstm_layers, "hidden_size": self.hidden_size, "bnorm": self.bnorm,
-            "dropout": self.dropout, "learning_rate": self.learning_rate, "seq_len": self.seq_len,
-            "input_size": self.input_size, "output_size": len(self.datasets), "datasets": list(self.datasets),
+            "model_type": self.model_type,
+            "cnn_layers": self.cnn_layers,
+            "filter_size": self.filter_size,
+            "kernel_size": self.kernel_size,
+            "step": self.step,
+            "up": self.up,
+            "dilation": self.dilation,
+            "lstm_layers": self.lstm_layers,
+            "hidden_size": self.hidden_size,
+            "bnorm": self.bnorm,
+            "dropout": self.dropout,
+            "learning_rate": self.learning_rate,
+            "seq_len": self.seq_len,
+            "input_size": self.input_size,
+            "output_size": len(self.datasets),
+            "datasets": list(self.datasets),
         }
 
 
@@ -192,9 +220,15 @@ class PredmoterNet(nn.Module):
         self.lstm_layer_list = nn.ModuleList()
         if cfg.model_type != "cnn":
             for m in range(cfg.lstm_layers):
-                self.lstm_layer_list.append(nn.LSTM(
-                    input_size=cfg.c_last if m == 0 else cfg.width, hidden_size=cfg.hidden_size, num_layers=1,
-                    batch_first=True, bidirectional=cfg.model_type == "bi-hybrid"))
+                self.lstm_layer_list.append(
+                    nn.LSTM(
+                        input_size=cfg.c_last if m == 0 else cfg.width,
+                        hidden_size=cfg.hidden_size,
+                        num_layers=1,
+                        batch_first=True,
+                        bidirectional=cfg.model_type == "bi-hybrid",
+                    )
+                )
                 if cfg.dropout > 0 and m < cfg.lstm_layers - 1:
                     self.lstm_layer_list.append(nn.Dropout(cfg.dropout))
 
@@ -202,8 +236,9 @@ class PredmoterNet(nn.Module):
         in_ch = cfg.width
         for layer in range(cfg.cnn_layers, 0, -1):
             out_ch = filters[layer - 1]
-            self.up_layer_list.append(nn.ConvTranspose1d(in_ch, out_ch, k, stride=s, padding=tpad,
-                                                         output_padding=opad, dilation=d))
+            self.up_layer_list.append(
+                nn.ConvTranspose1d(in_ch, out_ch, k, stride=s, padding=tpad, output_padding=opad, dilation=d)
+            )
             if cfg.bnorm:
                 self.up_layer_list.append(nn.BatchNorm1d(out_ch))
             in_ch = out_ch

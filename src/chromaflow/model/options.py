@@ -1,0 +1,68 @@
+"""The options of every command that runs a model, declared once: ``--device``, ``--precision``, and for the
+inference commands (``predict``, ``variant-effect``) ``--model`` and ``--batch-size``.
+
+One ``--device`` default (``auto``: CUDA where one is visible, else the CPU; the pipeline's ``--predict_device`` and
+``--train_device`` default to it too) and one ``--precision`` vocabulary (``fp32`` exact, ``bf16``, ``fp16``).
+``train`` also takes Lightning's names of the same three (``32``, ``bf16-mixed``, ``16-mixed``) as it did before:
+for training they mean Lightning's mixed-precision plugins (fp32 master weights, autocast in the forward pass), which is
+what ``bf16``/``fp16`` select there (:data:`LIGHTNING_PRECISION`); for inference they mean autocast of the forward pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+#: where a model runs: auto = CUDA if available, else the CPU
+DEVICES = ("auto", "cpu", "cuda")
+#: the precision vocabulary of every command that runs a model
+PRECISIONS = ("fp32", "bf16", "fp16")
+#: train's Lightning precision plugin for each --precision (train accepts these names too)
+LIGHTNING_PRECISION = {"fp32": "32", "bf16": "bf16-mixed", "fp16": "16-mixed"}
+
+
+def batch_size_arg(text: str) -> str | int:
+    """argparse type of ``--batch-size``: an integer >= 1 or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1 or 'auto', got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1 or 'auto', got {text!r}")
+    return value
+
+
+def add_device_option(p) -> None:
+    """``--device auto|cpu|cuda`` (default auto) on ``p``, a parser or an argument group."""
+    p.add_argument(
+        "--device", choices=DEVICES, default="auto", help="auto = cuda if available, else cpu (default auto)"
+    )
+
+
+def add_precision_option(p, *, help: str, training: bool = False) -> None:
+    """``--precision fp32|bf16|fp16`` (default fp32) on ``p``; ``training``: Lightning's names are accepted too and
+    ``--precision`` is stored as Lightning's name (:data:`LIGHTNING_PRECISION`)."""
+    if training:
+        names = {**{k: v for k, v in LIGHTNING_PRECISION.items()}, **{v: v for v in LIGHTNING_PRECISION.values()}}
+
+        def lightning(text: str) -> str:
+            if text not in names:
+                raise argparse.ArgumentTypeError(
+                    f"invalid choice: {text!r} (choose from {', '.join(PRECISIONS)}, or Lightning's "
+                    f"{', '.join(LIGHTNING_PRECISION.values())})"
+                )
+            return names[text]
+
+        p.add_argument("--precision", type=lightning, default="32", metavar="{fp32,bf16,fp16}", help=help)
+    else:
+        p.add_argument("--precision", choices=PRECISIONS, default="fp32", help=help)
+
+
+def add_inference_options(p, *, model_help: str, batch_help: str, precision_help: str) -> None:
+    """``--model`` (required), ``--batch-size N|auto`` (default auto), ``--device`` and ``--precision``: the options
+    ``predict`` and ``variant-effect`` share."""
+    p.add_argument("--model", required=True, help=model_help)
+    p.add_argument("--batch-size", type=batch_size_arg, default="auto", help=batch_help)
+    add_device_option(p)
+    add_precision_option(p, help=precision_help)
