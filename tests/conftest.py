@@ -4,6 +4,7 @@
 the tests that need it are skipped with the reason stated, except under ``CI=true``, where a missing
 reference folder is a failure (``helpers.environment.unavailable``, the one rule for every missing piece).
 """
+
 from __future__ import annotations
 
 import os
@@ -31,7 +32,8 @@ os.environ.setdefault("NFT_JAVA_OPTS", "-Xmx2g -XX:+TieredCompilation -XX:Tiered
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
-#: pytest-xdist groups (``scripts/test``: ``-n 2 --dist loadgroup``, pytest_xdist_make_scheduler) of the pipeline tests that share a session
+#: pytest-xdist groups (``scripts/test``: ``-n 2 --dist loadgroup``, pytest_xdist_make_scheduler) of the pipeline
+# tests that share a session
 #: resource, each run on one worker: the session's test-profile run, podman's event log and the nf-test run; the
 #: SLURM cluster. Every other test file is a group of its own (its module fixtures are built once, on one worker).
 SHARED_GROUPS = {
@@ -40,9 +42,15 @@ SHARED_GROUPS = {
 }
 #: the longest groups first (longest-first scheduling: a long group started last would end the run alone); the
 #: other files follow in collection order
-LONGEST_FIRST = ("pipeline-run", "pipeline-cluster", "tests/pipeline/test_pipeline_train.py",
-                 "tests/report/test_bench_harness.py", "tests/train/test_train.py", "tests/common/test_signals.py",
-                 "tests/bigwig/test_bigwig.py")
+LONGEST_FIRST = (
+    "pipeline-run",
+    "pipeline-cluster",
+    "tests/pipeline/test_pipeline_train.py",
+    "tests/report/test_bench_harness.py",
+    "tests/train/test_train.py",
+    "tests/common/test_signals.py",
+    "tests/bigwig/test_bigwig.py",
+)
 PIPELINE = ROOT / "tests" / "pipeline"
 
 
@@ -65,10 +73,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     (warm, 2 cores), running them beside nf-test took 1416 s and 2607 CPU-s against 1238 s and 2264 CPU-s (every
     process slower on two oversubscribed cores)."""
     rank = {g: i for i, g in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(xdist_group(Path(item.path)), len(rank)))   # stable
+    items.sort(key=lambda item: rank.get(xdist_group(Path(item.path)), len(rank)))  # stable
 
 
-@pytest.hookimpl(optionalhook=True)   # an xdist hook: no error where xdist is off (-p no:xdist)
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: no error where xdist is off (-p no:xdist)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """``--dist loadgroup`` with our groups (``xdist_group``): a work unit is a group, sent whole to one worker.
     pytest-xdist 3.8's own loadgroup reads ``xdist_group`` markers by renaming node ids through ``item._nodeid``,
@@ -95,16 +103,23 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Start nf-test in the background once the selection is known (it overlaps the rest of the suite). Under
     xdist every worker collects every test: the worker that runs the "pipeline-run" group (test_nftest.py's) starts
     it, at that group's first test (pytest_runtest_setup)."""
-    if (session.config.option.collectonly or _xdist_worker(session.config)
-            or not any(NEEDED_BY in item.nodeid for item in session.items)):
+    if (
+        session.config.option.collectonly
+        or _xdist_worker(session.config)
+        or not any(NEEDED_BY in item.nodeid for item in session.items)
+    ):
         return
     _start_nftest(session.config)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     config = item.config
-    if (_xdist_worker(config) and NFTEST_RUN not in config.stash and xdist_group(Path(item.path)) == "pipeline-run"
-            and any(NEEDED_BY in i.nodeid for i in item.session.items)):
+    if (
+        _xdist_worker(config)
+        and NFTEST_RUN not in config.stash
+        and xdist_group(Path(item.path)) == "pipeline-run"
+        and any(NEEDED_BY in i.nodeid for i in item.session.items)
+    ):
         _start_nftest(config)
 
 
@@ -137,8 +152,10 @@ def reference_dir() -> Path:
     if not REFERENCE.is_dir():
         # CI=true makes a missing reference folder a failure, unless CHROMAFLOW_REQUIRE_REFERENCE=0 says this CI
         # (e.g. a public mirror's) has no reference folder by design
-        unavailable(f"reference data folder {REFERENCE} is absent (expected ../shared/reference beside the checkout)",
-                    waiver="CHROMAFLOW_REQUIRE_REFERENCE")
+        unavailable(
+            f"reference data folder {REFERENCE} is absent (expected ../shared/reference beside the checkout)",
+            waiver="CHROMAFLOW_REQUIRE_REFERENCE",
+        )
     return REFERENCE
 
 

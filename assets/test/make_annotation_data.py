@@ -7,6 +7,7 @@ motifs.jaspar    three made-up 8-10 bp count matrices (JASPAR format, ids CF0001
 tf2motif.tsv     TF1 -> CF0001.1, TF2 -> CF0002.1 and CF0003.1, TF3 -> CF0003.1; TF4 and TF5 have no motif (NA)
 Run:  python assets/test/make_annotation_data.py   (from the repository root)
 """
+
 import random
 from pathlib import Path
 
@@ -29,9 +30,13 @@ def main() -> None:
         else:
             start = rng.randint(1, SIZES[seqid] - length)
         end = start + length - 1
-        lines.append([f"{seqid}\tchromaflow\tgene\t{start}\t{end}\t.\t{strand}\t.\tID={name};Name={name}",
-                      f"{seqid}\tchromaflow\tmRNA\t{start}\t{end}\t.\t{strand}\t.\tID={name}.1;Parent={name}",
-                      f"{seqid}\tchromaflow\texon\t{start}\t{end}\t.\t{strand}\t.\tID={name}.1.e1;Parent={name}.1"])
+        lines.append(
+            [
+                f"{seqid}\tchromaflow\tgene\t{start}\t{end}\t.\t{strand}\t.\tID={name};Name={name}",
+                f"{seqid}\tchromaflow\tmRNA\t{start}\t{end}\t.\t{strand}\t.\tID={name}.1;Parent={name}",
+                f"{seqid}\tchromaflow\texon\t{start}\t{end}\t.\t{strand}\t.\tID={name}.1.e1;Parent={name}.1",
+            ]
+        )
     rng.shuffle(lines)
     (HERE / "asmA.gff3").write_text("##gff-version 3\n" + "".join(x + "\n" for block in lines for x in block))
     out = []
@@ -44,8 +49,9 @@ def main() -> None:
         for b, base in enumerate("ACGT"):
             out.append(f"{base} [ " + " ".join(f"{c[b]:3d}" for c in cols) + " ]")
     (HERE / "motifs.jaspar").write_text("\n".join(out) + "\n")
-    (HERE / "tf2motif.tsv").write_text("regulator\tmotif\nTF1\tCF0001.1\nTF2\tCF0002.1\nTF2\tCF0003.1\n"
-                                       "TF3\tCF0003.1\nTF4\t\nTF5\tNA\n")
+    (HERE / "tf2motif.tsv").write_text(
+        "regulator\tmotif\nTF1\tCF0001.1\nTF2\tCF0002.1\nTF2\tCF0003.1\nTF3\tCF0003.1\nTF4\t\nTF5\tNA\n"
+    )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ asmA.fa     3 records: 23,456 bp with lowercase (soft-masked) stretches and an N
 asmB.fa.gz  2 records with CRLF line endings and a few IUPAC ambiguity codes, gzip-compressed.
 Run:  python assets/test/make_test_data.py   (from the repository root)
 """
+
 import gzip
 import random
 from pathlib import Path
@@ -21,7 +22,7 @@ def fasta(records, width: int, eol: str) -> str:
     out = []
     for name, desc, s in records:
         out.append(f">{name} {desc}".rstrip() + eol)
-        out.extend(s[i:i + width] + eol for i in range(0, len(s), width))
+        out.extend(s[i : i + width] + eol for i in range(0, len(s), width))
     return "".join(out)
 
 
@@ -29,8 +30,11 @@ def main() -> None:
     rng = random.Random(20261122)
     a1 = seq(rng, 23456)
     a1 = a1[:3000] + a1[3000:5000].lower() + "N" * 400 + a1[5400:]
-    records_a = [("chr1", "test chromosome 1", a1), ("chr2", "test chromosome 2", seq(rng, 9000)),
-                 ("ctg3", "", seq(rng, 700))]
+    records_a = [
+        ("chr1", "test chromosome 1", a1),
+        ("chr2", "test chromosome 2", seq(rng, 9000)),
+        ("ctg3", "", seq(rng, 700)),
+    ]
     (HERE / "asmA.fa").write_text(fasta(records_a, 60, "\n"))
     b1 = seq(rng, 15000)
     b1 = b1[:100] + "RYKMSWBDHVN" + b1[111:]

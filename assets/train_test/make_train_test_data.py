@@ -11,6 +11,7 @@ BAMs are coordinate-sorted and indexed (.bai), single-end 50-bp reads on both st
 duplicate-flagged reads. sheet.csv lists them in the train-mode sheet format (docs/usage.md, docs/training.md).
 Run:  python assets/train_test/make_train_test_data.py   (from the repository root; needs pysam, pyBigWig, numpy)
 """
+
 from __future__ import annotations
 
 import os
@@ -87,7 +88,7 @@ def write_bigwig(path: Path, sizes: dict[str, int], reads) -> None:
         pos = start
         for op, n in cigar:
             if op == 0:
-                cov[name][pos:pos + n] += 1
+                cov[name][pos : pos + n] += 1
             pos += n
     bw = pyBigWig.open(str(path), "w")
     bw.addHeader(list(sizes.items()))
@@ -103,7 +104,7 @@ def main() -> None:
         with open(HERE / f"{aid}.fa", "w") as fh:
             for name, bases in g.items():
                 s = "".join("ACGT"[b] for b in bases)
-                fh.write(f">{name}\n" + "".join(s[i:i + 60] + "\n" for i in range(0, len(s), 60)))
+                fh.write(f">{name}\n" + "".join(s[i : i + 60] + "\n" for i in range(0, len(s), 60)))
         reps = 2 if aid == "trainA" else 1
         for r in range(reps):
             f = f"{aid}_atacseq_{r + 1}.bam"

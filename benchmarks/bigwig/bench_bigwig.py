@@ -15,6 +15,7 @@ numbers come from ``benchmarks/run``.
     python benchmarks/bigwig/bench_bigwig.py --mbp 200 --mode realistic --repeat 3 --json out.json
     python benchmarks/bigwig/bench_bigwig.py --predictions P.h5 --cases bw:avg bg:avg:150 --repeat 2
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,15 @@ DEFAULT_CASES = ["bw:avg", "bg:avg", "bw:+", "bg:-", "bw:avg:150", "bg:avg:150"]
 def run_child(cmd: list[str], cwd: Path) -> dict:
     """Run one command; wall, CPU (user + sys of that process and its children) and peak RSS (the one timer)."""
     r = measure(cmd, cwd=cwd, check=True)
-    return {"wall_s": r["wall_s"], "cpu_s": r["cpu_s"], "user_s": r["user_s"], "sys_s": r["sys_s"],
-            "peak_rss_mb": r["peak_rss_bytes"] / 2**20, "load_before": r["load_before"], "load_after": r["load_after"]}
+    return {
+        "wall_s": r["wall_s"],
+        "cpu_s": r["cpu_s"],
+        "user_s": r["user_s"],
+        "sys_s": r["sys_s"],
+        "peak_rss_mb": r["peak_rss_bytes"] / 2**20,
+        "load_before": r["load_before"],
+        "load_after": r["load_after"],
+    }
 
 
 def parse_case(text: str) -> tuple[str, str, int | None]:
@@ -55,8 +63,24 @@ def parse_case(text: str) -> tuple[str, str, int | None]:
 
 
 def commands(pred: Path, out: Path, fmt: str, strand: str, ws: int | None, threads: int | None):
-    ours = [sys.executable, "-m", "chromaflow", "bigwig", "--predictions", str(pred), "--outdir", str(out),
-            "--basename", "b", "--format", fmt, "--strand", strand, "--no-browser-files", "--force"]
+    ours = [
+        sys.executable,
+        "-m",
+        "chromaflow",
+        "bigwig",
+        "--predictions",
+        str(pred),
+        "--outdir",
+        str(out),
+        "--basename",
+        "b",
+        "--format",
+        fmt,
+        "--strand",
+        strand,
+        "--no-browser-files",
+        "--force",
+    ]
     peer = [str(PEER), "-i", str(pred), "-o", str(out), "--basename", "b", "-of", fmt]
     if strand != "avg":
         peer += ["--strand", strand]
@@ -110,8 +134,9 @@ def compare(ours: Path, peer: Path, tie_pos: dict[str, np.ndarray] | None) -> di
     from chromaflow.bigwig.ties import bg_intervals, compare_with_ties
 
     try:
-        named = compare_with_ties(bg_intervals(ta.decode()), bg_intervals(tb.decode()),
-                                  {c: set(v.tolist()) for c, v in tie_pos.items()})
+        named = compare_with_ties(
+            bg_intervals(ta.decode()), bg_intervals(tb.decode()), {c: set(v.tolist()) for c, v in tie_pos.items()}
+        )
     except AssertionError as exc:
         return {"identical": False, "why": str(exc)[:300]}
     return {"identical": False, "tie_differences": len(named), "ok": True}
@@ -128,8 +153,13 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--mbp", type=float, help="generate this many Mbp with synth_predictions.py")
     ap.add_argument("--mode", choices=["realistic", "worst"], default="realistic")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--cases", nargs="+", default=DEFAULT_CASES, metavar="FMT:STRAND[:WS]",
-                    help=f"cases (default: {' '.join(DEFAULT_CASES)})")
+    ap.add_argument(
+        "--cases",
+        nargs="+",
+        default=DEFAULT_CASES,
+        metavar="FMT:STRAND[:WS]",
+        help=f"cases (default: {' '.join(DEFAULT_CASES)})",
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None, help="--threads for ours (default: all CPUs)")
     ap.add_argument("--no-peer", action="store_true", help="ours only")
@@ -147,13 +177,33 @@ def main(argv: list[str] | None = None) -> int:
         else:
             pred = tmp / "predictions.h5"
             t0 = time.perf_counter()
-            out = subprocess.run([sys.executable, str(HERE / "synth_predictions.py"), "--mbp", str(args.mbp), "--mode",
-                                  args.mode, "--seed", str(args.seed), "--out", str(pred)], check=True,
-                                 capture_output=True, text=True).stdout
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    str(HERE / "synth_predictions.py"),
+                    "--mbp",
+                    str(args.mbp),
+                    "--mode",
+                    args.mode,
+                    "--seed",
+                    str(args.seed),
+                    "--out",
+                    str(pred),
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
             gen = json.loads(out)
             gen["seconds"] = time.perf_counter() - t0
-        record = {"machine": machine_info(), "predictions": str(pred), "generated": gen, "repeat": args.repeat,
-                  "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cases": []}
+        record = {
+            "machine": machine_info(),
+            "predictions": str(pred),
+            "generated": gen,
+            "repeat": args.repeat,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "cases": [],
+        }
         for case in args.cases:
             fmt, strand, ws = parse_case(case)
             runs = {"ours": [], "peer": []}
@@ -161,16 +211,19 @@ def main(argv: list[str] | None = None) -> int:
             tie_cache: dict = {}
             for rep in range(args.repeat):
                 dirs = {}
-                for who in (["ours"] if args.no_peer else ["ours", "peer"]):
+                for who in ["ours"] if args.no_peer else ["ours", "peer"]:
                     d = tmp / f"{who}"
                     shutil.rmtree(d, ignore_errors=True)
                     d.mkdir()
                     ours_cmd, peer_cmd = commands(pred, d, fmt, strand, ws, args.threads)
                     runs[who].append(run_child(ours_cmd if who == "ours" else peer_cmd, tmp))
                     dirs[who] = d
-                    print(f"{case} {who} #{rep + 1}: wall {runs[who][-1]['wall_s']:.2f} s, cpu "
-                          f"{runs[who][-1]['cpu_s']:.2f} s, load {runs[who][-1]['load_before']:.1f}", file=sys.stderr,
-                          flush=True)
+                    print(
+                        f"{case} {who} #{rep + 1}: wall {runs[who][-1]['wall_s']:.2f} s, cpu "
+                        f"{runs[who][-1]['cpu_s']:.2f} s, load {runs[who][-1]['load_before']:.1f}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 if not args.no_peer:
                     for i, p in enumerate(sorted(dirs["ours"].glob("b_*"))):
                         ds_names = gen["datasets"] if gen else None
@@ -183,9 +236,16 @@ def main(argv: list[str] | None = None) -> int:
                         if not res.get("ok"):
                             raise SystemExit(f"outputs differ: {res}")
             sizes = {who: sum(p.stat().st_size for p in (tmp / who).glob("b_*")) for who in runs if runs[who]}
-            row = {"case": case, "format": fmt, "strand": strand, "window": ws, "output_bytes": sizes,
-                   "ours": {k: summarise([r[k] for r in runs["ours"]]) for k in ("wall_s", "cpu_s", "peak_rss_mb")},
-                   "runs": runs, "checks": checks}
+            row = {
+                "case": case,
+                "format": fmt,
+                "strand": strand,
+                "window": ws,
+                "output_bytes": sizes,
+                "ours": {k: summarise([r[k] for r in runs["ours"]]) for k in ("wall_s", "cpu_s", "peak_rss_mb")},
+                "runs": runs,
+                "checks": checks,
+            }
             if not args.no_peer:
                 row["peer"] = {k: summarise([r[k] for r in runs["peer"]]) for k in ("wall_s", "cpu_s", "peak_rss_mb")}
                 row["ratio_wall"] = row["peer"]["wall_s"]["median"] / row["ours"]["wall_s"]["median"]
@@ -206,14 +266,30 @@ def main(argv: list[str] | None = None) -> int:
 def markdown(rec: dict) -> str:
     m = rec["machine"]
     gen = rec.get("generated")
-    what = (f"{gen['bp'] / 1e6:.0f} Mbp {gen['mode']} synthetic predictions (seed {gen['seed']}, "
-            f"{len(gen['datasets'])} datasets)") if gen else rec["predictions"]
-    loads = [r[k] for c in rec["cases"] for who in ("ours", "peer") for r in c["runs"].get(who, [])
-             for k in ("load_before", "load_after")]
-    lines = [f"{what}; {m['cpu_model']}, {m['logical_cpus']} cores, host {m['host']}; load average {min(loads):.1f}–{max(loads):.1f}; "
-             f"{rec['repeat']} alternating run(s) per side; {rec['started']} – {rec['finished']}.", "",
-             "| case | ours wall s | peer wall s | ratio (wall) | ours CPU s | peer CPU s | ratio (CPU) | ours / peer peak RSS MB | ours / peer output MB | outputs |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    what = (
+        (
+            f"{gen['bp'] / 1e6:.0f} Mbp {gen['mode']} synthetic predictions (seed {gen['seed']}, "
+            f"{len(gen['datasets'])} datasets)"
+        )
+        if gen
+        else rec["predictions"]
+    )
+    loads = [
+        r[k]
+        for c in rec["cases"]
+        for who in ("ours", "peer")
+        for r in c["runs"].get(who, [])
+        for k in ("load_before", "load_after")
+    ]
+    lines = [
+        f"{what}; {m['cpu_model']}, {m['logical_cpus']} cores, host {m['host']}; load average "
+        f"{min(loads):.1f}–{max(loads):.1f}; "
+        f"{rec['repeat']} alternating run(s) per side; {rec['started']} – {rec['finished']}.",
+        "",
+        "| case | ours wall s | peer wall s | ratio (wall) | ours CPU s | peer CPU s | ratio (CPU) | ours / peer peak "
+        "RSS MB | ours / peer output MB | outputs |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
 
     def f(s):
         return f"{s['median']:.2f} ({s['min']:.2f}–{s['max']:.2f})"
@@ -221,14 +297,20 @@ def markdown(rec: dict) -> str:
     for c in rec["cases"]:
         peer = c.get("peer")
         ties_n = max((x.get("tie_differences", 0) for x in c["checks"]), default=0)
-        same = "identical" if all(x.get("identical") for x in c["checks"]) else f"identical except {ties_n} tie position(s)"
+        same = (
+            "identical"
+            if all(x.get("identical") for x in c["checks"])
+            else f"identical except {ties_n} tie position(s)"
+        )
         if not c["checks"]:
             same = "not compared"
-        lines.append(f"| {c['case']} | {f(c['ours']['wall_s'])} | {f(peer['wall_s']) if peer else '–'} | "
-                     f"{c.get('ratio_wall', 0):.1f}× | {f(c['ours']['cpu_s'])} | {f(peer['cpu_s']) if peer else '–'} | "
-                     f"{c.get('ratio_cpu', 0):.1f}× | {c['ours']['peak_rss_mb']['median']:.0f} / "
-                     f"{peer['peak_rss_mb']['median'] if peer else 0:.0f} | "
-                     f"{c['output_bytes'].get('ours', 0) / 1e6:.1f} / {c['output_bytes'].get('peer', 0) / 1e6:.1f} | {same} |")
+        lines.append(
+            f"| {c['case']} | {f(c['ours']['wall_s'])} | {f(peer['wall_s']) if peer else '–'} | "
+            f"{c.get('ratio_wall', 0):.1f}× | {f(c['ours']['cpu_s'])} | {f(peer['cpu_s']) if peer else '–'} | "
+            f"{c.get('ratio_cpu', 0):.1f}× | {c['ours']['peak_rss_mb']['median']:.0f} / "
+            f"{peer['peak_rss_mb']['median'] if peer else 0:.0f} | "
+            f"{c['output_bytes'].get('ours', 0) / 1e6:.1f} / {c['output_bytes'].get('peer', 0) / 1e6:.1f} | {same} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -8,6 +8,7 @@ exactly the intervals written.
 
     python benchmarks/bigwig/bench_writers.py --intervals 5000000 --repeat 3
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,7 +49,7 @@ def child(writer: str, n: int, mean: float, seed: int, out: str, threads: int) -
         w = BigWigWriter(out, [("chr1", size)], pool, level=int(writer[-1]))
         step = 1 << 20  # written in pieces, as the converter does
         for a in range(0, n, step):
-            w.write("chr1", s[a:a + step], e[a:a + step], v[a:a + step])
+            w.write("chr1", s[a : a + step], e[a : a + step], v[a : a + step])
         w.close()
     elif writer == "pybigwig":
         import pyBigWig
@@ -83,8 +84,21 @@ def main(argv=None) -> int:
         for rep in range(args.repeat):
             for w in WRITERS:
                 out = Path(tmp) / f"{w}.bw"
-                cmd = [sys.executable, __file__, "--intervals", str(args.intervals), "--mean-bp", str(args.mean_bp),
-                       "--seed", str(args.seed), "--threads", str(args.threads), "--child", w, str(out)]
+                cmd = [
+                    sys.executable,
+                    __file__,
+                    "--intervals",
+                    str(args.intervals),
+                    "--mean-bp",
+                    str(args.mean_bp),
+                    "--seed",
+                    str(args.seed),
+                    "--threads",
+                    str(args.threads),
+                    "--child",
+                    w,
+                    str(out),
+                ]
                 r = measure(cmd, stdin=None, stdout=subprocess.PIPE, stderr=None)
                 inner = float(r["stdout"].decode().strip() or "nan")
                 assert r["exit"] == 0, w
@@ -94,21 +108,36 @@ def main(argv=None) -> int:
                     bw = pyBigWig.open(str(out))
                     got = np.array(bw.intervals("chr1"), dtype=np.float64)
                     bw.close()
-                    assert len(got) == len(s) and np.array_equal(got[:, 0], s) and np.array_equal(got[:, 1], e) \
-                        and np.array_equal(got[:, 2], v), w
-                res[w].append({"cpu_s": r["cpu_s"], "wall_s": r["wall_s"], "write_s": inner,
-                               "bytes": out.stat().st_size, "load": r["load_before"]})
-    print(f"{args.intervals:,} intervals (mean {args.mean_bp} bp, seed {args.seed}), {args.repeat} alternating "
-          f"runs each, {os.cpu_count()} CPUs, load {min(r['load'] for x in res.values() for r in x):.1f}–"
-          f"{max(r['load'] for x in res.values() for r in x):.1f}; process CPU and wall include Python start-up and "
-          "making the intervals (~the same for all)\n")
+                    assert (
+                        len(got) == len(s)
+                        and np.array_equal(got[:, 0], s)
+                        and np.array_equal(got[:, 1], e)
+                        and np.array_equal(got[:, 2], v)
+                    ), w
+                res[w].append(
+                    {
+                        "cpu_s": r["cpu_s"],
+                        "wall_s": r["wall_s"],
+                        "write_s": inner,
+                        "bytes": out.stat().st_size,
+                        "load": r["load_before"],
+                    }
+                )
+    print(
+        f"{args.intervals:,} intervals (mean {args.mean_bp} bp, seed {args.seed}), {args.repeat} alternating "
+        f"runs each, {os.cpu_count()} CPUs, load {min(r['load'] for x in res.values() for r in x):.1f}–"
+        f"{max(r['load'] for x in res.values() for r in x):.1f}; process CPU and wall include Python start-up and "
+        "making the intervals (~the same for all)\n"
+    )
     print("| writer | CPU s (median, min–max) | wall s | write call s | file MB |")
     print("|---|---|---|---|---|")
     for w, rs in res.items():
         c = [r["cpu_s"] for r in rs]
-        print(f"| {w} | {statistics.median(c):.2f} ({min(c):.2f}–{max(c):.2f}) | "
-              f"{statistics.median(r['wall_s'] for r in rs):.2f} | {statistics.median(r['write_s'] for r in rs):.2f} | "
-              f"{rs[0]['bytes'] / 1e6:.2f} |")
+        print(
+            f"| {w} | {statistics.median(c):.2f} ({min(c):.2f}–{max(c):.2f}) | "
+            f"{statistics.median(r['wall_s'] for r in rs):.2f} | {statistics.median(r['write_s'] for r in rs):.2f} | "
+            f"{rs[0]['bytes'] / 1e6:.2f} |"
+        )
     return 0
 
 

@@ -34,6 +34,7 @@ To keep generation fast (~1 min for 200 Mbp on 2 cores), each row takes its cont
 generated jointly), compressed once each. Converters do not cache chunks, so repeats do not make them
 faster; they only make the file smaller than fully distinct content would.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -101,7 +102,7 @@ def fit(tracks: list[tuple[np.ndarray, np.ndarray]]) -> dict:
         ln = np.diff(np.concatenate([st, [len(key)]]))
         flat = np.zeros(len(key), bool)
         for s, n in zip(st[ln >= FLAT_BP].tolist(), ln[ln >= FLAT_BP].tolist()):
-            flat[s:s + n] = True
+            flat[s : s + n] = True
             flats.append((n, (int(p[s]), int(m[s]))))
         for a, b in zip(p.tolist(), m.tolist()):
             states.setdefault((a, b), len(states))
@@ -118,8 +119,13 @@ def fit(tracks: list[tuple[np.ndarray, np.ndarray]]) -> dict:
     counts[~keep, np.argmax(counts.sum(0))] = 1  # states seen only before a flat stretch: go to the commonest
     trans = counts / counts.sum(1, keepdims=True)
     total = busy_bp + sum(n for n, _ in flats)
-    return {"states": sorted(states, key=states.get), "trans": trans, "start": counts.sum(1) / counts.sum(),
-            "flats": flats, "flat_frac": (total - busy_bp) / total}
+    return {
+        "states": sorted(states, key=states.get),
+        "trans": trans,
+        "start": counts.sum(1) / counts.sum(),
+        "flats": flats,
+        "flat_frac": (total - busy_bp) / total,
+    }
 
 
 def markov(model: dict, n_chains: int, length: int, rng: np.random.Generator) -> np.ndarray:
@@ -156,8 +162,8 @@ def pool_realistic(models: list[dict], n: int, L: int, rng: np.random.Generator)
             pos = int(rng.exponential(gap))
             while pos < total:
                 n_bp, (a, b) = model["flats"][rng.integers(len(model["flats"]))]
-                flat_p[pos:pos + n_bp] = a
-                flat_m[pos:pos + n_bp] = b
+                flat_p[pos : pos + n_bp] = a
+                flat_m[pos : pos + n_bp] = b
                 pos += n_bp + int(rng.exponential(gap))
         P[d] = p
         M[d] = m
@@ -184,8 +190,16 @@ def chromosome_sizes(total: int, k: int, L: int, rng: np.random.Generator) -> li
     return [int(s) for s in sizes]
 
 
-def write(out: Path, names: list[str], sizes: list[int], P: np.ndarray, M: np.ndarray, L: int,
-          rng: np.random.Generator, threads: int) -> int:
+def write(
+    out: Path,
+    names: list[str],
+    sizes: list[int],
+    P: np.ndarray,
+    M: np.ndarray,
+    L: int,
+    rng: np.random.Generator,
+    threads: int,
+) -> int:
     import h5py
 
     D, n_pool, _ = P.shape
@@ -200,7 +214,7 @@ def write(out: Path, names: list[str], sizes: list[int], P: np.ndarray, M: np.nd
         plan += [(int(w), e - s, True) for w, (s, e) in zip(wins[::-1], bounds[::-1])]
 
     def chunk(w: int, valid: int, minus: bool, d: int) -> bytes:
-        a = (M[d, w, :valid][::-1] if minus else P[d, w, :valid])
+        a = M[d, w, :valid][::-1] if minus else P[d, w, :valid]
         if valid < L:
             a = np.concatenate([a, np.full(L - valid, -1, np.int64)])
         return zlib.compress(np.ascontiguousarray(a, dtype="<i8").tobytes(), 9)
@@ -210,17 +224,29 @@ def write(out: Path, names: list[str], sizes: list[int], P: np.ndarray, M: np.nd
         blobs = dict(zip(keys, ex.map(lambda k: chunk(*k), keys)))
     N = len(seqids)
     with h5py.File(out, "w", libver="earliest") as h5:
-        h5.create_dataset("data/species", shape=(N,), dtype="S50", chunks=(1,), maxshape=(None,),
-                          fillvalue=b"Synthetic_species")
+        h5.create_dataset(
+            "data/species", shape=(N,), dtype="S50", chunks=(1,), maxshape=(None,), fillvalue=b"Synthetic_species"
+        )
         h5.create_dataset("data/seqids", data=np.array(seqids, dtype="S50"), chunks=(1,), maxshape=(None,))
-        h5.create_dataset("data/start_ends", data=np.array(start_ends, dtype=np.int64), chunks=(1, 2),
-                          maxshape=(None, 2))
-        h5.create_dataset("prediction/model_name", shape=(1,), dtype="S256", chunks=(1,), maxshape=(None,),
-                          fillvalue=b"synthetic")
-        h5.create_dataset("prediction/datasets", data=np.array([x.encode() for x in names], dtype="S25"),
-                          maxshape=(None,))
-        dset = h5.create_dataset("prediction/predictions", shape=(N, L, D), dtype=np.int64, chunks=(1, L, 1),
-                                 compression="gzip", compression_opts=9, fillvalue=-1, maxshape=(None, L, None))
+        h5.create_dataset(
+            "data/start_ends", data=np.array(start_ends, dtype=np.int64), chunks=(1, 2), maxshape=(None, 2)
+        )
+        h5.create_dataset(
+            "prediction/model_name", shape=(1,), dtype="S256", chunks=(1,), maxshape=(None,), fillvalue=b"synthetic"
+        )
+        h5.create_dataset(
+            "prediction/datasets", data=np.array([x.encode() for x in names], dtype="S25"), maxshape=(None,)
+        )
+        dset = h5.create_dataset(
+            "prediction/predictions",
+            shape=(N, L, D),
+            dtype=np.int64,
+            chunks=(1, L, 1),
+            compression="gzip",
+            compression_opts=9,
+            fillvalue=-1,
+            maxshape=(None, L, None),
+        )
         for r, (w, v, mi) in enumerate(plan):
             for d in range(D):
                 dset.id.write_direct_chunk((r, 0, d), blobs[(w, v, mi, d)])
@@ -228,16 +254,21 @@ def write(out: Path, names: list[str], sizes: list[int], P: np.ndarray, M: np.nd
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--mbp", type=float, required=True, help="genome size in Mbp (whole file)")
     ap.add_argument("--mode", choices=["realistic", "worst"], default="realistic")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", type=Path, required=True, help="predictions h5 to write")
     ap.add_argument("--chromosomes", type=int, default=5, help="number of chromosomes (default 5)")
-    ap.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE,
-                    help="predictions h5 whose statistics 'realistic' copies; its dataset names are used in "
-                         "both modes (default: the shared mini_model predictions)")
+    ap.add_argument(
+        "--template",
+        type=Path,
+        default=DEFAULT_TEMPLATE,
+        help="predictions h5 whose statistics 'realistic' copies; its dataset names are used in "
+        "both modes (default: the shared mini_model predictions)",
+    )
     ap.add_argument("--pool", type=int, default=128, help="distinct windows the rows are drawn from")
     ap.add_argument("--seq-len", type=int, default=21384, help="chunk length L (default 21384)")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
@@ -272,11 +303,25 @@ def main(argv: list[str] | None = None) -> int:
         tm = np.concatenate([x for _, x in tmpl[d]])
         stats[name] = {
             track: {"generated": round(bp_per_run(g), 2), "template": round(bp_per_run(t), 2)}
-            for track, g, t in (("+", p, tp), ("-", m, tm), ("avg", avg_track(p, m), avg_track(tp, tm)))}
-    print(json.dumps({"out": str(args.out), "mode": args.mode, "seed": args.seed, "bp": sum(sizes),
-                      "chromosomes": dict(zip([f"chr{i + 1}" for i in range(len(sizes))], sizes)), "rows": N,
-                      "seq_len": L, "datasets": names, "pool": args.pool,
-                      "template": str(args.template), "bp_per_interval": stats}))
+            for track, g, t in (("+", p, tp), ("-", m, tm), ("avg", avg_track(p, m), avg_track(tp, tm)))
+        }
+    print(
+        json.dumps(
+            {
+                "out": str(args.out),
+                "mode": args.mode,
+                "seed": args.seed,
+                "bp": sum(sizes),
+                "chromosomes": dict(zip([f"chr{i + 1}" for i in range(len(sizes))], sizes)),
+                "rows": N,
+                "seq_len": L,
+                "datasets": names,
+                "pool": args.pool,
+                "template": str(args.template),
+                "bp_per_interval": stats,
+            }
+        )
+    )
     return 0
 
 

@@ -10,6 +10,7 @@ threads_per_worker=1)``), except that the links are written and scored *before* 
 failure to close it (dask times out on a heavily loaded machine) does not lose the result. Prints one JSON
 line: times, and with --gold AUROC / AUPR (average precision) over all ordered off-diagonal pairs.
 """
+
 import argparse
 import json
 import shutil
@@ -52,19 +53,32 @@ def main():
     t0 = time.time()
     scratch = tempfile.mkdtemp(prefix="peers-dask-")
     dask.config.set({"temporary-directory": scratch})
-    cluster = LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                           local_directory=scratch)
+    cluster = LocalCluster(
+        n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=None, local_directory=scratch
+    )
     client = Client(cluster)
     t1 = time.time()
     if a.method == "genie3":
-        links = diy(expression_data=df, regressor_type="RF", regressor_kwargs=dict(RF_KWARGS, n_estimators=a.trees),
-                    client_or_address=client, seed=a.seed)
+        links = diy(
+            expression_data=df,
+            regressor_type="RF",
+            regressor_kwargs=dict(RF_KWARGS, n_estimators=a.trees),
+            client_or_address=client,
+            seed=a.seed,
+        )
     else:
         links = grnboost2(expression_data=df, client_or_address=client, seed=a.seed)
     t2 = time.time()
     links.to_csv(a.out, sep="\t", index=False)
-    res = {"method": a.method, "links": int(len(links)), "trees": a.trees, "seed": a.seed, "workers": a.workers,
-           "cluster_start_s": round(t1 - t0, 2), "infer_s": round(t2 - t1, 2)}
+    res = {
+        "method": a.method,
+        "links": int(len(links)),
+        "trees": a.trees,
+        "seed": a.seed,
+        "workers": a.workers,
+        "cluster_start_s": round(t1 - t0, 2),
+        "infer_s": round(t2 - t1, 2),
+    }
     if a.gold:
         res.update(score(links, a.gold))
     print(json.dumps(res), flush=True)

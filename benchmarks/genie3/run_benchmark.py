@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """GENIE3 A/B tools for the engine's own development (comparisons with arboreto and the reference GENIE3, run
-side by side, are made by ``benchmarks/run --stages genie3``). No peer figure is typed here: reference values are read from
+side by side, are made by ``benchmarks/run --stages genie3``). No peer figure is typed here: reference values are read
+from
 ``../shared/reference/dream4/ANCHORS.md`` at run time, peers are run by ``peer_arboreto.py``.
 
 usage (from the repo root, after `source scripts/env.sh`):
@@ -32,6 +33,7 @@ usage (from the repo root, after `source scripts/env.sh`):
   python benchmarks/genie3/run_benchmark.py prior-render [--results JSON]
         write the two tables of that JSON into docs/genie3.md, between their GENERATED markers
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,8 +70,13 @@ def run_genie3(args: list[str], tmp: Path) -> dict:
     """``chromaflow genie3`` as a process (the benchmarks' process timer): its metrics, the process's wall time and
     the load average before it."""
     metrics = tmp / "m.json"
-    r = measure([sys.executable, "-m", "chromaflow", "genie3", *args, "--metrics", str(metrics)], stdin=None,
-                stdout=None, stderr=None, check=True)
+    r = measure(
+        [sys.executable, "-m", "chromaflow", "genie3", *args, "--metrics", str(metrics)],
+        stdin=None,
+        stdout=None,
+        stderr=None,
+        check=True,
+    )
     m = json.loads(metrics.read_text())
     m.update(process_wall_s=r["wall_s"], load_before=r["load_before"])
     return m
@@ -77,8 +84,10 @@ def run_genie3(args: list[str], tmp: Path) -> dict:
 
 def dream4(ns) -> None:
     ref = anchors()
-    print("| seed | net | trees | AUROC | AUPR | reference AUROC / AUPR (ANCHORS, seed = net) | process wall s | "
-          "CPU s | load before |")
+    print(
+        "| seed | net | trees | AUROC | AUPR | reference AUROC / AUPR (ANCHORS, seed = net) | process wall s | "
+        "CPU s | load before |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     per_seed = []
     with tempfile.TemporaryDirectory() as d:
@@ -87,25 +96,50 @@ def dream4(ns) -> None:
             rows = []
             for net in ns.nets:
                 out = tmp / f"links{net}.tsv.gz"
-                m = run_genie3(["--expression", str(REF / f"insilico_size100_{net}_multifactorial.tsv"),
-                                "--layout", "samples-x-genes", "--engine", ns.engine, "--n-trees", str(ns.n_trees),
-                                "--importance", ns.importance,
-                                "--seed", str(seed), "--threads", str(ns.threads), "--out", str(out)], tmp)
+                m = run_genie3(
+                    [
+                        "--expression",
+                        str(REF / f"insilico_size100_{net}_multifactorial.tsv"),
+                        "--layout",
+                        "samples-x-genes",
+                        "--engine",
+                        ns.engine,
+                        "--n-trees",
+                        str(ns.n_trees),
+                        "--importance",
+                        ns.importance,
+                        "--seed",
+                        str(seed),
+                        "--threads",
+                        str(ns.threads),
+                        "--out",
+                        str(out),
+                    ],
+                    tmp,
+                )
                 s = score_links(out, REF / f"DREAM4_GoldStandard_InSilico_Size100_multifactorial_{net}.tsv")
                 auroc, aupr = s["auroc"], s["aupr"]
                 rows.append((auroc, aupr, m["process_wall_s"], m["cpu_s"]))
                 r = ref.get(net, (float("nan"), float("nan")))
-                print(f"| {seed} | {net} | {ns.n_trees} | {auroc:.4f} | {aupr:.4f} | {r[0]:.4f} / {r[1]:.4f} | "
-                      f"{m['process_wall_s']:.2f} | {m['cpu_s']:.2f} | {m['load_before']:.2f} |", flush=True)
+                print(
+                    f"| {seed} | {net} | {ns.n_trees} | {auroc:.4f} | {aupr:.4f} | {r[0]:.4f} / {r[1]:.4f} | "
+                    f"{m['process_wall_s']:.2f} | {m['cpu_s']:.2f} | {m['load_before']:.2f} |",
+                    flush=True,
+                )
             a = np.array(rows)
             per_seed.append(a.mean(axis=0))
-            print(f"| {seed} | **mean** | | **{a[:, 0].mean():.4f}** | **{a[:, 1].mean():.4f}** | | "
-                  f"{a[:, 2].mean():.2f} | {a[:, 3].mean():.2f} | |", flush=True)
+            print(
+                f"| {seed} | **mean** | | **{a[:, 0].mean():.4f}** | **{a[:, 1].mean():.4f}** | | "
+                f"{a[:, 2].mean():.2f} | {a[:, 3].mean():.2f} | |",
+                flush=True,
+            )
     p = np.array(per_seed)
     sd = p.std(axis=0, ddof=1) if len(p) > 1 else np.zeros(4)
-    print(f"\nover {len(p)} seeds: AUROC {p[:, 0].mean():.4f} (sd {sd[0]:.4f}), AUPR {p[:, 1].mean():.4f} "
-          f"(sd {sd[1]:.4f}, range {p[:, 1].min():.4f}-{p[:, 1].max():.4f}); per network: process wall "
-          f"{p[:, 2].mean():.2f} s, CPU {p[:, 3].mean():.2f} s")
+    print(
+        f"\nover {len(p)} seeds: AUROC {p[:, 0].mean():.4f} (sd {sd[0]:.4f}), AUPR {p[:, 1].mean():.4f} "
+        f"(sd {sd[1]:.4f}, range {p[:, 1].min():.4f}-{p[:, 1].max():.4f}); per network: process wall "
+        f"{p[:, 2].mean():.2f} s, CPU {p[:, 3].mean():.2f} s"
+    )
 
 
 def synthetic(genes: int, samples: int, seed: int = 0) -> np.ndarray:
@@ -128,7 +162,6 @@ def synth(ns) -> None:
     print(f"{ns.out}: {ns.samples} samples x {ns.genes} genes (samples-x-genes)")
 
 
-
 def thread_cpu_s() -> float:
     """CPU seconds (user + sys) of the calling thread."""
     r = resource.getrusage(resource.RUSAGE_THREAD)
@@ -149,8 +182,11 @@ def scale(ns) -> None:
         compute_weights(X, names, np.arange(genes), np.arange(T), Options(n_trees=ns.n_trees), 1, warn=lambda m: None)
         per_tree = (thread_cpu_s() - c0) / (T * ns.n_trees)
         k = int(np.floor(np.sqrt(genes - 1)))
-        print(f"| {genes} | {ns.samples} | {k} | {ns.n_trees} | {T} | {1e6 * per_tree:.0f} | {1000 * per_tree:.2f} | "
-              f"{la0:.2f} |", flush=True)
+        print(
+            f"| {genes} | {ns.samples} | {k} | {ns.n_trees} | {T} | {1e6 * per_tree:.0f} | {1000 * per_tree:.2f} | "
+            f"{la0:.2f} |",
+            flush=True,
+        )
 
 
 def bigmem(ns) -> None:
@@ -165,10 +201,42 @@ def bigmem(ns) -> None:
                 for i, row in enumerate(X):
                     fh.write(f"g{a + i}\t" + "\t".join(f"{v:.5f}" for v in row.tolist()) + "\n")
         print(f"wrote {f.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - t0:.0f} s", flush=True)
-        m = run_genie3(["--expression", str(f), "--layout", "genes-x-samples", "--n-trees", str(ns.n_trees),
-                        "--targets-chunk", f"1/{ns.genes // 2}", "--threads", "2", "--out", str(tmp / "p.npz")], tmp)
-        print(json.dumps({k: m[k] for k in ("genes", "samples", "regulators", "targets", "trees", "wall_s",
-                                            "compute_s", "cpu_s", "peak_rss_bytes")}, indent=1))
+        m = run_genie3(
+            [
+                "--expression",
+                str(f),
+                "--layout",
+                "genes-x-samples",
+                "--n-trees",
+                str(ns.n_trees),
+                "--targets-chunk",
+                f"1/{ns.genes // 2}",
+                "--threads",
+                "2",
+                "--out",
+                str(tmp / "p.npz"),
+            ],
+            tmp,
+        )
+        print(
+            json.dumps(
+                {
+                    k: m[k]
+                    for k in (
+                        "genes",
+                        "samples",
+                        "regulators",
+                        "targets",
+                        "trees",
+                        "wall_s",
+                        "compute_s",
+                        "cpu_s",
+                        "peak_rss_bytes",
+                    )
+                },
+                indent=1,
+            )
+        )
 
 
 def links(ns) -> None:
@@ -185,8 +253,10 @@ def links(ns) -> None:
     lib = glinks.links_kernel()
     if lib is None:
         sys.exit("links: the C link formatter is unavailable (no compiler?)")
-    t = {k: [] for k in ("rank lexsort", "rank radix", "write python", "write C 1 thread",
-                         f"write C {ns.threads} threads")}
+    t = {
+        k: []
+        for k in ("rank lexsort", "rank radix", "write python", "write C 1 thread", f"write C {ns.threads} threads")
+    }
     digests = set()
     with tempfile.TemporaryDirectory() as d:
         for _ in range(ns.repeats):
@@ -194,7 +264,7 @@ def links(ns) -> None:
             rows, cols = np.divmod(np.arange(G * G), G)
             keep = rows != cols
             rows, cols = rows[keep], cols[keep]
-            o = np.lexsort((cols, rows, -W[rows, cols]))        # names sort as indices here
+            o = np.lexsort((cols, rows, -W[rows, cols]))  # names sort as indices here
             ref = (rows[o], cols[o])
             t1 = time.perf_counter()
             got = glinks.ranked_links(W, names, names, idx, idx)
@@ -214,8 +284,10 @@ def links(ns) -> None:
                 t[key].append(time.perf_counter() - t0)
             for f in ("py.gz", "c1.gz", f"c{ns.threads}.gz"):
                 digests.add(hashlib.sha256((Path(d) / f).read_bytes()).hexdigest())
-    print(f"{G} x {G} weights, {G * G - G:,} links, {ns.repeats} alternated repeats, load before "
-          f"{os.getloadavg()[0]:.2f}; identical files: {len(digests) == 1}")
+    print(
+        f"{G} x {G} weights, {G * G - G:,} links, {ns.repeats} alternated repeats, load before "
+        f"{os.getloadavg()[0]:.2f}; identical files: {len(digests) == 1}"
+    )
     print("| step | median s | range |")
     print("|---|---|---|")
     for k, v in t.items():
@@ -229,8 +301,10 @@ PRIOR_BLOCKS = ("prior-cost", "prior-accuracy")
 
 
 def _markers(name: str) -> tuple[str, str]:
-    return (f"<!-- BEGIN GENERATED {name} by benchmarks/genie3/run_benchmark.py prior-render: do not edit by hand -->",
-            f"<!-- END GENERATED {name} -->")
+    return (
+        f"<!-- BEGIN GENERATED {name} by benchmarks/genie3/run_benchmark.py prior-render: do not edit by hand -->",
+        f"<!-- END GENERATED {name} -->",
+    )
 
 
 def _random_prior(G: int, seed: int):
@@ -242,8 +316,9 @@ def _random_prior(G: int, seed: int):
     keep = reg != tgt
     u = rng.uniform(size=G * G)
     pi = np.where(u < 0.1, 1.0, np.where(u < 0.7, 0.0, 0.5))[keep]
-    return Prior(reg=reg[keep], tgt=tgt[keep], pi=pi, layout="long", pairs_read=int(keep.sum()), ignored=0,
-                 path="random")
+    return Prior(
+        reg=reg[keep], tgt=tgt[keep], pi=pi, layout="long", pairs_read=int(keep.sum()), ignored=0, path="random"
+    )
 
 
 def _gold_priors(genes: list[str], gold: dict, seed: int):
@@ -260,8 +335,10 @@ def _gold_priors(genes: list[str], gold: dict, seed: int):
     reg = np.array([idx[r] for r, _ in keys], dtype=np.int64)
     tgt = np.array([idx[t] for _, t in keys], dtype=np.int64)
     shuffled = pi[rng.permutation(len(pi))]
-    return {name: Prior(reg=reg, tgt=tgt, pi=v, layout="long", pairs_read=len(keys), ignored=0, path=name)
-            for name, v in (("informative", pi), ("shuffled", shuffled))}
+    return {
+        name: Prior(reg=reg, tgt=tgt, pi=v, layout="long", pairs_read=len(keys), ignored=0, path=name)
+        for name, v in (("informative", pi), ("shuffled", shuffled))
+    }
 
 
 def prior_bench(ns) -> None:
@@ -300,15 +377,26 @@ def prior_bench(ns) -> None:
             for name, a in conds:
                 opts = Options(n_trees=ns.n_trees, prior_alpha=a)
                 c0 = thread_cpu_s()
-                compute_weights(expr.values, expr.genes, np.arange(G), np.arange(G), opts, 1, warn=lambda m: None,
-                                prior=None if a is None else prior)
+                compute_weights(
+                    expr.values,
+                    expr.genes,
+                    np.arange(G),
+                    np.arange(G),
+                    opts,
+                    1,
+                    warn=lambda m: None,
+                    prior=None if a is None else prior,
+                )
                 times[name].append(thread_cpu_s() - c0)
         row = {"net": net, "cpu_s": times, "check_cpu_s": checks}
         cost.append(row)
         base = float(np.median(times["no prior"]))
-        print(f"cost net {net}: no prior {base:.3f} s; " + ", ".join(
-            f"{k} {np.median(v) / base:.3f}x" for k, v in times.items() if k != "no prior")
-            + f"; check {np.median(checks):.4f} s", flush=True)
+        print(
+            f"cost net {net}: no prior {base:.3f} s; "
+            + ", ".join(f"{k} {np.median(v) / base:.3f}x" for k, v in times.items() if k != "no prior")
+            + f"; check {np.median(checks):.4f} s",
+            flush=True,
+        )
     net = ns.accuracy_net
     expr = expression.read_expression(REF / f"insilico_size100_{net}_multifactorial.tsv", "samples-x-genes")
     gold = d4.read_gold(REF / f"DREAM4_GoldStandard_InSilico_Size100_multifactorial_{net}.tsv")
@@ -322,9 +410,16 @@ def prior_bench(ns) -> None:
             if a == 0 and plain is not None:
                 r = plain
             else:
-                W, _ = compute_weights(expr.values, expr.genes, np.arange(G), np.arange(G),
-                                       Options(n_trees=ns.n_trees, seed=ns.seed, prior_alpha=a or None),
-                                       ns.threads, warn=lambda m: None, prior=prior if a else None)
+                W, _ = compute_weights(
+                    expr.values,
+                    expr.genes,
+                    np.arange(G),
+                    np.arange(G),
+                    Options(n_trees=ns.n_trees, seed=ns.seed, prior_alpha=a or None),
+                    ns.threads,
+                    warn=lambda m: None,
+                    prior=prior if a else None,
+                )
                 r = d4.score(gold, d4.matrix_weights(W, expr.genes, expr.genes))
                 r = {"auroc": r["auroc"], "aupr": r["aupr"]}
             if a == 0:
@@ -332,14 +427,26 @@ def prior_bench(ns) -> None:
             off.append(r)
         auto = [r if chk["decision"] == "kept" else plain for r in off]
         acc["priors"][name] = {"check": chk, "prior_check_off": off, "prior_check_auto": auto}
-        print(f"accuracy {name}: check {chk['decision']} (z {chk['z']}, p {chk['p']}); AUPR off "
-              + " ".join(f"{r['aupr']:.3f}" for r in off), flush=True)
+        print(
+            f"accuracy {name}: check {chk['decision']} (z {chk['z']}, p {chk['p']}); AUPR off "
+            + " ".join(f"{r['aupr']:.3f}" for r in off),
+            flush=True,
+        )
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
-    doc = {"command": "python benchmarks/genie3/run_benchmark.py " + " ".join(sys.argv[1:]), "started": started,
-           "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit.strip(),
-           "machine": machine_info(), "python": platform.python_version(), "load_before": load_before,
-           "load_after": os.getloadavg(), "n_trees": ns.n_trees, "rounds": ns.rounds, "cost": cost,
-           "accuracy": acc}
+    doc = {
+        "command": "python benchmarks/genie3/run_benchmark.py " + " ".join(sys.argv[1:]),
+        "started": started,
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "commit": commit.strip(),
+        "machine": machine_info(),
+        "python": platform.python_version(),
+        "load_before": load_before,
+        "load_after": os.getloadavg(),
+        "n_trees": ns.n_trees,
+        "rounds": ns.rounds,
+        "cost": cost,
+        "accuracy": acc,
+    }
     out = Path(ns.out)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
@@ -350,35 +457,51 @@ def prior_bench(ns) -> None:
 def prior_tables(doc: dict) -> dict[str, str]:
     """The two Markdown blocks of docs/genie3.md from a ``prior`` results JSON."""
     m = doc["machine"]
-    where = (f"`{doc['command']}` at commit {doc['commit']}, {doc['started']} – {doc['finished']}, on "
-             f"{m.get('cpu_model')} ({m.get('usable_cpus')} usable CPUs), load average "
-             f"{doc['load_before'][0]:.1f} before, {doc['load_after'][0]:.1f} after")
+    where = (
+        f"`{doc['command']}` at commit {doc['commit']}, {doc['started']} – {doc['finished']}, on "
+        f"{m.get('cpu_model')} ({m.get('usable_cpus')} usable CPUs), load average "
+        f"{doc['load_before'][0]:.1f} before, {doc['load_after'][0]:.1f} after"
+    )
     cost = doc["cost"]
     names = [k for k in cost[0]["cpu_s"] if k != "no prior"]
-    lines = [f"Generated from `benchmarks/genie3/{PRIOR_RESULTS.name}` ({where}); {doc['n_trees']} trees, medians "
-             f"of {doc['rounds']} alternated rounds.", "",
-             "| net | no prior (CPU s) | " + " | ".join(n.replace("alpha", "α =") for n in names)
-             + " | prior check (CPU s) |", "|---|---|" + "---|" * (len(names) + 1)]
+    lines = [
+        f"Generated from `benchmarks/genie3/{PRIOR_RESULTS.name}` ({where}); {doc['n_trees']} trees, medians "
+        f"of {doc['rounds']} alternated rounds.",
+        "",
+        "| net | no prior (CPU s) | "
+        + " | ".join(n.replace("alpha", "α =") for n in names)
+        + " | prior check (CPU s) |",
+        "|---|---|" + "---|" * (len(names) + 1),
+    ]
     for row in cost:
         base = float(np.median(row["cpu_s"]["no prior"]))
-        lines.append(f"| {row['net']} | {base:.2f} | "
-                     + " | ".join(f"{np.median(row['cpu_s'][n]) / base:.2f}×" for n in names)
-                     + f" | {np.median(row['check_cpu_s']):.4f} |")
+        lines.append(
+            f"| {row['net']} | {base:.2f} | "
+            + " | ".join(f"{np.median(row['cpu_s'][n]) / base:.2f}×" for n in names)
+            + f" | {np.median(row['check_cpu_s']):.4f} |"
+        )
     ratios = [float(np.median(r["cpu_s"][n]) / np.median(r["cpu_s"]["no prior"])) for r in cost for n in names]
     lines += ["", f"Weighted / unweighted: {min(ratios):.2f}–{max(ratios):.2f}× (limit 1.2×)."]
     acc = doc["accuracy"]
     al = acc["alphas"]
-    a_lines = [f"Generated from `benchmarks/genie3/{PRIOR_RESULTS.name}` ({where}). DREAM4 size-100 network "
-               f"{acc['net']}, {acc['n_trees']} trees, RF, seed {acc['seed']}; AUPR (AUROC in the JSON).", "",
-               "| prior | `--prior-check` | check: decision (z, one-sided p) | "
-               + " | ".join(f"α {a:g}" + (" (= no prior)" if a == 0 else "") for a in al) + " |",
-               "|---|---|---|" + "---|" * len(al)]
+    a_lines = [
+        f"Generated from `benchmarks/genie3/{PRIOR_RESULTS.name}` ({where}). DREAM4 size-100 network "
+        f"{acc['net']}, {acc['n_trees']} trees, RF, seed {acc['seed']}; AUPR (AUROC in the JSON).",
+        "",
+        "| prior | `--prior-check` | check: decision (z, one-sided p) | "
+        + " | ".join(f"α {a:g}" + (" (= no prior)" if a == 0 else "") for a in al)
+        + " |",
+        "|---|---|---|" + "---|" * len(al),
+    ]
     for name, r in acc["priors"].items():
         c = r["check"]
         ctext = f"{c['decision']} (z {c['z']:.2f}, p {c['p']:.2g})" if c["z"] is not None else c["decision"]
         a_lines.append(f"| {name} | off | – | " + " | ".join(f"{x['aupr']:.3f}" for x in r["prior_check_off"]) + " |")
-        a_lines.append(f"| {name} | auto (default) | {ctext} | "
-                       + " | ".join(f"{x['aupr']:.3f}" for x in r["prior_check_auto"]) + " |")
+        a_lines.append(
+            f"| {name} | auto (default) | {ctext} | "
+            + " | ".join(f"{x['aupr']:.3f}" for x in r["prior_check_auto"])
+            + " |"
+        )
     return {"prior-cost": "\n".join(lines), "prior-accuracy": "\n".join(a_lines)}
 
 
@@ -442,8 +565,15 @@ def main() -> None:
     p = sub.add_parser("prior-render")
     p.add_argument("--results", default=str(PRIOR_RESULTS))
     ns = ap.parse_args()
-    {"dream4": dream4, "synth": synth, "scale": scale, "bigmem": bigmem, "links": links,
-     "prior": prior_bench, "prior-render": prior_render}[ns.cmd](ns)
+    {
+        "dream4": dream4,
+        "synth": synth,
+        "scale": scale,
+        "bigmem": bigmem,
+        "links": links,
+        "prior": prior_bench,
+        "prior-render": prior_render,
+    }[ns.cmd](ns)
 
 
 if __name__ == "__main__":

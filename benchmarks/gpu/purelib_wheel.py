@@ -6,6 +6,7 @@ the WHEEL file's tag and purelib flag and the RECORD hashes, and refuses a wheel
 
   python benchmarks/gpu/purelib_wheel.py built/*.whl --out DIR
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,16 @@ def retag(src: Path, out_dir: Path) -> Path:
         raise SystemExit(f"{src}: holds compiled code; it cannot be re-tagged as pure Python")
     info = next(f.rsplit("/", 1)[0] for f in files if f.endswith(".dist-info/WHEEL"))
     wheel = files[f"{info}/WHEEL"].decode().splitlines()
-    wheel = [("Root-Is-Purelib: true" if ln.startswith("Root-Is-Purelib:") else
-              "Tag: py3-none-any" if ln.startswith("Tag:") else ln) for ln in wheel]
+    wheel = [
+        (
+            "Root-Is-Purelib: true"
+            if ln.startswith("Root-Is-Purelib:")
+            else "Tag: py3-none-any"
+            if ln.startswith("Tag:")
+            else ln
+        )
+        for ln in wheel
+    ]
     files[f"{info}/WHEEL"] = ("\n".join(dict.fromkeys(wheel)) + "\n").encode()
     record = io.StringIO()
     writer = csv.writer(record, lineterminator="\n")

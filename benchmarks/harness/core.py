@@ -1,4 +1,5 @@
 """Measuring, alternating and recording: the parts of ``benchmarks/run`` that know nothing of the stages."""
+
 from __future__ import annotations
 
 import datetime
@@ -65,8 +66,11 @@ def timed_run(argv: list[str], cwd: Path, env: dict | None = None, timeout: floa
     os.close(fd)
     full_env = dict(os.environ, CHROMAFLOW_PROGRESS="0", **(env or {}))
     load0 = loadavg()
-    proc = subprocess.Popen([sys.executable, "-S", "-I", str(RUNNER), res_path, str(cwd), "--", *argv],
-                            env=full_env, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-S", "-I", str(RUNNER), res_path, str(cwd), "--", *argv],
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+    )
     with TreeSampler(proc.pid) as ts:
         try:
             proc.wait(timeout=timeout)
@@ -76,8 +80,13 @@ def timed_run(argv: list[str], cwd: Path, env: dict | None = None, timeout: floa
             raise RuntimeError(f"timed out after {timeout} s: {' '.join(argv)}") from None
     rec = json.loads(Path(res_path).read_text() or "{}")
     os.unlink(res_path)
-    rec.update(load_before=load0, load_after=loadavg(), peak_tree_rss_bytes=max(ts.peak, rec.get("maxrss_bytes", 0)),
-               processes=ts.nproc, tree_cpu_s=round(ts.cpu_s, 4))
+    rec.update(
+        load_before=load0,
+        load_after=loadavg(),
+        peak_tree_rss_bytes=max(ts.peak, rec.get("maxrss_bytes", 0)),
+        processes=ts.nproc,
+        tree_cpu_s=round(ts.cpu_s, 4),
+    )
     # CPU: wait4 counts the descendants that were waited for; processes nobody waits for (DDP ranks, daemons) only
     # the sampled tree sees (a lower bound: up to one 50-ms sample late), so the larger of the two
     if "cpu_s" in rec:
@@ -120,8 +129,11 @@ def ratio(peer: dict | None, ours: dict | None) -> dict | None:
     """Peer cost / our cost: ratio of medians, and the widest ratio the runs allow (min/max over max/min)."""
     if not peer or not ours or not ours["median"] or not ours["min"]:
         return None
-    return {"of_medians": peer["median"] / ours["median"], "low": peer["min"] / ours["max"],
-            "high": peer["max"] / ours["min"]}
+    return {
+        "of_medians": peer["median"] / ours["median"],
+        "low": peer["min"] / ours["max"],
+        "high": peer["max"] / ours["min"],
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -134,11 +146,11 @@ class NotRunnable(Exception):
 
 @dataclass
 class Contender:
-    key: str                     # unique within the case, e.g. "chromaflow", "helixer"
-    label: str                   # shown in tables: the command in words
-    role: str                    # "ours" or "peer"
-    argv: Callable[[Path, int], list[str]]   # (run dir, repeat index) -> command line
-    repeats: int | None = None   # default: the run's --repeats
+    key: str  # unique within the case, e.g. "chromaflow", "helixer"
+    label: str  # shown in tables: the command in words
+    role: str  # "ours" or "peer"
+    argv: Callable[[Path, int], list[str]]  # (run dir, repeat index) -> command line
+    repeats: int | None = None  # default: the run's --repeats
     env: dict = field(default_factory=dict)
     outputs: Callable[[Path], dict] = lambda d: {}  # run dir -> {name: size in bytes} (recorded)
     seed_for_repeat: bool = False  # GENIE3: repeat r runs with seed r + 1 (recorded with the run)
@@ -162,7 +174,7 @@ class Case:
     agree: Callable[[dict[str, Path]], dict] | None = None
     # after each run: run dir -> extra fields stored with the run (e.g. AUROC/AUPR)
     per_run: Callable[[str, Path], dict] | None = None
-    skip: str | None = None      # reason this case cannot run here (recorded, not an error)
+    skip: str | None = None  # reason this case cannot run here (recorded, not an error)
     prepare: Callable[[], None] | None = None  # make the inputs (seeded, cached in the work dir) just before
     note: str = ""
     keep_outputs: bool = False
@@ -174,8 +186,17 @@ class Case:
 
 def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], timeout: float | None = None) -> dict:
     """Alternate the contenders (A B C A B C ...), record every run, check agreement on repeat 0."""
-    rec: dict = {"stage": case.stage, "case": case.name, "id": case.id, "params": case.params, "note": case.note,
-                 "machine": MACHINE_BRIEF, "started": now(), "runs": [], "contenders": {}}
+    rec: dict = {
+        "stage": case.stage,
+        "case": case.name,
+        "id": case.id,
+        "params": case.params,
+        "note": case.note,
+        "machine": MACHINE_BRIEF,
+        "started": now(),
+        "runs": [],
+        "contenders": {},
+    }
     if case.skip:
         rec.update(skipped=case.skip, finished=now())
         log(f"  skipped: {case.skip}")
@@ -206,7 +227,7 @@ def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], t
             d.mkdir(parents=True, exist_ok=True)
             attempts = []
             for attempt in range(c.retries + 1):  # a tool may fail for reasons of the moment (e.g. dask's start-up
-                try:                              # timeout on a saturated machine); a failed attempt stays recorded
+                try:  # timeout on a saturated machine); a failed attempt stays recorded
                     if c.setup:
                         c.setup(d, r)
                     m = timed_run(argv, d, env, timeout=timeout)
@@ -233,8 +254,10 @@ def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], t
             else:
                 if case.per_run:
                     m.update(case.per_run(c.key, d))
-                log(f"  {c.key:<28} r{r}  wall {m['wall_s']:8.2f} s  cpu {m['cpu_s']:8.2f} s  "
-                    f"rss {m['peak_tree_rss_bytes'] / 2**20:7.0f} MiB  load {m['load_before'][:1]}")
+                log(
+                    f"  {c.key:<28} r{r}  wall {m['wall_s']:8.2f} s  cpu {m['cpu_s']:8.2f} s  "
+                    f"rss {m['peak_tree_rss_bytes'] / 2**20:7.0f} MiB  load {m['load_before'][:1]}"
+                )
             m["argv"] = [_shorten(a, work) for a in argv]
             rec["runs"].append(m)
             if r == 0:
@@ -244,8 +267,11 @@ def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], t
     for c in case.contenders:
         runs = [x for x in rec["runs"] if x["contender"] == c.key and x.get("exit") == 0]
         rec["contenders"][c.key] = {
-            "label": c.label, "role": c.role, "failed": failed.get(c.key),
-            "wall_s": summarize([x["wall_s"] for x in runs]), "cpu_s": summarize([x["cpu_s"] for x in runs]),
+            "label": c.label,
+            "role": c.role,
+            "failed": failed.get(c.key),
+            "wall_s": summarize([x["wall_s"] for x in runs]),
+            "cpu_s": summarize([x["cpu_s"] for x in runs]),
             "peak_rss_bytes": summarize([x["peak_tree_rss_bytes"] for x in runs]),
         }
     rec["ratios"] = []
@@ -253,8 +279,14 @@ def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], t
         co, cp = rec["contenders"].get(ours), rec["contenders"].get(peer)
         if not co or not cp:
             continue
-        rec["ratios"].append({"ours": ours, "peer": peer, "wall": ratio(cp["wall_s"], co["wall_s"]),
-                              "cpu": ratio(cp["cpu_s"], co["cpu_s"])})
+        rec["ratios"].append(
+            {
+                "ours": ours,
+                "peer": peer,
+                "wall": ratio(cp["wall_s"], co["wall_s"]),
+                "cpu": ratio(cp["cpu_s"], co["cpu_s"]),
+            }
+        )
     if case.agree and not failed:
         try:
             rec["agreement"] = case.agree(first_dirs)
@@ -267,7 +299,10 @@ def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], t
     rec["finished"] = now()
     ag = rec.get("agreement")
     if ag:
-        log(f"  agreement: {'OK' if ag.get('ok') else 'FAILED' if ag.get('ok') is False else 'n/a'} - {ag.get('detail', '')}")
+        log(
+            f"  agreement: {'OK' if ag.get('ok') else 'FAILED' if ag.get('ok') is False else 'n/a'} - "
+            f"{ag.get('detail', '')}"
+        )
     return rec
 
 
@@ -290,8 +325,13 @@ def now() -> str:
 # --------------------------------------------------------------------------------------------------
 def machine_brief(m: dict) -> tuple:
     """What makes two machine records the same machine for a benchmark: CPU model, SIMD flags, CPUs, memory."""
-    return (m.get("cpu_model"), tuple(m.get("cpu_flags") or ()), m.get("logical_cpus"), m.get("usable_cpus"),
-            m.get("memory_bytes"))
+    return (
+        m.get("cpu_model"),
+        tuple(m.get("cpu_flags") or ()),
+        m.get("logical_cpus"),
+        m.get("usable_cpus"),
+        m.get("memory_bytes"),
+    )
 
 
 def load_results(path: Path) -> dict | None:

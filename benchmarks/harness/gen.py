@@ -11,6 +11,7 @@ stays small. Every generator is deterministic: same arguments, same bytes.
                                              train/*.h5 and val/val_0.h5 with atacseq and h3k4me3 coverage made from
                                              seeded reads by chromaflow add-coverage: the train stage's inputs
 """
+
 from __future__ import annotations
 
 import os
@@ -69,13 +70,14 @@ def write_fasta(path: str, records: int, record_bp: int, seed: int) -> dict[str,
             seq = lut[rng.integers(0, 4, record_bp)].tobytes()
             fh.write(f">{name}\n".encode())
             for j in range(0, record_bp, 100):
-                fh.write(seq[j:j + 100] + b"\n")
+                fh.write(seq[j : j + 100] + b"\n")
             sizes[name] = record_bp
     return sizes
 
 
-def write_bam(path: str, sizes: dict[str, int], n_reads: int, read_len: int, spliced_fraction: float,
-              intron: int, seed: int) -> None:
+def write_bam(
+    path: str, sizes: dict[str, int], n_reads: int, read_len: int, spliced_fraction: float, intron: int, seed: int
+) -> None:
     """n_reads single-end reads of read_len aligned bases at uniform positions on both strands, MAPQ 60; a
     spliced_fraction of them split in two halves by an intron-bp N (the shape of the peer measurement in
     FORMATS.md §7.1: 100 bp, 20 % with a 1 kb N). SAM text from numpy, sorted and indexed by pysam (samtools)."""
@@ -101,8 +103,10 @@ def write_bam(path: str, sizes: dict[str, int], n_reads: int, read_len: int, spl
             fh.write(f"@SQ\tSN:{n}\tLN:{sizes[n]}\n")
         lines = []
         for i in range(n_reads):
-            lines.append(f"r{i}\t{16 if rev[i] else 0}\t{names[chrom[i]]}\t{pos[i] + 1}\t60\t"
-                         f"{cig_spl if spliced[i] else cig_plain}\t*\t0\t0\t{seq}\t{qual}\n")
+            lines.append(
+                f"r{i}\t{16 if rev[i] else 0}\t{names[chrom[i]]}\t{pos[i] + 1}\t60\t"
+                f"{cig_spl if spliced[i] else cig_plain}\t*\t0\t0\t{seq}\t{qual}\n"
+            )
             if len(lines) >= 100000:
                 fh.writelines(lines)
                 lines = []
@@ -113,8 +117,9 @@ def write_bam(path: str, sizes: dict[str, int], n_reads: int, read_len: int, spl
 
 
 def _chromaflow(*args) -> None:
-    subprocess.run([sys.executable, "-m", "chromaflow", *map(str, args)], check=True,
-                   env=dict(os.environ, CHROMAFLOW_PROGRESS="0"))
+    subprocess.run(
+        [sys.executable, "-m", "chromaflow", *map(str, args)], check=True, env=dict(os.environ, CHROMAFLOW_PROGRESS="0")
+    )
 
 
 def coverage(outdir: str, records: str, record_bp: str, reads: str, seed: str) -> None:

@@ -26,6 +26,7 @@ comes first, else its starting value: one pass, no cycles to solve) as
 ``x_g = sum_edges sign * w * tanh(x_t) + noise``, w ~ U(0.5, 1.5), noise N(0, 0.5^2); an unregulated gene is noise.
 Same arguments, same bytes.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,7 +55,7 @@ def simulate(net: dict, samples: int, seed: int) -> np.ndarray:
     regs: dict[str, list] = {}
     for (t, g), s in net["edges"].items():
         regs.setdefault(g, []).append((t, s))
-    for g in names:      # file order: TFs first
+    for g in names:  # file order: TFs first
         i = idx[g]
         noise = rng.normal(0, NOISE, samples)
         if g in regs:
@@ -75,12 +76,17 @@ def _write(path: Path, text: str) -> None:
 
 def _matrix(names: list[str], X: np.ndarray) -> str:
     S = X.shape[1]
-    return "gene\t" + "\t".join(f"S{j + 1}" for j in range(S)) + "\n" + "".join(
-        g + "\t" + "\t".join(f"{v:.5g}" for v in row) + "\n" for g, row in zip(names, X))
+    return (
+        "gene\t"
+        + "\t".join(f"S{j + 1}" for j in range(S))
+        + "\n"
+        + "".join(g + "\t" + "\t".join(f"{v:.5g}" for v in row) + "\n" for g, row in zip(names, X))
+    )
 
 
-def make(outdir: str, seed: str, genes: str, tfs: str, samples: str, sample_subsets: str = "",
-         regulator_subsets: str = "") -> None:
+def make(
+    outdir: str, seed: str, genes: str, tfs: str, samples: str, sample_subsets: str = "", regulator_subsets: str = ""
+) -> None:
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     seed_i, G, T, S = int(seed), int(genes), int(tfs), int(samples)
@@ -98,9 +104,22 @@ def make(outdir: str, seed: str, genes: str, tfs: str, samples: str, sample_subs
     for s in (int(x) for x in sample_subsets.split(",") if x):
         _write(out / f"expression_s{s}.tsv", _matrix(names, X[:, :s]))
     _write(out / "expression.tsv", _matrix(names, X))
-    _write(out / "truth.json", json.dumps({"seed": seed_i, "genes": G, "tfs": T, "samples": S,
-                                           "edges": len(net["edges"]), "simulator": "harness.genie3scale.simulate",
-                                           "noise_sd": NOISE}, indent=1) + "\n")
+    _write(
+        out / "truth.json",
+        json.dumps(
+            {
+                "seed": seed_i,
+                "genes": G,
+                "tfs": T,
+                "samples": S,
+                "edges": len(net["edges"]),
+                "simulator": "harness.genie3scale.simulate",
+                "noise_sd": NOISE,
+            },
+            indent=1,
+        )
+        + "\n",
+    )
 
 
 def make_parts(outdir: str, targets: str, regulators: str, chunks: str) -> list[Path]:
@@ -120,13 +139,28 @@ def make_parts(outdir: str, targets: str, regulators: str, chunks: str) -> list[
     for i, p in enumerate(paths, 1):
         lo, hi = part_bounds(i, n, T)
         W = rng.exponential(size=(R, hi - lo)) * (rng.random((R, hi - lo)) > 0.7)
-        for t in range(lo, min(hi, R)):   # regulator t is target t: its self entry is 0
+        for t in range(lo, min(hi, R)):  # regulator t is target t: its self entry is 0
             W[t, t - lo] = 0.0
-        meta = {"genes": genes, "regulators": list(range(R)), "targets": list(range(lo, hi)),
-                "n_targets_total": T, "target_range": [lo, hi], "chunk": [i, n],
-                "options": {"tree_method": "RF", "max_features": "sqrt", "n_trees": 10, "seed": 0,
-                            "engine": "fast", "importance": "unnormalised"},
-                "fingerprint": "synthetic", "samples": 500, "expression": "synthetic", "constant_targets": []}
+        meta = {
+            "genes": genes,
+            "regulators": list(range(R)),
+            "targets": list(range(lo, hi)),
+            "n_targets_total": T,
+            "target_range": [lo, hi],
+            "chunk": [i, n],
+            "options": {
+                "tree_method": "RF",
+                "max_features": "sqrt",
+                "n_trees": 10,
+                "seed": 0,
+                "engine": "fast",
+                "importance": "unnormalised",
+            },
+            "fingerprint": "synthetic",
+            "samples": 500,
+            "expression": "synthetic",
+            "constant_targets": [],
+        }
         write_part(p, W, meta)
     return paths
 
@@ -140,8 +174,11 @@ def _cf(*args) -> list[str]:
 
 def _start(argv: list[str], log: Path) -> tuple[subprocess.Popen, float, object]:
     fh = open(log, "wb")
-    return subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT,
-                            env=dict(os.environ, CHROMAFLOW_PROGRESS="0")), time.perf_counter(), fh
+    return (
+        subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=dict(os.environ, CHROMAFLOW_PROGRESS="0")),
+        time.perf_counter(),
+        fh,
+    )
 
 
 def _reap(running: dict) -> dict:
@@ -149,8 +186,13 @@ def _reap(running: dict) -> dict:
     pid, status, ru = os.wait4(-1, 0)
     name, t0, fh = running.pop(pid)
     fh.close()
-    return {"task": name, "exit": os.waitstatus_to_exitcode(status), "wall_s": round(time.perf_counter() - t0, 3),
-            "cpu_s": round(ru.ru_utime + ru.ru_stime, 3), "peak_rss_bytes": ru.ru_maxrss * 1024}
+    return {
+        "task": name,
+        "exit": os.waitstatus_to_exitcode(status),
+        "wall_s": round(time.perf_counter() - t0, 3),
+        "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
+        "peak_rss_bytes": ru.ru_maxrss * 1024,
+    }
 
 
 def run_tasks(tasks: list[tuple[str, list[str]]], parallel: int, logs: Path) -> list[dict]:
@@ -169,57 +211,127 @@ def run_tasks(tasks: list[tuple[str, list[str]]], parallel: int, logs: Path) -> 
     return out
 
 
-def pipeline(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str, parallel: str,
-             *opts: str) -> None:
+def pipeline(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str, parallel: str, *opts: str) -> None:
     """genie3-plan -> chunks -> genie3-merge (see the module docstring); ``--chunks-only K``: only the first K
     chunks (the weak-scaling runs), no merge."""
     w = Path(work)
     w.mkdir(parents=True, exist_ok=True)
     only = int(opts[opts.index("--chunks-only") + 1]) if "--chunks-only" in opts else None
     t0 = time.perf_counter()
-    plan_rec = run_tasks([("plan", _cf("genie3-plan", "--expression", expr, "--layout", "genes-x-samples",
-                                       "--regulators", regs, "--chunk-size", chunk, "--out", w / "plan.json"))],
-                         1, w)
+    plan_rec = run_tasks(
+        [
+            (
+                "plan",
+                _cf(
+                    "genie3-plan",
+                    "--expression",
+                    expr,
+                    "--layout",
+                    "genes-x-samples",
+                    "--regulators",
+                    regs,
+                    "--chunk-size",
+                    chunk,
+                    "--out",
+                    w / "plan.json",
+                ),
+            )
+        ],
+        1,
+        w,
+    )
     plan = json.loads((w / "plan.json").read_text())
     n = plan["chunks"]
     todo = range(1, n + 1) if only is None else range(1, min(only, n) + 1)
-    chunk_tasks = [(f"chunk{i}", _cf("genie3", "--expression", expr, "--layout", "genes-x-samples",
-                                     "--regulators", regs, "--n-trees", trees, "--threads", "1",
-                                     "--targets-chunk", f"{i}/{n}", "--out", w / f"part{i}.npz",
-                                     "--metrics", w / f"chunk{i}.metrics.json")) for i in todo]
+    chunk_tasks = [
+        (
+            f"chunk{i}",
+            _cf(
+                "genie3",
+                "--expression",
+                expr,
+                "--layout",
+                "genes-x-samples",
+                "--regulators",
+                regs,
+                "--n-trees",
+                trees,
+                "--threads",
+                "1",
+                "--targets-chunk",
+                f"{i}/{n}",
+                "--out",
+                w / f"part{i}.npz",
+                "--metrics",
+                w / f"chunk{i}.metrics.json",
+            ),
+        )
+        for i in todo
+    ]
     t1 = time.perf_counter()
     chunk_recs = run_tasks(chunk_tasks, int(parallel), w)
     t2 = time.perf_counter()
     for r in chunk_recs:
         m = json.loads((w / f"{r['task']}.metrics.json").read_text())
-        r.update(targets=m["targets"], regulators=m["regulators"], compute_s=m["compute_s"],
-                 compute_cpu_s=m.get("compute_cpu_s"),
-                 out_bytes=(w / f"part{r['task'][len('chunk'):]}.npz").stat().st_size)   # the task's disk
+        r.update(
+            targets=m["targets"],
+            regulators=m["regulators"],
+            compute_s=m["compute_s"],
+            compute_cpu_s=m.get("compute_cpu_s"),
+            out_bytes=(w / f"part{r['task'][len('chunk') :]}.npz").stat().st_size,
+        )  # the task's disk
     merge_recs, score = [], None
     if only is None:
         parts = [w / f"part{i}.npz" for i in range(1, n + 1)]
-        merge_recs = run_tasks([("merge", _cf("genie3-merge", "--out", w / "links.tsv.gz", "--summary",
-                                              w / "summary.json", "--plot", w / "weights.png", "--threads", "1",
-                                              *parts)),
-                                ("merge_streamed", _cf("genie3-merge", "--max-links", "100000", "--out",
-                                                       w / "top.tsv.gz", "--threads", "1", *parts))], 1, w)
+        merge_recs = run_tasks(
+            [
+                (
+                    "merge",
+                    _cf(
+                        "genie3-merge",
+                        "--out",
+                        w / "links.tsv.gz",
+                        "--summary",
+                        w / "summary.json",
+                        "--plot",
+                        w / "weights.png",
+                        "--threads",
+                        "1",
+                        *parts,
+                    ),
+                ),
+                (
+                    "merge_streamed",
+                    _cf("genie3-merge", "--max-links", "100000", "--out", w / "top.tsv.gz", "--threads", "1", *parts),
+                ),
+            ],
+            1,
+            w,
+        )
         for r, out in zip(merge_recs, ("links.tsv.gz", "top.tsv.gz")):
             r["out_bytes"] = (w / out).stat().st_size
             if r["task"] == "merge":
                 r["out_bytes"] += sum((w / f).stat().st_size for f in ("summary.json", "weights.png"))
-                r["links"] = plan["genes"] * plan["regulators"] - plan["regulators"]   # every pair but self-links
+                r["links"] = plan["genes"] * plan["regulators"] - plan["regulators"]  # every pair but self-links
             else:
                 r["links"] = 100_000
         from .planted import score as score_links
 
         score = score_links(str(w / "links.tsv.gz"), gold)
-        for p in parts:   # the parts are the largest files: gone once merged
+        for p in parts:  # the parts are the largest files: gone once merged
             p.unlink()
     t3 = time.perf_counter()
-    doc = {"plan": {k: plan[k] for k in ("genes", "chunk_size", "chunks", "samples", "regulators")},
-           "parallel": int(parallel), "trees": int(trees), "plan_task": plan_rec[0], "chunks": chunk_recs,
-           "merges": merge_recs, "score": score, "chunks_wall_s": round(t2 - t1, 3),
-           "wall_s": round(t3 - t0, 3)}
+    doc = {
+        "plan": {k: plan[k] for k in ("genes", "chunk_size", "chunks", "samples", "regulators")},
+        "parallel": int(parallel),
+        "trees": int(trees),
+        "plan_task": plan_rec[0],
+        "chunks": chunk_recs,
+        "merges": merge_recs,
+        "score": score,
+        "chunks_wall_s": round(t2 - t1, 3),
+        "wall_s": round(t3 - t0, 3),
+    }
     _write(w / "tasks.json", json.dumps(doc, indent=1) + "\n")
 
 
@@ -265,22 +377,50 @@ def slurm(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str, pa
     if "--genes" in opts:
         expr_p = _subset_genes(expr_p, int(opts[opts.index("--genes") + 1]), w / "expression.tsv")
     fasta = w / "g.fa"
-    fasta.write_text(">chr1\n" + "ACGT" * 500 + "\n")   # the sheet needs an assembly; only FASTA2H5 reads it
-    (w / "sheet.csv").write_text("id,fasta,species,expression,regulators,expression_layout\n"
-                                 f"net,{fasta},Planted_net,{expr_p},{regs},genes-x-samples\n")
+    fasta.write_text(">chr1\n" + "ACGT" * 500 + "\n")  # the sheet needs an assembly; only FASTA2H5 reads it
+    (w / "sheet.csv").write_text(
+        "id,fasta,species,expression,regulators,expression_layout\n"
+        f"net,{fasta},Planted_net,{expr_p},{regs},genes-x-samples\n"
+    )
     (w / "run.config").write_text(SLURM_CONFIG.format(parallel=int(parallel)))
     out, trace = w / "out", w / "trace.txt"
-    cluster = SlurmCluster().start()   # its own folder under $TMPDIR (munge must traverse every parent), removed by stop
+    cluster = SlurmCluster().start()  # its own folder under $TMPDIR (munge must traverse every parent), removed by stop
     try:
         t0 = time.perf_counter()
         with open(w / "nextflow.log.txt", "w") as log:
-            p = subprocess.run(["nextflow", "-log", str(w / ".nextflow.log"), "run", str(ROOT / "main.nf"),
-                                "-profile", "slurm", "-c", str(w / "run.config"), "-ansi-log", "false",
-                                "-with-trace", str(trace), "--input", str(w / "sheet.csv"), "--outdir", str(out),
-                                "--skip_predict", "--skip_benchmark", "--skip_multiqc",
-                                "--genie3_n_trees", str(trees), "--genie3_chunk_size", str(chunk)],
-                               cwd=w, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                               env={**os.environ, **cluster.env, "NXF_ANSI_LOG": "false"})
+            p = subprocess.run(
+                [
+                    "nextflow",
+                    "-log",
+                    str(w / ".nextflow.log"),
+                    "run",
+                    str(ROOT / "main.nf"),
+                    "-profile",
+                    "slurm",
+                    "-c",
+                    str(w / "run.config"),
+                    "-ansi-log",
+                    "false",
+                    "-with-trace",
+                    str(trace),
+                    "--input",
+                    str(w / "sheet.csv"),
+                    "--outdir",
+                    str(out),
+                    "--skip_predict",
+                    "--skip_benchmark",
+                    "--skip_multiqc",
+                    "--genie3_n_trees",
+                    str(trees),
+                    "--genie3_chunk_size",
+                    str(chunk),
+                ],
+                cwd=w,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **cluster.env, "NXF_ANSI_LOG": "false"},
+            )
         wall = time.perf_counter() - t0
     finally:
         cluster.stop()
@@ -307,10 +447,16 @@ def slurm_summary(trace: Path, out: Path, gold: str | None, parallel: int, trees
         # .command.begin (written as the script starts) and .exitcode (as it ends), to the file system's ns; the
         # trace's start/complete are when the driver's poll saw the job, a poll interval apart or in the same poll
         real, wd = int(r["realtime"]) / 1000, Path(r["workdir"])
-        return {"task": name, "exit": int(r["exit"]), "wall_s": round(real, 3),
-                "cpu_s": round(real * float(r["%cpu"]) / 100, 3), "peak_rss_bytes": int(r["peak_rss"]),
-                "slurm_job": r["native_id"], "began": (wd / ".command.begin").stat().st_mtime_ns / 1e9,
-                "ended": (wd / ".exitcode").stat().st_mtime_ns / 1e9}
+        return {
+            "task": name,
+            "exit": int(r["exit"]),
+            "wall_s": round(real, 3),
+            "cpu_s": round(real * float(r["%cpu"]) / 100, 3),
+            "peak_rss_bytes": int(r["peak_rss"]),
+            "slurm_job": r["native_id"],
+            "began": (wd / ".command.begin").stat().st_mtime_ns / 1e9,
+            "ended": (wd / ".exitcode").stat().st_mtime_ns / 1e9,
+        }
 
     def proc(r: dict) -> str:
         return r["process"].split(":")[-1]
@@ -321,22 +467,33 @@ def slurm_summary(trace: Path, out: Path, gold: str | None, parallel: int, trees
     for r in sorted((r for r in rows if proc(r) == "GENIE3"), key=lambda r: int(r["tag"].split()[-1].split("/")[0])):
         c = rec(r, "chunk" + r["tag"].split()[-1].split("/")[0])
         m = json.loads(next(Path(r["workdir"]).glob("*.genie3.metrics.json")).read_text())
-        c.update(targets=m["targets"], regulators=m["regulators"], compute_s=m["compute_s"],
-                 compute_cpu_s=m.get("compute_cpu_s"),
-                 out_bytes=next(Path(r["workdir"]).glob("*.genie3.part.npz")).stat().st_size)
+        c.update(
+            targets=m["targets"],
+            regulators=m["regulators"],
+            compute_s=m["compute_s"],
+            compute_cpu_s=m.get("compute_cpu_s"),
+            out_bytes=next(Path(r["workdir"]).glob("*.genie3.part.npz")).stat().st_size,
+        )
         chunks.append(c)
     merges = [rec(r, "merge") for r in rows if proc(r) == "GENIE3_MERGE"]
     links = next(out.rglob("*.genie3_links.tsv.gz"))
-    for m in merges:   # every pair but self-links, as genie3-merge writes them without --max-links
+    for m in merges:  # every pair but self-links, as genie3-merge writes them without --max-links
         m["out_bytes"] = sum(f.stat().st_size for f in links.parent.glob("*.genie3_*"))
         m["links"] = plan["genes"] * plan["regulators"] - plan["regulators"]
     starts, ends = [c["began"] for c in chunks], [c["ended"] for c in chunks]
-    return {"plan": {k: plan.get(k) for k in ("genes", "chunk_size", "chunks", "samples", "regulators")},
-            "parallel": parallel, "trees": trees, "executor": "slurm",
-            "plan_task": rec(plan_rows[0], "plan") if plan_rows else None, "chunks": chunks, "merges": merges,
-            "score": score_links(str(links), gold) if gold else None,
-            "chunks_wall_s": round(max(ends) - min(starts), 3),
-            "wall_s": round(wall, 3), "slurm_jobs": len(rows)}
+    return {
+        "plan": {k: plan.get(k) for k in ("genes", "chunk_size", "chunks", "samples", "regulators")},
+        "parallel": parallel,
+        "trees": trees,
+        "executor": "slurm",
+        "plan_task": rec(plan_rows[0], "plan") if plan_rows else None,
+        "chunks": chunks,
+        "merges": merges,
+        "score": score_links(str(links), gold) if gold else None,
+        "chunks_wall_s": round(max(ends) - min(starts), 3),
+        "wall_s": round(wall, 3),
+        "slurm_jobs": len(rows),
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -383,16 +540,23 @@ def fit_cost(points: list[dict]) -> dict | None:
     grid = np.concatenate([[0.0], np.geomspace(0.01, 100 * N.max(), 2000)])
     best = min(grid, key=lambda n0: float(np.sum(_lstsq(A, y0 - np.log(N + n0))[1] ** 2)))
     coef, res = _lstsq(A, y0 - np.log(N + best))
-    dof = len(pts) - A.shape[1] - 1   # n0 is fitted too
+    dof = len(pts) - A.shape[1] - 1  # n0 is fitted too
     s2 = float(res @ res) / dof if dof > 0 else float("nan")
     cov = s2 * np.linalg.inv(A.T @ A)
-    return {"model": "CPU s per target = exp(a) * samples^b_samples * regulators^b_regulators * (trees + n0)",
-            "a": float(coef[0]), "n0": float(best),
-            "exponents": {"samples": float(coef[1]), "regulators": float(coef[2])},
-            "stderr": {"samples": float(math.sqrt(cov[1, 1])), "regulators": float(math.sqrt(cov[2, 2]))},
-            "cov": cov.tolist(), "residual_sd": math.sqrt(s2), "dof": dof,
-            "residuals": [{**{f: p[f] for f in FACTORS}, "log_residual": float(r),
-                           "measured_over_fit": float(math.exp(r))} for p, r in zip(pts, res)]}
+    return {
+        "model": "CPU s per target = exp(a) * samples^b_samples * regulators^b_regulators * (trees + n0)",
+        "a": float(coef[0]),
+        "n0": float(best),
+        "exponents": {"samples": float(coef[1]), "regulators": float(coef[2])},
+        "stderr": {"samples": float(math.sqrt(cov[1, 1])), "regulators": float(math.sqrt(cov[2, 2]))},
+        "cov": cov.tolist(),
+        "residual_sd": math.sqrt(s2),
+        "dof": dof,
+        "residuals": [
+            {**{f: p[f] for f in FACTORS}, "log_residual": float(r), "measured_over_fit": float(math.exp(r))}
+            for p, r in zip(pts, res)
+        ],
+    }
 
 
 def predict(fit: dict, samples: int, regulators: int, trees: int, targets: int, z: float = 1.96) -> dict:
@@ -405,9 +569,17 @@ def predict(fit: dict, samples: int, regulators: int, trees: int, targets: int, 
     se = math.sqrt(float(x @ np.array(fit["cov"]) @ x) + fit["residual_sd"] ** 2)
     per_target = math.exp(mean)
     hours = per_target * targets / 3600
-    return {"samples": samples, "regulators": regulators, "trees": trees, "targets": targets,
-            "cpu_s_per_target": per_target, "cpu_hours": hours, "cpu_hours_low": hours * math.exp(-z * se),
-            "cpu_hours_high": hours * math.exp(z * se), "log_se": se}
+    return {
+        "samples": samples,
+        "regulators": regulators,
+        "trees": trees,
+        "targets": targets,
+        "cpu_s_per_target": per_target,
+        "cpu_hours": hours,
+        "cpu_hours_low": hours * math.exp(-z * se),
+        "cpu_hours_high": hours * math.exp(z * se),
+        "log_se": se,
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -420,7 +592,7 @@ def main(argv: list[str]) -> int:
                 kw[key] = args[args.index(opt) + 1]
                 pos.remove(kw[key])
         make(*pos, **kw)
-    elif kind == "task":   # task OUT.json -- ARGV...: run ARGV, write its wall, CPU and peak RSS (wait4); its exit
+    elif kind == "task":  # task OUT.json -- ARGV...: run ARGV, write its wall, CPU and peak RSS (wait4); its exit
         rec = run_tasks([("task", args[2:])], 1, Path(args[0]).parent)[0]
         _write(Path(args[0]), json.dumps(rec) + "\n")
     elif kind == "parts":

@@ -5,6 +5,7 @@ Uses arboreto only as a black box (its public ``grnboost2`` function, default se
 W single-threaded worker processes like ``../shared/peers/checks/arboreto_genie3.py``. Writes the ranked edge
 list (TF, target, importance).
 """
+
 import argparse
 import shutil
 import tempfile
@@ -26,8 +27,9 @@ def main() -> None:
     df = pd.read_csv(a.expr, sep="\t")
     scratch = tempfile.mkdtemp(prefix="bench-dask-")
     dask.config.set({"temporary-directory": scratch})
-    cluster = LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                           local_directory=scratch)
+    cluster = LocalCluster(
+        n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=None, local_directory=scratch
+    )
     client = Client(cluster)
     try:
         links = grnboost2(expression_data=df, client_or_address=client, seed=a.seed)

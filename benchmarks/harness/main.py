@@ -14,6 +14,7 @@ short keeps every finished case; ``--resume`` skips the cases already in today's
 the cases to an earlier results file instead (a full run spread over days): every case record carries its own
 machine, commit, command and times, and the file keeps the first start and the last finish.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,26 +35,44 @@ from .render import render_file
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="benchmarks/run", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--peers", default=str(core.ROOT.parent / "shared" / "peers"),
-                    help="the peers kit (default ../shared/peers beside the checkout)")
+    ap = argparse.ArgumentParser(
+        prog="benchmarks/run",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "--peers",
+        default=str(core.ROOT.parent / "shared" / "peers"),
+        help="the peers kit (default ../shared/peers beside the checkout)",
+    )
     ap.add_argument("--quick", action="store_true", help="small inputs, 1 repeat: a few minutes (CI)")
-    ap.add_argument("--stages", default=",".join(s for s in C.STAGES if s not in C.OPT_IN),
-                    help=f"comma-separated subset of {','.join(C.STAGES)} (default: all but {','.join(C.OPT_IN)})")
+    ap.add_argument(
+        "--stages",
+        default=",".join(s for s in C.STAGES if s not in C.OPT_IN),
+        help=f"comma-separated subset of {','.join(C.STAGES)} (default: all but {','.join(C.OPT_IN)})",
+    )
     ap.add_argument("--cases", default=None, help="only cases whose name contains one of these comma-separated words")
     ap.add_argument("--repeats", type=int, default=None, help="runs per command (default 3; --quick 1)")
     ap.add_argument("--out", default=str(core.ROOT / "benchmarks" / "results"), help="results directory")
-    ap.add_argument("--workdir", default=None,
-                    help="inputs and scratch outputs (default $TMPDIR/chromaflow-bench-<host>; inputs are kept "
-                         "there for later runs)")
-    ap.add_argument("--inputs", default=None,
-                    help="the generated inputs (default <workdir>/inputs): each is made once, when absent, and read "
-                         "by every later run that names the same folder")
+    ap.add_argument(
+        "--workdir",
+        default=None,
+        help="inputs and scratch outputs (default $TMPDIR/chromaflow-bench-<host>; inputs are kept "
+        "there for later runs)",
+    )
+    ap.add_argument(
+        "--inputs",
+        default=None,
+        help="the generated inputs (default <workdir>/inputs): each is made once, when absent, and read "
+        "by every later run that names the same folder",
+    )
     ap.add_argument("--resume", action="store_true", help="skip cases already in today's results file")
-    ap.add_argument("--results", default=None,
-                    help="add to (and --resume from) this results file instead of today's <out>/<date>-<host>.json, "
-                         "e.g. to finish an earlier day's full run; each case keeps its own machine and commit")
+    ap.add_argument(
+        "--results",
+        default=None,
+        help="add to (and --resume from) this results file instead of today's <out>/<date>-<host>.json, "
+        "e.g. to finish an earlier day's full run; each case keeps its own machine and commit",
+    )
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per run before it is killed")
     a = ap.parse_args(argv)
     a.repeats = a.repeats or (1 if a.quick else 3)
@@ -63,8 +82,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if a.repeats < 1:
         ap.error("--repeats must be >= 1")
     if not a.quick and a.repeats < 3:
-        print("benchmarks/run: warning: fewer than 3 repeats: medians and spreads will not be published-grade",
-              file=sys.stderr)
+        print(
+            "benchmarks/run: warning: fewer than 3 repeats: medians and spreads will not be published-grade",
+            file=sys.stderr,
+        )
     return a
 
 
@@ -115,14 +136,17 @@ def main(argv: list[str] | None = None) -> int:
         print(msg, file=sys.stderr, flush=True)
 
     machine = core.machine_info()
-    core.MACHINE_BRIEF.update({k: machine[k] for k in ("host", "cpu_model", "cpu_flags", "logical_cpus",
-                                                       "usable_cpus", "memory_bytes")})
+    core.MACHINE_BRIEF.update(
+        {k: machine[k] for k in ("host", "cpu_model", "cpu_flags", "logical_cpus", "usable_cpus", "memory_bytes")}
+    )
     results = core.load_results(res_path) or {}
     if results.get("schema") not in (None, core.SCHEMA):
         raise SystemExit(f"{res_path}: unknown schema {results.get('schema')!r}")
     if a.results and bool(results.get("quick")) != a.quick:
-        raise SystemExit(f"benchmarks/run: --results {res_path}: a {'quick' if results.get('quick') else 'full'} "
-                         f"results file cannot take {'quick' if a.quick else 'full'} cases")
+        raise SystemExit(
+            f"benchmarks/run: --results {res_path}: a {'quick' if results.get('quick') else 'full'} "
+            f"results file cannot take {'quick' if a.quick else 'full'} cases"
+        )
     git = core.git_state()
     command = "benchmarks/run " + " ".join(shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:]))
     results.setdefault("commands", [])
@@ -138,18 +162,28 @@ def main(argv: list[str] | None = None) -> int:
                 others.append({"machine": machine, "software": software, "first_used": core.now()})
     else:
         results.update({"machine": machine, "software": software, "git": git})
-    results.update({
-        "schema": core.SCHEMA,
-        "command": command,
-        "quick": a.quick, "repeats": a.repeats, "peers": {"path": a.peers, **_peers_kit(peers)},
-        "last_started": core.now(),
-    })
+    results.update(
+        {
+            "schema": core.SCHEMA,
+            "command": command,
+            "quick": a.quick,
+            "repeats": a.repeats,
+            "peers": {"path": a.peers, **_peers_kit(peers)},
+            "last_started": core.now(),
+        }
+    )
     results.setdefault("first_started", results["last_started"])
     results.setdefault("cases", [])
     done = {c["id"] for c in results["cases"] if not c.get("skipped")} if a.resume else set()
-    ctx = C.Ctx(peers=peers, work=work, quick=a.quick, repeats=a.repeats, log=log,
-                inputs_dir=Path(a.inputs).resolve() if a.inputs else None,
-                earlier={c["id"]: c for c in results["cases"] if not c.get("skipped")})
+    ctx = C.Ctx(
+        peers=peers,
+        work=work,
+        quick=a.quick,
+        repeats=a.repeats,
+        log=log,
+        inputs_dir=Path(a.inputs).resolve() if a.inputs else None,
+        earlier={c["id"]: c for c in results["cases"] if not c.get("skipped")},
+    )
     words = [w for w in (a.cases or "").split(",") if w]
     failures = 0
     for stage in [s for s in C.STAGES if s in a.stages.split(",")]:
@@ -159,8 +193,17 @@ def main(argv: list[str] | None = None) -> int:
             warm, cases = C.BUILDERS[stage](ctx)
         except Exception as exc:  # noqa: BLE001 - inputs could not be made: record, go on with other stages
             log(f"  cannot prepare {stage}: {exc}")
-            _store(results, {"stage": stage, "case": "*", "id": f"{stage}/*", "skipped": f"inputs failed: {exc}",
-                             "machine": core.MACHINE_BRIEF}, res_path)
+            _store(
+                results,
+                {
+                    "stage": stage,
+                    "case": "*",
+                    "id": f"{stage}/*",
+                    "skipped": f"inputs failed: {exc}",
+                    "machine": core.MACHINE_BRIEF,
+                },
+                res_path,
+            )
             failures += 1
             continue
         cases = [c for c in cases if not words or any(w in c.name for w in words)]
@@ -201,10 +244,10 @@ def _peers_kit(peers: Path) -> dict:
 
 def _store(results: dict, rec: dict, path: Path) -> None:
     if rec.get("not_runnable") and any(c["id"] == rec["id"] and not c.get("skipped") for c in results["cases"]):
-        return   # this machine could not run it now (core.NotRunnable): the earlier measurement stays
+        return  # this machine could not run it now (core.NotRunnable): the earlier measurement stays
     results["cases"] = [c for c in results["cases"] if c["id"] != rec["id"]] + [rec]
     core.write_json(path, results)
-    render_file(path, plot=False)   # the plot is drawn once, when the run ends
+    render_file(path, plot=False)  # the plot is drawn once, when the run ends
 
 
 def _warm_up(commands: list, d: Path, log) -> None:

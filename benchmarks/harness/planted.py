@@ -29,6 +29,7 @@ The network (every draw from ``numpy.random.default_rng(SEED)``; same arguments,
   DREAM4's: every gene is knocked down (production x U(0.2, 0.8)) or over-expressed (x U(1.5, 3)) with
   probability 0.25 each, the factors drawn per sample; then 10 % log-normal measurement noise.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -43,7 +44,7 @@ DECOY_RATE = 0.1
 OPEN_IF_REGULATED = 0.8
 OPEN_IF_UNREGULATED = 0.2
 UPSTREAM, DOWNSTREAM = 1000, 200
-SLOT = 3500          # bp per gene locus: promoter window, a 1,500 bp gene body, intergenic sequence
+SLOT = 3500  # bp per gene locus: promoter window, a 1,500 bp gene body, intergenic sequence
 BODY = 1500
 RECORDS = 3
 # steady_state integrates in windows of 20 / (smallest decay rate) until the residual is < 1e-8; a network that
@@ -101,14 +102,14 @@ def make(outdir: str, seed: str, genes: str, tfs: str, samples: str) -> None:
     per = -(-len(order) // RECORDS)
     seqs, loci = {}, {}
     for r in range(RECORDS):
-        chunk = order[r * per:(r + 1) * per]
+        chunk = order[r * per : (r + 1) * per]
         length = len(chunk) * SLOT + 2000
         seq = BASES[rng.integers(0, 4, size=length)]
         for j, g in enumerate(chunk):
             base = 1000 + j * SLOT
             strand = "+" if rng.random() < 0.5 else "-"
             if strand == "+":
-                start, end = base + UPSTREAM + 200, base + UPSTREAM + 200 + BODY   # 0-based, half-open
+                start, end = base + UPSTREAM + 200, base + UPSTREAM + 200 + BODY  # 0-based, half-open
                 tss = start
                 win = (tss - UPSTREAM, tss + DOWNSTREAM)
             else:
@@ -134,17 +135,16 @@ def make(outdir: str, seed: str, genes: str, tfs: str, samples: str) -> None:
             m = mot[t]["consensus"]
             if rng.random() < 0.5:
                 m = m.translate(COMP)[::-1]
-            seqs[loci[g]["seqid"]][pos:pos + len(m)] = list(m)
+            seqs[loci[g]["seqid"]][pos : pos + len(m)] = list(m)
             planted[kind] += 1
     # predicted accessibility of each promoter window
-    open_ = {g: bool(rng.random() < (OPEN_IF_REGULATED if net["regulated"][g] else OPEN_IF_UNREGULATED))
-             for g in names}
+    open_ = {g: bool(rng.random() < (OPEN_IF_REGULATED if net["regulated"][g] else OPEN_IF_UNREGULATED)) for g in names}
     level = {g: float(rng.uniform(20, 60) if open_[g] else rng.uniform(0, 5)) for g in names}
     # files
     fa = []
     for sid, seq in seqs.items():
         s = "".join(seq)
-        fa.append(f">{sid}\n" + "\n".join(s[i:i + 60] for i in range(0, len(s), 60)) + "\n")
+        fa.append(f">{sid}\n" + "\n".join(s[i : i + 60] for i in range(0, len(s), 60)) + "\n")
     _write_atomic(out / "genome.fa", "".join(fa))
     gff = ["##gff-version 3"]
     for g in sorted(names, key=lambda x: (loci[x]["seqid"], loci[x]["start"])):
@@ -153,22 +153,38 @@ def make(outdir: str, seed: str, genes: str, tfs: str, samples: str) -> None:
     _write_atomic(out / "genes.gff3", "\n".join(gff) + "\n")
     jas = []
     for t in net["tfs"]:
-        jas.append(f">{mot[t]['id']}\t{t}\n" + "".join(
-            f"{b} [ {' '.join(str(int(x)) for x in mot[t]['counts'][i])} ]\n" for i, b in enumerate("ACGT")))
+        jas.append(
+            f">{mot[t]['id']}\t{t}\n"
+            + "".join(f"{b} [ {' '.join(str(int(x)) for x in mot[t]['counts'][i])} ]\n" for i, b in enumerate("ACGT"))
+        )
     _write_atomic(out / "motifs.jaspar", "".join(jas))
     _write_atomic(out / "tf_motifs.tsv", "".join(f"{t}\t{mot[t]['id']}\n" for t in net["tfs"]))
     _write_atomic(out / "regulators.txt", "".join(f"{t}\n" for t in net["tfs"]))
-    _write_atomic(out / "gold.tsv", "".join(f"{t}\t{g}\t{int((t, g) in net['edges'])}\n"
-                                            for t in net["tfs"] for g in names if g != t))
+    _write_atomic(
+        out / "gold.tsv",
+        "".join(f"{t}\t{g}\t{int((t, g) in net['edges'])}\n" for t in net["tfs"] for g in names if g != t),
+    )
     _bigwig(out / "atac.bw", seqs, loci, level)
     X = simulate(net, S, seed_i)
-    _write_atomic(out / "expression.tsv", "\t".join(names) + "\n" +
-                  "".join("\t".join(f"{v:.6g}" for v in row) + "\n" for row in X))
-    truth = {"seed": seed_i, "genes": G, "tfs": T, "samples": S, "edges": len(net["edges"]),
-             "regulated": sum(net["regulated"].values()), "planted": planted,
-             "open_promoters": sum(open_.values()), "decoy_rate": DECOY_RATE, "unregulated": UNREGULATED,
-             "open_if_regulated": OPEN_IF_REGULATED, "open_if_unregulated": OPEN_IF_UNREGULATED,
-             "simulator": "grnlab " + _version("grnlab")}
+    _write_atomic(
+        out / "expression.tsv",
+        "\t".join(names) + "\n" + "".join("\t".join(f"{v:.6g}" for v in row) + "\n" for row in X),
+    )
+    truth = {
+        "seed": seed_i,
+        "genes": G,
+        "tfs": T,
+        "samples": S,
+        "edges": len(net["edges"]),
+        "regulated": sum(net["regulated"].values()),
+        "planted": planted,
+        "open_promoters": sum(open_.values()),
+        "decoy_rate": DECOY_RATE,
+        "unregulated": UNREGULATED,
+        "open_if_regulated": OPEN_IF_REGULATED,
+        "open_if_unregulated": OPEN_IF_UNREGULATED,
+        "simulator": "grnlab " + _version("grnlab"),
+    }
     _write_atomic(out / "truth.json", json.dumps(truth, indent=1) + "\n")
 
 
@@ -186,8 +202,9 @@ def _bigwig(path: Path, seqs: dict, loci: dict, level: dict) -> None:
     bw.addHeader([(s, len(v)) for s, v in seqs.items()])
     for sid in seqs:
         ws = sorted((lc["window"], g) for g, lc in loci.items() if lc["seqid"] == sid)
-        bw.addEntries([sid] * len(ws), [w[0] for w, _ in ws], ends=[w[1] for w, _ in ws],
-                      values=[level[g] for _, g in ws])
+        bw.addEntries(
+            [sid] * len(ws), [w[0] for w, _ in ws], ends=[w[1] for w, _ in ws], values=[level[g] for _, g in ws]
+        )
     bw.close()
     tmp.replace(path)
 
@@ -203,11 +220,11 @@ def simulate(net: dict, samples: int, seed: int) -> np.ndarray:
     idx = {g: i for i, g in enumerate(names)}
     A = np.zeros((len(names), len(names)))
     for (t, g), s in net["edges"].items():
-        A[idx[g], idx[t]] = s          # grnlab: row i lists the regulators of gene i
+        A[idx[g], idx[t]] = s  # grnlab: row i lists the regulators of gene i
     model = grn.build_model(A, logic="additive", seed=seed, labels=names)
     rng = np.random.default_rng([seed, 2])
     X = np.empty((samples, len(names)))
-    x0 = grn.steady_state(model, seed=seed)   # each perturbed steady state starts from the unperturbed one
+    x0 = grn.steady_state(model, seed=seed)  # each perturbed steady state starts from the unperturbed one
     for s in range(samples):
         u = rng.random(len(names))
         down, up = np.flatnonzero(u < 0.25), np.flatnonzero(u > 0.75)
@@ -244,8 +261,7 @@ def rank_prior(prior: str, out: str) -> None:
     """The prior alone: weight = prior + 1e-3 x hits (hits break the ties of prior 1: more sites, more likely)."""
     head, rows = _read_prior(prior)
     c = {k: head.index(k) for k in ("regulator", "target", "prior", "hits")}
-    links = [(r[c["regulator"]], r[c["target"]], _prior_value(r[c["prior"]]) + 1e-3 * int(r[c["hits"]]))
-             for r in rows]
+    links = [(r[c["regulator"]], r[c["target"]], _prior_value(r[c["prior"]]) + 1e-3 * int(r[c["hits"]])) for r in rows]
     links.sort(key=lambda x: (-x[2], x[0], x[1]))
     _write_links(out, links)
 

@@ -9,6 +9,7 @@ with ``os.wait4``): user and system CPU seconds include every descendant the com
 ``ru_maxrss`` is the largest single process of that tree.
 The command's stdout/stderr go to CWD/stdout.txt and CWD/stderr.txt.
 """
+
 import json
 import os
 import sys

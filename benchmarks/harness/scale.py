@@ -17,6 +17,7 @@ running (at least one shard finished in the driver's trace, one running), then r
 
 The bounds (``check_*``) are checked by the harness from these measured numbers; a failed bound fails the case.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,7 +45,7 @@ TASK_RSS_BOUND = 2 * GiB
 #: exempt from the 2 GiB and the flatness bounds (their figures are still recorded and shown)
 IN_MEMORY: dict[str, str] = {
     "GENIE3_MERGE": "the whole links table is sorted by importance before it is written (one row per regulator x "
-                    "target pair: grows with the expression matrix, not the genome)",
+    "target pair: grows with the expression matrix, not the genome)",
 }
 #: flat in genome size: a process's peak RSS on the large genome may exceed the small genome's by this factor
 #: plus this many bytes (interpreter and library start-up are the same; the slack absorbs allocator noise)
@@ -119,9 +120,21 @@ def summarize_trace(rows: list[dict]) -> dict[str, dict]:
     the completed tasks, the largest peak RSS and realtime of one task, summed rchar/wchar."""
     out: dict[str, dict] = {}
     for r in rows:
-        p = out.setdefault(process_name(r), {"tasks": 0, "cached": 0, "failed": 0, "wall_s": 0.0, "cpu_s": 0.0,
-                                             "max_task_wall_s": 0.0, "peak_rss_bytes": 0, "rchar_bytes": 0,
-                                             "wchar_bytes": 0, "max_wchar_bytes": 0})
+        p = out.setdefault(
+            process_name(r),
+            {
+                "tasks": 0,
+                "cached": 0,
+                "failed": 0,
+                "wall_s": 0.0,
+                "cpu_s": 0.0,
+                "max_task_wall_s": 0.0,
+                "peak_rss_bytes": 0,
+                "rchar_bytes": 0,
+                "wchar_bytes": 0,
+                "max_wchar_bytes": 0,
+            },
+        )
         st = r["status"]
         if st == "CACHED":
             p["cached"] += 1
@@ -148,8 +161,11 @@ def summarize_trace(rows: list[dict]) -> dict[str, dict]:
 # the bounds: each returns a list of failures (one line each); empty = the bound holds
 # --------------------------------------------------------------------------------------------------
 def check_task_memory(processes: dict[str, dict], bound: int = TASK_RSS_BOUND) -> list[str]:
-    return [f"{name}: peak RSS {p['peak_rss_bytes'] / GiB:.2f} GiB > {bound / GiB:g} GiB per task"
-            for name, p in sorted(processes.items()) if name not in IN_MEMORY and p["peak_rss_bytes"] > bound]
+    return [
+        f"{name}: peak RSS {p['peak_rss_bytes'] / GiB:.2f} GiB > {bound / GiB:g} GiB per task"
+        for name, p in sorted(processes.items())
+        if name not in IN_MEMORY and p["peak_rss_bytes"] > bound
+    ]
 
 
 def check_flat(small: dict[str, dict], large: dict[str, dict]) -> list[str]:
@@ -161,8 +177,10 @@ def check_flat(small: dict[str, dict], large: dict[str, dict]) -> list[str]:
             continue
         a, b = small[name]["peak_rss_bytes"], large[name]["peak_rss_bytes"]
         if b > a * FLAT_FACTOR + FLAT_SLACK:
-            bad.append(f"{name}: peak RSS {b / MiB:.0f} MiB on the large genome vs {a / MiB:.0f} MiB on the small "
-                       f"(> x{FLAT_FACTOR:g} + {FLAT_SLACK // MiB} MiB: not flat)")
+            bad.append(
+                f"{name}: peak RSS {b / MiB:.0f} MiB on the large genome vs {a / MiB:.0f} MiB on the small "
+                f"(> x{FLAT_FACTOR:g} + {FLAT_SLACK // MiB} MiB: not flat)"
+            )
     return bad
 
 
@@ -181,21 +199,26 @@ def check_free_disk(folder, total_bp: int, label: str) -> None:
     need = int(total_bp * DISK_NEED_PER_BP)
     free = shutil.disk_usage(folder).free
     if free < need:
-        raise NotRunnable(f"{folder}: {free / GiB:.1f} GiB free, the {label} run needs about {need / GiB:.1f} GiB "
-                          f"(work/ and the outdir at their peak, {DISK_NEED_PER_BP:g} bytes a bp); not started")
+        raise NotRunnable(
+            f"{folder}: {free / GiB:.1f} GiB free, the {label} run needs about {need / GiB:.1f} GiB "
+            f"(work/ and the outdir at their peak, {DISK_NEED_PER_BP:g} bytes a bp); not started"
+        )
 
 
 def check_disk(peak_work_bytes: int, outputs_bytes: int, shard_temp_bytes: int) -> list[str]:
     allow = disk_allowance(outputs_bytes, shard_temp_bytes)
     if peak_work_bytes > allow:
-        return [f"work/ peaked at {peak_work_bytes / MiB:.0f} MiB > outputs {outputs_bytes / MiB:.0f} MiB + one "
-                f"shard's temporaries {shard_temp_bytes / MiB:.0f} MiB + slack = {allow / MiB:.0f} MiB"]
+        return [
+            f"work/ peaked at {peak_work_bytes / MiB:.0f} MiB > outputs {outputs_bytes / MiB:.0f} MiB + one "
+            f"shard's temporaries {shard_temp_bytes / MiB:.0f} MiB + slack = {allow / MiB:.0f} MiB"
+        ]
     return []
 
 
 def check_resume(killed: list[dict], resumed: list[dict], process: str = "PREDICT") -> tuple[list[str], dict]:
     """Only the shards the killed run did not finish rerun: the resumed run's completed (not cached) ``process``
     tasks are exactly those the killed run's trace does not list as COMPLETED. Returns (failures, counts)."""
+
     def names(rows, statuses):
         return {r["name"] for r in rows if process_name(r) == process and r["status"] in statuses}
 
@@ -203,15 +226,23 @@ def check_resume(killed: list[dict], resumed: list[dict], process: str = "PREDIC
     rerun = names(resumed, {"COMPLETED"})
     cached = names(resumed, {"CACHED"})
     total = rerun | cached
-    counts = {"shards": len(total), "finished_before_kill": len(done_before), "rerun": len(rerun),
-              "cached": len(cached), "unfinished_at_kill": len(total - done_before)}
+    counts = {
+        "shards": len(total),
+        "finished_before_kill": len(done_before),
+        "rerun": len(rerun),
+        "cached": len(cached),
+        "unfinished_at_kill": len(total - done_before),
+    }
     bad = []
     if not done_before:
-        bad.append(f"no {process} shard had finished when the driver was killed: nothing shows that finished shards "
-                   f"are kept")
+        bad.append(
+            f"no {process} shard had finished when the driver was killed: nothing shows that finished shards are kept"
+        )
     if rerun & done_before:
-        bad.append(f"{len(rerun & done_before)} {process} shard(s) finished before the kill ran again: "
-                   + ", ".join(sorted(rerun & done_before)[:3]))
+        bad.append(
+            f"{len(rerun & done_before)} {process} shard(s) finished before the kill ran again: "
+            + ", ".join(sorted(rerun & done_before)[:3])
+        )
     if rerun != total - done_before:
         bad.append(f"{process} shards rerun ({len(rerun)}) are not the unfinished ones ({len(total - done_before)})")
     return bad, counts
@@ -244,7 +275,7 @@ def _h5_digest(path: Path) -> str:
                 row = d.dtype.itemsize * math.prod(d.shape[1:])
                 step = max(1, min(ROW_BLOCK, (64 << 20) // max(row, 1)))
                 for s in range(0, d.shape[0], step):
-                    h.update(d[s:s + step].tobytes())
+                    h.update(d[s : s + step].tobytes())
             else:
                 v = d[()]
                 h.update(v.tobytes() if hasattr(v, "tobytes") else repr(v).encode())
@@ -296,8 +327,9 @@ def unreadable_browser_files(outdir: Path) -> list[str]:
     return bad
 
 
-def compare_digests(a: dict[str, str], b: dict[str, str], names: tuple[str, str] = ("the resumed run",
-                                                                                    "the uninterrupted run")) -> list[str]:
+def compare_digests(
+    a: dict[str, str], b: dict[str, str], names: tuple[str, str] = ("the resumed run", "the uninterrupted run")
+) -> list[str]:
     bad = [f"{k}: only in {names[0] if k in a else names[1]}" for k in sorted(set(a) ^ set(b))]
     bad += [f"{k}: contents differ" for k in sorted(set(a) & set(b)) if a[k] != b[k]]
     return bad
@@ -383,19 +415,45 @@ class Sampler(threading.Thread):
             self.stop.wait(self.interval)
 
     def record(self) -> dict:
-        return {"driver_peak_rss_bytes": self.driver_peak_rss, "driver_cpu_s": round(self.driver_cpu_s, 2),
-                "peak_work_bytes": self.peak_work, "peak_outdir_bytes": self.peak_outdir,
-                "peak_work_plus_outdir_bytes": self.peak_total, "samples": self.samples}
+        return {
+            "driver_peak_rss_bytes": self.driver_peak_rss,
+            "driver_cpu_s": round(self.driver_cpu_s, 2),
+            "peak_work_bytes": self.peak_work,
+            "peak_outdir_bytes": self.peak_outdir,
+            "peak_work_plus_outdir_bytes": self.peak_total,
+            "samples": self.samples,
+        }
 
 
 # --------------------------------------------------------------------------------------------------
 # one pipeline run
 # --------------------------------------------------------------------------------------------------
 def nextflow_argv(sheet: Path, outdir: Path, shard_rows: int, suffix: str, resume: bool, extra: list[str]) -> list[str]:
-    return ["nextflow", "run", str(ROOT / "main.nf"), "-ansi-log", "false", "-profile", "test",
-            "--input", str(sheet), "--outdir", str(outdir), "--predict_from", "fasta", "--save_h5", "false",
-            "--predict_shards", "auto", "--predict_shard_rows", str(shard_rows), "--trace_report_suffix", suffix,
-            *(["-resume"] if resume else []), *extra]
+    return [
+        "nextflow",
+        "run",
+        str(ROOT / "main.nf"),
+        "-ansi-log",
+        "false",
+        "-profile",
+        "test",
+        "--input",
+        str(sheet),
+        "--outdir",
+        str(outdir),
+        "--predict_from",
+        "fasta",
+        "--save_h5",
+        "false",
+        "--predict_shards",
+        "auto",
+        "--predict_shard_rows",
+        str(shard_rows),
+        "--trace_report_suffix",
+        suffix,
+        *(["-resume"] if resume else []),
+        *extra,
+    ]
 
 
 def _env() -> dict:
@@ -436,8 +494,16 @@ def _completed(trace: Path, process: str) -> int:
         return 0
 
 
-def launch(rundir: Path, sheet: Path, shard_rows: int, suffix: str, resume: bool = False, extra: list[str] = (),
-           kill_during: str | None = None, timeout: float = 86400) -> dict:
+def launch(
+    rundir: Path,
+    sheet: Path,
+    shard_rows: int,
+    suffix: str,
+    resume: bool = False,
+    extra: list[str] = (),
+    kill_during: str | None = None,
+    timeout: float = 86400,
+) -> dict:
     """One ``nextflow run``; with ``kill_during``: SIGKILL to the driver's process group once a task of that process
     has finished and another runs. Returns the measured record (trace summary, sampler, wall)."""
     outdir, work = rundir / "out", rundir / "work"
@@ -447,8 +513,15 @@ def launch(rundir: Path, sheet: Path, shard_rows: int, suffix: str, resume: bool
     trace_path = outdir / "pipeline_info" / f"execution_trace_{suffix}.txt"
     t0 = time.monotonic()
     with open(log, "w") as fh:
-        proc = subprocess.Popen(argv, cwd=rundir, stdout=fh, stderr=subprocess.STDOUT, env=_env(),
-                                start_new_session=True, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            argv,
+            cwd=rundir,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=_env(),
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+        )
     sampler = Sampler(proc.pid, work, outdir)
     sampler.start()
     killed = None
@@ -463,21 +536,27 @@ def launch(rundir: Path, sheet: Path, shard_rows: int, suffix: str, resume: bool
                 done = _completed(trace_path, kill_during)
                 running = task_dirs(work, kill_during)[1] if done else 0
                 if done >= 1 and running >= 1:
-                    os.killpg(proc.pid, signal.SIGKILL)   # kill -9 of the driver and every task of its group
+                    os.killpg(proc.pid, signal.SIGKILL)  # kill -9 of the driver and every task of its group
                     killed = {"at_s": round(time.monotonic() - t0, 1), "finished": done, "running": running}
             time.sleep(0.5)
     finally:
         sampler.stop.set()
         sampler.join()
         try:
-            os.killpg(proc.pid, signal.SIGKILL)   # nothing of the group outlives its run
+            os.killpg(proc.pid, signal.SIGKILL)  # nothing of the group outlives its run
         except ProcessLookupError:
             pass
     wall = time.monotonic() - t0
     rows = read_trace(trace_path) if trace_path.exists() else []
-    rec = {"exit": proc.returncode, "wall_s": round(wall, 2), "suffix": suffix, "killed": killed,
-           "processes": summarize_trace(rows), "trace_rows": trace_rows(rows),
-           **sampler.record()}
+    rec = {
+        "exit": proc.returncode,
+        "wall_s": round(wall, 2),
+        "suffix": suffix,
+        "killed": killed,
+        "processes": summarize_trace(rows),
+        "trace_rows": trace_rows(rows),
+        **sampler.record(),
+    }
     rec["tasks"] = sum(p["tasks"] for p in rec["processes"].values())
     if kill_during is None and proc.returncode != 0:
         rec["error"] = log.read_text(errors="replace")[-2000:]
@@ -491,8 +570,11 @@ def finish(rundir: Path, rec: dict) -> dict:
     rec["final_work_bytes"] = tree_bytes(rundir / "work")
     rec["digests"] = output_digests(outdir)
     rec["unreadable_browser_files"] = unreadable_browser_files(outdir)
-    rec["report_html_bytes"] = {str(p.relative_to(outdir)): p.stat().st_size
-                                for p in sorted(outdir.rglob("*.html")) if "pipeline_info" not in p.parts}
+    rec["report_html_bytes"] = {
+        str(p.relative_to(outdir)): p.stat().st_size
+        for p in sorted(outdir.rglob("*.html"))
+        if "pipeline_info" not in p.parts
+    }
     rec["driver_cpu_s_per_task"] = round(rec["driver_cpu_s"] / rec["tasks"], 4) if rec.get("tasks") else None
     return rec
 

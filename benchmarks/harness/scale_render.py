@@ -3,6 +3,7 @@
 Every number comes from a case record; the 4 Gbp line, where that size has not run, is an extrapolation from the
 largest size measured and says so.
 """
+
 from __future__ import annotations
 
 import re
@@ -37,9 +38,11 @@ def _load(r: dict) -> str:
 
 
 def case_table(cases: list[dict]) -> list[str]:
-    out = ["| case | genome bp | wall s | CPU s (whole tree) | tasks | driver peak RSS MiB | driver CPU s / task | "
-           "peak work/ MiB | peak outdir MiB | outputs MiB | load (1 min) | bounds |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| case | genome bp | wall s | CPU s (whole tree) | tasks | driver peak RSS MiB | driver CPU s / task | "
+        "peak work/ MiB | peak outdir MiB | outputs MiB | load (1 min) | bounds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for c in cases:
         r = _run(c)
         if not r:
@@ -47,18 +50,25 @@ def case_table(cases: list[dict]) -> list[str]:
             continue
         s = r["scale"]
         bp = c["params"].get("total_bp")
-        out.append(f"| {c['case']} | {f'{bp:,}' if bp else '–'} | {_s(r.get('wall_s'))} | {_s(r.get('cpu_s'))} | "
-                   f"{s.get('tasks', '–')} | {_m(s.get('driver_peak_rss_bytes'))} | "
-                   f"{_s(s.get('driver_cpu_s_per_task'))} | "
-                   f"{_m(s.get('peak_work_bytes'))} | {_m(s.get('peak_outdir_bytes'))} | {_m(s.get('outputs_bytes'))} "
-                   f"| {_load(r)} | {_verdict(c)} |")
+        out.append(
+            f"| {c['case']} | {f'{bp:,}' if bp else '–'} | {_s(r.get('wall_s'))} | {_s(r.get('cpu_s'))} | "
+            f"{s.get('tasks', '–')} | {_m(s.get('driver_peak_rss_bytes'))} | "
+            f"{_s(s.get('driver_cpu_s_per_task'))} | "
+            f"{_m(s.get('peak_work_bytes'))} | {_m(s.get('peak_outdir_bytes'))} | {_m(s.get('outputs_bytes'))} "
+            f"| {_load(r)} | {_verdict(c)} |"
+        )
     return out
 
 
 def _sized(cases: list[dict], with_bp: bool = False) -> list[tuple[dict, dict]]:
     """(case, run) of the size cases that ran (with ``with_bp``: those whose genome size is recorded)."""
-    return [(c, r) for c in cases if c["case"].startswith("size_") for r in [_run(c)]
-            if r and (not with_bp or c["params"].get("total_bp"))]
+    return [
+        (c, r)
+        for c in cases
+        if c["case"].startswith("size_")
+        for r in [_run(c)]
+        if r and (not with_bp or c["params"].get("total_bp"))
+    ]
 
 
 def process_table(cases: list[dict]) -> list[str]:
@@ -67,8 +77,11 @@ def process_table(cases: list[dict]) -> list[str]:
     if not sized:
         return []
     names = sorted({p for _, r in sized for p in r["scale"]["processes"]})
-    head = "| process | " + " | ".join(f"{c['params'].get('genome', c['case'])}: tasks / CPU s / peak RSS MiB"
-                                      for c, _ in sized) + " |"
+    head = (
+        "| process | "
+        + " | ".join(f"{c['params'].get('genome', c['case'])}: tasks / CPU s / peak RSS MiB" for c, _ in sized)
+        + " |"
+    )
     out = [head, "|---|" + "---|" * len(sized)]
     for n in names:
         cells = []
@@ -88,11 +101,13 @@ def resume_lines(cases: list[dict]) -> list[str]:
         ag = c.get("agreement") or {}
         k = ((r or {}).get("scale") or {}).get("killed_run") or {}
         sh = ag.get("shards") or {}
-        out.append(f"* `{c['case']}`: driver killed at {_s((k.get('killed') or {}).get('at_s'))} s with "
-                   f"{(k.get('killed') or {}).get('finished', '–')} PREDICT shard(s) finished (the driver's trace) and "
-                   f"{(k.get('killed') or {}).get('running', '–')} running (work directories); per the traces "
-                   f"{sh.get('finished_before_kill', '–')} of {sh.get('shards', '–')} had finished, the resume reran "
-                   f"{sh.get('rerun', '–')} and took {sh.get('cached', '–')} from the cache. {_verdict(c)}")
+        out.append(
+            f"* `{c['case']}`: driver killed at {_s((k.get('killed') or {}).get('at_s'))} s with "
+            f"{(k.get('killed') or {}).get('finished', '–')} PREDICT shard(s) finished (the driver's trace) and "
+            f"{(k.get('killed') or {}).get('running', '–')} running (work directories); per the traces "
+            f"{sh.get('finished_before_kill', '–')} of {sh.get('shards', '–')} had finished, the resume reran "
+            f"{sh.get('rerun', '–')} and took {sh.get('cached', '–')} from the cache. {_verdict(c)}"
+        )
     return out
 
 
@@ -106,11 +121,13 @@ def grouping_lines(cases: list[dict]) -> list[str]:
         pa, pb = (r["scale"].get("processes") or {} for r in (a, b))
         tasks = lambda p: sum((p.get(n) or {}).get("tasks", 0) for n in ("PREDICT", "PREDICT_GROUP"))  # noqa: E731
         cpu = lambda p: sum((p.get(n) or {}).get("cpu_s", 0) for n in ("PREDICT", "PREDICT_GROUP"))  # noqa: E731
-        out.append(f"* `{c['case']}`, prediction grouped (`--predict_group_mbp` "
-                   f"{c['params'].get('predict_group_mbp', '–')}) and not (`0`): {tasks(pa)} vs {tasks(pb)} prediction "
-                   f"tasks, {_s(cpu(pa))} vs {_s(cpu(pb))} CPU s in them; the whole run {_s(a.get('wall_s'))} vs "
-                   f"{_s(b.get('wall_s'))} s wall, {_s(a.get('cpu_s'))} vs {_s(b.get('cpu_s'))} CPU s, "
-                   f"{a['scale'].get('tasks', '–')} vs {b['scale'].get('tasks', '–')} tasks (one run each).")
+        out.append(
+            f"* `{c['case']}`, prediction grouped (`--predict_group_mbp` "
+            f"{c['params'].get('predict_group_mbp', '–')}) and not (`0`): {tasks(pa)} vs {tasks(pb)} prediction "
+            f"tasks, {_s(cpu(pa))} vs {_s(cpu(pb))} CPU s in them; the whole run {_s(a.get('wall_s'))} vs "
+            f"{_s(b.get('wall_s'))} s wall, {_s(a.get('cpu_s'))} vs {_s(b.get('cpu_s'))} CPU s, "
+            f"{a['scale'].get('tasks', '–')} vs {b['scale'].get('tasks', '–')} tasks (one run each)."
+        )
     return out
 
 
@@ -122,30 +139,42 @@ def extrapolation(cases: list[dict]) -> list[str]:
     c, r = max(sized, key=lambda x: x[0]["params"]["total_bp"])
     f = FULL_BP / c["params"]["total_bp"]
     s = r["scale"]
-    return [f"**Extrapolated, not measured:** 4 Gbp of the same shape, linear in genome size from `{c['case']}` "
-            f"(×{f:,.0f}): wall ≈ {r['wall_s'] * f / 3600:,.1f} h and CPU ≈ {r['cpu_s'] * f / 3600:,.1f} CPU h at that "
-            f"run's load, peak work/ ≈ {s['peak_work_bytes'] * f / 2**30:,.1f} GiB, outputs ≈ "
-            f"{s['outputs_bytes'] * f / 2**30:,.1f} GiB, input FASTA ≈ {FULL_BP * 1.017 / 2**30:,.1f} GiB."]
+    return [
+        f"**Extrapolated, not measured:** 4 Gbp of the same shape, linear in genome size from `{c['case']}` "
+        f"(×{f:,.0f}): wall ≈ {r['wall_s'] * f / 3600:,.1f} h and CPU ≈ {r['cpu_s'] * f / 3600:,.1f} CPU h at that "
+        f"run's load, peak work/ ≈ {s['peak_work_bytes'] * f / 2**30:,.1f} GiB, outputs ≈ "
+        f"{s['outputs_bytes'] * f / 2**30:,.1f} GiB, input FASTA ≈ {FULL_BP * 1.017 / 2**30:,.1f} GiB."
+    ]
 
 
 def render(res: dict, src_name: str, gpu: list[dict] | None = None) -> str:
     # the size cases by genome size (a case re-run later is recorded after the others), then the rest in order
-    cases = sorted((c for c in res.get("cases", []) if c.get("stage") == "scale"),
-                   key=lambda c: (not c["case"].startswith("size_"), (c.get("params") or {}).get("total_bp") or 0))
+    cases = sorted(
+        (c for c in res.get("cases", []) if c.get("stage") == "scale"),
+        key=lambda c: (not c["case"].startswith("size_"), (c.get("params") or {}).get("total_bp") or 0),
+    )
     if not cases:
         return ""
     quick = " (**`--quick`**: small sizes, a harness check, not the issue's sizes)" if res.get("quick") else ""
-    out = [f"From `benchmarks/results/{src_name}`{quick}, cases of `benchmarks/run --stages scale`.", "",
-           *case_table(cases), ""]
+    out = [
+        f"From `benchmarks/results/{src_name}`{quick}, cases of `benchmarks/run --stages scale`.",
+        "",
+        *case_table(cases),
+        "",
+    ]
     pt = process_table(cases)
     if pt:
-        out += ["Per process (the trace: tasks completed, CPU s = realtime × %cpu summed, the largest task's peak "
-                "RSS):", "", *pt, ""]
+        out += [
+            "Per process (the trace: tasks completed, CPU s = realtime × %cpu summed, the largest task's peak RSS):",
+            "",
+            *pt,
+            "",
+        ]
     out += resume_lines(cases)
     grouped = grouping_lines(cases)
     if grouped:
         out += ["", *grouped]
-    ex = [] if res.get("quick") else extrapolation(cases)   # small sizes: start-up dominates, no extrapolation
+    ex = [] if res.get("quick") else extrapolation(cases)  # small sizes: start-up dominates, no extrapolation
     if ex:
         out += ["", *ex]
     plan = [] if res.get("quick") else plan_lines(cases, gpu or [])
@@ -154,16 +183,21 @@ def render(res: dict, src_name: str, gpu: list[dict] | None = None) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-NO_SCALE_RUN = ("No run of the scale stage yet: `benchmarks/run --stages scale --quick` (small sizes) or "
-                "`benchmarks/run --stages scale` (400 Mbp, 4 Gbp, 100 assemblies), then `benchmarks/render`.")
+NO_SCALE_RUN = (
+    "No run of the scale stage yet: `benchmarks/run --stages scale --quick` (small sizes) or "
+    "`benchmarks/run --stages scale` (400 Mbp, 4 Gbp, 100 assemblies), then `benchmarks/render`."
+)
 
 
 def pick(results_dir, quick: bool) -> tuple:
     """(path, results) of the newest full (or ``--quick``) results file with scale cases, or (None, None)."""
     from .core import json_files
 
-    found = [(d.get("last_finished") or d.get("last_started") or "", p.name, p, d) for p, d in json_files(results_dir)
-             if bool(d.get("quick")) == quick and any(c.get("stage") == "scale" for c in d.get("cases", []))]
+    found = [
+        (d.get("last_finished") or d.get("last_started") or "", p.name, p, d)
+        for p, d in json_files(results_dir)
+        if bool(d.get("quick")) == quick and any(c.get("stage") == "scale" for c in d.get("cases", []))
+    ]
     if not found:
         return None, None
     best = max(found, key=lambda x: x[:2])
@@ -209,15 +243,31 @@ def gpu_rates(gpu_dir) -> list[dict]:
         return []
     started, name, d, runs = max(files, key=lambda x: x[:2])
     gpu = (d.get("machine") or {}).get("gpu", "GPU")
-    return [{"precision": r["precision"], "run": r.get("run") or "", "loop_bp_s": r["bp_per_s_loop"],
-             "task_fixed_s": r["wall_s"] - r["loop_s"], "gpu": gpu, "file": name, "model": d.get("model_preset"), "mbp": d.get("mbp")} for r in runs]
+    return [
+        {
+            "precision": r["precision"],
+            "run": r.get("run") or "",
+            "loop_bp_s": r["bp_per_s_loop"],
+            "task_fixed_s": r["wall_s"] - r["loop_s"],
+            "gpu": gpu,
+            "file": name,
+            "model": d.get("model_preset"),
+            "mbp": d.get("mbp"),
+        }
+        for r in runs
+    ]
 
 
 def _flatness(case: dict) -> str:
     """What the size case says of per-task memory against the size before it: the processes its flatness bound
     failed for (its agreement's failed bounds, as check_flat words them), or that none did."""
-    bad = sorted({m.group(1) for b in (case.get("agreement") or {}).get("failed_bounds") or []
-                  if (m := re.match(r"(\w+): peak RSS .*: not flat\)", b))})
+    bad = sorted(
+        {
+            m.group(1)
+            for b in (case.get("agreement") or {}).get("failed_bounds") or []
+            if (m := re.match(r"(\w+): peak RSS .*: not flat\)", b))
+        }
+    )
     if bad:
         return f"not flat in `{case['case']}` for {', '.join(bad)}: see its bounds above"
     return f"no process failed the flatness bound in `{case['case']}`"
@@ -235,19 +285,23 @@ def plan_lines(cases: list[dict], gpu: list[dict], genome_bp: int = FULL_BP, gen
     c, r = max(sized, key=lambda x: x[0]["params"]["total_bp"])
     f = genome_bp / c["params"]["total_bp"]
     procs = r["scale"]["processes"]
-    rows_bp = 2 * genome_bp                       # both strands are predicted: bp of rows
+    rows_bp = 2 * genome_bp  # both strands are predicted: bp of rows
     shards = math.ceil(rows_bp / PLAN_L / PLAN_SHARD_ROWS)
     cpu_s = sum(procs[p]["cpu_s"] for p in PLAN_CPU_STAGES if p in procs) * f
-    out = [f"**Planned on paper, not measured** ({genomes} assemblies × {genome_bp / 1e9:g} Gbp; arithmetic on "
-           f"measured rates): PREDICT from `benchmarks/gpu/results/{gpu[0]['file']}` ({gpu[0]['gpu']}, model preset "
-           f"`{gpu[0]['model']}`, a {gpu[0]['mbp']:g} Mbp run: the loop's bp/s and each task's fixed cost, its wall "
-           f"minus its loop); the other per-genome stages ({', '.join(PLAN_CPU_STAGES)}) from `{c['case']}`'s CPU "
-           f"seconds scaled ×{f:,.0f} (the tiny test model's tracks: a real model's may hold more runs). Shards at "
-           f"the default {PLAN_SHARD_ROWS:,} rows of {PLAN_L:,} bp: {shards} per assembly ({rows_bp / 1e9:g} Gbp of "
-           "rows, both strands).", "",
-           "| precision (batch size) | PREDICT per assembly (GPU h) | " + " | ".join(f"{n} GPU{'s' if n > 1 else ''}: all "
-                                                             f"{genomes} (h)" for n in PLAN_GPUS) + " |",
-           "|---|---|" + "---|" * len(PLAN_GPUS)]
+    out = [
+        f"**Planned on paper, not measured** ({genomes} assemblies × {genome_bp / 1e9:g} Gbp; arithmetic on "
+        f"measured rates): PREDICT from `benchmarks/gpu/results/{gpu[0]['file']}` ({gpu[0]['gpu']}, model preset "
+        f"`{gpu[0]['model']}`, a {gpu[0]['mbp']:g} Mbp run: the loop's bp/s and each task's fixed cost, its wall "
+        f"minus its loop); the other per-genome stages ({', '.join(PLAN_CPU_STAGES)}) from `{c['case']}`'s CPU "
+        f"seconds scaled ×{f:,.0f} (the tiny test model's tracks: a real model's may hold more runs). Shards at "
+        f"the default {PLAN_SHARD_ROWS:,} rows of {PLAN_L:,} bp: {shards} per assembly ({rows_bp / 1e9:g} Gbp of "
+        "rows, both strands).",
+        "",
+        "| precision (batch size) | PREDICT per assembly (GPU h) | "
+        + " | ".join(f"{n} GPU{'s' if n > 1 else ''}: all {genomes} (h)" for n in PLAN_GPUS)
+        + " |",
+        "|---|---|" + "---|" * len(PLAN_GPUS),
+    ]
     for g in gpu:
         per = (shards * g["task_fixed_s"] + rows_bp / g["loop_bp_s"]) / 3600
         # shards are independent tasks: N GPUs take ceil(shards_total / N) rounds of one shard's time at most
@@ -255,24 +309,31 @@ def plan_lines(cases: list[dict], gpu: list[dict], genome_bp: int = FULL_BP, gen
         cells = [f"{max(per * genomes / n, shard_h):,.2f}" for n in PLAN_GPUS]
         run = {"first": "probed on each task", "cached": "probed once, cached"}.get(g["run"], g["run"])
         out.append(f"| {g['precision']} ({run}) | {per:,.3f} | " + " | ".join(cells) + " |")
-    out += ["", f"CPU stages after prediction: {cpu_s / 3600:,.2f} CPU h per assembly, {cpu_s * genomes / 3600:,.0f} "
-            f"CPU h for {genomes} (" + ", ".join(f"{cpu_s * genomes / 3600 / k:,.1f} h on {k} cores"
-                                                   for k in PLAN_CORES) + "; one task per assembly and stage, "
-            "so at most " + f"{genomes} tasks of a stage run at once). Disk per assembly: outputs ≈ "
-            f"{r['scale']['outputs_bytes'] * f / 2**30:,.1f} GiB, `work/` peak ≈ "
-            f"{r['scale']['peak_work_bytes'] * f / 2**30:,.1f} GiB (every shard's part stays until the run ends); "
-            f"for {genomes} at once ≈ {r['scale']['peak_work_bytes'] * f * genomes / 2**40:,.1f} TiB of `work/`. "
-            f"Memory per task: the per-process table above ({_flatness(c)}).", ""]
+    out += [
+        "",
+        f"CPU stages after prediction: {cpu_s / 3600:,.2f} CPU h per assembly, {cpu_s * genomes / 3600:,.0f} "
+        f"CPU h for {genomes} ("
+        + ", ".join(f"{cpu_s * genomes / 3600 / k:,.1f} h on {k} cores" for k in PLAN_CORES)
+        + "; one task per assembly and stage, "
+        "so at most " + f"{genomes} tasks of a stage run at once). Disk per assembly: outputs ≈ "
+        f"{r['scale']['outputs_bytes'] * f / 2**30:,.1f} GiB, `work/` peak ≈ "
+        f"{r['scale']['peak_work_bytes'] * f / 2**30:,.1f} GiB (every shard's part stays until the run ends); "
+        f"for {genomes} at once ≈ {r['scale']['peak_work_bytes'] * f * genomes / 2**40:,.1f} TiB of `work/`. "
+        f"Memory per task: the per-process table above ({_flatness(c)}).",
+        "",
+    ]
     g = gpu[0]
     whole_min = (g["task_fixed_s"] + rows_bp / g["loop_bp_s"]) / 60
     shard_min = (g["task_fixed_s"] + PLAN_SHARD_ROWS * PLAN_L / g["loop_bp_s"]) / 60
-    out.append(f"Walltime limits ({g['precision']}, {g['gpu']}): a PREDICT task of R rows takes its fixed "
-               f"{g['task_fixed_s']:,.0f} s + R × {PLAN_L:,} bp / {g['loop_bp_s']:,.3g} bp/s: a default shard "
-               f"({PLAN_SHARD_ROWS:,} rows) ≈ {shard_min:,.1f} min, a whole {genome_bp / 1e9:g} Gbp assembly in one "
-               f"task ≈ {whole_min:,.1f} min, so any walltime limit of an hour or more holds a PREDICT task on "
-               "such a GPU; shards spread an assembly over GPUs (each shard pays the fixed start-up once). On CPU "
-               "nodes PREDICT runs at the rates of docs/predict.md; BIGWIG and PEAKS are one task per assembly "
-               f"(≈ {(procs.get('BIGWIG', {}).get('cpu_s', 0) + procs.get('PEAKS', {}).get('cpu_s', 0)) * f / 60:,.0f} "
-               f"CPU min together per {genome_bp / 1e9:g} Gbp here): a limit below that needs more time, not more "
-               "shards.")
+    out.append(
+        f"Walltime limits ({g['precision']}, {g['gpu']}): a PREDICT task of R rows takes its fixed "
+        f"{g['task_fixed_s']:,.0f} s + R × {PLAN_L:,} bp / {g['loop_bp_s']:,.3g} bp/s: a default shard "
+        f"({PLAN_SHARD_ROWS:,} rows) ≈ {shard_min:,.1f} min, a whole {genome_bp / 1e9:g} Gbp assembly in one "
+        f"task ≈ {whole_min:,.1f} min, so any walltime limit of an hour or more holds a PREDICT task on "
+        "such a GPU; shards spread an assembly over GPUs (each shard pays the fixed start-up once). On CPU "
+        "nodes PREDICT runs at the rates of docs/predict.md; BIGWIG and PEAKS are one task per assembly "
+        f"(≈ {(procs.get('BIGWIG', {}).get('cpu_s', 0) + procs.get('PEAKS', {}).get('cpu_s', 0)) * f / 60:,.0f} "
+        f"CPU min together per {genome_bp / 1e9:g} Gbp here): a limit below that needs more time, not more "
+        "shards."
+    )
     return out

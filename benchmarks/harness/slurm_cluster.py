@@ -1,4 +1,5 @@
-"""A real single-node SLURM cluster on localhost: for the tests (``slurm_cluster`` fixture, tests/helpers/slurm_cluster.py)
+"""A real single-node SLURM cluster on localhost: for the tests (``slurm_cluster`` fixture,
+tests/helpers/slurm_cluster.py)
 and for the harness's runs through ``-profile slurm`` (harness.genie3scale slurm).
 
 The fixture starts, from the Debian packages installed by ``scripts/install-system-deps``:
@@ -27,6 +28,7 @@ The node: ``CPUs=2 RealMemory=20000 Gres=gpu:1``; the "gpu" is an ordinary empty
 If SLURM cannot be started (packages missing, not root, a daemon dies) the fixture skips with the reason,
 except under ``CI=true``, where it fails.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,8 +43,18 @@ import time
 from pathlib import Path
 
 STARTUP_TIMEOUT = 30.0  # seconds; normally ready in a few
-REQUIRED_BINARIES = ("munged", "munge", "unmunge", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo",
-                     "scontrol", "scancel")
+REQUIRED_BINARIES = (
+    "munged",
+    "munge",
+    "unmunge",
+    "slurmctld",
+    "slurmd",
+    "sbatch",
+    "squeue",
+    "sinfo",
+    "scontrol",
+    "scancel",
+)
 
 
 class SlurmUnavailable(RuntimeError):
@@ -91,15 +103,16 @@ def _gres_from_scontrol(sc: dict[str, str]) -> str:
     for key in ("TresPerNode", "TresPerJob", "TresPerSocket", "TresPerTask"):
         for t in sc.get(key, "").split(","):
             if t and t != "(null)":
-                parts.append(t[len("gres:"):] if t.startswith("gres:") else t)
+                parts.append(t[len("gres:") :] if t.startswith("gres:") else t)
     return ",".join(parts)
 
 
 class SlurmCluster:
     """A running single-node cluster. Use :meth:`start` / :meth:`stop` or the ``slurm_cluster`` fixture."""
 
-    def __init__(self, root: Path | None = None, cpus: int = 2, real_memory: int = 20000,
-                 def_mem_per_cpu: int = 1000) -> None:
+    def __init__(
+        self, root: Path | None = None, cpus: int = 2, real_memory: int = 20000, def_mem_per_cpu: int = 1000
+    ) -> None:
         self._own_root = root is None
         self.root = Path(root or tempfile.mkdtemp(prefix="chromaflow-slurm-"))
         self.hostname = socket.gethostname().split(".")[0]
@@ -136,11 +149,13 @@ class SlurmCluster:
     def _check_prerequisites() -> None:
         missing = [b for b in REQUIRED_BINARIES if shutil.which(b, path=_search_path()) is None]
         if missing:
-            raise SlurmUnavailable(f"SLURM/munge binaries not found: {', '.join(missing)} "
-                                   "(run scripts/install-system-deps as root)")
+            raise SlurmUnavailable(
+                f"SLURM/munge binaries not found: {', '.join(missing)} (run scripts/install-system-deps as root)"
+            )
         if os.geteuid() != 0:
-            raise SlurmUnavailable("the test SLURM cluster needs root (slurmd runs jobs as their user; "
-                                   "munged must run as the munge user)")
+            raise SlurmUnavailable(
+                "the test SLURM cluster needs root (slurmd runs jobs as their user; munged must run as the munge user)"
+            )
         try:
             pwd.getpwnam("munge")
         except KeyError as exc:
@@ -165,7 +180,8 @@ class SlurmCluster:
             "scontrol show job -o \"$SLURM_JOB_ID\" > \"$out.tmp\" 2>&1\n"
             "env | grep '^SLURM_' | sort > \"$out.env\"\n"
             "mv -f \"$out.tmp\" \"$out.job\"\n"
-            "exit 0\n")
+            "exit 0\n"
+        )
         epilog.chmod(0o755)
 
         h = self.hostname
@@ -245,40 +261,68 @@ PartitionName=gpu Nodes={h} Default=NO MaxTime=INFINITE State=UP
         log = open(self.log_dir / "munged.stdout", "wb")
         self._logs.append(log)
         self.procs["munged"] = subprocess.Popen(
-            [shutil.which("munged", path=_search_path()), "--foreground", f"--socket={self.munge_socket}",
-             f"--key-file={key}",
-             f"--pid-file={self.munge_dir / 'munged.pid'}", f"--log-file={self.munge_dir / 'munged.log'}",
-             f"--seed-file={self.munge_dir / 'munged.seed'}", "--num-threads=2"],
-            user=munge.pw_uid, group=munge.pw_gid, extra_groups=[], stdin=subprocess.DEVNULL,
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=self.munge_dir)
+            [
+                shutil.which("munged", path=_search_path()),
+                "--foreground",
+                f"--socket={self.munge_socket}",
+                f"--key-file={key}",
+                f"--pid-file={self.munge_dir / 'munged.pid'}",
+                f"--log-file={self.munge_dir / 'munged.log'}",
+                f"--seed-file={self.munge_dir / 'munged.seed'}",
+                "--num-threads=2",
+            ],
+            user=munge.pw_uid,
+            group=munge.pw_gid,
+            extra_groups=[],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=self.munge_dir,
+        )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.procs["munged"].poll() is not None:
-                raise SlurmUnavailable(f"munged exited with {self.procs['munged'].returncode}: "
-                                       + self._tail(self.log_dir / "munged.stdout")
-                                       + self._tail(self.munge_dir / "munged.log"))
+                raise SlurmUnavailable(
+                    f"munged exited with {self.procs['munged'].returncode}: "
+                    + self._tail(self.log_dir / "munged.stdout")
+                    + self._tail(self.munge_dir / "munged.log")
+                )
             if self.munge_socket.exists():
-                r = subprocess.run(f"munge -S '{self.munge_socket}' -n | unmunge -S '{self.munge_socket}'",
-                                   shell=True, capture_output=True, text=True, env=self._subprocess_env())
+                r = subprocess.run(
+                    f"munge -S '{self.munge_socket}' -n | unmunge -S '{self.munge_socket}'",
+                    shell=True,
+                    capture_output=True,
+                    text=True,
+                    env=self._subprocess_env(),
+                )
                 if r.returncode == 0 and "Success" in r.stdout:
                     return
             time.sleep(0.1)
-        raise SlurmUnavailable("munged did not answer `munge -n | unmunge` within 10 s: "
-                               + self._tail(self.munge_dir / "munged.log"))
+        raise SlurmUnavailable(
+            "munged did not answer `munge -n | unmunge` within 10 s: " + self._tail(self.munge_dir / "munged.log")
+        )
 
     def _start_daemon(self, name: str) -> None:
         log = open(self.log_dir / f"{name}.stdout", "wb")
         self._logs.append(log)
         cmd = [shutil.which(name, path=_search_path()), "-D"]
         cmd += ["-c", "-i"] if name == "slurmctld" else ["-N", self.hostname]
-        self.procs[name] = subprocess.Popen(cmd, env=self._subprocess_env(), stdin=subprocess.DEVNULL,
-                                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                            cwd=self.root)
+        self.procs[name] = subprocess.Popen(
+            cmd,
+            env=self._subprocess_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=self.root,
+        )
 
     def run(self, *args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
         """Run a SLURM client command against this cluster; returns the CompletedProcess (text)."""
-        return subprocess.run(list(args), env=self._subprocess_env(), capture_output=True, text=True,
-                              check=check, timeout=timeout)
+        return subprocess.run(
+            list(args), env=self._subprocess_env(), capture_output=True, text=True, check=check, timeout=timeout
+        )
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + STARTUP_TIMEOUT
@@ -286,9 +330,11 @@ PartitionName=gpu Nodes={h} Default=NO MaxTime=INFINITE State=UP
         while time.monotonic() < deadline:
             for name, p in self.procs.items():
                 if p.poll() is not None:
-                    raise SlurmUnavailable(f"{name} exited with {p.returncode} during start-up: "
-                                           + self._tail(self.log_dir / f"{name}.stdout")
-                                           + self._tail(self.log_dir / f"{name}.log"))
+                    raise SlurmUnavailable(
+                        f"{name} exited with {p.returncode} during start-up: "
+                        + self._tail(self.log_dir / f"{name}.stdout")
+                        + self._tail(self.log_dir / f"{name}.log")
+                    )
             r = self.run("sinfo", "--noheader", "-o", "%P %t", check=False, timeout=10)
             last = (r.stdout + r.stderr).strip()
             states = dict(line.split() for line in r.stdout.splitlines() if len(line.split()) == 2)
@@ -298,9 +344,12 @@ PartitionName=gpu Nodes={h} Default=NO MaxTime=INFINITE State=UP
                 # ReturnToService=2 should return it; make sure
                 self.run("scontrol", "update", f"NodeName={self.hostname}", "State=RESUME", check=False)
             time.sleep(0.2)
-        raise SlurmUnavailable(f"SLURM node not idle in both partitions after {STARTUP_TIMEOUT:.0f} s; "
-                               f"sinfo said: {last!r}; " + self._tail(self.log_dir / "slurmctld.log")
-                               + self._tail(self.log_dir / "slurmd.log"))
+        raise SlurmUnavailable(
+            f"SLURM node not idle in both partitions after {STARTUP_TIMEOUT:.0f} s; "
+            f"sinfo said: {last!r}; "
+            + self._tail(self.log_dir / "slurmctld.log")
+            + self._tail(self.log_dir / "slurmd.log")
+        )
 
     @staticmethod
     def _tail(path: Path, n: int = 15) -> str:
@@ -406,20 +455,22 @@ PartitionName=gpu Nodes={h} Default=NO MaxTime=INFINITE State=UP
             if rec.exists():
                 sc = parse_kv_line(rec.read_text())
             gres = _gres_from_scontrol(sc)
-            out.append({
-                "JobId": jid,
-                "JobName": raw.get("Name", sc.get("JobName", "")),
-                "Partition": raw.get("Partition", sc.get("Partition", "")),
-                "State": raw.get("JobState", sc.get("JobState", "")),
-                "ExitCode": raw.get("ExitCode", sc.get("ExitCode", "")),
-                "NodeList": raw.get("NodeList", ""),
-                "StartTime": raw.get("StartTime", ""),
-                "EndTime": raw.get("EndTime", ""),
-                "Gres": gres,
-                "Tres": raw.get("Tres", sc.get("TRES", "")),
-                "jobcomp": raw,
-                "scontrol": sc,
-            })
+            out.append(
+                {
+                    "JobId": jid,
+                    "JobName": raw.get("Name", sc.get("JobName", "")),
+                    "Partition": raw.get("Partition", sc.get("Partition", "")),
+                    "State": raw.get("JobState", sc.get("JobState", "")),
+                    "ExitCode": raw.get("ExitCode", sc.get("ExitCode", "")),
+                    "NodeList": raw.get("NodeList", ""),
+                    "StartTime": raw.get("StartTime", ""),
+                    "EndTime": raw.get("EndTime", ""),
+                    "Gres": gres,
+                    "Tres": raw.get("Tres", sc.get("TRES", "")),
+                    "jobcomp": raw,
+                    "scontrol": sc,
+                }
+            )
         return out
 
     def job(self, name: str, **kw) -> dict[str, str]:
@@ -443,6 +494,5 @@ PartitionName=gpu Nodes={h} Default=NO MaxTime=INFINITE State=UP
         return [parse_kv_line(line) for line in text.splitlines() if line.strip()]
 
     def _queue_finished_ids(self) -> set[str]:
-        r = self.run("squeue", "--noheader", "-t", "CD,F,CA,TO,NF,OOM,BF,DL,PR", "-o", "%i",
-                     check=False, timeout=10)
+        r = self.run("squeue", "--noheader", "-t", "CD,F,CA,TO,NF,OOM,BF,DL,PR", "-o", "%i", check=False, timeout=10)
         return set(r.stdout.split()) if r.returncode == 0 else set()

@@ -15,6 +15,7 @@ A sheet is N small assemblies and the pipeline's samplesheet CSV (id,fasta,speci
 expression_layout, absolute paths); the first K rows get an expression matrix (samples x genes, the
 assets/test/genie3 layout: a quoted header of gene names) and a regulator list, made from a random network.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-BLOCK = 4 << 20   # bases drawn per numpy call; lines continue across blocks (_lines)
+BLOCK = 4 << 20  # bases drawn per numpy call; lines continue across blocks (_lines)
 ACGT = np.frombuffer(b"ACGT", dtype=np.uint8)
 
 
@@ -43,10 +44,10 @@ def _lines(seq: np.ndarray, width: int, col: int) -> tuple[bytes, int]:
     """``seq`` as FASTA lines that continue a line already ``col`` bases long; (bytes, new column)."""
     parts = []
     if col:
-        head = seq[:width - col]
+        head = seq[: width - col]
         parts.append(head.tobytes())
         col += len(head)
-        seq = seq[len(head):]
+        seq = seq[len(head) :]
         if col == width:
             parts.append(b"\n")
             col = 0
@@ -55,17 +56,23 @@ def _lines(seq: np.ndarray, width: int, col: int) -> tuple[bytes, int]:
     full = len(seq) // width
     if full:
         body = np.empty((full, width + 1), dtype=np.uint8)
-        body[:, :width] = seq[:full * width].reshape(full, width)
+        body[:, :width] = seq[: full * width].reshape(full, width)
         body[:, width] = 10
         parts.append(body.tobytes())
-    rest = seq[full * width:]
+    rest = seq[full * width :]
     if len(rest):
         parts.append(rest.tobytes())
     return b"".join(parts), len(rest)
 
 
-def write_assembly(path: Path, seed: int, records: list[int], contigs: tuple[int, int, int] | None = None,
-                   width: int = 60, bgzip: bool = False) -> list[tuple[str, int]]:
+def write_assembly(
+    path: Path,
+    seed: int,
+    records: list[int],
+    contigs: tuple[int, int, int] | None = None,
+    width: int = 60,
+    bgzip: bool = False,
+) -> list[tuple[str, int]]:
     """Write the assembly to ``path`` (a temporary name, then renamed); returns its (name, length) list."""
     if width < 1:
         raise ValueError("line width must be >= 1")
@@ -95,8 +102,9 @@ def write_assembly(path: Path, seed: int, records: list[int], contigs: tuple[int
     return recs
 
 
-def write_expression(path: Path, regulators_path: Path, seed: int, genes: int = 20, tfs: int = 5,
-                     samples: int = 30) -> None:
+def write_expression(
+    path: Path, regulators_path: Path, seed: int, genes: int = 20, tfs: int = 5, samples: int = 30
+) -> None:
     """Samples x genes TSV (quoted gene names as header, the test fixture's layout) of a random network: each
     target a noisy mix of two TFs; and the TF list."""
     rng = np.random.default_rng([seed, 2])
@@ -115,8 +123,15 @@ def write_expression(path: Path, regulators_path: Path, seed: int, genes: int = 
 SHEET_COLUMNS = ["id", "fasta", "species", "expression", "regulators", "expression_layout"]
 
 
-def write_sheet(outdir: Path, n: int, seed: int, record_bp: list[int], contigs: tuple[int, int, int] | None,
-                expression: int, width: int = 60) -> Path:
+def write_sheet(
+    outdir: Path,
+    n: int,
+    seed: int,
+    record_bp: list[int],
+    contigs: tuple[int, int, int] | None,
+    expression: int,
+    width: int = 60,
+) -> Path:
     """N assemblies asm001..asmN (seed + i each) in ``outdir`` and ``outdir/samplesheet.csv``; the first
     ``expression`` of them with an expression matrix and regulators."""
     outdir.mkdir(parents=True, exist_ok=True)
@@ -125,13 +140,20 @@ def write_sheet(outdir: Path, n: int, seed: int, record_bp: list[int], contigs: 
         aid = f"asm{i + 1:03d}"
         fa = outdir / f"{aid}.fa"
         write_assembly(fa, seed + i, record_bp, contigs, width)
-        row = {"id": aid, "fasta": str(fa.resolve()), "species": f"Synthetica_{aid}", "expression": "",
-               "regulators": "", "expression_layout": ""}
+        row = {
+            "id": aid,
+            "fasta": str(fa.resolve()),
+            "species": f"Synthetica_{aid}",
+            "expression": "",
+            "regulators": "",
+            "expression_layout": "",
+        }
         if i < expression:
             expr, regs = outdir / f"{aid}.expression.tsv", outdir / f"{aid}.regulators.txt"
             write_expression(expr, regs, seed + i)
-            row.update(expression=str(expr.resolve()), regulators=str(regs.resolve()),
-                       expression_layout="samples-x-genes")
+            row.update(
+                expression=str(expr.resolve()), regulators=str(regs.resolve()), expression_layout="samples-x-genes"
+            )
         rows.append(row)
     sheet = outdir / "samplesheet.csv"
     tmp = outdir / ".samplesheet.csv.tmp"

@@ -3,6 +3,7 @@
 Standard library only (psutil is imported only by :class:`TreeSampler`), so the harness's runner
 (``runner.py``, started as ``python -S -I``) uses it as the benchmark scripts do.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,7 +44,7 @@ class TreeSampler:
         while not self._stop.is_set():
             try:
                 procs = root.children(recursive=True)  # the runner itself is not counted ...
-                if self.include_root:                    # ... unless it is the tool
+                if self.include_root:  # ... unless it is the tool
                     procs.append(root)
             except psutil.Error:
                 return
@@ -85,8 +86,17 @@ class _Drain(threading.Thread):
         self.stream.close()
 
 
-def measure(cmd: list, *, cwd=None, env: dict | None = None, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, sample_tree: bool = False, check: bool = False) -> dict:
+def measure(
+    cmd: list,
+    *,
+    cwd=None,
+    env: dict | None = None,
+    stdin=subprocess.DEVNULL,
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.PIPE,
+    sample_tree: bool = False,
+    check: bool = False,
+) -> dict:
     """Run ``cmd`` as a child and reap it with ``os.wait4``.
 
     Returns ``wall_s`` (perf_counter), ``user_s``/``sys_s``/``cpu_s`` (the child and every descendant it waited
@@ -112,17 +122,28 @@ def measure(cmd: list, *, cwd=None, env: dict | None = None, stdin=subprocess.DE
             sampler.__exit__()
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
-    rec = {"wall_s": wall, "user_s": ru.ru_utime, "sys_s": ru.ru_stime, "cpu_s": ru.ru_utime + ru.ru_stime,
-           "peak_rss_bytes": ru.ru_maxrss * 1024, "exit": proc.returncode, "minflt": ru.ru_minflt,
-           "majflt": ru.ru_majflt, "load_before": load0[0] if load0 else None}
+    rec = {
+        "wall_s": wall,
+        "user_s": ru.ru_utime,
+        "sys_s": ru.ru_stime,
+        "cpu_s": ru.ru_utime + ru.ru_stime,
+        "peak_rss_bytes": ru.ru_maxrss * 1024,
+        "exit": proc.returncode,
+        "minflt": ru.ru_minflt,
+        "majflt": ru.ru_majflt,
+        "load_before": load0[0] if load0 else None,
+    }
     for name, d in drains.items():
         d.join()
         rec[name] = d.data
     la = loadavg()
     rec["load_after"] = la[0] if la else None
     if sampler:
-        rec.update(cpu_s=max(rec["cpu_s"], sampler.cpu_s), peak_rss_bytes=max(rec["peak_rss_bytes"], sampler.peak),
-                   processes=sampler.nproc)
+        rec.update(
+            cpu_s=max(rec["cpu_s"], sampler.cpu_s),
+            peak_rss_bytes=max(rec["peak_rss_bytes"], sampler.peak),
+            processes=sampler.nproc,
+        )
     if check and rec["exit"] != 0:
         err = (rec.get("stderr") or b"").decode(errors="replace").strip()[-3000:]
         raise SystemExit(f"failed (exit {rec['exit']}): {' '.join(str(c) for c in cmd)}" + (f"\n{err}" if err else ""))

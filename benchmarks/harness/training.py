@@ -3,6 +3,7 @@
 Used by the harness's ``train`` stage (``cases.train``: seconds per epoch and the loss curve of every run) and by
 ``benchmarks/gpu/run`` (``run_predmoter``/``run_ours``: one timed run each, with the benchmarks' process timer).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -54,11 +55,20 @@ def ours_run(metrics_json: Path) -> dict:
     epoch_s, validation included), throughput, data wait and the per-epoch curve."""
     m = json.loads(Path(metrics_json).read_text())
     ep = m["epochs"]
-    return {"epoch_s": statistics.fmean(e["epoch_s"] for e in ep), "epochs": len(ep),
-            "samples_per_s": m["train_samples_per_s"], "bp_per_s": m["train_bp_per_s"],
-            "data_wait_fraction": m["data_wait_fraction"],
-            "curve": [{k: e.get(k) for k in ("epoch", *CURVE_KEYS, "epoch_s", "data_wait_fraction",
-                                             "train_start_unix", "train_end_unix")} for e in ep]}
+    return {
+        "epoch_s": statistics.fmean(e["epoch_s"] for e in ep),
+        "epochs": len(ep),
+        "samples_per_s": m["train_samples_per_s"],
+        "bp_per_s": m["train_bp_per_s"],
+        "data_wait_fraction": m["data_wait_fraction"],
+        "curve": [
+            {
+                k: e.get(k)
+                for k in ("epoch", *CURVE_KEYS, "epoch_s", "data_wait_fraction", "train_start_unix", "train_end_unix")
+            }
+            for e in ep
+        ],
+    }
 
 
 def chunks(folder: Path) -> int:
@@ -88,13 +98,33 @@ def _timed(cmd, log: Path, env=None) -> dict:
     return {k: r[k] for k in ("wall_s", "cpu_s", "peak_rss_bytes", "processes")}
 
 
-def run_predmoter(data: Path, out: Path, epochs: int, arch: list[str], *, device: str = "cpu",
-                  peer: list | None = None) -> dict:
+def run_predmoter(
+    data: Path, out: Path, epochs: int, arch: list[str], *, device: str = "cpu", peer: list | None = None
+) -> dict:
     """Predmoter ``-m train`` (``peer``: the launcher, default the peers kit's; ``device``: its --device, cpu|gpu)."""
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    r = _timed([*(peer or [PEER]), "-m", "train", "-i", data, "-o", out, "--seed", "1", "--device", device,
-                "-e", str(epochs), "-b", "120", *arch], out / "stdout.log")
+    r = _timed(
+        [
+            *(peer or [PEER]),
+            "-m",
+            "train",
+            "-i",
+            data,
+            "-o",
+            out,
+            "--seed",
+            "1",
+            "--device",
+            device,
+            "-e",
+            str(epochs),
+            "-b",
+            "120",
+            *arch,
+        ],
+        out / "stdout.log",
+    )
     r.update(predmoter_run(out))
     return r
 
@@ -104,8 +134,30 @@ def run_ours(data: Path, out: Path, epochs: int, arch: list[str], extra: list[st
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     metrics = out / "metrics.json"
-    r = _timed([sys.executable, "-m", "chromaflow", "train", "--input-dir", data, "--out", out / "run", "--seed",
-                "1", "--epochs", str(epochs), "--device", device, *arch, *extra, "--metrics", metrics, "--force"],
-               out / "stdout.log", env=dict(os.environ, CHROMAFLOW_PROGRESS="0"))
+    r = _timed(
+        [
+            sys.executable,
+            "-m",
+            "chromaflow",
+            "train",
+            "--input-dir",
+            data,
+            "--out",
+            out / "run",
+            "--seed",
+            "1",
+            "--epochs",
+            str(epochs),
+            "--device",
+            device,
+            *arch,
+            *extra,
+            "--metrics",
+            metrics,
+            "--force",
+        ],
+        out / "stdout.log",
+        env=dict(os.environ, CHROMAFLOW_PROGRESS="0"),
+    )
     r.update(ours_run(metrics))
     return r

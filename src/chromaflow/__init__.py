@@ -6,4 +6,5 @@ most of the package imports), ``outputs`` (atomic outputs, locks, the output rul
 ``metrics``, ``inputs``, ``sharding``, ``cli_options``. The package knows nothing of Nextflow; the pipeline calls
 the ``chromaflow`` command line (``chromaflow.cli``).
 """
+
 __version__ = "0.1.0"

@@ -1,4 +1,5 @@
 """Options every command shares (``--threads``, ``--metrics``, ``--force``) and how ``--threads`` resolves."""
+
 from __future__ import annotations
 
 import os
@@ -8,8 +9,14 @@ METRICS_HELP = "write the stage metrics JSON here"
 FORCE_HELP = "overwrite an existing --out"
 
 
-def add_run_options(p, *, threads: str | None = None, metrics: bool | str = False, force: bool | str = False,
-                    threads_default: int | None = 0) -> None:
+def add_run_options(
+    p,
+    *,
+    threads: str | None = None,
+    metrics: bool | str = False,
+    force: bool | str = False,
+    threads_default: int | None = 0,
+) -> None:
     """Add ``--threads``, ``--metrics`` and ``--force``, the options the stages share, with one type, default and
     action each (``p``: a parser or an argument group). Only those asked for are added: ``threads`` is its help
     text (what the threads do differs per command; ``threads_default`` None where 0 is refused, as in predict),

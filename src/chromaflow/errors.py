@@ -3,6 +3,7 @@
 Stages raise :class:`ChromaflowError` for every bad input; the CLI (:mod:`chromaflow.cli`) turns it into a single
 line on stderr and the error's ``exit_code``. This module imports nothing of the package, so every module may use it.
 """
+
 from __future__ import annotations
 
 

@@ -1,4 +1,5 @@
 """Opening an input file with one-line errors that tell a missing, a wrong and an unreadable file apart."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """The metrics JSON every stage writes (collected by the BENCHMARK stage): wall, CPU, peak RSS, phases, counts."""
+
 from __future__ import annotations
 
 import os

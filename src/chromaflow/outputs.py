@@ -1,5 +1,6 @@
 """Outputs that are complete or absent: atomic renames, per-output locks, temporaries a kill leaves, and the output
 rule every command checks before any work (:func:`check_outputs`, docs/reliability.md)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -12,7 +13,7 @@ import secrets
 import socket
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
 from .errors import ChromaflowError, OutputBusyError, OutputExistsError
 from .signals import raise_if_stopped
@@ -52,8 +53,9 @@ def remove_stale_temporaries(path: str | os.PathLike) -> list[str]:
 
 
 @contextlib.contextmanager
-def atomic_output(path: str | os.PathLike, *, force: bool = True, suffix: str = "",
-                  mode: int = 0o644) -> Iterator[Path]:
+def atomic_output(
+    path: str | os.PathLike, *, force: bool = True, suffix: str = "", mode: int = 0o644
+) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds.
 
     On any exception (including KeyboardInterrupt and :class:`Interrupted`: SIGTERM, SIGINT, SIGHUP) the temporary
@@ -136,6 +138,7 @@ def naming_errors(path: str | os.PathLike) -> Iterator[None]:
             raise
         raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from exc
 
+
 # --------------------------------------------------------------------------------------------------
 # output locks: two runs never write the same output at the same time
 # --------------------------------------------------------------------------------------------------
@@ -167,8 +170,10 @@ def lock_output(path: str | os.PathLike) -> bool:
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             os.close(fd)
-            raise OutputBusyError(f"{path}: is being written by another chromaflow process (pid {holder}); wait "
-                                  "for it to end or write elsewhere") from None
+            raise OutputBusyError(
+                f"{path}: is being written by another chromaflow process (pid {holder}); wait "
+                "for it to end or write elsewhere"
+            ) from None
         with contextlib.suppress(FileNotFoundError):
             if os.stat(lock).st_ino == os.fstat(fd).st_ino:  # not removed by its last holder meanwhile
                 break
@@ -223,9 +228,6 @@ def remove_live_temporaries() -> list[str]:
     return _unlink_existing(listed)
 
 
-
-
-
 #: (option, path) pairs; a path may be None (option not given) and an option may name several paths
 Named = Iterable[tuple[str, Any]]
 
@@ -261,18 +263,20 @@ def check_outputs(outputs: Named, inputs: Named = (), outdirs: Named = ()) -> No
     for i, (opt, path) in enumerate(outs):
         for in_opt, in_path in ins:
             if _same_file(path, in_path):
-                raise ChromaflowError(f"{opt} {path}: is the input {in_opt} {in_path}; an output never overwrites "
-                                      "an input (not even with --force)")
+                raise ChromaflowError(
+                    f"{opt} {path}: is the input {in_opt} {in_path}; an output never overwrites "
+                    "an input (not even with --force)"
+                )
         for other_opt, other in outs[:i]:
             if _same_file(path, other):
-                raise ChromaflowError(f"{opt} {path}: is the same file as {other_opt} {other}; every output needs "
-                                      "its own path")
+                raise ChromaflowError(
+                    f"{opt} {path}: is the same file as {other_opt} {other}; every output needs its own path"
+                )
         if os.path.isdir(path):
             raise ChromaflowError(f"{opt} {path}: is a folder, not a file")
         parent = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(parent) and os.path.realpath(parent) not in made:
-            raise ChromaflowError(f"{os.path.dirname(path) or '.'}: output directory does not exist "
-                                  f"(for {opt} {path})")
+            raise ChromaflowError(f"{os.path.dirname(path) or '.'}: output directory does not exist (for {opt} {path})")
     for _, d in dirs:
         os.makedirs(d, exist_ok=True)
     for _, path in outs:  # held until the command ends (chromaflow.cli.main releases them)
@@ -285,10 +289,14 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text)
 
 
-def write_texts_atomic(texts: dict[str | os.PathLike, str]) -> None:
+_PathT = TypeVar("_PathT", bound="str | os.PathLike")
+
+
+def write_texts_atomic(texts: Mapping[_PathT, str]) -> None:
     """Write each ``path: text`` through :func:`atomic_outputs`: all the files or none."""
     with atomic_outputs(texts) as tmps:
         for path, tmp in zip(texts, tmps):
+            assert tmp is not None  # a temporary for every (not None) path
             with naming_errors(tmp):
                 tmp.write_text(texts[path])
 

@@ -1,4 +1,5 @@
 """Progress on a terminal, silence elsewhere (Nextflow task logs)."""
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,7 @@ class Progress:
             enabled = env == "1" if env in ("0", "1") else sys.stderr.isatty()
         self.enabled = enabled
         self.known = total is not None
-        self.total = max(float(total), 1e-12) if self.known else float("inf")
+        self.total = max(float(total), 1e-12) if total is not None else float("inf")
         self.desc = desc
         self.unit = unit
         self.done = 0.0

@@ -1,4 +1,5 @@
 """Parts and shards: ``I/N`` options (``--shard``, ``--targets-chunk``) and the contiguous row ranges they name."""
+
 from __future__ import annotations
 
 import re
@@ -30,5 +31,6 @@ def part_bounds(i: int, n: int, total: int) -> tuple[int, int]:
 def shard_list(n: int, total: int) -> list[dict]:
     """The shards of a plan (predict-plan, variant-plan): ``shard`` as ``--shard`` takes it, ``index``/``count`` and
     the [start, end) ``rows`` of each (:func:`part_bounds`)."""
-    return [{"shard": f"{i}/{n}", "index": i, "count": n, "rows": list(part_bounds(i, n, total))}
-            for i in range(1, n + 1)]
+    return [
+        {"shard": f"{i}/{n}", "index": i, "count": n, "rows": list(part_bounds(i, n, total))} for i in range(1, n + 1)
+    ]

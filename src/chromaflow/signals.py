@@ -1,4 +1,5 @@
 """Stop signals: SIGTERM, SIGINT and SIGHUP end every command alike (:class:`Interrupted`, exit 128 + signal)."""
+
 from __future__ import annotations
 
 import os
@@ -35,10 +36,12 @@ def raise_if_stopped() -> None:
 
 def _unraisable(hook: Callable) -> Callable:
     """``sys.unraisablehook`` that keeps quiet about a swallowed :class:`Interrupted` (:data:`STOPPED` has it)."""
+
     def quiet(unraisable) -> None:
         if not isinstance(unraisable.exc_value, Interrupted):
             hook(unraisable)
-    quiet.chromaflow_quiet = True
+
+    setattr(quiet, "chromaflow_quiet", True)  # a function attribute: handle_stop_signals reads it with getattr
     return quiet
 
 

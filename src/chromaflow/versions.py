@@ -17,6 +17,7 @@ Output (the same bytes as the modules' heredocs)::
         chromaflow: 0.1.0
         torch: 2.13.0+cu130
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,9 +33,12 @@ from .errors import ChromaflowError
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("process", help="the task's process name (Nextflow's ${task.process}): the YAML's top key")
-    p.add_argument("packages", nargs="*", metavar="package",
-                   help="distributions to report after chromaflow (e.g. torch lightning pysam; 'hdf5' = the HDF5 "
-                        "library of h5py)")
+    p.add_argument(
+        "packages",
+        nargs="*",
+        metavar="package",
+        help="distributions to report after chromaflow (e.g. torch lightning pysam; 'hdf5' = the HDF5 library of h5py)",
+    )
 
 
 def _torch_version() -> str:
@@ -45,9 +49,19 @@ def _torch_version() -> str:
     path = Path(list(spec.submodule_search_locations)[0]) / "version.py"
     try:
         for node in ast.parse(path.read_text()).body:
-            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
-                node.target if isinstance(node, ast.AnnAssign) else None
-            if isinstance(target, ast.Name) and target.id == "__version__" and isinstance(node.value, ast.Constant):
+            target = (
+                node.targets[0]
+                if isinstance(node, ast.Assign) and len(node.targets) == 1
+                else node.target
+                if isinstance(node, ast.AnnAssign)
+                else None
+            )
+            if (
+                isinstance(node, (ast.Assign, ast.AnnAssign))
+                and isinstance(target, ast.Name)
+                and target.id == "__version__"
+                and isinstance(node.value, ast.Constant)
+            ):
                 return str(node.value.value)
     except (OSError, SyntaxError):
         pass
@@ -60,6 +74,7 @@ def version_of(package: str) -> str:
         return _torch_version()
     if package == "hdf5":
         import h5py.version  # the library's version is known only to the compiled module
+
         return h5py.version.hdf5_version
     return importlib.metadata.version(package)
 

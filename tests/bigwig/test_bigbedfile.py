@@ -1,5 +1,6 @@
 """chromaflow's streaming bigBed writer (bigwig/bigbedfile.py), read back by two other libraries (pyBigWig's
 libBigWig and pybigtools), its zoom records against the coverage depth counted base by base."""
+
 from __future__ import annotations
 
 import struct
@@ -45,8 +46,11 @@ def read_all(path, sizes):
     bb = pyBigWig.open(str(path))
     try:
         assert bb.isBigBed() and bb.chroms() == dict(sizes)
-        got = [(c, s, e, rest) for c in sorted(bb.chroms(), key=str.encode)
-               for s, e, rest in (bb.entries(c, 0, bb.chroms()[c]) or [])]
+        got = [
+            (c, s, e, rest)
+            for c in sorted(bb.chroms(), key=str.encode)
+            for s, e, rest in (bb.entries(c, 0, bb.chroms()[c]) or [])
+        ]
         sql = bb.SQL().decode()
     finally:
         bb.close()
@@ -85,8 +89,11 @@ def test_rows_read_back_by_pybigwig_and_pybigtools(tmp_path, monkeypatch, slot):
         bb.close()
     pybigtools = pytest.importorskip("pybigtools")
     f = pybigtools.open(str(path))
-    assert [(c, *tuple(x)[:2], "\t".join(tuple(x)[2:])) for c, _ in sorted(sizes, key=lambda x: x[0].encode())
-            for x in f.records(c)] == rows
+    assert [
+        (c, *tuple(x)[:2], "\t".join(tuple(x)[2:]))
+        for c, _ in sorted(sizes, key=lambda x: x[0].encode())
+        for x in f.records(c)
+    ] == rows
 
 
 def test_index_reaches_a_long_feature_in_an_early_block(tmp_path, monkeypatch):
@@ -117,14 +124,14 @@ def test_zoom_levels_are_the_coverage_depth(tmp_path):
         depth[c][s:e] += 1
     summary, levels = zoom_levels(path)
     allv = np.concatenate([d[d > 0] for d in depth.values()]).astype(np.float64)
-    assert summary == (len(allv), allv.min(), allv.max(), allv.sum(), (allv ** 2).sum()) and allv.max() > 1
+    assert summary == (len(allv), allv.min(), allv.max(), allv.sum(), (allv**2).sum()) and allv.max() > 1
     mean = np.mean([e - s for _, s, e, _ in rows])
-    assert len(levels) >= 2 and [r for r, _ in levels] == [10 * int(mean) * 4 ** k for k in range(len(levels))]
+    assert len(levels) >= 2 and [r for r, _ in levels] == [10 * int(mean) * 4**k for k in range(len(levels))]
     names = sorted((c for c, _ in sizes), key=str.encode)
     for red, recs in levels:
         assert int(recs["count"].sum()) == len(allv)
         for r in recs:
-            d = depth[names[r["chrom"]]][r["start"]:r["end"]]
+            d = depth[names[r["chrom"]]][r["start"] : r["end"]]
             assert r["start"] // red == (r["end"] - 1) // red
             cov = d[d > 0]
             assert (r["count"], r["min"], r["max"], r["sum"]) == (len(cov), cov.min(), cov.max(), cov.sum())
@@ -133,11 +140,13 @@ def test_zoom_levels_are_the_coverage_depth(tmp_path):
 
 def test_bad_rows_one_line_error_and_no_file(tmp_path):
     sizes = [("a", 1000), ("b", 1000)]
-    cases = {"unsorted chromosomes": [("b", 1, 5, ""), ("a", 1, 5, "")],
-             "unsorted starts": [("a", 10, 15, ""), ("a", 1, 5, "")],
-             "unknown chromosome": [("c", 1, 5, "")],
-             "beyond the end": [("a", 990, 1001, "")],
-             "end before start": [("a", 5, 4, "")]}
+    cases = {
+        "unsorted chromosomes": [("b", 1, 5, ""), ("a", 1, 5, "")],
+        "unsorted starts": [("a", 10, 15, ""), ("a", 1, 5, "")],
+        "unknown chromosome": [("c", 1, 5, "")],
+        "beyond the end": [("a", 990, 1001, "")],
+        "end before start": [("a", 5, 4, "")],
+    }
     for what, rows in cases.items():
         path = tmp_path / "bad.bb"
         with pytest.raises(ChromaflowError) as e:
@@ -166,8 +175,9 @@ rows = lambda: ((c, 100, 400, "p\\t0\\t.") for c, _ in sizes)
 bigbedfile.write_bigbed(sys.argv[1], sizes, rows, {SQL!r}, 6, 6)
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
 """
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m.bb")], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "m.bb")], capture_output=True, text=True, check=True
+    )
     grown_kb = int(out.stdout.strip())
     assert grown_kb < 100_000, f"the writer grew by {grown_kb} KB for 20,000 chromosomes"
     bb = pyBigWig.open(str(tmp_path / "m.bb"))
@@ -189,6 +199,6 @@ def test_zero_length_features_and_no_zoom_level(tmp_path):
     depth[0:10] += 1
     depth[5:20] += 1
     cov = depth[depth > 0]
-    assert summary == (len(cov), cov.min(), cov.max(), cov.sum(), (cov ** 2).sum())
+    assert summary == (len(cov), cov.min(), cov.max(), cov.sum(), (cov**2).sum())
     got, _ = read_all(path, [("a", 50)])
     assert got == rows

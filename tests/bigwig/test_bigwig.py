@@ -4,6 +4,7 @@ Every reference .bw/.bg.gz must be equal, except ±1 at positions where exact ar
 tie of the smoothing (S/w = k + ½), where the reference's own value depends on the CPU it was made on
 (FORMATS.md §5.4). ``compare_with_ties`` names each allowed position and fails on any other difference.
 """
+
 from __future__ import annotations
 
 import functools
@@ -20,12 +21,19 @@ import pytest
 
 pyBigWig = pytest.importorskip("pyBigWig")
 
-from helpers.bigwig_helpers import (bg_intervals, bg_text, bw_intervals, compare_with_ties, intervals,  # noqa: E402
-                            smoothing_ties, zoom_levels)
+from helpers.bigwig_helpers import (  # noqa: E402
+    bg_intervals,
+    bg_text,
+    bw_intervals,
+    compare_with_ties,
+    intervals,
+    smoothing_ties,
+    zoom_levels,
+)
 from chromaflow import bigwig  # noqa: E402
 from chromaflow.bigwig import bedgraph as bgmod  # noqa: E402
 from chromaflow.bigwig import bigwigfile  # noqa: E402
-from helpers.cli import chromaflow
+from helpers.cli import chromaflow  # noqa: E402
 
 pytestmark = pytest.mark.reference
 DATASETS = ("atacseq", "h3k4me3")
@@ -44,24 +52,106 @@ def pred1(reference_dir, tmp_path_factory):
     for fmt in ("bigwig", "bedgraph"):
         d = out / fmt
         d.mkdir()
-        cli("--predictions", p, "--outdir", d, "--basename", "pred_data_1", "--format", fmt, "--strand", "all",
-            "--metrics", d / "metrics.json")
-        cli("--predictions", p, "--outdir", d, "--basename", "pred_data_1", "--format", fmt,
-            "--window-size", 150, "--no-browser-files")
+        cli(
+            "--predictions",
+            p,
+            "--outdir",
+            d,
+            "--basename",
+            "pred_data_1",
+            "--format",
+            fmt,
+            "--strand",
+            "all",
+            "--metrics",
+            d / "metrics.json",
+        )
+        cli(
+            "--predictions",
+            p,
+            "--outdir",
+            d,
+            "--basename",
+            "pred_data_1",
+            "--format",
+            fmt,
+            "--window-size",
+            150,
+            "--no-browser-files",
+        )
     d = out / "pybigwig"
     d.mkdir()
-    cli("--predictions", p, "--outdir", d, "--basename", "pred_data_1", "--strand", "all", "--bigwig-writer", "pybigwig",
-        "--no-browser-files")
-    cli("--predictions", p, "--outdir", d, "--basename", "pred_data_1", "--window-size", 150, "--bigwig-writer",
-        "pybigwig", "--no-browser-files")
+    cli(
+        "--predictions",
+        p,
+        "--outdir",
+        d,
+        "--basename",
+        "pred_data_1",
+        "--strand",
+        "all",
+        "--bigwig-writer",
+        "pybigwig",
+        "--no-browser-files",
+    )
+    cli(
+        "--predictions",
+        p,
+        "--outdir",
+        d,
+        "--basename",
+        "pred_data_1",
+        "--window-size",
+        150,
+        "--bigwig-writer",
+        "pybigwig",
+        "--no-browser-files",
+    )
     d = out / "numpy"
     d.mkdir()
-    cli("--predictions", p, "--outdir", d, "--basename", "pred_data_1", "--format", "bg", "--window-size", 150,
-        "--smoothing", "numpy", "--no-browser-files")
-    cli("--predictions", p, "--outdir", out / "bedgraph", "--basename", "pred_data_1", "--format", "bg",
-        "--blacklist", ref / "converted" / "bl.txt", "--no-browser-files")
-    cli("--predictions", ref / "train_data_4.h5", "--experimental", "--datasets", "atacseq", "h3k4me3",
-        "--outdir", out / "bedgraph", "--basename", "train_data_4", "--format", "bg", "--no-browser-files")
+    cli(
+        "--predictions",
+        p,
+        "--outdir",
+        d,
+        "--basename",
+        "pred_data_1",
+        "--format",
+        "bg",
+        "--window-size",
+        150,
+        "--smoothing",
+        "numpy",
+        "--no-browser-files",
+    )
+    cli(
+        "--predictions",
+        p,
+        "--outdir",
+        out / "bedgraph",
+        "--basename",
+        "pred_data_1",
+        "--format",
+        "bg",
+        "--blacklist",
+        ref / "converted" / "bl.txt",
+        "--no-browser-files",
+    )
+    cli(
+        "--predictions",
+        ref / "train_data_4.h5",
+        "--experimental",
+        "--datasets",
+        "atacseq",
+        "h3k4me3",
+        "--outdir",
+        out / "bedgraph",
+        "--basename",
+        "train_data_4",
+        "--format",
+        "bg",
+        "--no-browser-files",
+    )
     return out
 
 
@@ -102,8 +192,10 @@ def test_smoothed_tracks_equal_reference_except_ties(pred1, reference_dir, ties1
     for variant in ("bigwig/{}.bw", "bedgraph/{}.bg.gz", "pybigwig/{}.bw", "numpy/{}.bg.gz"):
         named[variant] = compare_with_ties(intervals(pred1 / variant.format(name)), ref, ties150[ds])
     # exact arithmetic: the reference (made on an Intel AVX-512 CPU) rounded three of h3k4me3's ties down
-    expected = {"pred_data_1_atacseq_avg_strand_ws=150": [],
-                "pred_data_1_h3k4me3_avg_strand_ws=150": ["Chrom2:58616", "Chrom2:58617", "Chrom2:58621"]}[name]
+    expected = {
+        "pred_data_1_atacseq_avg_strand_ws=150": [],
+        "pred_data_1_h3k4me3_avg_strand_ws=150": ["Chrom2:58616", "Chrom2:58617", "Chrom2:58621"],
+    }[name]
     for variant in ("bigwig/{}.bw", "bedgraph/{}.bg.gz", "pybigwig/{}.bw"):
         assert named[variant] == expected, variant
     if not expected:
@@ -132,24 +224,36 @@ def test_tie_rule_fails_on_any_other_difference(pred1, reference_dir, ties150, t
 
     # Chrom1 is 1.0 everywhere and has no ties: change one base's value
     with pytest.raises(AssertionError, match=r"Chrom1:1000 ours 1 reference 2"):
-        compare_with_ties(ours, corrupted("Chrom1\t0\t51321\t1.0",
-                                          "Chrom1\t0\t1000\t1.0\nChrom1\t1000\t1001\t2.0\nChrom1\t1001\t51321\t1.0"),
-                          ties150["h3k4me3"])
+        compare_with_ties(
+            ours,
+            corrupted(
+                "Chrom1\t0\t51321\t1.0", "Chrom1\t0\t1000\t1.0\nChrom1\t1000\t1001\t2.0\nChrom1\t1001\t51321\t1.0"
+            ),
+            ties150["h3k4me3"],
+        )
     # a tie that both sides round to 2 (Chrom2:58565): the copy says 1 -> allowed and named
-    named = compare_with_ties(ours, corrupted("Chrom2\t58565\t58567\t2.0", "Chrom2\t58565\t58566\t1.0\n"
-                                              "Chrom2\t58566\t58567\t2.0"), ties150["h3k4me3"])
+    named = compare_with_ties(
+        ours,
+        corrupted("Chrom2\t58565\t58567\t2.0", "Chrom2\t58565\t58566\t1.0\nChrom2\t58566\t58567\t2.0"),
+        ties150["h3k4me3"],
+    )
     assert "Chrom2:58565" in named
     # ... but 2 away at a tie is not a tie-rounding difference
     with pytest.raises(AssertionError, match=r"Chrom2:58565 ours 2 reference 0"):
-        compare_with_ties(ours, corrupted("Chrom2\t58565\t58567\t2.0", "Chrom2\t58565\t58566\t0.0\n"
-                                          "Chrom2\t58566\t58567\t2.0"), ties150["h3k4me3"])
+        compare_with_ties(
+            ours,
+            corrupted("Chrom2\t58565\t58567\t2.0", "Chrom2\t58565\t58566\t0.0\nChrom2\t58566\t58567\t2.0"),
+            ties150["h3k4me3"],
+        )
     # and without the tie set, the real differences fail
     with pytest.raises(AssertionError, match="Chrom2:58616"):
         compare_with_ties(ours, intervals(conv / f"{name}.bg.gz"), {})
 
 
-@pytest.mark.parametrize("name", [f"pred_data_1_{ds}_avg_strand_bl" for ds in DATASETS]
-                         + [f"train_data_4_{ds}_avg_strand" for ds in DATASETS])
+@pytest.mark.parametrize(
+    "name",
+    [f"pred_data_1_{ds}_avg_strand_bl" for ds in DATASETS] + [f"train_data_4_{ds}_avg_strand" for ds in DATASETS],
+)
 def test_blacklist_and_experimental_equal_reference(pred1, reference_dir, name):
     ours = bg_text(pred1 / "bedgraph" / f"{name}.bg.gz")
     assert ours == bg_text(reference_dir / "predmoter" / "converted" / f"{name}.bg.gz")
@@ -187,10 +291,32 @@ def test_metrics(pred1):
 def test_multiblock(reference_dir, tmp_path):
     ex = reference_dir / "predmoter" / "extra" / "synthetic_multiblock"
     p = ex / "synthetic_multiblock_predictions.h5"
-    cli("--predictions", p, "--outdir", tmp_path, "--basename", "synth", "--format", "bg", "--strand", "all",
-        "--no-browser-files")
-    cli("--predictions", p, "--outdir", tmp_path, "--basename", "synth", "--format", "bw", "--strand", "all",
-        "--no-browser-files")
+    cli(
+        "--predictions",
+        p,
+        "--outdir",
+        tmp_path,
+        "--basename",
+        "synth",
+        "--format",
+        "bg",
+        "--strand",
+        "all",
+        "--no-browser-files",
+    )
+    cli(
+        "--predictions",
+        p,
+        "--outdir",
+        tmp_path,
+        "--basename",
+        "synth",
+        "--format",
+        "bw",
+        "--strand",
+        "all",
+        "--no-browser-files",
+    )
     for s in ("avg", "+", "-"):
         name = f"synth_atacseq_{s}_strand"
         ref = bg_text(ex / f"{name}.bg.gz")
@@ -213,19 +339,62 @@ def test_multiblock_smoothed_and_blacklist(reference_dir, tmp_path):
     for writer in ("chromaflow", "pybigwig"):
         d = tmp_path / writer
         d.mkdir()
-        cli("--predictions", p, "--outdir", d, "--basename", "synth", "--format", "bw", "--window-size", 150,
-            "--no-browser-files", "--bigwig-writer", writer)
-        cli("--predictions", p, "--outdir", d, "--basename", "synth", "--format", "bw", "--blacklist",
-            ex / "bl_chrB.txt", "--strand", "all", "--no-browser-files", "--bigwig-writer", writer)
-    cli("--predictions", p, "--outdir", tmp_path, "--basename", "synth", "--format", "bg",
-        "--blacklist", ex / "bl_chrB.txt", "--no-browser-files")
+        cli(
+            "--predictions",
+            p,
+            "--outdir",
+            d,
+            "--basename",
+            "synth",
+            "--format",
+            "bw",
+            "--window-size",
+            150,
+            "--no-browser-files",
+            "--bigwig-writer",
+            writer,
+        )
+        cli(
+            "--predictions",
+            p,
+            "--outdir",
+            d,
+            "--basename",
+            "synth",
+            "--format",
+            "bw",
+            "--blacklist",
+            ex / "bl_chrB.txt",
+            "--strand",
+            "all",
+            "--no-browser-files",
+            "--bigwig-writer",
+            writer,
+        )
+    cli(
+        "--predictions",
+        p,
+        "--outdir",
+        tmp_path,
+        "--basename",
+        "synth",
+        "--format",
+        "bg",
+        "--blacklist",
+        ex / "bl_chrB.txt",
+        "--no-browser-files",
+    )
     ties = smoothing_ties(p, 0, 150)
-    named = compare_with_ties(intervals(tmp_path / "chromaflow" / "synth_atacseq_avg_strand_ws=150.bw"),
-                              intervals(ex / "synth_atacseq_avg_strand_ws=150.bw"), ties)
+    named = compare_with_ties(
+        intervals(tmp_path / "chromaflow" / "synth_atacseq_avg_strand_ws=150.bw"),
+        intervals(ex / "synth_atacseq_avg_strand_ws=150.bw"),
+        ties,
+    )
     # 5 of the fixture's 10 ties: the reference (Intel AVX-512 numpy) rounded them the other way
     assert named == ["chrA:1000000", "chrA:21383950", "chrA:21384050", "chrA:42768050", "chrA:42768100"]
-    assert bw_intervals(tmp_path / "chromaflow" / "synth_atacseq_avg_strand_ws=150.bw") == \
-        bw_intervals(tmp_path / "pybigwig" / "synth_atacseq_avg_strand_ws=150.bw")
+    assert bw_intervals(tmp_path / "chromaflow" / "synth_atacseq_avg_strand_ws=150.bw") == bw_intervals(
+        tmp_path / "pybigwig" / "synth_atacseq_avg_strand_ws=150.bw"
+    )
     for name in ("synth_atacseq_avg_strand_bl.bw", "synth_atacseq_+_strand_bl.bw"):
         assert bw_intervals(tmp_path / "chromaflow" / name) == bw_intervals(ex / name)
         assert (tmp_path / "pybigwig" / name).read_bytes() == (ex / name).read_bytes()
@@ -251,8 +420,19 @@ def test_short_chromosomes_clipped(reference_dir, tmp_path):
     cli("--predictions", p, "--outdir", tmp_path, "--basename", "short", "--format", "bg", "--no-browser-files")
     assert bg_text(tmp_path / "short_atacseq_avg_strand.bg.gz") == bg_text(ex / "short_atacseq_avg_strand.bg.gz")
     for fmt in ("bg", "bw"):
-        cli("--predictions", p, "--outdir", tmp_path, "--basename", "short", "--format", fmt,
-            "--window-size", 150, "--no-browser-files")
+        cli(
+            "--predictions",
+            p,
+            "--outdir",
+            tmp_path,
+            "--basename",
+            "short",
+            "--format",
+            fmt,
+            "--window-size",
+            150,
+            "--no-browser-files",
+        )
     ref = bg_text(ex / "short_atacseq_avg_strand_ws=150.bg.gz")
     ours = bg_text(tmp_path / "short_atacseq_avg_strand_ws=150.bg.gz")
     ties = smoothing_ties(p, 0, 150)
@@ -266,13 +446,40 @@ def test_short_chromosomes_clipped(reference_dir, tmp_path):
     # --no-clip reproduces the reference exactly (bedGraph text; bigWig bytes with pyBigWig)
     d = tmp_path / "noclip"
     d.mkdir()
-    cli("--predictions", p, "--outdir", d, "--basename", "short", "--format", "bg", "--window-size", 150,
-        "--no-clip", "--no-browser-files")
-    cli("--predictions", p, "--outdir", d, "--basename", "short", "--format", "bw", "--window-size", 150,
-        "--no-clip", "--no-browser-files", "--bigwig-writer", "pybigwig")
+    cli(
+        "--predictions",
+        p,
+        "--outdir",
+        d,
+        "--basename",
+        "short",
+        "--format",
+        "bg",
+        "--window-size",
+        150,
+        "--no-clip",
+        "--no-browser-files",
+    )
+    cli(
+        "--predictions",
+        p,
+        "--outdir",
+        d,
+        "--basename",
+        "short",
+        "--format",
+        "bw",
+        "--window-size",
+        150,
+        "--no-clip",
+        "--no-browser-files",
+        "--bigwig-writer",
+        "pybigwig",
+    )
     assert bg_text(d / "short_atacseq_avg_strand_ws=150.bg.gz") == ref
-    assert (d / "short_atacseq_avg_strand_ws=150.bw").read_bytes() == \
-        (ex / "short_atacseq_avg_strand_ws=150.bw").read_bytes()
+    assert (d / "short_atacseq_avg_strand_ws=150.bw").read_bytes() == (
+        ex / "short_atacseq_avg_strand_ws=150.bw"
+    ).read_bytes()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -283,15 +490,33 @@ def test_equals_real_converter_on_synthetic_predictions(repo_root, reference_dir
     if not peer.exists():
         pytest.skip(f"{peer} absent")
     pred = tmp_path / "synth_predictions.h5"
-    subprocess.run([sys.executable, str(repo_root / "benchmarks" / "bigwig" / "synth_predictions.py"), "--mbp", "0.4",
-                    "--mode", "realistic", "--seed", "3", "--chromosomes", "2", "--pool", "8", "--out", str(pred)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(repo_root / "benchmarks" / "bigwig" / "synth_predictions.py"),
+            "--mbp",
+            "0.4",
+            "--mode",
+            "realistic",
+            "--seed",
+            "3",
+            "--chromosomes",
+            "2",
+            "--pool",
+            "8",
+            "--out",
+            str(pred),
+        ],
+        check=True,
+        capture_output=True,
+    )
     for opts in (["-of", "bw"], ["-of", "bg", "--strand", "+"], ["-of", "bg", "--window-size", "10"]):
         out = tmp_path / "peer"
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir()
-        proc = subprocess.run([str(peer), "-i", str(pred), "-o", str(out), "--basename", "s", *opts],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [str(peer), "-i", str(pred), "-o", str(out), "--basename", "s", *opts], capture_output=True, text=True
+        )
         if proc.returncode != 0:
             pytest.skip(f"peer-predmoter-convert unusable here: {proc.stderr.strip().splitlines()[-1:]}")
         ours = tmp_path / "ours"
@@ -325,8 +550,10 @@ def test_exact_smoothing_matches_fractions():
         x = rng.integers(0, 6, n)
         for clip in (True, False):
             off = (min(n, w) - 1) // 2
-            ref = [round(Fraction(int(x[max(0, i + off - w + 1):max(0, min(n, i + off + 1))].sum()), w))
-                   for i in range(n if clip else max(n, w))]
+            ref = [
+                round(Fraction(int(x[max(0, i + off - w + 1) : max(0, min(n, i + off + 1))].sum()), w))
+                for i in range(n if clip else max(n, w))
+            ]
             assert bigwig.smooth_exact(x, w, clip).tolist() == ref, (w, n, clip)
     # long tracks take the sliced path
     x = rng.integers(0, 4, 100_000)
@@ -371,7 +598,11 @@ def test_streamed_strand_average_smoothing_equals_numpy(monkeypatch):
             m = np.repeat(rng.integers(0, 7, n), int(rng.integers(1, 20)))[:n].astype(np.int32)
             avg = bigwig.strand_average(p.astype(np.int64), m.astype(np.int64))
             want = bigwig.runs(bigwig.smooth_exact(avg, w, clip))
-            cuts = np.sort(rng.choice(np.arange(1, n), min(n - 1, int(rng.integers(0, 5))), replace=False)) if n > 1 else []
+            cuts = (
+                np.sort(rng.choice(np.arange(1, n), min(n - 1, int(rng.integers(0, 5))), replace=False))
+                if n > 1
+                else []
+            )
             bounds = np.concatenate([[0], cuts, [n]]).astype(int)
             got = _streamed_runs(bigwig.tracks.SmoothStream(w, clip, native=native), bounds, p, m)
             assert all(np.array_equal(g, w_) for g, w_ in zip(got, want)), (native, n, w, clip, bounds)
@@ -542,8 +773,10 @@ def test_bigwig_writer(tmp_path, mean_len, gaps, threads):
     assert {c: [tuple(x) for x in f.records(c)] for c in want} == want
     summary, levels = zoom_levels(path)
     allv = np.concatenate([np.repeat(v.astype(np.float64), e - s) for _, s, e, v in data])
-    assert summary == (len(allv), allv.min(), allv.max(), allv.sum(), (allv ** 2).sum())
-    assert len(levels) >= 2 and levels[0][0] == 16 * max(1, int(np.mean(np.concatenate([e - s for _, s, e, _ in data]))))
+    assert summary == (len(allv), allv.min(), allv.max(), allv.sum(), (allv**2).sum())
+    assert len(levels) >= 2 and levels[0][0] == 16 * max(
+        1, int(np.mean(np.concatenate([e - s for _, s, e, _ in data])))
+    )
     for red, recs in levels:
         for r in recs:
             _, s, e, v = data[r["chrom"]]
@@ -637,7 +870,7 @@ def test_data_index_is_written_a_spilled_chunk_at_a_time(tmp_path):
     n = 240_000
     tid = np.repeat(np.arange(4), n // 4)
     start = np.tile(np.arange(n // 4) * 3000, 4)
-    end = start + rng.integers(1000, 6000, n)   # overlapping, as bigBed features may
+    end = start + rng.integers(1000, 6000, n)  # overlapping, as bigBed features may
     off, size = np.arange(n) * 5000 + 1000, rng.integers(100, 5000, n)
     whole = bigwigfile.rtree(tid, start, tid, end, off, size, 77, 77, 1024)
     for cuts in ([0, 0, 255, 256, 1000, 70_001, 70_001], list(rng.integers(0, n, 20))):
@@ -653,8 +886,8 @@ def test_data_index_is_written_a_spilled_chunk_at_a_time(tmp_path):
     spill = Spill(tmp_path / "spill")
     index = Records(5, spill)
     rows = np.stack([tid, start, end, off, size], axis=1)
-    for a in range(0, n, 1000):   # as the writer adds them: a few blocks at a time
-        index.extend(rows[a:a + 1000].reshape(-1))
+    for a in range(0, n, 1000):  # as the writer adds them: a few blocks at a time
+        index.extend(rows[a : a + 1000].reshape(-1))
     del rows
     with open(tmp_path / "tail", "wb") as fh:
         fh.write(b"\0" * 77)
@@ -689,12 +922,15 @@ def test_zoom_blocks_run_across_chromosomes_and_each_chromosome_reads_its_own(tm
     assert n_levels >= 2
     for z in range(n_levels):
         index = struct.unpack_from("<IIQQ", b, 64 + 24 * z)[3]
-        assert struct.unpack_from("<Q", b, index + 8)[0] < len(sizes) // 4, z   # the R-tree's block count
+        assert struct.unpack_from("<Q", b, index + 8)[0] < len(sizes) // 4, z  # the R-tree's block count
     bw = pyBigWig.open(str(path))
     try:
         for c, n in sizes:
             for kind in ("max", "min", "coverage", "mean"):
-                assert bw.stats(c, 0, n, type=kind) == pytest.approx(bw.stats(c, 0, n, type=kind, exact=True)), (c, kind)
+                assert bw.stats(c, 0, n, type=kind) == pytest.approx(bw.stats(c, 0, n, type=kind, exact=True)), (
+                    c,
+                    kind,
+                )
     finally:
         bw.close()
 
@@ -713,13 +949,31 @@ def test_fallback_paths_equal(reference_dir, tmp_path):
         p = a["prediction/predictions"][()]
         b.create_dataset("prediction/predictions", data=p, chunks=(3, 1000, 2), compression="lzf", fillvalue=-1)
     base = dict(os.environ)
-    cases = (("zlib", src, {"CHROMAFLOW_LIBDEFLATE": "0"}), ("generic", rechunked, {}),
-             ("h5py", src, {"CHROMAFLOW_BIGWIG_READER": "h5py"}), ("nocc", src, {"CHROMAFLOW_BIGWIG_NO_CC": "1"}))
+    cases = (
+        ("zlib", src, {"CHROMAFLOW_LIBDEFLATE": "0"}),
+        ("generic", rechunked, {}),
+        ("h5py", src, {"CHROMAFLOW_BIGWIG_READER": "h5py"}),
+        ("nocc", src, {"CHROMAFLOW_BIGWIG_NO_CC": "1"}),
+    )
     for name, pred, extra in cases:
         d = tmp_path / name
         d.mkdir()
-        cli("--predictions", pred, "--outdir", d, "--basename", "pred_data_1", "--format", "bg", "--strand", "all",
-            "--no-browser-files", "--threads", "2", env={**base, **extra})
+        cli(
+            "--predictions",
+            pred,
+            "--outdir",
+            d,
+            "--basename",
+            "pred_data_1",
+            "--format",
+            "bg",
+            "--strand",
+            "all",
+            "--no-browser-files",
+            "--threads",
+            "2",
+            env={**base, **extra},
+        )
         for ds in DATASETS:
             for s in ("avg", "+", "-"):
                 n = f"pred_data_1_{ds}_{s}_strand.bg.gz"
@@ -741,8 +995,19 @@ def test_large_values_take_predmoters_float32_path(tmp_path):
         h5["data/start_ends"] = np.array(se, dtype=np.int64)
         h5["prediction/datasets"] = np.array([b"atacseq"], dtype="S25")
         h5.create_dataset("prediction/predictions", data=pred, chunks=(1, L, 1), compression="gzip", fillvalue=-1)
-    cli("--predictions", path, "--outdir", tmp_path, "--basename", "b", "--format", "bg", "--strand", "all",
-        "--no-browser-files")
+    cli(
+        "--predictions",
+        path,
+        "--outdir",
+        tmp_path,
+        "--basename",
+        "b",
+        "--format",
+        "bg",
+        "--strand",
+        "all",
+        "--no-browser-files",
+    )
     f32 = np.float32(big)
     avg = np.rint((f32 + np.float32(5)) / np.float32(2))
     # numpy's str() of float32 (what Predmoter prints): 8.38861e+06, 1.6777216e+07
@@ -762,7 +1027,7 @@ def test_chromosome_map_streams_seqids_in_blocks(tmp_path):
     rng = np.random.default_rng(5)
     names = [f"c{i}".encode() for i in rng.permutation(40)]
     seqids, se = [], []
-    for name in names:      # Helixer's rows per seqid: + chunks ascending, then − chunks reversed
+    for name in names:  # Helixer's rows per seqid: + chunks ascending, then − chunks reversed
         k = int(rng.integers(1, 6))
         seqids += [name] * (2 * k)
         se += [(j * 10, j * 10 + 10) for j in range(k)] + [(j * 10 + 10, j * 10) for j in reversed(range(k))]
@@ -782,7 +1047,9 @@ def test_chromosome_map_streams_seqids_in_blocks(tmp_path):
         for src in (seqids, f["seqids"]):
             for block in (1, 3, 7, 64, 10_000):
                 codes, got_names = h5input.seqid_codes(src, block)
-                got = [(c.name, c.size, c.plus.tolist(), c.minus.tolist())
-                       for c in h5input.chromosome_map_codes(codes, got_names, se, set())]
+                got = [
+                    (c.name, c.size, c.plus.tolist(), c.minus.tolist())
+                    for c in h5input.chromosome_map_codes(codes, got_names, se, set())
+                ]
                 assert got == want, block
     assert [c.name for c in bigwig.chromosome_map(seqids, se, {"c3"})] == [w[0] for w in want if w[0] != "c3"]

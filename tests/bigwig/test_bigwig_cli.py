@@ -1,4 +1,5 @@
 """Bad input and browser files of ``chromaflow bigwig`` (subprocess, like a pipeline task)."""
+
 from __future__ import annotations
 
 import functools
@@ -26,19 +27,33 @@ def pred(reference_dir):
 def test_not_a_predictions_file(reference_dir, tmp_path):
     txt = tmp_path / "x.h5"
     txt.write_text("hello\n")
-    assert_one_line_error(cli("--predictions", txt, "--outdir", tmp_path, "--basename", "b"), "bigwig",
-                          "not a readable HDF5 file")
+    assert_one_line_error(
+        cli("--predictions", txt, "--outdir", tmp_path, "--basename", "b"), "bigwig", "not a readable HDF5 file"
+    )
     genome = reference_dir / "predmoter" / "pred_data_1.h5"
-    assert_one_line_error(cli("--predictions", genome, "--outdir", tmp_path, "--basename", "b"), "bigwig",
-                    "not a predictions file", "prediction/predictions")
-    assert_one_line_error(cli("--predictions", tmp_path / "nope.h5", "--outdir", tmp_path, "--basename", "b"), "bigwig",
-                    "predictions file does not exist")
+    assert_one_line_error(
+        cli("--predictions", genome, "--outdir", tmp_path, "--basename", "b"),
+        "bigwig",
+        "not a predictions file",
+        "prediction/predictions",
+    )
+    assert_one_line_error(
+        cli("--predictions", tmp_path / "nope.h5", "--outdir", tmp_path, "--basename", "b"),
+        "bigwig",
+        "predictions file does not exist",
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.h5"]
 
 
 def test_dataset_not_present(pred, tmp_path):
-    assert_one_line_error(cli("--predictions", pred, "--outdir", tmp_path, "--basename", "b", "--datasets", "dnase"), "bigwig",
-                    str(pred), "dnase", "prediction/datasets", "available: atacseq h3k4me3")
+    assert_one_line_error(
+        cli("--predictions", pred, "--outdir", tmp_path, "--basename", "b", "--datasets", "dnase"),
+        "bigwig",
+        str(pred),
+        "dnase",
+        "prediction/datasets",
+        "available: atacseq h3k4me3",
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -54,19 +69,22 @@ def _variant(pred: Path, out: Path, **changes) -> Path:
     return out
 
 
-@pytest.mark.parametrize("case,key,words", [
-    ("float", "prediction/predictions", ["dtype float32", "expected integers"]),
-    ("nan", "prediction/predictions", ["dtype float64", "expected integers"]),
-    ("2d", "prediction/predictions", ["shape (16, 21384)", "3 dimensions"]),
-    ("channels", "prediction/predictions", ["3 channels", "names 2"]),
-    ("rows", "prediction/predictions", ["15 rows", "data/seqids 16"]),
-    ("start_ends", "data/start_ends", ["shape (16, 3)", "(N, 2) integers"]),
-    ("seqids", "data/seqids", ["dtype int64", "byte strings"]),
-    ("tab_in_seqid", "data/seqids", ["\\tdesc'", "holds whitespace"]),
-    ("no_datasets", "prediction/datasets", ["not a predictions file", "missing prediction/datasets"]),
-    ("no_start_ends", "data/start_ends", ["missing data/start_ends"]),
-    ("wide_row", "data/start_ends", ["row 0", "spans 30000 bp", "L = 21384"]),
-])
+@pytest.mark.parametrize(
+    "case,key,words",
+    [
+        ("float", "prediction/predictions", ["dtype float32", "expected integers"]),
+        ("nan", "prediction/predictions", ["dtype float64", "expected integers"]),
+        ("2d", "prediction/predictions", ["shape (16, 21384)", "3 dimensions"]),
+        ("channels", "prediction/predictions", ["3 channels", "names 2"]),
+        ("rows", "prediction/predictions", ["15 rows", "data/seqids 16"]),
+        ("start_ends", "data/start_ends", ["shape (16, 3)", "(N, 2) integers"]),
+        ("seqids", "data/seqids", ["dtype int64", "byte strings"]),
+        ("tab_in_seqid", "data/seqids", ["\\tdesc'", "holds whitespace"]),
+        ("no_datasets", "prediction/datasets", ["not a predictions file", "missing prediction/datasets"]),
+        ("no_start_ends", "data/start_ends", ["missing data/start_ends"]),
+        ("wide_row", "data/start_ends", ["row 0", "spans 30000 bp", "L = 21384"]),
+    ],
+)
 def test_bad_predictions_file(pred, tmp_path, case, key, words):
     with h5py.File(pred) as src:
         p = src["prediction/predictions"][()]
@@ -88,8 +106,9 @@ def test_bad_predictions_file(pred, tmp_path, case, key, words):
     bad = _variant(pred, tmp_path / "bad.h5", **{key: change})
     out = tmp_path / "out"
     out.mkdir()
-    assert_one_line_error(cli("--predictions", bad, "--outdir", out, "--basename", "b"), "bigwig",
-                          str(bad), key, *words)
+    assert_one_line_error(
+        cli("--predictions", bad, "--outdir", out, "--basename", "b"), "bigwig", str(bad), key, *words
+    )
     assert list(out.iterdir()) == []
 
 
@@ -102,17 +121,24 @@ def test_corrupt_chunk(pred, tmp_path):
         d.id.write_direct_chunk((7, 0, 1), b"x" * 10 + bytes(raw[10:]))
     out = tmp_path / "out"
     out.mkdir()
-    assert_one_line_error(cli("--predictions", bad, "--outdir", out, "--basename", "b", "--strand", "all"), "bigwig",
-                          str(bad),
-                    "prediction/predictions row 7", "corrupt chunk")
+    assert_one_line_error(
+        cli("--predictions", bad, "--outdir", out, "--basename", "b", "--strand", "all"),
+        "bigwig",
+        str(bad),
+        "prediction/predictions row 7",
+        "corrupt chunk",
+    )
     assert list(out.iterdir()) == []
 
 
-@pytest.mark.parametrize("args,words", [
-    (["--compression-level", "13"], ["--compression-level must be 1..12"]),
-    (["--experimental"], ["--experimental needs --datasets"]),
-    (["--basename", "a/b"], ["--basename", "without '/'"]),
-])
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["--compression-level", "13"], ["--compression-level must be 1..12"]),
+        (["--experimental"], ["--experimental needs --datasets"]),
+        (["--basename", "a/b"], ["--basename", "without '/'"]),
+    ],
+)
 def test_bad_options(pred, reference_dir, tmp_path, args, words):
     p = reference_dir / "predmoter" / "train_data_4.h5" if "--experimental" in args else pred
     argv = ["--predictions", p, "--outdir", tmp_path, *args]
@@ -124,8 +150,11 @@ def test_bad_options(pred, reference_dir, tmp_path, args, words):
 
 @pytest.mark.parametrize("w", [0, -5])
 def test_bad_window(pred, tmp_path, w):
-    assert_one_line_error(cli("--predictions", pred, "--outdir", tmp_path, "--basename", "b", "--window-size", w), "bigwig",
-                    "--window-size")
+    assert_one_line_error(
+        cli("--predictions", pred, "--outdir", tmp_path, "--basename", "b", "--window-size", w),
+        "bigwig",
+        "--window-size",
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -149,7 +178,8 @@ def test_blacklist_absent_seqid_warns(pred, tmp_path):
     proc = cli("--predictions", pred, "--outdir", out, "--basename", "b", "--blacklist", bl, "--format", "bg")
     assert proc.returncode == 0
     assert proc.stderr.strip().splitlines() == [
-        f"chromaflow bigwig: WARNING: blacklisted seqid(s) not in {pred}: ChrUn"]
+        f"chromaflow bigwig: WARNING: blacklisted seqid(s) not in {pred}: ChrUn"
+    ]
     assert (out / "chrom.sizes").read_text() == "Chrom1\t51321\n"
     assert (out / "b_atacseq_avg_strand_bl.bg.gz").exists()
 
@@ -166,8 +196,9 @@ def test_no_partial_output_on_failure(pred, tmp_path):
         src.copy("prediction/predictions", dst, name="prediction/predictions")
     out = tmp_path / "out"
     out.mkdir()
-    assert_one_line_error(cli("--predictions", bad, "--outdir", out, "--basename", "b", "--strand", "all"), "bigwig",
-                          "Chrom2")
+    assert_one_line_error(
+        cli("--predictions", bad, "--outdir", out, "--basename", "b", "--strand", "all"), "bigwig", "Chrom2"
+    )
     assert list(out.iterdir()) == []
 
 
@@ -210,7 +241,9 @@ def test_feature_track_in_igv_session(pred, tmp_path):
     """--feature-track: a BED (gene-accessibility's promoter windows) joins the IGV session as a feature track,
     its path relative to the session; the UCSC hub (bigBed only) is unchanged."""
     out = tmp_path / "tracks"
-    proc = cli("--predictions", pred, "--outdir", out, "--basename", "pd1", "--feature-track", "../genes/pd1.promoters.bed")
+    proc = cli(
+        "--predictions", pred, "--outdir", out, "--basename", "pd1", "--feature-track", "../genes/pd1.promoters.bed"
+    )
     assert proc.returncode == 0, proc.stderr
     root = ET.parse(out / "igv_session.xml").getroot()
     assert [(r.get("path"), r.get("type")) for r in root.iter("Resource")][-1] == ("../genes/pd1.promoters.bed", "bed")
@@ -229,15 +262,31 @@ def test_hub_track_in_trackdb(pred, tmp_path):
         assert proc.returncode == 0, proc.stderr
     st = _stanzas(out / "trackDb.txt")
     assert st[:-1] == _stanzas(plain / "trackDb.txt")
-    assert st[-1] == {"track": "pd1_pd1_promoters", "bigDataUrl": "../genes/pd1.promoters.bb",
-                      "shortLabel": "pd1.promoters", "longLabel": "pd1 pd1.promoters (pd1.promoters.bb)",
-                      "type": "bigBed 6", "visibility": "pack"}
-    assert "promoters" not in (out / "igv_session.xml").read_text()   # the IGV session takes --feature-track
+    assert st[-1] == {
+        "track": "pd1_pd1_promoters",
+        "bigDataUrl": "../genes/pd1.promoters.bb",
+        "shortLabel": "pd1.promoters",
+        "longLabel": "pd1 pd1.promoters (pd1.promoters.bb)",
+        "type": "bigBed 6",
+        "visibility": "pack",
+    }
+    assert "promoters" not in (out / "igv_session.xml").read_text()  # the IGV session takes --feature-track
 
 
 def test_no_browser_files(pred, tmp_path):
-    proc = cli("--predictions", pred, "--outdir", tmp_path, "--basename", "x", "--no-browser-files",
-               "--format", "bg", "--datasets", "h3k4me3")
+    proc = cli(
+        "--predictions",
+        pred,
+        "--outdir",
+        tmp_path,
+        "--basename",
+        "x",
+        "--no-browser-files",
+        "--format",
+        "bg",
+        "--datasets",
+        "h3k4me3",
+    )
     assert proc.returncode == 0, proc.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["x_h3k4me3_avg_strand.bg.gz"]
 
@@ -264,9 +313,9 @@ def test_dataset_name_with_slash_is_refused(pred, tmp_path):
     bad = _variant(pred, tmp_path / "slash.h5", **{"prediction/datasets": np.array([b"atac/seq", b"h3k4me3"])})
     out = tmp_path / "out"
     (out / "b_atac").mkdir(parents=True)
-    assert_one_line_error(cli("--predictions", bad, "--outdir", out, "--basename", "b"), "bigwig",
-                          str(bad), "'atac/seq'",
-                    "holds '/'")
+    assert_one_line_error(
+        cli("--predictions", bad, "--outdir", out, "--basename", "b"), "bigwig", str(bad), "'atac/seq'", "holds '/'"
+    )
     assert [p.name for p in out.rglob("*")] == ["b_atac"]
 
 

@@ -7,9 +7,9 @@ write byte-identical bigWig and bedGraph files. Predmoter's arithmetic (``--smoo
 may round exact .5 ties differently per kernel (FORMATS.md §5.4; e.g. Chrom2:58621 of pred_data_1's
 h3k4me3 at w = 150 under Haswell), but it must differ from the exact default only at ties.
 """
+
 from __future__ import annotations
 
-import os
 import platform
 import subprocess
 import sys
@@ -31,25 +31,61 @@ def inputs(reference_dir, repo_root, tmp_path_factory):
     """pred_data_1 (12 ties at w = 150) and a generated file with ~3 bp runs (thousands of ties at w = 10)."""
     d = tmp_path_factory.mktemp("kernels")
     synth = d / "synth_predictions.h5"
-    subprocess.run([sys.executable, str(repo_root / "benchmarks" / "bigwig" / "synth_predictions.py"), "--mbp", "0.3",
-                    "--mode", "realistic", "--seed", "5", "--chromosomes", "2", "--pool", "8", "--out", str(synth)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(repo_root / "benchmarks" / "bigwig" / "synth_predictions.py"),
+            "--mbp",
+            "0.3",
+            "--mode",
+            "realistic",
+            "--seed",
+            "5",
+            "--chromosomes",
+            "2",
+            "--pool",
+            "8",
+            "--out",
+            str(synth),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return [(reference_dir / "predmoter" / "pred_data_1_predictions.h5", 150), (synth, 10)]
 
 
 def _run(pred: Path, w: int, out: Path, extra: dict[str, str]) -> None:
     out.mkdir(parents=True)
-    base = [sys.executable, "-m", "chromaflow", "bigwig", "--predictions", str(pred), "--outdir", str(out),
-            "--basename", "k", "--no-browser-files", "--threads", "2"]
-    for args in (["--format", "bw", "--window-size", str(w)], ["--format", "bg", "--window-size", str(w)],
-                 ["--format", "bg", "--strand", "all"]):
+    base = [
+        sys.executable,
+        "-m",
+        "chromaflow",
+        "bigwig",
+        "--predictions",
+        str(pred),
+        "--outdir",
+        str(out),
+        "--basename",
+        "k",
+        "--no-browser-files",
+        "--threads",
+        "2",
+    ]
+    for args in (
+        ["--format", "bw", "--window-size", str(w)],
+        ["--format", "bg", "--window-size", str(w)],
+        ["--format", "bg", "--strand", "all"],
+    ):
         proc = subprocess.run(base + args, env=kernel_variants.env(extra), capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
     numpy_dir = out / "numpy"
     numpy_dir.mkdir()
-    proc = subprocess.run(base[:7] + [str(numpy_dir)] + base[8:] + ["--format", "bg", "--window-size", str(w),
-                                                                    "--smoothing", "numpy"],
-                          env=kernel_variants.env(extra), capture_output=True, text=True)
+    proc = subprocess.run(
+        base[:7] + [str(numpy_dir)] + base[8:] + ["--format", "bg", "--window-size", str(w), "--smoothing", "numpy"],
+        env=kernel_variants.env(extra),
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
 
 

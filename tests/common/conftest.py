@@ -1,5 +1,6 @@
 """Fixtures of the cross-stage tests (test_reliability.py, test_output_sets.py): small inputs made with the real
 stages, and a full disk."""
+
 from __future__ import annotations
 
 import subprocess
@@ -18,8 +19,17 @@ TEST = ROOT / "assets" / "test"
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
     d = tmp_path_factory.mktemp("small")
-    ok("fasta2h5", "--fasta", str(TEST / "asmA.fa"), "--species", "Sp", "--out", str(d / "g.h5"),
-       "--subsequence-length", "2000")
+    ok(
+        "fasta2h5",
+        "--fasta",
+        str(TEST / "asmA.fa"),
+        "--species",
+        "Sp",
+        "--out",
+        str(d / "g.h5"),
+        "--subsequence-length",
+        "2000",
+    )
     ok("make-test-model", "--out", str(d / "m.ckpt"), "--seed", "3")
     ok("predict", "--h5", str(d / "g.h5"), "--model", str(d / "m.ckpt"), "--out", str(d / "p.h5"), "--device", "cpu")
     return d
@@ -31,8 +41,9 @@ def full_disk(tmp_path, request):
     mnt = tmp_path / "tiny"
     mnt.mkdir()
     try:
-        res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True,
-                             text=True)
+        res = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True, text=True
+        )
         why = res.stderr.strip() or f"mount exited {res.returncode}"
     except FileNotFoundError:
         res, why = None, "no mount command"

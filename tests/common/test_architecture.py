@@ -2,6 +2,7 @@
 package's top (``<name>.py``), every workflow and every local subworkflow is named in its tree, and nothing the tree
 names under ``src/chromaflow/`` is gone. A newcomer reads that page first; a stage added without it, or a module
 renamed without it, fails here."""
+
 from __future__ import annotations
 
 import re
@@ -15,8 +16,8 @@ PACKAGE = ROOT / "src" / "chromaflow"
 def _tree() -> str:
     """The fenced block under '## The tree'."""
     text = DOC.read_text()
-    section = text[text.index("## The tree"):]
-    return section[section.index("```") + 3:section.index("```", section.index("```") + 3)]
+    section = text[text.index("## The tree") :]
+    return section[section.index("```") + 3 : section.index("```", section.index("```") + 3)]
 
 
 def _named(tree: str) -> set[str]:
@@ -35,8 +36,11 @@ def test_every_package_and_top_module_is_named():
 
 def test_every_workflow_and_subworkflow_is_named():
     text = DOC.read_text()
-    files = [*ROOT.glob("workflows/*.nf"), *ROOT.glob("subworkflows/local/*.nf"),
-             *ROOT.glob("subworkflows/local/*/main.nf")]
+    files = [
+        *ROOT.glob("workflows/*.nf"),
+        *ROOT.glob("subworkflows/local/*.nf"),
+        *ROOT.glob("subworkflows/local/*/main.nf"),
+    ]
     assert files
     missing = []
     for f in files:
@@ -50,9 +54,8 @@ def test_what_the_tree_names_in_the_package_exists():
     """A line of the package's part of the tree (indented under ``src/chromaflow/``) names a file or folder that is
     there: a removed or renamed module does not linger in the docs."""
     tree = _tree()
-    block = tree[tree.index("src/chromaflow/"):tree.index("\ntests/")]
-    gone = [name for name in _named(block)
-            if name != "src/chromaflow/" and not (PACKAGE / name.rstrip("/")).exists()]
+    block = tree[tree.index("src/chromaflow/") : tree.index("\ntests/")]
+    gone = [name for name in _named(block) if name != "src/chromaflow/" and not (PACKAGE / name.rstrip("/")).exists()]
     assert not gone, f"docs/architecture.md names {gone}, which src/chromaflow/ does not have"
 
 
@@ -66,7 +69,7 @@ def _block(text: str, label: str) -> list[str]:
 
 def test_every_subworkflow_has_its_folder_meta_and_spec():
     """nf-core's layout: ``subworkflows/local/<name>/`` with ``main.nf``, a ``meta.yml`` whose inputs and outputs are
-    the workflow's ``take:`` and ``emit:`` names, in order, and an nf-test spec (``tests/main.nf.test``)."""
+    the workflow's ``take:`` and ``emit:`` names, in order, and an nf-test spec (``<name>/tests/main.nf.test``)."""
     import yaml
 
     folders = sorted(d for d in (ROOT / "subworkflows" / "local").iterdir() if d.is_dir())

@@ -1,4 +1,5 @@
 """Every registered subcommand loads and answers --help (a registry entry without its module would crash)."""
+
 from __future__ import annotations
 
 import pytest

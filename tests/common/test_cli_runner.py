@@ -2,6 +2,7 @@
 ``python -m chromaflow`` gives (exit status, stdout, stderr, the bytes it writes, its cwd and environment), a
 command it must not fork (an environment variable read at import differs) runs as a fresh interpreter, and a
 timeout kills the forked child."""
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,9 @@ ASM = Path(__file__).resolve().parents[2] / "assets" / "test" / "asmA.fa"
 @pytest.fixture(scope="module")
 def server() -> cli.ForkServer:
     s = cli._fork_server({**os.environ, "CHROMAFLOW_PROGRESS": "0"})
-    assert s is not None and s.accepts(os.environ), \
+    assert s is not None and s.accepts(os.environ), (
         "no fork server for this session's own environment: every torch command would start a fresh interpreter"
+    )
     return s
 
 
@@ -29,8 +31,10 @@ def _pair(tmp_path: Path, *args, env=None) -> tuple[subprocess.CompletedProcess,
     for d in ("forked", "fresh"):
         (tmp_path / d).mkdir(exist_ok=True)
     server, served = cli._server, cli._server.served
-    pair = (cli.chromaflow(*args, cwd=tmp_path / "forked", env=env),
-            cli.chromaflow(*args, cwd=tmp_path / "fresh", env=env, fresh=True))
+    pair = (
+        cli.chromaflow(*args, cwd=tmp_path / "forked", env=env),
+        cli.chromaflow(*args, cwd=tmp_path / "fresh", env=env, fresh=True),
+    )
     assert cli._server is server and server.served == served + 1, "not one forked and one fresh run"
     return pair
 
@@ -38,10 +42,14 @@ def _pair(tmp_path: Path, *args, env=None) -> tuple[subprocess.CompletedProcess,
 def test_forked_commands_write_the_bytes_fresh_ones_write(server, tmp_path):
     genome = tmp_path / "g.h5"
     cli.ok("fasta2h5", "--fasta", ASM, "--species", "Sp", "--subsequence-length", "2000", "--out", genome)
-    for args, env in ((("make-test-model", "--out", "m.ckpt", "--seed", "5"), None),
-                      # progress forced on: the child reads the environment it is given, not the server's
-                      (("predict", "--h5", genome, "--model", "m.ckpt", "--out", "p.h5", "--device", "cpu"),
-                       {"CHROMAFLOW_PROGRESS": "1"})):
+    for args, env in (
+        (("make-test-model", "--out", "m.ckpt", "--seed", "5"), None),
+        # progress forced on: the child reads the environment it is given, not the server's
+        (
+            ("predict", "--h5", genome, "--model", "m.ckpt", "--out", "p.h5", "--device", "cpu"),
+            {"CHROMAFLOW_PROGRESS": "1"},
+        ),
+    ):
         forked, fresh = _pair(tmp_path, *args, env=env)
         assert forked.returncode == fresh.returncode == 0, (forked.stderr, fresh.stderr)
         assert forked.stdout == fresh.stdout
@@ -51,8 +59,10 @@ def test_forked_commands_write_the_bytes_fresh_ones_write(server, tmp_path):
 
 
 def test_forked_errors_are_the_fresh_ones(server, tmp_path):
-    for args, code in ((("predict", "--h5", "missing.h5", "--model", "m.ckpt", "--out", "p.h5"), 1),
-                       (("predict", "--no-such-option"), 2)):   # argparse's SystemExit(2) and usage
+    for args, code in (
+        (("predict", "--h5", "missing.h5", "--model", "m.ckpt", "--out", "p.h5"), 1),
+        (("predict", "--no-such-option"), 2),
+    ):  # argparse's SystemExit(2) and usage
         forked, fresh = _pair(tmp_path, *args)
         assert forked.returncode == fresh.returncode == code
         assert forked.stderr == fresh.stderr and forked.stderr.strip()
@@ -89,6 +99,6 @@ def test_answers_that_arrive_together_are_both_read(tmp_path):
     server = cli._fork_server(dict(os.environ))
     with server.lock:
         server.send(["predict", "--no-such-option"], str(tmp_path), server.env, tmp_path / "o", tmp_path / "e")
-        time.sleep(3)   # the child has long ended: both lines are in the pipe
+        time.sleep(3)  # the child has long ended: both lines are in the pipe
         assert "pid" in server._read(5)
         assert server._read(5) == {"status": 2}

@@ -12,6 +12,7 @@ not show: concurrent installs of Nextflow and the other tools (one lock, same pa
 Needs PyPI (pip upgrades itself and installs the package); where PyPI cannot be reached it skips with the reason
 (fails under CI=true).
 """
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,7 @@ from pathlib import Path
 from helpers.environment import unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = "iniconfig==2.1.0"   # small, pure-Python, no dependencies
+PACKAGE = "iniconfig==2.1.0"  # small, pure-Python, no dependencies
 
 SCRIPT = r"""
 date +%s.%N > "$1"
@@ -34,12 +35,20 @@ def test_two_concurrent_first_setups_build_one_venv(tmp_path):
     cache = tmp_path / "cache"
     req = tmp_path / "requirements.txt"
     req.write_text(PACKAGE + "\n")
-    env = dict(os.environ, CHROMAFLOW_CACHE=str(cache), CHROMAFLOW_REQUIREMENTS=str(req),
-               CHROMAFLOW_SKIP_TOOLS="1")
+    env = dict(os.environ, CHROMAFLOW_CACHE=str(cache), CHROMAFLOW_REQUIREMENTS=str(req), CHROMAFLOW_SKIP_TOOLS="1")
     for var in ("VIRTUAL_ENV", "CHROMAFLOW_VENV", "PYTHONHOME"):
         env.pop(var, None)
-    procs = [subprocess.Popen(["bash", "-c", SCRIPT, "setup", str(tmp_path / f"start{i}")], cwd=ROOT, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    procs = [
+        subprocess.Popen(
+            ["bash", "-c", SCRIPT, "setup", str(tmp_path / f"start{i}")],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
     results = [p.communicate(timeout=900) for p in procs]
     codes = [p.returncode for p in procs]
     errs = "\n".join(f"--- shell {i}: rc={c}\n{o}\n{e}" for i, (c, (o, e)) in enumerate(zip(codes, results)))
@@ -63,11 +72,19 @@ def test_two_concurrent_first_setups_build_one_venv(tmp_path):
     done = (venv / ".complete").stat().st_mtime
     starts = [float((tmp_path / f"start{i}").read_text()) for i in range(2)]
     waiter = 1 - creators[0]
-    assert starts[waiter] < done, (f"shell {waiter} started {starts[waiter] - done:.2f} s after the venv was "
-                                   "complete: no concurrency was exercised")
+    assert starts[waiter] < done, (
+        f"shell {waiter} started {starts[waiter] - done:.2f} s after the venv was "
+        "complete: no concurrency was exercised"
+    )
     # a third, later shell reuses it without rebuilding
-    r = subprocess.run(["bash", "-c", SCRIPT, "setup", str(tmp_path / "start2")], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        ["bash", "-c", SCRIPT, "setup", str(tmp_path / "start2")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0 and "creating virtualenv" not in r.stderr, r.stderr
     assert f"PREFIX {venv}\n" in r.stdout, r.stdout
 
@@ -87,9 +104,21 @@ def test_the_nextflow_launcher_maps_a_usable_class_data_sharing_archive():
     assert m, f"{nf}: no -XX:SharedArchiveFile (scripts/install-nextflow made no archive)"
     assert Path(m.group(1)).is_file(), m.group(1)
     lib = re.search(r"-cp '([^']+)'", text).group(1)
-    p = subprocess.run(["java", f"-XX:SharedArchiveFile={m.group(1)}", "-Xlog:class+load=info", "-cp", lib,
-                        "nextflow.cli.Launcher", "-version"], capture_output=True, text=True,
-                       env=dict(os.environ, NXF_OFFLINE="true"), timeout=120)
+    p = subprocess.run(
+        [
+            "java",
+            f"-XX:SharedArchiveFile={m.group(1)}",
+            "-Xlog:class+load=info",
+            "-cp",
+            lib,
+            "nextflow.cli.Launcher",
+            "-version",
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, NXF_OFFLINE="true"),
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     shared = [ln for ln in p.stdout.splitlines() if re.search(r"\bnextflow\.\S+ source: shared objects file", ln)]
     assert len(shared) > 50, f"{len(shared)} Nextflow classes from the archive {m.group(1)}"

@@ -4,9 +4,11 @@
   files share a base name (pytest imports them by base name: there are no ``__init__.py`` files in the folders);
 * no test module imports another one (shared code is in ``tests/helpers/``);
 * every ``tests/...`` path cited in the repository (docs, README, scripts, CI, benchmarks, comments in the code and
-  in the tests) exists, and every ``tests/<folder>/test_x.py::test_name`` (and each ``::test_other`` after it on the same line) and
+  in the tests) exists, and every ``tests/<folder>/test_x.py::test_name`` (and each ``::test_other`` after it on the
+  same line) and
   every backticked ``test_name`` in the docs names a test function that exists.
 """
+
 from __future__ import annotations
 
 import re
@@ -44,7 +46,8 @@ def _text_files() -> list[Path]:
 FILES = _text_files()
 TEST_FILES = sorted(TESTS.rglob("test_*.py"))
 DEFINED = {m for f in TEST_FILES for m in re.findall(r"^\s*(?:async )?def (test_\w+)", f.read_text(), re.M)} | {
-    m for f in TESTS.rglob("conftest.py") for m in re.findall(r"^def (test_\w+)", f.read_text(), re.M)}
+    m for f in TESTS.rglob("conftest.py") for m in re.findall(r"^def (test_\w+)", f.read_text(), re.M)
+}
 
 
 def test_every_test_file_is_in_a_stage_folder_with_a_unique_name():
@@ -56,8 +59,13 @@ def test_every_test_file_is_in_a_stage_folder_with_a_unique_name():
 
 
 def test_no_test_module_imports_another():
-    bad = [f"{f.relative_to(ROOT)}: {m.group(0)}" for f in TEST_FILES
-           for m in re.finditer(r"^\s*(?:from (?:test_\w+|conftest) import|import (?:test_\w+|conftest)\b).*", f.read_text(), re.M)]
+    bad = [
+        f"{f.relative_to(ROOT)}: {m.group(0)}"
+        for f in TEST_FILES
+        for m in re.finditer(
+            r"^\s*(?:from (?:test_\w+|conftest) import|import (?:test_\w+|conftest)\b).*", f.read_text(), re.M
+        )
+    ]
     assert not bad, "\n".join(bad)
 
 
@@ -65,7 +73,7 @@ def _citations():
     for path, text in FILES:
         for n, line in enumerate(text.splitlines(), 1):
             for m in PATH.finditer(line):
-                yield f"{path.relative_to(ROOT)}:{n}", m.group(0).rstrip("./-"), line[m.end():]
+                yield f"{path.relative_to(ROOT)}:{n}", m.group(0).rstrip("./-"), line[m.end() :]
 
 
 def test_every_cited_test_path_exists():

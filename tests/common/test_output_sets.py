@@ -1,5 +1,6 @@
 """One run's outputs are all or nothing, and two runs never write the same output at once (issue 33,
 docs/reliability.md "The output rule"). Every case runs the real CLI in a child process."""
+
 from __future__ import annotations
 
 import fcntl
@@ -48,24 +49,46 @@ def test_failing_metrics_leave_none_of_the_run_outputs(tmp_path, command):
     """--metrics is written last: when it fails, the outputs the run had already put in place are removed too (a
     failed run leaves none of its outputs); an output that existed before (--force) is not removed."""
     fa = ROOT / "assets" / "test" / "asmA.fa"
-    argv = {"fasta2h5": ["fasta2h5", "--fasta", str(fa), "--species", "S", "--out", str(tmp_path / "o.h5")],
-            "genie3": [*GENIE3, "--out", str(tmp_path / "o.tsv.gz"), "--summary", str(tmp_path / "s.json")]}[command]
+    argv = {
+        "fasta2h5": ["fasta2h5", "--fasta", str(fa), "--species", "S", "--out", str(tmp_path / "o.h5")],
+        "genie3": [*GENIE3, "--out", str(tmp_path / "o.tsv.gz"), "--summary", str(tmp_path / "s.json")],
+    }[command]
     m = tmp_path / "m.json"
-    res = subprocess.run([sys.executable, "-c", FAILING_METRICS, *argv, "--metrics", str(m)], capture_output=True,
-                         text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-c", FAILING_METRICS, *argv, "--metrics", str(m)], capture_output=True, text=True, timeout=300
+    )
     assert_one_line_error(res, command, f"{m}: No space left on device")
     assert_nothing_left(tmp_path, set())
     if command == "fasta2h5":  # an earlier result overwritten with --force stays (the new one is complete)
         ok(*argv)
-        res = subprocess.run([sys.executable, "-c", FAILING_METRICS, *argv, "--metrics", str(m), "--force"],
-                             capture_output=True, text=True, timeout=300)
+        res = subprocess.run(
+            [sys.executable, "-c", FAILING_METRICS, *argv, "--metrics", str(m), "--force"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert res.returncode == 1 and (tmp_path / "o.h5").exists()
 
 
 def test_genie3_failing_weights_leaves_no_link_list(tmp_path):
     out, weights = tmp_path / "links.tsv.gz", tmp_path / "weights.tsv.gz"
-    res = subprocess.run([sys.executable, "-c", FAILING_WEIGHTS, *GENIE3, "--out", str(out), "--weights", str(weights),
-                          "--summary", str(tmp_path / "s.json")], capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            FAILING_WEIGHTS,
+            *GENIE3,
+            "--out",
+            str(out),
+            "--weights",
+            str(weights),
+            "--summary",
+            str(tmp_path / "s.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert_one_line_error(res, "genie3", f"{weights}: No space left on device")
     assert_nothing_left(tmp_path, set())
 
@@ -102,8 +125,23 @@ sys.exit(main(sys.argv[1:]))
 
 def test_bigwig_failing_last_browser_file_leaves_no_track_and_no_browser_file(tmp_path, small):
     out = tmp_path / "tracks"
-    res = subprocess.run([sys.executable, "-c", FAILING_TRACKDB, "bigwig", "--predictions", str(small / "p.h5"),
-                          "--outdir", str(out), "--basename", "x"], capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            FAILING_TRACKDB,
+            "bigwig",
+            "--predictions",
+            str(small / "p.h5"),
+            "--outdir",
+            str(out),
+            "--basename",
+            "x",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert_one_line_error(res, "bigwig", f"{out / 'trackDb.txt'}: No space left on device")
     assert_nothing_left(out, set())
 
@@ -135,8 +173,19 @@ def test_lock_on_a_side_output_refuses_too(tmp_path, small):
     metrics = tmp_path / "m.json"
     fd = _hold(metrics, 4242)
     try:
-        res = run("predict", "--h5", str(small / "g.h5"), "--model", str(small / "m.ckpt"), "--out",
-                  str(tmp_path / "p.h5"), "--metrics", str(metrics), "--device", "cpu")
+        res = run(
+            "predict",
+            "--h5",
+            str(small / "g.h5"),
+            "--model",
+            str(small / "m.ckpt"),
+            "--out",
+            str(tmp_path / "p.h5"),
+            "--metrics",
+            str(metrics),
+            "--device",
+            "cpu",
+        )
     finally:
         os.close(fd)
     assert_one_line_error(res, "predict", f"{metrics}: is being written by another chromaflow process (pid 4242)")
@@ -178,18 +227,24 @@ def test_lock_is_released_after_success_and_failure(tmp_path):
 # --------------------------------------------------------------------------------------------------
 # ENOSPC, EIO, EACCES: one line naming the output (not its temporary)
 # --------------------------------------------------------------------------------------------------
-HDF5_TEXT = ("Can't write data (file write failed: time = Thu Nov 26 22:05:29 2026\n, filename = "
-             "'/d/.p.h5.0a7c9c-3352.d9d8b4fe.part', file descriptor = 5, errno = {}, error message = '{}', buf = "
-             "0x1, total write size = 8, bytes this sub-write = 8, bytes actually written = 18446744073709551615, "
-             "offset = 0)")
+HDF5_TEXT = (
+    "Can't write data (file write failed: time = Thu Nov 26 22:05:29 2026\n, filename = "
+    "'/d/.p.h5.0a7c9c-3352.d9d8b4fe.part', file descriptor = 5, errno = {}, error message = '{}', buf = "
+    "0x1, total write size = 8, bytes this sub-write = 8, bytes actually written = 18446744073709551615, "
+    "offset = 0)"
+)
 
 
-@pytest.mark.parametrize("exc,line", [
-    (RuntimeError(HDF5_TEXT.format(5, "Input/output error")), "/d/p.h5: Input/output error"),
-    (OSError(28, HDF5_TEXT.format(28, "No space left on device")), "/d/p.h5: No space left on device"),
-    (PermissionError(13, "Permission denied", "/d/.g.h5.0a7c9c-3352.d9d8b4fe.part"), "/d/g.h5: Permission denied"),
-    (OSError(5, "Input/output error", "/d/links.tsv.gz"), "/d/links.tsv.gz: Input/output error"),
-], ids=["hdf5-runtime-EIO", "hdf5-ENOSPC", "EACCES-temporary", "EIO"])
+@pytest.mark.parametrize(
+    "exc,line",
+    [
+        (RuntimeError(HDF5_TEXT.format(5, "Input/output error")), "/d/p.h5: Input/output error"),
+        (OSError(28, HDF5_TEXT.format(28, "No space left on device")), "/d/p.h5: No space left on device"),
+        (PermissionError(13, "Permission denied", "/d/.g.h5.0a7c9c-3352.d9d8b4fe.part"), "/d/g.h5: Permission denied"),
+        (OSError(5, "Input/output error", "/d/links.tsv.gz"), "/d/links.tsv.gz: Input/output error"),
+    ],
+    ids=["hdf5-runtime-EIO", "hdf5-ENOSPC", "EACCES-temporary", "EIO"],
+)
 def test_os_error_line_names_the_output(exc, line):
     from chromaflow.cli import _os_error_line
 
@@ -241,8 +296,12 @@ sys.exit(main())
 
 def test_a_stop_signal_swallowed_in_a_destructor_still_stops_the_run(tmp_path):
     out = tmp_path / "links.tsv.gz"
-    res = subprocess.run([sys.executable, "-c", SIGNAL_IN_DEL, *GENIE3, "--out", str(out),
-                          "--summary", str(tmp_path / "s.json")], capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-c", SIGNAL_IN_DEL, *GENIE3, "--out", str(out), "--summary", str(tmp_path / "s.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 143, res.stderr
     assert res.stderr.splitlines() == ["chromaflow genie3: error: interrupted by SIGTERM"]
     assert_nothing_left(tmp_path, set())

@@ -1,6 +1,7 @@
 """The output rule (docs/reliability.md, "The output rule"), through the real CLI of every command: an output that
 is an input (also through a link, also with --force) or another output, or whose folder is missing, is refused
 with one line naming the option and the path, a non-zero exit, the inputs unchanged and nothing written."""
+
 from __future__ import annotations
 
 import hashlib
@@ -26,15 +27,45 @@ def made(tmp_path_factory) -> Path:
     ok("fasta2h5", "--fasta", d / "a.fa", "--species", "Sp", "--out", d / "g.h5", "--subsequence-length", "2000")
     ok("make-test-model", "--out", d / "m.ckpt", "--seed", "3")
     ok("predict", "--h5", d / "g.h5", "--model", d / "m.ckpt", "--out", d / "p.h5", "--device", "cpu")
-    ok("predict", "--h5", d / "g.h5", "--model", d / "m.ckpt", "--out", d / "s.h5", "--device", "cpu",
-       "--shard", "1/1")
-    ok("bigwig", "--predictions", d / "p.h5", "--outdir", d, "--basename", "t", "--datasets", "atacseq",
-       "--no-browser-files")
+    ok("predict", "--h5", d / "g.h5", "--model", d / "m.ckpt", "--out", d / "s.h5", "--device", "cpu", "--shard", "1/1")
+    ok(
+        "bigwig",
+        "--predictions",
+        d / "p.h5",
+        "--outdir",
+        d,
+        "--basename",
+        "t",
+        "--datasets",
+        "atacseq",
+        "--no-browser-files",
+    )
     os.rename(d / "t_atacseq_avg_strand.bw", d / "t.bw")
-    ok("add-coverage", "--h5", d / "g.h5", "--prefix", "atacseq", "--bigwig", d / "t.bw", "--unstranded",
-       "--out", d / "cov.h5")
-    ok("genie3", "--expression", d / "e.tsv", "--layout", "samples-x-genes", "--n-trees", "5",
-       "--targets-chunk", "1/1", "--out", d / "part.npz")
+    ok(
+        "add-coverage",
+        "--h5",
+        d / "g.h5",
+        "--prefix",
+        "atacseq",
+        "--bigwig",
+        d / "t.bw",
+        "--unstranded",
+        "--out",
+        d / "cov.h5",
+    )
+    ok(
+        "genie3",
+        "--expression",
+        d / "e.tsv",
+        "--layout",
+        "samples-x-genes",
+        "--n-trees",
+        "5",
+        "--targets-chunk",
+        "1/1",
+        "--out",
+        d / "part.npz",
+    )
     for sub in ("train", "val"):
         (d / "data" / sub).mkdir(parents=True)
         shutil.copy(d / "cov.h5", d / "data" / sub / "cov.h5")
@@ -42,57 +73,122 @@ def made(tmp_path_factory) -> Path:
 
 
 def _sha(d: Path) -> dict[str, str]:
-    return {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
-            for p in sorted(d.rglob("*"))}
+    return {
+        str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+        for p in sorted(d.rglob("*"))
+    }
 
 
 #: (case id, argv with {d} for the input folder, words the one error line must hold)
 CASES = [
-    ("fasta2h5-metrics-is-fasta", "fasta2h5 --fasta {d}/a.fa --species Sp --out {d}/o.h5 --metrics {d}/a.fa",
-     ["--metrics {d}/a.fa", "--fasta {d}/a.fa"]),
-    ("fasta2h5-out-is-fasta-force", "fasta2h5 --fasta {d}/a.fa --species Sp --out {d}/a.fa --force",
-     ["--out {d}/a.fa", "--fasta"]),
-    ("fasta2h5-metrics-folder-missing", "fasta2h5 --fasta {d}/a.fa --species Sp --out {d}/o.h5 "
-     "--metrics {d}/nonexist/m.json", ["{d}/nonexist: output directory does not exist", "--metrics"]),
-    ("predict-metrics-is-h5", "predict --h5 {d}/g.h5 --model {d}/m.ckpt --out {d}/o.h5 --metrics {d}/g.h5 "
-     "--device cpu", ["--metrics {d}/g.h5", "--h5 {d}/g.h5"]),
-    ("predict-metrics-is-model", "predict --h5 {d}/g.h5 --model {d}/m.ckpt --out {d}/o.h5 --metrics {d}/m.ckpt "
-     "--device cpu", ["--metrics {d}/m.ckpt", "--model"]),
-    ("predict-out-is-h5-force", "predict --h5 {d}/g.h5 --model {d}/m.ckpt --out {d}/./g.h5 --force --device cpu",
-     ["--out {d}/./g.h5", "--h5 {d}/g.h5", "--force"]),
-    ("predict-metrics-is-out", "predict --h5 {d}/g.h5 --model {d}/m.ckpt --out {d}/o.h5 --metrics {d}/o.h5 "
-     "--device cpu", ["--metrics {d}/o.h5", "--out {d}/o.h5"]),
-    ("predict-metrics-folder-missing", "predict --fasta {d}/a.fa --species Sp --subsequence-length 2000 "
-     "--model {d}/m.ckpt --out {d}/o.h5 --metrics {d}/nonexist/m.json --device cpu",
-     ["{d}/nonexist: output directory does not exist"]),
-    ("predict-merge-metrics-is-shard", "predict-merge --out {d}/o.h5 --metrics {d}/s.h5 {d}/s.h5",
-     ["--metrics {d}/s.h5", "SHARD {d}/s.h5"]),
-    ("bigwig-metrics-is-predictions", "bigwig --predictions {d}/p.h5 --outdir {d} --basename b "
-     "--metrics {d}/p.h5", ["--metrics {d}/p.h5", "--predictions {d}/p.h5"]),
-    ("genie3-out-is-expression", "genie3 --expression {d}/e.tsv --layout genes-x-samples --out {d}/e.tsv",
-     ["--out {d}/e.tsv", "--expression {d}/e.tsv"]),
-    ("genie3-weights-is-out", "genie3 --expression {d}/e.tsv --layout samples-x-genes --n-trees 5 "
-     "--out {d}/l.tsv.gz --weights {d}/l.tsv.gz", ["--weights {d}/l.tsv.gz", "--out {d}/l.tsv.gz"]),
-    ("genie3-summary-links-to-expression", "genie3 --expression {d}/e.tsv --layout samples-x-genes --n-trees 5 "
-     "--out {d}/l.tsv.gz --summary {d}/link.json", ["--summary {d}/link.json", "--expression {d}/e.tsv"]),
+    (
+        "fasta2h5-metrics-is-fasta",
+        "fasta2h5 --fasta {d}/a.fa --species Sp --out {d}/o.h5 --metrics {d}/a.fa",
+        ["--metrics {d}/a.fa", "--fasta {d}/a.fa"],
+    ),
+    (
+        "fasta2h5-out-is-fasta-force",
+        "fasta2h5 --fasta {d}/a.fa --species Sp --out {d}/a.fa --force",
+        ["--out {d}/a.fa", "--fasta"],
+    ),
+    (
+        "fasta2h5-metrics-folder-missing",
+        "fasta2h5 --fasta {d}/a.fa --species Sp --out {d}/o.h5 --metrics {d}/nonexist/m.json",
+        ["{d}/nonexist: output directory does not exist", "--metrics"],
+    ),
+    (
+        "predict-metrics-is-h5",
+        "predict --h5 {d}/g.h5 --model {d}/m.ckpt --out {d}/o.h5 --metrics {d}/g.h5 --device cpu",
+        ["--metrics {d}/g.h5", "--h5 {d}/g.h5"],
+    ),
+    (
+        "predict-metrics-is-model",
+        "predict --h5 {d}/g.h5 --model {d}/m.ckpt --out {d}/o.h5 --metrics {d}/m.ckpt --device cpu",
+        ["--metrics {d}/m.ckpt", "--model"],
+    ),
+    (
+        "predict-out-is-h5-force",
+        "predict --h5 {d}/g.h5 --model {d}/m.ckpt --out {d}/./g.h5 --force --device cpu",
+        ["--out {d}/./g.h5", "--h5 {d}/g.h5", "--force"],
+    ),
+    (
+        "predict-metrics-is-out",
+        "predict --h5 {d}/g.h5 --model {d}/m.ckpt --out {d}/o.h5 --metrics {d}/o.h5 --device cpu",
+        ["--metrics {d}/o.h5", "--out {d}/o.h5"],
+    ),
+    (
+        "predict-metrics-folder-missing",
+        "predict --fasta {d}/a.fa --species Sp --subsequence-length 2000 "
+        "--model {d}/m.ckpt --out {d}/o.h5 --metrics {d}/nonexist/m.json --device cpu",
+        ["{d}/nonexist: output directory does not exist"],
+    ),
+    (
+        "predict-merge-metrics-is-shard",
+        "predict-merge --out {d}/o.h5 --metrics {d}/s.h5 {d}/s.h5",
+        ["--metrics {d}/s.h5", "SHARD {d}/s.h5"],
+    ),
+    (
+        "bigwig-metrics-is-predictions",
+        "bigwig --predictions {d}/p.h5 --outdir {d} --basename b --metrics {d}/p.h5",
+        ["--metrics {d}/p.h5", "--predictions {d}/p.h5"],
+    ),
+    (
+        "genie3-out-is-expression",
+        "genie3 --expression {d}/e.tsv --layout genes-x-samples --out {d}/e.tsv",
+        ["--out {d}/e.tsv", "--expression {d}/e.tsv"],
+    ),
+    (
+        "genie3-weights-is-out",
+        "genie3 --expression {d}/e.tsv --layout samples-x-genes --n-trees 5 --out {d}/l.tsv.gz --weights {d}/l.tsv.gz",
+        ["--weights {d}/l.tsv.gz", "--out {d}/l.tsv.gz"],
+    ),
+    (
+        "genie3-summary-links-to-expression",
+        "genie3 --expression {d}/e.tsv --layout samples-x-genes --n-trees 5 --out {d}/l.tsv.gz --summary {d}/link.json",
+        ["--summary {d}/link.json", "--expression {d}/e.tsv"],
+    ),
     ("genie3-merge-out-is-part", "genie3-merge {d}/part.npz --out {d}/part.npz", ["--out {d}/part.npz", "PART"]),
-    ("genie3-merge-metrics-is-plot", "genie3-merge {d}/part.npz --out {d}/l.tsv.gz --plot {d}/x.png "
-     "--metrics {d}/x.png", ["--metrics {d}/x.png", "--plot {d}/x.png"]),
-    ("genie3-plan-out-is-expression", "genie3-plan --expression {d}/e.tsv --layout samples-x-genes --out {d}/e.tsv",
-     ["--out {d}/e.tsv", "--expression"]),
-    ("add-coverage-metrics-is-h5", "add-coverage --h5 {d}/g.h5 --prefix x --bigwig {d}/t.bw --unstranded "
-     "--out {d}/o.h5 --metrics {d}/g.h5", ["--metrics {d}/g.h5", "--h5 {d}/g.h5"]),
-    ("add-coverage-out-is-bigwig-force", "add-coverage --h5 {d}/g.h5 --prefix x --bigwig {d}/t.bw --unstranded "
-     "--out {d}/t.bw --force", ["--out {d}/t.bw", "--bigwig {d}/t.bw"]),
-    ("evaluate-metrics-is-h5", "evaluate --model {d}/m.ckpt --h5 {d}/cov.h5 --out {d}/r.tsv --metrics {d}/cov.h5",
-     ["--metrics {d}/cov.h5", "--h5 {d}/cov.h5"]),
-    ("evaluate-out-is-model", "evaluate --model {d}/m.ckpt --h5 {d}/cov.h5 --out {d}/m.ckpt",
-     ["--out {d}/m.ckpt", "--model {d}/m.ckpt"]),
-    ("train-metrics-is-training-h5", "train --input-dir {d}/data --out {d}/run --metrics {d}/data/train/cov.h5 "
-     "--epochs 1 --batch-size 4 --cnn-layers 1 --filter-size 4 --hidden-size 4",
-     ["--metrics {d}/data/train/cov.h5", "--input-dir {d}/data/train/cov.h5"]),
-    ("make-test-model-folder-missing", "make-test-model --out {d}/nonexist/m.ckpt",
-     ["{d}/nonexist: output directory does not exist", "--out"]),
+    (
+        "genie3-merge-metrics-is-plot",
+        "genie3-merge {d}/part.npz --out {d}/l.tsv.gz --plot {d}/x.png --metrics {d}/x.png",
+        ["--metrics {d}/x.png", "--plot {d}/x.png"],
+    ),
+    (
+        "genie3-plan-out-is-expression",
+        "genie3-plan --expression {d}/e.tsv --layout samples-x-genes --out {d}/e.tsv",
+        ["--out {d}/e.tsv", "--expression"],
+    ),
+    (
+        "add-coverage-metrics-is-h5",
+        "add-coverage --h5 {d}/g.h5 --prefix x --bigwig {d}/t.bw --unstranded --out {d}/o.h5 --metrics {d}/g.h5",
+        ["--metrics {d}/g.h5", "--h5 {d}/g.h5"],
+    ),
+    (
+        "add-coverage-out-is-bigwig-force",
+        "add-coverage --h5 {d}/g.h5 --prefix x --bigwig {d}/t.bw --unstranded --out {d}/t.bw --force",
+        ["--out {d}/t.bw", "--bigwig {d}/t.bw"],
+    ),
+    (
+        "evaluate-metrics-is-h5",
+        "evaluate --model {d}/m.ckpt --h5 {d}/cov.h5 --out {d}/r.tsv --metrics {d}/cov.h5",
+        ["--metrics {d}/cov.h5", "--h5 {d}/cov.h5"],
+    ),
+    (
+        "evaluate-out-is-model",
+        "evaluate --model {d}/m.ckpt --h5 {d}/cov.h5 --out {d}/m.ckpt",
+        ["--out {d}/m.ckpt", "--model {d}/m.ckpt"],
+    ),
+    (
+        "train-metrics-is-training-h5",
+        "train --input-dir {d}/data --out {d}/run --metrics {d}/data/train/cov.h5 "
+        "--epochs 1 --batch-size 4 --cnn-layers 1 --filter-size 4 --hidden-size 4",
+        ["--metrics {d}/data/train/cov.h5", "--input-dir {d}/data/train/cov.h5"],
+    ),
+    (
+        "make-test-model-folder-missing",
+        "make-test-model --out {d}/nonexist/m.ckpt",
+        ["{d}/nonexist: output directory does not exist", "--out"],
+    ),
 ]
 
 
@@ -115,8 +211,10 @@ def test_output_rule(made, tmp_path, argv, needles):
 #: file it writes there. One rule for all (docs/reliability.md): the folder is created when absent, refused when it
 #: is a file, and its files are outputs like any other (never an input).
 OUTDIR_COMMANDS = {
-    "bigwig": ("bigwig --predictions {d}/p.h5 --outdir {out} --basename b --datasets atacseq",
-               "b_atacseq_avg_strand.bw"),
+    "bigwig": (
+        "bigwig --predictions {d}/p.h5 --outdir {out} --basename b --datasets atacseq",
+        "b_atacseq_avg_strand.bw",
+    ),
     "benchmark-report": ("benchmark-report --metrics {m} --outdir {out}", "benchmark.json"),
 }
 
@@ -154,8 +252,9 @@ def test_a_missing_outdir_is_created(made, tmp_path, command):
 def test_outdir_that_is_a_file_is_refused(made, tmp_path, command):
     (tmp_path / "f").write_text("x")
     res = run(*_outdir_argv(command, made, tmp_path, tmp_path / "f"))
-    assert res.returncode == 1 and res.stderr.strip() == (f"chromaflow {command}: error: --outdir {tmp_path / 'f'}: "
-                                                           "exists and is not a folder"), res.stderr
+    assert res.returncode == 1 and res.stderr.strip() == (
+        f"chromaflow {command}: error: --outdir {tmp_path / 'f'}: exists and is not a folder"
+    ), res.stderr
     assert (tmp_path / "f").read_text() == "x"
 
 
@@ -169,5 +268,6 @@ def test_benchmark_report_never_writes_over_its_input(tmp_path):
     res = run("benchmark-report", "--metrics", m, "--trace", trace, "--outdir", tmp_path)
     assert res.returncode == 1 and res.stderr.strip() == (
         f"chromaflow benchmark-report: error: --outdir {trace}: is the input --trace {trace}; an output never "
-        "overwrites an input (not even with --force)"), res.stderr
+        "overwrites an input (not even with --force)"
+    ), res.stderr
     assert trace.read_text() == "task_id\tname\n" and not (tmp_path / "benchmark.json").exists()

@@ -1,5 +1,6 @@
 """The terminal progress line (progress.Progress): a bar when the amount is known, a count and a rate when it is not
 (an unsharded ``predict --fasta`` learns its rows as it reads: it showed nothing before)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -30,12 +31,25 @@ def test_known_total_draws_a_bar_and_unknown_a_count():
 def test_unsharded_predict_from_fasta_shows_its_count(reference_dir, tmp_path, monkeypatch):
     pm = reference_dir / "predmoter"
     monkeypatch.setenv("CHROMAFLOW_PROGRESS", "1")
-    proc = run_cli("predict", "--fasta", str(pm / "pred_data.fa"), "--species", "Testus", "--model",
-                   str(pm / "mini_model.ckpt"), "--out", str(tmp_path / "p.h5"), "--batch-size", "4",
-                   "--subsequence-length", "2000")
+    proc = run_cli(
+        "predict",
+        "--fasta",
+        str(pm / "pred_data.fa"),
+        "--species",
+        "Testus",
+        "--model",
+        str(pm / "mini_model.ckpt"),
+        "--out",
+        str(tmp_path / "p.h5"),
+        "--batch-size",
+        "4",
+        "--subsequence-length",
+        "2000",
+    )
     lines = [x for x in proc.stderr.replace("\r", "\n").splitlines() if x.startswith("predict ")]
     assert lines and lines[-1].rstrip().endswith("subseq/s"), proc.stderr
     import h5py
+
     with h5py.File(tmp_path / "p.h5") as f:
         rows = f["prediction/predictions"].shape[0]
     # the last line counts every row predicted: "predict <rows> subseq <rate> subseq/s"

@@ -1,17 +1,15 @@
 """Reliability sweep across stages (docs/reliability.md): corrupt or foreign inputs, full disks, hostile
 checkpoints and determinism, each through the real CLI. Every error must be exactly one line on stderr naming
 the file and the problem, a non-zero exit code, and no output (nor temporary file) left behind."""
+
 from __future__ import annotations
 
 import gzip
 import pickle
-import shutil
-import zipfile
 from pathlib import Path
 
 import h5py
 import numpy as np
-import pyBigWig
 import pytest
 
 from helpers.cli import assert_nothing_left, assert_one_line_error, ok
@@ -130,11 +128,27 @@ def test_malicious_pickle_is_refused_and_runs_nothing(small, tmp_path):
 
 
 def test_chunk_length_the_model_cannot_take(tmp_path):
-    ok("fasta2h5", "--fasta", str(TEST / "asmA.fa"), "--species", "Sp", "--out", str(tmp_path / "odd.h5"),
-       "--subsequence-length", "2001")
+    ok(
+        "fasta2h5",
+        "--fasta",
+        str(TEST / "asmA.fa"),
+        "--species",
+        "Sp",
+        "--out",
+        str(tmp_path / "odd.h5"),
+        "--subsequence-length",
+        "2001",
+    )
     ok("make-test-model", "--out", str(tmp_path / "m.ckpt"), "--seed", "1")
-    res = run("predict", "--h5", str(tmp_path / "odd.h5"), "--model", str(tmp_path / "m.ckpt"),
-              "--out", str(tmp_path / "o.h5"))
+    res = run(
+        "predict",
+        "--h5",
+        str(tmp_path / "odd.h5"),
+        "--model",
+        str(tmp_path / "m.ckpt"),
+        "--out",
+        str(tmp_path / "o.h5"),
+    )
     assert_one_line_error(res, "predict", "2001")
     assert_nothing_left(tmp_path, {"odd.h5", "m.ckpt"})
 
@@ -145,16 +159,28 @@ def test_chunk_length_the_model_cannot_take(tmp_path):
 MATRIX_OK = "gene\ts1\ts2\ts3\ts4\nA\t1\t2\t3\t4\nB\t2\t1\t4\t3\nC\t0.5\t0.7\t0.1\t0.9\n"
 
 
-@pytest.mark.parametrize("case,text,needle", [
-    ("nan", MATRIX_OK.replace("\t0.7\t", "\tNaN\t"), "NaN"),
-    ("non_numeric", MATRIX_OK.replace("\t0.7\t", "\tabc\t"), "abc"),
-    ("duplicate_gene", MATRIX_OK + "A\t1\t1\t2\t2\n", "A"),
-])
+@pytest.mark.parametrize(
+    "case,text,needle",
+    [
+        ("nan", MATRIX_OK.replace("\t0.7\t", "\tNaN\t"), "NaN"),
+        ("non_numeric", MATRIX_OK.replace("\t0.7\t", "\tabc\t"), "abc"),
+        ("duplicate_gene", MATRIX_OK + "A\t1\t1\t2\t2\n", "A"),
+    ],
+)
 def test_bad_expression_matrix(tmp_path, case, text, needle):
     m = tmp_path / f"{case}.tsv"
     m.write_text(text)
-    res = run("genie3", "--expression", str(m), "--layout", "genes-x-samples", "--n-trees", "10",
-              "--out", str(tmp_path / "links.tsv.gz"))
+    res = run(
+        "genie3",
+        "--expression",
+        str(m),
+        "--layout",
+        "genes-x-samples",
+        "--n-trees",
+        "10",
+        "--out",
+        str(tmp_path / "links.tsv.gz"),
+    )
     assert_one_line_error(res, "genie3", m.name, needle)
     assert_nothing_left(tmp_path, {m.name})
 
@@ -164,13 +190,26 @@ def test_constant_gene_is_handled_not_crashed(tmp_path):
     incoming importances are 0, and as a regulator it is never split on (all its outgoing importances are 0)."""
     m = tmp_path / "const.tsv"
     m.write_text(MATRIX_OK + "K\t5\t5\t5\t5\n")
-    res = run("genie3", "--expression", str(m), "--layout", "genes-x-samples", "--n-trees", "10",
-              "--out", str(tmp_path / "links.tsv.gz"))
+    res = run(
+        "genie3",
+        "--expression",
+        str(m),
+        "--layout",
+        "genes-x-samples",
+        "--n-trees",
+        "10",
+        "--out",
+        str(tmp_path / "links.tsv.gz"),
+    )
     assert res.returncode == 0, res.stderr
-    assert ("chromaflow genie3: warning: target gene 'K' is constant across samples: its incoming importances are all 0"
-            in res.stderr.splitlines())
-    rows = [ln.split("\t") for ln in gzip.decompress((tmp_path / "links.tsv.gz").read_bytes()).decode().splitlines()[1:]]
-    assert len(rows) == 4 * 3                                   # 4 genes, every pair but self-links
+    assert (
+        "chromaflow genie3: warning: target gene 'K' is constant across samples: its incoming importances are all 0"
+        in res.stderr.splitlines()
+    )
+    rows = [
+        ln.split("\t") for ln in gzip.decompress((tmp_path / "links.tsv.gz").read_bytes()).decode().splitlines()[1:]
+    ]
+    assert len(rows) == 4 * 3  # 4 genes, every pair but self-links
     k_rows = [r for r in rows if "K" in (r[0], r[1])]
     assert sorted((r[0], r[1]) for r in k_rows) == sorted([("K", g) for g in "ABC"] + [(g, "K") for g in "ABC"])
     assert all(float(r[2]) == 0.0 for r in k_rows)
@@ -184,10 +223,21 @@ def test_disk_full_fasta2h5(full_disk, tmp_path):
     big = tmp_path / "big.fa"
     rng = np.random.default_rng(0)
     seq = np.frombuffer(b"ACGT", dtype=np.uint8)[rng.integers(0, 4, 600_000)].tobytes().decode()
-    big.write_text(">big\n" + "\n".join(seq[i:i + 80] for i in range(0, len(seq), 80)) + "\n")
+    big.write_text(">big\n" + "\n".join(seq[i : i + 80] for i in range(0, len(seq), 80)) + "\n")
     out = full_disk / "big.h5"
-    res = run("fasta2h5", "--fasta", str(big), "--species", "Sp", "--out", str(out), "--subsequence-length", "2000",
-              "--compression", "lzf")
+    res = run(
+        "fasta2h5",
+        "--fasta",
+        str(big),
+        "--species",
+        "Sp",
+        "--out",
+        str(out),
+        "--subsequence-length",
+        "2000",
+        "--compression",
+        "lzf",
+    )
     assert_one_line_error(res, "fasta2h5", f"{out}: No space left on device")
     assert res.returncode == 1, "a crash after the error line (h5py 3.16 freeing a failed file: exit -11)"
     assert_nothing_left(full_disk, set())
@@ -196,8 +246,19 @@ def test_disk_full_fasta2h5(full_disk, tmp_path):
 @pytest.mark.parametrize("full_disk", ["16k"], indirect=True)
 def test_disk_full_predict(full_disk, small):
     out = full_disk / "p.h5"
-    res = run("predict", "--h5", str(small / "g.h5"), "--model", str(small / "m.ckpt"), "--out", str(out),
-              "--device", "cpu", "--batch-size", "4")
+    res = run(
+        "predict",
+        "--h5",
+        str(small / "g.h5"),
+        "--model",
+        str(small / "m.ckpt"),
+        "--out",
+        str(out),
+        "--device",
+        "cpu",
+        "--batch-size",
+        "4",
+    )
     assert_one_line_error(res, "predict", f"{out}: No space left on device")
     assert res.returncode == 1, "a crash after the error line"
     assert_nothing_left(full_disk, set())
@@ -205,8 +266,19 @@ def test_disk_full_predict(full_disk, small):
 
 @pytest.mark.parametrize("full_disk", ["16k"], indirect=True)
 def test_disk_full_bigwig(full_disk, small):
-    res = run("bigwig", "--predictions", str(small / "p.h5"), "--outdir", str(full_disk), "--basename", "x",
-              "--strand", "all", "--format", "bedgraph")
+    res = run(
+        "bigwig",
+        "--predictions",
+        str(small / "p.h5"),
+        "--outdir",
+        str(full_disk),
+        "--basename",
+        "x",
+        "--strand",
+        "all",
+        "--format",
+        "bedgraph",
+    )
     line = assert_one_line_error(res, "bigwig", "No space left on device")
     assert f"{full_disk}/x_" in line, "the line names the track being written"
     assert res.returncode == 1
@@ -223,8 +295,19 @@ def test_disk_full_bigwig(full_disk, small):
 def test_bigwig_byte_identical_across_runs(small, tmp_path):
     for run_dir in ("r1", "r2"):
         (tmp_path / run_dir).mkdir()
-        ok("bigwig", "--predictions", str(small / "p.h5"), "--outdir", str(tmp_path / run_dir), "--basename", "x",
-           "--strand", "all", "--threads", "1" if run_dir == "r1" else "2")
+        ok(
+            "bigwig",
+            "--predictions",
+            str(small / "p.h5"),
+            "--outdir",
+            str(tmp_path / run_dir),
+            "--basename",
+            "x",
+            "--strand",
+            "all",
+            "--threads",
+            "1" if run_dir == "r1" else "2",
+        )
     names = sorted(p.name for p in (tmp_path / "r1").glob("*.bw"))
     assert len(names) == 6
     for n in names:

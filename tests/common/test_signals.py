@@ -1,6 +1,7 @@
 """SIGTERM, SIGINT and SIGHUP end fasta2h5, predict and bigwig alike (docs/reliability.md, "Signals"): the
 temporaries removed, one line on stderr naming the signal, exit status 128 + signal; and the temporaries a
 killed run (kill -9) left are removed by the next run with the same output. Each test runs the real command."""
+
 from __future__ import annotations
 
 import os
@@ -34,7 +35,7 @@ def _fasta(path: Path, records: int, bp: int) -> Path:
     with open(path, "w") as fh:
         for i in range(records):
             seq = rng.choice(np.frombuffer(b"ACGT", "S1"), bp).tobytes().decode()
-            fh.write(f">c{i}\n" + "\n".join(seq[j:j + 80] for j in range(0, bp, 80)) + "\n")
+            fh.write(f">c{i}\n" + "\n".join(seq[j : j + 80] for j in range(0, bp, 80)) + "\n")
     return path
 
 
@@ -43,9 +44,22 @@ def inputs(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("signals")
     _fasta(d / "big.fa", 4, 2_000_000)
     _fasta(d / "small.fa", 2, 500_000)
-    for argv in (["make-test-model", "--out", d / "m.ckpt"],
-                 ["predict", "--fasta", d / "small.fa", "--species", "sp", "--model", d / "m.ckpt", "--out",
-                  d / "p.h5", "--device", "cpu"]):
+    for argv in (
+        ["make-test-model", "--out", d / "m.ckpt"],
+        [
+            "predict",
+            "--fasta",
+            d / "small.fa",
+            "--species",
+            "sp",
+            "--model",
+            d / "m.ckpt",
+            "--out",
+            d / "p.h5",
+            "--device",
+            "cpu",
+        ],
+    ):
         res = _cli(*argv)
         assert res.returncode == 0, res.stderr
     return d
@@ -53,14 +67,68 @@ def inputs(tmp_path_factory) -> Path:
 
 def _commands(d: Path, out: Path) -> dict[str, list]:
     return {
-        "fasta2h5": ["fasta2h5", "--fasta", d / "big.fa", "--species", "sp", "--out", out / "g.h5", "--threads", "1",
-                     "--deflate", "zlib"],
-        "predict": ["predict", "--fasta", d / "big.fa", "--species", "sp", "--model", d / "m.ckpt", "--out",
-                    out / "p.h5", "--device", "cpu", "--threads", "1"],
-        "predict-process-reader": ["predict", "--fasta", d / "big.fa", "--species", "sp", "--model", d / "m.ckpt",
-                                   "--out", out / "p.h5", "--device", "cpu", "--threads", "1", "--reader", "process"],
-        "bigwig": ["bigwig", "--predictions", d / "p.h5", "--outdir", out, "--basename", "b", "--strand", "all",
-                   "--format", "bedgraph", "--threads", "1", "--compression-level", "12"],
+        "fasta2h5": [
+            "fasta2h5",
+            "--fasta",
+            d / "big.fa",
+            "--species",
+            "sp",
+            "--out",
+            out / "g.h5",
+            "--threads",
+            "1",
+            "--deflate",
+            "zlib",
+        ],
+        "predict": [
+            "predict",
+            "--fasta",
+            d / "big.fa",
+            "--species",
+            "sp",
+            "--model",
+            d / "m.ckpt",
+            "--out",
+            out / "p.h5",
+            "--device",
+            "cpu",
+            "--threads",
+            "1",
+        ],
+        "predict-process-reader": [
+            "predict",
+            "--fasta",
+            d / "big.fa",
+            "--species",
+            "sp",
+            "--model",
+            d / "m.ckpt",
+            "--out",
+            out / "p.h5",
+            "--device",
+            "cpu",
+            "--threads",
+            "1",
+            "--reader",
+            "process",
+        ],
+        "bigwig": [
+            "bigwig",
+            "--predictions",
+            d / "p.h5",
+            "--outdir",
+            out,
+            "--basename",
+            "b",
+            "--strand",
+            "all",
+            "--format",
+            "bedgraph",
+            "--threads",
+            "1",
+            "--compression-level",
+            "12",
+        ],
     }
 
 
@@ -69,8 +137,13 @@ def _commands(d: Path, out: Path) -> dict[str, list]:
 def test_signal_removes_temporaries(inputs, tmp_path, case, sig):
     argv = _commands(inputs, tmp_path)[case]
     command = argv[0]
-    proc = subprocess.Popen([sys.executable, "-m", "chromaflow", *map(str, argv)], stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, CHROMAFLOW_PROGRESS="0"), preexec_fn=_default_signals)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chromaflow", *map(str, argv)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, CHROMAFLOW_PROGRESS="0"),
+        preexec_fn=_default_signals,
+    )
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None and not _parts(tmp_path):
         time.sleep(0.01)
@@ -96,7 +169,7 @@ def test_temporaries_of_a_killed_run_are_removed_by_the_next(inputs, tmp_path):
     proc.wait()
     stale = _parts(tmp_path)
     assert len(stale) == 1 and f"-{proc.pid}." in stale[0], stale  # .g.h5.<host>-<pid>.<random>.part
-    host = stale[0][len(".g.h5."):].split("-")[0]
+    host = stale[0][len(".g.h5.") :].split("-")[0]
     live = f".g.h5.{host}-{os.getpid()}.abcd1234.part"  # a live process's temporary (this one's) is kept
     other = ".g.h5.abcd1234.part"  # an old-style name without host and pid: whose it is cannot be told, kept
     for name in (live, other):
@@ -118,9 +191,13 @@ def test_train_stops_with_128_plus_signal_and_resumes_exactly(tmp_path, sig):
     make_input_dir(tmp_path / "data")
     out, whole = tmp_path / "run", tmp_path / "whole"
     argv = ["train", "--input-dir", tmp_path / "data", "--batch-size", "1", "--seed", "1"]
-    proc = subprocess.Popen([sys.executable, "-m", "chromaflow", *map(str, argv), "--out", out, *TINY,
-                             "--epochs", "1000"], stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, CHROMAFLOW_PROGRESS="0"), preexec_fn=_default_signals)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chromaflow", *map(str, argv), "--out", out, *TINY, "--epochs", "1000"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, CHROMAFLOW_PROGRESS="0"),
+        preexec_fn=_default_signals,
+    )
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None and not (out / "metrics.tsv").exists():
         time.sleep(0.05)
@@ -129,8 +206,14 @@ def test_train_stops_with_128_plus_signal_and_resumes_exactly(tmp_path, sig):
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 128 + sig, err[-3000:]
-    assert err.strip().splitlines()[-1].startswith(f"chromaflow train: error: interrupted by "
-                                                   f"{signal.Signals(sig).name}; continue with --resume {out}/last.ckpt")
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith(
+            f"chromaflow train: error: interrupted by "
+            f"{signal.Signals(sig).name}; continue with --resume {out}/last.ckpt"
+        )
+    )
     assert "Traceback" not in err and not _parts(out)
     done = torch.load(out / "last.ckpt", map_location="cpu", weights_only=False)["epoch"] + 1
     res = _cli(*argv, "--out", out, "--resume", out / "last.ckpt", "--epochs", done + 1)

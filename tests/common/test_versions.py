@@ -4,6 +4,7 @@ The modules used to write ``python3 -c 'import torch; print(torch.__version__)'`
 that same import, so a metadata read that drifts from the module's ``__version__`` (a local build label, a renamed
 distribution) fails.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -40,15 +41,21 @@ def _imported_version(package: str) -> str | None:
 
 
 def test_every_package_the_modules_report_equals_its_imported_version():
-    named = sorted({p for f in ROOT.glob("modules/local/*/main.nf")
-                    for m in re.finditer(r'chromaflow versions "\$\{task\.process\}"([^>]*)>', f.read_text())
-                    for p in m.group(1).split()})
+    named = sorted(
+        {
+            p
+            for f in ROOT.glob("modules/local/*/main.nf")
+            for m in re.finditer(r'chromaflow versions "\$\{task\.process\}"([^>]*)>', f.read_text())
+            for p in m.group(1).split()
+        }
+    )
     assert set(named) <= set(IMPORTED), named
     assert "torch" in named and "hdf5" in named
     proc = chromaflow("versions", "SOME:PROCESS", *named, check=True)
     lines = proc.stdout.splitlines()
     assert lines[0] == '"SOME:PROCESS":'
     from chromaflow import __version__
+
     assert lines[1] == f"    chromaflow: {__version__}"
     got = dict(ln.strip().split(": ", 1) for ln in lines[2:])
     assert list(got) == named

@@ -4,6 +4,7 @@ Genomes are made with ``chromaflow fasta2h5`` (L = 100) from seeded FASTAs; BAMs
 lists whose coverage :func:`bamfactory.expected` walks base by base from the CIGAR. The Helixer comparison runs
 the real ``add_ngs_coverage.py`` (``../shared/peers``) on a copy of the same h5 with the same BAMs.
 """
+
 from __future__ import annotations
 
 import functools
@@ -30,8 +31,12 @@ PEER = REFERENCE.parent / "peers" / "bin" / "peer-helixer-add-ngs-coverage"
 
 # reads whose coverage is known by construction (FORMATS.md §7.1 cases)
 READS_A = [
-    Read("spliced_edge", "chr1", 90, [("S", 5), ("M", 20), ("N", 30), ("M", 15), ("I", 3), ("=", 10), ("D", 5),
-                                      ("X", 8), ("S", 4)]),
+    Read(
+        "spliced_edge",
+        "chr1",
+        90,
+        [("S", 5), ("M", 20), ("N", 30), ("M", 15), ("I", 3), ("=", 10), ("D", 5), ("X", 8), ("S", 4)],
+    ),
     Read("rev_edge", "chr1", 195, [("M", 30)], True, "r1"),
     Read("to_end", "chr1", 230, [("M", 20)], False, "r2"),
     Read("from_start", "chr1", 0, [("M", 10), ("D", 2), ("M", 10)], True, "r2"),
@@ -108,14 +113,17 @@ def _check_counts(h5, prefix, bams, mode, shift, **opt):
             assert (cov[:, :, k] > 0).sum() > 20  # the case is not trivially empty
 
 
-@pytest.mark.parametrize("mode,flag,shift,window", [
-    ("unstranded", "--unstranded", False, None),
-    ("unstranded", "--unstranded", False, 1),       # one chunk per window: reads cross window edges
-    ("second", "--second-read-is-sense-strand", False, None),
-    ("first", "--first-read-is-sense-strand", False, 1),
-    ("unstranded", "--unstranded", True, None),
-    ("unstranded", "--unstranded", True, 1),
-])
+@pytest.mark.parametrize(
+    "mode,flag,shift,window",
+    [
+        ("unstranded", "--unstranded", False, None),
+        ("unstranded", "--unstranded", False, 1),  # one chunk per window: reads cross window edges
+        ("second", "--second-read-is-sense-strand", False, None),
+        ("first", "--first-read-is-sense-strand", False, 1),
+        ("unstranded", "--unstranded", True, None),
+        ("unstranded", "--unstranded", True, 1),
+    ],
+)
 def test_counts_by_construction(case, tmp_path, mode, flag, shift, window):
     d, h5 = case
     work = tmp_path / "g.h5"
@@ -123,8 +131,9 @@ def test_counts_by_construction(case, tmp_path, mode, flag, shift, window):
     extra = ["--shift"] if shift else []
     if window:
         extra += ["--window-bp", str(window)]
-    res = _cli("--h5", work, "--prefix", "x", "--bam", d / "a.bam", d / "b.bam", flag, *extra, "--threads", "2",
-               cwd=tmp_path)
+    res = _cli(
+        "--h5", work, "--prefix", "x", "--bam", d / "a.bam", d / "b.bam", flag, *extra, "--threads", "2", cwd=tmp_path
+    )
     assert res.returncode == 0, res.stderr
     _check_counts(work, "x", {d / "a.bam": READS_A + READS_SHORT, d / "b.bam": READS_B}, mode, shift)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.h5"]  # nothing else made in the cwd / beside it
@@ -134,11 +143,13 @@ def test_extra_options(case, tmp_path):
     d, h5 = case
     work = tmp_path / "g.h5"
     shutil.copy(h5, work)
-    res = _cli("--h5", work, "--prefix", "x", "--bam", d / "a.bam", "--unstranded", "--min-mapq", "10",
-               "--skip-duplicates")
+    res = _cli(
+        "--h5", work, "--prefix", "x", "--bam", d / "a.bam", "--unstranded", "--min-mapq", "10", "--skip-duplicates"
+    )
     assert res.returncode == 0, res.stderr
-    _check_counts(work, "x", {d / "a.bam": READS_A + READS_SHORT}, "unstranded", False, min_mapq=10,
-                  skip_duplicates=True)
+    _check_counts(
+        work, "x", {d / "a.bam": READS_A + READS_SHORT}, "unstranded", False, min_mapq=10, skip_duplicates=True
+    )
 
 
 def test_append_and_threads_identical(case, tmp_path):
@@ -149,8 +160,19 @@ def test_append_and_threads_identical(case, tmp_path):
         work = tmp_path / f"t{threads}.h5"
         shutil.copy(h5, work)
         for bams in (["a.bam"], ["b.bam", "a.bam", "b.bam"]):
-            res = _cli("--h5", work, "--prefix", "x", "--bam", *[d / b for b in bams], "--unstranded",
-                       "--threads", threads, "--window-bp", 1)
+            res = _cli(
+                "--h5",
+                work,
+                "--prefix",
+                "x",
+                "--bam",
+                *[d / b for b in bams],
+                "--unstranded",
+                "--threads",
+                threads,
+                "--window-bp",
+                1,
+            )
             assert res.returncode == 0, res.stderr
         outs.append(work)
     assert _sha(outs[0]) == _sha(outs[1])
@@ -193,8 +215,18 @@ def _random_reads(rng, n: int, sizes: dict[str, int], prefix: str) -> list[Read]
             continue
         pos = int(rng.integers(0, sizes[seqid] - span + 1))
         flags = int(rng.choice([0, 0, 0, 0, 0x400, 0x800, 0x100, 0x200, 0x4]))
-        reads.append(Read(f"{prefix}{i}", str(seqid), pos, cig, bool(rng.random() < 0.5),
-                          str(rng.choice(["se", "r1", "r2"])), flags, int(rng.choice([0, 3, 60]))))
+        reads.append(
+            Read(
+                f"{prefix}{i}",
+                str(seqid),
+                pos,
+                cig,
+                bool(rng.random() < 0.5),
+                str(rng.choice(["se", "r1", "r2"])),
+                flags,
+                int(rng.choice([0, 3, 60])),
+            )
+        )
     return reads
 
 
@@ -211,18 +243,35 @@ def peer_case(tmp_path_factory):
 
 def _compare(a: Path, b: Path, prefix: str) -> None:
     with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
-        for name in (f"evaluation/{prefix}_coverage", f"evaluation/{prefix}_spliced_coverage",
-                     f"evaluation/{prefix}_meta/bam_files"):
+        for name in (
+            f"evaluation/{prefix}_coverage",
+            f"evaluation/{prefix}_spliced_coverage",
+            f"evaluation/{prefix}_meta/bam_files",
+        ):
             x, y = fa[name], fb[name]
-            assert (x.shape, x.dtype, x.chunks, x.maxshape, x.compression, x.shuffle, x.fillvalue) == \
-                   (y.shape, y.dtype, y.chunks, y.maxshape, y.compression, y.shuffle, y.fillvalue), name
+            assert (x.shape, x.dtype, x.chunks, x.maxshape, x.compression, x.shuffle, x.fillvalue) == (
+                y.shape,
+                y.dtype,
+                y.chunks,
+                y.maxshape,
+                y.compression,
+                y.shuffle,
+                y.fillvalue,
+            ), name
             np.testing.assert_array_equal(x[()], y[()], err_msg=name)
         assert fa["evaluation/" + prefix + "_coverage"][()].max() > 0
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("flag,shift", [("--unstranded", False), ("--second-read-is-sense-strand", False),
-                                        ("--first-read-is-sense-strand", False), ("--unstranded", True)])
+@pytest.mark.parametrize(
+    "flag,shift",
+    [
+        ("--unstranded", False),
+        ("--second-read-is-sense-strand", False),
+        ("--first-read-is-sense-strand", False),
+        ("--unstranded", True),
+    ],
+)
 def test_equals_helixer(peer, peer_case, tmp_path, flag, shift):
     """Same BAMs, same h5: the datasets (values, dtype, chunks, filters, fill, bam_files) equal Helixer's, also
     after a second, appending run."""
@@ -235,8 +284,12 @@ def test_equals_helixer(peer, peer_case, tmp_path, flag, shift):
         extra = ["--shift"] if shift else []
         res = _cli("--h5", ours, "--prefix", "p", "--bam", *bams, flag, *extra, cwd=d)
         assert res.returncode == 0, res.stderr
-        res = subprocess.run([peer, "-s", "sp", "-d", str(theirs), "-b", *bams, flag, *extra, "--dataset-prefix",
-                              "p", "--threads", "1"], capture_output=True, text=True, cwd=d)
+        res = subprocess.run(
+            [peer, "-s", "sp", "-d", str(theirs), "-b", *bams, flag, *extra, "--dataset-prefix", "p", "--threads", "1"],
+            capture_output=True,
+            text=True,
+            cwd=d,
+        )
         assert res.returncode == 0, res.stderr[-2000:]
     _compare(ours, theirs, "p")
 
@@ -250,10 +303,13 @@ def test_equals_helixer_selftest_case(peer, tmp_path):
     ok("fasta2h5", "--fasta", tmp_path / "genome.fa", "--species", "sp", "--out", h5, "--subsequence-length", "100")
     ours = tmp_path / "ours.h5"
     shutil.copy(h5, ours)
-    for args in (["-b", "a.bam", "b.bam", "--second-read-is-sense-strand", "--dataset-prefix", "rna"],
-                 ["-b", "a.bam", "--unstranded", "--shift", "--dataset-prefix", "atac"]):
-        subprocess.run([peer, "-s", "sp", "-d", str(h5), "--threads", "1", *args], check=True, cwd=tmp_path,
-                       capture_output=True)
+    for args in (
+        ["-b", "a.bam", "b.bam", "--second-read-is-sense-strand", "--dataset-prefix", "rna"],
+        ["-b", "a.bam", "--unstranded", "--shift", "--dataset-prefix", "atac"],
+    ):
+        subprocess.run(
+            [peer, "-s", "sp", "-d", str(h5), "--threads", "1", *args], check=True, cwd=tmp_path, capture_output=True
+        )
         i = args.index("--dataset-prefix")
         mine = ["--bam" if a == "-b" else a for a in args[:i]]
         res = _cli("--h5", ours, "--prefix", args[i + 1], *mine, cwd=tmp_path)
@@ -267,8 +323,14 @@ def test_equals_helixer_selftest_case(peer, tmp_path):
 # --------------------------------------------------------------------------------------------------
 def _bad_bams(d: Path) -> dict[str, tuple[list[str], str]]:
     ok = [Read("r", "chr1", 10, [("M", 20)])]
-    write_bam(str(d / "unsorted.bam"), SIZES, [Read("z", "chr1", 200, [("M", 5)])] + ok, sort=False, index=False,
-              so="unsorted")
+    write_bam(
+        str(d / "unsorted.bam"),
+        SIZES,
+        [Read("z", "chr1", 200, [("M", 5)])] + ok,
+        sort=False,
+        index=False,
+        so="unsorted",
+    )
     write_bam(str(d / "noindex.bam"), SIZES, ok, index=False)
     write_bam(str(d / "missing_seqid.bam"), {"chr1": 250, "chr2": 70}, ok)
     write_bam(str(d / "wrong_ln.bam"), SIZES, ok, header_sizes={"chr1": 251, "chr2": 70, "chr3": 300})
@@ -299,8 +361,22 @@ def bad_case(tmp_path_factory):
     return d, h5, _bad_bams(d)
 
 
-@pytest.mark.parametrize("name", ["unsorted", "noindex", "missing_seqid", "wrong_ln", "empty", "zero", "text",
-                                  "absent", "badmate", "shift_stranded", "bad_prefix"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "unsorted",
+        "noindex",
+        "missing_seqid",
+        "wrong_ln",
+        "empty",
+        "zero",
+        "text",
+        "absent",
+        "badmate",
+        "shift_stranded",
+        "bad_prefix",
+    ],
+)
 def test_bad_input(bad_case, name):
     d, h5, cases = bad_case
     args, needle = cases[name]
@@ -323,14 +399,34 @@ def test_killed_midway_leaves_h5_unchanged(tmp_path):
     sizes = {f"c{i}": 400_000 for i in range(4)}
     h5 = _genome(tmp_path, sizes)
     rng = np.random.default_rng(3)
-    reads = [Read(f"r{i}", f"c{i % 4}", int(p), [("M", 50), ("N", 300), ("M", 50)], bool(i % 2))
-             for i, p in enumerate(rng.integers(0, 399_000, 120_000))]
+    reads = [
+        Read(f"r{i}", f"c{i % 4}", int(p), [("M", 50), ("N", 300), ("M", 50)], bool(i % 2))
+        for i, p in enumerate(rng.integers(0, 399_000, 120_000))
+    ]
     write_bam(str(tmp_path / "big.bam"), sizes, reads)
     before = _sha(h5)
     env = dict(os.environ, CHROMAFLOW_PROGRESS="0")
-    proc = subprocess.Popen([sys.executable, "-m", "chromaflow", "add-coverage", "--h5", str(h5), "--prefix", "x",
-                             "--bam", str(tmp_path / "big.bam"), "--unstranded", "--threads", "1", "--window-bp", "1"],
-                            env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "chromaflow",
+            "add-coverage",
+            "--h5",
+            str(h5),
+            "--prefix",
+            "x",
+            "--bam",
+            str(tmp_path / "big.bam"),
+            "--unstranded",
+            "--threads",
+            "1",
+            "--window-bp",
+            "1",
+        ],
+        env=env,
+        start_new_session=True,
+    )
     deadline = time.time() + 60
     while time.time() < deadline and not any(p.name.endswith(".part") for p in tmp_path.iterdir()):
         time.sleep(0.02)
@@ -354,10 +450,29 @@ def test_interrupt_removes_temporary(tmp_path):
     # Ctrl-C's default action for the child even where this suite runs with SIGINT ignored (a background job of a
     # non-interactive shell, e.g. `.ci/run &`: the child inherits SIG_IGN, Python then installs no KeyboardInterrupt
     # handler and the run ignores Ctrl-C, as a background job should). This was the "lost Ctrl-C" seen in CI.
-    proc = subprocess.Popen([sys.executable, "-m", "chromaflow", "add-coverage", "--h5", str(h5), "--prefix", "x",
-                             "--bam", str(tmp_path / "big.bam"), "--unstranded", "--threads", "2", "--window-bp", "1"],
-                            env=env, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "chromaflow",
+            "add-coverage",
+            "--h5",
+            str(h5),
+            "--prefix",
+            "x",
+            "--bam",
+            str(tmp_path / "big.bam"),
+            "--unstranded",
+            "--threads",
+            "2",
+            "--window-bp",
+            "1",
+        ],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.time() + 60
     while time.time() < deadline and not any(p.name.endswith(".part") for p in tmp_path.iterdir()):
         time.sleep(0.02)
@@ -382,10 +497,14 @@ def test_species_rows(tmp_path):
     with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb, h5py.File(both, "w") as out:
         for k in ("X", "seqids", "species", "start_ends"):
             x, y = fa["data"][k], fb["data"][k]
-            out.create_dataset(f"data/{k}", data=np.concatenate([x[()], y[()]]), maxshape=(None,) + x.shape[1:],
-                               chunks=x.chunks)
-    write_bam(str(tmp_path / "s.bam"), {"chr1": 250, "chrZ": 150},
-              [Read("a", "chr1", 5, [("M", 30)]), Read("z", "chrZ", 5, [("M", 30)])])
+            out.create_dataset(
+                f"data/{k}", data=np.concatenate([x[()], y[()]]), maxshape=(None,) + x.shape[1:], chunks=x.chunks
+            )
+    write_bam(
+        str(tmp_path / "s.bam"),
+        {"chr1": 250, "chrZ": 150},
+        [Read("a", "chr1", 5, [("M", 30)]), Read("z", "chrZ", 5, [("M", 30)])],
+    )
     res = _cli("--h5", both, "--prefix", "x", "--bam", tmp_path / "s.bam", "--unstranded", "--species", "spB")
     assert res.returncode == 0, res.stderr
     with h5py.File(both, "r") as f:
@@ -433,7 +552,7 @@ def _rows_f(arrs, seqids, start_ends):
     out = np.full((len(seqids), L), -1, np.float32)
     for i, (c, (a, b)) in enumerate(zip(seqids, start_ends)):
         v = arrs[c, "+"][a:b] if a < b else arrs[c, "-"][b:a][::-1]
-        out[i, :len(v)] = v
+        out[i, : len(v)] = v
     return out
 
 
@@ -465,12 +584,33 @@ def test_explicit_bam_index(case, tmp_path):
     shutil.copy(h5, ref)
     shutil.copy(h5, got)
     assert _cli("--h5", ref, "--prefix", "x", "--bam", "a.bam", "--unstranded", cwd=d.parent / d.name).returncode == 0
-    res = _cli("--h5", got, "--prefix", "x", "--bam", "a.bam", "--bam-index", tmp_path / "idx" / "a.index",
-               "--unstranded", cwd=tmp_path / "bams")
+    res = _cli(
+        "--h5",
+        got,
+        "--prefix",
+        "x",
+        "--bam",
+        "a.bam",
+        "--bam-index",
+        tmp_path / "idx" / "a.index",
+        "--unstranded",
+        cwd=tmp_path / "bams",
+    )
     assert res.returncode == 0, res.stderr
     assert _sha(ref) == _sha(got)
     res = _cli("--h5", got, "--prefix", "y", "--bam", "a.bam", "--unstranded", cwd=tmp_path / "bams")
     assert res.returncode != 0 and "no index" in res.stderr
-    res = _cli("--h5", got, "--prefix", "y", "--bam", "a.bam", "a.bam", "--bam-index", "i1", "--unstranded",
-               cwd=tmp_path / "bams")
+    res = _cli(
+        "--h5",
+        got,
+        "--prefix",
+        "y",
+        "--bam",
+        "a.bam",
+        "a.bam",
+        "--bam-index",
+        "i1",
+        "--unstranded",
+        cwd=tmp_path / "bams",
+    )
     assert res.returncode != 0 and "--bam-index" in res.stderr

@@ -1,4 +1,5 @@
 """Tests for ``chromaflow fasta2h5`` (FORMATS.md §1) and its FASTA reader."""
+
 from __future__ import annotations
 
 import functools
@@ -38,8 +39,18 @@ _cli = functools.partial(chromaflow, "fasta2h5")
 
 
 def _props(d: h5py.Dataset) -> tuple:
-    return (d.shape, d.dtype.str, d.chunks, d.maxshape, d.compression, d.compression_opts, d.shuffle,
-            d.fletcher32, d.scaleoffset, d.fillvalue)
+    return (
+        d.shape,
+        d.dtype.str,
+        d.chunks,
+        d.maxshape,
+        d.compression,
+        d.compression_opts,
+        d.shuffle,
+        d.fletcher32,
+        d.scaleoffset,
+        d.fillvalue,
+    )
 
 
 def _assert_same_h5(ours: Path, ref: Path, level: int | None = None) -> None:
@@ -57,7 +68,11 @@ def _assert_same_h5(ours: Path, ref: Path, level: int | None = None) -> None:
             assert px == py, k
             tx, ty = x.id.get_type(), y.id.get_type()
             if k in ("seqids", "species"):
-                assert (tx.get_size(), tx.get_strpad(), tx.get_cset()) == (ty.get_size(), ty.get_strpad(), ty.get_cset())
+                assert (tx.get_size(), tx.get_strpad(), tx.get_cset()) == (
+                    ty.get_size(),
+                    ty.get_strpad(),
+                    ty.get_cset(),
+                )
             vx, vy = x[()], y[()]
             if k == "X":  # compare float16 bit patterns, not values
                 vx, vy = vx.view(np.uint16), vy.view(np.uint16)
@@ -89,13 +104,31 @@ def test_reference_fixtures(reference_dir, tmp_path, fa, ref, L, species, compre
         pytest.skip("--deflate only applies to gzip")
     out = tmp_path / "out.h5"
     if deflate == "default":  # the default engine through the real CLI
-        r = _cli("--fasta", str(reference_dir / fa), "--species", species, "--out", str(out),
-                 "--subsequence-length", str(L), "--compression", compression)
+        r = _cli(
+            "--fasta",
+            str(reference_dir / fa),
+            "--species",
+            species,
+            "--out",
+            str(out),
+            "--subsequence-length",
+            str(L),
+            "--compression",
+            compression,
+        )
         assert r.returncode == 0, r.stderr
         assert r.stderr == ""
     else:  # in-process, to keep the suite fast
-        convert(str(reference_dir / fa), out, species, L, compression=compression, deflate=deflate,
-                threads=2, input_path_attr=str(reference_dir / fa))
+        convert(
+            str(reference_dir / fa),
+            out,
+            species,
+            L,
+            compression=compression,
+            deflate=deflate,
+            threads=2,
+            input_path_attr=str(reference_dir / fa),
+        )
     _assert_same_h5(out, reference_dir / ref, level=level)
     with h5py.File(out, "r") as f:
         assert f.attrs["tool"] == "chromaflow fasta2h5"
@@ -127,8 +160,21 @@ def test_pieces_and_threads_do_not_change_result(reference_dir, tmp_path):
 # --------------------------------------------------------------------------------------------------
 F16 = {"1": 0x3C00, "h": 0x3800, "q": 0x3400, "t": 0x3548, "0": 0}
 TABLE = {  # C A T G
-    "C": "1000", "A": "0100", "T": "0010", "G": "0001", "Y": "h0h0", "R": "0h0h", "W": "0hh0", "S": "h00h",
-    "K": "00hh", "M": "hh00", "D": "0ttt", "V": "tt0t", "H": "ttt0", "B": "t0tt", "N": "qqqq",
+    "C": "1000",
+    "A": "0100",
+    "T": "0010",
+    "G": "0001",
+    "Y": "h0h0",
+    "R": "0h0h",
+    "W": "0hh0",
+    "S": "h00h",
+    "K": "00hh",
+    "M": "hh00",
+    "D": "0ttt",
+    "V": "tt0t",
+    "H": "ttt0",
+    "B": "t0tt",
+    "N": "qqqq",
 }
 
 
@@ -159,7 +205,7 @@ def _fasta_text(records, width=7, eol="\n") -> str:
     out = []
     for name, seq in records:
         out.append(f">{name} some description{eol}")
-        out += [seq[i:i + width] + eol for i in range(0, len(seq), width)]
+        out += [seq[i : i + width] + eol for i in range(0, len(seq), width)]
     return "".join(out)
 
 
@@ -193,7 +239,7 @@ def test_input_variants_give_identical_datasets(tmp_path):
         "trailing_ws.fa": base.replace("\n", " \t\n").encode(),
         "oneline_noeol.fa": _fasta_text(RECORDS, width=10**6).rstrip("\n").encode(),
         "gz.fa.gz": gzip.compress(base.encode()),
-        "multimember.fa.gz": b"".join(gzip.compress(base.encode()[i:i + 13]) for i in range(0, len(base), 13)),
+        "multimember.fa.gz": b"".join(gzip.compress(base.encode()[i : i + 13]) for i in range(0, len(base), 13)),
     }
     for name, data in variants.items():
         (tmp_path / name).write_bytes(data)
@@ -234,8 +280,18 @@ def test_threads_give_identical_chunk_bytes(tmp_path):
     outs = []
     for threads in (1, 2):
         out = tmp_path / f"t{threads}.h5"
-        r = _cli("--fasta", str(fa), "--species", "spec", "--out", str(out), "--subsequence-length", "500",
-                 "--threads", str(threads))
+        r = _cli(
+            "--fasta",
+            str(fa),
+            "--species",
+            "spec",
+            "--out",
+            str(out),
+            "--subsequence-length",
+            "500",
+            "--threads",
+            str(threads),
+        )
         assert r.returncode == 0, r.stderr
         outs.append(out)
     assert _chunk_bytes(outs[0]) == _chunk_bytes(outs[1])
@@ -249,8 +305,20 @@ def test_metrics_json(tmp_path):
     fa = tmp_path / "m.fa"
     fa.write_text(_fasta_text(RECORDS))
     out, met = tmp_path / "m.h5", tmp_path / "m.json"
-    r = _cli("--fasta", str(fa), "--species", "spec", "--out", str(out), "--subsequence-length", "10",
-             "--threads", "2", "--metrics", str(met))
+    r = _cli(
+        "--fasta",
+        str(fa),
+        "--species",
+        "spec",
+        "--out",
+        str(out),
+        "--subsequence-length",
+        "10",
+        "--threads",
+        "2",
+        "--metrics",
+        str(met),
+    )
     assert r.returncode == 0, r.stderr
     m = json.loads(met.read_text())
     assert m["stage"] == "fasta2h5"
@@ -297,8 +365,16 @@ BAD = [
     ("long_species", b">r1\nAC\n", ["species", "26 bytes"], ["--species", "s" * 26]),
     ("non_ascii_species", b">r1\nAC\n", ["species", "ASCII"], ["--species", "esp\u00e8ce"]),
     ("zip", b"PK\x03\x04rest", ["zip"], []),
-    ("truncated_gzip", gzip.compress(b">r1\n" + np.frombuffer(b"ACGT", np.uint8)[
-        np.random.default_rng(0).integers(0, 4, 200000)].tobytes() + b"\n")[:30000], ["cannot read input"], []),
+    (
+        "truncated_gzip",
+        gzip.compress(
+            b">r1\n"
+            + np.frombuffer(b"ACGT", np.uint8)[np.random.default_rng(0).integers(0, 4, 200000)].tobytes()
+            + b"\n"
+        )[:30000],
+        ["cannot read input"],
+        [],
+    ),
     ("corrupt_gzip", gzip.compress(b">r1\nACGT\n")[:12] + b"x" * 500, ["cannot read input"], []),
     # issue 14 §4: other compressions (only plain, gzip and bgzip are supported), NUL bytes, CR-only lines
     ("bzip2", bz2.compress(b">r1\nACGT\n"), ["bzip2-compressed input is not supported", "plain, gzip or bgzip"], []),
@@ -311,8 +387,12 @@ BAD = [
     ("cr_only_gzip", gzip.compress(b">r1\r" + b"ACGT\r" * 5000), ["line 1", "CR-only"], []),
     ("L_zero", b">r1\nAC\n", ["--subsequence-length 0", "between 1 and"], ["--subsequence-length", "0"]),
     ("L_negative", b">r1\nAC\n", ["--subsequence-length -5", "between 1 and"], ["--subsequence-length", "-5"]),
-    ("L_absurd", b">r1\nAC\n", ["--subsequence-length 1000000000", "between 1 and 1,048,576"],
-     ["--subsequence-length", "1000000000"]),
+    (
+        "L_absurd",
+        b">r1\nAC\n",
+        ["--subsequence-length 1000000000", "between 1 and 1,048,576"],
+        ["--subsequence-length", "1000000000"],
+    ),
 ]
 
 
@@ -352,12 +432,38 @@ def test_tab_ends_the_id_as_in_samtools(tmp_path):
     fa = tmp_path / "tab.fa"
     fa.write_bytes(b">c1 first\n" + b"ACGT" * 300 + b"\n>c2\tdesc\tmore\n" + b"GATTACA" * 200 + b"\n")
     model, pred, tracks = tmp_path / "m.ckpt", tmp_path / "p.h5", tmp_path / "tracks"
-    for argv in (["fasta2h5", "--fasta", fa, "--species", "sp", "--out", tmp_path / "g.h5", "--subsequence-length",
-                  "500"], ["make-test-model", "--out", model],
-                 ["predict", "--fasta", fa, "--species", "sp", "--subsequence-length", "500", "--model", model,
-                  "--out", pred, "--device", "cpu"],
-                 ["bigwig", "--predictions", pred, "--outdir", tracks, "--basename", "b", "--format", "bedgraph",
-                  "--datasets", "atacseq"]):
+    for argv in (
+        ["fasta2h5", "--fasta", fa, "--species", "sp", "--out", tmp_path / "g.h5", "--subsequence-length", "500"],
+        ["make-test-model", "--out", model],
+        [
+            "predict",
+            "--fasta",
+            fa,
+            "--species",
+            "sp",
+            "--subsequence-length",
+            "500",
+            "--model",
+            model,
+            "--out",
+            pred,
+            "--device",
+            "cpu",
+        ],
+        [
+            "bigwig",
+            "--predictions",
+            pred,
+            "--outdir",
+            tracks,
+            "--basename",
+            "b",
+            "--format",
+            "bedgraph",
+            "--datasets",
+            "atacseq",
+        ],
+    ):
         ok(*argv)
     assert sorted(set(_datasets(tmp_path / "g.h5")["seqids"].tolist())) == [b"c1", b"c2"]
     with h5py.File(pred, "r") as f:
@@ -480,7 +586,11 @@ def _random_records(rng: np.random.Generator, n: int, max_len: int) -> list[tupl
         if kind == 0:
             seq = "".join(rng.choice(list("ACGTNRYSWKMBDHVacgtnrysw"), m))
         elif kind == 1:
-            seq = "".join(rng.choice(list("ACGT"), m // 3 + 1)) + "N" * (m // 3) + "".join(rng.choice(list("acgt"), m // 3))
+            seq = (
+                "".join(rng.choice(list("ACGT"), m // 3 + 1))
+                + "N" * (m // 3)
+                + "".join(rng.choice(list("acgt"), m // 3))
+            )
         elif kind == 2:
             seq = ("".join(rng.choice(list("ACGT"), int(rng.integers(1, 9)))) * m)[:m]
         else:
@@ -547,8 +657,10 @@ def test_auto_without_compiler_falls_back_to_libdeflate(tmp_path):
     assert not (tmp_path / "x.h5").exists()
 
 
-@pytest.mark.parametrize("value,needle", [("foo", "unknown engine"), ("zlib:12", "levels are 0..9"),
-                                          ("onehot:0", "levels are 1..9"), ("isal:x", "integer")])
+@pytest.mark.parametrize(
+    "value,needle",
+    [("foo", "unknown engine"), ("zlib:12", "levels are 0..9"), ("onehot:0", "levels are 1..9"), ("isal:x", "integer")],
+)
 def test_bad_deflate_option(tmp_path, value, needle):
     fa = tmp_path / "b.fa"
     fa.write_text(_fasta_text(RECORDS))
@@ -603,8 +715,10 @@ def _drop_root_read_override() -> list[str] | None:
 def test_unreadable_fasta(tmp_path):
     prefix = _drop_root_read_override()
     if prefix is None:
-        pytest.skip("running as root without setpriv (or without permission to drop capabilities): chmod 000 "
-                    "cannot make a file unreadable for root")
+        pytest.skip(
+            "running as root without setpriv (or without permission to drop capabilities): chmod 000 "
+            "cannot make a file unreadable for root"
+        )
     fa = tmp_path / "locked.fa"
     fa.write_text(_fasta_text(RECORDS))
     fa.chmod(0)
@@ -635,13 +749,39 @@ def test_same_bytes_whatever_numpy_simd(tmp_path):
         for disable in ("", " ".join(on)):
             out = tmp_path / f"{deflate}{bool(disable)}.h5"
             env = dict(os.environ, CHROMAFLOW_PROGRESS="0", NPY_DISABLE_CPU_FEATURES=disable)
-            check = subprocess.run([sys.executable, "-c", "from numpy._core._multiarray_umath import "
-                                    f"__cpu_features__ as f; print(any(f[x] for x in {on!r}))"],
-                                   capture_output=True, text=True, env=env)
+            check = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    "from numpy._core._multiarray_umath import "
+                    f"__cpu_features__ as f; print(any(f[x] for x in {on!r}))",
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+            )
             assert check.stdout.strip() == ("False" if disable else "True"), check.stderr
-            r = subprocess.run([sys.executable, "-m", "chromaflow", "fasta2h5", "--fasta", str(fa), "--species",
-                                "spec", "--out", str(out), "--subsequence-length", "1000", "--deflate", deflate],
-                               capture_output=True, text=True, env=env)
+            r = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "chromaflow",
+                    "fasta2h5",
+                    "--fasta",
+                    str(fa),
+                    "--species",
+                    "spec",
+                    "--out",
+                    str(out),
+                    "--subsequence-length",
+                    "1000",
+                    "--deflate",
+                    deflate,
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+            )
             assert r.returncode == 0, r.stderr
             outs.append(out)
         for k in DATASETS:

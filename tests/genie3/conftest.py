@@ -1,4 +1,5 @@
 """Fixtures shared by the genie3 test files."""
+
 from __future__ import annotations
 
 import pytest

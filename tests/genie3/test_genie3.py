@@ -1,4 +1,5 @@
 """chromaflow genie3 / genie3-merge: parsing, errors, determinism, chunk merge, outputs (fast tests)."""
+
 from __future__ import annotations
 
 import bz2
@@ -64,7 +65,7 @@ def test_target_seed_is_the_documented_name_derivation():
     names = [f"G{i}" for i in range(1000)]
     many = target_seeds(0, names)
     assert len(set(many.tolist())) == 1000
-    assert target_seeds(0, ["G500", "G3"]).tolist() == [many[500], many[3]]   # position plays no part
+    assert target_seeds(0, ["G500", "G3"]).tolist() == [many[500], many[3]]  # position plays no part
     assert target_seed(1, "G3") != target_seed(0, "G3") and target_seed(0, "G4") != target_seed(0, "G3")
 
 
@@ -97,33 +98,87 @@ BAD_EXPRESSION = [
     ("one_sample.tsv", '"A"\t"B"\t"C"\n1\t2\t3\n', "samples-x-genes", "only 1 sample; GENIE3 needs at least 3"),
     ("two_samples.tsv", '"A"\t"B"\n1\t2\n2\t3\n', "samples-x-genes", "only 2 samples; GENIE3 needs at least 3"),
     ("one_gene_gxs.tsv", "gene\tS1\tS2\tS3\nG1\t1\t2\t3\n", "genes-x-samples", "only 1 gene"),
-    ("all_constant.tsv", '"A"\t"B"\n1\t5\n1\t5\n1\t5\n', "samples-x-genes", "every gene is constant across the samples"),
-    ("nan.tsv", '"A"\t"B"\n1\tNaN\n2\t3\n3\t1\n', "samples-x-genes",
-     "line 2, column 2 (gene 'B'): non-finite value 'NaN'"),
-    ("inf.tsv", '"A"\t"B"\n1\t2\n2\t-inf\n3\t1\n', "samples-x-genes",
-     "line 3, column 2 (gene 'B'): non-finite value '-inf'"),
-    ("overflow.tsv", '"A"\t"B"\n1\t2\n2\t3\n1e40\t1\n', "samples-x-genes",
-     "line 4, column 1 (gene 'A'): value '1e40' overflows float32"),
-    ("text.tsv", '"A"\t"B"\n1\tx\n2\t3\n3\t1\n', "samples-x-genes", "line 2, column 2 (gene 'B'): non-numeric value 'x'"),
-    ("text_labelled.tsv", 'sample\tA\tB\nS1\t1\t2\nS2\t2\tNA\nS3\t3\t1\n', "samples-x-genes",
-     "line 3 (sample 'S2'), column 3 (gene 'B'): non-numeric value 'NA'"),
-    ("text_gxs.csv", "gene,S1,S2,S3\nG1,1,2,3\nG2,4,five,6\n", "genes-x-samples",
-     "line 3 (gene 'G2'), column 3 (sample 'S2'): non-numeric value 'five'"),
-    ("empty_cell.csv", "gene,S1,S2,S3\nG1,1,,3\nG2,4,5,6\n", "genes-x-samples",
-     "line 2 (gene 'G1'), column 3 (sample 'S2'): empty cell (missing value)"),
-    ("dup.tsv", '"A"\t"B"\t"A"\n1\t2\t3\n2\t3\t4\n3\t1\t2\n', "samples-x-genes",
-     "line 1 (header): duplicated gene name 'A' (genes 1 and 3)"),
-    ("dup_gxs.tsv", "gene\tS1\tS2\tS3\nG1\t1\t2\t3\nG2\t3\t2\t1\nG1\t5\t5\t6\n", "genes-x-samples",
-     "column 1: duplicated gene name 'G1' (genes 1 and 3)"),
+    (
+        "all_constant.tsv",
+        '"A"\t"B"\n1\t5\n1\t5\n1\t5\n',
+        "samples-x-genes",
+        "every gene is constant across the samples",
+    ),
+    (
+        "nan.tsv",
+        '"A"\t"B"\n1\tNaN\n2\t3\n3\t1\n',
+        "samples-x-genes",
+        "line 2, column 2 (gene 'B'): non-finite value 'NaN'",
+    ),
+    (
+        "inf.tsv",
+        '"A"\t"B"\n1\t2\n2\t-inf\n3\t1\n',
+        "samples-x-genes",
+        "line 3, column 2 (gene 'B'): non-finite value '-inf'",
+    ),
+    (
+        "overflow.tsv",
+        '"A"\t"B"\n1\t2\n2\t3\n1e40\t1\n',
+        "samples-x-genes",
+        "line 4, column 1 (gene 'A'): value '1e40' overflows float32",
+    ),
+    (
+        "text.tsv",
+        '"A"\t"B"\n1\tx\n2\t3\n3\t1\n',
+        "samples-x-genes",
+        "line 2, column 2 (gene 'B'): non-numeric value 'x'",
+    ),
+    (
+        "text_labelled.tsv",
+        'sample\tA\tB\nS1\t1\t2\nS2\t2\tNA\nS3\t3\t1\n',
+        "samples-x-genes",
+        "line 3 (sample 'S2'), column 3 (gene 'B'): non-numeric value 'NA'",
+    ),
+    (
+        "text_gxs.csv",
+        "gene,S1,S2,S3\nG1,1,2,3\nG2,4,five,6\n",
+        "genes-x-samples",
+        "line 3 (gene 'G2'), column 3 (sample 'S2'): non-numeric value 'five'",
+    ),
+    (
+        "empty_cell.csv",
+        "gene,S1,S2,S3\nG1,1,,3\nG2,4,5,6\n",
+        "genes-x-samples",
+        "line 2 (gene 'G1'), column 3 (sample 'S2'): empty cell (missing value)",
+    ),
+    (
+        "dup.tsv",
+        '"A"\t"B"\t"A"\n1\t2\t3\n2\t3\t4\n3\t1\t2\n',
+        "samples-x-genes",
+        "line 1 (header): duplicated gene name 'A' (genes 1 and 3)",
+    ),
+    (
+        "dup_gxs.tsv",
+        "gene\tS1\tS2\tS3\nG1\t1\t2\t3\nG2\t3\t2\t1\nG1\t5\t5\t6\n",
+        "genes-x-samples",
+        "column 1: duplicated gene name 'G1' (genes 1 and 3)",
+    ),
     ("ragged.tsv", '"A"\t"B"\n1\t2\t3\n2\t3\n', "samples-x-genes", "line 3: 2 fields, expected 3"),
-    ("numbers_header.tsv", "1\t2\t3\n0.1\t0.2\t0.3\n0.2\t0.3\t0.4\n0.5\t0.1\t0.2\n", "samples-x-genes",
-     "use --layout genes-x-samples"),
+    (
+        "numbers_header.tsv",
+        "1\t2\t3\n0.1\t0.2\t0.3\n0.2\t0.3\t0.4\n0.5\t0.1\t0.2\n",
+        "samples-x-genes",
+        "use --layout genes-x-samples",
+    ),
     ("numbers_first_col.tsv", "a\tb\n0.1\t0.2\n", "genes-x-samples", "samples-x-genes"),
     ("binary.tsv", b"\x00\xff\xfe\x00\x81" * 20, "samples-x-genes", "not a readable text table"),
-    ("truncated.tsv.gz", gzip.compress(b'"A"\t"B"\n' + b"1.5\t2.25\n" * 400)[:40], "samples-x-genes",
-     "not a readable text table"),
-    ("compressed.tsv.bz2", bz2.compress(b'"A"\t"B"\n1\t2\n'), "samples-x-genes",
-     "bzip2-compressed; expression tables may be plain or gzip (.gz) only"),
+    (
+        "truncated.tsv.gz",
+        gzip.compress(b'"A"\t"B"\n' + b"1.5\t2.25\n" * 400)[:40],
+        "samples-x-genes",
+        "not a readable text table",
+    ),
+    (
+        "compressed.tsv.bz2",
+        bz2.compress(b'"A"\t"B"\n1\t2\n'),
+        "samples-x-genes",
+        "bzip2-compressed; expression tables may be plain or gzip (.gz) only",
+    ),
 ]
 
 
@@ -133,8 +188,21 @@ def test_bad_expression_one_line_error_nothing_written(tmp_path, name, content, 
     p.write_bytes(content if isinstance(content, bytes) else content.encode())
     out = tmp_path / "out"
     out.mkdir()
-    rc, err = _cli("genie3", "--expression", p, "--layout", layout, "--out", out / "links.tsv.gz",
-                   "--weights", out / "w.tsv.gz", "--summary", out / "s.json", "--metrics", out / "m.json")
+    rc, err = _cli(
+        "genie3",
+        "--expression",
+        p,
+        "--layout",
+        layout,
+        "--out",
+        out / "links.tsv.gz",
+        "--weights",
+        out / "w.tsv.gz",
+        "--summary",
+        out / "s.json",
+        "--metrics",
+        out / "m.json",
+    )
     assert rc == 1, err
     assert err.startswith(f"chromaflow genie3: error: {p}: ") and err.count("\n") == 1, err
     assert "Traceback" not in err
@@ -153,20 +221,34 @@ def test_expression_path_missing_or_directory(tmp_path, kind):
     assert not (tmp_path / "o.tsv.gz").exists()
 
 
-@pytest.mark.parametrize("content,fragment", [
-    ("TF1\n# comment\n\nNOPE\n", "line 4: regulator 'NOPE' is not a gene of"),
-    ("TF1\nNOPE\nALSO_NOT\n", "line 2: regulator 'NOPE' is not a gene of"),
-    ("TF1\nTF1\n", "line 2: regulator 'TF1' listed twice (first on line 1)"),
-    ("# only comments\n\n", "no regulator names"),
-    ("", "no regulator names"),
-])
+@pytest.mark.parametrize(
+    "content,fragment",
+    [
+        ("TF1\n# comment\n\nNOPE\n", "line 4: regulator 'NOPE' is not a gene of"),
+        ("TF1\nNOPE\nALSO_NOT\n", "line 2: regulator 'NOPE' is not a gene of"),
+        ("TF1\nTF1\n", "line 2: regulator 'TF1' listed twice (first on line 1)"),
+        ("# only comments\n\n", "no regulator names"),
+        ("", "no regulator names"),
+    ],
+)
 def test_bad_regulators_one_line_error(tmp_path, content, fragment):
     r = tmp_path / "regs.txt"
     r.write_text(content)
     out = tmp_path / "out"
     out.mkdir()
-    rc, err = _cli("genie3", "--expression", EXPR, "--layout", "samples-x-genes", "--regulators", r,
-                   "--out", out / "o.tsv.gz", "--metrics", out / "m.json")
+    rc, err = _cli(
+        "genie3",
+        "--expression",
+        EXPR,
+        "--layout",
+        "samples-x-genes",
+        "--regulators",
+        r,
+        "--out",
+        out / "o.tsv.gz",
+        "--metrics",
+        out / "m.json",
+    )
     assert rc == 1 and err.count("\n") == 1 and "Traceback" not in err, err
     assert err.startswith(f"chromaflow genie3: error: {r}: ") and fragment in err, err
     if "ALSO_NOT" in content:
@@ -179,16 +261,18 @@ def test_regulator_that_is_a_sample_label_hints_at_the_layout(tmp_path):
     p.write_text("sample\tA\tB\tC\nS1\t1\t2\t3\nS2\t2\t3\t1\nS3\t3\t1\t2\n")
     r = tmp_path / "regs.txt"
     r.write_text("S2\n")
-    rc, err = _cli("genie3", "--expression", p, "--layout", "samples-x-genes", "--regulators", r,
-                   "--out", tmp_path / "o.tsv.gz")
+    rc, err = _cli(
+        "genie3", "--expression", p, "--layout", "samples-x-genes", "--regulators", r, "--out", tmp_path / "o.tsv.gz"
+    )
     assert rc == 1 and "regulator 'S2' is not a gene" in err and "wrong --layout?" in err
 
 
 NAMED_GENES_X_SAMPLES = "gene\tS1\tS2\tS3\tS4\nTF1\t1\t2\t3\t5\nTF2\t2\t3\t1\t4\nG1\t3\t1\t2\t2\n"
 
 
-@pytest.mark.parametrize("given,other", [("samples-x-genes", "genes-x-samples"),
-                                          ("genes-x-samples", "samples-x-genes")])
+@pytest.mark.parametrize(
+    "given,other", [("samples-x-genes", "genes-x-samples"), ("genes-x-samples", "samples-x-genes")]
+)
 def test_regulators_found_only_among_the_samples_mean_a_swapped_layout(tmp_path, given, other):
     """Both axes carry names, so the matrix reads either way; regulators that are all sample labels and none a gene
     show the layout is swapped: one line naming the layout to use (the matrix is written so that ``other`` is right)."""
@@ -202,11 +286,24 @@ def test_regulators_found_only_among_the_samples_mean_a_swapped_layout(tmp_path,
     rc, err = _cli("genie3", "--expression", p, "--layout", given, "--regulators", r, "--out", tmp_path / "o.tsv.gz")
     assert rc == 1 and err.count("\n") == 1 and "Traceback" not in err, err
     assert err.startswith(f"chromaflow genie3: error: {r}: line 1: regulator 'TF1' is not a gene of {p}"), err
-    assert (f"all 2 regulators are sample labels of it and none is a gene: the layout looks swapped (wrong --layout?); "
-            f"try --layout {other}") in err, err
+    assert (
+        f"all 2 regulators are sample labels of it and none is a gene: the layout looks swapped (wrong --layout?); "
+        f"try --layout {other}"
+    ) in err, err
     assert sorted(x.name for x in tmp_path.iterdir()) == ["named.tsv", "regs.txt"]
-    rc, err = _cli("genie3", "--expression", p, "--layout", other, "--regulators", r, "--n-trees", "5",
-                   "--out", tmp_path / "o.tsv.gz")
+    rc, err = _cli(
+        "genie3",
+        "--expression",
+        p,
+        "--layout",
+        other,
+        "--regulators",
+        r,
+        "--n-trees",
+        "5",
+        "--out",
+        tmp_path / "o.tsv.gz",
+    )
     assert rc == 0, err
 
 
@@ -225,8 +322,10 @@ def _fixture_as(tmp_path, name: str, sep: str, compress: bool) -> Path:
     return p
 
 
-@pytest.mark.parametrize("name,sep,compress", [("e.tsv.gz", "\t", True), ("e.csv", ",", False),
-                                                ("e.csv.gz", ",", True), ("e.txt", ",", False)])
+@pytest.mark.parametrize(
+    "name,sep,compress",
+    [("e.tsv.gz", "\t", True), ("e.csv", ",", False), ("e.csv.gz", ",", True), ("e.txt", ",", False)],
+)
 def test_gzip_and_csv_inputs_give_the_same_links(tmp_path, name, sep, compress):
     p = _fixture_as(tmp_path, name, sep, compress)
     e = expression.read_expression(p, "samples-x-genes")
@@ -275,9 +374,13 @@ def test_count_genes_agrees_with_the_reader(tmp_path):
     labelled = tmp_path / "labelled.tsv"
     rows = EXPR.read_text().splitlines()
     labelled.write_text("\n".join(["sample\t" + rows[0]] + [f"S{i}\t{r}" for i, r in enumerate(rows[1:])]) + "\n")
-    cases = [(EXPR, "samples-x-genes"), (gxs, "genes-x-samples"), (labelled, "samples-x-genes"),
-             (_fixture_as(tmp_path, "e.tsv.gz", "\t", True), "samples-x-genes"),
-             (_fixture_as(tmp_path, "e.csv", ",", False), "samples-x-genes")]
+    cases = [
+        (EXPR, "samples-x-genes"),
+        (gxs, "genes-x-samples"),
+        (labelled, "samples-x-genes"),
+        (_fixture_as(tmp_path, "e.tsv.gz", "\t", True), "samples-x-genes"),
+        (_fixture_as(tmp_path, "e.csv", ",", False), "samples-x-genes"),
+    ]
     for p, layout in cases:
         assert expression.count_genes(p, layout) == len(expression.read_expression(p, layout).genes) == 20, p
     with pytest.raises(ChromaflowError, match="the first column holds numbers"):
@@ -292,13 +395,26 @@ def test_constant_genes_cli_warns_and_scores_zero(tmp_path):
     are 0, as a regulator it is never split on (0 outgoing); one warning line per constant target."""
     rows = [line.split("\t") for line in EXPR.read_text().splitlines()]
     for r in rows[1:]:
-        r[7] = "0.5"     # G3 constant
-        r[0] = "1"       # TF1 constant (a regulator)
+        r[7] = "0.5"  # G3 constant
+        r[0] = "1"  # TF1 constant (a regulator)
     p = tmp_path / "const.tsv"
     p.write_text("\n".join("\t".join(r) for r in rows) + "\n")
     w = tmp_path / "w.tsv.gz"
-    rc, err = _cli("genie3", "--expression", p, "--layout", "samples-x-genes", "--regulators", REGS,
-                   "--n-trees", "30", "--out", tmp_path / "o.tsv.gz", "--weights", w)
+    rc, err = _cli(
+        "genie3",
+        "--expression",
+        p,
+        "--layout",
+        "samples-x-genes",
+        "--regulators",
+        REGS,
+        "--n-trees",
+        "30",
+        "--out",
+        tmp_path / "o.tsv.gz",
+        "--weights",
+        w,
+    )
     assert rc == 0, err
     warnings = [line for line in err.splitlines() if "constant across samples" in line]
     assert [("'TF1'" in x, "'G3'" in x) for x in warnings] == [(True, False), (False, True)]
@@ -306,9 +422,9 @@ def test_constant_genes_cli_warns_and_scores_zero(tmp_path):
         table = [line.rstrip("\n").split("\t") for line in fh]
     genes = table[0][1:]
     W = {row[0]: np.array(row[1:], dtype=float) for row in table[1:]}
-    assert np.all(W["TF1"] == 0)                                   # never split on
-    assert all(W[r][genes.index("G3")] == 0 for r in W)           # a constant target gets nothing
-    assert W["TF2"][genes.index("G5")] > 0                        # the others are scored
+    assert np.all(W["TF1"] == 0)  # never split on
+    assert all(W[r][genes.index("G3")] == 0 for r in W)  # a constant target gets nothing
+    assert W["TF2"][genes.index("G5")] > 0  # the others are scored
 
 
 def test_bad_options(tmp_path, capsys):
@@ -329,7 +445,7 @@ def test_links_format_ranked_and_recovers_fixture_network(tmp_path):
     vals = [float(v) for _, _, v in body]
     assert vals == sorted(vals, reverse=True)
     gold = {tuple(line.split("\t")[:2]) for line in (FIX / "gold.tsv").read_text().splitlines()}
-    top = {(a, b) for a, b, _ in body[:len(gold)]}
+    top = {(a, b) for a, b, _ in body[: len(gold)]}
     assert len(top & gold) >= 0.6 * len(gold)  # the simulated edges dominate the top of the list
     w = read_links(tmp_path / "w.tsv.gz")
     assert w[0][0] == "regulator" and len(w) == 6 and len(w[0]) == 21
@@ -347,17 +463,51 @@ def test_deterministic_and_thread_independent(tmp_path):
 @pytest.mark.parametrize("engine", ["fast", "sklearn"])
 def test_chunked_merge_is_byte_identical(tmp_path, engine):
     common = ["--engine", engine, "--n-trees", "20"]
-    assert main(base(tmp_path, *common, "--weights", str(tmp_path / "w1.tsv.gz"),
-                     "--summary", str(tmp_path / "s1.json"), "--plot", str(tmp_path / "p1.png"), out="single.tsv.gz")) == 0
+    assert (
+        main(
+            base(
+                tmp_path,
+                *common,
+                "--weights",
+                str(tmp_path / "w1.tsv.gz"),
+                "--summary",
+                str(tmp_path / "s1.json"),
+                "--plot",
+                str(tmp_path / "p1.png"),
+                out="single.tsv.gz",
+            )
+        )
+        == 0
+    )
     parts = []
     for i in (1, 2, 3):
         parts.append(str(tmp_path / f"part{i}.npz"))
         assert main(base(tmp_path, *common, "--targets-chunk", f"{i}/3", out=f"part{i}.npz")) == 0
-    assert main(["genie3-merge", "--out", str(tmp_path / "merged.tsv.gz"), "--weights", str(tmp_path / "w2.tsv.gz"),
-                 "--summary", str(tmp_path / "s2.json"), "--plot", str(tmp_path / "p2.png"),
-                 "--metrics", str(tmp_path / "m.json"), *reversed(parts)]) == 0
-    for a, b in (("single.tsv.gz", "merged.tsv.gz"), ("w1.tsv.gz", "w2.tsv.gz"), ("s1.json", "s2.json"),
-                 ("p1.png", "p2.png")):
+    assert (
+        main(
+            [
+                "genie3-merge",
+                "--out",
+                str(tmp_path / "merged.tsv.gz"),
+                "--weights",
+                str(tmp_path / "w2.tsv.gz"),
+                "--summary",
+                str(tmp_path / "s2.json"),
+                "--plot",
+                str(tmp_path / "p2.png"),
+                "--metrics",
+                str(tmp_path / "m.json"),
+                *reversed(parts),
+            ]
+        )
+        == 0
+    )
+    for a, b in (
+        ("single.tsv.gz", "merged.tsv.gz"),
+        ("w1.tsv.gz", "w2.tsv.gz"),
+        ("s1.json", "s2.json"),
+        ("p1.png", "p2.png"),
+    ):
         assert (tmp_path / a).read_bytes() == (tmp_path / b).read_bytes(), a
     m = json.loads((tmp_path / "m.json").read_text())
     assert m["stage"] == "genie3-merge" and m["targets"] == 20 and m["parts"] == 3
@@ -382,8 +532,26 @@ def test_merge_rejects_bad_part_sets(tmp_path, capsys):
 
 def test_summary_plot_metrics(tmp_path):
     w = tmp_path / "w.tsv.gz"
-    assert main(base(tmp_path, "--summary", str(tmp_path / "s.json"), "--plot", str(tmp_path / "p.png"),
-                     "--top", "10", "--metrics", str(tmp_path / "m.json"), "--weights", str(w), "--threads", "2")) == 0
+    assert (
+        main(
+            base(
+                tmp_path,
+                "--summary",
+                str(tmp_path / "s.json"),
+                "--plot",
+                str(tmp_path / "p.png"),
+                "--top",
+                "10",
+                "--metrics",
+                str(tmp_path / "m.json"),
+                "--weights",
+                str(w),
+                "--threads",
+                "2",
+            )
+        )
+        == 0
+    )
     listed = read_links(tmp_path / "links.tsv.gz")[1:]
     with gzip.open(w, "rt") as fh:
         table = [line.rstrip("\n").split("\t") for line in fh]
@@ -398,8 +566,9 @@ def test_summary_plot_metrics(tmp_path):
     deg: dict[str, int] = {}
     for a, _, _ in listed[:10]:
         deg[a] = deg.get(a, 0) + 1
-    assert [(d["regulator"], d["out_degree"]) for d in s["top_regulators_by_out_degree_in_top_n"]] == \
-        sorted(deg.items(), key=lambda kv: (-kv[1], kv[0]))
+    assert [(d["regulator"], d["out_degree"]) for d in s["top_regulators_by_out_degree_in_top_n"]] == sorted(
+        deg.items(), key=lambda kv: (-kv[1], kv[0])
+    )
     assert s["top_n_min_importance"] == pytest.approx(float(listed[9][2]), rel=1e-8)
     tot = {r: W[i][off[i]].sum() for i, r in enumerate(regs)}
     assert [d["regulator"] for d in s["top_regulators_by_total_weight"]] == sorted(tot, key=lambda r: (-tot[r], r))
@@ -407,16 +576,28 @@ def test_summary_plot_metrics(tmp_path):
         assert d["total_weight"] == pytest.approx(tot[d["regulator"]], rel=1e-7)
     for q, v in s["importance_quantiles"].items():
         assert v == pytest.approx(np.quantile(W[off], float(q)), rel=1e-7)
-    assert s["options"] == {"tree_method": "RF", "max_features": "sqrt", "n_trees": 50, "seed": 0, "engine": "fast",
-                            "importance": "unnormalised"}
+    assert s["options"] == {
+        "tree_method": "RF",
+        "max_features": "sqrt",
+        "n_trees": 50,
+        "seed": 0,
+        "engine": "fast",
+        "importance": "unnormalised",
+    }
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     m = json.loads((tmp_path / "m.json").read_text())
     assert (m["stage"], m["genes"], m["samples"], m["regulators"], m["targets"]) == ("genie3", 20, 30, 5, 20)
-    assert (m["trees"], m["engine"], m["engine_requested"], m["tree_method"], m["threads"]) == (50, "fast", "fast", "RF", 2)
+    assert (m["trees"], m["engine"], m["engine_requested"], m["tree_method"], m["threads"]) == (
+        50,
+        "fast",
+        "fast",
+        "RF",
+        2,
+    )
     assert (m["max_features"], m["seed"], m["chunk"], m["constant_targets"]) == ("sqrt", 0, None, 0)
     assert m["importance"] == "unnormalised"
     assert 0 < m["compute_s"] <= m["wall_s"] and m["cpu_s"] > 0
-    assert 0 < m["compute_cpu_s"] <= m["cpu_s"]   # tree growing's CPU (the scale stage's cost model)
+    assert 0 < m["compute_cpu_s"] <= m["cpu_s"]  # tree growing's CPU (the scale stage's cost model)
     assert m["targets_per_s"] == pytest.approx(20 / m["compute_s"], rel=1e-3)
     assert 10e6 < m["peak_rss_bytes"] < 4e9
 
@@ -424,8 +605,8 @@ def test_summary_plot_metrics(tmp_path):
 def test_constant_genes(tmp_path, capsys):
     e = expression.read_expression(EXPR, "samples-x-genes")
     vals = e.values.copy()
-    vals[0] = 0.5   # TF1 constant (regulator: never split on)
-    vals[7] = 1.0   # G3 constant (target: all-zero column + warning)
+    vals[0] = 0.5  # TF1 constant (regulator: never split on)
+    vals[7] = 1.0  # G3 constant (target: all-zero column + warning)
     for engine in ("fast", "sklearn"):
         W, info = compute_weights(vals, e.genes, np.arange(5), np.arange(20), Options(n_trees=100, engine=engine), 1)
         assert info["constant_targets"] == ["TF1", "G3"]  # TF1 is a target too
@@ -468,11 +649,14 @@ def test_kernel_bytes_do_not_depend_on_build_simd_or_threads():
     from chromaflow.genie3 import fast
 
     rng = np.random.default_rng(11)
-    X300 = np.round(rng.normal(size=(40, 300)), 2).astype(np.float32)   # 2 decimals: many near-ties
+    X300 = np.round(rng.normal(size=(40, 300)), 2).astype(np.float32)  # 2 decimals: many near-ties
     X30 = expression.read_expression(EXPR, "samples-x-genes").values
     base = fast.load_kernel()
-    variants = [fast.load_kernel(("-DGENIE3_NO_SIMD",)), fast.load_kernel(("-O0",)),
-                fast.load_kernel(("-DSUMMARY_ABOVE_WORDS=2",))]
+    variants = [
+        fast.load_kernel(("-DGENIE3_NO_SIMD",)),
+        fast.load_kernel(("-O0",)),
+        fast.load_kernel(("-DSUMMARY_ABOVE_WORDS=2",)),
+    ]
     for X in (X300, X30):
         for method, imp in (("RF", "unnormalised"), ("RF", "tree-normalised"), ("ET", "unnormalised")):
             ref = _kernel_weights(base, X, method=method, importance=imp)
@@ -531,8 +715,9 @@ def test_layout_warning_when_labelled_rows_outnumber_gene_columns(tmp_path, caps
     e = expression.read_expression(p, "samples-x-genes")  # cannot be proven wrong: warn, do not fail
     assert e.n_genes == 10
     assert capsys.readouterr().err == ""  # the reader returns the warning; the CLIs print it
-    assert e.warnings == [f"{p}: 40 labelled rows (samples) but only 10 gene columns; if rows are genes use "
-                          f"--layout genes-x-samples"]
+    assert e.warnings == [
+        f"{p}: 40 labelled rows (samples) but only 10 gene columns; if rows are genes use --layout genes-x-samples"
+    ]
     assert expression.read_expression(p, "genes-x-samples").warnings == []
     assert expression.read_expression(p, "genes-x-samples").n_genes == 40
     for argv in (["genie3-plan"], ["genie3", "--n-trees", "2", "--out", tmp_path / "l.tsv.gz"]):
@@ -542,8 +727,12 @@ def test_layout_warning_when_labelled_rows_outnumber_gene_columns(tmp_path, caps
 
 def test_max_links_is_the_head_of_the_full_list(tmp_path):
     assert main(base(tmp_path, out="all.tsv.gz")) == 0
-    assert main(base(tmp_path, "--max-links", "17", "--summary", str(tmp_path / "s.json"), "--top", "30",
-                     out="head.tsv.gz")) == 0
+    assert (
+        main(
+            base(tmp_path, "--max-links", "17", "--summary", str(tmp_path / "s.json"), "--top", "30", out="head.tsv.gz")
+        )
+        == 0
+    )
     full, head = read_links(tmp_path / "all.tsv.gz"), read_links(tmp_path / "head.tsv.gz")
     assert head == full[:18]
     s = json.loads((tmp_path / "s.json").read_text())
@@ -576,8 +765,8 @@ def test_ranked_links_match_a_lexsort_of_the_specification(native, block, monkey
         R, T = int(rng.integers(1, 40)), int(rng.integers(1, 60))
         W = adversarial_weights(rng, R, T)
         G = max(R, T) + int(rng.integers(0, 4))
-        names = [f"g{int(rng.integers(0, 10 ** 6))}_{k}" for k in range(G)]
-        reg_idx = rng.choice(G, R, replace=False)      # unsorted: name order differs from index order
+        names = [f"g{int(rng.integers(0, 10**6))}_{k}" for k in range(G)]
+        reg_idx = rng.choice(G, R, replace=False)  # unsorted: name order differs from index order
         tgt_idx = rng.choice(G, T, replace=False) if trial % 4 else np.sort(rng.choice(G, T, replace=False))
         rn, tn = [names[k] for k in reg_idx], [names[k] for k in tgt_idx]
         for limit in (0, 1, 7, int(rng.integers(1, R * T + 2))):
@@ -595,7 +784,7 @@ def test_max_links_candidates_need_no_copy_of_the_matrix(monkeypatch):
     rng = np.random.default_rng(11)
     monkeypatch.setattr(links, "LIMIT_BLOCK", 1000)
     for case in range(3):
-        flat = np.round(rng.random(20_000), 3)          # many ties
+        flat = np.round(rng.random(20_000), 3)  # many ties
         if case == 2:
             flat[rng.integers(0, flat.size, 50)] = np.nan
         flat[[0, -1][case % 2]] = 2.0 + case
@@ -620,15 +809,38 @@ def test_link_writer_bytes_match_python_formatting(tmp_path, monkeypatch):
     if links.links_kernel() is None:
         pytest.skip("no C compiler")
     rng = np.random.default_rng(3)
-    edge = [0.0, -0.0, 1e-4, 9.99999999e-5, 0.0001, 123456789.0, 1234567890.0, 999999999.5, 1234567885.0,
-            1234567895.0, 0.5, 2.5e-7, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 1 / 3, 2 / 3,
-            0.1, 1e16, 1e-5, 12345678.85, 0.00012345678950000001, -7.25]
-    vals = np.concatenate([edge, rng.random(3000) * 10.0 ** rng.integers(-12, 12, 3000),
-                           np.nextafter(np.round(rng.random(500), 9), 2.0)])
+    edge = [
+        0.0,
+        -0.0,
+        1e-4,
+        9.99999999e-5,
+        0.0001,
+        123456789.0,
+        1234567890.0,
+        999999999.5,
+        1234567885.0,
+        1234567895.0,
+        0.5,
+        2.5e-7,
+        5e-324,
+        2.2250738585072014e-308,
+        1.7976931348623157e308,
+        1 / 3,
+        2 / 3,
+        0.1,
+        1e16,
+        1e-5,
+        12345678.85,
+        0.00012345678950000001,
+        -7.25,
+    ]
+    vals = np.concatenate(
+        [edge, rng.random(3000) * 10.0 ** rng.integers(-12, 12, 3000), np.nextafter(np.round(rng.random(500), 9), 2.0)]
+    )
     R = 40
     T = -(-len(vals) // R)
     W = np.zeros(R * T)
-    W[:len(vals)] = vals
+    W[: len(vals)] = vals
     W = W.reshape(R, T)
     reg = [f"TF{k}_α" for k in range(R)]
     tgt = [f"gene{k}-β" for k in range(T)]
@@ -677,8 +889,12 @@ def test_same_bytes_under_other_numeric_kernels(tmp_path):
             out = tmp_path / f"{name}-{imp}.tsv.gz"
             argv = base(tmp_path, "--importance", imp, "--threads", "2")
             argv[argv.index("--out") + 1] = str(out)
-            r = subprocess.run([sys.executable, "-m", "chromaflow", *argv], env=kernel_variants.env(extra),
-                               capture_output=True, text=True)
+            r = subprocess.run(
+                [sys.executable, "-m", "chromaflow", *argv],
+                env=kernel_variants.env(extra),
+                capture_output=True,
+                text=True,
+            )
             assert r.returncode == 0, r.stderr
             got = out.read_bytes()
             assert ref.setdefault(imp, got) == got, f"{imp} links differ under {name} ({extra})"

@@ -8,6 +8,7 @@ AUROC/AUPR. Over the 5 networks x 2 seeds the mean must be within 0.007 AUPR / 0
 mean: the mean of one 5-network run of ours varies by sd 0.0020 AUPR from seed to seed (12 seeds measured),
 so a correct engine fails with probability < 1e-3, while a systematic loss of 0.01 AUPR fails.
 """
+
 from __future__ import annotations
 
 
@@ -22,6 +23,7 @@ from chromaflow.genie3.core import Options, compute_weights
 @pytest.fixture(scope="module", autouse=True)
 def _kernel(genie3_kernel):
     """Every test here needs the fast engine's kernel (tests/genie3/conftest.py)."""
+
 
 def _anchors(reference_dir, method="reference GENIE3"):
     """{net: (AUROC, AUPR)} of `method` at 1000 trees, read from the per-network table of ANCHORS.md (in place:
@@ -57,8 +59,14 @@ def test_fast_engine_matches_reference_accuracy(reference_dir):
         expr, gold = _load(reference_dir, net)
         assert expr.genes == [f"G{i}" for i in range(1, 101)]
         for seed in (net, net + 10):
-            W, _ = compute_weights(expr.values, expr.genes, np.arange(100), np.arange(100),
-                                   Options(n_trees=1000, seed=seed, engine="fast"), threads=2)
+            W, _ = compute_weights(
+                expr.values,
+                expr.genes,
+                np.arange(100),
+                np.arange(100),
+                Options(n_trees=1000, seed=seed, engine="fast"),
+                threads=2,
+            )
             auroc, ap = _score(W, gold, expr.genes)
             assert abs(auroc - ANCHOR[net][0]) <= 0.02, (net, seed, auroc)
             assert abs(ap - ANCHOR[net][1]) <= 0.02, (net, seed, ap)
@@ -104,8 +112,9 @@ def test_tree_normalised_importance_is_scikit_learns(reference_dir, engine):
     expr, _ = _load(reference_dir, 1)
     targets = np.arange(0, 100, 20)
     opts = dict(n_trees=1000, seed=3, engine=engine)
-    tn = compute_weights(expr.values, expr.genes, np.arange(100), targets,
-                         Options(importance="tree-normalised", **opts), 2)[0]
+    tn = compute_weights(
+        expr.values, expr.genes, np.arange(100), targets, Options(importance="tree-normalised", **opts), 2
+    )[0]
     np.testing.assert_allclose(tn.sum(axis=0), 1.0, rtol=1e-12)
     un = compute_weights(expr.values, expr.genes, np.arange(100), targets, Options(**opts), 2)[0]
     assert not np.allclose(un.sum(axis=0), 1.0, atol=1e-3)
@@ -113,8 +122,14 @@ def test_tree_normalised_importance_is_scikit_learns(reference_dir, engine):
     mask[targets, np.arange(len(targets))] = False
     assert spearmanr(tn[mask], un[mask])[0] > 0.99
     if engine == "fast":
-        sk = compute_weights(expr.values, expr.genes, np.arange(100), targets,
-                             Options(importance="tree-normalised", n_trees=1000, seed=3, engine="sklearn"), 2)[0]
+        sk = compute_weights(
+            expr.values,
+            expr.genes,
+            np.arange(100),
+            targets,
+            Options(importance="tree-normalised", n_trees=1000, seed=3, engine="sklearn"),
+            2,
+        )[0]
         assert spearmanr(sk[mask], tn[mask])[0] > 0.9
 
 
@@ -127,8 +142,14 @@ def test_max_features_means_what_scikit_learn_means(reference_dir):
     targets = np.arange(0, 100, 10)
 
     def top3(engine, mf):
-        W = compute_weights(expr.values, expr.genes, np.arange(100), targets,
-                            Options(n_trees=200, seed=4, engine=engine, max_features=mf), 2)[0]
+        W = compute_weights(
+            expr.values,
+            expr.genes,
+            np.arange(100),
+            targets,
+            Options(n_trees=200, seed=4, engine=engine, max_features=mf),
+            2,
+        )[0]
         return float((np.sort(W, axis=0)[::-1][:3].sum(axis=0) / W.sum(axis=0)).mean())
 
     shares = []
@@ -139,8 +160,9 @@ def test_max_features_means_what_scikit_learn_means(reference_dir):
     assert shares[0] * 1.5 < shares[1] and shares[1] * 1.3 < shares[2], shares
 
 
-def _forest_z_scores(reference_dir, net, targets, fast_max_features="sqrt", sk_trees=2000, fast_forests=20,
-                     fast_trees=500):
+def _forest_z_scores(
+    reference_dir, net, targets, fast_max_features="sqrt", sk_trees=2000, fast_forests=20, fast_trees=500
+):
     """Per (regulator, target): (scikit-learn's mean importance - the fast engine's) / its standard error.
     scikit-learn: one forest of `sk_trees`, the error from its per-tree importances; fast: `fast_forests`
     forests of `fast_trees` (seeds 1000...), the error from their spread. Also returns, over each target's 5
@@ -150,16 +172,32 @@ def _forest_z_scores(reference_dir, net, targets, fast_max_features="sqrt", sk_t
     from chromaflow.genie3.skengine import fit_forest, tree_unnormalised_mdi
 
     expr, _ = _load(reference_dir, net)
-    F = np.stack([compute_weights(expr.values, expr.genes, np.arange(100), targets,
-                                  Options(n_trees=fast_trees, seed=1000 + s, engine="fast",
-                                          max_features=fast_max_features), 2)[0]
-                  for s in range(fast_forests)])
+    F = np.stack(
+        [
+            compute_weights(
+                expr.values,
+                expr.genes,
+                np.arange(100),
+                targets,
+                Options(n_trees=fast_trees, seed=1000 + s, engine="fast", max_features=fast_max_features),
+                2,
+            )[0]
+            for s in range(fast_forests)
+        ]
+    )
     z, v_fast, v_iid = [], 0.0, 0.0
     for t, j in enumerate(targets):
         keep = np.flatnonzero(np.arange(100) != j)
         x = expr.values[j].astype(np.float64)
-        rf = fit_forest(np.ascontiguousarray(expr.values[keep].T), x / np.std(x), sk_trees,
-                        resolve_k("sqrt", keep.size), "RF", random_state=int(j), n_jobs=2)
+        rf = fit_forest(
+            np.ascontiguousarray(expr.values[keep].T),
+            x / np.std(x),
+            sk_trees,
+            resolve_k("sqrt", keep.size),
+            "RF",
+            random_state=int(j),
+            n_jobs=2,
+        )
         per = np.stack(list(tree_unnormalised_mdi(rf, keep.size)))
         f = F[:, keep, t]
         se2 = per.var(axis=0, ddof=1) / per.shape[0] + f.var(axis=0, ddof=1) / f.shape[0]
@@ -183,8 +221,11 @@ def test_fast_importances_are_unbiased_estimates_of_scikit_learns(reference_dir)
     AUPR differences between us and arboreto (~0.002) are then seed noise and the importance normalisation,
     not a different forest."""
     z, var_ratio = _forest_z_scores(reference_dir, 3, np.array([5, 30, 55, 80]))
-    assert abs(z.mean()) < 0.25 and 0.8 < z.std() < 1.3 and (np.abs(z) > 4).sum() <= 2, \
-        (z.mean(), z.std(), (np.abs(z) > 4).sum())
+    assert abs(z.mean()) < 0.25 and 0.8 < z.std() < 1.3 and (np.abs(z) > 4).sum() <= 2, (
+        z.mean(),
+        z.std(),
+        (np.abs(z) > 4).sum(),
+    )
     # ... and with less noise where it matters: the balanced root candidates (kernel v9) make the strongest
     # regulators' importances vary less than independent trees' would (measured 0.4-0.7; kernel v8 without the
     # balance: 1.0-1.15). The z-scores above use the fast engine's own spread, so they stay standard normal.

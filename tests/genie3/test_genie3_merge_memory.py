@@ -1,6 +1,7 @@
 """genie3-merge at genome scale (issue 30 §2): the streamed --max-links merge gives the head of the full ranking
 (ties, self-links, name order), damaged parts are refused, and memory is bounded structurally (tracemalloc), not
 by the matrix size."""
+
 from __future__ import annotations
 
 import json
@@ -27,10 +28,18 @@ def _write_parts(tmp, W, genes, reg_idx, chunks, tag="p"):
     paths = []
     for i in range(1, chunks + 1):
         lo, hi = part_bounds(i, chunks, T)
-        meta = {"genes": genes, "regulators": [int(x) for x in reg_idx], "targets": list(range(lo, hi)),
-                "n_targets_total": T, "target_range": [lo, hi], "chunk": [i, chunks],
-                "options": {"n_trees": 1, "engine": "fast"}, "fingerprint": "x", "samples": 3,
-                "constant_targets": []}
+        meta = {
+            "genes": genes,
+            "regulators": [int(x) for x in reg_idx],
+            "targets": list(range(lo, hi)),
+            "n_targets_total": T,
+            "target_range": [lo, hi],
+            "chunk": [i, chunks],
+            "options": {"n_trees": 1, "engine": "fast"},
+            "fingerprint": "x",
+            "samples": 3,
+            "constant_targets": [],
+        }
         p = tmp / f"{tag}{i}.npz"
         write_part(p, W[:, lo:hi], meta)
         paths.append(str(p))
@@ -46,14 +55,14 @@ def test_streamed_top_links_equal_a_full_sort_with_ties_and_self_links(tmp_path)
     for trial in range(12):
         R, T = int(rng.integers(2, 25)), int(rng.integers(25, 60))
         W = adversarial_weights(rng, R, T)
-        names = [f"g{int(rng.integers(0, 10 ** 6))}_{k}" for k in range(T)]
-        reg_idx = rng.choice(T, R, replace=False)       # regulators are targets too: self-links exist
-        W[np.arange(R), reg_idx] = W.max() + 1.0          # ... and are the largest values (must be skipped)
+        names = [f"g{int(rng.integers(0, 10**6))}_{k}" for k in range(T)]
+        reg_idx = rng.choice(T, R, replace=False)  # regulators are targets too: self-links exist
+        W[np.arange(R), reg_idx] = W.max() + 1.0  # ... and are the largest values (must be skipped)
         tgt_idx = np.arange(T)
         rn, tn = [names[k] for k in reg_idx], names
         chunks = int(rng.integers(1, 6))
         paths = _write_parts(tmp_path, W, names, reg_idx, chunks, tag=f"t{trial}_")
-        zero_cut = int(np.count_nonzero(W > 0))           # a limit that ends inside the run of tied zeros
+        zero_cut = int(np.count_nonzero(W > 0))  # a limit that ends inside the run of tied zeros
         for limit in (1, 3, 17, max(1, zero_cut - 3), R * T - R, R * T + 5):
             _, rows, cols, vals = merge_top_links(paths, limit)
             want_r, want_c = lexsort_reference(W, rn, tn, reg_idx, tgt_idx, limit)
@@ -70,8 +79,21 @@ def test_streamed_merge_is_the_single_runs_head(tmp_path):
     for i in (1, 2, 3):
         parts.append(str(tmp_path / f"part{i}.npz"))
         assert main(base(tmp_path, "--n-trees", "10", "--targets-chunk", f"{i}/3", out=f"part{i}.npz")) == 0
-    assert main(["genie3-merge", "--max-links", "23", "--out", str(tmp_path / "merged.tsv.gz"),
-                 "--metrics", str(tmp_path / "m.json"), *parts]) == 0
+    assert (
+        main(
+            [
+                "genie3-merge",
+                "--max-links",
+                "23",
+                "--out",
+                str(tmp_path / "merged.tsv.gz"),
+                "--metrics",
+                str(tmp_path / "m.json"),
+                *parts,
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "single.tsv.gz").read_bytes() == (tmp_path / "merged.tsv.gz").read_bytes()
     assert json.loads((tmp_path / "m.json").read_text())["streamed"] is True
 
@@ -104,13 +126,15 @@ def test_streamed_merge_memory_is_bounded_by_a_part_not_the_matrix(tmp_path):
     dense = R * T * 8
     # measured in a fresh interpreter: tracemalloc counts every thread of the process, and a pytest worker may have
     # others allocating meanwhile (one suite run saw 11 MB here against 0.9 MB alone)
-    code = ("import json, sys, tracemalloc\n"
-            "from chromaflow.genie3.cli_merge import merge_parts, merge_top_links\n"
-            "paths = sys.argv[1:]\n"
-            "tracemalloc.start(); _, rows, cols, vals = merge_top_links(paths, 2000)\n"
-            "streamed = tracemalloc.get_traced_memory()[1]; tracemalloc.stop()\n"
-            "tracemalloc.start(); merge_parts(paths); full = tracemalloc.get_traced_memory()[1]; tracemalloc.stop()\n"
-            "print(json.dumps({'streamed': streamed, 'full': full, 'n': len(rows), 'top': float(vals[0])}))\n")
+    code = (
+        "import json, sys, tracemalloc\n"
+        "from chromaflow.genie3.cli_merge import merge_parts, merge_top_links\n"
+        "paths = sys.argv[1:]\n"
+        "tracemalloc.start(); _, rows, cols, vals = merge_top_links(paths, 2000)\n"
+        "streamed = tracemalloc.get_traced_memory()[1]; tracemalloc.stop()\n"
+        "tracemalloc.start(); merge_parts(paths); full = tracemalloc.get_traced_memory()[1]; tracemalloc.stop()\n"
+        "print(json.dumps({'streamed': streamed, 'full': full, 'n': len(rows), 'top': float(vals[0])}))\n"
+    )
     p = subprocess.run([sys.executable, "-c", code, *map(str, paths)], capture_output=True, text=True, check=True)
     got = json.loads(p.stdout)
     assert got["n"] == 2000 and got["top"] == max(W[i, j] for i in range(R) for j in range(T) if i != j)
@@ -127,8 +151,11 @@ def test_summary_values_in_place_match_a_copy_without_one():
     reg_idx = rng.choice(T, R, replace=False)
     tgt_idx = np.arange(T)
     want = W[~links.self_mask(reg_idx, tgt_idx)]
-    plain = {"edges": len(want), "edges_nonzero": int(np.count_nonzero(want > 0)),
-             "importance_quantiles": {q: float(np.quantile(want, float(q))) for q in ("0.5", "0.9", "0.99")}}
+    plain = {
+        "edges": len(want),
+        "edges_nonzero": int(np.count_nonzero(want > 0)),
+        "importance_quantiles": {q: float(np.quantile(want, float(q))) for q in ("0.5", "0.9", "0.99")},
+    }
     Wc = W.copy()
     tracemalloc.start()
     vals = nonself_values(Wc, reg_idx, tgt_idx, consume=True)
@@ -137,5 +164,5 @@ def test_summary_values_in_place_match_a_copy_without_one():
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert same and doc == plain
-    assert peak < W.nbytes / 4, (peak, W.nbytes)   # a copy would be W.nbytes; the mask alone W.nbytes / 8
+    assert peak < W.nbytes / 4, (peak, W.nbytes)  # a copy would be W.nbytes; the mask alone W.nbytes / 8
     assert np.array_equal(nonself_values(W, reg_idx, tgt_idx, consume=False), want)  # the copying path

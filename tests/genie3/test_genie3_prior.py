@@ -1,4 +1,5 @@
 """genie3 --prior (iRafNet's weighted split candidates), order invariance and --repeats (issue 29, parts 3-5)."""
+
 from __future__ import annotations
 
 import gzip
@@ -32,8 +33,19 @@ def expr():
 
 
 def _genie3(tmp, *extra, expr_path=EXPR, regs=REGS, out="links.tsv.gz", trees=40, check=True):
-    args = ["genie3", "--expression", expr_path, "--layout", "samples-x-genes", "--n-trees", trees,
-            "--out", tmp / out, "--threads", "1"]
+    args = [
+        "genie3",
+        "--expression",
+        expr_path,
+        "--layout",
+        "samples-x-genes",
+        "--n-trees",
+        trees,
+        "--out",
+        tmp / out,
+        "--threads",
+        "1",
+    ]
     if regs is not None:
         args += ["--regulators", regs]
     return run_in_process(*map(str, args), *map(str, extra), check=check)
@@ -73,9 +85,9 @@ def test_link_function_is_diogenes():
         assert link_points(a) == pytest.approx((1 - s, 1 - a, 1 + s))
         assert weights_of(np.array([0.0, 0.5, 1.0]), a) == pytest.approx([1 - s, 1 - a, 1 + s])
         assert weights_of(np.array([0.75]), a)[0] == pytest.approx(((1 - a) + (1 + s)) / 2)
-    assert set(quantise(weights_of(np.array([0, 0.3, 0.5, 1]), 0.0)).tolist()) == {1 << 30}   # alpha 0: all equal
+    assert set(quantise(weights_of(np.array([0, 0.3, 0.5, 1]), 0.0)).tolist()) == {1 << 30}  # alpha 0: all equal
     assert quantise(weights_of(np.array([0.0, 0.5, 1.0]), 1.0)).tolist() == [0, 0, 2 << 30]  # alpha 1: only pi=1
-    assert quantise(np.array([1e-12]))[0] == 1   # a positive weight never rounds to "never drawn"
+    assert quantise(np.array([1e-12]))[0] == 1  # a positive weight never rounds to "never drawn"
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -84,7 +96,7 @@ def test_both_layouts_and_compression_read_the_same(tmp_path, expr):
     ref = read_prior(_write_long(tmp_path / "p.tsv", rows), expr.genes)
     assert ref.layout == "long" and ref.ignored == 0
     got = {(int(r), int(t)): float(v) for r, t, v in zip(ref.reg, ref.tgt, ref.pi)}
-    assert got[(expr.genes.index("TF3"), 0)] == 0.5              # NA -> 0.5
+    assert got[(expr.genes.index("TF3"), 0)] == 0.5  # NA -> 0.5
     assert got[(0, 5)] == 1.0 and got[(0, 15)] == 0.0
     gz = read_prior(_write_long(tmp_path / "p.csv.gz", rows, sep=",", gz=True), expr.genes)
     assert gz.layout == "long"
@@ -92,13 +104,14 @@ def test_both_layouts_and_compression_read_the_same(tmp_path, expr):
     # the same prior as a targets x regulators matrix (TF4's column empty = 0.5)
     cols = ["TF1", "TF2", "TF3", "TF4", "TF5"]
     val = {(r, t): p for r, t, p, _, _ in rows}
-    lines = ["\t" + "\t".join(cols)] + [g + "\t" + "\t".join(str(val.get((c, g), "")) for c in cols)
-                                        for g in expr.genes]
+    lines = ["\t" + "\t".join(cols)] + [
+        g + "\t" + "\t".join(str(val.get((c, g), "")) for c in cols) for g in expr.genes
+    ]
     (tmp_path / "m.tsv").write_text("\n".join(lines) + "\n")
     mat = read_prior(tmp_path / "m.tsv", expr.genes)
     assert mat.layout == "matrix"
     got_m = {(int(r), int(t)): float(v) for r, t, v in zip(mat.reg, mat.tgt, mat.pi)}
-    assert got_m == {k: v for k, v in got.items() if v != 0.5}   # the matrix keeps only cells other than 0.5
+    assert got_m == {k: v for k, v in got.items() if v != 0.5}  # the matrix keeps only cells other than 0.5
     # and the links are the same bytes from either layout
     _genie3(tmp_path, "--prior", tmp_path / "p.tsv", "--prior-alpha", "0.5", "--prior-check", "off", out="a.tsv.gz")
     _genie3(tmp_path, "--prior", tmp_path / "m.tsv", "--prior-alpha", "0.5", "--prior-check", "off", out="b.tsv.gz")
@@ -137,14 +150,17 @@ def test_bad_prior_is_one_line_and_writes_nothing(tmp_path, case):
     assert_nothing_left(out)
 
 
-@pytest.mark.parametrize("extra,needles", [
-    (["--prior-alpha", "0.5"], ("--prior-alpha needs --prior",)),
-    (["--prior", "{p}", "--prior-alpha", "1.5"], ("must be in [0, 1]",)),
-    (["--prior", "{p}", "--prior-alpha", "0.5", "--engine", "sklearn"], ("needs --engine fast",)),
-    (["--prior", "{missing}"], ("prior file not found",)),
-    (["--repeats", "0"], ("--repeats must be >= 1",)),
-    (["--repeats", "3", "--top", "0"], ("--top >= 1",)),
-])
+@pytest.mark.parametrize(
+    "extra,needles",
+    [
+        (["--prior-alpha", "0.5"], ("--prior-alpha needs --prior",)),
+        (["--prior", "{p}", "--prior-alpha", "1.5"], ("must be in [0, 1]",)),
+        (["--prior", "{p}", "--prior-alpha", "0.5", "--engine", "sklearn"], ("needs --engine fast",)),
+        (["--prior", "{missing}"], ("prior file not found",)),
+        (["--repeats", "0"], ("--repeats must be >= 1",)),
+        (["--repeats", "3", "--top", "0"], ("--top >= 1",)),
+    ],
+)
 def test_bad_options_are_one_line(tmp_path, expr, extra, needles):
     p = _write_long(tmp_path / "p.tsv", _fixture_prior(expr))
     extra = [e.format(p=p, missing=tmp_path / "nope.tsv") for e in extra]
@@ -154,19 +170,21 @@ def test_bad_options_are_one_line(tmp_path, expr, extra, needles):
 
 
 # ------------------------------------------------------------------------------------------ alpha = 0
-@pytest.mark.parametrize("engine,method,importance", [
-    ("fast", "RF", "unnormalised"), ("fast", "ET", "tree-normalised"), ("sklearn", "RF", "unnormalised")])
+@pytest.mark.parametrize(
+    "engine,method,importance",
+    [("fast", "RF", "unnormalised"), ("fast", "ET", "tree-normalised"), ("sklearn", "RF", "unnormalised")],
+)
 def test_alpha_zero_gives_the_same_bytes_as_no_prior(tmp_path, expr, engine, method, importance):
     prior = _write_long(tmp_path / "p.tsv", _fixture_prior(expr))
     opts = ["--engine", engine, "--tree-method", method, "--importance", importance]
     trees = 10 if engine == "sklearn" else 40
     _genie3(tmp_path, *opts, out="plain.tsv.gz", trees=trees)
     _genie3(tmp_path, *opts, "--prior", prior, "--prior-alpha", "0", out="a0.tsv.gz", trees=trees)
-    _genie3(tmp_path, *opts, "--prior", prior, "--prior-alpha", "0.5", "--prior-check", "off", out="a5.tsv.gz",
-            trees=trees) \
-        if engine == "fast" else None
+    _genie3(
+        tmp_path, *opts, "--prior", prior, "--prior-alpha", "0.5", "--prior-check", "off", out="a5.tsv.gz", trees=trees
+    ) if engine == "fast" else None
     assert (tmp_path / "plain.tsv.gz").read_bytes() == (tmp_path / "a0.tsv.gz").read_bytes()
-    if engine == "fast":   # and the prior does act at alpha > 0
+    if engine == "fast":  # and the prior does act at alpha > 0
         assert (tmp_path / "plain.tsv.gz").read_bytes() != (tmp_path / "a5.tsv.gz").read_bytes()
 
 
@@ -184,8 +202,10 @@ def _prior_obj(pairs, genes):
     return Prior(reg=reg, tgt=tgt, pi=pi, layout="long", pairs_read=len(pairs), ignored=0, path="-")
 
 
-@pytest.mark.parametrize("method,importance", [("RF", "unnormalised"), ("RF", "tree-normalised"),
-                                               ("ET", "unnormalised"), ("ET", "tree-normalised")])
+@pytest.mark.parametrize(
+    "method,importance",
+    [("RF", "unnormalised"), ("RF", "tree-normalised"), ("ET", "unnormalised"), ("ET", "tree-normalised")],
+)
 def test_candidates_are_drawn_in_proportion_to_the_weights(method, importance):
     """Noise data, one candidate per split (max-features 1): every split uses the drawn feature, and by symmetry
     each split's decrease has the same distribution whichever feature it is, so a feature's share of the
@@ -197,8 +217,7 @@ def test_candidates_are_drawn_in_proportion_to_the_weights(method, importance):
     fav = set(range(1, 7))
     pairs = [(genes[r], genes[target], 1.0 if r in fav else 0.0) for r in range(1, len(X))]
     opts = Options(n_trees=400, max_features="1", tree_method=method, importance=importance, prior_alpha=0.5)
-    W, _ = compute_weights(X, genes, np.arange(len(X)), np.array([target]), opts, 1,
-                           prior=_prior_obj(pairs, genes))
+    W, _ = compute_weights(X, genes, np.arange(len(X)), np.array([target]), opts, 1, prior=_prior_obj(pairs, genes))
     share = W[sorted(fav), 0].sum() / W[:, 0].sum()
     w0, _, w1 = link_points(0.5)
     expect = 6 * w1 / (6 * w1 + 17 * w0)
@@ -216,8 +235,9 @@ def test_candidates_are_drawn_without_replacement(method):
     pairs = [(genes[r], genes[0], 1.0 if r == 1 else 0.0) for r in range(1, len(X))]
     base = dict(n_trees=300, max_features="10", tree_method=method)
     plain, _ = compute_weights(X, genes, np.arange(12), np.array([0]), Options(**base), 1)
-    W, _ = compute_weights(X, genes, np.arange(12), np.array([0]), Options(**base, prior_alpha=0.99), 1,
-                           prior=_prior_obj(pairs, genes))
+    W, _ = compute_weights(
+        X, genes, np.arange(12), np.array([0]), Options(**base, prior_alpha=0.99), 1, prior=_prior_obj(pairs, genes)
+    )
     share, plain_share = W[1, 0] / W[:, 0].sum(), plain[1, 0] / plain[:, 0].sum()
     assert plain_share < share < 0.3, (share, plain_share)
     assert np.count_nonzero(W[1:, 0]) == 11
@@ -238,7 +258,7 @@ def test_alpha_one_keeps_only_supported_regulators_and_falls_back_to_uniform():
         assert set(np.flatnonzero(W[:, 0])) == {5, 9}
         assert W[:, 0].sum() > 0.5
         assert np.array_equal(W[:, 1], plain[:, 1])
-        assert np.array_equal(W[:, 2], plain[:, 2])     # no prior entry: weights all equal, unweighted
+        assert np.array_equal(W[:, 2], plain[:, 2])  # no prior entry: weights all equal, unweighted
 
 
 # ------------------------------------------------------------------------------------------ order invariance
@@ -260,16 +280,23 @@ def _permuted_copy(tmp, expr, seed):
 def canon(tmp_path_factory, expr):
     """The fixture rewritten with the same %.7f cells (so permuted copies hold the same float32 values)."""
     d = tmp_path_factory.mktemp("canon")
-    lines = ["\t".join(expr.genes)] + ["\t".join(f"{expr.values[g, s]:.7f}" for g in range(expr.n_genes))
-                                       for s in range(expr.n_samples)]
+    lines = ["\t".join(expr.genes)] + [
+        "\t".join(f"{expr.values[g, s]:.7f}" for g in range(expr.n_genes)) for s in range(expr.n_samples)
+    ]
     (d / "e.tsv").write_text("\n".join(lines) + "\n")
     return d / "e.tsv"
 
 
-@pytest.mark.parametrize("engine,extra", [("fast", []), ("fast", ["--tree-method", "ET"]), ("sklearn", []),
-                                          ("fast", ["--prior", "PRIOR", "--prior-alpha", "0.5",
-                                                    "--prior-check", "off"]),
-                                          ("fast", ["--repeats", "3", "--top", "10"])])
+@pytest.mark.parametrize(
+    "engine,extra",
+    [
+        ("fast", []),
+        ("fast", ["--tree-method", "ET"]),
+        ("sklearn", []),
+        ("fast", ["--prior", "PRIOR", "--prior-alpha", "0.5", "--prior-check", "off"]),
+        ("fast", ["--repeats", "3", "--top", "10"]),
+    ],
+)
 def test_permuted_inputs_give_the_same_links(tmp_path, expr, canon, engine, extra):
     prior = _write_long(tmp_path / "p.tsv", _fixture_prior(expr))
     extra = [str(prior) if e == "PRIOR" else e for e in extra]
@@ -281,22 +308,32 @@ def test_permuted_inputs_give_the_same_links(tmp_path, expr, canon, engine, extr
         assert (tmp_path / f"p{seed}.tsv.gz").read_bytes() == (tmp_path / "ref.tsv.gz").read_bytes()
 
 
-@pytest.mark.parametrize("extra", [[], ["--prior", "PRIOR", "--prior-alpha", "1", "--prior-check", "off",
-                                        "--repeats", "2", "--top", "10"]])
+@pytest.mark.parametrize(
+    "extra", [[], ["--prior", "PRIOR", "--prior-alpha", "1", "--prior-check", "off", "--repeats", "2", "--top", "10"]]
+)
 def test_chunked_permuted_run_equals_one_run(tmp_path, expr, canon, extra):
     """genie3-plan + 3 chunks of a permuted matrix + genie3-merge == one run on the original order."""
     prior = _write_long(tmp_path / "p.tsv", _fixture_prior(expr))
     extra = [str(prior) if e == "PRIOR" else e for e in extra]
     _genie3(tmp_path, *extra, expr_path=canon, out="one.tsv.gz", regs=None)
     e2, _ = _permuted_copy(tmp_path, expr, 7)
-    run_in_process("genie3-plan", "--expression", str(e2), "--layout", "samples-x-genes", "--chunk-size", "7",
-                   "--out", str(tmp_path / "plan.json"))
+    run_in_process(
+        "genie3-plan",
+        "--expression",
+        str(e2),
+        "--layout",
+        "samples-x-genes",
+        "--chunk-size",
+        "7",
+        "--out",
+        str(tmp_path / "plan.json"),
+    )
     assert json.loads((tmp_path / "plan.json").read_text())["chunks"] == 3
     parts = []
     for i in (1, 2, 3):
         _genie3(tmp_path, *extra, "--targets-chunk", f"{i}/3", expr_path=e2, out=f"part{i}.npz", regs=None)
         parts.append(str(tmp_path / f"part{i}.npz"))
-    top = ["--top", "10"] if "--top" in extra else []   # the merge writes the link list: it takes --top
+    top = ["--top", "10"] if "--top" in extra else []  # the merge writes the link list: it takes --top
     run_in_process("genie3-merge", *parts, *top, "--out", str(tmp_path / "merged.tsv.gz"))
     assert (tmp_path / "merged.tsv.gz").read_bytes() == (tmp_path / "one.tsv.gz").read_bytes()
 
@@ -313,10 +350,15 @@ def test_repeats_columns_against_separate_runs(tmp_path):
     seed, person chromaflow-g3r); repeat 0 = the seed), run here as separate commands; importance, confidence and
     mean_rank are recomputed from those three link lists."""
     seed, R, top = 4, 3, 15
-    seeds = [seed] + [int.from_bytes(hashlib.blake2b(f"repeat {r}".encode(), digest_size=8,
-                                                     key=seed.to_bytes(8, "little"),
-                                                     person=b"chromaflow-g3r").digest(), "little")
-                      for r in (1, 2)]
+    seeds = [seed] + [
+        int.from_bytes(
+            hashlib.blake2b(
+                f"repeat {r}".encode(), digest_size=8, key=seed.to_bytes(8, "little"), person=b"chromaflow-g3r"
+            ).digest(),
+            "little",
+        )
+        for r in (1, 2)
+    ]
     assert [repeat_seed(seed, r) for r in range(3)] == seeds
     ranks, imps = [], []
     for r, s in enumerate(seeds):
@@ -324,8 +366,20 @@ def test_repeats_columns_against_separate_runs(tmp_path):
         rows = _links(tmp_path / f"rep{r}.tsv.gz")[1:]
         ranks.append({(a, b): i + 1 for i, (a, b, _) in enumerate(rows)})
         imps.append({(a, b): float(v) for a, b, v in rows})
-    _genie3(tmp_path, "--seed", seed, "--repeats", R, "--top", top, "--summary", tmp_path / "s.json",
-            "--plot", tmp_path / "p.png", out="rep.tsv.gz")
+    _genie3(
+        tmp_path,
+        "--seed",
+        seed,
+        "--repeats",
+        R,
+        "--top",
+        top,
+        "--summary",
+        tmp_path / "s.json",
+        "--plot",
+        tmp_path / "p.png",
+        out="rep.tsv.gz",
+    )
     got = _links(tmp_path / "rep.tsv.gz")
     assert got[0] == ["regulator", "target", "importance", "confidence", "mean_rank"]
     assert len(got) - 1 == len(ranks[0])
@@ -338,14 +392,14 @@ def test_repeats_columns_against_separate_runs(tmp_path):
         mean_imp.append(float(v))
     assert mean_imp == sorted(mean_imp, reverse=True)
     st = json.loads((tmp_path / "s.json").read_text())["stability"]
-    top_conf = [float(c) for _, _, _, c, _ in got[1:top + 1]]
+    top_conf = [float(c) for _, _, _, c, _ in got[1 : top + 1]]
     assert st["repeats"] == R and st["top_n"] == top
     assert st["top_links_mean_confidence"] == pytest.approx(np.mean(top_conf))
     assert st["top_links_in_every_repeat"] == sum(c == 1.0 for c in top_conf)
     assert sum(st["top_links_confidence_counts"].values()) == top
     from PIL import Image
 
-    assert Image.open(tmp_path / "p.png").size == (1500, 400)   # the third panel: top-link stability
+    assert Image.open(tmp_path / "p.png").size == (1500, 400)  # the third panel: top-link stability
 
 
 def test_weighted_kernel_bytes_do_not_depend_on_build_or_threads():

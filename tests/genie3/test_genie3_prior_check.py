@@ -4,6 +4,7 @@ The statistic is checked against scipy (ranks: rankdata; Spearman: spearmanr; on
 distribution, permutation_test); the CLI keeps an informative prior (the fixture's gold edges) and turns an
 uninformative one (the fixture prior of test_genie3_prior.py, shuffled values) off, with the bytes of a run
 without --prior; the decision is order-invariant and the same in every target chunk."""
+
 from __future__ import annotations
 
 import gzip
@@ -54,8 +55,19 @@ def _uninformative_rows(expr, seed=0):
 
 
 def _genie3(tmp, *extra, expr_path=EXPR, regs=REGS, out="links.tsv.gz", check=True):
-    args = ["genie3", "--expression", expr_path, "--layout", "samples-x-genes", "--n-trees", 30, "--out",
-            tmp / out, "--threads", "1"]
+    args = [
+        "genie3",
+        "--expression",
+        expr_path,
+        "--layout",
+        "samples-x-genes",
+        "--n-trees",
+        30,
+        "--out",
+        tmp / out,
+        "--threads",
+        "1",
+    ]
     if regs is not None:
         args += ["--regulators", regs]
     return run_in_process(*map(str, args), *map(str, extra), check=check)
@@ -63,8 +75,8 @@ def _genie3(tmp, *extra, expr_path=EXPR, regs=REGS, out="links.tsv.gz", check=Tr
 
 # ------------------------------------------------------------------------------------------ the statistic
 def test_ranks_are_scipys_average_ranks():
-    x = np.random.default_rng(1).integers(0, 6, size=(7, 40)).astype(np.float64)   # many ties
-    x[3] = 2.0                                                                      # a constant row
+    x = np.random.default_rng(1).integers(0, 6, size=(7, 40)).astype(np.float64)  # many ties
+    x[3] = 2.0  # a constant row
     assert np.array_equal(ranks2(x), 2 * stats.rankdata(x, axis=1, method="average"))
 
 
@@ -88,15 +100,27 @@ def test_one_target_is_the_permutation_test_of_spearman_squared(seed, ties):
     R = len(genes) - 1
     sup = np.random.default_rng(seed + 10).random(R) < 0.4
     sup[0] = True
-    prior = Prior(reg=np.arange(1, R + 1), tgt=np.zeros(R, dtype=np.int64), pi=sup.astype(float), layout="long",
-                  pairs_read=R, ignored=0, path="x")
+    prior = Prior(
+        reg=np.arange(1, R + 1),
+        tgt=np.zeros(R, dtype=np.int64),
+        pi=sup.astype(float),
+        layout="long",
+        pairs_read=R,
+        ignored=0,
+        path="x",
+    )
     got = check_prior(values, genes, np.arange(1, R + 1), prior)
     a = np.array([stats.spearmanr(values[0], values[i]).statistic ** 2 for i in range(1, R + 1)])
-    ref = stats.permutation_test((a[sup], a[~sup]), lambda x, y, axis: np.sum(x, axis=axis),
-                                 permutation_type="independent", n_resamples=np.inf, alternative="greater",
-                                 vectorized=True)
+    ref = stats.permutation_test(
+        (a[sup], a[~sup]),
+        lambda x, y, axis: np.sum(x, axis=axis),
+        permutation_type="independent",
+        n_resamples=np.inf,
+        alternative="greater",
+        vectorized=True,
+    )
     z = (np.sum(a[sup]) - ref.null_distribution.mean()) / ref.null_distribution.std()
-    assert got["targets_tested"] == 1            # the regulators as targets: all pi 0.5, nothing to test
+    assert got["targets_tested"] == 1  # the regulators as targets: all pi 0.5, nothing to test
     assert got["z"] == pytest.approx(z, rel=1e-5)
     assert got["p"] == pytest.approx(stats.norm.sf(z), rel=1e-4)
     assert got["rho2_mean_supported"] == pytest.approx(a[sup].mean(), rel=1e-5)
@@ -105,8 +129,15 @@ def test_one_target_is_the_permutation_test_of_spearman_squared(seed, ties):
 def test_a_prior_constant_within_every_target_is_untestable_and_off(expr):
     """pi the same for all of a target's regulators changes no draw: no evidence either way -> off, p = 1."""
     G = expr.n_genes
-    prior = Prior(reg=np.zeros(G - 1, dtype=np.int64), tgt=np.arange(1, G), pi=np.ones(G - 1), layout="long",
-                  pairs_read=G - 1, ignored=0, path="x")
+    prior = Prior(
+        reg=np.zeros(G - 1, dtype=np.int64),
+        tgt=np.arange(1, G),
+        pi=np.ones(G - 1),
+        layout="long",
+        pairs_read=G - 1,
+        ignored=0,
+        path="x",
+    )
     got = check_prior(expr.values, expr.genes, np.array([0]), prior)
     assert got["decision"] == "off" and got["p"] == 1.0 and got["z"] is None and got["targets_tested"] == 0
 
@@ -116,9 +147,17 @@ def test_informative_prior_is_kept_and_uninformative_turned_off(tmp_path, expr):
     good = _write_prior(tmp_path / "good.tsv", _gold_rows())
     bad = _write_prior(tmp_path / "bad.tsv", _uninformative_rows(expr))
     _genie3(tmp_path, out="plain.tsv.gz")
-    p = _genie3(tmp_path, "--prior", good, "--summary", tmp_path / "g.json", "--metrics", tmp_path / "gm.json",
-                out="good.tsv.gz")
-    assert p.stderr == ""                                    # kept: no warning
+    p = _genie3(
+        tmp_path,
+        "--prior",
+        good,
+        "--summary",
+        tmp_path / "g.json",
+        "--metrics",
+        tmp_path / "gm.json",
+        out="good.tsv.gz",
+    )
+    assert p.stderr == ""  # kept: no warning
     _genie3(tmp_path, "--prior", good, "--prior-check", "off", out="good_off.tsv.gz")
     g = json.loads((tmp_path / "g.json").read_text())["prior_check"]
     assert g["decision"] == "kept" and g["p"] < 1e-4 and g["z"] > 3 and g["level"] == 0.01
@@ -137,8 +176,16 @@ def test_informative_prior_is_kept_and_uninformative_turned_off(tmp_path, expr):
     _genie3(tmp_path, "--prior", bad, "--prior-check", "off", out="bad_off.tsv.gz")
     assert (tmp_path / "bad_off.tsv.gz").read_bytes() != (tmp_path / "plain.tsv.gz").read_bytes()
     # a level above the shuffled prior's p keeps it
-    _genie3(tmp_path, "--prior", bad, "--prior-check-level", "0.999", "--summary", tmp_path / "b2.json",
-            out="bad_kept.tsv.gz")
+    _genie3(
+        tmp_path,
+        "--prior",
+        bad,
+        "--prior-check-level",
+        "0.999",
+        "--summary",
+        tmp_path / "b2.json",
+        out="bad_kept.tsv.gz",
+    )
     assert json.loads((tmp_path / "b2.json").read_text())["prior_check"]["decision"] == "kept"
     assert (tmp_path / "bad_kept.tsv.gz").read_bytes() == (tmp_path / "bad_off.tsv.gz").read_bytes()
 
@@ -146,8 +193,7 @@ def test_informative_prior_is_kept_and_uninformative_turned_off(tmp_path, expr):
 def _permuted(tmp, expr, seed):
     rng = np.random.default_rng(seed)
     gp, sp = rng.permutation(expr.n_genes), rng.permutation(expr.n_samples)
-    lines = ["\t".join(expr.genes[g] for g in gp)] + ["\t".join(f"{expr.values[g, s]:.7f}" for g in gp)
-                                                     for s in sp]
+    lines = ["\t".join(expr.genes[g] for g in gp)] + ["\t".join(f"{expr.values[g, s]:.7f}" for g in gp) for s in sp]
     (tmp / f"perm{seed}.tsv").write_text("\n".join(lines) + "\n")
     regs = [ln for ln in REGS.read_text().splitlines() if ln.strip()]
     (tmp / f"regs{seed}.txt").write_text("\n".join(regs[i] for i in rng.permutation(len(regs))) + "\n")
@@ -158,20 +204,31 @@ def _permuted(tmp, expr, seed):
 
 def test_permuted_inputs_give_the_same_check_and_links(tmp_path, expr):
     """Genes, samples, regulators and prior rows permuted: the same links and the same summary (decision, z, p)."""
-    lines = ["\t".join(expr.genes)] + ["\t".join(f"{expr.values[g, s]:.7f}" for g in range(expr.n_genes))
-                                       for s in range(expr.n_samples)]
+    lines = ["\t".join(expr.genes)] + [
+        "\t".join(f"{expr.values[g, s]:.7f}" for g in range(expr.n_genes)) for s in range(expr.n_samples)
+    ]
     (tmp_path / "canon.tsv").write_text("\n".join(lines) + "\n")
     prior = _write_prior(tmp_path / "prior.tsv", _gold_rows())
-    _genie3(tmp_path, "--prior", prior, "--summary", tmp_path / "ref.json", expr_path=tmp_path / "canon.tsv",
-            out="ref.tsv.gz")
+    _genie3(
+        tmp_path,
+        "--prior",
+        prior,
+        "--summary",
+        tmp_path / "ref.json",
+        expr_path=tmp_path / "canon.tsv",
+        out="ref.tsv.gz",
+    )
     assert json.loads((tmp_path / "ref.json").read_text())["prior_check"]["decision"] == "kept"
     for seed in (1, 2):
         e, r, p = _permuted(tmp_path, expr, seed)
-        _genie3(tmp_path, "--prior", p, "--summary", tmp_path / f"s{seed}.json", expr_path=e, regs=r,
-                out=f"p{seed}.tsv.gz")
+        _genie3(
+            tmp_path, "--prior", p, "--summary", tmp_path / f"s{seed}.json", expr_path=e, regs=r, out=f"p{seed}.tsv.gz"
+        )
         assert (tmp_path / f"p{seed}.tsv.gz").read_bytes() == (tmp_path / "ref.tsv.gz").read_bytes()
-        assert (json.loads((tmp_path / f"s{seed}.json").read_text())["prior_check"]
-                == json.loads((tmp_path / "ref.json").read_text())["prior_check"])
+        assert (
+            json.loads((tmp_path / f"s{seed}.json").read_text())["prior_check"]
+            == json.loads((tmp_path / "ref.json").read_text())["prior_check"]
+        )
 
 
 @pytest.mark.parametrize("kind", ["good", "bad"])
@@ -188,24 +245,28 @@ def test_every_chunk_takes_the_decision_of_the_whole_run(tmp_path, expr, kind):
     for p in parts[1:]:
         with np.load(p) as z:
             assert json.loads(str(z["meta"]))["prior_check"] == first
-    run_in_process("genie3-merge", *parts, "--out", str(tmp_path / "merged.tsv.gz"), "--summary",
-                   str(tmp_path / "merged.json"))
+    run_in_process(
+        "genie3-merge", *parts, "--out", str(tmp_path / "merged.tsv.gz"), "--summary", str(tmp_path / "merged.json")
+    )
     assert (tmp_path / "merged.tsv.gz").read_bytes() == (tmp_path / "one.tsv.gz").read_bytes()
     assert json.loads((tmp_path / "merged.json").read_text()) == json.loads((tmp_path / "one.json").read_text())
     assert first["decision"] == ("kept" if kind == "good" else "off")
     # a part of a run that skipped the check is not merged with these
-    _genie3(tmp_path, "--prior", prior, "--prior-check", "off", "--targets-chunk", "3/3", out="other3.npz",
-            regs=None)
-    p = run_in_process("genie3-merge", *parts[:2], str(tmp_path / "other3.npz"), "--out",
-                       str(tmp_path / "m2.tsv.gz"), check=False)
+    _genie3(tmp_path, "--prior", prior, "--prior-check", "off", "--targets-chunk", "3/3", out="other3.npz", regs=None)
+    p = run_in_process(
+        "genie3-merge", *parts[:2], str(tmp_path / "other3.npz"), "--out", str(tmp_path / "m2.tsv.gz"), check=False
+    )
     assert_one_line_error(p, "genie3-merge", "prior_check differs")
 
 
-@pytest.mark.parametrize("extra,needles", [
-    (["--prior-check-level", "0.05"], ("--prior-check-level needs --prior",)),
-    (["--prior", "{p}", "--prior-check", "off", "--prior-check-level", "0.05"], ("needs --prior with",)),
-    (["--prior", "{p}", "--prior-check-level", "1"], ("must be in (0, 1)",)),
-])
+@pytest.mark.parametrize(
+    "extra,needles",
+    [
+        (["--prior-check-level", "0.05"], ("--prior-check-level needs --prior",)),
+        (["--prior", "{p}", "--prior-check", "off", "--prior-check-level", "0.05"], ("needs --prior with",)),
+        (["--prior", "{p}", "--prior-check-level", "1"], ("must be in (0, 1)",)),
+    ],
+)
 def test_bad_check_options_are_one_line(tmp_path, extra, needles):
     p = _write_prior(tmp_path / "p.tsv", _gold_rows())
     proc = _genie3(tmp_path, *[e.format(p=p) for e in extra], check=False)

@@ -4,6 +4,7 @@ gold: A→B 1, A→C 0, B→A 0, B→C 1; weights A→B .9, A→C .5, B→C .2, 
 AUROC: of the 4 (positive, negative) pairs, .9>.5, .9>0 and .2>0 are ordered right, .2<.5 is not: 3/4.
 AUPR (average precision): positives at ranks 1 and 3, precision 1/1 and 2/3: (1 + 2/3) / 2 = 5/6.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -26,8 +27,9 @@ def test_score_of_every_link_list_format_is_hand_computed(tmp_path, fmt):
             f.write("regulator\ttarget\tweight\n" + "".join(f"{a}\t{b}\t{w}\n" for a, b, w in LINKS))
     elif fmt == "arboreto-csv":  # quoted names, an index column, commas
         links = tmp_path / "links.csv"
-        links.write_text('"","TF","target","importance"\n'
-                         + "".join(f'{i},"{a}","{b}",{w}\n' for i, (a, b, w) in enumerate(LINKS)))
+        links.write_text(
+            '"","TF","target","importance"\n' + "".join(f'{i},"{a}","{b}",{w}\n' for i, (a, b, w) in enumerate(LINKS))
+        )
     else:
         links = tmp_path / "links.txt"
         links.write_text("".join(f"{a} {b} {w}\n" for a, b, w in LINKS))

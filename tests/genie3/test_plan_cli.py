@@ -4,6 +4,7 @@ The count comes from the GENIE3 reader itself, so the plan's target ranges must 
 tasks compute (checked against real ``chromaflow genie3 --targets-chunk i/n`` part files), for plain, gzipped and
 CSV matrices in both layouts; bad input is the reader's one-line error with no plan written.
 """
+
 from __future__ import annotations
 
 import functools
@@ -32,16 +33,30 @@ def matrices(tmp_path_factory) -> dict[str, tuple[Path, str]]:
     lines = [",".join(["gene"] + [f"s{i}" for i in range(1, len(rows))])]
     lines += [",".join([g] + [r[j] for r in rows[1:]]) for j, g in enumerate(genes)]
     (d / "expr.csv").write_text("\n".join(lines) + "\n")
-    return {"tsv": (tsv, "samples-x-genes"), "tsv.gz": (d / "expr.tsv.gz", "samples-x-genes"),
-            "csv": (d / "expr.csv", "genes-x-samples")}
+    return {
+        "tsv": (tsv, "samples-x-genes"),
+        "tsv.gz": (d / "expr.tsv.gz", "samples-x-genes"),
+        "csv": (d / "expr.csv", "genes-x-samples"),
+    }
 
 
 @pytest.mark.parametrize("kind", ["tsv", "tsv.gz", "csv"])
 def test_plan_counts_genes_like_the_genie3_reader(matrices, kind, tmp_path):
     path, layout = matrices[kind]
     out = tmp_path / "plan.json"
-    res = run("genie3-plan", "--expression", path, "--layout", layout, "--regulators", G3 / "regulators.txt",
-              "--chunk-size", "8", "--out", out)
+    res = run(
+        "genie3-plan",
+        "--expression",
+        path,
+        "--layout",
+        layout,
+        "--regulators",
+        G3 / "regulators.txt",
+        "--chunk-size",
+        "8",
+        "--out",
+        out,
+    )
     assert res.returncode == 0, res.stderr
     plan = json.loads(out.read_text())
     assert (plan["genes"], plan["samples"], plan["regulators"], plan["chunks"]) == (20, 30, 5, 3)
@@ -55,8 +70,19 @@ def test_plan_ranges_are_the_ranges_genie3_computes(tmp_path):
     assert plan["chunks"] == 4
     for i, want in enumerate(plan["ranges"], 1):
         part = tmp_path / f"p{i}.npz"
-        r = run("genie3", "--expression", G3 / "expression.tsv", "--layout", "samples-x-genes", "--n-trees", "2",
-                "--targets-chunk", f"{i}/{plan['chunks']}", "--out", part)
+        r = run(
+            "genie3",
+            "--expression",
+            G3 / "expression.tsv",
+            "--layout",
+            "samples-x-genes",
+            "--n-trees",
+            "2",
+            "--targets-chunk",
+            f"{i}/{plan['chunks']}",
+            "--out",
+            part,
+        )
         assert r.returncode == 0, r.stderr
         with np.load(part) as z:
             assert json.loads(str(z["meta"]))["target_range"] == want
@@ -76,11 +102,18 @@ def test_chunk_count(genes, size, chunks):
 @pytest.mark.parametrize("case", ["chunk_size_zero", "non_numeric", "unknown_regulator", "not_gzip"])
 def test_bad_input_is_one_line_and_no_plan(tmp_path, case):
     m = tmp_path / "m.tsv"
-    m.write_text("gene\ts1\ts2\ts3\nA\t1\t2\t3\nB\t2\t1\tx\n" if case == "non_numeric" else
-                 "gene\ts1\ts2\ts3\nA\t1\t2\t3\nB\t2\t1\t4\n")
+    m.write_text(
+        "gene\ts1\ts2\ts3\nA\t1\t2\t3\nB\t2\t1\tx\n"
+        if case == "non_numeric"
+        else "gene\ts1\ts2\ts3\nA\t1\t2\t3\nB\t2\t1\t4\n"
+    )
     args = ["--expression", m, "--layout", "genes-x-samples", "--out", tmp_path / "plan.json"]
-    needle = {"chunk_size_zero": "--chunk-size must be >= 1 (got 0)", "non_numeric": "line 3 (gene 'B'), column 4 (sample 's3'): non-numeric value 'x'",
-              "unknown_regulator": "Z", "not_gzip": "not a readable text table"}[case]
+    needle = {
+        "chunk_size_zero": "--chunk-size must be >= 1 (got 0)",
+        "non_numeric": "line 3 (gene 'B'), column 4 (sample 's3'): non-numeric value 'x'",
+        "unknown_regulator": "Z",
+        "not_gzip": "not a readable text table",
+    }[case]
     if case == "chunk_size_zero":
         args += ["--chunk-size", "0"]
     if case == "unknown_regulator":

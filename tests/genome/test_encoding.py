@@ -1,9 +1,9 @@
 """The genome core's rules (chromaflow.genome.encoding): the one-hot table against Helixer's own, and the limits
 every command shares (subsequence length, species)."""
+
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -38,8 +38,17 @@ def test_one_hot_table_is_helixers():
     assert np.array_equal(encoding.LUT16_RC.view(np.float16)[ord("c")], table[ord("G")])
 
 
-@pytest.mark.parametrize("L, ok", [(1, True), (encoding.DEFAULT_L, True), (encoding.MAX_L, True), (0, False),
-                                   (-3, False), (encoding.MAX_L + 1, False)])
+@pytest.mark.parametrize(
+    "L, ok",
+    [
+        (1, True),
+        (encoding.DEFAULT_L, True),
+        (encoding.MAX_L, True),
+        (0, False),
+        (-3, False),
+        (encoding.MAX_L + 1, False),
+    ],
+)
 def test_subsequence_length_rule(L, ok):
     if ok:
         assert encoding.check_length(L) == L
@@ -48,9 +57,16 @@ def test_subsequence_length_rule(L, ok):
             encoding.check_length(L)
 
 
-@pytest.mark.parametrize("species, message", [("s" * 25, None), ("Arabidopsis_thaliana", None),
-                                              ("s" * 26, "is 26 bytes long"), ("", "non-empty ASCII"),
-                                              ("esp\u00e8ce", "non-empty ASCII")])
+@pytest.mark.parametrize(
+    "species, message",
+    [
+        ("s" * 25, None),
+        ("Arabidopsis_thaliana", None),
+        ("s" * 26, "is 26 bytes long"),
+        ("", "non-empty ASCII"),
+        ("esp\u00e8ce", "non-empty ASCII"),
+    ],
+)
 def test_species_rule(species, message):
     if message is None:
         assert encoding.check_species(species) == species.encode("ascii")

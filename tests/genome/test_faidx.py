@@ -2,6 +2,7 @@
 bgzip FASTAs (odd ones included), where htslib's faidx rules differ from the reader's the plan scans or gives the
 reader's error (never another layout), a stale or foreign index is refused with one line, and a shard's rows
 fetched through the index are the reader's rows."""
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,18 @@ ODD = {
     # Windows line ends, a blank CRLF line between records, last line without a line break
     "crlf": b">c1 x\r\nACGTACGTAC\r\nACGTACGTAC\r\nAC\r\n\r\n>c2\r\nTTTTT\r\nTT",
     # long lines in one record, short ones in the next, a record of exactly one full line, one of one base
-    "long_short": b">long\n" + b"ACGT" * 300 + b"\n" + b"GGCC" * 300 + b"\n" + b"A" * 7 + b"\n"
-                  + b">short\n" + b"AC\nGT\nA\n" + b">one\n" + b"ACGTACGTAC\n" + b">single\nN\n",
+    "long_short": b">long\n"
+    + b"ACGT" * 300
+    + b"\n"
+    + b"GGCC" * 300
+    + b"\n"
+    + b"A" * 7
+    + b"\n"
+    + b">short\n"
+    + b"AC\nGT\nA\n"
+    + b">one\n"
+    + b"ACGTACGTAC\n"
+    + b">single\nN\n",
     # trailing spaces after every line (the same count, so htslib's line lengths agree) and IUPAC codes
     "trailing_blanks": b">t1\nRYSWKM  \nBDHVNa  \nc  \n",
 }
@@ -59,8 +70,11 @@ def fastas(tmp_path_factory):
     return out
 
 
-CASES = [(name, kind) for name in [*ODD, "iupac_L10", "multichunk_L1000", "exactmultiple_L10_lzf", "pred_data", "asmA"]
-         for kind in ("plain", "bgzf")]
+CASES = [
+    (name, kind)
+    for name in [*ODD, "iupac_L10", "multichunk_L1000", "exactmultiple_L10_lzf", "pred_data", "asmA"]
+    for kind in ("plain", "bgzf")
+]
 
 
 @pytest.mark.parametrize("name,kind", CASES)
@@ -69,7 +83,9 @@ def test_layout_from_the_index_is_the_scan_layout(fastas, name, kind):
     idx, how = faidx.plan_index(fa)
     assert how["index"] == "fai", how
     assert idx.kind == kind and faidx.compression(fa) == kind
-    assert how["index_files"] == ([os.path.basename(fa) + ".fai"] + ([os.path.basename(fa) + ".gzi"] if kind == "bgzf" else []))
+    assert how["index_files"] == (
+        [os.path.basename(fa) + ".fai"] + ([os.path.basename(fa) + ".gzi"] if kind == "bgzf" else [])
+    )
     for L in (1, 7, 2000):
         got, want = idx.layout(L, b"sp"), scan_layout(fa, L, b"sp")
         assert got.records == want.records
@@ -81,8 +97,9 @@ def test_layout_from_the_index_is_the_scan_layout(fastas, name, kind):
     assert how2 == how and again.records == idx.records and os.stat(idx.fai).st_mtime_ns == mtime
 
 
-@pytest.mark.parametrize("name,kind", [("long_short", "plain"), ("crlf", "bgzf"), ("multichunk_L1000", "bgzf"),
-                                       ("lower_n_desc", "plain")])
+@pytest.mark.parametrize(
+    "name,kind", [("long_short", "plain"), ("crlf", "bgzf"), ("multichunk_L1000", "bgzf"), ("lower_n_desc", "plain")]
+)
 @pytest.mark.parametrize("L", [3, 1000])
 def test_rows_through_the_index_are_the_readers_rows(fastas, name, kind, L):
     """Every row range (shard boundaries anywhere, inside records too): the jobs fetched through the index cut the
@@ -186,8 +203,11 @@ def test_stale_index_found_by_the_plan_is_an_error_not_overwritten(indexed):
     indexed.write_bytes(indexed.read_bytes().replace(b">a desc\n", b">a descr\n"))
     fai = indexed.parent / "g.fa.fai"
     before = fai.read_bytes()
-    with pytest.raises(ChromaflowError, match=r"g\.fa\.fai: FASTA index does not match .*g\.fa \(record 'a': bases "
-                                              r"0-200 are not where the index puts them\).*delete it"):
+    with pytest.raises(
+        ChromaflowError,
+        match=r"g\.fa\.fai: FASTA index does not match .*g\.fa \(record 'a': bases "
+        r"0-200 are not where the index puts them\).*delete it",
+    ):
         faidx.plan_index(str(indexed))
     assert fai.read_bytes() == before
 
@@ -207,17 +227,22 @@ def test_stale_index_with_a_bad_base_gives_the_readers_error(indexed):
     data[data.index(b">b\n") + 5] = ord("U")
     indexed.write_bytes(bytes(data))
     idx = faidx.read_index(str(indexed))
-    with pytest.raises(ChromaflowError, match=r"record 'b' \(header line 22\): line 23, column 3: invalid character 'U'"):
+    with pytest.raises(
+        ChromaflowError, match=r"record 'b' \(header line 22\): line 23, column 3: invalid character 'U'"
+    ):
         list(faidx.indexed_jobs(idx, 10, 40, 60, faidx.ReadStats()))
 
 
-@pytest.mark.parametrize("fai_text,needle", [
-    (b"a\t200\t8\t10\n", "not a FASTA index line"),
-    (b"a\t200\t8\t10\t11\na\t100\t231\t10\t11\n", "duplicate record id 'a'"),
-    (b"a\t200\t8\t10\t11\nb\t100\t100\t10\t11\n", "inside the previous record"),
-    (b"a\t0\t8\t10\t11\n", "0 bases"),
-    (b"a b\t200\t8\t10\t11\n", "not printable ASCII"),
-])
+@pytest.mark.parametrize(
+    "fai_text,needle",
+    [
+        (b"a\t200\t8\t10\n", "not a FASTA index line"),
+        (b"a\t200\t8\t10\t11\na\t100\t231\t10\t11\n", "duplicate record id 'a'"),
+        (b"a\t200\t8\t10\t11\nb\t100\t100\t10\t11\n", "inside the previous record"),
+        (b"a\t0\t8\t10\t11\n", "0 bases"),
+        (b"a b\t200\t8\t10\t11\n", "not printable ASCII"),
+    ],
+)
 def test_malformed_index_lines(indexed, fai_text, needle):
     (indexed.parent / "g.fa.fai").write_bytes(fai_text)
     with pytest.raises(ChromaflowError, match=re.escape(needle)):
@@ -256,7 +281,7 @@ def test_a_shard_reads_about_its_share_of_the_file(tmp_path, kind):
     with open(fa, "wb") as fh:
         for r in range(3):
             seq = np.frombuffer(b"ACGT", dtype=np.uint8)[rng.integers(0, 4, 300_000)].tobytes()
-            fh.write(f">r{r}\n".encode() + b"\n".join(seq[i:i + 60] for i in range(0, len(seq), 60)) + b"\n")
+            fh.write(f">r{r}\n".encode() + b"\n".join(seq[i : i + 60] for i in range(0, len(seq), 60)) + b"\n")
     if kind == "bgzf":
         fa = bgzip_of(tmp_path, fa.read_bytes())
     idx, how = faidx.plan_index(str(fa))

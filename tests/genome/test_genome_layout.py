@@ -1,6 +1,7 @@
 """The rows of a FASTA's layout (chromaflow.genome.layout.Layout): any slice, the blocks and the fingerprint equal
 the whole-genome arrays they replace (seqids repeated per row, start_ends of every record), and a shard's slice
 of a 4 Gbp layout costs memory for its own rows only."""
+
 from __future__ import annotations
 
 import tracemalloc
@@ -13,8 +14,10 @@ from chromaflow.genome.layout import Layout, input_fingerprint, start_ends
 
 def whole(layout: Layout) -> tuple[np.ndarray, np.ndarray]:
     """The arrays as the layout held them before (every row at once)."""
-    ids = np.repeat(np.array([s.encode() for s, _ in layout.records], dtype="S50"),
-                    [2 * (-(-n // layout.L)) for _, n in layout.records])
+    ids = np.repeat(
+        np.array([s.encode() for s, _ in layout.records], dtype="S50"),
+        [2 * (-(-n // layout.L)) for _, n in layout.records],
+    )
     se = np.concatenate([start_ends(n, layout.L) for _, n in layout.records])
     return ids, se
 
@@ -32,8 +35,9 @@ def test_any_slice_equals_the_whole_arrays(layout):
     n = layout.n_rows
     assert len(ids) == n
     rng = np.random.default_rng(4)
-    cuts = [(0, None), (0, n), (n - 1, n), (5, 5), (n, n + 10), (0, 1)] + \
-        [tuple(sorted(rng.integers(0, n + 1, 2).tolist())) for _ in range(200)]
+    cuts = [(0, None), (0, n), (n - 1, n), (5, 5), (n, n + 10), (0, 1)] + [
+        tuple(sorted(rng.integers(0, n + 1, 2).tolist())) for _ in range(200)
+    ]
     for a, b in cuts:
         got_ids, got_se = layout.rows(a, b)
         assert np.array_equal(got_ids, ids[a:b]) and np.array_equal(got_se, se[a:b]), (a, b)
@@ -53,8 +57,9 @@ def test_a_shard_of_a_4gbp_layout_costs_its_own_rows():
     """10 records of 347.5 Mbp and 50,000 contigs at L = 2,000 (4.05 M rows; the whole arrays took 264 MB and the
     fingerprint as much again): a shard's 20,000 rows and the fingerprint stay within a few MB."""
     rng = np.random.default_rng(30)
-    recs = [(f"chr{i}", 347_500_000) for i in range(10)] + \
-        [(f"ctg{i}", int(n)) for i, n in enumerate(rng.integers(1_000, 20_001, 50_000))]
+    recs = [(f"chr{i}", 347_500_000) for i in range(10)] + [
+        (f"ctg{i}", int(n)) for i, n in enumerate(rng.integers(1_000, 20_001, 50_000))
+    ]
     lay = Layout(recs, 2_000, b"S")
     assert lay.n_rows > 4_000_000
     tracemalloc.start()

@@ -7,6 +7,7 @@ from one ``seqids[()]`` each. These tests set ROW_BLOCK to 3, record the rows of
 datasets while each stage's reader runs, and check that no call touched more than 3 rows and the values are the
 file's (partial last blocks included).
 """
+
 from __future__ import annotations
 
 import h5py
@@ -123,8 +124,19 @@ def test_fasta2h5_lzf_writes_in_blocks(reference_dir, tmp_path, calls):
     """The lzf route writes data/species, seqids and start_ends itself (the gzip route writes raw chunks)."""
     fa = reference_dir / "helixer" / "exactmultiple_L10_lzf.fa"
     out = tmp_path / "g.h5"
-    run_in_process("fasta2h5", "--fasta", str(fa), "--out", str(out), "--species", "sp", "--subsequence-length", "10",
-                   "--compression", "lzf")
+    run_in_process(
+        "fasta2h5",
+        "--fasta",
+        str(fa),
+        "--out",
+        str(out),
+        "--species",
+        "sp",
+        "--subsequence-length",
+        "10",
+        "--compression",
+        "lzf",
+    )
     writes = {name: [n for nm, n in calls if nm == name] for name in ONE_ROW}
     with h5py.File(out) as f:
         n = f["data/seqids"].shape[0]

@@ -2,6 +2,7 @@
 measured coverage): the same peaks as over the whole track, for every way of cutting it into pieces, holding
 only what can still change (issue 30: PEAKS took 7.3 GiB at 400 Mbp holding every chromosome's runs). The
 readers cut into small pieces end to end: tests/peaks/test_peaks.py."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -50,8 +51,11 @@ def test_stream_holds_only_what_can_still_change():
     held = []
     for k in range(200):
         base = k * 100
-        st.add(np.array([base, base + 10, base + 20]), np.array([base + 10, base + 20, base + 100]),
-               np.array([0, 9, 0], np.float32))
+        st.add(
+            np.array([base, base + 10, base + 20]),
+            np.array([base + 10, base + 20, base + 100]),
+            np.array([0, 9, 0], np.float32),
+        )
         held.append(len(st.v))
     assert max(held) <= 3
     assert len(st.finish(20_000)) == 200
@@ -109,8 +113,8 @@ def test_a_long_peak_whose_top_value_recurs_millions_of_times_holds_megabytes():
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    k = n // 2                                    # candidates: the runs at 3, i = 1, 3, 5, ...
-    mid = 2 * (2 * ((k + 1) // 2 - 1) + 1) + 1   # the middle one's midpoint
+    k = n // 2  # candidates: the runs at 3, i = 1, 3, 5, ...
+    mid = 2 * (2 * ((k + 1) // 2 - 1) + 1) + 1  # the middle one's midpoint
     assert (len(got), int(got.starts[0]), int(got.ends[0]), float(got.values[0])) == (1, 0, 2 * n, 3.0)
     assert int(got.summits[0]) == mid
     assert peak < 40 << 20, f"{peak / 2**20:.0f} MB traced"

@@ -1,5 +1,6 @@
 """``chromaflow peaks`` against MACS3 ``bdgpeakcall`` run on the same bedGraph (predictions h5 and bigWig input),
 smoothing through ``chromaflow bigwig``'s track, and ``--cutoff auto`` against measured coverage."""
+
 from __future__ import annotations
 
 import functools
@@ -37,15 +38,37 @@ def data(tmp_path_factory):
     d = tmp_path_factory.mktemp("peaks")
     tracks = strands(7, SIZES)
     avg = {n: strand_average(p, m) for n, (p, m) in tracks.items()}
-    return {"dir": d, "tracks": tracks, "avg": avg,
-            "pred": write_h5(d / "pred.h5", tracks, L),
-            "bg": write_bedgraph(d / "avg.bg", avg)}
+    return {
+        "dir": d,
+        "tracks": tracks,
+        "avg": avg,
+        "pred": write_h5(d / "pred.h5", tracks, L),
+        "bg": write_bedgraph(d / "avg.bg", avg),
+    }
 
 
 def macs3_peaks(bg: Path, out: Path, name: str, cutoff, min_length: int, max_gap: int) -> list[list[str]]:
     out.mkdir(exist_ok=True)
-    subprocess.run([macs3(), "bdgpeakcall", "-i", str(bg), "-c", str(cutoff), "-l", str(min_length),
-                    "-g", str(max_gap), "--outdir", str(out), "-o", name], check=True, capture_output=True)
+    subprocess.run(
+        [
+            macs3(),
+            "bdgpeakcall",
+            "-i",
+            str(bg),
+            "-c",
+            str(cutoff),
+            "-l",
+            str(min_length),
+            "-g",
+            str(max_gap),
+            "--outdir",
+            str(out),
+            "-o",
+            name,
+        ],
+        check=True,
+        capture_output=True,
+    )
     return rows(out / name)  # its default track line left out
 
 
@@ -67,8 +90,20 @@ def test_predictions_equal_bdgpeakcall(data, cutoff, min_length, max_gap):
     d = data["dir"] / f"c{cutoff}_{min_length}_{max_gap}"
     theirs = macs3_peaks(data["bg"], d, "atacseq", cutoff, min_length, max_gap)
     out = d / "ours.narrowPeak"
-    cli("--predictions", data["pred"], "--out", out, "--cutoff", cutoff, "--min-length", min_length,
-        "--max-gap", max_gap, "--track-line", check=True)
+    cli(
+        "--predictions",
+        data["pred"],
+        "--out",
+        out,
+        "--cutoff",
+        cutoff,
+        "--min-length",
+        min_length,
+        "--max-gap",
+        max_gap,
+        "--track-line",
+        check=True,
+    )
     assert_same_as_macs3(rows(out), theirs)
     first = (d / "atacseq").read_text().splitlines()[0]
     assert out.read_text().splitlines()[0] == first and first.startswith("track type=narrowPeak")
@@ -79,6 +114,7 @@ def test_predictions_equal_bdgpeakcall(data, cutoff, min_length, max_gap):
 
 def test_bigwig_input_equals_bdgpeakcall(data):
     import pyBigWig
+
     d = data["dir"] / "bw"
     d.mkdir()
     bw_path = d / "avg.bw"
@@ -120,8 +156,23 @@ def test_small_pieces_equal_bdgpeakcall_and_the_track_is_never_collected(data, m
         src = data["pred"]
     theirs = macs3_peaks(data["bg"], d, "atacseq", 10, 50, 30)
     out = d / "ours.narrowPeak"
-    cli(f"--{source}", src, "--out", out, "--cutoff", 10, "--min-length", 50, "--max-gap", 30, "--name", "atacseq",
-        "--metrics", d / "m.json", check=True)
+    cli(
+        f"--{source}",
+        src,
+        "--out",
+        out,
+        "--cutoff",
+        10,
+        "--min-length",
+        50,
+        "--max-gap",
+        30,
+        "--name",
+        "atacseq",
+        "--metrics",
+        d / "m.json",
+        check=True,
+    )
     assert_same_as_macs3(rows(out), theirs)
     # the merged runs counted across pieces: one per change of value along each chromosome, as on the whole track
     runs = sum(1 + int(np.count_nonzero(v[1:] != v[:-1])) for v in (a.astype(np.float32) for a in data["avg"].values()))
@@ -131,38 +182,89 @@ def test_small_pieces_equal_bdgpeakcall_and_the_track_is_never_collected(data, m
 def test_smoothed_equals_bdgpeakcall_on_bigwig_track(data):
     """--window-size: the peaks of the track chromaflow bigwig writes with the same window."""
     d = data["dir"] / "ws"
-    chromaflow("bigwig", "--predictions", data["pred"], "--outdir", d, "--basename", "p", "--format", "bedgraph",
-               "--window-size", 51, "--no-browser-files", check=True)
+    chromaflow(
+        "bigwig",
+        "--predictions",
+        data["pred"],
+        "--outdir",
+        d,
+        "--basename",
+        "p",
+        "--format",
+        "bedgraph",
+        "--window-size",
+        51,
+        "--no-browser-files",
+        check=True,
+    )
     bg = d / "p.bg"
     with open(bg, "wb") as fh:
-        fh.write(subprocess.run(["gzip", "-dc", str(d / "p_atacseq_avg_strand_ws=51.bg.gz")], check=True,
-                                capture_output=True).stdout)
+        fh.write(
+            subprocess.run(
+                ["gzip", "-dc", str(d / "p_atacseq_avg_strand_ws=51.bg.gz")], check=True, capture_output=True
+            ).stdout
+        )
     theirs = macs3_peaks(bg, d, "atacseq", 20, 100, 10)
     out = d / "ours.narrowPeak"
-    cli("--predictions", data["pred"], "--out", out, "--cutoff", 20, "--min-length", 100, "--max-gap", 10,
-        "--window-size", 51, check=True)
+    cli(
+        "--predictions",
+        data["pred"],
+        "--out",
+        out,
+        "--cutoff",
+        20,
+        "--min-length",
+        100,
+        "--max-gap",
+        10,
+        "--window-size",
+        51,
+        check=True,
+    )
     assert_same_as_macs3(rows(out), theirs)
     unsmoothed = d / "raw.narrowPeak"
-    cli("--predictions", data["pred"], "--out", unsmoothed, "--cutoff", 20, "--min-length", 100, "--max-gap", 10,
-        check=True)
+    cli(
+        "--predictions",
+        data["pred"],
+        "--out",
+        unsmoothed,
+        "--cutoff",
+        20,
+        "--min-length",
+        100,
+        "--max-gap",
+        10,
+        check=True,
+    )
     assert rows(unsmoothed) != rows(out)
 
 
 #: edge cases of bdgpeakcall's rules at cutoff 2.5, min length 10, max gap 3 (chrom, start, end, value)
 EDGES = [
-    ("e1", 0, 10, 2.5),                       # a peak at the chromosome start, exactly min length, value == cutoff
-    ("e1", 10, 20, 1), ("e1", 20, 24, 7), ("e1", 24, 27, 0),   # gap of exactly max gap: joined
-    ("e1", 27, 31, 7), ("e1", 31, 40, 1),      # ... summit: 2 runs hold 7 -> the first (midpoint 22)
-    ("e1", 40, 43, 5), ("e1", 43, 45, 2), ("e1", 45, 47, 5), ("e1", 47, 49, 2),  # 3 runs hold 5 -> the middle
-    ("e1", 49, 52, 5), ("e1", 52, 60, 1),      # ... (midpoint 46)
-    ("e1", 60, 69, 9), ("e1", 69, 100, 0),    # 9 bp: one short of min length, dropped
-    ("e2", 5, 30, 3.75), ("e2", 30, 34, 0), ("e2", 34, 40, 3.75),  # starts after 0 (baseline 0); gap 4 > 3: split
+    ("e1", 0, 10, 2.5),  # a peak at the chromosome start, exactly min length, value == cutoff
+    ("e1", 10, 20, 1),
+    ("e1", 20, 24, 7),
+    ("e1", 24, 27, 0),  # gap of exactly max gap: joined
+    ("e1", 27, 31, 7),
+    ("e1", 31, 40, 1),  # ... summit: 2 runs hold 7 -> the first (midpoint 22)
+    ("e1", 40, 43, 5),
+    ("e1", 43, 45, 2),
+    ("e1", 45, 47, 5),
+    ("e1", 47, 49, 2),  # 3 runs hold 5 -> the middle
+    ("e1", 49, 52, 5),
+    ("e1", 52, 60, 1),  # ... (midpoint 46)
+    ("e1", 60, 69, 9),
+    ("e1", 69, 100, 0),  # 9 bp: one short of min length, dropped
+    ("e2", 5, 30, 3.75),
+    ("e2", 30, 34, 0),
+    ("e2", 34, 40, 3.75),  # starts after 0 (baseline 0); gap 4 > 3: split
 ]
 
 
 def test_edge_cases_equal_bdgpeakcall(tmp_path):
     from chromaflow.peaks.call import call_peaks, merge_runs
     from chromaflow.peaks.cli import write_narrowpeak
+
     bg = tmp_path / "edges.bg"
     bg.write_text("".join(f"{c}\t{s}\t{e}\t{v}\n" for c, s, e, v in EDGES))
     theirs = macs3_peaks(bg, tmp_path, "edges", 2.5, 10, 3)
@@ -175,8 +277,12 @@ def test_edge_cases_equal_bdgpeakcall(tmp_path):
     write_narrowpeak(tmp_path / "ours.narrowPeak", chroms, peaks, "edges", False)
     ours = rows(tmp_path / "ours.narrowPeak")
     assert_same_as_macs3(ours, theirs)
-    assert [(a[0], a[1], a[2], a[9]) for a in ours] == [("e1", "0", "10", "5"), ("e1", "20", "31", "2"),
-                                                        ("e1", "40", "52", "6"), ("e2", "5", "30", "12")]
+    assert [(a[0], a[1], a[2], a[9]) for a in ours] == [
+        ("e1", "0", "10", "5"),
+        ("e1", "20", "31", "2"),
+        ("e1", "40", "52", "6"),
+        ("e2", "5", "30", "12"),
+    ]
 
 
 def test_narrowpeak_layout_and_track_line(data):
@@ -196,8 +302,20 @@ def test_narrowpeak_layout_and_track_line(data):
         v = data["avg"][a[0]]
         assert float(a[6]) == v[start:end].max() == v[start + off]  # the summit holds the peak's maximum
     again = d / "q.narrowPeak"
-    cli("--predictions", data["pred"], "--out", again, "--cutoff", 25, "--track-line", "--name", "x",
-        "--threads", 1, check=True)
+    cli(
+        "--predictions",
+        data["pred"],
+        "--out",
+        again,
+        "--cutoff",
+        25,
+        "--track-line",
+        "--name",
+        "x",
+        "--threads",
+        1,
+        check=True,
+    )
     assert again.read_bytes() == out.read_bytes()
 
 
@@ -205,7 +323,7 @@ def _base_mask(r, name, n):
     m = np.zeros(n, bool)
     for a in r:
         if a[0] == name:
-            m[int(a[1]):int(a[2])] = True
+            m[int(a[1]) : int(a[2])] = True
     return m
 
 
@@ -216,8 +334,19 @@ def test_cutoff_auto_against_measured_coverage(data):
     d.mkdir()
     obs = write_h5(d / "genome.h5", data["tracks"], L, observed=True)
     out = d / "auto.narrowPeak"
-    cli("--predictions", data["pred"], "--out", out, "--observed", obs, "--observed-cutoff", 37, "--metrics",
-        d / "m.json", check=True)
+    cli(
+        "--predictions",
+        data["pred"],
+        "--out",
+        out,
+        "--observed",
+        obs,
+        "--observed-cutoff",
+        37,
+        "--metrics",
+        d / "m.json",
+        check=True,
+    )
     s = json.loads((d / "auto.summary.json").read_text())
     assert s["cutoff"] == 37 and s["f1"] == 1.0 and s["cutoff_method"].startswith("auto")
     assert json.loads((d / "m.json").read_text())["cutoff"] == 37
@@ -241,15 +370,18 @@ def test_cutoff_auto_without_coverage_uses_default(data):
     assert s["cutoff"] == 25 and s["cutoff_method"].startswith("default")
 
 
-@pytest.mark.parametrize("args,needles", [
-    (["--cutoff", "0"], ["--cutoff '0'", "> 0"]),
-    (["--cutoff", "x"], ["--cutoff 'x'"]),
-    (["--min-length", "-1"], ["--min-length"]),
-    (["--max-gap", "-3"], ["--max-gap"]),
-    (["--dataset", "dnase"], ["dnase", "prediction/datasets"]),
-    (["--name", "a b"], ["--name 'a b'", "whitespace"]),
-    (["--cutoff", "5", "--observed", "PRED"], ["--observed goes with --cutoff auto"]),
-])
+@pytest.mark.parametrize(
+    "args,needles",
+    [
+        (["--cutoff", "0"], ["--cutoff '0'", "> 0"]),
+        (["--cutoff", "x"], ["--cutoff 'x'"]),
+        (["--min-length", "-1"], ["--min-length"]),
+        (["--max-gap", "-3"], ["--max-gap"]),
+        (["--dataset", "dnase"], ["dnase", "prediction/datasets"]),
+        (["--name", "a b"], ["--name 'a b'", "whitespace"]),
+        (["--cutoff", "5", "--observed", "PRED"], ["--observed goes with --cutoff auto"]),
+    ],
+)
 def test_bad_input_one_line(data, tmp_path, args, needles):
     args = [str(data["pred"]) if a == "PRED" else a for a in args]
     proc = cli("--predictions", data["pred"], "--out", tmp_path / "x.narrowPeak", *args)
@@ -261,15 +393,21 @@ def test_bad_files_one_line(data, tmp_path):
     bad = tmp_path / "bad.bw"
     bad.write_text("not a bigwig\n")
     assert_one_line_error(child("--bigwig", bad, "--out", tmp_path / "x.narrowPeak"), "peaks", str(bad), "bigWig")
-    assert_one_line_error(child("--predictions", bad, "--out", tmp_path / "x.narrowPeak"), "peaks", str(bad),
-                          "not a readable HDF5")
+    assert_one_line_error(
+        child("--predictions", bad, "--out", tmp_path / "x.narrowPeak"), "peaks", str(bad), "not a readable HDF5"
+    )
     other = write_h5(tmp_path / "other.h5", {"chrA": data["tracks"]["chrA"]}, L, observed=True)
-    assert_one_line_error(child("--predictions", data["pred"], "--out", tmp_path / "x.narrowPeak", "--observed", other),
-                          "peaks", str(other), "chromosomes differ")
+    assert_one_line_error(
+        child("--predictions", data["pred"], "--out", tmp_path / "x.narrowPeak", "--observed", other),
+        "peaks",
+        str(other),
+        "chromosomes differ",
+    )
     assert_nothing_left(tmp_path, {"bad.bw", "other.h5"})
     (tmp_path / "x.narrowPeak").write_text("")
-    assert_one_line_error(child("--predictions", data["pred"], "--out", tmp_path / "x.narrowPeak"), "peaks",
-                          "output exists")
+    assert_one_line_error(
+        child("--predictions", data["pred"], "--out", tmp_path / "x.narrowPeak"), "peaks", "output exists"
+    )
 
 
 def test_browser_dir_adds_peaks_to_igv_session_and_hub(data, tmp_path):
@@ -278,12 +416,23 @@ def test_browser_dir_adds_peaks_to_igv_session_and_hub(data, tmp_path):
     import xml.etree.ElementTree as ET
 
     import pyBigWig
+
     tracks = tmp_path / "tracks"
     chromaflow("bigwig", "--predictions", data["pred"], "--outdir", tracks, "--basename", "p", check=True)
     out = tracks / "p_atacseq.narrowPeak"
     for _ in range(2):
-        cli("--predictions", data["pred"], "--out", out, "--name", "p_atacseq", "--browser-dir", tracks, "--force",
-            check=True)
+        cli(
+            "--predictions",
+            data["pred"],
+            "--out",
+            out,
+            "--name",
+            "p_atacseq",
+            "--browser-dir",
+            tracks,
+            "--force",
+            check=True,
+        )
     root = ET.parse(tracks / "igv_session.xml").getroot()
     res = [r.get("path") for r in root.iter("Resource")]
     assert res == ["p_atacseq_avg_strand.bw", "p_atacseq.narrowPeak"]
@@ -295,8 +444,11 @@ def test_browser_dir_adds_peaks_to_igv_session_and_hub(data, tmp_path):
     bb = pyBigWig.open(str(tracks / "p_atacseq.bb"))
     try:
         sizes = bb.chroms()
-        got = [[c, str(s), str(e), *rest.split("\t")] for c in sorted(sizes) for s, e, rest in
-               (bb.entries(c, 0, sizes[c]) or [])]
+        got = [
+            [c, str(s), str(e), *rest.split("\t")]
+            for c in sorted(sizes)
+            for s, e, rest in (bb.entries(c, 0, sizes[c]) or [])
+        ]
     finally:
         bb.close()
     assert got == rows(out) and len(got) > 0
@@ -313,6 +465,7 @@ def test_browser_dir_adds_peaks_to_igv_session_and_hub(data, tmp_path):
 def test_cutoff_auto_reads_coverage_inside_the_predictions_h5(data, tmp_path):
     """A predictions h5 that also holds evaluation/<dataset>_coverage: --cutoff auto uses it without --observed."""
     import h5py
+
     both = tmp_path / "both.h5"
     shutil.copy(data["pred"], both)
     obs = write_h5(tmp_path / "obs.h5", data["tracks"], L, observed=True)

@@ -7,6 +7,7 @@ is the routing they promise -- the executor, the CPU image on every task and the
 and a GPU request on every GPU task and on no other. The GPU tasks are the modules labelled ``process_gpu``
 (read from modules/local/*/main.nf), plus TRAIN's own ``accelerator`` (conf/modules.config).
 """
+
 from __future__ import annotations
 
 import os
@@ -49,9 +50,14 @@ def rendered(request, all_rendered) -> tuple[str, dict[str, str]]:
 def test_the_one_jvm_rendering_is_what_nextflow_config_prints(all_rendered, nextflow_bin, tmp_path):
     """The batch driver renders what the real command prints, line for line, but for the launch time in the
     report file names (params.trace_report_suffix: the time each JVM started)."""
-    r = subprocess.run([nextflow_bin, "config", str(ROOT), "-profile", "google_batch", "-flat"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, NXF_OFFLINE="true", NXF_ANSI_LOG="false"))
+    r = subprocess.run(
+        [nextflow_bin, "config", str(ROOT), "-profile", "google_batch", "-flat"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, NXF_OFFLINE="true", NXF_ANSI_LOG="false"),
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
     def masked(text: str) -> list[str]:
@@ -71,11 +77,13 @@ def test_executor_and_images(rendered):
     assert flat["process.container"] == f"'{CPU_IMAGE}'"
     assert flat["process.'withLabel:process_gpu'.container"] == f"'{GPU_IMAGE}'"
     # the CUDA image nowhere else, and no container engine flag (the cloud runs the container itself)
-    assert [k for k, v in flat.items() if GPU_IMAGE in v and not k.startswith("params.")] == \
-        ["process.'withLabel:process_gpu'.container"]
+    assert [k for k, v in flat.items() if GPU_IMAGE in v and not k.startswith("params.")] == [
+        "process.'withLabel:process_gpu'.container"
+    ]
     assert not [k for k in flat if k.endswith("containerOptions")]
-    assert not [k for k, v in flat.items() if re.fullmatch(r"(docker|podman|singularity|apptainer)\.enabled", k)
-                and v == "true"]
+    assert not [
+        k for k, v in flat.items() if re.fullmatch(r"(docker|podman|singularity|apptainer)\.enabled", k) and v == "true"
+    ]
 
 
 def test_every_gpu_task_and_no_other_asks_for_a_gpu(rendered):

@@ -32,6 +32,7 @@
 4. ``nextflow config``: no profile sets a GPU flag globally; the CUDA image only under ``gpu``/``slurm_gpu`` (the 11
    profile lists rendered in one JVM by Nextflow's own config code: helpers.pipeline_utils.render_configs).
 """
+
 from __future__ import annotations
 
 import filecmp
@@ -87,8 +88,9 @@ def _requirements(path: Path = ROOT / "requirements.txt") -> dict[str, str]:
 
 def _instructions(path: Path) -> list[tuple[str, str]]:
     """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
-    text = re.sub(r"\\\n", " ", "\n".join(ln for ln in path.read_text().splitlines()
-                                          if not ln.lstrip().startswith("#")))
+    text = re.sub(
+        r"\\\n", " ", "\n".join(ln for ln in path.read_text().splitlines() if not ln.lstrip().startswith("#"))
+    )
     return [(m.group(1).upper(), m.group(2)) for m in re.finditer(r"^\s*(\w+)\s+(.*)$", text, re.M)]
 
 
@@ -107,7 +109,11 @@ def _stages(path: Path) -> list[list[tuple[str, str]]]:
 @pytest.fixture(scope="module")
 def hadolint() -> str:
     cand = shutil.which("hadolint") or str(
-        Path(os.environ.get("CHROMAFLOW_CACHE", Path.home() / ".cache" / "chromaflow")) / "hadolint" / "bin" / "hadolint")
+        Path(os.environ.get("CHROMAFLOW_CACHE", Path.home() / ".cache" / "chromaflow"))
+        / "hadolint"
+        / "bin"
+        / "hadolint"
+    )
     if not os.access(cand, os.X_OK):
         _unavailable("hadolint not installed (run scripts/install-hadolint; Debian bookworm has no hadolint package)")
     return cand
@@ -115,8 +121,9 @@ def hadolint() -> str:
 
 @pytest.mark.parametrize("name", ["Dockerfile", "Dockerfile.cuda"])
 def test_hadolint_passes(hadolint, name):
-    r = subprocess.run([hadolint, "--no-color", "--failure-threshold", "info", str(CONTAINERS / name)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [hadolint, "--no-color", "--failure-threshold", "info", str(CONTAINERS / name)], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -186,8 +193,9 @@ def test_public_defaults_for_users():
 
 
 def test_dockerignore_keeps_the_package_and_drops_the_rest():
-    lines = {ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines()
-             if ln.strip() and not ln.startswith("#")}
+    lines = {
+        ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines() if ln.strip() and not ln.startswith("#")
+    }
     assert {".git", "work", "results", ".nextflow", "tests", "**/__pycache__"} <= lines
     for needed in ("src", "pyproject.toml", "requirements.txt", "README.md"):
         assert needed not in lines and f"/{needed}" not in lines, needed
@@ -198,8 +206,11 @@ def test_dockerignore_keeps_the_package_and_drops_the_rest():
 def podman(tmp_path_factory) -> str:
     exe = shutil.which("podman")
     if exe is None:
-        _unavailable("podman not installed (as root, scripts/install-system-deps installs podman, runc, "
-                     "mmdebstrap, uidmap); real container tests not run", engine=True)
+        _unavailable(
+            "podman not installed (as root, scripts/install-system-deps installs podman, runc, "
+            "mmdebstrap, uidmap); real container tests not run",
+            engine=True,
+        )
     r = subprocess.run([exe, "info", "--format", "{{.Host.OCIRuntime.Name}}"], capture_output=True, text=True)
     if r.returncode != 0:
         _unavailable(f"podman cannot run here (`podman info` failed): {r.stderr.strip()[-500:]}", engine=True)
@@ -211,11 +222,18 @@ def podman(tmp_path_factory) -> str:
     for f in [true, *map(Path, libs)]:
         (rootfs / f.relative_to("/")).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(f, rootfs / f.relative_to("/"))
-    r = subprocess.run([exe, "run", "--rm", "--rootfs", str(rootfs), f"/{true.relative_to('/')}"],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [exe, "run", "--rm", "--rootfs", str(rootfs), f"/{true.relative_to('/')}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if r.returncode != 0:
-        hint = (" (/etc/containers/containers.conf needs default_ulimits = []; scripts/install-system-deps writes it)"
-                if "rlimit" in r.stderr else "")
+        hint = (
+            " (/etc/containers/containers.conf needs default_ulimits = []; scripts/install-system-deps writes it)"
+            if "rlimit" in r.stderr
+            else ""
+        )
         _unavailable(f"podman cannot start a container here{hint}: {r.stderr.strip()[-500:]}", engine=True)
     return exe
 
@@ -223,17 +241,32 @@ def podman(tmp_path_factory) -> str:
 @pytest.fixture(scope="module")
 def cpu_image(podman) -> str:
     """The CPU image, built by scripts/build-images (skipped when its inputs' hash is unchanged)."""
-    r = subprocess.run([str(ROOT / "scripts" / "build-images"), "cpu"], capture_output=True, text=True,
-                       timeout=3600)
+    r = subprocess.run([str(ROOT / "scripts" / "build-images"), "cpu"], capture_output=True, text=True, timeout=3600)
     sys.stderr.write(r.stderr[-600:])
     assert r.returncode == 0, r.stdout + r.stderr[-6000:]
     assert re.search(r"cpu: (built|.* up to date)", r.stderr), r.stderr[-2000:]
-    probe = subprocess.run([podman, "run", "--rm", CPU_IMAGE, "sh", "-c",
-                            "command -v python3; command -v chromaflow; chromaflow --version; id -u"],
-                           capture_output=True, text=True, timeout=300)
+    probe = subprocess.run(
+        [
+            podman,
+            "run",
+            "--rm",
+            CPU_IMAGE,
+            "sh",
+            "-c",
+            "command -v python3; command -v chromaflow; chromaflow --version; id -u",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert probe.returncode == 0, probe.stderr
-    assert probe.stdout.split() == ["/opt/venv/bin/python3", "/opt/venv/bin/chromaflow", "chromaflow", "0.1.0",
-                                    "1000"], probe.stdout
+    assert probe.stdout.split() == [
+        "/opt/venv/bin/python3",
+        "/opt/venv/bin/chromaflow",
+        "chromaflow",
+        "0.1.0",
+        "1000",
+    ], probe.stdout
     return CPU_IMAGE
 
 
@@ -241,11 +274,18 @@ def cpu_image(podman) -> str:
 def docker_host(podman, tmp_path_factory):
     """The Docker CLI pointed at podman's Docker-compatible API, served for this module only."""
     if shutil.which("docker") is None:
-        _unavailable("no Docker CLI on PATH (scripts/install-system-deps unpacks one from Debian's docker.io as "
-                     "root); the docker profile was not run", engine=True)
+        _unavailable(
+            "no Docker CLI on PATH (scripts/install-system-deps unpacks one from Debian's docker.io as "
+            "root); the docker profile was not run",
+            engine=True,
+        )
     sock = tmp_path_factory.mktemp("podman-api") / "podman.sock"
-    svc = subprocess.Popen([podman, "system", "service", "--time=0", f"unix://{sock}"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    svc = subprocess.Popen(
+        [podman, "system", "service", "--time=0", f"unix://{sock}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     env = dict(os.environ, DOCKER_HOST=f"unix://{sock}")
     try:
         for _ in range(120):
@@ -267,11 +307,22 @@ def docker_host(podman, tmp_path_factory):
 
 
 def _nextflow(args: list[str], cwd: Path, env_extra: dict | None = None) -> subprocess.Popen:
-    env = dict(os.environ, NXF_ANSI_LOG="false", NXF_OFFLINE="true",
-               NXF_OPTS=os.environ.get("NXF_OPTS", "-Xms256m -Xmx1g"), **(env_extra or {}))
+    env = dict(
+        os.environ,
+        NXF_ANSI_LOG="false",
+        NXF_OFFLINE="true",
+        NXF_OPTS=os.environ.get("NXF_OPTS", "-Xms256m -Xmx1g"),
+        **(env_extra or {}),
+    )
     cwd.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen(["nextflow", "run", str(MAIN_NF), "-ansi-log", "false", *args], cwd=cwd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        ["nextflow", "run", str(MAIN_NF), "-ansi-log", "false", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _finish(proc: subprocess.Popen, timeout: float) -> tuple[int, str]:
@@ -298,8 +349,12 @@ def _events(podman: str, since: float, until: float) -> list[dict]:
     """Containers started between the two times, from podman's own event log. The end is applied here, not with
     ``--until``: podman 4.3's file event logger returns no event at all for ``--until`` once its log has been
     rotated (events_logfile_max_size, 1 MB: a machine that ran several CI jobs)."""
-    r = subprocess.run([podman, "events", "--stream=false", "--since", str(int(since)), "--filter", "event=start",
-                        "--format", "json"], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [podman, "events", "--stream=false", "--since", str(int(since)), "--filter", "event=start", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     events = [json.loads(ln) for ln in r.stdout.splitlines() if ln.strip()]
     return [e for e in events if _event_epoch(e["Time"]) <= until + 1]
@@ -309,8 +364,15 @@ def _events(podman: str, since: float, until: float) -> list[dict]:
 # the CUDA one (--container_gpu). Docker's full-profile run would repeat what podman's shows (the same image and
 # container directives; only the engine differs), so docker gets this run alone: it shows the Docker CLI path, the
 # CPU image on every task and `--gpus all` on PREDICT only, at a third of a full run's cost.
-GPU_FLAG_ARGS = ["--container_gpu", CPU_IMAGE, "--predict_shards", "1", "--skip_genie3", "--skip_tracks",
-                 "--skip_benchmark"]
+GPU_FLAG_ARGS = [
+    "--container_gpu",
+    CPU_IMAGE,
+    "--predict_shards",
+    "1",
+    "--skip_genie3",
+    "--skip_tracks",
+    "--skip_benchmark",
+]
 
 
 def _one_assembly_sheet(base: Path) -> Path:
@@ -336,13 +398,21 @@ def engine_runs(nextflow_bin, cpu_image, podman, docker_host, tmp_path_factory):
     for engine in ("podman", "docker"):
         d = base / engine
         extra = {"DOCKER_HOST": docker_host} if engine == "docker" else {}
-        args = (["-profile", "test,podman"] if engine == "podman" else
-                ["-profile", "test,docker,gpu", "--genomes", str(sheet), *GPU_FLAG_ARGS])
+        args = (
+            ["-profile", "test,podman"]
+            if engine == "podman"
+            else ["-profile", "test,docker,gpu", "--genomes", str(sheet), *GPU_FLAG_ARGS]
+        )
         t0 = time.time()
-        conf = ["-c", str(overlap)] if engine == "podman" else []   # docker's run has four tasks
+        conf = ["-c", str(overlap)] if engine == "podman" else []  # docker's run has four tasks
         rc, out = _finish(_nextflow([*args, *conf, "--outdir", str(d / "results")], d, extra), 3600)
-        runs[engine] = {"dir": d, "rc": rc, "stdout": out, "events": _events(podman, t0, time.time()),
-                        "docker_host": docker_host}
+        runs[engine] = {
+            "dir": d,
+            "rc": rc,
+            "stdout": out,
+            "events": _events(podman, t0, time.time()),
+            "docker_host": docker_host,
+        }
     return runs
 
 
@@ -357,8 +427,9 @@ def _tasks(run_dir: Path) -> dict[str, str]:
 
 
 def _engine_line(text: str, engine: str) -> str:
-    lines = [ln for ln in text.splitlines()
-             if re.search(rf"\b{engine} (run|exec)\b", ln) and not ln.lstrip().startswith("#")]
+    lines = [
+        ln for ln in text.splitlines() if re.search(rf"\b{engine} (run|exec)\b", ln) and not ln.lstrip().startswith("#")
+    ]
     assert lines, f"no '{engine} run/exec' line in .command.run"
     return lines[0]
 
@@ -375,13 +446,17 @@ def test_every_task_ran_in_the_cpu_image(engine_runs, test_run, engine):
         # the same tasks as the plain run (which also has one injected, retried BIGWIG failure)
         plain = sorted(r["name"] for r in read_trace_file(test_run.trace) if r["status"] == "COMPLETED")
         assert sorted(r["name"] for r in trace) == plain
-    else:   # the GPU-flag run: one assembly, prediction only
+    else:  # the GPU-flag run: one assembly, prediction only
         plain = sorted(r["name"] for r in trace)
         assert sorted({re.sub(r" \(.*", "", n) for n in plain}) == [
-            "CHROMAFLOW:FASTA2H5", "CHROMAFLOW:PREDICT_ASSEMBLIES:MAKE_TEST_MODEL", "CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT", "CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT_PLAN"]
+            "CHROMAFLOW:FASTA2H5",
+            "CHROMAFLOW:PREDICT_ASSEMBLIES:MAKE_TEST_MODEL",
+            "CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT",
+            "CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT_PLAN",
+        ]
     for row in trace:
         assert row["status"] == "COMPLETED", row
-        assert row["container"] == CPU_IMAGE, row   # PREDICT too: no CUDA image (podman: no `gpu` profile; docker:
+        assert row["container"] == CPU_IMAGE, row  # PREDICT too: no CUDA image (podman: no `gpu` profile; docker:
         #                                             --container_gpu is the CPU image)
     tasks = _tasks(run["dir"])
     assert sorted(tasks) == plain
@@ -397,37 +472,55 @@ def test_every_task_ran_in_the_cpu_image(engine_runs, test_run, engine):
     # the whole clone (Nextflow mounts the common parent of bin/ and the inputs in assets/test). The image's
     # installed package must run, not the mounted clone's src/: run the launcher in the image with the tasks'
     # mounts and see where Python imports chromaflow from.
-    probe = subprocess.run([engine, "run", "--rm", *[a for m in sorted(mounts) for a in ("-v", m)],
-                            "-e", "PYTHONVERBOSE=1", CPU_IMAGE, str(ROOT / "bin" / "chromaflow"), "--version"],
-                           capture_output=True, text=True, timeout=300,
-                           env=dict(os.environ, DOCKER_HOST=run["docker_host"]) if engine == "docker" else None)
+    probe = subprocess.run(
+        [
+            engine,
+            "run",
+            "--rm",
+            *[a for m in sorted(mounts) for a in ("-v", m)],
+            "-e",
+            "PYTHONVERBOSE=1",
+            CPU_IMAGE,
+            str(ROOT / "bin" / "chromaflow"),
+            "--version",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, DOCKER_HOST=run["docker_host"]) if engine == "docker" else None,
+    )
     assert probe.returncode == 0 and probe.stdout.strip() == "chromaflow 0.1.0", probe.stderr[-3000:]
     # the clone is visible in the tasks' containers (mounted itself, or a parent folder such as /tmp when the clone
     # and the work directory share one) ...
     assert any(ROOT == Path(m.split(":")[0]) or Path(m.split(":")[0]) in ROOT.parents for m in mounts), mounts
     loaded = set(re.findall(r"(/\S+?)/chromaflow/__init__\.py", probe.stderr))
-    assert loaded and all(p.startswith("/opt/venv/") for p in loaded), loaded   # ... but the image's package ran
+    assert loaded and all(p.startswith("/opt/venv/") for p in loaded), loaded  # ... but the image's package ran
     # podman's own record: one container per task, each started from the CPU image
     started = [e for e in run["events"] if e.get("Name", "").startswith("nxf-")]
     assert len(started) == len(trace), [(e.get("Name"), e.get("Image")) for e in run["events"]]
     assert {e["Image"].removeprefix("localhost/") for e in started} == {CPU_IMAGE}, started
 
 
-_REPORTS = ("pipeline_info", "benchmark", "multiqc")   # timings, dates, run names: never equal between runs
+_REPORTS = ("pipeline_info", "benchmark", "multiqc")  # timings, dates, run names: never equal between runs
 
 
 def _files(outdir: Path) -> dict[str, Path]:
-    return {str(p.relative_to(outdir)): p for p in sorted(outdir.rglob("*"))
-            if p.is_file() and p.relative_to(outdir).parts[0] not in _REPORTS}
+    return {
+        str(p.relative_to(outdir)): p
+        for p in sorted(outdir.rglob("*"))
+        if p.is_file() and p.relative_to(outdir).parts[0] not in _REPORTS
+    }
 
 
 def _h5_tree(path: Path) -> dict:
     out = {}
     with h5py.File(path) as h5:
+
         def visit(name, obj):
             attrs = {k: np.asarray(v).tolist() for k, v in obj.attrs.items() if k != "timestamp"}
             data = obj[()] if isinstance(obj, h5py.Dataset) else None
             out[name] = (attrs, None if data is None else (data.dtype.str, data.shape, data.tobytes()))
+
         visit("/", h5)
         h5.visititems(visit)
     return out
@@ -445,11 +538,16 @@ def test_outputs_equal_the_run_without_containers(engine_runs, test_run, engine)
     assert run["rc"] == 0, run["stdout"][-4000:]
     ours, plain = _files(run["dir"] / "results"), _files(test_run.outdir)
     # the comparison covers every kind of result (so it cannot pass on an empty or partial tree)
-    kinds = {"predictions h5": r"/predictions/.*\.h5$", "bigWig": r"/tracks/.*\.bw$", "hub": r"/tracks/hub\.txt$",
-             "GENIE3 links": r"/network/.*genie3_links\.tsv\.gz$", "genome h5": r"/h5/.*\.h5$"}
+    kinds = {
+        "predictions h5": r"/predictions/.*\.h5$",
+        "bigWig": r"/tracks/.*\.bw$",
+        "hub": r"/tracks/hub\.txt$",
+        "GENIE3 links": r"/network/.*genie3_links\.tsv\.gz$",
+        "genome h5": r"/h5/.*\.h5$",
+    }
     if engine == "podman":
         assert sorted(ours) == sorted(plain)
-    else:   # the GPU-flag run makes asmA's genome h5 and predictions (with one shard: the same bytes as merged shards)
+    else:  # the GPU-flag run makes asmA's genome h5 and predictions (with one shard: the same bytes as merged shards)
         assert set(ours) <= set(plain), sorted(set(ours) - set(plain))
         kinds = {k: v for k, v in kinds.items() if k in ("predictions h5", "genome h5")}
         plain = {rel: path for rel, path in plain.items() if rel in ours}
@@ -476,8 +574,18 @@ def podman_gpu_run(nextflow_bin, cpu_image, podman, tmp_path_factory):
     """The GPU-flag run with podman (docker's is in ``engine_runs``): only what the GPU flags touch."""
     base = tmp_path_factory.mktemp("gpu_flags")
     d = base / "podman"
-    proc = _nextflow(["-profile", "test,podman,gpu", "--outdir", str(d / "results"),
-                      "--genomes", str(_one_assembly_sheet(base)), *GPU_FLAG_ARGS], d)
+    proc = _nextflow(
+        [
+            "-profile",
+            "test,podman,gpu",
+            "--outdir",
+            str(d / "results"),
+            "--genomes",
+            str(_one_assembly_sheet(base)),
+            *GPU_FLAG_ARGS,
+        ],
+        d,
+    )
     return (d, *_finish(proc, 1800))
 
 
@@ -497,8 +605,7 @@ def test_podman_gpu_profile_requests_the_cdi_gpu_on_predict_only(podman_gpu_run)
         line = _engine_line(text, "podman")
         assert ("--device nvidia.com/gpu=all" in line) == (name in predict), (name, line)
     for name in predict:
-        wd = next(p.parent for p in (d / "work").glob("*/*/.command.run")
-                  if f"### name: '{name}'" in p.read_text())
+        wd = next(p.parent for p in (d / "work").glob("*/*/.command.run") if f"### name: '{name}'" in p.read_text())
         log = (wd / ".command.log").read_text() if (wd / ".command.log").exists() else ""
         assert "unresolvable CDI devices nvidia.com/gpu=all" in log + out, (name, log[-2000:])
     done = {r["name"] for r in read_trace(d / "results") if r["status"] == "COMPLETED"}
@@ -513,8 +620,12 @@ def test_docker_gpu_profile_puts_gpus_all_on_predict_only(engine_runs):
     d, rc, out = run["dir"], run["rc"], run["stdout"]
     assert rc == 0, out[-3000:]
     tasks = _tasks(d)
-    assert sorted(re.sub(r" \(.*", "", n) for n in tasks) == ["CHROMAFLOW:FASTA2H5", "CHROMAFLOW:PREDICT_ASSEMBLIES:MAKE_TEST_MODEL",
-                                                               "CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT", "CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT_PLAN"]
+    assert sorted(re.sub(r" \(.*", "", n) for n in tasks) == [
+        "CHROMAFLOW:FASTA2H5",
+        "CHROMAFLOW:PREDICT_ASSEMBLIES:MAKE_TEST_MODEL",
+        "CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT",
+        "CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT_PLAN",
+    ]
     for name, text in tasks.items():
         line = _engine_line(text, "docker")
         assert ("--gpus all" in line) == name.startswith("CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT "), (name, line)
@@ -523,8 +634,8 @@ def test_docker_gpu_profile_puts_gpus_all_on_predict_only(engine_runs):
 
 # ------------------------------------------------------------------- singularity/apptainer: engine shims
 SHIM = r"""#!/usr/bin/env bash
-# FAKE container engine for tests/pipeline/test_containers.py (singularity/apptainer are not available here): records its
-# arguments and runs the command after the image on the host. NOT a container.
+# FAKE container engine for tests/pipeline/test_containers.py (singularity/apptainer are not available here):
+# records its arguments and runs the command after the image on the host. NOT a container.
 log={log}
 printf '%s' "$(basename "$0")" >> "$log"; for a in "$@"; do printf ' %q' "$a" >> "$log"; done; echo >> "$log"
 case "$1" in
@@ -567,17 +678,42 @@ def shim_runs(tmp_path_factory, nextflow_bin):
         shim = d / "bin" / engine
         shim.write_text(SHIM.format(log=shlex.quote(str(d / "engine.log"))))
         shim.chmod(0o755)
-        env = dict(os.environ, NXF_ANSI_LOG="false", NXF_OFFLINE="true",
-                   NXF_OPTS=os.environ.get("NXF_OPTS", "-Xms256m -Xmx1g"),
-                   PATH=f"{d / 'bin'}{os.pathsep}{os.environ['PATH']}")
+        env = dict(
+            os.environ,
+            NXF_ANSI_LOG="false",
+            NXF_OFFLINE="true",
+            NXF_OPTS=os.environ.get("NXF_OPTS", "-Xms256m -Xmx1g"),
+            PATH=f"{d / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        )
         env.pop("NXF_SINGULARITY_CACHEDIR", None)
         env.pop("NXF_APPTAINER_CACHEDIR", None)
-        cmd = [nextflow_bin, "run", str(MAIN_NF), "-ansi-log", "false", "-stub", "-profile", f"test,{engine},gpu",
-               "--outdir", str(d / "results"), "--genomes", str(sheet), "--test_model", "false",
-               "--model", str(model), "--predict_shards", "1",
-               "--skip_genie3", "--skip_tracks", "--skip_benchmark"]
-        procs[engine] = (d, subprocess.Popen(cmd, cwd=d, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                             text=True))
+        cmd = [
+            nextflow_bin,
+            "run",
+            str(MAIN_NF),
+            "-ansi-log",
+            "false",
+            "-stub",
+            "-profile",
+            f"test,{engine},gpu",
+            "--outdir",
+            str(d / "results"),
+            "--genomes",
+            str(sheet),
+            "--test_model",
+            "false",
+            "--model",
+            str(model),
+            "--predict_shards",
+            "1",
+            "--skip_genie3",
+            "--skip_tracks",
+            "--skip_benchmark",
+        ]
+        procs[engine] = (
+            d,
+            subprocess.Popen(cmd, cwd=d, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
+        )
     deadline = time.monotonic() + 600
     return {engine: (d, *_finish(p, deadline - time.monotonic())) for engine, (d, p) in procs.items()}
 
@@ -591,7 +727,11 @@ def test_singularity_apptainer_command_lines(shim_runs, engine):
     assert "chromaflow: done" in stdout
     tasks = _tasks(d)
     names = sorted(re.sub(r" \(.*", "", n) for n in tasks)
-    assert names == ["CHROMAFLOW:FASTA2H5", "CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT", "CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT_PLAN"], names
+    assert names == [
+        "CHROMAFLOW:FASTA2H5",
+        "CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT",
+        "CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT_PLAN",
+    ], names
     for name, text in tasks.items():
         line = _engine_line(text, engine)
         gpu = name.startswith("CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT ")
@@ -607,8 +747,19 @@ def test_singularity_apptainer_command_lines(shim_runs, engine):
 
 
 # --------------------------------------------------------------------------------------- nextflow config
-CONFIG_PROFILES = ["docker", "podman", "test,podman", "singularity", "docker,gpu", "podman,gpu", "singularity,gpu",
-                   "apptainer,gpu", "slurm_gpu", "slurm_gpu,singularity", "slurm_gpu,singularity,gpu"]
+CONFIG_PROFILES = [
+    "docker",
+    "podman",
+    "test,podman",
+    "singularity",
+    "docker,gpu",
+    "podman,gpu",
+    "singularity,gpu",
+    "apptainer,gpu",
+    "slurm_gpu",
+    "slurm_gpu,singularity",
+    "slurm_gpu,singularity,gpu",
+]
 
 
 @pytest.fixture(scope="module")
@@ -621,10 +772,12 @@ def rendered_configs(nextflow_bin, tmp_path_factory) -> dict[str, str]:
 def test_profiles_images_and_no_global_gpu_flags(rendered_configs, profiles):
     flat = rendered_configs[profiles]
     for line in flat.splitlines():
-        if re.match(r"(docker|podman|singularity|apptainer)\.(runOptions|engineOptions)\b", line) \
-                or re.match(r"process\.(containerOptions|clusterOptions|accelerator)\b", line):
-            assert "--gpus" not in line and "--nv" not in line and "gres" not in line \
-                and "nvidia.com/gpu" not in line, line
+        if re.match(r"(docker|podman|singularity|apptainer)\.(runOptions|engineOptions)\b", line) or re.match(
+            r"process\.(containerOptions|clusterOptions|accelerator)\b", line
+        ):
+            assert (
+                "--gpus" not in line and "--nv" not in line and "gres" not in line and "nvidia.com/gpu" not in line
+            ), line
     assert f"process.container = '{CPU_IMAGE}'" in flat
     wants_gpu = bool({"gpu", "slurm_gpu"} & set(profiles.split(",")))
     # the CUDA image only when a GPU profile asks for it

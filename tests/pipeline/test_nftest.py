@@ -3,12 +3,16 @@
 nf-test 0.9.5 is ``../shared/tools/nf-test/nf-test`` here (or ``nf-test`` on PATH elsewhere, e.g. from
 bioconda or get.nf-test.com). It runs once per session with ``--ci`` (a missing snapshot is a failure, not a
 new snapshot) and ``--junitxml`` (the pipeline spec first, in a run of its own: its test-profile case is also the
-pytest pipeline tests' run, fixture ``test_run``; then the module specs), started in the background as soon as pytest has collected (tests/helpers/nftest_run.py,
+pytest pipeline tests' run, fixture ``test_run``; then the module specs), started in the background as soon as pytest
+has collected (tests/helpers/nftest_run.py,
 tests/conftest.py) so that it overlaps the rest of the suite; each spec file is then one pytest test that waits for
-the run and fails when any of its test cases failed, naming them. The specs snapshot content (tests/helpers/nftest/digest.py) and have a ``-stub`` test each.
+the run and fails when any of its test cases failed, naming them. The specs snapshot content
+(tests/helpers/nftest/digest.py) and have a ``-stub`` test each.
 
-The run takes about 6 min beside the rest of the suite on a 2-core machine (51 cases in two nf-test runs; the JVMs use the client compiler, tests/conftest.py). Skips with the reason where nf-test or Java is missing (fails under CI=true).
+The run takes about 6 min beside the rest of the suite on a 2-core machine (51 cases in two nf-test runs; the JVMs use
+the client compiler, tests/conftest.py). Skips with the reason where nf-test or Java is missing (fails under CI=true).
 """
+
 from __future__ import annotations
 
 import re
@@ -17,7 +21,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from helpers.environment import ROOT
-from helpers.nftest_run import SPECS
+from helpers.nftest_run import MODULE_SPECS, PIPELINE_SPEC, SPECS, SUBWORKFLOW_SPECS
 
 pytestmark = pytest.mark.pipeline
 
@@ -59,9 +63,24 @@ def test_nf_test_spec_passes(nftest_results, spec):
     assert not failed, "\n".join(failed)
 
 
-@pytest.mark.parametrize("spec", SPECS)
+@pytest.mark.parametrize("spec", [PIPELINE_SPEC, *MODULE_SPECS])
 def test_every_spec_snapshots_content_and_has_a_stub_test(spec):
     text = (ROOT / spec).read_text()
     assert "snapshot(" in text and ".match()" in text, spec
     assert 'options "-stub"' in text, f"{spec}: no -stub test"
     assert (ROOT / f"{spec}.snap").is_file(), f"{spec}.snap is not committed"
+
+
+@pytest.mark.parametrize("spec", SUBWORKFLOW_SPECS)
+def test_every_subworkflow_spec_checks_its_wiring(spec):
+    """A subworkflow's spec tests its wiring as -stub runs (the tasks' outputs are the module and pipeline specs'):
+    every test case runs with -stub, checks the run succeeded and asserts on what ran or what came out (the trace or
+    the emitted channels), not on a snapshot of our own earlier output."""
+    text = (ROOT / spec).read_text()
+    cases = re.split(r'^\s+test\("', text, flags=re.M)[1:]
+    assert cases, f"{spec}: no test case"
+    for case in cases:
+        name = case.split('"', 1)[0]
+        assert "workflow.success" in case, f"{spec}: {name}: does not check the run succeeded"
+        assert "workflow.trace" in case or "workflow.out" in case, f"{spec}: {name}: checks neither tasks nor outputs"
+        assert 'options "-stub"' in case or "workflow.out.samplesheet" in case, f"{spec}: {name}: not a -stub run"

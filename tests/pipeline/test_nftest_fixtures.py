@@ -2,6 +2,7 @@
 are what the modules make: the checkpoint equals make_test_model's snapshot of MAKE_TEST_MODEL's output, the
 predictions equal predict's snapshot of PREDICT's unsharded asmA. Each reference is recorded by the real module in
 its own spec, so a change to either module fails here until the fixtures are made again."""
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,11 @@ def test_the_checkpoint_is_make_test_models_output():
 
 def test_the_predictions_are_predicts_output_for_asmA():
     # the PREDICT spec's first task: asmA unsharded, from its genome h5
-    want = _snapshot("predict", "h5 unsharded (<id>_predictions.h5) and shard 2 of 2 (values snapshotted); the FASTA route with and without PREDICT_PLAN's index: the same predictions as the h5 shard")[0]
+    want = _snapshot(
+        "predict",
+        "h5 unsharded (<id>_predictions.h5) and shard 2 of 2 (values snapshotted); the FASTA route with and without "
+        "PREDICT_PLAN's index: the same predictions as the h5 shard",
+    )[0]
     assert _digest("h5", FIXTURES / "asmA_predictions.h5") == want
 
 

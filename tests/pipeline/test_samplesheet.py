@@ -2,11 +2,14 @@
 naming the sheet, the line and the problem; every odd-but-valid sheet (BOM, CRLF, trailing empty lines, quoted
 fields, paths with spaces, URLs that answer) gives exactly the rows it says.
 
-The sheets are validated by the pipeline's own function (subworkflows/local/utils_chromaflow/samplesheet.nf) in one Nextflow JVM
+The sheets are validated by the pipeline's own function (subworkflows/local/utils_chromaflow/samplesheet.nf) in one
+Nextflow JVM
 (tests/pipeline/nextflow/validate_sheets.nf); two tests run main.nf itself (one here: an unfetchable URL, found only
-when the run stages it; the other is the pipeline nf-test spec's invalid-samplesheet case). URLs are served by a local http server on
+when the run stages it; the other is the pipeline nf-test spec's invalid-samplesheet case). URLs are served by a local
+http server on
 loopback that the test starts (tests/helpers/pipeline_utils.LocalHttpServer).
 """
+
 from __future__ import annotations
 
 import json
@@ -29,9 +32,15 @@ CASES: dict[str, tuple[str | bytes, object]] = {
     "extra_column": ("id,fasta,colour\nA,{fasta},red\n", r"line 1: unknown column\(s\): colour"),
     "duplicate_header_names": ("id,fasta,ID\nA,{fasta},B\n", r"line 1: duplicate column\(s\): id"),
     "duplicate_id": ("id,fasta\nA,{fasta}\nA,{fasta}\n", r"line 3: duplicate id 'A' \(first on line 2\)"),
-    "missing_file": ("id,fasta\nA,/nonexistent/genome.fa\n", r"line 2: column 'fasta': file not found: /nonexistent/genome.fa"),
+    "missing_file": (
+        "id,fasta\nA,/nonexistent/genome.fa\n",
+        r"line 2: column 'fasta': file not found: /nonexistent/genome.fa",
+    ),
     "fasta_is_a_directory": ("id,fasta\nA,{dir}\n", r"line 2: column 'fasta': not a regular file: "),
-    "vcf_not_found": ("id,fasta,vcf\nA,{fasta},{dir}/no_such.vcf.gz\n", r"line 2: column 'vcf': file not found: .*no_such.vcf.gz"),
+    "vcf_not_found": (
+        "id,fasta,vcf\nA,{fasta},{dir}/no_such.vcf.gz\n",
+        r"line 2: column 'vcf': file not found: .*no_such.vcf.gz",
+    ),
     "id_with_space": ("id,fasta\nmy genome,{fasta}\n", r"line 2: id 'my genome' may only contain"),
     "id_with_slash": ("id,fasta\na/b,{fasta}\n", r"line 2: id 'a/b' may only contain"),
     "empty_sheet": ("id,fasta\n", r"no assemblies \(only a header line\)"),
@@ -39,42 +48,85 @@ CASES: dict[str, tuple[str | bytes, object]] = {
     "only_empty_lines": ("\n\n\r\n", r"file is empty"),
     "field_count": ("id,fasta\nA,{fasta},extra\n", r"line 2: 3 fields, but the header has 2"),
     "long_species": ("id,fasta,species\nA,{fasta}," + "x" * 26 + "\n", r"line 2: species '.*' is 26 bytes"),
-    "unknown_layout": ("id,fasta,expression,expression_layout\nA,{fasta},{expr},genes-by-samples\n",
-                       r"line 2: expression_layout 'genes-by-samples' must be genes-x-samples or samples-x-genes"),
-    "regulators_without_expression": ("id,fasta,regulators\nA,{fasta},{regs}\n",
-                                      r"line 2: column 'regulators' is set but 'expression' is empty"),
+    "unknown_layout": (
+        "id,fasta,expression,expression_layout\nA,{fasta},{expr},genes-by-samples\n",
+        r"line 2: expression_layout 'genes-by-samples' must be genes-x-samples or samples-x-genes",
+    ),
+    "regulators_without_expression": (
+        "id,fasta,regulators\nA,{fasta},{regs}\n",
+        r"line 2: column 'regulators' is set but 'expression' is empty",
+    ),
     "empty_line_between_records": ("id,fasta\nA,{fasta}\n\nB,{fasta}\n", r"line 3: empty line"),
     "unterminated_quote": ('id,fasta\nA,"{fasta}\n', r"line 2: unterminated quoted field"),
-    "url_not_found": ("id,fasta\nA,{url}/missing.fa\n", r"line 2: column 'fasta': cannot fetch http://127\.0\.0\.1:\d+/missing\.fa \(HTTP 404\)"),
-    "url_refused": ("id,fasta\nA,http://127.0.0.1:{dead_port}/asmA.fa\n",
-                    r"line 2: column 'fasta': cannot fetch http://127\.0\.0\.1:\d+/asmA\.fa \(ConnectException: Connection refused"),
+    "url_not_found": (
+        "id,fasta\nA,{url}/missing.fa\n",
+        r"line 2: column 'fasta': cannot fetch http://127\.0\.0\.1:\d+/missing\.fa \(HTTP 404\)",
+    ),
+    "url_refused": (
+        "id,fasta\nA,http://127.0.0.1:{dead_port}/asmA.fa\n",
+        r"line 2: column 'fasta': cannot fetch http://127\.0\.0\.1:\d+/asmA\.fa \(ConnectException: Connection refused",
+    ),
     # valid
-    "bom_crlf": (b"\xef\xbb\xbfid,fasta,species\r\nA,{fasta},Sp_a\r\n", [["A", "Sp_a", "genes-x-samples", "{fasta}", None, None]]),
+    "bom_crlf": (
+        b"\xef\xbb\xbfid,fasta,species\r\nA,{fasta},Sp_a\r\n",
+        [["A", "Sp_a", "genes-x-samples", "{fasta}", None, None]],
+    ),
     "trailing_empty_lines": ("id,fasta\nA,{fasta}\n\n  \n\r\n", [["A", "A", "genes-x-samples", "{fasta}", None, None]]),
-    "quoted_fields": ('"id","fasta","species"\n"A","{dir}/with, comma.fa","Sp ""q"""\n',
-                      r"line 2: species 'Sp \"q\"' must be printable ASCII without spaces"),
-    "quoted_fields_valid": ('"id","fasta","species"\n"A","{dir}/with, comma.fa","Sp_""q"""\n',
-                            [["A", 'Sp_"q"', "genes-x-samples", "{dir}/with, comma.fa", None, None]]),
-    "path_with_spaces": ("id,fasta,expression,regulators,expression_layout\nA,my data/asm A.fa,my data/expr one.tsv.gz,"
-                         "my data/regs.txt,samples-x-genes\n",
-                         [["A", "A", "samples-x-genes", "{dir}/my data/asm A.fa", "{dir}/my data/expr one.tsv.gz",
-                           "{dir}/my data/regs.txt"]]),
+    "quoted_fields": (
+        '"id","fasta","species"\n"A","{dir}/with, comma.fa","Sp ""q"""\n',
+        r"line 2: species 'Sp \"q\"' must be printable ASCII without spaces",
+    ),
+    "quoted_fields_valid": (
+        '"id","fasta","species"\n"A","{dir}/with, comma.fa","Sp_""q"""\n',
+        [["A", 'Sp_"q"', "genes-x-samples", "{dir}/with, comma.fa", None, None]],
+    ),
+    "path_with_spaces": (
+        "id,fasta,expression,regulators,expression_layout\nA,my data/asm A.fa,my data/expr one.tsv.gz,"
+        "my data/regs.txt,samples-x-genes\n",
+        [
+            [
+                "A",
+                "A",
+                "samples-x-genes",
+                "{dir}/my data/asm A.fa",
+                "{dir}/my data/expr one.tsv.gz",
+                "{dir}/my data/regs.txt",
+            ]
+        ],
+    ),
     "url_ok": ("id,fasta\nA,{url}/asmA.fa\n", [["A", "A", "genes-x-samples", "{url}/asmA.fa", None, None]]),
     # annotation / motifs / tf_motifs (docs/networks.md): the prior needs all three; motifs may name pyjaspar's db
-    "motifs_without_annotation": ("id,fasta,motifs,tf_motifs\nA,{fasta},{fasta},{fasta}\n",
-                                  r"line 2: column 'motifs' is set but 'annotation' is empty"),
-    "motifs_without_tf_motifs": ("id,fasta,annotation,motifs\nA,{fasta},{fasta},{fasta}\n",
-                                 r"line 2: column 'motifs' is set but 'tf_motifs' is empty"),
-    "tf_motifs_without_motifs": ("id,fasta,annotation,tf_motifs\nA,{fasta},{fasta},{fasta}\n",
-                                 r"line 2: column 'tf_motifs' is set but 'motifs' is empty"),
-    "annotation_missing": ("id,fasta,annotation\nA,{fasta},/nonexistent/genes.gff3\n",
-                           r"line 2: column 'annotation': file not found: /nonexistent/genes.gff3"),
-    "bad_jaspar_spec": ("id,fasta,annotation,motifs,tf_motifs\nA,{fasta},{fasta},jaspar:CORE plants,{fasta}\n",
-                        r"line 2: column 'motifs': 'jaspar:CORE plants' must be jaspar:<COLLECTION>"),
-    "jaspar_db_ok": ("id,fasta,annotation,motifs,tf_motifs\nA,{fasta},{fasta},jaspar:CORE/plants,{fasta}\n",
-                     [["A", "A", "genes-x-samples", "{fasta}", None, None]]),
-    "relative_and_absolute": ("id,fasta\nA,asmA.fa\nB,{fasta}\n", [["A", "A", "genes-x-samples", "{dir}/asmA.fa", None, None],
-                                                                   ["B", "B", "genes-x-samples", "{fasta}", None, None]]),
+    "motifs_without_annotation": (
+        "id,fasta,motifs,tf_motifs\nA,{fasta},{fasta},{fasta}\n",
+        r"line 2: column 'motifs' is set but 'annotation' is empty",
+    ),
+    "motifs_without_tf_motifs": (
+        "id,fasta,annotation,motifs\nA,{fasta},{fasta},{fasta}\n",
+        r"line 2: column 'motifs' is set but 'tf_motifs' is empty",
+    ),
+    "tf_motifs_without_motifs": (
+        "id,fasta,annotation,tf_motifs\nA,{fasta},{fasta},{fasta}\n",
+        r"line 2: column 'tf_motifs' is set but 'motifs' is empty",
+    ),
+    "annotation_missing": (
+        "id,fasta,annotation\nA,{fasta},/nonexistent/genes.gff3\n",
+        r"line 2: column 'annotation': file not found: /nonexistent/genes.gff3",
+    ),
+    "bad_jaspar_spec": (
+        "id,fasta,annotation,motifs,tf_motifs\nA,{fasta},{fasta},jaspar:CORE plants,{fasta}\n",
+        r"line 2: column 'motifs': 'jaspar:CORE plants' must be jaspar:<COLLECTION>",
+    ),
+    "jaspar_db_ok": (
+        "id,fasta,annotation,motifs,tf_motifs\nA,{fasta},{fasta},jaspar:CORE/plants,{fasta}\n",
+        [["A", "A", "genes-x-samples", "{fasta}", None, None]],
+    ),
+    "relative_and_absolute": (
+        "id,fasta\nA,asmA.fa\nB,{fasta}\n",
+        [
+            ["A", "A", "genes-x-samples", "{dir}/asmA.fa", None, None],
+            ["B", "B", "genes-x-samples", "{fasta}", None, None],
+        ],
+    ),
 }
 
 
@@ -94,8 +146,14 @@ def sheets_dir(tmp_path_factory):
 def validation_results(sheets_dir, nextflow_bin):
     """All sheets validated by the pipeline's own function in one Nextflow JVM (fast)."""
     with LocalHttpServer(sheets_dir) as server:
-        subs = {"fasta": str(FASTA), "dir": str(sheets_dir), "url": server.url, "dead_port": str(free_port()),
-                "expr": str(TEST / "genie3" / "expression.tsv"), "regs": str(TEST / "genie3" / "regulators.txt")}
+        subs = {
+            "fasta": str(FASTA),
+            "dir": str(sheets_dir),
+            "url": server.url,
+            "dead_port": str(free_port()),
+            "expr": str(TEST / "genie3" / "expression.tsv"),
+            "regs": str(TEST / "genie3" / "regulators.txt"),
+        }
 
         def fill(x):
             if isinstance(x, bytes):
@@ -124,7 +182,7 @@ def test_samplesheet_case(validation_results, case):
     assert got is not None, f"no result for {case}"
     kind, rest = got
     want = expected[case]
-    if isinstance(want, str):   # an error: one line naming the sheet and the line
+    if isinstance(want, str):  # an error: one line naming the sheet and the line
         assert kind == "ERROR", rest
         assert "\\n" not in rest, rest
         assert re.search(want, rest), f"expected /{want}/ in {rest!r}"
@@ -138,8 +196,12 @@ def test_samplesheet_case(validation_results, case):
 
 def _stops_before_any_task(sheet, tmp_path) -> str:
     """Run the real pipeline on ``sheet``: it must fail before any task ran; returns stdout + stderr."""
-    res = run_nextflow(["--input", str(sheet), "--skip_predict", "--outdir", str(tmp_path / "out")],
-                       cwd=tmp_path, check=False, timeout=300)
+    res = run_nextflow(
+        ["--input", str(sheet), "--skip_predict", "--outdir", str(tmp_path / "out")],
+        cwd=tmp_path,
+        check=False,
+        timeout=300,
+    )
     out = res.stdout + res.stderr
     assert res.returncode != 0, out
     work = tmp_path / "work"
@@ -153,7 +215,9 @@ def test_unfetchable_url_stops_the_real_pipeline_with_one_line(tmp_path, nextflo
         sheet.write_text(f"id,fasta\nA,{server.url}/nothing-here.fa\n")
         out = _stops_before_any_task(sheet, tmp_path)
     lines = [ln for ln in out.splitlines() if "nothing-here.fa" in ln]
-    assert lines == [f"samplesheet {sheet} line 2: column 'fasta': cannot fetch {server.url}/nothing-here.fa (HTTP 404)"], out
+    assert lines == [
+        f"samplesheet {sheet} line 2: column 'fasta': cannot fetch {server.url}/nothing-here.fa (HTTP 404)"
+    ], out
 
 
 # -----------------------------------------------------------------------------------------------------------------
@@ -164,8 +228,12 @@ TRAIN_HEAD = "id,split,fasta,species,dataset,file,library,shift\n"
 TRAIN_ROW = "{id},{split},{t}/{fa},{species},atacseq,{t}/{bam},unstranded,true\n"
 
 # case -> (id, species): the same bad value in a samplesheet and in a train sheet gives the same message
-RULE_CASES = {"id_with_space": ("my genome", "Sp_a"), "id_with_slash": ("a/b", "Sp_a"),
-              "species_with_space": ("A", "Sp a"), "long_species": ("A", "x" * 26)}
+RULE_CASES = {
+    "id_with_space": ("my genome", "Sp_a"),
+    "id_with_slash": ("a/b", "Sp_a"),
+    "species_with_space": ("A", "Sp a"),
+    "long_species": ("A", "x" * 26),
+}
 
 
 def _train_sheet(rows: list[dict]) -> str:
@@ -180,17 +248,28 @@ def rule_results(tmp_path_factory, nextflow_bin):
         sheets[case] = d / f"{case}.csv"
         sheets[case].write_text(f"id,fasta,species\n{id_},{FASTA},{species}\n")
         trains[case] = d / f"train_{case}.csv"
-        trains[case].write_text(_train_sheet([dict(id=id_, split="train", fa="trainA.fa", species=species, bam="trainA_atacseq_1.bam")]))
+        trains[case].write_text(
+            _train_sheet([dict(id=id_, split="train", fa="trainA.fa", species=species, bam="trainA_atacseq_1.bam")])
+        )
     trains["duplicate_column"] = d / "train_duplicate_column.csv"
     trains["duplicate_column"].write_text(TRAIN_HEAD.replace(",shift", ",SPLIT") + "A,train,a.fa,,x,a.bam,,\n")
     trains["valid"] = d / "train_valid.csv"
-    trains["valid"].write_text(_train_sheet([
-        dict(id="trainA", split="train", fa="trainA.fa", species="", bam="trainA_atacseq_2.bam"),
-        dict(id="trainA", split="train", fa="trainA.fa", species="", bam="trainA_atacseq_1.bam"),
-        dict(id="valA", split="val", fa="valA.fa", species="Testus_val", bam="valA_atacseq_1.bam")]))
+    trains["valid"].write_text(
+        _train_sheet(
+            [
+                dict(id="trainA", split="train", fa="trainA.fa", species="", bam="trainA_atacseq_2.bam"),
+                dict(id="trainA", split="train", fa="trainA.fa", species="", bam="trainA_atacseq_1.bam"),
+                dict(id="valA", split="val", fa="valA.fa", species="Testus_val", bam="valA_atacseq_1.bam"),
+            ]
+        )
+    )
     results = validate_sheets(d, sheets.values(), trains.values())
-    return ({c: results[str(p)] for c, p in sheets.items()}, {c: results[str(p)] for c, p in trains.items()},
-            sheets, trains)
+    return (
+        {c: results[str(p)] for c, p in sheets.items()},
+        {c: results[str(p)] for c, p in trains.items()},
+        sheets,
+        trains,
+    )
 
 
 @pytest.mark.parametrize("case", sorted(RULE_CASES))
@@ -210,11 +289,17 @@ def test_train_sheet_read_by_the_shared_reader(rule_results):
     kind, rows = train_results["valid"]
     assert kind == "OK", rows
     rows = json.loads(rows)
-    assert [r[0] for r in rows] == [{"id": "trainA", "species": "trainA", "split": "train"},
-                                    {"id": "valA", "species": "Testus_val", "split": "val"}]
+    assert [r[0] for r in rows] == [
+        {"id": "trainA", "species": "trainA", "split": "train"},
+        {"id": "valA", "species": "Testus_val", "split": "val"},
+    ]
     # one spec per dataset; replicates in sheet order, each with its own index
     (spec,) = rows[0][2]
-    assert {k: spec[k] for k in ("dataset", "kind", "library", "shift")} == \
-        {"dataset": "atacseq", "kind": "bam", "library": "unstranded", "shift": True}
+    assert {k: spec[k] for k in ("dataset", "kind", "library", "shift")} == {
+        "dataset": "atacseq",
+        "kind": "bam",
+        "library": "unstranded",
+        "shift": True,
+    }
     assert spec["files"] == [str(TRAIN / "trainA_atacseq_2.bam"), str(TRAIN / "trainA_atacseq_1.bam")]
     assert spec["indexes"] == [str(TRAIN / "trainA_atacseq_2.bam.bai"), str(TRAIN / "trainA_atacseq_1.bam.bai")]

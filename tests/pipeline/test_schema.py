@@ -5,6 +5,7 @@ The schema is the one source of the rules the pipeline enforces (subworkflows/lo
 tests/pipeline/test_params.py checks each rule in the real Nextflow); this file keeps it in step with the config and
 the CLI.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ import pytest
 from chromaflow.cli import _build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
-DYNAMIC = object()   # a default computed when the config is read (e.g. the launch time)
+DYNAMIC = object()  # a default computed when the config is read (e.g. the launch time)
 
 
 def config_params() -> dict[str, object]:
@@ -116,5 +117,5 @@ def test_schema_enum_values_are_accepted_by_the_cli(param):
     command, option = ENUM_TO_CLI[param]
     assert set(schema_params()[param]["enum"]) <= set(_choices(command, option)), (param, command, option)
     modules = (ROOT / "conf" / "modules.config").read_text()
-    if param != "genie3_layout":   # the layout reaches GENIE3 through the samplesheet meta, not ext.args
+    if param != "genie3_layout":  # the layout reaches GENIE3 through the samplesheet meta, not ext.args
         assert f"{option} ${{params.{param}}}" in modules, f"{param} is not passed as {option} in conf/modules.config"

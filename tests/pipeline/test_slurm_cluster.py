@@ -1,4 +1,5 @@
 """The single-node test SLURM cluster itself (tests/helpers/slurm_cluster.py): partitions, GRES, records, teardown."""
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -18,8 +19,21 @@ def _sbatch_wait(cluster: SlurmCluster, tmp: Path, name: str, *opts: str, second
     script = tmp / f"{name}.sh"
     script.write_text(f"#!/bin/sh\necho start $(date +%s.%N)\nsleep {seconds}\necho end $(date +%s.%N)\n")
     out = tmp / f"{name}.out"
-    r = cluster.run("sbatch", "--wait", "--parsable", "-J", name, "-o", str(out), "-t", "5", *opts,
-                    str(script), check=False, timeout=120)
+    r = cluster.run(
+        "sbatch",
+        "--wait",
+        "--parsable",
+        "-J",
+        name,
+        "-o",
+        str(out),
+        "-t",
+        "5",
+        *opts,
+        str(script),
+        check=False,
+        timeout=120,
+    )
     assert r.returncode == 0, f"sbatch {name} failed ({r.returncode}): {r.stdout}{r.stderr}"
     return r.stdout.strip().split(";")[0]
 
@@ -59,6 +73,7 @@ def test_default_partition_is_cpu(slurm_cluster, tmp_path):
 def test_two_gpu_jobs_do_not_overlap(slurm_cluster, tmp_path):
     """One gpu GRES on the node: the second --gres=gpu:1 job waits until the first has finished,
     although CPUs (2) and memory would allow both at once (a cpu control pair below does overlap)."""
+
     def run(name):
         return _sbatch_wait(slurm_cluster, tmp_path, name, "-p", "gpu", "--gres=gpu:1", seconds=2)
 
@@ -73,6 +88,7 @@ def test_two_gpu_jobs_do_not_overlap(slurm_cluster, tmp_path):
 
 def test_two_cpu_jobs_do_overlap(slurm_cluster, tmp_path):
     """Control for the test above: without the GRES the same pair runs concurrently (2 CPUs)."""
+
     def run(name):
         return _sbatch_wait(slurm_cluster, tmp_path, name, "-p", "cpu", seconds=2)
 
@@ -98,8 +114,9 @@ def test_jobcomp_lines_have_partition_and_state(slurm_cluster, tmp_path):
 def test_failed_job_is_recorded_as_failed(slurm_cluster, tmp_path):
     script = tmp_path / "fail.sh"
     script.write_text("#!/bin/sh\nexit 3\n")
-    r = slurm_cluster.run("sbatch", "--wait", "-J", "t-fail", "-o", str(tmp_path / "fail.out"), str(script),
-                          check=False, timeout=60)
+    r = slurm_cluster.run(
+        "sbatch", "--wait", "-J", "t-fail", "-o", str(tmp_path / "fail.out"), str(script), check=False, timeout=60
+    )
     assert r.returncode == 3
     job = slurm_cluster.job("t-fail")
     assert job["State"] == "FAILED" and job["ExitCode"] == "3:0"
@@ -107,13 +124,19 @@ def test_failed_job_is_recorded_as_failed(slurm_cluster, tmp_path):
 
 def test_env_points_client_tools_at_the_test_cluster(slurm_cluster):
     assert Path(slurm_cluster.env["SLURM_CONF"]).is_file()
-    r = subprocess.run(["scontrol", "show", "config"], env={**_clean_env(), **slurm_cluster.env},
-                       capture_output=True, text=True, check=True)
+    r = subprocess.run(
+        ["scontrol", "show", "config"],
+        env={**_clean_env(), **slurm_cluster.env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "ClusterName             = chromaflowtest" in r.stdout
 
 
 def _clean_env() -> dict[str, str]:
     import os
+
     return {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
 
 

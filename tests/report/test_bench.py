@@ -1,4 +1,5 @@
 """``chromaflow bench --quick`` with tiny sizes: real stage runs, a table, the best setting, benchmark.json format."""
+
 from __future__ import annotations
 
 import json
@@ -9,16 +10,46 @@ from helpers.cli import assert_one_line_error, chromaflow, ok
 
 def test_bench_quick_tiny(tmp_path):
     out = tmp_path / "bench.json"
-    res = ok("bench", "--quick", "--genome-mbp", "0.05", "--subsequence-length", "1000", "--predict-rows", "6",
-             "--batch-sizes", "2,6", "--num-workers", "1", "--threads", "1,2", "--genie3-genes", "12",
-             "--genie3-samples", "8", "--genie3-trees", "5", "--device", "cpu", "--out", out,
-             "--html", tmp_path / "bench.html", timeout=900)
+    res = ok(
+        "bench",
+        "--quick",
+        "--genome-mbp",
+        "0.05",
+        "--subsequence-length",
+        "1000",
+        "--predict-rows",
+        "6",
+        "--batch-sizes",
+        "2,6",
+        "--num-workers",
+        "1",
+        "--threads",
+        "1,2",
+        "--genie3-genes",
+        "12",
+        "--genie3-samples",
+        "8",
+        "--genie3-trees",
+        "5",
+        "--device",
+        "cpu",
+        "--out",
+        out,
+        "--html",
+        tmp_path / "bench.html",
+        timeout=900,
+    )
     rep = json.loads(out.read_text())
     assert rep["schema"] == "chromaflow-benchmark/1" and rep["source"] == "chromaflow bench"
     settings = [(t["stage"], t["setting"]) for t in rep["tasks"]]
-    assert settings == [("fasta2h5", "threads=1"), ("fasta2h5", "threads=2"),
-                        ("predict", "batch=2 workers=1"), ("predict", "batch=6 workers=1"),
-                        ("genie3", "threads=1"), ("genie3", "threads=2")]
+    assert settings == [
+        ("fasta2h5", "threads=1"),
+        ("fasta2h5", "threads=2"),
+        ("predict", "batch=2 workers=1"),
+        ("predict", "batch=6 workers=1"),
+        ("genie3", "threads=1"),
+        ("genie3", "threads=2"),
+    ]
     for t in rep["tasks"]:
         assert t["wall_s"] > 0
     pred = [t for t in rep["tasks"] if t["stage"] == "predict"]
@@ -33,9 +64,11 @@ def test_bench_quick_tiny(tmp_path):
 
 
 def test_best_settings_and_bad_stage():
-    tasks = [{"stage": "predict", "setting": "a", "bp_per_s": 1.0}, {"stage": "predict", "setting": "b",
-                                                                        "bp_per_s": 3.0},
-             {"stage": "genie3", "setting": "t1", "targets_per_s": 5.0, "bp_per_s": None}]
+    tasks = [
+        {"stage": "predict", "setting": "a", "bp_per_s": 1.0},
+        {"stage": "predict", "setting": "b", "bp_per_s": 3.0},
+        {"stage": "genie3", "setting": "t1", "targets_per_s": 5.0, "bp_per_s": None},
+    ]
     best = bench.best_settings(tasks)
     assert best["predict"]["setting"] == "b" and best["genie3"]["setting"] == "t1"
     res = chromaflow("bench", "--stages", "fasta2h5,nope")

@@ -1,5 +1,6 @@
 """The benchmark harness (``benchmarks/run``): its measurements, its output comparisons, its tables, and a real
 ``--quick`` run against the real peers (so the harness cannot rot)."""
+
 from __future__ import annotations
 
 import gzip
@@ -44,10 +45,16 @@ def test_cpu_of_descendants_nobody_waits_for_is_counted(tmp_path):
     """A command that starts a CPU-burning child and exits without waiting for it (as DDP ranks are left): wait4
     cannot count the child, the sampled process tree does."""
     done = tmp_path / "done"
-    burn = (f"import time; t = time.process_time(); x = 0\nwhile time.process_time() - t < 0.6: x += 1\n"
-            f"open({str(done)!r}, 'w').close()")
-    cmd = [sys.executable, "-c", f"import os, subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {burn!r}])"
-           f"\nwhile not os.path.exists({str(done)!r}): time.sleep(0.01)"]
+    burn = (
+        f"import time; t = time.process_time(); x = 0\nwhile time.process_time() - t < 0.6: x += 1\n"
+        f"open({str(done)!r}, 'w').close()"
+    )
+    cmd = [
+        sys.executable,
+        "-c",
+        f"import os, subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {burn!r}])"
+        f"\nwhile not os.path.exists({str(done)!r}): time.sleep(0.01)",
+    ]
     m = core.timed_run(cmd, tmp_path / "r")
     assert m["exit"] == 0 and m["tree_cpu_s"] >= 0.5 and m["cpu_s"] >= m["tree_cpu_s"], m
 
@@ -56,8 +63,9 @@ def test_peak_rss_is_the_commands_not_the_parents(tmp_path):
     """The harness process may be big; the command's peak RSS must not inherit it (ru_maxrss survives fork+exec)."""
     ballast = np.ones(400 * 2**20 // 8)  # 400 MiB resident in this (parent) process
     small = core.timed_run([sys.executable, "-S", "-c", "pass"], tmp_path / "s")
-    big = core.timed_run([sys.executable, "-c", "import numpy as np; a = np.ones(300 * 2**20 // 8); a.sum()"],
-                         tmp_path / "b")
+    big = core.timed_run(
+        [sys.executable, "-c", "import numpy as np; a = np.ones(300 * 2**20 // 8); a.sum()"], tmp_path / "b"
+    )
     assert ballast.sum() > 0
     assert small["peak_rss_bytes"] < 100 * 2**20, small
     assert 300 * 2**20 <= big["peak_rss_bytes"] < 600 * 2**20, big
@@ -74,16 +82,20 @@ def test_timer_of_the_scripts_drains_pipes_samples_the_tree_and_checks(tmp_path)
     r = timer.measure([sys.executable, "-c", chatty], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert r["exit"] == 0 and r["stdout"] == b"o" * 300000 and r["stderr"] == b"e" * 300000
     assert r["load_before"] is not None and r["load_after"] is not None
-    sleeper = [sys.executable, "-c", "import subprocess, sys; subprocess.run([sys.executable, '-c', "
-               "'import time; time.sleep(0.5)'])"]
+    sleeper = [
+        sys.executable,
+        "-c",
+        "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import time; time.sleep(0.5)'])",
+    ]
     assert timer.measure(sleeper, sample_tree=True)["processes"] >= 2
     with pytest.raises(SystemExit, match=r"failed \(exit 3\): .*\nboom"):
         timer.measure([sys.executable, "-c", "import sys; sys.stderr.write('boom'); sys.exit(3)"], check=True)
 
 
 def test_failed_command_and_summary(tmp_path):
-    m = core.timed_run([sys.executable, "-c", "import sys; print('boom', file=sys.stderr); sys.exit(3)"],
-                       tmp_path / "f")
+    m = core.timed_run(
+        [sys.executable, "-c", "import sys; print('boom', file=sys.stderr); sys.exit(3)"], tmp_path / "f"
+    )
     assert m["exit"] == 3 and (tmp_path / "f" / "stderr.txt").read_text().strip() == "boom"
     s = core.summarize([3.0, 1.0, 2.0, 10.0])
     assert (s["n"], s["median"], s["min"], s["max"]) == (4, 2.5, 1.0, 10.0)
@@ -98,17 +110,40 @@ def test_alternation_and_failure_recording(tmp_path):
         return lambda d, r: [sys.executable, "-c", f"open({str(order)!r}, 'a').write('{tag}{r} ')"]
 
     flaky = tmp_path / "flaky"  # fails the first time only: retried once, the failed attempt recorded
-    once = tmp_path / "once"    # the same, but a contender without retries: its failure stands
-    case = core.Case("t", "alt", {}, [core.Contender("a", "A", "ours", writer("a")),
-                                      core.Contender("b", "B", "peer", writer("b")),
-                                      core.Contender("c", "C", "peer", lambda d, r: [sys.executable, "-c", "1/0"]),
-                                      core.Contender("f", "F", "peer", lambda d, r: [
-                                          sys.executable, "-c", f"import os, sys; p = {str(flaky)!r}\n"
-                                          "if not os.path.exists(p): open(p, 'w'); sys.exit(7)"]),
-                                      core.Contender("g", "G", "peer", lambda d, r: [
-                                          sys.executable, "-c", f"import os, sys; p = {str(once)!r}\n"
-                                          "if not os.path.exists(p): open(p, 'w'); sys.exit(7)"], retries=0)],
-                     [("a", "b"), ("a", "c")], agree=lambda dirs: {"ok": True, "detail": "x"})
+    once = tmp_path / "once"  # the same, but a contender without retries: its failure stands
+    case = core.Case(
+        "t",
+        "alt",
+        {},
+        [
+            core.Contender("a", "A", "ours", writer("a")),
+            core.Contender("b", "B", "peer", writer("b")),
+            core.Contender("c", "C", "peer", lambda d, r: [sys.executable, "-c", "1/0"]),
+            core.Contender(
+                "f",
+                "F",
+                "peer",
+                lambda d, r: [
+                    sys.executable,
+                    "-c",
+                    f"import os, sys; p = {str(flaky)!r}\nif not os.path.exists(p): open(p, 'w'); sys.exit(7)",
+                ],
+            ),
+            core.Contender(
+                "g",
+                "G",
+                "peer",
+                lambda d, r: [
+                    sys.executable,
+                    "-c",
+                    f"import os, sys; p = {str(once)!r}\nif not os.path.exists(p): open(p, 'w'); sys.exit(7)",
+                ],
+                retries=0,
+            ),
+        ],
+        [("a", "b"), ("a", "c")],
+        agree=lambda dirs: {"ok": True, "detail": "x"},
+    )
     rec = core.run_case(case, tmp_path / "w", 3, log=lambda m: None)
     assert order.read_text().split() == ["a0", "b0", "a1", "b1", "a2", "b2"]  # A B A B A B; c stopped after failing
     f_runs = [r for r in rec["runs"] if r["contender"] == "f"]
@@ -149,13 +184,13 @@ def _predictions_h5(path: Path, plus: np.ndarray, minus: np.ndarray, L: int = 21
     rows, se = [], []
     for i in range(k):
         r = np.full(L, -1, np.int64)
-        r[:min(L, n - i * L)] = plus[i * L:(i + 1) * L]
+        r[: min(L, n - i * L)] = plus[i * L : (i + 1) * L]
         rows.append(r)
         se.append([i * L, min((i + 1) * L, n)])
     for i in reversed(range(k)):
-        seg = minus[i * L:(i + 1) * L][::-1]
+        seg = minus[i * L : (i + 1) * L][::-1]
         r = np.full(L, -1, np.int64)
-        r[:seg.size] = seg
+        r[: seg.size] = seg
         rows.append(r)
         se.append([min((i + 1) * L, n), i * L])
     with h5py.File(path, "w") as f:
@@ -185,7 +220,7 @@ def test_track_comparison_allows_exact_ties_only(tmp_path):
     i = np.arange(n)
     S = cs[np.clip(i + 2, 0, n)] - cs[np.clip(i - 2, 0, n)]  # window [i-2, i+1] for w = 4
     smooth = np.floor(S / w + 0.5).astype(np.int64)  # ties rounded up: differs from half-to-even at some ties
-    exact = np.round(S / w).astype(np.int64)          # half to even
+    exact = np.round(S / w).astype(np.int64)  # half to even
     ours, peer = tmp_path / "ours", tmp_path / "peer"
     ours.mkdir()
     peer.mkdir()
@@ -224,15 +259,20 @@ def test_coverage_and_train_cases(tmp_path, monkeypatch, quick):
     made = []
     monkeypatch.setattr(C, "_gen", lambda *a: made.append(a))  # the full run's warm-up inputs: recorded, not made
     assert {"coverage", "train"} <= set(C.STAGES) and C.STAGES[-1] == "scaling"
-    assert C.PEERS_NEEDED["coverage"] == ["peer-helixer-add-ngs-coverage"] and C.PEERS_NEEDED["train"] == ["peer-predmoter"]
+    assert C.PEERS_NEEDED["coverage"] == ["peer-helixer-add-ngs-coverage"] and C.PEERS_NEEDED["train"] == [
+        "peer-predmoter"
+    ]
     ctx = _ctx(tmp_path, quick)
     cfg = C.QUICK if quick else C.FULL
     warm, cases = C.BUILDERS["coverage"](ctx)
     assert [a[0] for a in made] == ([] if quick else ["coverage"]) and bool(warm) != quick
     assert len(cases) == len(cfg["coverage"])
     for case, (records, bp, reads) in zip(cases, cfg["coverage"]):
-        assert case.stage == "coverage" and (case.params["records"], case.params["bp_per_record"],
-                                             case.params["reads"]) == (records, bp, reads)
+        assert case.stage == "coverage" and (
+            case.params["records"],
+            case.params["bp_per_record"],
+            case.params["reads"],
+        ) == (records, bp, reads)
         keys = [c.key for c in case.contenders]
         assert keys == ["helixer"] + [f"chromaflow t{t}" for t in cfg["coverage_threads"]]
         assert case.pairs == [(k, "helixer") for k in keys[1:]] and case.agree and case.prepare
@@ -251,6 +291,7 @@ def test_coverage_and_train_cases(tmp_path, monkeypatch, quick):
     keys = [c.key for c in case.contenders]
     assert keys == ["predmoter", *cfg["train_variants"]] and case.pairs == [(k, "predmoter") for k in keys[1:]]
     from harness.training import ARCH as arch
+
     p = C._usable_cpus()
     for c in case.contenders:
         d = tmp_path / "t" / c.key
@@ -276,8 +317,18 @@ def _coverage_h5(tmp_path) -> Path:
     sizes = gen.write_fasta(str(tmp_path / "g.fa"), 2, 3000, 1)
     convert(str(tmp_path / "g.fa"), tmp_path / "g.h5", "sp", 1000)
     gen.write_bam(str(tmp_path / "r.bam"), sizes, 300, 100, 0.2, 200, 1)
-    run_in_process("add-coverage", "--h5", tmp_path / "g.h5", "--prefix", "atacseq", "--bam", tmp_path / "r.bam",
-                   "--unstranded", "--out", tmp_path / "a.h5")
+    run_in_process(
+        "add-coverage",
+        "--h5",
+        tmp_path / "g.h5",
+        "--prefix",
+        "atacseq",
+        "--bam",
+        tmp_path / "r.bam",
+        "--unstranded",
+        "--out",
+        tmp_path / "a.h5",
+    )
     return tmp_path / "a.h5"
 
 
@@ -301,8 +352,15 @@ def test_coverage_comparison_catches_a_changed_value_and_layout(tmp_path):
     with h5py.File(b, "r+") as f:
         v = f["evaluation/atacseq_coverage"][()]
         del f["evaluation/atacseq_coverage"]
-        f.create_dataset("evaluation/atacseq_coverage", data=v, chunks=(1, v.shape[1], 1), maxshape=(None, None, None),
-                         compression="lzf", shuffle=True, fillvalue=-1)
+        f.create_dataset(
+            "evaluation/atacseq_coverage",
+            data=v,
+            chunks=(1, v.shape[1], 1),
+            maxshape=(None, None, None),
+            compression="lzf",
+            shuffle=True,
+            fillvalue=-1,
+        )
     res = agree.coverage(str(a), str(b), "atacseq")
     assert res["ok"] is False and "maxshape" in res["detail"], res
     for path in (a, b):
@@ -325,16 +383,22 @@ def test_coverage_inputs_are_seeded(tmp_path):
     def reads(p):
         with pysam.AlignmentFile(str(p)) as f:
             return [(r.reference_name, r.reference_start, r.cigarstring, r.is_reverse) for r in f]
+
     ra = reads(tmp_path / "a.bam")
     assert ra == reads(tmp_path / "b.bam") and len(ra) == 500
-    assert sum("N" in c for _, _, c, _ in ra) in range(60, 140) and all(s + 100 <= 5000 for _, s, c, _ in ra if "N" not in c)
+    assert sum("N" in c for _, _, c, _ in ra) in range(60, 140) and all(
+        s + 100 <= 5000 for _, s, c, _ in ra if "N" not in c
+    )
 
 
 def _curve_files(tmp_path, ours_rows, peer_rows):
     keys = ("avg_train_loss", "avg_train_accuracy", "avg_val_loss", "avg_val_accuracy")
     o, p = tmp_path / "metrics.tsv", tmp_path / "metrics.log"
-    o.write_text("\t".join(("epoch",) + keys) + "\n" + "".join(
-        "\t".join([str(i)] + [repr(r[k]) for k in keys]) + "\n" for i, r in enumerate(ours_rows)))
+    o.write_text(
+        "\t".join(("epoch",) + keys)
+        + "\n"
+        + "".join("\t".join([str(i)] + [repr(r[k]) for k in keys]) + "\n" for i, r in enumerate(ours_rows))
+    )
     p.write_text(" ".join(keys) + "\n" + "".join(" ".join(f"{r[k]:.8f}" for k in keys) + "\n" for r in peer_rows))
     return str(o), str(p)
 
@@ -342,8 +406,10 @@ def _curve_files(tmp_path, ours_rows, peer_rows):
 def test_loss_curve_comparison_is_the_fidelity_tests_rule(tmp_path):
     """agree.losscurve: Predmoter's metrics.log and our metrics.tsv agree within rel 1e-3 (or abs 1e-5) per epoch and
     metric; a loss 0.2 % off, a missing epoch or a missing column does not."""
-    rows = [{"avg_train_loss": 2.5087, "avg_train_accuracy": 0.00047, "avg_val_loss": 2.4754, "avg_val_accuracy": 0.0004},
-            {"avg_train_loss": 2.01, "avg_train_accuracy": 0.051, "avg_val_loss": 1.98, "avg_val_accuracy": 0.06}]
+    rows = [
+        {"avg_train_loss": 2.5087, "avg_train_accuracy": 0.00047, "avg_val_loss": 2.4754, "avg_val_accuracy": 0.0004},
+        {"avg_train_loss": 2.01, "avg_train_accuracy": 0.051, "avg_val_loss": 1.98, "avg_val_accuracy": 0.06},
+    ]
     near = [dict(r, avg_val_loss=r["avg_val_loss"] * (1 + 4e-4)) for r in rows]
     res = agree.losscurve(*_curve_files(tmp_path, near, rows))
     assert res["ok"] is True and res["epochs"] == 2 and 3e-4 < res["max_rel_diff"] < 5e-4, res
@@ -361,16 +427,28 @@ def test_training_runs_are_read_back(tmp_path):
     """Seconds per epoch and the curve from Predmoter's log (start/end stamps over the epochs) and our metrics JSON."""
     from harness import training
 
-    (tmp_path / "predmoter.log").write_text("01.02.2026 10:00:05, INFO: Training started.\nstuff\n"
-                                            "01.02.2026 10:01:45, INFO: Training ended.\n")
-    _curve_files(tmp_path, [], [{"avg_train_loss": 1, "avg_train_accuracy": 0, "avg_val_loss": 1,
-                                 "avg_val_accuracy": 0}] * 2)
+    (tmp_path / "predmoter.log").write_text(
+        "01.02.2026 10:00:05, INFO: Training started.\nstuff\n01.02.2026 10:01:45, INFO: Training ended.\n"
+    )
+    _curve_files(
+        tmp_path, [], [{"avg_train_loss": 1, "avg_train_accuracy": 0, "avg_val_loss": 1, "avg_val_accuracy": 0}] * 2
+    )
     r = training.predmoter_run(tmp_path)
     assert r["epochs"] == 2 and r["epoch_s"] == 50.0 and r["curve"][1]["avg_val_loss"] == 1
-    ep = [{"epoch": i, "epoch_s": s, "avg_train_loss": 1.0, "avg_val_loss": 2.0, "avg_train_accuracy": 0.1,
-           "avg_val_accuracy": 0.2} for i, s in enumerate((3.0, 5.0))]
-    (tmp_path / "m.json").write_text(json.dumps({"epochs": ep, "train_samples_per_s": 9.0, "train_bp_per_s": 9e5,
-                                                 "data_wait_fraction": 0.01}))
+    ep = [
+        {
+            "epoch": i,
+            "epoch_s": s,
+            "avg_train_loss": 1.0,
+            "avg_val_loss": 2.0,
+            "avg_train_accuracy": 0.1,
+            "avg_val_accuracy": 0.2,
+        }
+        for i, s in enumerate((3.0, 5.0))
+    ]
+    (tmp_path / "m.json").write_text(
+        json.dumps({"epochs": ep, "train_samples_per_s": 9.0, "train_bp_per_s": 9e5, "data_wait_fraction": 0.01})
+    )
     r = training.ours_run(tmp_path / "m.json")
     assert r["epoch_s"] == 4.0 and r["epochs"] == 2 and r["curve"][0]["avg_val_accuracy"] == 0.2
 
@@ -420,7 +498,11 @@ def suite_inputs(cache: Path) -> tuple[Path, Path]:
     ``cache`` for later suite runs, keyed by every file of the code that makes or reads them (the harness, the
     generators, the package) and the stages: any change to those makes a fresh set. A run that stops half-way leaves
     only its ``.partial`` folder, never a set a later run would read; older sets are removed when a new one is kept."""
-    code = [*BENCH.rglob("*.py"), *(ROOT / "src" / "chromaflow").rglob("*.py"), *(ROOT / "src" / "chromaflow").rglob("*.c")]
+    code = [
+        *BENCH.rglob("*.py"),
+        *(ROOT / "src" / "chromaflow").rglob("*.py"),
+        *(ROOT / "src" / "chromaflow").rglob("*.c"),
+    ]
     ready = cache / _inputs_key(ROOT, [f for f in code if "__pycache__" not in f.parts])
     return (ready if ready.is_dir() else cache / f"{ready.name}.{os.getpid()}.partial"), ready
 
@@ -448,17 +530,17 @@ def test_suite_inputs_are_kept_only_when_whole_and_keyed_by_the_code(tmp_path):
     used, ready = suite_inputs(tmp_path)
     assert used.name.endswith(".partial") and used.parent == tmp_path and not ready.exists()
     used.mkdir()
-    (tmp_path / "0123456789abcdef").mkdir()   # an older set
-    (tmp_path / "0123456789abcdef.999999999.partial").mkdir()   # a run that stopped half-way
+    (tmp_path / "0123456789abcdef").mkdir()  # an older set
+    (tmp_path / "0123456789abcdef.999999999.partial").mkdir()  # a run that stopped half-way
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        (tmp_path / f"0123456789abcdef.{live.pid}.partial").mkdir()   # another suite's run, still going
+        (tmp_path / f"0123456789abcdef.{live.pid}.partial").mkdir()  # another suite's run, still going
         keep_suite_inputs(used, ready)
     finally:
         live.kill()
         live.wait()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([ready.name, f"0123456789abcdef.{live.pid}.partial"])
-    assert suite_inputs(tmp_path) == (ready, ready)   # the next run reads it
+    assert suite_inputs(tmp_path) == (ready, ready)  # the next run reads it
     # any change to the code that makes the inputs gives another key
     code = tmp_path / "code"
     code.mkdir()
@@ -473,11 +555,29 @@ def test_suite_inputs_are_kept_only_when_whole_and_keyed_by_the_code(tmp_path):
 def test_quick_run_against_the_real_peers(tmp_path, reference_dir):
     _peers_or_skip()
     out = tmp_path / "results"
-    inputs, ready = suite_inputs(Path(os.environ.get("CHROMAFLOW_CACHE", Path.home() / ".cache" / "chromaflow"))
-                                 / "test-bench-inputs")
-    p = subprocess.run([str(BENCH / "run"), "--peers", str(PEERS), "--quick", "--stages", ",".join(SUITE_STAGES),
-                        "--out", str(out), "--workdir", str(tmp_path / "work"), "--inputs", str(inputs)],
-                       capture_output=True, text=True, cwd=ROOT, timeout=3600)
+    inputs, ready = suite_inputs(
+        Path(os.environ.get("CHROMAFLOW_CACHE", Path.home() / ".cache" / "chromaflow")) / "test-bench-inputs"
+    )
+    p = subprocess.run(
+        [
+            str(BENCH / "run"),
+            "--peers",
+            str(PEERS),
+            "--quick",
+            "--stages",
+            ",".join(SUITE_STAGES),
+            "--out",
+            str(out),
+            "--workdir",
+            str(tmp_path / "work"),
+            "--inputs",
+            str(inputs),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=3600,
+    )
     assert p.returncode == 0, p.stderr[-4000:]
     keep_suite_inputs(inputs, ready)
     files = sorted(out.glob("*-quick.json"))
@@ -499,8 +599,7 @@ def test_quick_run_against_the_real_peers(tmp_path, reference_dir):
             assert r["wall_s"] > 0 and r["cpu_s"] > 0 and r["peak_tree_rss_bytes"] > 10 * 2**20
             assert len(r["load_before"]) == 3 and len(r["load_after"]) == 3
         for k, con in c["contenders"].items():  # the network stage: one run per planted network (seed)
-            assert con["wall_s"]["n"] == (len(C.QUICK["network_seeds"]) if c["stage"] == "network" else 1), \
-                (c["id"], k)
+            assert con["wall_s"]["n"] == (len(C.QUICK["network_seeds"]) if c["stage"] == "network" else 1), (c["id"], k)
         for rt in c["ratios"]:
             assert rt["wall"]["of_medians"] > 0 and rt["cpu"]["of_medians"] > 0
     # the outputs agree: fasta2h5 datasets, predict fp32, bigwig intervals, peaks with MACS3's
@@ -515,8 +614,13 @@ def test_quick_run_against_the_real_peers(tmp_path, reference_dir):
         assert c["agreement"]["per_contender"]["chromaflow"]["size_ratio"] <= render.EQUAL_SIZE
         assert abs(c["agreement"]["per_contender"]["chromaflow --deflate zlib"]["size_ratio"] - 1) < 0.01
     g3 = [r for c in ran if c["stage"] == "genie3" for r in c["runs"]]
-    assert {r["contender"] for r in g3} == {"chromaflow", "chromaflow tree-normalised", "arboreto genie3",
-                                            "reference GENIE3", "arboreto grnboost2"}
+    assert {r["contender"] for r in g3} == {
+        "chromaflow",
+        "chromaflow tree-normalised",
+        "arboreto genie3",
+        "reference GENIE3",
+        "arboreto grnboost2",
+    }
     assert all(0.5 < r["auroc"] <= 1 and 0 < r["aupr"] <= 1 for r in g3)
     md = files[0].with_suffix(".md").read_text()
     _check_network(next(c for c in ran if c["stage"] == "network"), md)
@@ -535,8 +639,17 @@ def _check_network(c: dict, md: str) -> None:
     """The planted-network case of a quick run: every contender scored on every seed, the informative prior
     helps, the shuffled one does not help like it, the prior alone beats chance, and the table shows it all."""
     seeds = C.QUICK["network_seeds"]
-    keys = {"genie3", "alpha 0.25", "alpha 0.5", "alpha 1", "accessibility alpha 0.5", "shuffled alpha 0.5",
-            "shuffled alpha 0.5 check off", "prior alone", "accessibility prior alone"}
+    keys = {
+        "genie3",
+        "alpha 0.25",
+        "alpha 0.5",
+        "alpha 1",
+        "accessibility alpha 0.5",
+        "shuffled alpha 0.5",
+        "shuffled alpha 0.5 check off",
+        "prior alone",
+        "accessibility prior alone",
+    }
     assert set(c["contenders"]) == keys
     for r in c["runs"]:
         assert 0 < r["aupr"] <= 1 and 0 < r["auroc"] <= 1, r
@@ -545,8 +658,8 @@ def _check_network(c: dict, md: str) -> None:
         assert sorted(r["network_seed"] for r in c["runs"] if r["contender"] == k) == seeds, k
     med = {k: np.median([r["aupr"] for r in c["runs"] if r["contender"] == k]) for k in keys}
     v = render.network_verdicts(c)
-    assert v["gain"] is True and v["alpha 0.5"]["better"] == len(seeds)   # the planted prior is informative
-    assert med["shuffled alpha 0.5 check off"] < med["alpha 0.5"] - 0.05   # a shuffled prior carries no signal
+    assert v["gain"] is True and v["alpha 0.5"]["better"] == len(seeds)  # the planted prior is informative
+    assert med["shuffled alpha 0.5 check off"] < med["alpha 0.5"] - 0.05  # a shuffled prior carries no signal
     # the prior check keeps the informative prior and turns the shuffled one off (then: plain GENIE3's AUPR)
     runs = {(r["contender"], r["network_seed"]): r for r in c["runs"]}
     assert all(runs["alpha 0.5", sd]["prior_check"] == "kept" for sd in seeds)
@@ -555,7 +668,7 @@ def _check_network(c: dict, md: str) -> None:
             assert runs["shuffled alpha 0.5", sd]["aupr"] == runs["genie3", sd]["aupr"]
     assert isinstance(v["shuffled_ok"], bool)
     g, t = C.QUICK["network_size"][:2]
-    chance = np.mean(c["params"]["edges_per_seed"]) / (t * (g - 1))   # AUPR of a random ranking: the edge density
+    chance = np.mean(c["params"]["edges_per_seed"]) / (t * (g - 1))  # AUPR of a random ranking: the edge density
     assert med["prior alone"] > 1.5 * chance and med["accessibility prior alone"] > 1.5 * chance
     assert [x["ours"] for x in c["ratios"]] == ["alpha 0.5", "accessibility alpha 0.5"]  # the timing rows
     assert f"## Planted network: {c['case']}" in md and "* informative prior (α 0.5 vs GENIE3)" in md
@@ -571,16 +684,42 @@ def test_planted_network_is_seeded_and_its_motifs_are_found(tmp_path):
     for d in ("a", "b"):
         planted.make(str(tmp_path / d), "3", "12", "3", "6")
     names = sorted(p.name for p in (tmp_path / "a").iterdir())
-    assert names == ["atac.bw", "expression.tsv", "genes.gff3", "genome.fa", "gold.tsv", "motifs.jaspar",
-                     "regulators.txt", "tf_motifs.tsv", "truth.json"]
+    assert names == [
+        "atac.bw",
+        "expression.tsv",
+        "genes.gff3",
+        "genome.fa",
+        "gold.tsv",
+        "motifs.jaspar",
+        "regulators.txt",
+        "tf_motifs.tsv",
+        "truth.json",
+    ]
     for n in names:
         assert (tmp_path / "a" / n).read_bytes() == (tmp_path / "b" / n).read_bytes(), n
     a = tmp_path / "a"
     X = np.loadtxt(a / "expression.tsv", skiprows=1)
     assert X.shape == (6, 12) and np.all(np.isfinite(X)) and np.all(X.std(axis=0) > 0)
-    p = subprocess.run([sys.executable, "-m", "chromaflow", "motif-prior", "--fasta", a / "genome.fa",
-                        "--annotation", a / "genes.gff3", "--motifs", a / "motifs.jaspar", "--tf-motifs",
-                        a / "tf_motifs.tsv", "--out", tmp_path / "prior.tsv"], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "chromaflow",
+            "motif-prior",
+            "--fasta",
+            a / "genome.fa",
+            "--annotation",
+            a / "genes.gff3",
+            "--motifs",
+            a / "motifs.jaspar",
+            "--tf-motifs",
+            a / "tf_motifs.tsv",
+            "--out",
+            tmp_path / "prior.tsv",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     rows = [x.split("\t") for x in (tmp_path / "prior.tsv").read_text().splitlines()[1:]]
     prior = {(r[0], r[1]): float(r[2]) for r in rows}
@@ -605,15 +744,23 @@ def _two_case_stage(tmp_path, monkeypatch):
 
     def stage(ctx):
         def case(name):
-            c = core.Contender("chromaflow", "x", "ours",
-                               lambda d, r, name=name: [sys.executable, "-c",
-                                                        f"open({str(calls)!r}, 'a').write('{name} ')"])
+            c = core.Contender(
+                "chromaflow",
+                "x",
+                "ours",
+                lambda d, r, name=name: [sys.executable, "-c", f"open({str(calls)!r}, 'a').write('{name} ')"],
+            )
             return core.Case("scaling", name, {"series": "t", "size": 1 if name == "one" else 2, "unit": "u"}, [c], [])
+
         return [], [case("one"), case("two")]
 
     monkeypatch.setitem(C.BUILDERS, "scaling", stage)
     monkeypatch.setitem(C.PEERS_NEEDED, "scaling", [])
-    return M, calls, ["--quick", "--stages", "scaling", "--out", str(tmp_path / "out"), "--workdir", str(tmp_path / "w")]
+    return (
+        M,
+        calls,
+        ["--quick", "--stages", "scaling", "--out", str(tmp_path / "out"), "--workdir", str(tmp_path / "w")],
+    )
 
 
 def test_resume_skips_finished_cases_and_keeps_them(tmp_path, monkeypatch):
@@ -691,18 +838,30 @@ def test_genie3_prior_tables_are_generated():
 def test_targets_follow_the_measured_ratios():
     """Each target's verdict is computed from the run: a bigWig variant below 10x, or outputs that disagree,
     turns it to a cross; GENIE3's DREAM4 target needs both the speed and the AUPR."""
+
     def bw(name, r, ok=True):
-        return {"stage": "bigwig", "case": name, "ratios": [{"ours": "chromaflow", "peer": "predmoter",
-                                                             "wall": {"of_medians": r}}], "agreement": {"ok": ok}}
+        return {
+            "stage": "bigwig",
+            "case": name,
+            "ratios": [{"ours": "chromaflow", "peer": "predmoter", "wall": {"of_medians": r}}],
+            "agreement": {"ok": ok},
+        }
 
     def d4(net, r, aupr_ours, aupr_peer, aupr_tn=None):
         tools = [("chromaflow", aupr_ours), ("arboreto genie3", aupr_peer)]
         tools += [("chromaflow tree-normalised", aupr_tn)] if aupr_tn is not None else []
         runs = [{"contender": t, "exit": 0, "seed": 1, "auroc": 0.7, "aupr": a, "wall_s": 1.0} for t, a in tools]
-        return {"stage": "genie3", "case": f"dream4_net{net}", "runs": runs,
-                "contenders": {t: {"label": t} for t, _ in tools},
-                "ratios": [{"ours": o, "peer": "arboreto genie3", "wall": {"of_medians": r}}
-                           for o, _ in tools if o != "arboreto genie3"]}
+        return {
+            "stage": "genie3",
+            "case": f"dream4_net{net}",
+            "runs": runs,
+            "contenders": {t: {"label": t} for t, _ in tools},
+            "ratios": [
+                {"ours": o, "peer": "arboreto genie3", "wall": {"of_medians": r}}
+                for o, _ in tools
+                if o != "arboreto genie3"
+            ],
+        }
 
     def verdicts(cases):
         return [row.rsplit("|", 2)[1].strip() for row in render.targets_rows({"cases": cases})[2:]]
@@ -721,20 +880,43 @@ def test_targets_follow_the_measured_ratios():
 
 def test_render_of_a_full_run(tmp_path):
     """A (tiny, fake) full run renders into the README row, the fasta2h5 engine table and RESULTS.md."""
-    def cmd(seconds):
-        return lambda d, r: [sys.executable, "-c", f"import time; t=time.process_time()\nwhile time.process_time()-t<{seconds}: pass"]
 
-    case = core.Case("fasta2h5", "5x10Mbp", {"bp": 50_000_000, "records": 5},
-                     [core.Contender("helixer", "Helixer fasta2h5.py", "peer", cmd(0.4)),
-                      core.Contender("chromaflow", "chromaflow fasta2h5 (default)", "ours", cmd(0.02))],
-                     [("chromaflow", "helixer")],
-                     agree=lambda dirs: {"ok": True, "detail": "same", "per_contender": {
-                         "chromaflow": {"ok": True, "size_ratio": 0.83}}})
+    def cmd(seconds):
+        return lambda d, r: [
+            sys.executable,
+            "-c",
+            f"import time; t=time.process_time()\nwhile time.process_time()-t<{seconds}: pass",
+        ]
+
+    case = core.Case(
+        "fasta2h5",
+        "5x10Mbp",
+        {"bp": 50_000_000, "records": 5},
+        [
+            core.Contender("helixer", "Helixer fasta2h5.py", "peer", cmd(0.4)),
+            core.Contender("chromaflow", "chromaflow fasta2h5 (default)", "ours", cmd(0.02)),
+        ],
+        [("chromaflow", "helixer")],
+        agree=lambda dirs: {
+            "ok": True,
+            "detail": "same",
+            "per_contender": {"chromaflow": {"ok": True, "size_ratio": 0.83}},
+        },
+    )
     rec = core.run_case(case, tmp_path / "w", 3, log=lambda m: None)
     rec.update(repeats=3, command="benchmarks/run --stages fasta2h5")
-    res = {"schema": core.SCHEMA, "command": "benchmarks/run --stages fasta2h5", "commands": ["benchmarks/run"],
-           "quick": False, "repeats": 3, "machine": core.machine_info(), "cases": [rec],
-           "first_started": "t0", "last_started": "t1", "last_finished": "t2"}
+    res = {
+        "schema": core.SCHEMA,
+        "command": "benchmarks/run --stages fasta2h5",
+        "commands": ["benchmarks/run"],
+        "quick": False,
+        "repeats": 3,
+        "machine": core.machine_info(),
+        "cases": [rec],
+        "first_started": "t0",
+        "last_started": "t1",
+        "last_finished": "t2",
+    }
     rdir = tmp_path / "results"
     rdir.mkdir()
     (rdir / "2099-01-01-test.json").write_text(json.dumps(res))
@@ -750,28 +932,61 @@ def test_render_of_a_full_run(tmp_path):
     f2h = out[ROOT / "docs" / "fasta2h5.md"]
     assert "| chromaflow fasta2h5 (default) |" in f2h and "| 0.830 |" in f2h
     assert "### 5x10Mbp" in out[ROOT / "benchmarks" / "fasta2h5" / "RESULTS.md"]
-    assert "No published run yet" in out[ROOT / "benchmarks" / "genie3" / "RESULTS.md"] or \
-        "no case of this stage" in out[ROOT / "benchmarks" / "genie3" / "RESULTS.md"]
+    assert (
+        "No published run yet" in out[ROOT / "benchmarks" / "genie3" / "RESULTS.md"]
+        or "no case of this stage" in out[ROOT / "benchmarks" / "genie3" / "RESULTS.md"]
+    )
 
 
 def test_render_of_a_train_case():
     """A train case renders seconds per epoch (each tool's own record) beside the process times, the per-epoch ratio
     in its ratio row and the last epoch's losses; the coverage and train stages get their RESULTS.md."""
-    def run(key, wall, epoch_s):
-        return {"contender": key, "exit": 0, "wall_s": wall, "cpu_s": wall, "peak_tree_rss_bytes": 2**30,
-                "load_before": [1.0], "load_after": [1.0], "epoch_s": epoch_s,
-                "curve": [{"avg_train_loss": 2.5087, "avg_val_loss": 2.4754, "avg_val_accuracy": 0.00047}]}
 
-    runs = [run("predmoter", 60.0, 50.0), run("ours", 50.0, 40.0), run("predmoter", 62.0, 52.0), run("ours", 52.0, 38.0)]
-    cons = {k: {"label": f"{k} label", "role": "peer" if k == "predmoter" else "ours",
-                "wall_s": core.summarize([r["wall_s"] for r in runs if r["contender"] == k]),
-                "cpu_s": core.summarize([r["cpu_s"] for r in runs if r["contender"] == k]),
-                "peak_rss_bytes": core.summarize([2**30])} for k in ("predmoter", "ours")}
-    c = {"stage": "train", "case": "1x641.52kbp_default_1epoch", "params": {"epochs": 1}, "runs": runs,
-         "contenders": cons, "ratios": [{"ours": "ours", "peer": "predmoter",
-                                         "wall": core.ratio(cons["predmoter"]["wall_s"], cons["ours"]["wall_s"]),
-                                         "cpu": core.ratio(cons["predmoter"]["cpu_s"], cons["ours"]["cpu_s"])}],
-         "agreement": {"ok": True, "detail": "equal", "per_contender": {"ours": {"ok": True}}}}
+    def run(key, wall, epoch_s):
+        return {
+            "contender": key,
+            "exit": 0,
+            "wall_s": wall,
+            "cpu_s": wall,
+            "peak_tree_rss_bytes": 2**30,
+            "load_before": [1.0],
+            "load_after": [1.0],
+            "epoch_s": epoch_s,
+            "curve": [{"avg_train_loss": 2.5087, "avg_val_loss": 2.4754, "avg_val_accuracy": 0.00047}],
+        }
+
+    runs = [
+        run("predmoter", 60.0, 50.0),
+        run("ours", 50.0, 40.0),
+        run("predmoter", 62.0, 52.0),
+        run("ours", 52.0, 38.0),
+    ]
+    cons = {
+        k: {
+            "label": f"{k} label",
+            "role": "peer" if k == "predmoter" else "ours",
+            "wall_s": core.summarize([r["wall_s"] for r in runs if r["contender"] == k]),
+            "cpu_s": core.summarize([r["cpu_s"] for r in runs if r["contender"] == k]),
+            "peak_rss_bytes": core.summarize([2**30]),
+        }
+        for k in ("predmoter", "ours")
+    }
+    c = {
+        "stage": "train",
+        "case": "1x641.52kbp_default_1epoch",
+        "params": {"epochs": 1},
+        "runs": runs,
+        "contenders": cons,
+        "ratios": [
+            {
+                "ours": "ours",
+                "peer": "predmoter",
+                "wall": core.ratio(cons["predmoter"]["wall_s"], cons["ours"]["wall_s"]),
+                "cpu": core.ratio(cons["predmoter"]["cpu_s"], cons["ours"]["cpu_s"]),
+            }
+        ],
+        "agreement": {"ok": True, "detail": "equal", "per_contender": {"ours": {"ok": True}}},
+    }
     (row,) = render.headline_rows({"machine": {}, "cases": [c]})
     assert "per epoch 51.0 ÷ 39.0 s = **1.31×**; ✔ loss curve equal" in row
     sec = "\n".join(render.case_section(c))
@@ -785,17 +1000,38 @@ def test_fasta_shards_table_is_rendered_from_the_newest_results(tmp_path):
     from harness import fasta_shards_render as fsr
 
     def route(size, scan, index):
-        return {"bytes_on_disk": size, "load_before": 1.0, "load_after": 2.0,
-                "plan_scan": {"wall_s": 0.2, "cpu_s": 0.2}, "plan_index": {"wall_s": 0.8, "cpu_s": 0.8, "index": "fai"},
-                "shards": [{"shard": f"{i}/2", "rows": [0, 1], "scan": {"wall_s": 0.3, "cpu_s": 0.3, "bytes_read": s},
-                            "index": {"wall_s": 0.1, "cpu_s": 0.1, "bytes_read": x, "records_read": 1}}
-                           for i, (s, x) in enumerate(zip(scan, index), start=1)]}
+        return {
+            "bytes_on_disk": size,
+            "load_before": 1.0,
+            "load_after": 2.0,
+            "plan_scan": {"wall_s": 0.2, "cpu_s": 0.2},
+            "plan_index": {"wall_s": 0.8, "cpu_s": 0.8, "index": "fai"},
+            "shards": [
+                {
+                    "shard": f"{i}/2",
+                    "rows": [0, 1],
+                    "scan": {"wall_s": 0.3, "cpu_s": 0.3, "bytes_read": s},
+                    "index": {"wall_s": 0.1, "cpu_s": 0.1, "bytes_read": x, "records_read": 1},
+                }
+                for i, (s, x) in enumerate(zip(scan, index), start=1)
+            ],
+        }
 
-    res = {"benchmark": "fasta_shards", "command": "benchmarks/fasta_shards/run --mbp 10 --shards 2", "mbp": 10,
-           "records": 4, "line_width": 60, "subsequence_length": 21384, "shard_count": 2, "started": "2099-01-02",
-           "machine": {"cpu_model": "Test CPU", "logical_cpus": 2},
-           "routes": {"plain": route(10_000_000, [12e6, 15e6], [5e6, 5e6]),
-                      "bgzip": route(5_000_000, [8e6, 9e6], [2.5e6, 2.5e6])}}
+    res = {
+        "benchmark": "fasta_shards",
+        "command": "benchmarks/fasta_shards/run --mbp 10 --shards 2",
+        "mbp": 10,
+        "records": 4,
+        "line_width": 60,
+        "subsequence_length": 21384,
+        "shard_count": 2,
+        "started": "2099-01-02",
+        "machine": {"cpu_model": "Test CPU", "logical_cpus": 2},
+        "routes": {
+            "plain": route(10_000_000, [12e6, 15e6], [5e6, 5e6]),
+            "bgzip": route(5_000_000, [8e6, 9e6], [2.5e6, 2.5e6]),
+        },
+    }
     old = dict(res, started="2099-01-01", routes={k: route(1, [1, 1], [1, 1]) for k in ("plain", "bgzip")})
     (tmp_path / "2099-01-01-10Mbp.json").write_text(json.dumps(old))
     (tmp_path / "2099-01-02-10Mbp.json").write_text(json.dumps(res))

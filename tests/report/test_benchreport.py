@@ -5,6 +5,7 @@ metrics JSONs are annotated exactly as workflows/chromaflow.nf does (``assembly`
 ``chunk``/``chunks``). The Nextflow trace is written in Nextflow's own format with one retried task and one
 half-written row. The HTML report is rendered in headless Chromium and the screenshot checked for content.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,17 @@ ROOT = Path(__file__).resolve().parents[2]
 TEST = ROOT / "assets" / "test"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
-SECTIONS = ["Stage summary", "Throughput per stage", "Wall time vs subsequences", "Data-wait and GPU utilisation",
-            "Peak memory", "Extrapolation", "Tasks", "Software versions", "Machine"]
+SECTIONS = [
+    "Stage summary",
+    "Throughput per stage",
+    "Wall time vs subsequences",
+    "Data-wait and GPU utilisation",
+    "Peak memory",
+    "Extrapolation",
+    "Tasks",
+    "Software versions",
+    "Machine",
+]
 
 
 def _cli(*args: str) -> None:
@@ -46,34 +56,113 @@ def real_run(tmp_path_factory):
     os.environ["CHROMAFLOW_PROGRESS"] = "0"
     lines = []
     for asm, fasta, sp in (("asmA", "asmA.fa", "Testus_primus"), ("asmB", "asmB.fa.gz", "Testus_secundus")):
-        _cli("fasta2h5", "--fasta", TEST / fasta, "--species", sp, "--out", d / f"{asm}.h5",
-             "--subsequence-length", "2000", "--threads", "1", "--metrics", d / f"{asm}.fasta2h5.json")
+        _cli(
+            "fasta2h5",
+            "--fasta",
+            TEST / fasta,
+            "--species",
+            sp,
+            "--out",
+            d / f"{asm}.h5",
+            "--subsequence-length",
+            "2000",
+            "--threads",
+            "1",
+            "--metrics",
+            d / f"{asm}.fasta2h5.json",
+        )
         lines.append(_annotated(d / f"{asm}.fasta2h5.json", assembly=asm))
     _cli("make-test-model", "--out", d / "m.ckpt", "--seed", "0")
     for i in (1, 2):
-        _cli("predict", "--h5", d / "asmA.h5", "--model", d / "m.ckpt", "--out", d / f"asmA.{i}.h5",
-             "--batch-size", "8", "--device", "cpu", "--threads", "1", "--shard", f"{i}/2",
-             "--metrics", d / f"asmA.predict{i}.json")
+        _cli(
+            "predict",
+            "--h5",
+            d / "asmA.h5",
+            "--model",
+            d / "m.ckpt",
+            "--out",
+            d / f"asmA.{i}.h5",
+            "--batch-size",
+            "8",
+            "--device",
+            "cpu",
+            "--threads",
+            "1",
+            "--shard",
+            f"{i}/2",
+            "--metrics",
+            d / f"asmA.predict{i}.json",
+        )
         lines.append(_annotated(d / f"asmA.predict{i}.json", assembly="asmA", shard=i, shards=2))
-    _cli("predict", "--h5", d / "asmB.h5", "--model", d / "m.ckpt", "--out", d / "asmB.pred.h5",
-         "--batch-size", "8", "--device", "cpu", "--threads", "1", "--metrics", d / "asmB.predict.json")
+    _cli(
+        "predict",
+        "--h5",
+        d / "asmB.h5",
+        "--model",
+        d / "m.ckpt",
+        "--out",
+        d / "asmB.pred.h5",
+        "--batch-size",
+        "8",
+        "--device",
+        "cpu",
+        "--threads",
+        "1",
+        "--metrics",
+        d / "asmB.predict.json",
+    )
     lines.append(_annotated(d / "asmB.predict.json", assembly="asmB", shard=1, shards=1))
-    _cli("predict-merge", d / "asmA.1.h5", d / "asmA.2.h5", "--out", d / "asmA.pred.h5",
-         "--metrics", d / "asmA.merge.json")
+    _cli(
+        "predict-merge",
+        d / "asmA.1.h5",
+        d / "asmA.2.h5",
+        "--out",
+        d / "asmA.pred.h5",
+        "--metrics",
+        d / "asmA.merge.json",
+    )
     lines.append(_annotated(d / "asmA.merge.json", assembly="asmA"))
     (d / "tracks").mkdir()
-    _cli("bigwig", "--predictions", d / "asmB.pred.h5", "--outdir", d / "tracks", "--basename", "asmB",
-         "--threads", "1", "--metrics", d / "asmB.bigwig.json")
+    _cli(
+        "bigwig",
+        "--predictions",
+        d / "asmB.pred.h5",
+        "--outdir",
+        d / "tracks",
+        "--basename",
+        "asmB",
+        "--threads",
+        "1",
+        "--metrics",
+        d / "asmB.bigwig.json",
+    )
     lines.append(_annotated(d / "asmB.bigwig.json", assembly="asmB"))
-    _cli("genie3", "--expression", TEST / "genie3" / "expression.tsv", "--layout", "samples-x-genes",
-         "--regulators", TEST / "genie3" / "regulators.txt", "--n-trees", "20", "--threads", "1",
-         "--targets-chunk", "1/2", "--out", d / "part1.npz", "--metrics", d / "genie3.json")
+    _cli(
+        "genie3",
+        "--expression",
+        TEST / "genie3" / "expression.tsv",
+        "--layout",
+        "samples-x-genes",
+        "--regulators",
+        TEST / "genie3" / "regulators.txt",
+        "--n-trees",
+        "20",
+        "--threads",
+        "1",
+        "--targets-chunk",
+        "1/2",
+        "--out",
+        d / "part1.npz",
+        "--metrics",
+        d / "genie3.json",
+    )
     lines.append(_annotated(d / "genie3.json", assembly="asmA", chunk=1, chunks=2))
     metrics = d / "metrics.jsonl"
     metrics.write_text("\n".join(lines) + "\n")
 
-    header = ("task_id\thash\tnative_id\tprocess\ttag\tname\tstatus\texit\tcpus\tattempt\trealtime\t%cpu\t"
-              "peak_rss\tpeak_vmem")
+    header = (
+        "task_id\thash\tnative_id\tprocess\ttag\tname\tstatus\texit\tcpus\tattempt\trealtime\t%cpu\tpeak_rss\tpeak_vmem"
+    )
     rows = [
         "1\tab/cdef12\t11\tCHROMAFLOW:FASTA2H5\tasmA\tCHROMAFLOW:FASTA2H5 (asmA)\tCOMPLETED\t0\t1\t1\t1.2s\t85.0%\t"
         "40 MB\t300 MB",
@@ -88,8 +177,10 @@ def real_run(tmp_path_factory):
     trace = d / "trace.txt"
     trace.write_text(header + "\n" + "\n".join(rows) + "\n")
     versions = d / "software_versions.yml"
-    versions.write_text('"CHROMAFLOW:FASTA2H5":\n    chromaflow: 0.1.0\n    h5py: 3.11.0\n'
-                        '"CHROMAFLOW:PREDICT":\n    chromaflow: 0.1.0\n    torch: 2.13.0\n')
+    versions.write_text(
+        '"CHROMAFLOW:FASTA2H5":\n    chromaflow: 0.1.0\n    h5py: 3.11.0\n'
+        '"CHROMAFLOW:PREDICT":\n    chromaflow: 0.1.0\n    torch: 2.13.0\n'
+    )
     return d, metrics, trace, versions
 
 
@@ -98,8 +189,23 @@ def report(real_run):
     d, metrics, trace, versions = real_run
     out = d / "report"
     out.mkdir()
-    _cli("benchmark-report", "--metrics", metrics, "--versions", versions, "--trace", trace, "--outdir", out,
-         "--extrapolate-genome-gbp", "2.2", "--extrapolate-genomes", "10", "--extrapolate-workers", "4")
+    _cli(
+        "benchmark-report",
+        "--metrics",
+        metrics,
+        "--versions",
+        versions,
+        "--trace",
+        trace,
+        "--outdir",
+        out,
+        "--extrapolate-genome-gbp",
+        "2.2",
+        "--extrapolate-genomes",
+        "10",
+        "--extrapolate-workers",
+        "4",
+    )
     return out
 
 
@@ -110,8 +216,13 @@ def _rows(out: Path) -> list[dict]:
 
 
 def test_outputs_exist(report):
-    for name in ("benchmark.json", "benchmark.tsv", "report.html", "chromaflow_benchmark_mqc.tsv",
-                 "chromaflow_throughput_mqc.json"):
+    for name in (
+        "benchmark.json",
+        "benchmark.tsv",
+        "report.html",
+        "chromaflow_benchmark_mqc.tsv",
+        "chromaflow_throughput_mqc.json",
+    ):
         assert (report / name).stat().st_size > 0, name
     assert not list(report.glob(".*.part"))
 
@@ -121,8 +232,16 @@ def test_tsv_one_row_per_task_with_measured_fields_only(report, real_run):
     n = len(metrics.read_text().splitlines())
     rows = _rows(report)
     assert len(rows) == n == 8
-    assert [r["stage"] for r in rows] == ["fasta2h5", "fasta2h5", "predict", "predict", "predict",
-                                         "predict-merge", "bigwig", "genie3"]
+    assert [r["stage"] for r in rows] == [
+        "fasta2h5",
+        "fasta2h5",
+        "predict",
+        "predict",
+        "predict",
+        "predict-merge",
+        "bigwig",
+        "genie3",
+    ]
     pred = [r for r in rows if r["stage"] == "predict"]
     assert [(r["assembly"], r["shard"]) for r in pred] == [("asmA", "1/2"), ("asmA", "2/2"), ("asmB", "1/1")]
     for r in pred:
@@ -149,10 +268,10 @@ def test_trace_join_prefers_completed_attempt_and_skips_partial_row(report):
     p = t[("predict", "asmA", "1/2")]
     assert p["trace_realtime_s"] == pytest.approx(62.0)
     assert p["trace_cpu_pct"] == pytest.approx(97.5)
-    assert p["trace_peak_rss_bytes"] == pytest.approx(1.5 * 2 ** 30)
+    assert p["trace_peak_rss_bytes"] == pytest.approx(1.5 * 2**30)
     assert p["trace_attempts"] == 2
     assert t[("genie3", "asmA", "1/2")]["trace_realtime_s"] == pytest.approx(0.5)
-    assert t[("fasta2h5", "asmA", None)]["trace_peak_rss_bytes"] == 40 * 2 ** 20
+    assert t[("fasta2h5", "asmA", None)]["trace_peak_rss_bytes"] == 40 * 2**20
     assert t[("bigwig", "asmB", None)]["trace_realtime_s"] is None  # its row was half-written
     assert any("incomplete row" in n for n in rep["notes"])
 
@@ -196,8 +315,11 @@ def test_html_sections_and_embedded_plots(report):
     text = (report / "report.html").read_text()
     for s in SECTIONS:
         assert f">{s}</h2>" in text, s
-    assert text.count('<img alt=') == text.count('src="data:image/png;base64,') + text.count(
-        "src='data:image/png;base64,") >= 4
+    assert (
+        text.count('<img alt=')
+        == text.count('src="data:image/png;base64,') + text.count("src='data:image/png;base64,")
+        >= 4
+    )
     for alt in ("throughput per stage", "wall time vs subsequences", "data-wait per task", "peak memory per task"):
         assert f"<img alt='{alt}' src='data:image/png;base64," in text, alt
     # self-contained: nothing fetched (the one script, which sorts the tables, is inline)
@@ -221,12 +343,19 @@ def test_many_tasks_are_drawn_as_distributions_not_one_bar_each(tmp_path):
         return struct.unpack(">II", base64.b64decode(b64)[16:24])
 
     def task(i: int, stage: str) -> dict:
-        return {"stage": stage, "assembly": f"asm{i:03d}", "part": "1/1", "setting": None, "data_wait_pct": 1.0 + i % 7,
-                "peak_rss_bytes": (100 + i) * 2 ** 20, "trace_peak_rss_bytes": None}
+        return {
+            "stage": stage,
+            "assembly": f"asm{i:03d}",
+            "part": "1/1",
+            "setting": None,
+            "data_wait_pct": 1.0 + i % 7,
+            "peak_rss_bytes": (100 + i) * 2**20,
+            "trace_peak_rss_bytes": None,
+        }
 
     few = [task(i, "predict") for i in range(report_html.PER_TASK_MAX)]
     many = [task(i, s) for i in range(100) for s in ("predict", "bigwig")]
-    assert png_size(report_html.plot_memory(few))[0] > 1500          # one bar per task: it grows with the tasks
+    assert png_size(report_html.plot_memory(few))[0] > 1500  # one bar per task: it grows with the tasks
     for plot in (report_html.plot_memory, report_html.plot_data_wait):
         w, h = png_size(plot(many))
         assert w < 1300 and h > 250, (plot.__name__, w, h)
@@ -234,8 +363,17 @@ def test_many_tasks_are_drawn_as_distributions_not_one_bar_each(tmp_path):
 
 def test_missing_trace_and_versions_still_report(real_run, tmp_path):
     _, metrics, _, _ = real_run
-    _cli("benchmark-report", "--metrics", metrics, "--versions", tmp_path / "nope.yml",
-         "--trace", tmp_path / "not_yet.txt", "--outdir", tmp_path)
+    _cli(
+        "benchmark-report",
+        "--metrics",
+        metrics,
+        "--versions",
+        tmp_path / "nope.yml",
+        "--trace",
+        tmp_path / "not_yet.txt",
+        "--outdir",
+        tmp_path,
+    )
     rep = json.loads((tmp_path / "benchmark.json").read_text())
     assert all(t["trace_realtime_s"] is None for t in rep["tasks"])
     assert any("not found" in n for n in rep["notes"])
@@ -243,8 +381,18 @@ def test_missing_trace_and_versions_still_report(real_run, tmp_path):
 
 
 def test_single_point_stage_says_no_fit(tmp_path):
-    m = {"stage": "predict", "assembly": "x", "shard": 1, "shards": 1, "bp": 1000, "subsequences": 1,
-         "wall_s": 2.0, "cpu_s": 1.0, "device": "cpu", "data_wait_fraction": 0.25}
+    m = {
+        "stage": "predict",
+        "assembly": "x",
+        "shard": 1,
+        "shards": 1,
+        "bp": 1000,
+        "subsequences": 1,
+        "wall_s": 2.0,
+        "cpu_s": 1.0,
+        "device": "cpu",
+        "data_wait_fraction": 0.25,
+    }
     (tmp_path / "m.jsonl").write_text(json.dumps(m) + "\n")
     _cli("benchmark-report", "--metrics", tmp_path / "m.jsonl", "--outdir", tmp_path)
     text = (tmp_path / "report.html").read_text()
@@ -263,17 +411,29 @@ def test_bad_metrics_line_is_one_line_error(tmp_path):
     assert not (tmp_path / "benchmark.json").exists()
 
 
-@pytest.mark.skipif(CHROMIUM is None and not ci(),
-                    reason="chromium not installed (apt-get install -y chromium); required under CI=true")
+@pytest.mark.skipif(
+    CHROMIUM is None and not ci(), reason="chromium not installed (apt-get install -y chromium); required under CI=true"
+)
 def test_report_renders_in_headless_chromium(report, tmp_path):
     assert CHROMIUM, "chromium is required under CI=true"
     import matplotlib.image as mpimg
 
     png = tmp_path / "report.png"
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,4000", f"--screenshot={png}",
-           (report / "report.html").as_uri()]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1280,4000",
+        f"--screenshot={png}",
+        (report / "report.html").as_uri(),
+    ]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert png.is_file() and png.stat().st_size > 10_000, res.stderr[-2000:]
     img = mpimg.imread(str(png))

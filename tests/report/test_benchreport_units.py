@@ -1,4 +1,5 @@
 """Unit arithmetic of the benchmark report, checked against hand-computed cases."""
+
 from __future__ import annotations
 
 
@@ -40,8 +41,15 @@ def test_prediction_counts_both_strands():
     # 4.4e9 bp / 2.2e6 bp/s = 2000 s = 0.5556 h; 10 genomes on 4 GPUs = 10 * 0.5556 / 4 = 1.3889 h
     assert units.genome_hours(2.2, 2.2e6, strands=2) == pytest.approx(2000 / 3600)
     assert units.fleet_hours(10, 2.2, 2.2e6, 4, strands=2) == pytest.approx(1.38889, abs=1e-5)
-    ex = tasks.extrapolate([{"stage": "predict", "bp_per_s": 2.2e6, "bp": 1.0, "devices": ["cuda"]},
-                         {"stage": "fasta2h5", "bp_per_s": 2.2e6, "bp": 1.0, "devices": ["cpu"]}], 2.2, 10, 4)
+    ex = tasks.extrapolate(
+        [
+            {"stage": "predict", "bp_per_s": 2.2e6, "bp": 1.0, "devices": ["cuda"]},
+            {"stage": "fasta2h5", "bp_per_s": 2.2e6, "bp": 1.0, "devices": ["cpu"]},
+        ],
+        2.2,
+        10,
+        4,
+    )
     p, f = ex["rows"]
     assert (p["strands"], f["strands"]) == (2, 1)
     assert p["hours_per_genome"] == pytest.approx(2 * f["hours_per_genome"])
@@ -57,7 +65,6 @@ def test_rate_and_formatting():
     assert units.rate_bp_per_s(100, 0) is None
     assert units.fmt_rate(2.2e6) == "2.2 Mbp/s"
     assert units.fmt_hours(1000 / 3600) == "0.2778 h"
-
 
 
 def test_linear_fit_exact_line_and_too_few_points():
@@ -76,8 +83,8 @@ def test_trace_parsers():
     assert trace.parse_duration_s("2m 3s") == pytest.approx(123)
     assert trace.parse_duration_s("1h 2m 3s") == pytest.approx(3723)
     assert trace.parse_duration_s("-") is None and trace.parse_duration_s("") is None
-    assert trace.parse_memory_bytes("1.5 MB") == pytest.approx(1.5 * 2 ** 20)
-    assert trace.parse_memory_bytes("2 GB") == 2 * 2 ** 30
+    assert trace.parse_memory_bytes("1.5 MB") == pytest.approx(1.5 * 2**20)
+    assert trace.parse_memory_bytes("2 GB") == 2 * 2**30
     assert trace.parse_memory_bytes("0") == 0
     assert trace.parse_memory_bytes("-") is None
     assert trace.parse_percent("95.3%") == pytest.approx(95.3)

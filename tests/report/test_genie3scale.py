@@ -1,5 +1,6 @@
 """The genie3scale harness stage (issue 30 §2): its cases, the planted generator, the cost fit and prediction, the
 RSS bound checks and the scaling tables (cheap: the real runs are `benchmarks/run --stages genie3scale`)."""
+
 from __future__ import annotations
 
 import json
@@ -28,13 +29,16 @@ def test_cases_are_built_without_running_anything(tmp_path, quick):
     cfg = ctx.cfg
     names = [c.name for c in cases]
     cost = [c for c in cases if c.params["series"] == "cost"]
-    assert len(cost) == 7 and len({(c.params["samples"], c.params["regulators"], c.params["trees"])
-                                   for c in cost}) == 7
+    assert len(cost) == 7 and len({(c.params["samples"], c.params["regulators"], c.params["trees"]) for c in cost}) == 7
     centre = {f: max(cfg["g3scale_cost"][f]) for f in ("samples", "regulators", "trees")}
-    for c in cost:   # every point differs from the centre in at most one factor
+    for c in cost:  # every point differs from the centre in at most one factor
         assert sum(c.params[f] != centre[f] for f in centre) <= 1
-    assert [n for n in names if n.startswith("pipeline_")] == ["pipeline_strong_p1", "pipeline_strong_p2",
-                                                               "pipeline_weak_p1", "pipeline_weak_p2"]
+    assert [n for n in names if n.startswith("pipeline_")] == [
+        "pipeline_strong_p1",
+        "pipeline_strong_p2",
+        "pipeline_weak_p1",
+        "pipeline_weak_p2",
+    ]
     # the same four through the real pipeline and SLURM; weak: one chunk of genes per task
     slurm = {c.name: c for c in cases if c.name.startswith("slurm_")}
     assert list(slurm) == ["slurm_strong_p1", "slurm_strong_p2", "slurm_weak_p1", "slurm_weak_p2"]
@@ -42,8 +46,10 @@ def test_cases_are_built_without_running_anything(tmp_path, quick):
     assert [c.params["genes"] for c in slurm.values()] == [PG, PG, PC, 2 * PC]
     argv = slurm["slurm_weak_p2"].contenders[0].argv(tmp_path / "d", 0)
     assert argv[2:4] == ["harness.genie3scale", "slurm"] and argv[-3:] == ["2", "--genes", str(2 * PC)]
-    assert all(c.skip == (f"SLURM unavailable: {C.SlurmCluster.unavailable()}" if C.SlurmCluster.unavailable()
-                          else None) for c in slurm.values())
+    assert all(
+        c.skip == (f"SLURM unavailable: {C.SlurmCluster.unavailable()}" if C.SlurmCluster.unavailable() else None)
+        for c in slurm.values()
+    )
     assert any(n.startswith("merge_") for n in names)
     argv = cost[0].contenders[0].argv(tmp_path / "d", 0)
     assert "--targets-chunk" in argv and "--threads" in argv and argv[argv.index("--threads") + 1] == "1"
@@ -112,13 +118,28 @@ def test_overhead_fit_is_linear_in_matrix_size():
 
 def _tasks(tmp, rss_chunk, part_bytes=None):
     (tmp / "w").mkdir(parents=True)
-    doc = {"plan": {"genes": 10, "chunk_size": 5, "chunks": 2, "samples": 4, "regulators": 2}, "parallel": 1,
-           "trees": 5, "plan_task": {"task": "plan", "peak_rss_bytes": 50 << 20, "wall_s": 1, "cpu_s": 1},
-           "chunks": [{"task": "chunk1", "peak_rss_bytes": rss_chunk, "wall_s": 2.0, "cpu_s": 1.0,
-                       "compute_cpu_s": 0.5, "targets": 5, "regulators": 2,
-                       **({} if part_bytes is None else {"out_bytes": part_bytes})}],
-           "merges": [{"task": "merge", "peak_rss_bytes": 90 << 20, "wall_s": 3.0, "cpu_s": 2.0}],
-           "score": {"aupr": 0.5, "auroc": 0.8}, "chunks_wall_s": 2.0, "wall_s": 6.0}
+    doc = {
+        "plan": {"genes": 10, "chunk_size": 5, "chunks": 2, "samples": 4, "regulators": 2},
+        "parallel": 1,
+        "trees": 5,
+        "plan_task": {"task": "plan", "peak_rss_bytes": 50 << 20, "wall_s": 1, "cpu_s": 1},
+        "chunks": [
+            {
+                "task": "chunk1",
+                "peak_rss_bytes": rss_chunk,
+                "wall_s": 2.0,
+                "cpu_s": 1.0,
+                "compute_cpu_s": 0.5,
+                "targets": 5,
+                "regulators": 2,
+                **({} if part_bytes is None else {"out_bytes": part_bytes}),
+            }
+        ],
+        "merges": [{"task": "merge", "peak_rss_bytes": 90 << 20, "wall_s": 3.0, "cpu_s": 2.0}],
+        "score": {"aupr": 0.5, "auroc": 0.8},
+        "chunks_wall_s": 2.0,
+        "wall_s": 6.0,
+    }
     (tmp / "w" / "tasks.json").write_text(json.dumps(doc))
     return tmp
 
@@ -143,23 +164,54 @@ def test_scaling_tables_label_measured_and_extrapolated():
     rng = np.random.default_rng(2)
 
     def cost_case(p):
-        return {"stage": "genie3scale", "case": "c", "params": {"series": "cost", **{k: p[k] for k in
-                                                                                  ("samples", "regulators", "trees")}},
-                "runs": [{"exit": 0, "cpu_s_per_target": p["cpu_s_per_target"], "task_peak_rss_bytes": 1 << 26,
-                          "overhead_s": 1.0 + 1e-6 * p["samples"] * 2000, "cells": p["samples"] * 2000}]}
+        return {
+            "stage": "genie3scale",
+            "case": "c",
+            "params": {"series": "cost", **{k: p[k] for k in ("samples", "regulators", "trees")}},
+            "runs": [
+                {
+                    "exit": 0,
+                    "cpu_s_per_target": p["cpu_s_per_target"],
+                    "task_peak_rss_bytes": 1 << 26,
+                    "overhead_s": 1.0 + 1e-6 * p["samples"] * 2000,
+                    "cells": p["samples"] * 2000,
+                }
+            ],
+        }
 
     def pipe(name, tasks, wall, only=None):
-        return {"stage": "genie3scale", "case": f"pipeline_{name}", "agreement": {"ok": True, "detail": "ok"},
-                "params": {"tasks": tasks, "genes": 5000, "regulators": 340, "samples": 500, "trees": 20,
-                           "chunks_only": only},
-                "runs": [{"exit": 0, "chunks_wall_s": wall, "pipeline_wall_s": wall + 5, "chunks_run": only or 10,
-                          "plan": {"chunks": 10}, "chunk_cpu_s": [10.0] * (only or 10),
-                          "chunk_compute_cpu_s": [8.0] * (only or 10), "chunk_peak_rss_bytes": 1 << 27,
-                          "chunk_targets": [500] * (only or 10),
-                          "plan_task": {"peak_rss_bytes": 1 << 26},
-                          "merges": [{"task": "merge", "wall_s": 20.0, "cpu_s": 15.0, "peak_rss_bytes": 1 << 28}]
-                          if not only else [],
-                          "score": {"aupr": 0.4, "auroc": 0.9} if not only else None, "load_before": [2.0]}]}
+        return {
+            "stage": "genie3scale",
+            "case": f"pipeline_{name}",
+            "agreement": {"ok": True, "detail": "ok"},
+            "params": {
+                "tasks": tasks,
+                "genes": 5000,
+                "regulators": 340,
+                "samples": 500,
+                "trees": 20,
+                "chunks_only": only,
+            },
+            "runs": [
+                {
+                    "exit": 0,
+                    "chunks_wall_s": wall,
+                    "pipeline_wall_s": wall + 5,
+                    "chunks_run": only or 10,
+                    "plan": {"chunks": 10},
+                    "chunk_cpu_s": [10.0] * (only or 10),
+                    "chunk_compute_cpu_s": [8.0] * (only or 10),
+                    "chunk_peak_rss_bytes": 1 << 27,
+                    "chunk_targets": [500] * (only or 10),
+                    "plan_task": {"peak_rss_bytes": 1 << 26},
+                    "merges": [{"task": "merge", "wall_s": 20.0, "cpu_s": 15.0, "peak_rss_bytes": 1 << 28}]
+                    if not only
+                    else [],
+                    "score": {"aupr": 0.4, "auroc": 0.9} if not only else None,
+                    "load_before": [2.0],
+                }
+            ],
+        }
 
     def slurm(name, tasks, wall, only=None):
         c = pipe(name, tasks, wall, only)
@@ -167,9 +219,15 @@ def test_scaling_tables_label_measured_and_extrapolated():
         return c
 
     cases = [cost_case(p) for p in _points(rng)] + [
-        pipe("strong_p1", 1, 100.0), pipe("strong_p2", 2, 55.0), pipe("weak_p1", 1, 10.0, 1),
-        pipe("weak_p2", 2, 12.5, 2), slurm("strong_p1", 1, 110.0), slurm("strong_p2", 2, 50.0),
-        slurm("weak_p1", 1, 11.0, 1), slurm("weak_p2", 2, 11.0 / 0.9, 2)]
+        pipe("strong_p1", 1, 100.0),
+        pipe("strong_p2", 2, 55.0),
+        pipe("weak_p1", 1, 10.0, 1),
+        pipe("weak_p2", 2, 12.5, 2),
+        slurm("strong_p1", 1, 110.0),
+        slurm("strong_p2", 2, 50.0),
+        slurm("weak_p1", 1, 11.0, 1),
+        slurm("weak_p2", 2, 11.0 / 0.9, 2),
+    ]
     text = "\n".join(render.g3scale_lines({"cases": cases}))
     assert "| strong (measured) | local processes | 2 | 55.00 | 1.82 | 0.91 |" in text
     assert "| weak (measured) | local processes | 2 | 12.50 | 1.60 | 0.80 |" in text
@@ -183,18 +241,23 @@ def test_scaling_tables_label_measured_and_extrapolated():
     rows = [ln for ln in text.splitlines() if ln.startswith("| 50 | 1 |")]
     assert len(rows) == 1
     pts, fit = render.g3scale_cost(cases)
-    ext = render.g3scale_extrapolation(render._g3_pipe(cases), scale.predict(fit, 500, 1700, 1000, 25_000),
-                                       scale.fit_overhead(pts), None)
+    ext = render.g3scale_extrapolation(
+        render._g3_pipe(cases), scale.predict(fit, 500, 1700, 1000, 25_000), scale.fit_overhead(pts), None
+    )
     assert [r["waves"] for r in ext] == [50, 25, 13, 7, 4, 2, 1]
     # the SLURM jobs' weak-scaling efficiency (0.9) where they ran, as a cluster runs the tasks; else the local one
     assert ext[1]["efficiency"] == pytest.approx(0.9) and ext[1]["efficiency_from"] == "SLURM jobs"
     assert "weak-scaling efficiency measured at 2 tasks (SLURM jobs)" in text
     one, two = ext[0], ext[1]
     assert two["wall_h"] == pytest.approx((25 * one["chunk_cpu_s"] / 0.9 + one["merge_s"]) / 3600)
-    local = render.g3scale_extrapolation(render._g3_pipe([c for c in cases if not c["case"].startswith("slurm_")]),
-                                         scale.predict(fit, 500, 1700, 1000, 25_000), scale.fit_overhead(pts), None)
+    local = render.g3scale_extrapolation(
+        render._g3_pipe([c for c in cases if not c["case"].startswith("slurm_")]),
+        scale.predict(fit, 500, 1700, 1000, 25_000),
+        scale.fit_overhead(pts),
+        None,
+    )
     assert local[1]["efficiency"] == pytest.approx(0.8) and local[1]["efficiency_from"] == "local processes"
-    assert one["merge_s"] == pytest.approx(15.0 * (1700 * 25_000) / (340 * 5000))   # the merge CPU s, scaled
+    assert one["merge_s"] == pytest.approx(15.0 * (1700 * 25_000) / (340 * 5000))  # the merge CPU s, scaled
 
 
 def test_slurm_run_summary_from_the_raw_trace(tmp_path):
@@ -209,28 +272,72 @@ def test_slurm_run_summary_from_the_raw_trace(tmp_path):
         d.mkdir(parents=True)
         for f, text in files.items():
             (d / f).write_text(text)
-        for f, t in ((".command.begin", began), (".exitcode", ended)):   # when the job's script started and ended
+        for f, t in ((".command.begin", began), (".exitcode", ended)):  # when the job's script started and ended
             (d / f).write_text("0")
             os.utime(d / f, (t, t))
         return d
 
-    plan = task("plan", {"net.genie3_plan.json": json.dumps({"genes": 20, "chunk_size": 10, "chunks": 2,
-                                                             "samples": 8, "regulators": 4})})
-    chunk = {i: task(f"c{i}", {"net.genie3.metrics.json": json.dumps({"targets": 10, "regulators": 4,
-                                                                       "compute_s": 0.5 * i, "compute_cpu_s": 0.4 * i}),
-                               "net.genie3.part.npz": "x" * (100 * i)}, began=200.0 + 0.5 * i, ended=203.0 + 1.25 * i)
-             for i in (1, 2)}
+    plan = task(
+        "plan",
+        {
+            "net.genie3_plan.json": json.dumps(
+                {"genes": 20, "chunk_size": 10, "chunks": 2, "samples": 8, "regulators": 4}
+            )
+        },
+    )
+    chunk = {
+        i: task(
+            f"c{i}",
+            {
+                "net.genie3.metrics.json": json.dumps(
+                    {"targets": 10, "regulators": 4, "compute_s": 0.5 * i, "compute_cpu_s": 0.4 * i}
+                ),
+                "net.genie3.part.npz": "x" * (100 * i),
+            },
+            began=200.0 + 0.5 * i,
+            ended=203.0 + 1.25 * i,
+        )
+        for i in (1, 2)
+    }
     merge = task("merge", {})
     net = tmp_path / "out" / "net" / "network"
     net.mkdir(parents=True)
     with gzip.open(net / "net.genie3_links.tsv.gz", "wt") as fh:
         fh.write("regulator\ttarget\timportance\n")
     head = "task_id\tnative_id\tprocess\ttag\tstatus\texit\tstart\tcomplete\trealtime\t%cpu\tpeak_rss\tworkdir\n"
-    rows = [("1", "101", "CHROMAFLOW:GENIE3_PLAN", "net", "COMPLETED", "0", "1000", "1500", "400", "90.0", "1000", plan),
-            ("2", "102", "CHROMAFLOW:FASTA2H5", "net", "COMPLETED", "0", "1000", "1600", "500", "80.0", "2000", plan),
-            ("4", "104", "CHROMAFLOW:GENIE3", "net 2/2", "COMPLETED", "0", "2500", "6000", "3400", "99.0", "5000", chunk[2]),
-            ("3", "103", "CHROMAFLOW:GENIE3", "net 1/2", "COMPLETED", "0", "2000", "5000", "2900", "98.0", "4000", chunk[1]),
-            ("5", "105", "CHROMAFLOW:GENIE3_MERGE", "net", "COMPLETED", "0", "6500", "7000", "450", "50.0", "3000", merge)]
+    rows = [
+        ("1", "101", "CHROMAFLOW:GENIE3_PLAN", "net", "COMPLETED", "0", "1000", "1500", "400", "90.0", "1000", plan),
+        ("2", "102", "CHROMAFLOW:FASTA2H5", "net", "COMPLETED", "0", "1000", "1600", "500", "80.0", "2000", plan),
+        (
+            "4",
+            "104",
+            "CHROMAFLOW:GENIE3",
+            "net 2/2",
+            "COMPLETED",
+            "0",
+            "2500",
+            "6000",
+            "3400",
+            "99.0",
+            "5000",
+            chunk[2],
+        ),
+        (
+            "3",
+            "103",
+            "CHROMAFLOW:GENIE3",
+            "net 1/2",
+            "COMPLETED",
+            "0",
+            "2000",
+            "5000",
+            "2900",
+            "98.0",
+            "4000",
+            chunk[1],
+        ),
+        ("5", "105", "CHROMAFLOW:GENIE3_MERGE", "net", "COMPLETED", "0", "6500", "7000", "450", "50.0", "3000", merge),
+    ]
     trace = tmp_path / "trace.txt"
     trace.write_text(head + "".join("\t".join(map(str, r)) + "\n" for r in rows))
     doc = scale.slurm_summary(trace, tmp_path / "out", None, 2, 5, 9.5)
@@ -239,7 +346,7 @@ def test_slurm_run_summary_from_the_raw_trace(tmp_path):
     c1 = doc["chunks"][0]
     assert (c1["wall_s"], c1["cpu_s"], c1["peak_rss_bytes"], c1["slurm_job"]) == (2.9, 2.842, 4000, "103")
     assert (c1["targets"], c1["compute_cpu_s"], c1["out_bytes"]) == (10, 0.4, 100)
-    assert doc["chunks_wall_s"] == 5.0   # the first job's start (200.5) to the last one's end (205.5), not the trace's
+    assert doc["chunks_wall_s"] == 5.0  # the first job's start (200.5) to the last one's end (205.5), not the trace's
     assert doc["plan_task"]["task"] == "plan" and doc["plan_task"]["wall_s"] == 0.4
     (m,) = doc["merges"]
     assert m["task"] == "merge" and m["links"] == 20 * 4 - 4 and m["out_bytes"] > 0

@@ -1,6 +1,7 @@
 """The ``scale`` stage of the benchmark harness (issue 30 §2): the synthetic assembly generator, the trace parser,
 the bounds (a failed bound fails the case) and the generated table. The pipeline runs themselves are the harness's
 (``benchmarks/run --stages scale``), not the suite's: these tests are cheap."""
+
 from __future__ import annotations
 
 import csv
@@ -45,7 +46,7 @@ def test_same_seed_same_bytes_other_seed_other_bases(assemblies):
     d, _ = assemblies
     assert (d / "a.fa").read_bytes() == (d / "b.fa").read_bytes()
     with pysam.FastaFile(str(d / "a.fa")) as a, pysam.FastaFile(str(d / "c.fa")) as c:
-        assert a.fetch("chr1") != c.fetch("chr1")     # same length, other bases
+        assert a.fetch("chr1") != c.fetch("chr1")  # same length, other bases
 
 
 @pytest.mark.parametrize("name,width", [("a.fa", 60), ("w80.fa", 80), ("a.fa.gz", 60)])
@@ -75,7 +76,7 @@ def test_sheet_of_many_assemblies(tmp_path):
     assert [bool(r["expression"]) for r in rows] == [True, True, False, False]
     expr = Path(rows[0]["expression"]).read_text().splitlines()
     header = expr[0].split("\t")
-    assert header[0] == '"TF1"' and len(header) == 20 and len(expr) == 31   # samples x genes, quoted names
+    assert header[0] == '"TF1"' and len(header) == 20 and len(expr) == 31  # samples x genes, quoted names
     assert Path(rows[0]["regulators"]).read_text().split() == ["TF1", "TF2", "TF3", "TF4", "TF5"]
     assert rows[0]["expression_layout"] == "samples-x-genes"
     # every assembly its own seed: different bases
@@ -96,14 +97,18 @@ TRACE = """task_id\thash\tprocess\tname\tstatus\texit\trealtime\t%cpu\tpeak_rss\
 """
 
 
-@pytest.mark.parametrize("text,expect", [("954 B", 954), ("708.5 KB", 725_504), ("1.5 GB", 1_610_612_736),
-                                         ("0", 0), ("-", None), ("12345", 12345)])
+@pytest.mark.parametrize(
+    "text,expect",
+    [("954 B", 954), ("708.5 KB", 725_504), ("1.5 GB", 1_610_612_736), ("0", 0), ("-", None), ("12345", 12345)],
+)
 def test_parse_size(text, expect):
     assert S.parse_size(text) == expect
 
 
-@pytest.mark.parametrize("text,expect", [("3.3s", 3.3), ("1m 2s", 62), ("1h 0m 5s", 3605), ("120ms", 0.12),
-                                         ("1d 1h", 90000), ("-", None), ("4500", 4.5)])
+@pytest.mark.parametrize(
+    "text,expect",
+    [("3.3s", 3.3), ("1m 2s", 62), ("1h 0m 5s", 3605), ("120ms", 0.12), ("1d 1h", 90000), ("-", None), ("4500", 4.5)],
+)
 def test_parse_duration(text, expect):
     assert S.parse_duration(text) == pytest.approx(expect)
 
@@ -122,7 +127,7 @@ def test_trace_summary_per_process(tmp_path):
     assert (pr["tasks"], pr["cached"], pr["failed"]) == (2, 1, 1)
     assert pr["wall_s"] == pytest.approx(36.8 + 62)
     assert pr["cpu_s"] == pytest.approx(36.8 * 0.155 + 62, abs=1e-3)
-    assert pr["peak_rss_bytes"] == int(1.5 * GiB)            # completed tasks only: the failed 3 GB is not counted
+    assert pr["peak_rss_bytes"] == int(1.5 * GiB)  # completed tasks only: the failed 3 GB is not counted
     assert pr["max_wchar_bytes"] == 725_504
     assert p["MULTIQC"]["peak_rss_bytes"] == 0 and p["MULTIQC"]["cpu_s"] == 0
 
@@ -139,7 +144,7 @@ def test_task_memory_bound():
     (bad,) = S.check_task_memory({"PREDICT": _proc(2 * GiB + 1), "BIGWIG": _proc(GiB)})
     assert bad.startswith("PREDICT: peak RSS 2.00 GiB > 2 GiB")
     name = next(iter(S.IN_MEMORY))
-    assert S.check_task_memory({name: _proc(50 * GiB)}) == []     # a named in-memory stage is exempt
+    assert S.check_task_memory({name: _proc(50 * GiB)}) == []  # a named in-memory stage is exempt
 
 
 def test_flat_memory_bound():
@@ -147,15 +152,15 @@ def test_flat_memory_bound():
     assert S.check_flat(small, {"PREDICT": _proc(600 * MiB), "BIGWIG": _proc(300 * MiB)}) == []
     (bad,) = S.check_flat(small, {"PREDICT": _proc(500 * MiB), "BIGWIG": _proc(800 * MiB)})
     assert bad.startswith("BIGWIG:") and "not flat" in bad
-    name = next(iter(S.IN_MEMORY))                                  # a named in-memory stage may grow
+    name = next(iter(S.IN_MEMORY))  # a named in-memory stage may grow
     assert S.check_flat({name: _proc(100 * MiB)}, {name: _proc(5 * GiB)}) == []
 
 
 def test_disk_bound():
-    assert S.check_disk(99 * MiB, 30 * MiB, 5 * MiB) == []            # 35 + 64 MiB slack
+    assert S.check_disk(99 * MiB, 30 * MiB, 5 * MiB) == []  # 35 + 64 MiB slack
     assert S.check_disk(100 * MiB, 30 * MiB, 5 * MiB)
     (bad,) = S.check_disk(1000 * MiB, 300 * MiB, 50 * MiB)
-    assert "work/ peaked at 1000 MiB" in bad and "= 414 MiB" in bad    # 350 + max(64, 17.5)
+    assert "work/ peaked at 1000 MiB" in bad and "= 414 MiB" in bad  # 350 + max(64, 17.5)
 
 
 def _rows(*pairs) -> list[dict]:
@@ -166,8 +171,13 @@ def test_resume_bound_only_unfinished_shards_rerun():
     killed = _rows((1, "COMPLETED"), (2, "COMPLETED"))
     good = _rows((1, "CACHED"), (2, "CACHED"), (3, "COMPLETED"), (4, "COMPLETED"))
     bad, counts = S.check_resume(killed, good)
-    assert bad == [] and counts == {"shards": 4, "finished_before_kill": 2, "rerun": 2, "cached": 2,
-                                    "unfinished_at_kill": 2}
+    assert bad == [] and counts == {
+        "shards": 4,
+        "finished_before_kill": 2,
+        "rerun": 2,
+        "cached": 2,
+        "unfinished_at_kill": 2,
+    }
     rerun_all = _rows((1, "COMPLETED"), (2, "CACHED"), (3, "COMPLETED"), (4, "COMPLETED"))
     bad, _ = S.check_resume(killed, rerun_all)
     assert bad and "finished before the kill ran again" in bad[0]
@@ -186,11 +196,11 @@ def test_output_digests_compare_contents(tmp_path):
     for d in (a, b):
         (d / "asm" / "predictions").mkdir(parents=True)
         (d / "pipeline_info").mkdir()
-        (d / "pipeline_info" / "trace.tsv").write_text(str(d))   # reports are not outputs
-        (d / "asm" / "igv_session.xml").write_text(str(d))       # nor browser sessions (their own paths)
+        (d / "pipeline_info" / "trace.tsv").write_text(str(d))  # reports are not outputs
+        (d / "asm" / "igv_session.xml").write_text(str(d))  # nor browser sessions (their own paths)
     x = np.arange(5000 * 3, dtype=np.float32).reshape(5000, 3)
     _h5(a / "asm" / "predictions" / "p.h5", x, (100, 3))
-    _h5(b / "asm" / "predictions" / "p.h5", x, (1000, 3))          # other chunks: other bytes, same contents
+    _h5(b / "asm" / "predictions" / "p.h5", x, (1000, 3))  # other chunks: other bytes, same contents
     assert S.compare_digests(S.output_digests(a), S.output_digests(b)) == []
     y = x.copy()
     y[4999, 2] += 1
@@ -227,13 +237,39 @@ def test_unreadable_browser_files_are_found_and_fail_the_case(quick_cases, tmp_p
 # a failed bound is a failed case; the table
 # --------------------------------------------------------------------------------------------------
 def _scale_record(rss: int, work: int = 10 * MiB) -> dict:
-    return {"exit": 0, "wall_s": 60.0, "tasks": 5, "driver_peak_rss_bytes": 400 * MiB, "driver_cpu_s": 20.0,
-            "driver_cpu_s_per_task": 4.0, "peak_work_bytes": work, "peak_outdir_bytes": 8 * MiB,
-            "outputs_bytes": 8 * MiB, "digests": {"g/predictions/g_predictions.h5": "h5:0"}, "report_html_bytes": {},
-            "processes": {"PREDICT": {"tasks": 4, "cached": 0, "failed": 0, "wall_s": 40.0, "cpu_s": 30.0,
-                                      "peak_rss_bytes": rss, "max_wchar_bytes": MiB},
-                          "BIGWIG": {"tasks": 1, "cached": 0, "failed": 0, "wall_s": 4.0, "cpu_s": 3.0,
-                                     "peak_rss_bytes": 300 * MiB, "max_wchar_bytes": MiB}}}
+    return {
+        "exit": 0,
+        "wall_s": 60.0,
+        "tasks": 5,
+        "driver_peak_rss_bytes": 400 * MiB,
+        "driver_cpu_s": 20.0,
+        "driver_cpu_s_per_task": 4.0,
+        "peak_work_bytes": work,
+        "peak_outdir_bytes": 8 * MiB,
+        "outputs_bytes": 8 * MiB,
+        "digests": {"g/predictions/g_predictions.h5": "h5:0"},
+        "report_html_bytes": {},
+        "processes": {
+            "PREDICT": {
+                "tasks": 4,
+                "cached": 0,
+                "failed": 0,
+                "wall_s": 40.0,
+                "cpu_s": 30.0,
+                "peak_rss_bytes": rss,
+                "max_wchar_bytes": MiB,
+            },
+            "BIGWIG": {
+                "tasks": 1,
+                "cached": 0,
+                "failed": 0,
+                "wall_s": 4.0,
+                "cpu_s": 3.0,
+                "peak_rss_bytes": 300 * MiB,
+                "max_wchar_bytes": MiB,
+            },
+        },
+    }
 
 
 @pytest.fixture
@@ -243,8 +279,9 @@ def quick_cases(tmp_path):
     return ctx, {c.name: c for c in cases}
 
 
-@pytest.mark.parametrize("rss,work,ok", [(500 * MiB, 10 * MiB, True), (3 * GiB, 10 * MiB, False),
-                                         (500 * MiB, 500 * MiB, False)])
+@pytest.mark.parametrize(
+    "rss,work,ok", [(500 * MiB, 10 * MiB, True), (3 * GiB, 10 * MiB, False), (500 * MiB, 500 * MiB, False)]
+)
 def test_a_failed_bound_fails_the_size_case(quick_cases, tmp_path, rss, work, ok):
     ctx, cases = quick_cases
     assert set(cases) == {"size_1Mbp", "size_10Mbp", "resume_10Mbp", "many_10"}
@@ -261,7 +298,7 @@ def test_flatness_is_checked_against_the_smaller_genome(quick_cases, tmp_path):
     d = tmp_path / "run"
     d.mkdir()
     (d / "scale.json").write_text(json.dumps(_scale_record(500 * MiB)))
-    cases["size_1Mbp"].per_run("pipeline", d)              # records the small genome's per-process figures
+    cases["size_1Mbp"].per_run("pipeline", d)  # records the small genome's per-process figures
     (d / "scale.json").write_text(json.dumps(_scale_record(1500 * MiB)))
     ag = cases["size_10Mbp"].agree({"pipeline": d})
     assert ag["ok"] is False and "PREDICT" in ag["detail"] and "not flat" in ag["detail"]
@@ -280,10 +317,16 @@ def test_flatness_falls_back_to_the_results_files_record_of_the_smaller_genome(t
     """On a fresh machine the smaller genome has not run in the work dir: its passed record in the results file the
     run adds to is the reference (named in the detail); a failed record is not used."""
     small = _scale_record(500 * MiB)
-    rec = {"id": "scale/size_1Mbp", "git": {"commit": "0123456789abcdef"}, "machine": {"cpu_model": "AMD EPYC"},
-           "agreement": {"ok": True}, "runs": [{"exit": 0, "scale": {"processes": small["processes"]}}]}
-    ctx = C.Ctx(peers=tmp_path, work=tmp_path / "work", quick=True, repeats=1, log=lambda m: None,
-                earlier={rec["id"]: rec})
+    rec = {
+        "id": "scale/size_1Mbp",
+        "git": {"commit": "0123456789abcdef"},
+        "machine": {"cpu_model": "AMD EPYC"},
+        "agreement": {"ok": True},
+        "runs": [{"exit": 0, "scale": {"processes": small["processes"]}}],
+    }
+    ctx = C.Ctx(
+        peers=tmp_path, work=tmp_path / "work", quick=True, repeats=1, log=lambda m: None, earlier={rec["id"]: rec}
+    )
     cases = {c.name: c for c in C.scale(ctx)[1]}
     d = tmp_path / "run"
     d.mkdir()
@@ -307,10 +350,10 @@ def test_a_case_is_refused_before_it_starts_without_the_disk_it_needs(quick_case
 
     ctx, cases = quick_cases
     started = tmp_path / "started"
-    monkeypatch.setattr(S, "DISK_NEED_PER_BP", 1e9)   # 1 Mbp would need ~930 TiB
+    monkeypatch.setattr(S, "DISK_NEED_PER_BP", 1e9)  # 1 Mbp would need ~930 TiB
     for name in ("size_1Mbp", "resume_1Mbp"):
         case = cases.get(name)
-        if case is None:   # the quick config resumes the 10 Mbp genome
+        if case is None:  # the quick config resumes the 10 Mbp genome
             continue
         case.contenders[0].argv = lambda d, r: [sys.executable, "-c", f"open({str(started)!r}, 'w')"]
         rec = core.run_case(case, ctx.work, 1, log=lambda m: None)
@@ -318,11 +361,11 @@ def test_a_case_is_refused_before_it_starts_without_the_disk_it_needs(quick_case
         assert rec["skipped"].startswith(f"{ctx.work}: ") and "GiB free, the 1Mbp run needs about" in rec["skipped"]
     resume = cases["resume_10Mbp"]
     with pytest.raises(core.NotRunnable, match="the 10Mbp run needs"):
-        cases["size_10Mbp"].prepare()   # writes its FASTA and sheet first: the resume case's other condition
+        cases["size_10Mbp"].prepare()  # writes its FASTA and sheet first: the resume case's other condition
     with pytest.raises(core.NotRunnable, match="the resume_10Mbp run needs"):
         resume.prepare()
     monkeypatch.setattr(S, "DISK_NEED_PER_BP", 12.0)
-    cases["size_1Mbp"].prepare()      # ~12 MB: there is room
+    cases["size_1Mbp"].prepare()  # ~12 MB: there is room
     earlier = {"cases": [{"id": "scale/size_1Mbp", "runs": [{"wall_s": 1.0}]}]}
     M._store(earlier, {**rec, "id": "scale/size_1Mbp"}, tmp_path / "results.json")
     assert earlier["cases"] == [{"id": "scale/size_1Mbp", "runs": [{"wall_s": 1.0}]}]
@@ -332,12 +375,22 @@ def test_a_case_is_refused_before_it_starts_without_the_disk_it_needs(quick_case
 def test_table_renders_every_case_and_marks_a_failed_bound():
     rec = _scale_record(500 * MiB)
     rec.pop("digests")
-    cases = [{"stage": "scale", "case": "size_1Mbp", "params": {"genome": "1Mbp", "total_bp": 1_000_000},
-              "runs": [{"scale": rec, "wall_s": 61.0, "cpu_s": 50.0, "load_before": [3.0], "load_after": [4.0]}],
-              "agreement": {"ok": True, "detail": "bounds hold"}},
-             {"stage": "scale", "case": "size_10Mbp", "params": {"genome": "10Mbp", "total_bp": 10_000_000},
-              "runs": [{"scale": rec, "wall_s": 99.0, "cpu_s": 80.0, "load_before": [3.0], "load_after": [4.0]}],
-              "agreement": {"ok": False, "detail": "PREDICT: not flat"}}]
+    cases = [
+        {
+            "stage": "scale",
+            "case": "size_1Mbp",
+            "params": {"genome": "1Mbp", "total_bp": 1_000_000},
+            "runs": [{"scale": rec, "wall_s": 61.0, "cpu_s": 50.0, "load_before": [3.0], "load_after": [4.0]}],
+            "agreement": {"ok": True, "detail": "bounds hold"},
+        },
+        {
+            "stage": "scale",
+            "case": "size_10Mbp",
+            "params": {"genome": "10Mbp", "total_bp": 10_000_000},
+            "runs": [{"scale": rec, "wall_s": 99.0, "cpu_s": 80.0, "load_before": [3.0], "load_after": [4.0]}],
+            "agreement": {"ok": False, "detail": "PREDICT: not flat"},
+        },
+    ]
     text = scale_render.render({"quick": False, "cases": cases}, "x.json")
     assert "`--quick`" not in text
     assert "`--quick`" in scale_render.render({"quick": True, "cases": cases}, "x-quick.json")
@@ -371,46 +424,101 @@ def test_many_case_compares_grouped_and_ungrouped_prediction(quick_cases, tmp_pa
     assert case.agree(dirs)["ok"] is True
     grouped = dict(_scale_record(500 * MiB), tasks=3)
     grouped["processes"] = {"PREDICT_GROUP": dict(grouped["processes"]["PREDICT"], tasks=1, cpu_s=5.0)}
-    runs = [{"contender": "pipeline", "scale": grouped, "wall_s": 30.0, "cpu_s": 20.0},
-            {"contender": "ungrouped", "scale": _scale_record(500 * MiB), "wall_s": 60.0, "cpu_s": 50.0}]
-    text = scale_render.render({"quick": True, "cases": [{"stage": "scale", "case": "many_10", "runs": runs,
-                                                          "params": {"predict_group_mbp": 20},
-                                                          "agreement": {"ok": True, "detail": "ok"}}]}, "q.json")
-    assert ("`many_10`, prediction grouped (`--predict_group_mbp` 20) and not (`0`): 1 vs 4 prediction tasks, "
-            "5.0 vs 30.0 CPU s in them; the whole run 30.0 vs 60.0 s wall, 20.0 vs 50.0 CPU s, 3 vs 5 tasks") in text
-    assert "| many_10 | – | 30.0 | 20.0 | 3 |" in text   # the table row is the grouped (default) run's
+    runs = [
+        {"contender": "pipeline", "scale": grouped, "wall_s": 30.0, "cpu_s": 20.0},
+        {"contender": "ungrouped", "scale": _scale_record(500 * MiB), "wall_s": 60.0, "cpu_s": 50.0},
+    ]
+    text = scale_render.render(
+        {
+            "quick": True,
+            "cases": [
+                {
+                    "stage": "scale",
+                    "case": "many_10",
+                    "runs": runs,
+                    "params": {"predict_group_mbp": 20},
+                    "agreement": {"ok": True, "detail": "ok"},
+                }
+            ],
+        },
+        "q.json",
+    )
+    assert (
+        "`many_10`, prediction grouped (`--predict_group_mbp` 20) and not (`0`): 1 vs 4 prediction tasks, "
+        "5.0 vs 30.0 CPU s in them; the whole run 30.0 vs 60.0 s wall, 20.0 vs 50.0 CPU s, 3 vs 5 tasks"
+    ) in text
+    assert "| many_10 | – | 30.0 | 20.0 | 3 |" in text  # the table row is the grouped (default) run's
 
 
 def test_plan_for_many_large_genomes_is_arithmetic_on_the_measured_rates(tmp_path):
     """The on-paper plan (100 × 4 Gbp): GPU hours from the GPU file's loop rate and per-task fixed cost, shards at
     the default rows, CPU stages scaled from the largest size case; none for a --quick file or without GPU figures."""
     rec = _scale_record(500 * MiB)
-    rec["processes"]["PEAKS"] = {"tasks": 1, "cached": 0, "failed": 0, "wall_s": 9.0, "cpu_s": 7.0,
-                                 "peak_rss_bytes": MiB, "max_wchar_bytes": MiB}
-    cases = [{"stage": "scale", "case": "size_400Mbp", "params": {"total_bp": 400_000_000},
-              "runs": [{"scale": rec, "wall_s": 99.0, "cpu_s": 80.0}], "agreement": {"ok": True, "detail": "ok"}}]
-    (tmp_path / "g.json").write_text(json.dumps({
-        "started": "2026-01-01", "machine": {"gpu": "Some GPU"}, "model_preset": "release-bihybrid", "mbp": 200,
-        "precisions": [{"precision": "fp32", "run": "cached", "bp_per_s_loop": 5e7, "wall_s": 30.0, "loop_s": 20.0}]}))
+    rec["processes"]["PEAKS"] = {
+        "tasks": 1,
+        "cached": 0,
+        "failed": 0,
+        "wall_s": 9.0,
+        "cpu_s": 7.0,
+        "peak_rss_bytes": MiB,
+        "max_wchar_bytes": MiB,
+    }
+    cases = [
+        {
+            "stage": "scale",
+            "case": "size_400Mbp",
+            "params": {"total_bp": 400_000_000},
+            "runs": [{"scale": rec, "wall_s": 99.0, "cpu_s": 80.0}],
+            "agreement": {"ok": True, "detail": "ok"},
+        }
+    ]
+    (tmp_path / "g.json").write_text(
+        json.dumps(
+            {
+                "started": "2026-01-01",
+                "machine": {"gpu": "Some GPU"},
+                "model_preset": "release-bihybrid",
+                "mbp": 200,
+                "precisions": [
+                    {"precision": "fp32", "run": "cached", "bp_per_s_loop": 5e7, "wall_s": 30.0, "loop_s": 20.0}
+                ],
+            }
+        )
+    )
     gpu = scale_render.gpu_rates(tmp_path)
-    assert gpu == [{"precision": "fp32", "run": "cached", "loop_bp_s": 5e7, "task_fixed_s": 10.0, "gpu": "Some GPU",
-                    "file": "g.json", "model": "release-bihybrid", "mbp": 200}]
+    assert gpu == [
+        {
+            "precision": "fp32",
+            "run": "cached",
+            "loop_bp_s": 5e7,
+            "task_fixed_s": 10.0,
+            "gpu": "Some GPU",
+            "file": "g.json",
+            "model": "release-bihybrid",
+            "mbp": 200,
+        }
+    ]
     text = "\n".join(scale_render.plan_lines(cases, gpu))
-    shards = -(-8_000_000_000 // (21_384 * 20_000))                      # 19 shards of both strands' rows
+    shards = -(-8_000_000_000 // (21_384 * 20_000))  # 19 shards of both strands' rows
     per_h = (shards * 10.0 + 8e9 / 5e7) / 3600
     assert f"{shards} per assembly" in text
     assert f"| fp32 (probed once, cached) | {per_h:,.3f} | {per_h * 100:,.2f} | {per_h * 25:,.2f} |" in text
-    cpu_h = (3.0 + 7.0) * 10 / 3600                                       # BIGWIG + PEAKS, ×10 to 4 Gbp
+    cpu_h = (3.0 + 7.0) * 10 / 3600  # BIGWIG + PEAKS, ×10 to 4 Gbp
     assert f"{cpu_h:,.2f} CPU h per assembly" in text
     assert "Planned on paper, not measured" in text
     # memory per task: what the size case's flatness bounds said, in the words check_flat writes them
     assert "(no process failed the flatness bound in `size_400Mbp`)" in text
-    cases[0]["agreement"] = {"ok": False, "failed_bounds": S.check_flat(
-        {"PEAKS": {"tasks": 1, "peak_rss_bytes": 100 * MiB}, "BIGWIG": {"tasks": 1, "peak_rss_bytes": 100 * MiB}},
-        {"PEAKS": {"tasks": 1, "peak_rss_bytes": 900 * MiB}, "BIGWIG": {"tasks": 1, "peak_rss_bytes": 110 * MiB}})
-        + ["BIGWIG: peak RSS 2.10 GiB > 2 GiB per task"]}   # over the bound, not a flatness failure
-    assert ("(not flat in `size_400Mbp` for PEAKS: see its bounds above)"
-            in "\n".join(scale_render.plan_lines(cases, gpu)))
+    cases[0]["agreement"] = {
+        "ok": False,
+        "failed_bounds": S.check_flat(
+            {"PEAKS": {"tasks": 1, "peak_rss_bytes": 100 * MiB}, "BIGWIG": {"tasks": 1, "peak_rss_bytes": 100 * MiB}},
+            {"PEAKS": {"tasks": 1, "peak_rss_bytes": 900 * MiB}, "BIGWIG": {"tasks": 1, "peak_rss_bytes": 110 * MiB}},
+        )
+        + ["BIGWIG: peak RSS 2.10 GiB > 2 GiB per task"],
+    }  # over the bound, not a flatness failure
+    assert "(not flat in `size_400Mbp` for PEAKS: see its bounds above)" in "\n".join(
+        scale_render.plan_lines(cases, gpu)
+    )
     assert scale_render.plan_lines(cases, []) == []
     assert "Planned" not in scale_render.render({"quick": True, "cases": cases}, "q.json", gpu)
     assert "Planned" in scale_render.render({"quick": False, "cases": cases}, "f.json", gpu)
@@ -461,8 +569,11 @@ def test_resume_case_checks_the_recorded_traces(quick_cases, tmp_path):
     rows = lambda text: S.trace_rows(list(csv.DictReader(io.StringIO(text), delimiter="\t")))  # noqa: E731
     head = TRACE.splitlines()[0]
     killed = head + "\n" + "\n".join(ln for ln in TRACE.splitlines() if "(q4 1/4)" in ln or "PLAN" in ln)
-    resumed = (TRACE.replace("COMPLETED\t0\t36.8s", "CACHED\t0\t36.8s").replace("CACHED\t0\t40s", "COMPLETED\t0\t40s")
-               .replace("FAILED\t137", "COMPLETED\t0"))    # shard 1 cached, 2-4 run
+    resumed = (
+        TRACE.replace("COMPLETED\t0\t36.8s", "CACHED\t0\t36.8s")
+        .replace("CACHED\t0\t40s", "COMPLETED\t0\t40s")
+        .replace("FAILED\t137", "COMPLETED\t0")
+    )  # shard 1 cached, 2-4 run
     rec = dict(_scale_record(500 * MiB), trace_rows=rows(resumed), killed_run={"trace_rows": rows(killed)})
     (d / "scale.json").write_text(json.dumps(rec))
     ag = cases["resume_10Mbp"].agree({"pipeline": d})

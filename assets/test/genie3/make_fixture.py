@@ -8,6 +8,7 @@ Each target has 1-2 regulators; expression = sigmoid-ish response of its regulat
   gold.tsv         true edges REG<TAB>TARGET<TAB>1
 Run: python make_fixture.py   (numpy only; output is byte-stable for a given numpy major version)
 """
+
 from pathlib import Path
 
 import numpy as np

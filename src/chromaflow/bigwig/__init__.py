@@ -4,12 +4,34 @@ Modules: :mod:`.h5input` (validation, chromosome map, chunk reading), :mod:`.tra
 smoothing, runs, merge), :mod:`.bigwigfile` and :mod:`.bedgraph` (writers), :mod:`.convert` (the loop),
 :mod:`.cli` (arguments and outputs).
 """
+
 from .bedgraph import format_bedgraph_numpy, format_lines
 from .bigwigfile import BigWigWriter, PyBigWigWriter
 from .h5input import PredictionsInput, chromosome_map
-from .tracks import (TrackState, round_half_even_div, runs, smooth_exact, smooth_numpy, strand_average, tie_positions,
-                     window_sums)
+from .tracks import (
+    TrackState,
+    round_half_even_div,
+    runs,
+    smooth_exact,
+    smooth_numpy,
+    strand_average,
+    tie_positions,
+    window_sums,
+)
 
-__all__ = ["BigWigWriter", "PredictionsInput", "PyBigWigWriter", "TrackState", "chromosome_map", "format_bedgraph_numpy",
-           "format_lines", "round_half_even_div", "runs", "smooth_exact", "smooth_numpy", "strand_average",
-           "tie_positions", "window_sums"]
+__all__ = [
+    "BigWigWriter",
+    "PredictionsInput",
+    "PyBigWigWriter",
+    "TrackState",
+    "chromosome_map",
+    "format_bedgraph_numpy",
+    "format_lines",
+    "round_half_even_div",
+    "runs",
+    "smooth_exact",
+    "smooth_numpy",
+    "strand_average",
+    "tie_positions",
+    "window_sums",
+]

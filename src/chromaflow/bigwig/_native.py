@@ -9,6 +9,7 @@ integer arithmetic only: the same results on every machine. Without a compiler (
 ``CHROMAFLOW_BIGWIG_NO_CC=1``) :func:`load` returns None and the numpy versions are used; tests check that both
 give identical output.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -46,8 +47,19 @@ def _build():
         return None
     vp = ctypes.c_void_p
     lib.cf_bedgraph.restype = ctypes.c_int64
-    lib.cf_bedgraph.argtypes = [ctypes.c_char_p, ctypes.c_int64, vp, vp, vp, ctypes.c_char_p, vp, vp, ctypes.c_int64,
-                                ctypes.c_int32, vp]
+    lib.cf_bedgraph.argtypes = [
+        ctypes.c_char_p,
+        ctypes.c_int64,
+        vp,
+        vp,
+        vp,
+        ctypes.c_char_p,
+        vp,
+        vp,
+        ctypes.c_int64,
+        ctypes.c_int32,
+        vp,
+    ]
     i64 = ctypes.c_int64
     lib.cf_runs.restype = i64
     lib.cf_runs.argtypes = [vp, vp, i64, i64, vp, vp, vp]

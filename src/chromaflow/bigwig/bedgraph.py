@@ -4,11 +4,13 @@ tracks, float64 for smoothed ones). gzip: independent members (one per ≤ 2^18 
 in a thread pool; the decompressed text is Predmoter's exactly, the compressed bytes are not (Predmoter writes
 gzip level 9 with a file name and time stamp in every member header).
 """
+
 from __future__ import annotations
 
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable, cast
 
 import numpy as np
 
@@ -23,7 +25,7 @@ def value_table(vals: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
     if len(vals) and vals.dtype.kind == "f":
         lo = vals.min()
         hi = vals.max()
-        if -2.0 ** 24 < lo and hi < 2.0 ** 24 and hi - lo < 65536:  # float32-exact integers
+        if -(2.0**24) < lo and hi < 2.0**24 and hi - lo < 65536:  # float32-exact integers
             lo_i = np.floor(lo)
             off = vals - lo_i
             idx = off.astype(np.int32)
@@ -56,9 +58,20 @@ def format_lines(chrom: str, starts: np.ndarray, ends: np.ndarray, vals: np.ndar
     idx = np.ascontiguousarray(idx, dtype=np.int32)
     width = len(cb) + 4 + 2 * len(str(int(e[-1]) if len(e) else 0)) + int(vlen.max())
     buf = np.empty(n * width, dtype=np.uint8)
-    got = lib.cf_bedgraph(cb, len(cb), s.ctypes.data, e.ctypes.data, idx.ctypes.data, vtab, voff.ctypes.data,
-                          vlen.ctypes.data, n, 1 if first else 0, buf.ctypes.data)
-    return memoryview(buf)[:got]
+    got = lib.cf_bedgraph(
+        cb,
+        len(cb),
+        s.ctypes.data,
+        e.ctypes.data,
+        idx.ctypes.data,
+        vtab,
+        voff.ctypes.data,
+        vlen.ctypes.data,
+        n,
+        1 if first else 0,
+        buf.ctypes.data,
+    )
+    return memoryview(buf)[:got]  # type: ignore[arg-type]  # numpy stubs: ndarray.__buffer__ only on 3.12+
 
 
 def format_bedgraph_numpy(chrom: str, starts: np.ndarray, ends: np.ndarray, vals: np.ndarray, table=None) -> bytes:
@@ -146,7 +159,7 @@ class BedGraphWriter:
         self.level = level
         self.started = False
         self.count = 0
-        self.queue: list[Future | bytes] = []
+        self.queue: list[Future] = []
 
     def write(self, chrom: str, starts, ends, vals) -> None:
         n = len(starts)
@@ -162,7 +175,10 @@ class BedGraphWriter:
             if self.pool is None:
                 self.fh.write(_gzip(format_lines(*args), level))
             else:
-                self.queue.append(self.pool.submit(lambda args=args: _gzip(format_lines(*args), level)))
+                # cast: mypy cannot infer a lambda with a default argument as submit's callable
+                self.queue.append(
+                    self.pool.submit(cast("Callable[[], bytes]", lambda args=args: _gzip(format_lines(*args), level)))
+                )
         self._drain(block=len(self.queue) > 64)
 
     def _drain(self, block: bool) -> None:

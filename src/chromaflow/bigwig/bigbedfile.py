@@ -13,7 +13,8 @@ bigWig writer's chromosome B+ tree and R-tree (bigwigfile.py):
   given, keys sorted bytewise, ids in that order), data section (uint64 item count, zlib blocks of up to
   ``ITEMS_PER_SLOT`` rows, never across chromosomes; a row is chromId, start, end as uint32 then the other fields
   tab-joined and NUL-terminated), R-tree index over the blocks, then per zoom level its records (blocks of up to
-  1024, running on across chromosomes) and index; the magic again at the end. uncompressBufSize is the largest uncompressed block.
+  1024, running on across chromosomes) and index; the magic again at the end. uncompressBufSize is the largest
+  uncompressed block.
 * Zoom levels summarise coverage depth (the number of features over each base), as bedToBigBed's do for a
   browser's dense view: reduction z0 = 10 × mean feature length (at least 10 bp), then ×4 per level while z fits
   the largest chromosome, at most 10 levels, stopping after the first level with one record per chromosome.
@@ -24,6 +25,7 @@ bigWig writer's chromosome B+ tree and R-tree (bigwigfile.py):
   kept and cover nothing); the file is written under a temporary name
   and renamed (an error leaves nothing).
 """
+
 from __future__ import annotations
 
 import os
@@ -32,14 +34,25 @@ from array import array
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .spool import Records, Spill
 from ..errors import ChromaflowError
 from ..outputs import atomic_output, naming_errors
-from .bigwigfile import (HEADER_BYTES, RECORD, RECORDS_PER_BLOCK, SUMMARY_BYTES, ZOOM_SLOTS, chrom_tree,
-                         record_blocks, write_index_and_zooms, zoom_ladder, zoom_records)
+from .bigwigfile import (
+    HEADER_BYTES,
+    RECORD,
+    RECORDS_PER_BLOCK,
+    SUMMARY_BYTES,
+    ZOOM_SLOTS,
+    chrom_tree,
+    record_blocks,
+    write_index_and_zooms,
+    zoom_ladder,
+    zoom_records,
+)
 
 BIGBED_MAGIC = 0x8789F2EB
 ITEMS_PER_SLOT = 512  # bedToBigBed's default -itemsPerSlot
@@ -66,16 +79,26 @@ def _depth_runs(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
 class BigBedWriter:
     """Write rows in order with ``add``, then ``close`` (or ``abort``). See the module docstring."""
 
-    def __init__(self, path: str | os.PathLike, chroms: list[tuple[str, int]], autosql: str, field_count: int,
-                 defined_field_count: int, zooms: list[int], name: str | os.PathLike | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        chroms: list[tuple[str, int]],
+        autosql: str,
+        field_count: int,
+        defined_field_count: int,
+        zooms: list[int],
+        name: str | os.PathLike | None = None,
+    ):
         self.path = Path(path)
         self.name = str(name or path)  # in messages: the final name when writing to a temporary one
         names = sorted((c for c, _ in chroms), key=str.encode)
         size_of = dict(chroms)
         for c in names:
-            if not 0 < int(size_of[c]) < 2 ** 32:
-                raise ChromaflowError(f"{self.name}: chromosome {c!r} of {size_of[c]} bp cannot be stored in a "
-                                      "bigBed (sizes must be 1 .. 4,294,967,295)")
+            if not 0 < int(size_of[c]) < 2**32:
+                raise ChromaflowError(
+                    f"{self.name}: chromosome {c!r} of {size_of[c]} bp cannot be stored in a "
+                    "bigBed (sizes must be 1 .. 4,294,967,295)"
+                )
         self.names = names
         self.sizes = [int(size_of[c]) for c in names]
         self.tid_of = {c: i for i, c in enumerate(names)}
@@ -114,17 +137,23 @@ class BigBedWriter:
         if tid is None:
             raise ChromaflowError(f"{self.name}: row on {chrom!r}, which is not among the chromosomes")
         if not 0 <= start <= end <= self.sizes[tid]:
-            raise ChromaflowError(f"{self.name}: row {chrom}:{start}-{end} is not inside {chrom} "
-                                  f"(0 .. {self.sizes[tid]}) or ends before it starts")
+            raise ChromaflowError(
+                f"{self.name}: row {chrom}:{start}-{end} is not inside {chrom} "
+                f"(0 .. {self.sizes[tid]}) or ends before it starts"
+            )
         if tid != self._tid:
             if tid < self._tid:
-                raise ChromaflowError(f"{self.name}: rows of {chrom!r} come after {self.names[self._tid]!r} "
-                                      "(rows must be sorted by chromosome name bytes, then start)")
+                raise ChromaflowError(
+                    f"{self.name}: rows of {chrom!r} come after {self.names[self._tid]!r} "
+                    "(rows must be sorted by chromosome name bytes, then start)"
+                )
             self._end_chrom()
             self._tid, self._last_start = tid, -1
         elif start < self._last_start:
-            raise ChromaflowError(f"{self.name}: row {chrom}:{start}-{end} comes after a row starting at "
-                                  f"{self._last_start} (rows must be sorted by start)")
+            raise ChromaflowError(
+                f"{self.name}: row {chrom}:{start}-{end} comes after a row starting at "
+                f"{self._last_start} (rows must be sorted by start)"
+            )
         self._last_start = start
         if not self._block:
             self._block_box = [start, end]
@@ -151,7 +180,7 @@ class BigBedWriter:
         if self._tid < 0:
             return
         self._flush_block()
-        s = ()
+        s: Any = ()  # the depth runs' starts (an ndarray) once the chromosome has features
         if len(self._starts):
             s, e, v = _depth_runs(np.frombuffer(self._starts, np.int64), np.frombuffer(self._ends, np.int64))
         if len(s):  # zero-length features (insertions) cover nothing
@@ -196,13 +225,28 @@ class BigBedWriter:
             for k in range(len(self.zs)):
                 self._zoom_flush(k, final=True)
             fh = self.fh
-            index_offset, zoom_headers = write_index_and_zooms(fh, self._index, ITEMS_PER_SLOT, self.zs,
-                                                               self._zblocks, self._zcount, self._spill)
+            index_offset, zoom_headers = write_index_and_zooms(
+                fh, self._index, ITEMS_PER_SLOT, self.zs, self._zblocks, self._zcount, self._spill
+            )
             fh.write(struct.pack("<I", BIGBED_MAGIC))
             fh.seek(0)
-            fh.write(struct.pack("<IHHQQQHHQQIQ", BIGBED_MAGIC, 4, len(zoom_headers), self.chrom_tree_offset,
-                                 self.data_offset, index_offset, self.field_count, self.defined,
-                                 self.autosql_offset, self.summary_offset, self.max_block, 0))
+            fh.write(
+                struct.pack(
+                    "<IHHQQQHHQQIQ",
+                    BIGBED_MAGIC,
+                    4,
+                    len(zoom_headers),
+                    self.chrom_tree_offset,
+                    self.data_offset,
+                    index_offset,
+                    self.field_count,
+                    self.defined,
+                    self.autosql_offset,
+                    self.summary_offset,
+                    self.max_block,
+                    0,
+                )
+            )
             fh.write(b"".join(zoom_headers))
             fh.seek(self.summary_offset)
             bases, sm, sq, mn, mx = self._totals
@@ -227,8 +271,14 @@ def zoom_reductions(mean_length: float, largest: int) -> list[int]:
     return zoom_ladder(max(MIN_ZOOM, 10 * int(mean_length)), largest)
 
 
-def write_bigbed(path: str | os.PathLike, chroms: list[tuple[str, int]], rows: Callable[[], Iterable[Row]],
-                 autosql: str, field_count: int, defined_field_count: int) -> int:
+def write_bigbed(
+    path: str | os.PathLike,
+    chroms: list[tuple[str, int]],
+    rows: Callable[[], Iterable[Row]],
+    autosql: str,
+    field_count: int,
+    defined_field_count: int,
+) -> int:
     """Write ``rows()`` (called twice: the first pass measures the mean feature length for the zoom levels) as a
     bigBed at ``path`` (atomically). Returns the number of rows."""
     path = Path(path)

@@ -27,6 +27,7 @@ The intervals and values (float32) are the same as pyBigWig would store; the byt
 ``--bigwig-writer pybigwig`` for pyBigWig's bytes (byte-identical to Predmoter's .bw files for identical
 intervals).
 """
+
 from __future__ import annotations
 
 import io
@@ -35,6 +36,7 @@ import struct
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -60,8 +62,18 @@ ZOOM_TASK = 1 << 18
 INLINE_ITEMS = ITEMS_PER_BLOCK
 
 ITEM = np.dtype([("start", "<u4"), ("end", "<u4"), ("value", "<f4")])
-RECORD = np.dtype([("chrom", "<u4"), ("start", "<u4"), ("end", "<u4"), ("count", "<u4"), ("min", "<f4"),
-                   ("max", "<f4"), ("sum", "<f4"), ("sumsq", "<f4")])
+RECORD = np.dtype(
+    [
+        ("chrom", "<u4"),
+        ("start", "<u4"),
+        ("end", "<u4"),
+        ("count", "<u4"),
+        ("min", "<f4"),
+        ("max", "<f4"),
+        ("sum", "<f4"),
+        ("sumsq", "<f4"),
+    ]
+)
 
 
 def _compressor(level: int, method: str):
@@ -109,20 +121,35 @@ def chrom_tree(names: list[str], sizes: list[int], file_offset: int) -> bytes:
         for j in range(cnt):
             first = j * span
             if leaf:
-                members = order[first:first + block]
+                members = order[first : first + block]
                 body = b"".join(keys[i].ljust(key_size, b"\0") + struct.pack("<II", i, sizes[i]) for i in members)
             else:
                 child_span = items_per_node[d + 1]
                 members = [c for c in range(j * block, min((j + 1) * block, levels[d + 1]))]
-                body = b"".join(keys[order[c * child_span]].ljust(key_size, b"\0")
-                                + struct.pack("<Q", level_start[d + 1] + c * leaf_bytes) for c in members)
-            out.append(struct.pack("<BBH", 1 if leaf else 0, 0, len(members)) + body
-                       + b"\0" * ((block - len(members)) * (key_size + 8)))
+                body = b"".join(
+                    keys[order[c * child_span]].ljust(key_size, b"\0")
+                    + struct.pack("<Q", level_start[d + 1] + c * leaf_bytes)
+                    for c in members
+                )
+            out.append(
+                struct.pack("<BBH", 1 if leaf else 0, 0, len(members))
+                + body
+                + b"\0" * ((block - len(members)) * (key_size + 8))
+            )
     return b"".join(out)
 
 
-def rtree(chrom0: np.ndarray, start: np.ndarray, chrom1: np.ndarray, end: np.ndarray, offset: np.ndarray,
-          size: np.ndarray, file_offset: int, end_of_data: int, items_per_slot: int) -> bytes:
+def rtree(
+    chrom0: np.ndarray,
+    start: np.ndarray,
+    chrom1: np.ndarray,
+    end: np.ndarray,
+    offset: np.ndarray,
+    size: np.ndarray,
+    file_offset: int,
+    end_of_data: int,
+    items_per_slot: int,
+) -> bytes:
     """R-tree index (cirTree) over sorted blocks, written at ``file_offset``: header, then levels root first.
 
     Nodes are padded to RTREE_BLOCK slots (as UCSC writes them), so every child offset is computed.
@@ -177,8 +204,21 @@ def write_rtree(fh, n: int, chunks, file_offset: int, end_of_data: int, items_pe
     if n:
         c0, s, end_key = (np.concatenate(x) for x in (c0s, ss, keys))
         top = int(end_key.max())
-        fh.write(struct.pack("<IIQIIIIQII", RTREE_MAGIC, B, n, int(c0[0]), int(s[0]), top >> 32,
-                             top & 0xFFFFFFFF, end_of_data, items_per_slot, 0))
+        fh.write(
+            struct.pack(
+                "<IIQIIIIQII",
+                RTREE_MAGIC,
+                B,
+                n,
+                int(c0[0]),
+                int(s[0]),
+                top >> 32,
+                top & 0xFFFFFFFF,
+                end_of_data,
+                items_per_slot,
+                0,
+            )
+        )
     else:
         fh.write(struct.pack("<IIQIIIIQII", RTREE_MAGIC, B, 0, 0, 0, 0, 0, end_of_data, items_per_slot, 0))
     # the items of the inner levels, leaves' parents first: (c0, s, c1, e) of each node below
@@ -194,8 +234,9 @@ def write_rtree(fh, n: int, chunks, file_offset: int, end_of_data: int, items_pe
     def nodes(c0, s, c1, e, off, size, leaf: bool) -> None:
         m = len(s)
         if leaf:
-            items = np.zeros(m, dtype=[("c0", "<u4"), ("s", "<u4"), ("c1", "<u4"), ("e", "<u4"), ("off", "<u8"),
-                                       ("size", "<u8")])
+            items = np.zeros(
+                m, dtype=[("c0", "<u4"), ("s", "<u4"), ("c1", "<u4"), ("e", "<u4"), ("off", "<u8"), ("size", "<u8")]
+            )
             items["size"] = size
         else:
             items = np.zeros(m, dtype=[("c0", "<u4"), ("s", "<u4"), ("c1", "<u4"), ("e", "<u4"), ("off", "<u8")])
@@ -205,19 +246,29 @@ def write_rtree(fh, n: int, chunks, file_offset: int, end_of_data: int, items_pe
         isz = items.dtype.itemsize
         for j in range(-(-m // B)):
             k = min(B, m - j * B)
-            fh.write(struct.pack("<BBH", 1 if leaf else 0, 0, k) + raw[j * B * isz:(j * B + k) * isz]
-                     + b"\0" * ((B - k) * isz))
+            fh.write(
+                struct.pack("<BBH", 1 if leaf else 0, 0, k)
+                + raw[j * B * isz : (j * B + k) * isz]
+                + b"\0" * ((B - k) * isz)
+            )
 
     for d, (c0, s, end_key) in enumerate(boxes):
         off = level_start[d + 1] + np.arange(len(s), dtype=np.uint64) * node_bytes[d + 1]
-        nodes(c0, s, (end_key >> np.uint64(32)).astype(np.uint32), (end_key & np.uint64(0xFFFFFFFF)).astype(np.uint32),
-              off, None, False)
+        nodes(
+            c0,
+            s,
+            (end_key >> np.uint64(32)).astype(np.uint32),
+            (end_key & np.uint64(0xFFFFFFFF)).astype(np.uint32),
+            off,
+            None,
+            False,
+        )
     # pass 2: the leaves, a chunk at a time
     wrote = 0
     for c0, s, c1, e, off, size in _whole_nodes(chunks(), B):
         nodes(c0, s, c1, e, off, size, True)
         wrote += len(s)
-    if not n:   # the empty tree: one leaf node without items
+    if not n:  # the empty tree: one leaf node without items
         fh.write(struct.pack("<BBH", 1, 0, 0) + b"\0" * (B * 32))
     elif wrote != n:
         raise ValueError(f"R-tree of {n} items given {wrote}")
@@ -290,8 +341,16 @@ def _coarsen(rec: tuple, factor: int) -> tuple:
     grp = np.flatnonzero(nb[1:] != nb[:-1]) + 1
     idx = np.concatenate([[0], grp])
     last = np.concatenate([grp - 1, [len(nb) - 1]])
-    return (nb[idx], st[idx], en[last], np.add.reduceat(cnt, idx), np.minimum.reduceat(mn, idx),
-            np.maximum.reduceat(mx, idx), np.add.reduceat(sm, idx), np.add.reduceat(sq, idx))
+    return (
+        nb[idx],
+        st[idx],
+        en[last],
+        np.add.reduceat(cnt, idx),
+        np.minimum.reduceat(mn, idx),
+        np.maximum.reduceat(mx, idx),
+        np.add.reduceat(sm, idx),
+        np.add.reduceat(sq, idx),
+    )
 
 
 def _bin_records_native(s: np.ndarray, e: np.ndarray, v: np.ndarray, z: int) -> tuple | None:
@@ -306,8 +365,11 @@ def _bin_records_native(s: np.ndarray, e: np.ndarray, v: np.ndarray, z: int) -> 
     v = np.ascontiguousarray(v, dtype=np.float32)
     n = len(s)
     cap = n + int(e[-1] - s[0]) // z + 2
-    out = [np.empty(cap, np.int64) for _ in range(4)] + [np.empty(cap, np.float32) for _ in range(2)] + \
-          [np.empty(cap, np.float64) for _ in range(2)]
+    out = (
+        [np.empty(cap, np.int64) for _ in range(4)]
+        + [np.empty(cap, np.float32) for _ in range(2)]
+        + [np.empty(cap, np.float64) for _ in range(2)]
+    )
     k = lib.cf_zoom0(s.ctypes.data, e.ctypes.data, v.ctypes.data, n, z, *(a.ctypes.data for a in out))
     # copies, not views: the buffers are sized for the worst case (a record per interval), ~16x the records the
     # first reduction (16 x the mean interval length) leaves; views kept every queued result at that size (issue 30)
@@ -328,7 +390,7 @@ def zoom_records(s: np.ndarray, e: np.ndarray, v: np.ndarray, zs: list[int]) -> 
 
 def zoom_ladder(z0: int, largest: int) -> list[int]:
     """Zoom reductions z0, ×4 per level, while they fit the largest chromosome, at most ZOOM_SLOTS levels."""
-    zs = []
+    zs: list[int] = []
     z = z0
     while z <= largest and len(zs) < ZOOM_SLOTS:
         zs.append(z)
@@ -389,8 +451,9 @@ class _LevelStream:
         k = self.n if final else self.n // RECORDS_PER_BLOCK * RECORDS_PER_BLOCK
         if not k:
             return None
-        cat = [np.concatenate([p[i] for p in self.parts]) if len(self.parts) > 1 else self.parts[0][i]
-               for i in range(9)]
+        cat = [
+            np.concatenate([p[i] for p in self.parts]) if len(self.parts) > 1 else self.parts[0][i] for i in range(9)
+        ]
         self.parts = [tuple(a[k:] for a in cat)] if k < self.n else []
         self.n -= k
         return tuple(a[:k] for a in cat)
@@ -403,14 +466,14 @@ def _data_blocks(tid: int, s: np.ndarray, e: np.ndarray, v: np.ndarray, compress
     items["start"] = s
     items["end"] = e
     items["value"] = v
-    raw = memoryview(items.view(np.uint8))
+    raw = memoryview(items.view(np.uint8))  # type: ignore[arg-type]  # numpy stubs: ndarray.__buffer__ only on 3.12+
     out = []
     for a in range(0, n, ITEMS_PER_BLOCK):
         b = min(a + ITEMS_PER_BLOCK, n)
         st = int(s[a])
         en = int(e[b - 1])
         hdr = struct.pack("<IIIIIBBH", tid, st, en, 0, 0, 1, 0, b - a)
-        out.append(((tid, st, en), compress(hdr + raw[a * 12:b * 12])))
+        out.append(((tid, st, en), compress(hdr + raw[a * 12 : b * 12])))
     return out
 
 
@@ -418,12 +481,16 @@ def record_blocks(recs: np.ndarray, compress) -> list:
     """[((first tid, start, last tid, end), compressed block)] for zoom records (a RECORD array, in order; a block
     may run across chromosomes) in blocks of RECORDS_PER_BLOCK: the bigWig and bigBed writers' zoom blocks."""
     n = len(recs)
-    raw = memoryview(recs.view(np.uint8))
+    raw = memoryview(recs.view(np.uint8))  # type: ignore[arg-type]  # numpy stubs: ndarray.__buffer__ only on 3.12+
     out = []
     for a in range(0, n, RECORDS_PER_BLOCK):
         b = min(a + RECORDS_PER_BLOCK, n)
-        out.append(((int(recs["chrom"][a]), int(recs["start"][a]), int(recs["chrom"][b - 1]), int(recs["end"][b - 1])),
-                    compress(raw[a * RECORD.itemsize:b * RECORD.itemsize])))
+        out.append(
+            (
+                (int(recs["chrom"][a]), int(recs["start"][a]), int(recs["chrom"][b - 1]), int(recs["end"][b - 1])),
+                compress(raw[a * RECORD.itemsize : b * RECORD.itemsize]),
+            )
+        )
     return out
 
 
@@ -436,8 +503,9 @@ def _zoom_blocks(rec: tuple, compress) -> list:
     return record_blocks(recs, compress)
 
 
-def write_index_and_zooms(fh, index: Records, items_per_slot: int, zs: list[int], zblocks: list[Records],
-                          zcount: list[int], spill: Spill) -> tuple[int, list[bytes]]:
+def write_index_and_zooms(
+    fh, index: Records, items_per_slot: int, zs: list[int], zblocks: list[Records], zcount: list[int], spill: Spill
+) -> tuple[int, list[bytes]]:
     """The tail of a bigWig/bigBed at ``fh``'s position: the data R-tree over ``index`` (tid, start, end, offset,
     size per block), then per zoom level its blocks (copied from ``spill``: (tid0, start, tid1, end, spill offset,
     size) each) and their R-tree, stopping after the first level with one record per chromosome (coarser levels
@@ -464,8 +532,7 @@ def write_index_and_zooms(fh, index: Records, items_per_slot: int, zs: list[int]
         for so, sz in zip(blocks[:, 4].tolist(), sizes.tolist()):
             fh.write(spill.read(so, sz))
         zi = fh.tell()
-        fh.write(rtree(blocks[:, 0], blocks[:, 1], blocks[:, 2], blocks[:, 3], offs, sizes, zi, zi,
-                       RECORDS_PER_BLOCK))
+        fh.write(rtree(blocks[:, 0], blocks[:, 1], blocks[:, 2], blocks[:, 3], offs, sizes, zi, zi, RECORDS_PER_BLOCK))
         zoom_headers.append(struct.pack("<IIQQ", z, 0, data_off, zi))
         if zcount[k] <= n_chroms:
             break
@@ -483,15 +550,23 @@ class BigWigWriter:
     ``write`` plus merging a few records per zoom level; results are written in submission order.
     """
 
-    def __init__(self, path: str | os.PathLike, chroms: list[tuple[str, int]], pool: ThreadPoolExecutor | None = None,
-                 level: int = 1, method: str = "libdeflate"):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        chroms: list[tuple[str, int]],
+        pool: ThreadPoolExecutor | None = None,
+        level: int = 1,
+        method: str = "libdeflate",
+    ):
         self.path = Path(path)
         self.names = [c for c, _ in chroms]
         self.sizes = [int(s) for _, s in chroms]
         for name, size in chroms:
-            if not 0 < size < 2 ** 32:
-                raise ChromaflowError(f"{path}: chromosome {name!r} of {size} bp cannot be stored in a bigWig "
-                                      "(sizes must be 1 .. 4,294,967,295)")
+            if not 0 < size < 2**32:
+                raise ChromaflowError(
+                    f"{path}: chromosome {name!r} of {size} bp cannot be stored in a bigWig "
+                    "(sizes must be 1 .. 4,294,967,295)"
+                )
         self.tid_of = {c: i for i, c in enumerate(self.names)}
         self.pool = pool
         self.compress = _compressor(level, method)
@@ -558,10 +633,11 @@ class BigWigWriter:
         step = ITEMS_PER_BLOCK * BLOCKS_PER_TASK
         for a in range(head, head + full, step):
             b = min(a + step, head + full)
-            self._queue.append(("data", self._submit(_data_blocks, tid, s[a:b], e[a:b], v[a:b], self.compress,
-                                                     items=b - a)))
+            self._queue.append(
+                ("data", self._submit(_data_blocks, tid, s[a:b], e[a:b], v[a:b], self.compress, items=b - a))
+            )
         if head + full < n:
-            self._left.append((s[head + full:], e[head + full:], v[head + full:]))
+            self._left.append((s[head + full :], e[head + full :], v[head + full :]))
             self._left_n += n - head - full
         # zoom records
         if self._sample is not None:
@@ -576,8 +652,9 @@ class BigWigWriter:
     def _queue_zoom(self, tid: int, s, e, v) -> None:
         for a in range(0, len(s), ZOOM_TASK):  # small tasks: small temporaries (no fresh pages per call)
             b = a + ZOOM_TASK
-            self._queue.append(("zoom", tid, self._submit(zoom_records, s[a:b], e[a:b], v[a:b], self._zs,
-                                                          items=len(s[a:b]))))
+            self._queue.append(
+                ("zoom", tid, self._submit(zoom_records, s[a:b], e[a:b], v[a:b], self._zs, items=len(s[a:b])))
+            )
 
     def _flush_left(self) -> None:
         if not self._left_n:
@@ -599,7 +676,7 @@ class BigWigWriter:
     # ---------------------------------------------------------------- zoom
     def _decide_zoom(self) -> None:
         """First reduction = 16 × floor(mean interval length) of the first ZOOM_SAMPLE intervals, then ×4."""
-        sample = self._sample
+        sample = cast("list[tuple]", self._sample)  # called while sampling
         self._sample = None
         n = 0
         total = 0
@@ -642,7 +719,7 @@ class BigWigWriter:
         q = self._queue
         while q:
             ev = q[0]
-            res = ev[-1] if ev[0] != "end" else None
+            res: Any = ev[-1] if ev[0] != "end" else None  # a future's result: the kind's own type
             if isinstance(res, Future):
                 if not block and not res.done():
                     return
@@ -666,7 +743,7 @@ class BigWigWriter:
                     self._streams[k].add(rec, tid)
                     if self._streams[k].n >= RECORDS_PER_BLOCK:
                         self._take_records(k, False)
-            elif kind == "end":   # the chromosome's last records are complete; blocks run on into the next
+            elif kind == "end":  # the chromosome's last records are complete; blocks run on into the next
                 for stream in self._streams:
                     stream.end_chrom()
             else:  # zblock
@@ -681,18 +758,33 @@ class BigWigWriter:
             if self._sample is not None and self._sample_n:
                 self._decide_zoom()
             self._drain(block=True)
-            for k in range(len(self._streams)):   # the last block of every level
+            for k in range(len(self._streams)):  # the last block of every level
                 self._take_records(k, True)
             self._drain(block=True)
             fh = self.fh
             n_blocks = len(self._index)
-            index_offset, zoom_headers = write_index_and_zooms(fh, self._index, ITEMS_PER_BLOCK, self._zs,
-                                                               self._zblocks, self._zcount, self._spill)
+            index_offset, zoom_headers = write_index_and_zooms(
+                fh, self._index, ITEMS_PER_BLOCK, self._zs, self._zblocks, self._zcount, self._spill
+            )
             fh.write(struct.pack("<I", BIGWIG_MAGIC))
             fh.seek(0)
-            fh.write(struct.pack("<IHHQQQHHQQIQ", BIGWIG_MAGIC, 4, len(zoom_headers), self.chrom_tree_offset,
-                                 self.data_offset, index_offset, 0, 0, 0, HEADER_BYTES + ZOOM_SLOTS * 24,
-                                 UNCOMPRESS_BUF, 0))
+            fh.write(
+                struct.pack(
+                    "<IHHQQQHHQQIQ",
+                    BIGWIG_MAGIC,
+                    4,
+                    len(zoom_headers),
+                    self.chrom_tree_offset,
+                    self.data_offset,
+                    index_offset,
+                    0,
+                    0,
+                    0,
+                    HEADER_BYTES + ZOOM_SLOTS * 24,
+                    UNCOMPRESS_BUF,
+                    0,
+                )
+            )
             fh.write(b"".join(zoom_headers))
             fh.seek(HEADER_BYTES + ZOOM_SLOTS * 24)
             bases, sm, sq, mn, mx = self._totals

@@ -3,6 +3,7 @@
 Semantics: FORMATS.md §5 and docs/bigwig.md (deliberate deviations: exact smoothing at .5 ties, the empty-block
 defect fixed, smoothed intervals clipped at chromosome ends unless ``--no-clip``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,49 +29,107 @@ DEFAULT_LEVEL = {"bigwig": 1, "bedgraph": 1}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--predictions", required=True, metavar="P.h5",
-                   help="predictions h5 (or, with --experimental, a training-style h5 with evaluation/<ds>_coverage)")
+    p.add_argument(
+        "--predictions",
+        required=True,
+        metavar="P.h5",
+        help="predictions h5 (or, with --experimental, a training-style h5 with evaluation/<ds>_coverage)",
+    )
     p.add_argument("--outdir", required=True, metavar="D", help="output directory (created when absent)")
     p.add_argument("--basename", required=True, metavar="B", help="file name prefix")
-    p.add_argument("--format", choices=["bigwig", "bw", "bedgraph", "bg"], default="bigwig",
-                   help="bigwig -> .bw, bedgraph -> .bg.gz (default: bigwig)")
-    p.add_argument("--strand", choices=["avg", "+", "-", "all"], default="avg",
-                   help="avg (rounded half-to-even mean of both strands, default), + , - or all three")
-    p.add_argument("--window-size", type=int, default=None, metavar="W",
-                   help="smooth with a W-bp moving average per 21.384 Mbp block (Predmoter semantics)")
-    p.add_argument("--smoothing", choices=["exact", "numpy"], default="exact",
-                   help="exact (default): the window mean S/W rounded half-to-even in integer arithmetic, the same "
-                        "bytes on every CPU; numpy: Predmoter's float64 numpy.convolve, whose exact .5 ties round "
-                        "either way depending on the CPU's BLAS/SIMD kernels")
-    p.add_argument("--blacklist", metavar="FILE", default=None,
-                   help="text file; first whitespace-separated column = seqids to leave out")
-    p.add_argument("--datasets", nargs="+", metavar="DS", default=None,
-                   help="datasets to convert (default: all, in file order)")
-    p.add_argument("--experimental", action="store_true",
-                   help="convert evaluation/<ds>_coverage (mean over BAMs) of a training-style h5")
-    p.add_argument("--no-clip", action="store_true",
-                   help="with --window-size: keep the reference's intervals past the end of chromosomes "
-                        "shorter than the window (breaks genome browsers)")
-    p.add_argument("--bigwig-writer", choices=["chromaflow", "pybigwig"], default="chromaflow",
-                   help="chromaflow (default): our streaming writer, blocks deflated in threads (same intervals, "
-                        "exact zoom levels); pybigwig: the pyBigWig library, byte-identical to Predmoter's .bw "
-                        "files, ~10x slower on predictions")
-    p.add_argument("--compression-level", type=int, default=None, metavar="N",
-                   help="deflate level 1-12 (libdeflate) of bigWig blocks or bedGraph gzip members (default 1: "
-                        "fastest, about the size of pyBigWig's and Predmoter's files); ignored by --bigwig-writer "
-                        "pybigwig (zlib level 6)")
+    p.add_argument(
+        "--format",
+        choices=["bigwig", "bw", "bedgraph", "bg"],
+        default="bigwig",
+        help="bigwig -> .bw, bedgraph -> .bg.gz (default: bigwig)",
+    )
+    p.add_argument(
+        "--strand",
+        choices=["avg", "+", "-", "all"],
+        default="avg",
+        help="avg (rounded half-to-even mean of both strands, default), + , - or all three",
+    )
+    p.add_argument(
+        "--window-size",
+        type=int,
+        default=None,
+        metavar="W",
+        help="smooth with a W-bp moving average per 21.384 Mbp block (Predmoter semantics)",
+    )
+    p.add_argument(
+        "--smoothing",
+        choices=["exact", "numpy"],
+        default="exact",
+        help="exact (default): the window mean S/W rounded half-to-even in integer arithmetic, the same "
+        "bytes on every CPU; numpy: Predmoter's float64 numpy.convolve, whose exact .5 ties round "
+        "either way depending on the CPU's BLAS/SIMD kernels",
+    )
+    p.add_argument(
+        "--blacklist",
+        metavar="FILE",
+        default=None,
+        help="text file; first whitespace-separated column = seqids to leave out",
+    )
+    p.add_argument(
+        "--datasets", nargs="+", metavar="DS", default=None, help="datasets to convert (default: all, in file order)"
+    )
+    p.add_argument(
+        "--experimental",
+        action="store_true",
+        help="convert evaluation/<ds>_coverage (mean over BAMs) of a training-style h5",
+    )
+    p.add_argument(
+        "--no-clip",
+        action="store_true",
+        help="with --window-size: keep the reference's intervals past the end of chromosomes "
+        "shorter than the window (breaks genome browsers)",
+    )
+    p.add_argument(
+        "--bigwig-writer",
+        choices=["chromaflow", "pybigwig"],
+        default="chromaflow",
+        help="chromaflow (default): our streaming writer, blocks deflated in threads (same intervals, "
+        "exact zoom levels); pybigwig: the pyBigWig library, byte-identical to Predmoter's .bw "
+        "files, ~10x slower on predictions",
+    )
+    p.add_argument(
+        "--compression-level",
+        type=int,
+        default=None,
+        metavar="N",
+        help="deflate level 1-12 (libdeflate) of bigWig blocks or bedGraph gzip members (default 1: "
+        "fastest, about the size of pyBigWig's and Predmoter's files); ignored by --bigwig-writer "
+        "pybigwig (zlib level 6)",
+    )
     add_run_options(p, force="overwrite existing outputs", metrics=True)
-    p.add_argument("--no-browser-files", action="store_true",
-                   help="do not write chrom.sizes, igv_session.xml and the UCSC hub files")
-    p.add_argument("--feature-track", action="append", default=[], metavar="BED",
-                   help="a BED file to show in the IGV session too, its path relative to --outdir (it need not exist "
-                        "yet; e.g. ../genes/<id>.promoters.bed of gene-accessibility); repeatable")
-    p.add_argument("--hub-track", action="append", default=[], metavar="BB",
-                   help="a bigBed 6 file to add to the UCSC hub's trackDb.txt, its path relative to --outdir (it need "
-                        "not exist yet; e.g. ../genes/<id>.promoters.bb of gene-accessibility --bigbed); repeatable; "
-                        "bigWig output only (a bedGraph run writes no hub)")
-    p.add_argument("--genome", default=None, metavar="NAME",
-                   help="genome name for the UCSC hub / IGV session (default: chrom.sizes placeholder)")
+    p.add_argument(
+        "--no-browser-files",
+        action="store_true",
+        help="do not write chrom.sizes, igv_session.xml and the UCSC hub files",
+    )
+    p.add_argument(
+        "--feature-track",
+        action="append",
+        default=[],
+        metavar="BED",
+        help="a BED file to show in the IGV session too, its path relative to --outdir (it need not exist "
+        "yet; e.g. ../genes/<id>.promoters.bed of gene-accessibility); repeatable",
+    )
+    p.add_argument(
+        "--hub-track",
+        action="append",
+        default=[],
+        metavar="BB",
+        help="a bigBed 6 file to add to the UCSC hub's trackDb.txt, its path relative to --outdir (it need "
+        "not exist yet; e.g. ../genes/<id>.promoters.bb of gene-accessibility --bigbed); repeatable; "
+        "bigWig output only (a bedGraph run writes no hub)",
+    )
+    p.add_argument(
+        "--genome",
+        default=None,
+        metavar="NAME",
+        help="genome name for the UCSC hub / IGV session (default: chrom.sizes placeholder)",
+    )
     add_run_options(p, threads="worker threads (default: all CPUs)")
 
 
@@ -117,8 +176,9 @@ def run(args: argparse.Namespace) -> int:
     blacklist = read_blacklist(args.blacklist) if args.blacklist else set()
 
     with StageMetrics("bigwig", args.metrics, threads=threads) as metrics:
-        inp = PredictionsInput(args.predictions, experimental=args.experimental, datasets=args.datasets,
-                               blacklist=blacklist)
+        inp = PredictionsInput(
+            args.predictions, experimental=args.experimental, datasets=args.datasets, blacklist=blacklist
+        )
         with contextlib.ExitStack() as stack:
             stack.callback(inp.close)
             tracks, browser = _outputs(args, inp.datasets, outdir, fmt)
@@ -139,8 +199,9 @@ def run(args: argparse.Namespace) -> int:
             total_bp = sum(c.size for c in inp.chroms)
             try:
                 with Progress(total_bp, "bigwig", "bp") as prog:
-                    convert(inp, tracks, window=ws, smoothing=args.smoothing, clip=not args.no_clip, pool=pool,
-                            prog=prog)
+                    convert(
+                        inp, tracks, window=ws, smoothing=args.smoothing, clip=not args.no_clip, pool=pool, prog=prog
+                    )
                 for t in tracks:
                     t.close()
             except BaseException:
@@ -153,14 +214,32 @@ def run(args: argparse.Namespace) -> int:
             if browser:
                 from .browser import write_browser_files
 
-                write_browser_files(outdir, chroms=header, tracks=[(t.dataset, t.strand, t.path.name) for t in tracks],
-                                    fmt=fmt, basename=args.basename, genome=args.genome, force=True,
-                                    features=args.feature_track, hub_tracks=args.hub_track)
-        metrics.set(bp=total_bp, chromosomes=len(inp.chroms), datasets=inp.datasets, tracks=len(tracks), format=fmt,
-                    strand=args.strand, window_size=ws, smoothing=args.smoothing if ws is not None else None,
-                    bigwig_writer=args.bigwig_writer if fmt == "bigwig" else None, compression_level=level,
-                    experimental=bool(args.experimental), outputs=[t.path.name for t in tracks],
-                    intervals=sum(t.writer.count for t in tracks))
+                write_browser_files(
+                    outdir,
+                    chroms=header,
+                    tracks=[(t.dataset, t.strand, t.path.name) for t in tracks],
+                    fmt=fmt,
+                    basename=args.basename,
+                    genome=args.genome,
+                    force=True,
+                    features=args.feature_track,
+                    hub_tracks=args.hub_track,
+                )
+        metrics.set(
+            bp=total_bp,
+            chromosomes=len(inp.chroms),
+            datasets=inp.datasets,
+            tracks=len(tracks),
+            format=fmt,
+            strand=args.strand,
+            window_size=ws,
+            smoothing=args.smoothing if ws is not None else None,
+            bigwig_writer=args.bigwig_writer if fmt == "bigwig" else None,
+            compression_level=level,
+            experimental=bool(args.experimental),
+            outputs=[t.path.name for t in tracks],
+            intervals=sum(t.writer.count for t in tracks),
+        )
     return 0
 
 
@@ -168,12 +247,18 @@ def _outputs(args: argparse.Namespace, datasets: list[str], outdir: Path, fmt: s
     """The tracks and browser files this call writes, checked before any is written: the output rule
     (:func:`chromaflow.outputs.check_outputs`, which also creates ``--outdir``) and, without --force, all or nothing."""
     strands = ["avg", "+", "-"] if args.strand == "all" else [args.strand]
-    tracks = [Track(d, c, s, outdir / output_name(args.basename, d, s, bool(args.blacklist), args.window_size, fmt))
-              for c, d in enumerate(datasets) for s in strands]
+    tracks = [
+        Track(d, c, s, outdir / output_name(args.basename, d, s, bool(args.blacklist), args.window_size, fmt))
+        for c, d in enumerate(datasets)
+        for s in strands
+    ]
     browser = [] if args.no_browser_files else _browser_paths(outdir, fmt)
     paths = [t.path for t in tracks] + browser
-    check_outputs([("--outdir", p) for p in paths] + [("--metrics", args.metrics)],
-                  [("--predictions", args.predictions), ("--blacklist", args.blacklist)], [("--outdir", outdir)])
+    check_outputs(
+        [("--outdir", p) for p in paths] + [("--metrics", args.metrics)],
+        [("--predictions", args.predictions), ("--blacklist", args.blacklist)],
+        [("--outdir", outdir)],
+    )
     if not args.force:
         for p in paths:
             if p.exists():

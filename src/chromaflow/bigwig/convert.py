@@ -6,11 +6,13 @@ block). Every chunk is read once per call, for all datasets and strands. While o
 computed and written, the next piece is read (a prefetch thread fanning out to the pool). All O(bp) work runs
 in numpy (or libdeflate / the C formatter) in pool threads; the main thread touches O(intervals) data only.
 """
+
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -19,8 +21,7 @@ from ..native.memory import release_free_memory
 from ..outputs import naming_errors
 from ..progress import Progress
 from .h5input import POOL_MIN_BP, Chrom, ChunkReader, Piece, PredictionsInput
-from .tracks import (SmoothStream, TrackState, runs, runs_native, smooth_numpy, strand_average,
-                     strand_average_f32)
+from .tracks import SmoothStream, TrackState, runs, runs_native, smooth_numpy, strand_average, strand_average_f32
 
 #: Predmoter's conversion block: 21,384,000 // L chunks (FORMATS §5.3)
 BLOCK_BP = 21_384_000
@@ -34,7 +35,7 @@ class Track:
     channel: int  # index into the input's chosen datasets
     strand: str  # avg, +, -
     path: Path
-    writer: object = None
+    writer: Any = None  # BigWigWriter, PyBigWigWriter or BedGraphWriter (bigwig.cli)
     state: TrackState = field(default_factory=TrackState)
 
     def write(self, chrom: str, *intervals) -> None:
@@ -90,8 +91,15 @@ def track_vector(piece: Piece, strand: str) -> np.ndarray:
     return strand_average(p, m, out=piece.scratch(len(p)), tmp=piece.scratch(len(p)))
 
 
-def piece_runs(piece: Piece, strand: str, window: int | None, smoothing: str, clip: bool,
-               stream: SmoothStream | None, block_final: bool):
+def piece_runs(
+    piece: Piece,
+    strand: str,
+    window: int | None,
+    smoothing: str,
+    clip: bool,
+    stream: SmoothStream | None,
+    block_final: bool,
+):
     """(runs or None, value dtype, bp of the piece, start of the runs relative to the piece) of one track.
 
     Exact smoothing streams through the block (``stream``): its output lags the piece by up to w/2 bp.
@@ -110,6 +118,7 @@ def piece_runs(piece: Piece, strand: str, window: int | None, smoothing: str, cl
         # integer strands: the average is formed in C straight into the smoothing window's int64 buffer
         v, m = _strand_arrays(piece, strand) if piece.exact else (track_vector(piece, strand), None)
         n = len(v)
+        assert stream is not None  # exact smoothing: a stream per track (_Conversion.streams)
         piece_start = stream.buf_start + len(stream.buf)  # block coordinate of v[0]
         start, rns = stream.feed_runs(v, block_final, minus=m)
         if rns is None:
@@ -127,8 +136,16 @@ def piece_runs(piece: Piece, strand: str, window: int | None, smoothing: str, cl
     return (s, e, vals.astype(out_dtype)), out_dtype, n, 0
 
 
-def convert(inp: PredictionsInput, tracks: list[Track], *, window: int | None, smoothing: str, clip: bool,
-            pool: ThreadPoolExecutor | None, prog: Progress) -> None:
+def convert(
+    inp: PredictionsInput,
+    tracks: list[Track],
+    *,
+    window: int | None,
+    smoothing: str,
+    clip: bool,
+    pool: ThreadPoolExecutor | None,
+    prog: Progress,
+) -> None:
     n_block = max(1, BLOCK_BP // inp.L)
     whole_blocks = window is not None and smoothing == "numpy"  # numpy.convolve needs the block at once
     reader = ChunkReader(inp, pool, n_block if whole_blocks else min(n_block, PIECE_CHUNKS))
@@ -142,16 +159,26 @@ class _Conversion:
     """One conversion's shared state: the (channel, strand) keys of the tracks, their exact-smoothing streams and
     the strands to read per channel; :meth:`run` streams the pieces through them."""
 
-    def __init__(self, inp: PredictionsInput, reader: ChunkReader, tracks: list[Track], window: int | None,
-                 smoothing: str, clip: bool, pool: ThreadPoolExecutor | None):
+    def __init__(
+        self,
+        inp: PredictionsInput,
+        reader: ChunkReader,
+        tracks: list[Track],
+        window: int | None,
+        smoothing: str,
+        clip: bool,
+        pool: ThreadPoolExecutor | None,
+    ):
         self.inp, self.reader, self.tracks = inp, reader, tracks
         self.window, self.smoothing, self.clip, self.pool = window, smoothing, clip, pool
         self.n_block = max(1, BLOCK_BP // inp.L)
-        self.piece_chunks = self.n_block if (window is not None and smoothing == "numpy") \
-            else min(self.n_block, PIECE_CHUNKS)
+        self.piece_chunks = (
+            self.n_block if (window is not None and smoothing == "numpy") else min(self.n_block, PIECE_CHUNKS)
+        )
         self.keys = list(dict.fromkeys((t.channel, t.strand) for t in tracks))
-        self.streams = {k: SmoothStream(window, clip) for k in self.keys} \
-            if window is not None and smoothing == "exact" else {}
+        self.streams = (
+            {k: SmoothStream(window, clip) for k in self.keys} if window is not None and smoothing == "exact" else {}
+        )
         self.need: dict[int, tuple[bool, bool]] = {}  # channel: (plus wanted, minus wanted)
         for c, s in self.keys:
             wp, wm = self.need.get(c, (False, False))
@@ -164,8 +191,9 @@ class _Conversion:
     def compute(self, data, key, chrom: Chrom, block_final: bool):
         c, strand = key
         try:
-            return piece_runs(data[c], strand, self.window, self.smoothing, self.clip, self.streams.get(key),
-                              block_final)
+            return piece_runs(
+                data[c], strand, self.window, self.smoothing, self.clip, self.streams.get(key), block_final
+            )
         except ChromaflowError as exc:
             raise ChromaflowError(f"{self.inp.path}: seqid {chrom.name!r}: {exc}") from None
 
@@ -191,7 +219,7 @@ class _Conversion:
             res = t.state.feed_runs(rns, dtype, offset + rel, final)
             if res is not None:
                 t.write(chrom.name, *res)
-        return length
+        return cast(int, length)  # set by the first track (there is always one)
 
     def run(self, prog: Progress) -> None:
         """Every piece in order, the next one read (prefetch thread) while this one is computed and written."""
@@ -206,7 +234,7 @@ class _Conversion:
         try:
             while nxt is not None:
                 desc = nxt
-                data = fut.result()
+                data = cast(Future, fut).result()  # submitted for nxt
                 nxt = next(it, None)
                 fut = prefetch.submit(self.load, nxt) if nxt is not None else None
                 chrom, j, e, final, block_final = desc
@@ -245,5 +273,6 @@ def _piece_bp(data: dict) -> int:
 
 def _check_size(path: str, chrom: Chrom, offset: int) -> None:
     if offset != chrom.size:
-        raise ChromaflowError(f"{path}: seqid {chrom.name!r}: rows cover {offset} bp but data/start_ends say "
-                              f"{chrom.size} bp")
+        raise ChromaflowError(
+            f"{path}: seqid {chrom.name!r}: rows cover {offset} bp but data/start_ends say {chrom.size} bp"
+        )

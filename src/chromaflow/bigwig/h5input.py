@@ -6,6 +6,7 @@ with libdeflate (the ``deflate`` package; ~5x zlib, GIL released) in a thread po
 integer buffers. Anything else (other chunking or filters, ``--experimental`` BAM means, values beyond
 ``EXACT_LIMIT``) goes through h5py and float32, exactly as Predmoter computes it.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,6 +15,7 @@ import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -42,17 +44,17 @@ def seqid_codes(seqids, block: int | None = None) -> tuple[np.ndarray, list[byte
     ``seqids``: an (N,) byte-string array or a one-row-chunked h5 dataset, read ``block`` rows at a time. The whole
     column is never held as strings: at 4 Gbp and L = 2000 it is 4 M rows of S50 (202 MB), and np.unique over it
     held three such copies, which made BIGWIG's and PEAKS' peak memory (844 MiB; issue 30)."""
-    block = block or h5rows.ROW_BLOCK   # read at call time: the h5rows tests lower it
+    block = block or h5rows.ROW_BLOCK  # read at call time: the h5rows tests lower it
     n = seqids.shape[0]
     codes = np.empty(n, dtype=np.int32)
     index: dict[bytes, int] = {}
     for a in range(0, n, block):
-        blk = read_rows(seqids, a, a + block)   # the shared one-row-chunk reader (it clamps the end)
+        blk = read_rows(seqids, a, a + block)  # the shared one-row-chunk reader (it clamps the end)
         uniq, first, inverse = np.unique(blk, return_index=True, return_inverse=True)
         local = np.empty(len(uniq), dtype=np.int32)
         for u in np.argsort(first, kind="stable"):
             local[u] = index.setdefault(bytes(uniq[u]), len(index))
-        codes[a:a + len(blk)] = local[inverse.reshape(-1)]
+        codes[a : a + len(blk)] = local[inverse.reshape(-1)]
     return codes, list(index)
 
 
@@ -62,8 +64,9 @@ def chromosome_map(seqids, start_ends: np.ndarray, blacklist: set[str], path: st
     return chromosome_map_codes(codes, names, start_ends, blacklist, path)
 
 
-def chromosome_map_codes(codes: np.ndarray, names: list[bytes], start_ends: np.ndarray, blacklist: set[str],
-                         path: str = "") -> list[Chrom]:
+def chromosome_map_codes(
+    codes: np.ndarray, names: list[bytes], start_ends: np.ndarray, blacklist: set[str], path: str = ""
+) -> list[Chrom]:
     """:func:`chromosome_map` of rows given as :func:`seqid_codes` (codes in order of first appearance)."""
     rows_by = np.argsort(codes, kind="stable")  # rows grouped by seqid, file order within a group
     bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(names)))])
@@ -71,19 +74,23 @@ def chromosome_map_codes(codes: np.ndarray, names: list[bytes], start_ends: np.n
     for u, raw in enumerate(names):
         name = _decode(raw)
         if len(name.split()) != 1 or name != name.strip():
-            raise ChromaflowError(f"{path}: data/seqids {name!r} holds whitespace, which would break the columns of "
-                                  "chrom.sizes and bedGraph (Helixer keeps a header's tab in the id; make the h5 "
-                                  "with chromaflow fasta2h5, which cuts the id at it)")
+            raise ChromaflowError(
+                f"{path}: data/seqids {name!r} holds whitespace, which would break the columns of "
+                "chrom.sizes and bedGraph (Helixer keeps a header's tab in the id; make the h5 "
+                "with chromaflow fasta2h5, which cuts the id at it)"
+            )
         if name in blacklist:
             continue
-        rows = rows_by[bounds[u]:bounds[u + 1]]
+        rows = rows_by[bounds[u] : bounds[u + 1]]
         se = start_ends[rows]
         is_plus = se[:, 0] <= se[:, 1]
         plus = rows[is_plus]
         minus = rows[~is_plus][::-1]
         if len(plus) != len(minus):
-            raise ChromaflowError(f"{path}: data/seqids {name!r}: {len(plus)} plus-strand rows but {len(minus)} "
-                                  "minus-strand rows; not a Helixer-layout predictions file")
+            raise ChromaflowError(
+                f"{path}: data/seqids {name!r}: {len(plus)} plus-strand rows but {len(minus)} "
+                "minus-strand rows; not a Helixer-layout predictions file"
+            )
         if int(se.min()) < 0:
             raise ChromaflowError(f"{path}: data/start_ends of seqid {name!r} holds negative coordinates")
         chroms.append(Chrom(name=name, size=int(se.max()), plus=plus.astype(np.int64), minus=minus.astype(np.int64)))
@@ -103,6 +110,7 @@ def _check_dataset_name(path: str, name: str) -> None:
 class Source:
     """One source of a virtual dataset (``predict-merge --view``): rows ``start:stop`` of the view are the rows of
     dataset ``name`` in the file ``path``."""
+
     start: int
     stop: int
     path: str
@@ -121,17 +129,30 @@ def virtual_sources(ds, view_path: str) -> list[Source]:
     for m in ds.virtual_sources():
         (a, *rest), (b, *rest_end) = m.vspace.get_select_bounds()
         if any(rest) or list(rest_end) != [n - 1 for n in ds.shape[1:]]:
-            raise ChromaflowError(f"{view_path}: virtual dataset {ds.name} maps a source ({m.file_name}) to part of "
-                                  f"a row; expected whole rows")
+            raise ChromaflowError(
+                f"{view_path}: virtual dataset {ds.name} maps a source ({m.file_name}) to part of "
+                f"a row; expected whole rows"
+            )
         name = m.file_name
-        found = name if os.path.isabs(name) else next(
-            (c for c in [os.path.join(p, name) for p in prefixes] + [os.path.join(folder, name)]
-             if os.path.isfile(c)), None)
+        found = (
+            name
+            if os.path.isabs(name)
+            else next(
+                (
+                    c
+                    for c in [os.path.join(p, name) for p in prefixes] + [os.path.join(folder, name)]
+                    if os.path.isfile(c)
+                ),
+                None,
+            )
+        )
         if name == "." or (found and os.path.samefile(found, view_path)):
             found = view_path
         if not found or not os.path.isfile(found):
-            raise ChromaflowError(f"{view_path}: {ds.name} is a view over {name}, which is missing (a view from "
-                                  f"predict-merge --view needs its shards beside it)")
+            raise ChromaflowError(
+                f"{view_path}: {ds.name} is a view over {name}, which is missing (a view from "
+                f"predict-merge --view needs its shards beside it)"
+            )
         out.append(Source(int(a), int(b) + 1, found, m.dset_name))
     out.sort(key=lambda x: x.start)
     at = 0
@@ -141,7 +162,7 @@ def virtual_sources(ds, view_path: str) -> list[Source]:
         at = x.stop
     if at != ds.shape[0]:
         raise ChromaflowError(f"{view_path}: virtual dataset {ds.name} has no source for rows {at}-{ds.shape[0]}")
-    for x in out:   # one source open at a time (each open file keeps HDF5 caches)
+    for x in out:  # one source open at a time (each open file keeps HDF5 caches)
         try:
             f = h5py.File(x.path, "r")
         except OSError:
@@ -151,8 +172,10 @@ def virtual_sources(ds, view_path: str) -> list[Source]:
             if src is None or not hasattr(src, "shape"):
                 raise ChromaflowError(f"{view_path}: {ds.name}'s source {x.path} has no dataset {x.name}")
             if src.shape != (x.stop - x.start, *ds.shape[1:]) or src.dtype != ds.dtype:
-                raise ChromaflowError(f"{view_path}: {ds.name}'s source {x.path}:{x.name} has shape {src.shape} "
-                                      f"{src.dtype}, the view maps {(x.stop - x.start, *ds.shape[1:])} {ds.dtype}")
+                raise ChromaflowError(
+                    f"{view_path}: {ds.name}'s source {x.path}:{x.name} has shape {src.shape} "
+                    f"{src.dtype}, the view maps {(x.stop - x.start, *ds.shape[1:])} {ds.dtype}"
+                )
     return out
 
 
@@ -167,7 +190,7 @@ class SourceRows:
         self.shape, self.dtype, self.name = ds.shape, ds.dtype, ds.name
         self.sources = sources
         self._at: int | None = None
-        self._fh = None
+        self._fh: Any = None  # the open h5py.File of source self._at
 
     def _dataset(self, k: int):
         import h5py
@@ -189,7 +212,7 @@ class SourceRows:
                 for k, x in enumerate(self.sources):
                     lo, hi = max(a, x.start), min(b, x.stop)
                     if lo < hi:
-                        out[lo - a:hi - a] = self._dataset(k)[lo - x.start:hi - x.start]
+                        out[lo - a : hi - a] = self._dataset(k)[lo - x.start : hi - x.start]
                 return out
             rows = np.arange(a, b)
         rows = np.asarray(rows, dtype=np.int64)
@@ -199,9 +222,9 @@ class SourceRows:
             if lo < hi:
                 local = rows[lo:hi] - x.start
                 sel = slice(int(local[0]), int(local[-1]) + 1) if local[-1] - local[0] + 1 == len(local) else local
-                parts.append(self._dataset(k)[(sel, *rest)])
+                parts.append(self._dataset(k)[(sel,) + rest])
         if not parts:
-            return self._dataset(0)[(slice(0, 0), *rest)]
+            return self._dataset(0)[(slice(0, 0),) + rest]
         return np.concatenate(parts)
 
     def close(self) -> None:
@@ -213,8 +236,14 @@ class SourceRows:
 class PredictionsInput:
     """An opened and validated predictions file (or, with ``experimental``, a training-style h5)."""
 
-    def __init__(self, path: str, *, experimental: bool = False, datasets: list[str] | None = None,
-                 blacklist: set[str] | None = None):
+    def __init__(
+        self,
+        path: str,
+        *,
+        experimental: bool = False,
+        datasets: list[str] | None = None,
+        blacklist: set[str] | None = None,
+    ):
         self.path = path
         self.experimental = experimental
         h5 = open_h5_input(path, "predictions file")
@@ -240,9 +269,11 @@ class PredictionsInput:
 
     def _validate(self, datasets: list[str] | None, blacklist: set[str]) -> None:
         seqids, start_ends = self._check_rows()
-        self.sources = {k: virtual_sources(self.h5[k], self.path) for k in ("data/seqids", "data/start_ends",
-                                                                              "prediction/predictions")
-                        if k in self.h5 and getattr(self.h5[k], "is_virtual", False)}
+        self.sources = {
+            k: virtual_sources(self.h5[k], self.path)
+            for k in ("data/seqids", "data/start_ends", "prediction/predictions")
+            if k in self.h5 and getattr(self.h5[k], "is_virtual", False)
+        }
         N = seqids.shape[0]
         avail = self._available(datasets)
         self.available = avail
@@ -253,8 +284,9 @@ class PredictionsInput:
     def _check_rows(self):
         """data/seqids and data/start_ends, checked: present, shapes, dtypes, one row each per subsequence."""
         path = self.path
-        need = ["data/seqids", "data/start_ends"] + ([] if self.experimental else
-                                                      ["prediction/predictions", "prediction/datasets"])
+        need = ["data/seqids", "data/start_ends"] + (
+            [] if self.experimental else ["prediction/predictions", "prediction/datasets"]
+        )
         missing = [k for k in need if k not in self.h5]
         if missing:
             kind = "training-style h5 (--experimental)" if self.experimental else "predictions file"
@@ -262,12 +294,16 @@ class PredictionsInput:
         seqids = self._need("data/seqids")
         start_ends = self._need("data/start_ends")
         if seqids.ndim != 1 or seqids.dtype.kind != "S":
-            raise ChromaflowError(f"{path}: data/seqids has shape {seqids.shape} and dtype {seqids.dtype}; "
-                                  "expected (N,) fixed-length byte strings")
+            raise ChromaflowError(
+                f"{path}: data/seqids has shape {seqids.shape} and dtype {seqids.dtype}; "
+                "expected (N,) fixed-length byte strings"
+            )
         N = seqids.shape[0]
         if start_ends.ndim != 2 or start_ends.shape[1] != 2 or start_ends.dtype.kind not in "iu":
-            raise ChromaflowError(f"{path}: data/start_ends has shape {start_ends.shape} and dtype "
-                                  f"{start_ends.dtype}; expected (N, 2) integers")
+            raise ChromaflowError(
+                f"{path}: data/start_ends has shape {start_ends.shape} and dtype "
+                f"{start_ends.dtype}; expected (N, 2) integers"
+            )
         if start_ends.shape[0] != N:
             raise ChromaflowError(f"{path}: data/start_ends has {start_ends.shape[0]} rows but data/seqids {N}")
         if N == 0:
@@ -279,8 +315,11 @@ class PredictionsInput:
         path = self.path
         if self.experimental:
             ev = self.h5.get("evaluation")
-            avail = sorted(k[: -len("_coverage")] for k in ev.keys() if k.endswith("_coverage")) \
-                if ev is not None and hasattr(ev, "keys") else []
+            avail = (
+                sorted(k[: -len("_coverage")] for k in ev.keys() if k.endswith("_coverage"))
+                if ev is not None and hasattr(ev, "keys")
+                else []
+            )
             if not avail:
                 raise ChromaflowError(f"{path}: no evaluation/<dataset>_coverage datasets (not a training-style h5)")
             if not datasets:
@@ -288,8 +327,10 @@ class PredictionsInput:
             return avail
         names = self._need("prediction/datasets")
         if names.ndim != 1 or names.dtype.kind != "S":
-            raise ChromaflowError(f"{path}: prediction/datasets has shape {names.shape} and dtype "
-                                  f"{names.dtype}; expected (D,) byte strings")
+            raise ChromaflowError(
+                f"{path}: prediction/datasets has shape {names.shape} and dtype "
+                f"{names.dtype}; expected (D,) byte strings"
+            )
         return [_decode(x) for x in names[()]]
 
     def _choose(self, datasets: list[str] | None, avail: list[str]) -> list[str]:
@@ -316,8 +357,10 @@ class PredictionsInput:
             self.L = int(self.dsets[0].shape[1])
             for d, ds in zip(chosen, self.dsets):
                 if ds.shape[1] != self.L:
-                    raise ChromaflowError(f"{self.path}: evaluation/{d}_coverage has L = {ds.shape[1]}, "
-                                          f"evaluation/{chosen[0]}_coverage {self.L}")
+                    raise ChromaflowError(
+                        f"{self.path}: evaluation/{d}_coverage has L = {ds.shape[1]}, "
+                        f"evaluation/{chosen[0]}_coverage {self.L}"
+                    )
             self.channels = list(range(len(chosen)))
         else:
             pred = self.h5["prediction/predictions"]
@@ -345,8 +388,9 @@ class PredictionsInput:
         present = {_decode(s) for s in names}
         absent = sorted(blacklist - present)
         if absent:
-            print(f"chromaflow bigwig: WARNING: blacklisted seqid(s) not in {path}: {' '.join(absent)}",
-                  file=sys.stderr)
+            print(
+                f"chromaflow bigwig: WARNING: blacklisted seqid(s) not in {path}: {' '.join(absent)}", file=sys.stderr
+            )
         self.chroms = chromosome_map_codes(codes, names, se, blacklist, path)
         if not self.chroms:
             raise ChromaflowError(f"{path}: nothing to convert: every seqid is blacklisted")
@@ -355,17 +399,22 @@ class PredictionsInput:
                 w = np.abs(se[rows, 1] - se[rows, 0])
                 if len(w) and int(w.max()) > self.L:
                     r = int(rows[np.argmax(w)])
-                    raise ChromaflowError(f"{path}: data/start_ends row {r} ({c.name}) spans {int(w.max())} bp, "
-                                          f"more than the chunk length L = {self.L}")
+                    raise ChromaflowError(
+                        f"{path}: data/start_ends row {r} ({c.name}) spans {int(w.max())} bp, "
+                        f"more than the chunk length L = {self.L}"
+                    )
 
     def _check_values(self, ds, key: str, N: int, D: int | None) -> None:
         path = self.path
         if ds.ndim != 3:
-            raise ChromaflowError(f"{path}: {key} has shape {ds.shape}; expected 3 dimensions "
-                                  f"({'(N, L, D)' if D is not None else '(N, L, BAMs)'})")
+            raise ChromaflowError(
+                f"{path}: {key} has shape {ds.shape}; expected 3 dimensions "
+                f"({'(N, L, D)' if D is not None else '(N, L, BAMs)'})"
+            )
         if ds.dtype.kind not in "iu":
-            raise ChromaflowError(f"{path}: {key} has dtype {ds.dtype}; expected integers "
-                                  "(Predmoter writes rounded predictions as int64)")
+            raise ChromaflowError(
+                f"{path}: {key} has dtype {ds.dtype}; expected integers (Predmoter writes rounded predictions as int64)"
+            )
         if ds.shape[0] != N:
             raise ChromaflowError(f"{path}: {key} has {ds.shape[0]} rows but data/seqids {N}")
         if ds.shape[1] < 1 or ds.shape[2] < 1:
@@ -436,8 +485,13 @@ class BufferPool:
         with self._lock:
             for a in arrays:
                 base = a if a.base is None else a.base
-                if isinstance(base, np.ndarray) and base.ndim == 1 and base.dtype == np.int32 \
-                        and len(base) == self.capacity and len(self._free) < self.keep:
+                if (
+                    isinstance(base, np.ndarray)
+                    and base.ndim == 1
+                    and base.dtype == np.int32
+                    and len(base) == self.capacity
+                    and len(self._free) < self.keep
+                ):
                     self._free.append(base)
 
 
@@ -454,8 +508,8 @@ class ChunkReader:
         self.L = inp.L
         self.channels = inp.channels
         self.fast = False
-        self._fd = None
-        self._fds: list[int] | None = None   # a view's source files, by self._source_of[row]
+        self._fd: int | None = None
+        self._fds: list[int] | None = None  # a view's source files, by self._source_of[row]
         self._rows: SourceRows | None = None  # h5py's path over a view: its predictions, a shard at a time
         self.buffers = BufferPool(piece_chunks * inp.L)
         if not inp.experimental and os.environ.get("CHROMAFLOW_BIGWIG_READER") != "h5py":
@@ -497,9 +551,10 @@ class ChunkReader:
         self.nbytes = self.L * d.dtype.itemsize
         N, _, D = d.shape
         # 16 bytes a chunk (a chunk's stored size fits 32 bits: at most L values), 8 M chunks at 4 Gbp and L = 2000
-        self.offset = np.full((N, D), -1, dtype=np.int64)
-        self.size = np.zeros((N, D), dtype=np.uint32)
-        self.mask = np.zeros((N, D), dtype=np.uint32)
+        # the fast path's chunk index: None again when a view's sources do not suit it (_setup_virtual)
+        self.offset: np.ndarray | None = np.full((N, D), -1, dtype=np.int64)
+        self.size: np.ndarray | None = np.zeros((N, D), dtype=np.uint32)
+        self.mask: np.ndarray | None = np.zeros((N, D), dtype=np.uint32)
         try:
             self._index_chunks(d, 0)
             self._fd = os.open(self.inp.path, os.O_RDONLY)
@@ -515,6 +570,7 @@ class ChunkReader:
 
     def _index_chunks(self, d, row0: int) -> None:
         """Every written chunk's file offset, stored size and filter mask, at its row + ``row0``."""
+
         def visit(ci):
             r, _, c = ci.chunk_offset
             self.offset[row0 + r, c] = ci.byte_offset
@@ -527,6 +583,7 @@ class ChunkReader:
         """The addresses are file offsets for a file without a user block: check the first written chunk of rows
         ``row0:row1`` (the dataset's own rows from 0) against HDF5 (argwhere listed every one: 129 MB at 8 M
         chunks)."""
+        assert self.offset is not None and self.size is not None  # called once the chunks are indexed
         D = self.offset.shape[1]
         flat = self.offset[row0:row1].reshape(-1)
         first = int(np.argmax(flat >= 0))
@@ -546,7 +603,7 @@ class ChunkReader:
         self.offset = np.full((N, D), -1, dtype=np.int64)
         self.size = np.zeros((N, D), dtype=np.uint32)
         self.mask = np.zeros((N, D), dtype=np.uint32)
-        self._source_of = np.empty(N, dtype=np.int32)
+        self._source_of: np.ndarray | None = np.empty(N, dtype=np.int32)
         fds: list[int] = []
         kinds = set()
         try:
@@ -560,7 +617,7 @@ class ChunkReader:
                     self._index_chunks(sd, src.start)
                     fds.append(os.open(src.path, os.O_RDONLY))
                     self._check_address(sd, fds[-1], src.start, src.stop)
-                self._source_of[src.start:src.stop] = k
+                self._source_of[src.start : src.stop] = k
             if len(kinds) != 1:
                 raise ValueError("sources differ in filters or type")
         except Exception:
@@ -568,7 +625,7 @@ class ChunkReader:
                 os.close(fd)
             self.offset = self.size = self.mask = self._source_of = None
             return
-        (filters, dtype), = kinds
+        ((filters, dtype),) = kinds
         self.dtype = np.dtype(dtype).newbyteorder("<")
         self.fill = d.fillvalue
         self.nbytes = self.L * self.dtype.itemsize
@@ -585,14 +642,18 @@ class ChunkReader:
             except Exception:
                 return None
             return raw, mask
+        assert self.offset is not None and self.size is not None and self.mask is not None  # the fast path's index
         off = int(self.offset[row, ch])
         if off < 0:
             return None
-        fd = self._fd if self._fds is None else self._fds[self._source_of[row]]
+        # one file (its descriptor is open), or a view's sources (by _source_of)
+        fd = cast(int, self._fd) if self._fds is None else self._fds[cast(np.ndarray, self._source_of)[row]]
         return os.pread(fd, int(self.size[row, ch]), off), int(self.mask[row, ch])
 
     # ------------------------------------------------------------------ pieces
-    def load(self, plus_rows: np.ndarray, minus_rows: np.ndarray, need: dict[int, tuple[bool, bool]]) -> dict[int, Piece]:
+    def load(
+        self, plus_rows: np.ndarray, minus_rows: np.ndarray, need: dict[int, tuple[bool, bool]]
+    ) -> dict[int, Piece]:
         """Pieces for the channels in ``need`` ({channel index: (plus wanted, minus wanted)})."""
         if self.fast:
             out = self._load_fast(plus_rows, minus_rows, need)
@@ -632,8 +693,10 @@ class ChunkReader:
                     raw, mask = got
                     data = raw if (not filtered or mask & 1) else inflate(raw, row, ch)
                     if len(data) != nbytes:
-                        raise ChromaflowError(f"{self.inp.path}: prediction/predictions row {row}: chunk holds "
-                                              f"{len(data)} bytes, expected {nbytes}")
+                        raise ChromaflowError(
+                            f"{self.inp.path}: prediction/predictions row {row}: chunk holds "
+                            f"{len(data)} bytes, expected {nbytes}"
+                        )
                     a = np.frombuffer(data, dtype=dtype)
                 # one OR pass proves 0 <= values < EXACT_LIMIT (a negative value sets the sign bit)
                 if not 0 <= int(np.bitwise_or.reduce(a)) < EXACT_LIMIT:
@@ -644,7 +707,7 @@ class ChunkReader:
             return True, padded
 
         step = max(1, min(16, len(jobs) // (4 * (self.pool._max_workers if self.pool else 1)) or 1))
-        batches = [jobs[k:k + step] for k in range(0, len(jobs), step)]
+        batches = [jobs[k : k + step] for k in range(0, len(jobs), step)]
         if self.pool is not None and len(batches) > 1 and len(jobs) * L >= POOL_MIN_BP:
             res = list(self.pool.map(work, batches))
         else:
@@ -674,7 +737,7 @@ class ChunkReader:
             a = np.asarray(self.inp.dsets[c][sel]).astype(np.float32)
             return np.rint(a.mean(axis=-1, dtype=np.float32))[inv]
         ds = self.inp.dsets[0]
-        if "prediction/predictions" in self.inp.sources:   # a view: its shards one at a time, as its rows are read
+        if "prediction/predictions" in self.inp.sources:  # a view: its shards one at a time, as its rows are read
             if self._rows is None:
                 self._rows = SourceRows(ds, self.inp.sources["prediction/predictions"])
             ds = self._rows
@@ -691,11 +754,13 @@ def _inflater(nbytes: int, path: str):
         except ImportError:  # pragma: no cover - pinned dependency
             use_libdeflate = False
     if use_libdeflate:
+
         def inflate(raw, row, ch):
             try:
                 return deflate.zlib_decompress(raw, nbytes)
             except Exception:  # corrupt or wrong size: zlib's message is clearer
                 return _zlib_inflate(raw, row, ch, path)
+
         return inflate
     return lambda raw, row, ch: _zlib_inflate(raw, row, ch, path)
 

@@ -1,11 +1,13 @@
 """Spooling: append-only int64 records that go to an anonymous temporary file past a bound (the bigWig/bigBed
 writers' block records and zoom blocks, and the peak caller's summit candidates)."""
+
 from __future__ import annotations
 
 import os
 import sys
 from array import array
 from pathlib import Path
+from typing import BinaryIO
 
 
 class Spill:
@@ -16,9 +18,9 @@ class Spill:
 
     def __init__(self, path: str | os.PathLike | None = None):
         self.path = Path(path) if path is not None else None
-        self.fh = None
-        self.end = 0          # bytes appended
-        self.at_end = True    # the file position is the end (a seek flushes the buffer: only after a read)
+        self.fh: BinaryIO | None = None
+        self.end = 0  # bytes appended
+        self.at_end = True  # the file position is the end (a seek flushes the buffer: only after a read)
 
     def append(self, data) -> int:
         """Append ``data`` (bytes-like); its offset."""
@@ -40,6 +42,7 @@ class Spill:
 
     def read(self, offset: int, size: int) -> bytes:
         self.at_end = False
+        assert self.fh is not None  # read only what append wrote
         self.fh.seek(offset)
         return self.fh.read(size)
 
@@ -71,7 +74,7 @@ class Records:
 
     def extend(self, values) -> None:
         """Append values (an int64-convertible numpy array, or any iterable of ints), ``width`` per record."""
-        if hasattr(values, "dtype"):   # numpy: its bytes, not one Python int per value
+        if hasattr(values, "dtype"):  # numpy: its bytes, not one Python int per value
             import numpy as np
 
             self.buf.frombytes(np.ascontiguousarray(values, dtype="=i8").tobytes())

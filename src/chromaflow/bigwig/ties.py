@@ -7,6 +7,7 @@ they check the converter rather than repeat it. A position is a tie when the win
 there numpy's float arithmetic — and therefore Predmoter's reference files — may round either way depending on the
 CPU (FORMATS §5.4).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -44,8 +45,8 @@ def predicted_blocks(h5path: Path, dataset: int, strand: str = "avg"):
             minus = rows[se[rows, 0] > se[rows, 1]][::-1]
             offset = 0
             for j in range(0, len(plus), n):
-                p = pred[np.sort(plus[j:j + n]), :, dataset].reshape(-1).astype(np.float32)
-                m = pred[np.sort(minus[j:j + n]), :, dataset].reshape(-1)[::-1].astype(np.float32)
+                p = pred[np.sort(plus[j : j + n]), :, dataset].reshape(-1).astype(np.float32)
+                m = pred[np.sort(minus[j : j + n]), :, dataset].reshape(-1)[::-1].astype(np.float32)
                 p = p[p != -1]
                 m = m[m != -1]
                 t = {"+": p, "-": m}.get(strand)

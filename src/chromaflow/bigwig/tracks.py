@@ -14,10 +14,12 @@ so everything here is done in integers, which is exact and the same on every CPU
 * ``smooth_numpy``: numpy's own arithmetic, for users who must reproduce a Predmoter run on the same machine
   (``--smoothing numpy``). Machine dependent at ties by construction.
 """
+
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -28,8 +30,9 @@ EXACT_LIMIT = 1 << 23
 # --------------------------------------------------------------------------------------------------
 # strand average
 # --------------------------------------------------------------------------------------------------
-def strand_average(p: np.ndarray, m: np.ndarray, out: np.ndarray | None = None,
-                   tmp: np.ndarray | None = None) -> np.ndarray:
+def strand_average(
+    p: np.ndarray, m: np.ndarray, out: np.ndarray | None = None, tmp: np.ndarray | None = None
+) -> np.ndarray:
     """round_half_even((p + m) / 2) of integer arrays, exactly (``out`` may alias ``p`` or ``m``; ``tmp``:
     scratch of the same size).
 
@@ -78,11 +81,11 @@ def window_sums(track: np.ndarray, w: int, clip: bool = True) -> np.ndarray:
         return cs[hi] - cs[lo]
     S = np.empty(out_len, dtype=np.int64)
     head = w - 1 - off  # positions whose window starts before 0
-    S[:head] = cs[off + 1: off + 1 + head]
+    S[:head] = cs[off + 1 : off + 1 + head]
     mid_end = n - off  # positions whose window lies inside the track: i in [head, n - off)
-    np.subtract(cs[w:n + 1], cs[:n - w + 1], out=S[head:mid_end])
+    np.subtract(cs[w : n + 1], cs[: n - w + 1], out=S[head:mid_end])
     if mid_end < out_len:  # windows that end past the track
-        S[mid_end:] = cs[n] - cs[mid_end + off - w + 1: out_len + off - w + 1]
+        S[mid_end:] = cs[n] - cs[mid_end + off - w + 1 : out_len + off - w + 1]
     return S
 
 
@@ -122,7 +125,7 @@ def _smooth_segments(track: np.ndarray, w: int, clip: bool, segment: int):
             lo = max(0, hi - w)
             hi = min(n, lo + w)
         # outside [lo, hi) window_sums counts zeros: true at the block edges, and never reached inside
-        yield a, round_half_even_div(window_sums(track[lo:hi], w)[a - lo:b - lo], w)
+        yield a, round_half_even_div(window_sums(track[lo:hi], w)[a - lo : b - lo], w)
 
 
 def smooth_exact(track: np.ndarray, w: int, clip: bool = True, segment: int = 1 << 20) -> np.ndarray:
@@ -186,8 +189,11 @@ class SmoothStream:
         first = self.done
         parts: list[tuple] = []
         n = len(chunk)
-        fused = (self.native is not None and chunk.dtype == np.int32
-                 and (minus is None or (minus.dtype == np.int32 and len(minus) == n)))
+        fused = (
+            self.native is not None
+            and chunk.dtype == np.int32
+            and (minus is None or (minus.dtype == np.int32 and len(minus) == n))
+        )
         if minus is not None and not fused:
             chunk = strand_average(np.asarray(chunk).astype(np.int64), np.asarray(minus).astype(np.int64))
             minus = None
@@ -195,16 +201,17 @@ class SmoothStream:
         for k, a in enumerate(steps):
             last = k == len(steps) - 1
             if fused:
-                x = np.ascontiguousarray(chunk[a:a + self.SUB])
-                mm = np.ascontiguousarray(minus[a:a + self.SUB]) if minus is not None else None
+                x = np.ascontiguousarray(chunk[a : a + self.SUB])
+                mm = np.ascontiguousarray(minus[a : a + self.SUB]) if minus is not None else None
                 nb = len(self.buf)
                 data = np.empty(nb + len(x), dtype=np.int64)
                 data[:nb] = self.buf
-                self.native.cf_track_i64(x.ctypes.data, mm.ctypes.data if mm is not None else None, len(x),
-                                         data[nb:].ctypes.data)
+                cast(Any, self.native).cf_track_i64(  # fused: native is loaded
+                    x.ctypes.data, mm.ctypes.data if mm is not None else None, len(x), data[nb:].ctypes.data
+                )
                 start, y = self._feed_data(data, block_final and last)
             else:
-                start, y = self.feed(chunk[a:a + self.SUB], block_final and last)
+                start, y = self.feed(chunk[a : a + self.SUB], block_final and last)
             if y is None or not len(y):
                 continue
             if isinstance(y, tuple):  # runs from the C kernel, block coordinates
@@ -229,8 +236,19 @@ class SmoothStream:
         k_max = end - start
         starts = np.empty(k_max, dtype=np.int64)
         vals = np.empty(k_max, dtype=np.int64)
-        k = self.native.cf_smooth_runs(data.ctypes.data, d0, len(data), d1 if block_final else np.iinfo(np.int64).max,
-                                       start, end, self.w, self.left, self.right, starts.ctypes.data, vals.ctypes.data)
+        k = self.native.cf_smooth_runs(
+            data.ctypes.data,
+            d0,
+            len(data),
+            d1 if block_final else np.iinfo(np.int64).max,
+            start,
+            end,
+            self.w,
+            self.left,
+            self.right,
+            starts.ctypes.data,
+            vals.ctypes.data,
+        )
         s = starts[:k].copy()
         e = np.empty(k, dtype=np.int64)
         e[:-1] = s[1:]
@@ -255,7 +273,7 @@ class SmoothStream:
             if not block_final:
                 self.buf = data
                 return start, None
-            out = round_half_even_div(window_sums(data, w, self.clip), w)  # d0 == 0: the whole block
+            out: np.ndarray | None = round_half_even_div(window_sums(data, w, self.clip), w)  # d0 == 0: the whole block
             self.reset()
             return 0, out
         end = d1 if block_final else d1 - self.right
@@ -272,17 +290,19 @@ class SmoothStream:
             a = min(max(start, self.left), end)  # windows before position `left` start at the block start
             b = max(min(end, d1 - self.right), a)  # windows from d1 - right on run past the data (final only)
             if a > start:
-                S[:a - start] = cs[start + self.right + 1 - d0:a + self.right + 1 - d0] - cs[0]
-            S[a - start:b - start] = cs[a + self.right + 1 - d0:b + self.right + 1 - d0] - cs[a - self.left - d0:b - self.left - d0]
+                S[: a - start] = cs[start + self.right + 1 - d0 : a + self.right + 1 - d0] - cs[0]
+            S[a - start : b - start] = (
+                cs[a + self.right + 1 - d0 : b + self.right + 1 - d0] - cs[a - self.left - d0 : b - self.left - d0]
+            )
             if b < end:
-                S[b - start:] = cs[d1 - d0] - cs[np.maximum(np.arange(b, end) - self.left, 0) - d0]
+                S[b - start :] = cs[d1 - d0] - cs[np.maximum(np.arange(b, end) - self.left, 0) - d0]
             out = round_half_even_div(S, w)
             self.done = end
         if block_final:
             self.reset()
         else:
             keep = min(len(data), w - 1)
-            self.buf = data[len(data) - keep:].copy()
+            self.buf = data[len(data) - keep :].copy()
             self.buf_start = d1 - keep
         return start, out
 
@@ -308,7 +328,7 @@ def smooth_numpy(track: np.ndarray, w: int, clip: bool) -> np.ndarray:
     t64 = track.astype(np.float64)
     if n >= 8 * w and os.environ.get("CHROMAFLOW_SMOOTH") != "convolve":
         cuts = np.flatnonzero(track[1:] != track[:-1]) + 1
-        if len(cuts) * 4 * w < n and max(float(track.max()), -float(track.min())) < 2.0 ** 40:
+        if len(cuts) * 4 * w < n and max(float(track.max()), -float(track.min())) < 2.0**40:
             starts = np.concatenate([[0], cuts - w, [n - w]])
             ends = np.concatenate([[w], cuts + w, [n]])
             np.clip(starts, 0, n, out=starts)
@@ -320,7 +340,7 @@ def smooth_numpy(track: np.ndarray, w: int, clip: bool) -> np.ndarray:
             for a, b in zip(rs.tolist(), re.tolist()):
                 lo = max(0, a - w)
                 hi = min(n, b + w)
-                done.append((a, b, np.rint(np.convolve(t64[lo:hi], kernel, mode="same")[a - lo:b - lo])))
+                done.append((a, b, np.rint(np.convolve(t64[lo:hi], kernel, mode="same")[a - lo : b - lo])))
             for a, b, v in done:  # t64 becomes the output (outside the regions it already is the answer)
                 t64[a:b] = v
             return t64
@@ -374,6 +394,7 @@ class TrackState:
     Consecutive intervals therefore always differ in value. A piece that only continues the held run emits
     nothing (the reference writes a blank bedGraph line there and crashes on bigWig; see docs/bigwig.md).
     """
+
     pending: tuple[int, object] | None = None  # (start, value) of the held-back last run
     end: int = 0
 

@@ -22,6 +22,7 @@ How it differs from Helixer's tool (its defects, FORMATS.md §7.1):
   chunks, which the main process stores with HDF5 direct chunk writes (no second compression). Results are
   consumed in task order with a bounded number in flight, so the file is byte-identical for any thread count.
 """
+
 from __future__ import annotations
 
 import io
@@ -30,6 +31,7 @@ import shutil
 import stat
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 
@@ -58,7 +60,7 @@ class AddResult:
 # --------------------------------------------------------------------------------------------------
 # worker side (runs in the main process for --threads 1)
 # --------------------------------------------------------------------------------------------------
-_SOURCES: dict[str, object] = {}
+_SOURCES: dict[str, Any] = {}  # pysam.AlignmentFile or pyBigWig file, by path
 _ZERO_CHUNKS: dict[tuple[str, int, int], tuple[int, bytes]] = {}
 
 
@@ -67,9 +69,11 @@ def _open_source(kind: str, path: str, index: str | None = None):
     if src is None:
         if kind == "bam":
             import pysam
+
             src = pysam.AlignmentFile(path, "rb", index_filename=index)
         else:
             import pyBigWig
+
             src = pyBigWig.open(path)
         _SOURCES[path] = src
     return src
@@ -96,7 +100,7 @@ def _compress(rows: np.ndarray, valid: list[int], dtype: str) -> list[tuple[int,
     out: list[tuple[int, bytes] | None] = [None] * n
     todo = []
     for i in range(n):
-        if rows[i, :valid[i]].any():
+        if rows[i, : valid[i]].any():
             todo.append(i)
         else:
             key = (dtype, length, valid[i])
@@ -107,14 +111,21 @@ def _compress(rows: np.ndarray, valid: list[int], dtype: str) -> list[tuple[int,
                 out[i] = cached
     if todo:
         with h5py.File(io.BytesIO(), "w") as f:
-            d = f.create_dataset("c", shape=(len(todo), length, 1), dtype=dtype, chunks=(1, length, 1),
-                                 compression="lzf", shuffle=True, fillvalue=-1)
+            d = f.create_dataset(
+                "c",
+                shape=(len(todo), length, 1),
+                dtype=dtype,
+                chunks=(1, length, 1),
+                compression="lzf",
+                shuffle=True,
+                fillvalue=-1,
+            )
             d[:, :, 0] = rows[todo]
             for j, i in enumerate(todo):
                 mask, data = d.id.read_direct_chunk((j, 0, 0))
                 out[i] = (mask, bytes(data))
-                if not rows[i, :valid[i]].any():
-                    _ZERO_CHUNKS[(dtype, length, valid[i])] = out[i]
+                if not rows[i, : valid[i]].any():
+                    _ZERO_CHUNKS[(dtype, length, valid[i])] = cast("tuple[int, bytes]", out[i])  # set above
     return out  # type: ignore[return-value]
 
 
@@ -147,16 +158,17 @@ def run_task(task: Task):
     # start_ends of the unit's rows, indexed by position within the unit
     for seg in task.unit.segments:
         if task.kind == "bam":
-            arrs, c = count_bam_window(src, task.path, seg.seqid, seg.lo, seg.hi, task.record_lengths[seg.seqid],
-                                       task.opt)
+            arrs, c = count_bam_window(
+                src, task.path, seg.seqid, seg.lo, seg.hi, task.record_lengths[seg.seqid], task.opt
+            )
         else:
             arrs, c = bigwig_window(src, task.path, seg.seqid, seg.lo, seg.hi, task.opt)
         counted += c
         k = len(seg.rows)
-        se = task.start_ends[i:i + k]
+        se = task.start_ends[i : i + k]
         local = _LocalSeg(seg.lo, np.arange(k))
-        cut_rows(local, se, length, arrs[0], arrs[1], cov[i:i + k])
-        cut_rows(local, se, length, arrs[2], arrs[3], spl[i:i + k])
+        cut_rows(local, se, length, arrs[0], arrs[1], cov[i : i + k])
+        cut_rows(local, se, length, arrs[2], arrs[3], spl[i : i + k])
         rows.extend(seg.rows.tolist())
         valid.extend(np.abs(se[:, 1] - se[:, 0]).tolist())
         i += k
@@ -173,6 +185,7 @@ class _LocalSeg:
 
 def _worker_init() -> None:
     import signal
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and terminates the pool
 
 
@@ -191,15 +204,19 @@ def _dedupe(paths: list[str]) -> list[str]:
 
 def _existing(fh, h5: str, prefix: str, layout: GenomeLayout, dtype: str) -> tuple[int, bool]:
     """Columns already present for ``prefix`` (0 if none) and whether raw chunks can be written directly."""
-    names = [f"evaluation/{prefix}_coverage", f"evaluation/{prefix}_spliced_coverage",
-             f"evaluation/{prefix}_meta/bam_files"]
+    names = [
+        f"evaluation/{prefix}_coverage",
+        f"evaluation/{prefix}_spliced_coverage",
+        f"evaluation/{prefix}_meta/bam_files",
+    ]
     present = [n in fh for n in names]
     if not any(present):
         return 0, True
     if not all(present):
         have = ", ".join(n for n, p in zip(names, present) if p)
-        raise ChromaflowError(f"{h5}: only {have} exist for prefix {prefix!r}; the prefix is half-made, use another "
-                              f"--prefix")
+        raise ChromaflowError(
+            f"{h5}: only {have} exist for prefix {prefix!r}; the prefix is half-made, use another --prefix"
+        )
     direct = True
     cols = None
     for n in names[:2]:
@@ -207,27 +224,46 @@ def _existing(fh, h5: str, prefix: str, layout: GenomeLayout, dtype: str) -> tup
         if d.ndim != 3 or d.shape[:2] != (layout.n_rows, layout.length):
             raise ChromaflowError(f"{h5}: {n} has shape {d.shape}, expected ({layout.n_rows}, {layout.length}, B)")
         if d.maxshape[2] is not None:
-            raise ChromaflowError(f"{h5}: {n} cannot grow along its last axis (maxshape {d.maxshape}); use another "
-                                  f"--prefix")
+            raise ChromaflowError(
+                f"{h5}: {n} cannot grow along its last axis (maxshape {d.maxshape}); use another --prefix"
+            )
         if np.dtype(d.dtype) != np.dtype(dtype):
-            raise ChromaflowError(f"{h5}: {n} holds {d.dtype} values, this input gives {dtype} "
-                                  f"({'bigWig' if dtype == 'float32' else 'BAM'}); use another --prefix")
-        if d.chunks != (1, layout.length, 1) or d.compression != "lzf" or not d.shuffle or d.fletcher32 \
-                or d.scaleoffset is not None:
+            raise ChromaflowError(
+                f"{h5}: {n} holds {d.dtype} values, this input gives {dtype} "
+                f"({'bigWig' if dtype == 'float32' else 'BAM'}); use another --prefix"
+            )
+        if (
+            d.chunks != (1, layout.length, 1)
+            or d.compression != "lzf"
+            or not d.shuffle
+            or d.fletcher32
+            or d.scaleoffset is not None
+        ):
             direct = False
         cols = d.shape[2] if cols is None else cols
         if d.shape[2] != cols:
-            raise ChromaflowError(f"{h5}: {prefix}_coverage and {prefix}_spliced_coverage have different numbers of "
-                                  f"columns")
+            raise ChromaflowError(
+                f"{h5}: {prefix}_coverage and {prefix}_spliced_coverage have different numbers of columns"
+            )
     if fh[names[2]].shape != (cols,):
         raise ChromaflowError(f"{h5}: {names[2]} has {fh[names[2]].shape[0]} entries for {cols} coverage columns")
-    return int(cols), direct
+    return int(cast(int, cols)), direct  # cols: set by the first of names[:2]
 
 
-def add_coverage(h5: str, prefix: str, paths: list[str], kind: str, opt: CountOptions, *, threads: int = 1,
-                 species: str | None = None, window_bp: int = DEFAULT_WINDOW_BP,
-                 progress: bool | None = None, out: str | None = None,
-                 indexes: list[str] | None = None) -> AddResult:
+def add_coverage(
+    h5: str,
+    prefix: str,
+    paths: list[str],
+    kind: str,
+    opt: CountOptions,
+    *,
+    threads: int = 1,
+    species: str | None = None,
+    window_bp: int = DEFAULT_WINDOW_BP,
+    progress: bool | None = None,
+    out: str | None = None,
+    indexes: list[str] | None = None,
+) -> AddResult:
     """Add coverage of ``paths`` (BAMs or bigWigs) to ``h5`` under ``prefix``; see the module docstring.
 
     With ``out`` the result goes to that new file (the input is left untouched); otherwise ``h5`` is replaced.
@@ -246,20 +282,42 @@ def add_coverage(h5: str, prefix: str, paths: list[str], kind: str, opt: CountOp
             check_bigwig(p, needed)
 
     units = plan_units(layout, rows, window_bp)
-    result = AddResult(rows=int(rows.size), columns=list(range(col0, col0 + len(paths))), units=len(units),
-                       appended=col0 > 0)
+    result = AddResult(
+        rows=int(rows.size), columns=list(range(col0, col0 + len(paths))), units=len(units), appended=col0 > 0
+    )
     result.reads_counted = {p: 0 for p in paths}
     tasks = []
     for unit in units:
         unit_rows = np.concatenate([s.rows for s in unit.segments])
         se = layout.start_ends[unit_rows]
         for j, p in enumerate(paths):
-            tasks.append(Task(unit=unit, col=col0 + j, kind=kind, path=p, length=layout.length, start_ends=se,
-                              record_lengths={s.seqid: needed[s.seqid] for s in unit.segments}, opt=opt,
-                              raw=not direct, dtype=dtype, index=index_of.get(p)))
+            tasks.append(
+                Task(
+                    unit=unit,
+                    col=col0 + j,
+                    kind=kind,
+                    path=p,
+                    length=layout.length,
+                    start_ends=se,
+                    record_lengths={s.seqid: needed[s.seqid] for s in unit.segments},
+                    opt=opt,
+                    raw=not direct,
+                    dtype=dtype,
+                    index=index_of.get(p),
+                )
+            )
     total_bp = sum(u.bp for u in units) * len(paths)
-    _run_tasks(h5, out or h5, tasks, result, threads=threads, total_bp=total_bp, progress=progress,
-               label=f"add-coverage {prefix}", prepare=lambda f: _prepare(f, prefix, layout, col0, paths, dtype))
+    _run_tasks(
+        h5,
+        out or h5,
+        tasks,
+        result,
+        threads=threads,
+        total_bp=total_bp,
+        progress=progress,
+        label=f"add-coverage {prefix}",
+        prepare=lambda f: _prepare(f, prefix, layout, col0, paths, dtype),
+    )
     return result
 
 
@@ -305,8 +363,18 @@ def _species_rows(h5: str, layout: GenomeLayout, species: str | None) -> np.ndar
     return rows
 
 
-def _run_tasks(h5: str, target: str, tasks: list[Task], result: AddResult, *, threads: int, total_bp: int,
-               progress: bool | None, label: str, prepare) -> None:
+def _run_tasks(
+    h5: str,
+    target: str,
+    tasks: list[Task],
+    result: AddResult,
+    *,
+    threads: int,
+    total_bp: int,
+    progress: bool | None,
+    label: str,
+    prepare,
+) -> None:
     """Copy ``h5`` to a temporary file, store every task's result (counts into ``result``) in the two datasets
     ``prepare(file)`` makes there, and put the file in place as ``target`` (atomic: all or nothing)."""
     import h5py
@@ -336,9 +404,19 @@ def _prepare(f, prefix: str, layout: GenomeLayout, col0: int, paths: list[str], 
     names = [f"{prefix}_coverage", f"{prefix}_spliced_coverage"]
     encoded = np.array([p.encode() for p in paths], dtype=f"S{PATH_BYTES}")
     if col0 == 0:
-        dsets = [grp.create_dataset(nm, shape=(n, length, b), dtype=dtype, chunks=(1, length, 1),
-                                    maxshape=(None, length, None), compression="lzf", shuffle=True,
-                                    fillvalue=np.array(-1, dtype=dtype)) for nm in names]
+        dsets = [
+            grp.create_dataset(
+                nm,
+                shape=(n, length, b),
+                dtype=dtype,
+                chunks=(1, length, 1),
+                maxshape=(None, length, None),
+                compression="lzf",
+                shuffle=True,
+                fillvalue=np.array(-1, dtype=dtype),
+            )
+            for nm in names
+        ]
         meta = grp.require_group(f"{prefix}_meta")
         bf = meta.create_dataset("bam_files", shape=(b,), maxshape=(None,), dtype=f"S{PATH_BYTES}", fillvalue=b"")
         bf[:] = encoded
@@ -377,14 +455,16 @@ class _Pool:
             import multiprocessing as mp
             from concurrent.futures import ProcessPoolExecutor
             import signal
+
             # The executor forks its workers at the first submit: do that here, before the output h5 is opened,
             # and with SIGINT blocked, so a Ctrl-C that lands during the fork is delivered afterwards as a normal
             # KeyboardInterrupt (inside the fork hooks it was printed as "Exception ignored" and lost: the run
             # went on to the end and exited 0).
             old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
             try:
-                self.ex = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("fork"),
-                                              initializer=_worker_init)
+                self.ex = ProcessPoolExecutor(
+                    max_workers=self.workers, mp_context=mp.get_context("fork"), initializer=_worker_init
+                )
                 self.ex.submit(os.getpid).result()
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old)

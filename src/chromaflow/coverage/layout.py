@@ -6,9 +6,11 @@ genomic positions ``a .. b-1``; a minus row ``[a, b]`` with ``a > b`` holds geno
 per genomic *window* (a few Mbp at most) covering whole rows of both strands, and each row is cut out of the
 window's per-strand arrays. Memory depends on the window, never on the genome or record size.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -42,8 +44,9 @@ def read_layout(fh, path: str) -> GenomeLayout:
     seqids = np.array([s.decode("ascii", "replace") for s in read_rows(fh["data/seqids"])], dtype=object)
     start_ends = read_rows(fh["data/start_ends"]).astype(np.int64)
     if seqids.shape != (n,) or start_ends.shape != (n, 2):
-        raise ChromaflowError(f"{path}: data/seqids {seqids.shape} / data/start_ends {start_ends.shape} do not "
-                              f"match data/X rows ({n})")
+        raise ChromaflowError(
+            f"{path}: data/seqids {seqids.shape} / data/start_ends {start_ends.shape} do not match data/X rows ({n})"
+        )
     species = None
     if "data/species" in fh:
         sp = read_rows(fh["data/species"])
@@ -55,19 +58,28 @@ def read_layout(fh, path: str) -> GenomeLayout:
     bad = np.flatnonzero((lo < 0) | (span > length))
     if bad.size:
         i = int(bad[0])
-        raise ChromaflowError(f"{path}: data/start_ends row {i} = {start_ends[i].tolist()} is not a chunk of "
-                              f"at most L={length} bp")
+        raise ChromaflowError(
+            f"{path}: data/start_ends row {i} = {start_ends[i].tolist()} is not a chunk of at most L={length} bp"
+        )
     lengths: dict[str, int] = {}
     for s, h in zip(seqids, hi):
         if h > lengths.get(s, 0):
             lengths[s] = int(h)
-    return GenomeLayout(path=path, n_rows=n, length=length, seqids=seqids, start_ends=start_ends,
-                        species=species, record_lengths=lengths)
+    return GenomeLayout(
+        path=path,
+        n_rows=n,
+        length=length,
+        seqids=seqids,
+        start_ends=start_ends,
+        species=species,
+        record_lengths=lengths,
+    )
 
 
 @dataclass
 class Segment:
     """Rows of one seqid whose chunks all lie in the genomic window [lo, hi)."""
+
     seqid: str
     lo: int
     hi: int
@@ -77,6 +89,7 @@ class Segment:
 @dataclass
 class Unit:
     """One task: a few segments (small records are batched) covering at most ~``window_bp`` bases."""
+
     index: int
     segments: list[Segment]
 
@@ -133,8 +146,16 @@ def plan_units(layout: GenomeLayout, rows: np.ndarray, window_bp: int) -> list[U
     return units
 
 
-def cut_rows(seg: Segment, start_ends: np.ndarray, length: int, plus: np.ndarray, minus: np.ndarray,
-             out: np.ndarray) -> None:
+class SegmentRows(Protocol):
+    """What :func:`cut_rows` reads of a segment: a :class:`Segment`, or a unit's rows renumbered (add.py)."""
+
+    lo: int
+    rows: np.ndarray
+
+
+def cut_rows(
+    seg: SegmentRows, start_ends: np.ndarray, length: int, plus: np.ndarray, minus: np.ndarray, out: np.ndarray
+) -> None:
     """Fill ``out[i]`` (len(seg.rows), length) from window arrays ``plus``/``minus`` over [seg.lo, seg.hi).
 
     Plus row [a, b): ``plus[a-lo : b-lo]``; minus row [a, b] with a > b: ``minus[b-lo : a-lo]`` reversed.
@@ -144,6 +165,6 @@ def cut_rows(seg: Segment, start_ends: np.ndarray, length: int, plus: np.ndarray
     for i, r in enumerate(seg.rows.tolist()):
         a, b = int(start_ends[r, 0]), int(start_ends[r, 1])
         if a < b:
-            out[i, :b - a] = plus[a - seg.lo:b - seg.lo]
+            out[i, : b - a] = plus[a - seg.lo : b - seg.lo]
         elif a > b:
-            out[i, :a - b] = minus[b - seg.lo:a - seg.lo][::-1]
+            out[i, : a - b] = minus[b - seg.lo : a - seg.lo][::-1]

@@ -19,6 +19,7 @@ and before the first / after the last block, are exactly the N and D runs (the o
 operations), so no CIGAR is walked in Python. Per-window counts are summed with ``np.bincount`` of interval
 starts and ends (a difference array), then ``cumsum``.
 """
+
 from __future__ import annotations
 
 import os
@@ -68,27 +69,33 @@ def check_bam(path: str, needed: dict[str, int], index: str | None = None) -> No
             raise ChromaflowError(f"{path}: not a BAM file (SAM/CRAM are not supported; convert with samtools view -b)")
         so = bam.header.to_dict().get("HD", {}).get("SO")
         if so is not None and so != "coordinate":
-            raise ChromaflowError(f"{path}: BAM is not coordinate-sorted (header SO:{so}); run samtools sort and "
-                                  f"samtools index")
+            raise ChromaflowError(
+                f"{path}: BAM is not coordinate-sorted (header SO:{so}); run samtools sort and samtools index"
+            )
         if not bam.has_index():
             raise ChromaflowError(f"{path}: BAM has no index (.bai/.csi); run samtools index {path}")
         header_len = dict(zip(bam.references, bam.lengths))
         missing = [s for s in needed if s not in header_len]
         if missing:
             more = f" (+{len(missing) - 3} more)" if len(missing) > 3 else ""
-            raise ChromaflowError(f"{path}: BAM header has no @SQ for seqid {', '.join(missing[:3])}{more} of the "
-                                  f"genome h5 (a BAM aligned to another assembly?)")
+            raise ChromaflowError(
+                f"{path}: BAM header has no @SQ for seqid {', '.join(missing[:3])}{more} of the "
+                f"genome h5 (a BAM aligned to another assembly?)"
+            )
         for s, ln in needed.items():
             if header_len[s] != ln:
-                raise ChromaflowError(f"{path}: @SQ SN:{s} has LN:{header_len[s]}, but the genome h5 record {s} is "
-                                      f"{ln} bp (a BAM aligned to another assembly?)")
+                raise ChromaflowError(
+                    f"{path}: @SQ SN:{s} has LN:{header_len[s]}, but the genome h5 record {s} is "
+                    f"{ln} bp (a BAM aligned to another assembly?)"
+                )
         try:
             stats = {s.contig: s.mapped for s in bam.get_index_statistics()}
         except (ValueError, OSError) as exc:
             raise ChromaflowError(f"{path}: cannot read the BAM index ({_first_line(exc)})") from None
         if sum(stats.get(s, 0) for s in needed) == 0:
-            raise ChromaflowError(f"{path}: BAM has no mapped reads on the genome's {len(needed)} sequence(s) "
-                                  f"(empty BAM?)")
+            raise ChromaflowError(
+                f"{path}: BAM has no mapped reads on the genome's {len(needed)} sequence(s) (empty BAM?)"
+            )
 
 
 def check_bigwig(path: str, needed: dict[str, int]) -> None:
@@ -109,8 +116,9 @@ def check_bigwig(path: str, needed: dict[str, int]) -> None:
             raise ChromaflowError(f"{path}: bigWig has no chromosome {', '.join(missing[:3])} of the genome h5")
         for s, ln in needed.items():
             if chroms[s] != ln:
-                raise ChromaflowError(f"{path}: bigWig chromosome {s} is {chroms[s]} bp, but the genome h5 record is "
-                                      f"{ln} bp")
+                raise ChromaflowError(
+                    f"{path}: bigWig chromosome {s} is {chroms[s]} bp, but the genome h5 record is {ln} bp"
+                )
     finally:
         bw.close()
 
@@ -150,8 +158,10 @@ def count_bam_window(bam, path: str, seqid: str, lo: int, hi: int, record_len: i
     for r in bam.fetch(seqid, lo, hi):
         start = r.reference_start
         if start < prev_start:
-            raise ChromaflowError(f"{path}: BAM is not coordinate-sorted (read {r.query_name} at {seqid}:{start + 1} "
-                                  f"after {prev_start + 1}); run samtools sort and samtools index")
+            raise ChromaflowError(
+                f"{path}: BAM is not coordinate-sorted (read {r.query_name} at {seqid}:{start + 1} "
+                f"after {prev_start + 1}); run samtools sort and samtools index"
+            )
         prev_start = start
         f = r.flag
         if f & skip or (min_mapq and r.mapping_quality < min_mapq):
@@ -166,7 +176,8 @@ def count_bam_window(bam, path: str, seqid: str, lo: int, hi: int, record_len: i
                 else:
                     raise ChromaflowError(
                         f"{path}: read {r.query_name} at {seqid}:{start + 1} is paired (flag {f}) but marked neither "
-                        f"first (0x40) nor second (0x80) mate, so its strand cannot be interpreted")
+                        f"first (0x40) nor second (0x80) mate, so its strand cannot be interpreted"
+                    )
                 flip = first if mode == "second" else not first
             else:
                 flip = mode == "second"

@@ -20,13 +20,14 @@ How it is fast:
   materialised); ``--deflate zlib`` gives zlib level 4, byte-identical to Helixer's chunks. The level used
   is the one the file declares. ``--compression lzf`` uses h5py's own lzf filter (single-threaded).
 """
+
 from __future__ import annotations
 
 import datetime
 import os
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -42,6 +43,7 @@ from . import deflate as engines  # (the argument "deflate" is the ENGINE[:LEVEL
 
 #: target number of bases per thread-pool task (records are batched / split to about this size)
 TASK_BP = 1 << 20
+
 
 # --------------------------------------------------------------------------------------------------
 # lookup tables: byte -> float16 bit patterns of the 4 columns C, A, T, G (genome.encoding.LUT16), packed
@@ -75,9 +77,11 @@ def _shuffled_start_ends(n: int, L: int, k: int, strand: int, j0: int, j1: int) 
     return rows
 
 
-def _encode_jobs_deflate(jobs: list[tuple], L: int, compress: Callable,
-                         x_encoder: Callable | None = None) -> tuple[list[bytes], list[bytes]]:
-    """Deflated chunks of data/X and data/start_ends for a batch of (seq, base, n, k, strand, j0, j1) jobs, in row order.
+def _encode_jobs_deflate(
+    jobs: list[tuple], L: int, compress: Callable, x_encoder: Callable | None = None
+) -> tuple[list[bytes], list[bytes]]:
+    """Deflated chunks of data/X and data/start_ends for a batch of (seq, base, n, k, strand, j0, j1) jobs, in row
+    order.
 
     With ``x_encoder`` (the onehot engine) each X chunk is encoded straight from the row's bases. Otherwise X
     chunks are built already shuffled (low bytes, then high bytes) from the lookup tables and passed to
@@ -89,7 +93,7 @@ def _encode_jobs_deflate(jobs: list[tuple], L: int, compress: Callable,
         if x_encoder is not None:
             for j in range(j0, j1):
                 i = j if strand > 0 else k - 1 - j  # genomic chunk of this row
-                out.append(x_encoder(seq[i * L - base:min((i + 1) * L, n) - base], strand < 0))
+                out.append(x_encoder(seq[i * L - base : min((i + 1) * L, n) - base], strand < 0))
         else:
             _lut_chunks(seq, base, n, k, strand, j0, j1, L, compress, out)
         for row in _shuffled_start_ends(n, L, k, strand, j0, j1):
@@ -97,8 +101,18 @@ def _encode_jobs_deflate(jobs: list[tuple], L: int, compress: Callable,
     return out, se_out
 
 
-def _lut_chunks(seq: np.ndarray, base: int, n: int, k: int, strand: int, j0: int, j1: int, L: int,
-                compress: Callable, out: list[bytes]) -> None:
+def _lut_chunks(
+    seq: np.ndarray,
+    base: int,
+    n: int,
+    k: int,
+    strand: int,
+    j0: int,
+    j1: int,
+    L: int,
+    compress: Callable,
+    out: list[bytes],
+) -> None:
     r = n - (k - 1) * L
     padded_row = (k - 1 if strand > 0 else 0) if r < L else -1
     lo_t, hi_t = (LO, HI) if strand > 0 else (LO_RC, HI_RC)
@@ -109,7 +123,7 @@ def _lut_chunks(seq: np.ndarray, base: int, n: int, k: int, strand: int, j0: int
             full, pr = (j0, j1 - 1), G - 1
         else:  # padded row is the first one
             full, pr = (1, j1), 0
-        tail = seq[(k - 1) * L - base:n - base]
+        tail = seq[(k - 1) * L - base : n - base]
         idx = (tail if strand > 0 else tail[::-1]).astype(np.intp)
         np.take(lo_t, idx, out=sh[pr, 0, :r], mode="clip")
         np.take(hi_t, idx, out=sh[pr, 1, :r], mode="clip")
@@ -145,8 +159,18 @@ class _ChunkWriter:
     small datasets are written at the end, :func:`_write_small_lzf`). At most ``2 * threads + 2`` tasks wait; the
     datasets grow by doubling and :meth:`finish` cuts them to the rows written."""
 
-    def __init__(self, datasets: tuple, pool: ThreadPoolExecutor, threads: int, L: int, chunks_per_task: int,
-                 compress: Callable | None, x_encoder: Callable | None, species_chunk: bytes | None, bar: Progress):
+    def __init__(
+        self,
+        datasets: tuple,
+        pool: ThreadPoolExecutor,
+        threads: int,
+        L: int,
+        chunks_per_task: int,
+        compress: Callable | None,
+        x_encoder: Callable | None,
+        species_chunk: bytes | bytearray | None,
+        bar: Progress,
+    ):
         self.X, self.d_species, self.d_seqids, self.d_se = self.datasets = datasets
         self.direct = compress is not None  # gzip: direct chunk writes
         self.pool, self.L, self.chunks_per_task = pool, L, chunks_per_task
@@ -154,7 +178,7 @@ class _ChunkWriter:
         self.max_pending = 2 * threads + 2
         self.pending: deque = deque()  # (first row, rows, future, seqid chunks, input position)
         self.batch: list[tuple] = []
-        self.batch_ids: list[bytes] = []
+        self.batch_ids: list[bytes | None] = []  # seqid chunks, not None when direct
         self.batch_rows = 0
         self.batch_row0 = 0
         self.cap = 0
@@ -181,8 +205,11 @@ class _ChunkWriter:
     def submit(self) -> None:
         if not self.batch:
             return
-        if self.direct:
-            fut = self.pool.submit(_encode_jobs_deflate, self.batch, self.L, self.compress, self.x_encoder)
+        fut: Future[Any]
+        if self.direct:  # compress is set for direct chunk writes
+            fut = self.pool.submit(
+                _encode_jobs_deflate, self.batch, self.L, cast(Callable, self.compress), self.x_encoder
+            )
         else:
             fut = self.pool.submit(_encode_jobs_raw, self.batch, self.L)
         self.pending.append((self.batch_row0, self.batch_rows, fut, self.batch_ids, self.read_pos))
@@ -209,7 +236,7 @@ class _ChunkWriter:
                 w_id((row,), seqid_chunks[i])
                 w_se((row, 0), ses[i])
         else:
-            self.X[row0:row0 + rows] = res.view("<f2")
+            self.X[row0 : row0 + rows] = res.view("<f2")
         if pos > self.shown:
             self.bar.update(pos - self.shown)
             self.shown = pos
@@ -224,10 +251,20 @@ class _ChunkWriter:
                 d.resize((n_rows,) + d.shape[1:])
 
 
-def convert(fasta: str, out_path: str | os.PathLike, species: str, L: int = DEFAULT_L, *,
-            compression: str = "gzip", deflate: str = "auto", threads: int = 1,
-            read_block: int = DEFAULT_BLOCK, task_bp: int = TASK_BP, progress: bool | None = None,
-            input_path_attr: str | None = None) -> dict:
+def convert(
+    fasta: str,
+    out_path: str | os.PathLike,
+    species: str,
+    L: int = DEFAULT_L,
+    *,
+    compression: str = "gzip",
+    deflate: str = "auto",
+    threads: int = 1,
+    read_block: int = DEFAULT_BLOCK,
+    task_bp: int = TASK_BP,
+    progress: bool | None = None,
+    input_path_attr: str | None = None,
+) -> dict:
     """Write the Helixer-layout h5 of ``fasta`` to ``out_path`` (which is created/truncated).
 
     ``deflate`` is ``ENGINE[:LEVEL]`` (:mod:`chromaflow.fasta2h5.deflate`; only used with gzip). Returns counts:
@@ -245,19 +282,32 @@ def convert(fasta: str, out_path: str | os.PathLike, species: str, L: int = DEFA
     compress = engines.byte_compressor(engine, level) if direct else None
     x_encoder = engines.OnehotEncoder(LUT16, LUT16_RC, L, level) if direct and engine == "onehot" else None
     chunks_per_task = max(1, task_bp // L)
-    with h5py.File(out_path, "w") as f, Progress(os.path.getsize(fasta), "fasta2h5", "B", enabled=progress) as bar, \
-            ThreadPoolExecutor(max_workers=threads) as pool:
+    with (
+        h5py.File(out_path, "w") as f,
+        Progress(os.path.getsize(fasta), "fasta2h5", "B", enabled=progress) as bar,
+        ThreadPoolExecutor(max_workers=threads) as pool,
+    ):
         datasets = _create_datasets(f, L, direct, level)
-        sp_chunk = compress(np.array(sp, dtype="S25").tobytes()) if direct else None
+        sp_chunk = cast(Callable, compress)(np.array(sp, dtype="S25").tobytes()) if direct else None  # set if direct
         writer = _ChunkWriter(datasets, pool, threads, L, chunks_per_task, compress, x_encoder, sp_chunk, bar)
         layout = _write_rows(fasta, L, read_block, chunks_per_task, writer, compress, sp)
         writer.finish(layout.n_rows)
         if not direct:  # lzf: the three small datasets in one h5py write each (HDF5 applies the filters itself)
             _write_small_lzf(datasets, layout)
-        _write_attrs(f, fasta if input_path_attr is None else input_path_attr, L, species,
-                     (engine, level) if direct else None, compression)
-    return {"bp": layout.bp, "records": len(layout.records), "subsequences": layout.n_rows,
-            "deflate": f"{engine}:{level}" if direct else None}
+        _write_attrs(
+            f,
+            fasta if input_path_attr is None else input_path_attr,
+            L,
+            species,
+            (engine, level) if direct else None,
+            compression,
+        )
+    return {
+        "bp": layout.bp,
+        "records": len(layout.records),
+        "subsequences": layout.n_rows,
+        "deflate": f"{engine}:{level}" if direct else None,
+    }
 
 
 def _create_datasets(f, L: int, direct: bool, level: int) -> tuple:
@@ -265,25 +315,35 @@ def _create_datasets(f, L: int, direct: bool, level: int) -> tuple:
     g = f.create_group("data")
     # the deflate level the chunks are really written with (HDF5 itself never compresses them)
     comp = dict(compression="gzip", compression_opts=level) if direct else dict(compression="lzf")
-    X = g.create_dataset("X", shape=(0, L, 4), maxshape=(None, L, 4), chunks=(1, L, 4), dtype="<f2",
-                         shuffle=True, **comp)
+    X = g.create_dataset(
+        "X", shape=(0, L, 4), maxshape=(None, L, 4), chunks=(1, L, 4), dtype="<f2", shuffle=True, **comp
+    )
     d_species = g.create_dataset("species", shape=(0,), maxshape=(None,), chunks=(1,), dtype="S25", **comp)
     d_seqids = g.create_dataset("seqids", shape=(0,), maxshape=(None,), chunks=(1,), dtype="S50", **comp)
-    d_se = g.create_dataset("start_ends", shape=(0, 2), maxshape=(None, 2), chunks=(1, 2), dtype="<i8",
-                            shuffle=True, **comp)
+    d_se = g.create_dataset(
+        "start_ends", shape=(0, 2), maxshape=(None, 2), chunks=(1, 2), dtype="<i8", shuffle=True, **comp
+    )
     return X, d_species, d_seqids, d_se
 
 
-def _write_rows(fasta: str, L: int, read_block: int, chunks_per_task: int, writer: _ChunkWriter,
-                compress: Callable | None, species: bytes) -> Layout:
+def _write_rows(
+    fasta: str,
+    L: int,
+    read_block: int,
+    chunks_per_task: int,
+    writer: _ChunkWriter,
+    compress: Callable | None,
+    species: bytes,
+) -> Layout:
     """Every row of the FASTA handed to ``writer``; returns the records read (seqid, bases).
 
     Rows come from the shared cutting (chromaflow.genome.layout.cut): plus-strand jobs as soon as a segment of a
     record is complete, the minus strand once the record's length is known; RecordEnd closes a record."""
     records: list[tuple[str, int]] = []
     id_cache: tuple[str, bytes | None] = ("", None)
-    for job in cut(FastaReader(fasta, block_size=read_block, on_progress=writer.on_progress).pieces(), L,
-                   chunks_per_task):
+    for job in cut(
+        FastaReader(fasta, block_size=read_block, on_progress=writer.on_progress).pieces(), L, chunks_per_task
+    ):
         if id_cache[0] != job.seqid:
             id_chunk = compress(np.array(job.seqid.encode("ascii"), dtype="S50").tobytes()) if compress else None
             id_cache = (job.seqid, id_chunk)
@@ -303,9 +363,9 @@ def _write_small_lzf(datasets: tuple, layout: Layout) -> None:
     block = h5rows.ROW_BLOCK
     species = np.full(min(n_rows, block), layout.species, dtype="S25")
     for a, (ids, se) in zip(range(0, n_rows, block), layout.row_blocks(block)):
-        d_species[a:a + len(ids)] = species[:len(ids)]
-        d_seqids[a:a + len(ids)] = ids
-        d_se[a:a + len(ids)] = se
+        d_species[a : a + len(ids)] = species[: len(ids)]
+        d_seqids[a : a + len(ids)] = ids
+        d_se[a : a + len(ids)] = se
 
 
 def _write_attrs(f, input_path, L: int, species: str, deflated: tuple[str, int] | None, compression: str) -> None:

@@ -4,7 +4,8 @@ HDF5's deflate filter reads any standard zlib stream, so each chunk can be compr
 implementation is fastest, in parallel threads, and written with ``write_direct_chunk``. An engine is a
 name and a level (``ENGINE[:LEVEL]`` on the command line):
 
-* ``onehot`` (level 1; the default ``auto`` picks it when it can be built): our deflate encoder for shuffled one-hot float16 chunks
+* ``onehot`` (level 1; the default ``auto`` picks it when it can be built): our deflate encoder for shuffled one-hot
+float16 chunks
   (``_onehot_deflate.c``, compiled on first use with the system C compiler and cached, like the GENIE3
   kernel). It matches whole bases instead of bytes and never expands the chunk, so it is several times
   faster than zlib level 4 and gives a smaller file. Not byte-identical to zlib.
@@ -19,6 +20,7 @@ name and a level (``ENGINE[:LEVEL]`` on the command line):
 The level each engine used is written into the dataset's deflate filter (cd_values) and, with the engine's
 name, into the file's root attributes, so the file says how it was written.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -59,8 +61,10 @@ def parse_engine(text: str, defaults: dict[str, int] | None = None, what: str = 
         return resolve_auto()
     defaults = DEFAULT_LEVEL if defaults is None else defaults
     if name not in defaults:
-        raise ChromaflowError(f"--deflate {text!r}: unknown engine{what} (choose from auto, {', '.join(defaults)}, "
-                              "optionally with :LEVEL)")
+        raise ChromaflowError(
+            f"--deflate {text!r}: unknown engine{what} (choose from auto, {', '.join(defaults)}, "
+            "optionally with :LEVEL)"
+        )
     if not lvl:
         return name, defaults[name]
     try:
@@ -101,7 +105,7 @@ def engine_version(name: str) -> str:
     return f"chromaflow onehot-deflate {hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]}"
 
 
-def byte_compressor(name: str, level: int) -> Callable[[bytes], bytes]:
+def byte_compressor(name: str, level: int) -> Callable[[bytes], bytes | bytearray]:
     """A function compressing plain bytes to a zlib stream (for the small datasets and non-onehot X)."""
     if name in ("zlib", "onehot"):  # onehot only encodes data/X; small datasets use zlib at the same level
         return lambda buf: zlib.compress(buf, level)
@@ -141,8 +145,10 @@ def load_kernel():
             so = cbuild.build(SOURCE, CFLAGS, "onehot-deflate", "libonehotdeflate")
         except cbuild.BuildError as exc:
             if exc.kind == "no-compiler":
-                raise EngineUnavailable("the onehot deflate engine needs a C compiler (cc, gcc or clang) on PATH;"
-                                        " install one or use --deflate libdeflate") from None
+                raise EngineUnavailable(
+                    "the onehot deflate engine needs a C compiler (cc, gcc or clang) on PATH;"
+                    " install one or use --deflate libdeflate"
+                ) from None
             raise EngineUnavailable(f"the onehot deflate engine: {exc}") from None
         try:
             lib = ctypes.CDLL(str(so))
@@ -154,8 +160,19 @@ def load_kernel():
         lib.chf_onehot_bound.argtypes = [ctypes.c_size_t]
         lib.chf_onehot_deflate.restype = ctypes.c_size_t
         lib.chf_onehot_deflate.argtypes = [
-            ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
-            ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.c_size_t,
+            ctypes.c_int,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+        ]
         _lib = lib
         return lib
 
@@ -224,9 +241,19 @@ class OnehotEncoder:
         if n > self.L:
             raise ValueError("row longer than L")
         size = self.lib.chf_onehot_deflate(
-            seq.ctypes.data if n else None, n, self.L, 1 if reverse else 0,
-            (lo_rc if reverse else lo).ctypes.data, (hi_rc if reverse else hi).ctypes.data, units.ctypes.data,
-            self.n_units, self.level, loc.ws.ctypes.data, loc.out.ctypes.data, self.bound)
+            seq.ctypes.data if n else None,
+            n,
+            self.L,
+            1 if reverse else 0,
+            (lo_rc if reverse else lo).ctypes.data,
+            (hi_rc if reverse else hi).ctypes.data,
+            units.ctypes.data,
+            self.n_units,
+            self.level,
+            loc.ws.ctypes.data,
+            loc.out.ctypes.data,
+            self.bound,
+        )
         if size == 0:  # cannot happen with the bound above; never write a truncated chunk
             raise ChromaflowError("onehot deflate: output buffer too small")
         return loc.out[:size].tobytes()

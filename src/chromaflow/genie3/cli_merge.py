@@ -1,8 +1,11 @@
 """``chromaflow genie3-merge``: validate ``genie3 --targets-chunk`` parts and write the same outputs as a
 single-task run (byte-identical link list)."""
+
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -27,15 +30,17 @@ def check_parts(paths: list[str]) -> tuple[list[tuple[str, dict]], dict]:
     """The parts in chunk order with their metadata, and the merged metadata, checked from the metadata alone
     (same run, one split, every chunk once, the ranges tiling the targets) before any weights are read."""
     p0, m0 = paths[0], read_meta(paths[0])
-    loaded = []
+    loaded: list[tuple[str, dict]] = []
     for p in paths:
         m = read_meta(p) if loaded else m0
         for k in _SAME:
             if m.get(k) != m0.get(k):
                 raise ChromaflowError(f"{p}: {k} differs from {p0} (parts of different runs cannot be merged)")
         if m["chunk"][1] != m0["chunk"][1]:
-            raise ChromaflowError(f"{p}: chunk {m['chunk'][0]}/{m['chunk'][1]} is from a different split than "
-                                  f"{p0} ({m0['chunk'][0]}/{m0['chunk'][1]})")
+            raise ChromaflowError(
+                f"{p}: chunk {m['chunk'][0]}/{m['chunk'][1]} is from a different split than "
+                f"{p0} ({m0['chunk'][0]}/{m0['chunk'][1]})"
+            )
         loaded.append((p, m if m is m0 else {k: v for k, v in m.items() if k != "genes"}))  # one gene list kept
     n_chunks = m0["chunk"][1]
     by_chunk: dict[int, tuple] = {}
@@ -75,9 +80,9 @@ def merge_parts(paths: list[str]) -> tuple[np.ndarray, dict, np.ndarray | None]:
     col = 0
     for p, m in ordered:
         Wp, reps = read_weights(p, m, meta["genes"])
-        W[:, col:col + Wp.shape[1]] = Wp
+        W[:, col : col + Wp.shape[1]] = Wp
         if repeats is not None:
-            repeats[:, :, col:col + Wp.shape[1]] = reps
+            repeats[:, :, col : col + Wp.shape[1]] = reps
         col += Wp.shape[1]
         del Wp, reps
     return W, meta, repeats
@@ -107,13 +112,14 @@ def merge_top_links(paths: list[str], limit: int) -> tuple[dict, np.ndarray, np.
         r, c = np.divmod(cand, Tp)
         rows, cols = np.concatenate([rows, r]), np.concatenate([cols, c + col])
         vals = np.concatenate([vals, flat[cand]])
-        if len(vals) > k:   # the running union cut to its own k-th largest: about k entries, not chunks x k
+        if len(vals) > k:  # the running union cut to its own k-th largest: about k entries, not chunks x k
             keep = links.entries_at_or_above_kth(vals, k)
             rows, cols, vals = rows[keep], cols[keep], vals[keep]
         col += Tp
         del Wp, flat, cand
-    order = links.ranked_entries(vals, rows, cols, [genes[i] for i in reg_idx], [genes[i] for i in tgt_idx],
-                                 reg_idx, tgt_idx, limit)
+    order = links.ranked_entries(
+        vals, rows, cols, [genes[i] for i in reg_idx], [genes[i] for i in tgt_idx], reg_idx, tgt_idx, limit
+    )
     return meta, rows[order], cols[order], vals[order]
 
 
@@ -130,18 +136,44 @@ def run(args: argparse.Namespace) -> int:
         if stream:
             meta, rows, cols, vals = merge_top_links(args.parts, args.max_links)
             genes = meta["genes"]
-            with atomic_outputs([args.out]) as (t_out,), naming_errors(t_out):
-                n_links = links.write_links(t_out, None, [genes[i] for i in meta["regulators"]],
-                                            [genes[i] for i in meta["targets"]], rows, cols, threads=threads,
-                                            values=vals)
+            # t_out: the temporary of args.out (given), never None
+            with atomic_outputs([args.out]) as (t_out,), naming_errors(cast(Path, t_out)):
+                n_links = links.write_links(
+                    cast(Path, t_out),
+                    None,
+                    [genes[i] for i in meta["regulators"]],
+                    [genes[i] for i in meta["targets"]],
+                    rows,
+                    cols,
+                    threads=threads,
+                    values=vals,
+                )
         else:
             W, meta, repeats = merge_parts(args.parts)
-            n_links = finish_outputs(W, meta, args.out, weights=args.weights, summary=args.summary, plot=args.plot,
-                                     top=args.top, max_links=args.max_links, threads=threads, repeats=repeats,
-                                     consume=True)
+            n_links = finish_outputs(
+                W,
+                meta,
+                args.out,
+                weights=args.weights,
+                summary=args.summary,
+                plot=args.plot,
+                top=args.top,
+                max_links=args.max_links,
+                threads=threads,
+                repeats=repeats,
+                consume=True,
+            )
             del W, repeats
         o = meta["options"]
-        m.set(genes=len(meta["genes"]), samples=meta["samples"], regulators=len(meta["regulators"]),
-              targets=len(meta["targets"]), trees=o["n_trees"], engine=o["engine"], parts=len(args.parts),
-              links=n_links, streamed=stream)
+        m.set(
+            genes=len(meta["genes"]),
+            samples=meta["samples"],
+            regulators=len(meta["regulators"]),
+            targets=len(meta["targets"]),
+            trees=o["n_trees"],
+            engine=o["engine"],
+            parts=len(args.parts),
+            links=n_links,
+            streamed=stream,
+        )
     return 0

@@ -5,6 +5,7 @@ here, by the same reader ``chromaflow genie3`` uses (:func:`chromaflow.genie3.ex
 CSV, optionally gzip, both layouts), so the plan and the GENIE3 tasks can never disagree, and a bad matrix
 stops the run with the reader's one-line error before any GENIE3 task starts.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,19 +20,25 @@ from .expression import LAYOUTS, read_expression, read_regulators
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--expression", required=True, help="expression matrix, TSV or CSV (optionally .gz)")
-    p.add_argument("--layout", required=True, choices=LAYOUTS,
-                   help="orientation of the matrix: genes-x-samples or samples-x-genes")
+    p.add_argument(
+        "--layout", required=True, choices=LAYOUTS, help="orientation of the matrix: genes-x-samples or samples-x-genes"
+    )
     p.add_argument("--regulators", help="candidate regulators file: checked against the matrix's genes")
-    p.add_argument("--chunk-size", type=int, default=500, metavar="N",
-                   help="target genes per GENIE3 task (default 500)")
+    p.add_argument(
+        "--chunk-size", type=int, default=500, metavar="N", help="target genes per GENIE3 task (default 500)"
+    )
     p.add_argument("--out", help="write the plan JSON here (default: print it on stdout)")
 
 
 def plan(genes: int, chunk_size: int) -> dict:
     """Chunk count and the [start, end) target range of each chunk (``genie3 --targets-chunk i/n``)."""
     chunks = max(1, math.ceil(genes / chunk_size))
-    return {"genes": genes, "chunk_size": chunk_size, "chunks": chunks,
-            "ranges": [list(part_bounds(i, chunks, genes)) for i in range(1, chunks + 1)]}
+    return {
+        "genes": genes,
+        "chunk_size": chunk_size,
+        "chunks": chunks,
+        "ranges": [list(part_bounds(i, chunks, genes)) for i in range(1, chunks + 1)],
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,7 +51,12 @@ def run(args: argparse.Namespace) -> int:
     regulators = None
     if args.regulators:
         regulators = len(read_regulators(args.regulators, expr))
-    result = {"expression": str(args.expression), "layout": args.layout, "samples": int(expr.n_samples),
-              "regulators": regulators, **plan(int(expr.n_genes), args.chunk_size)}
+    result = {
+        "expression": str(args.expression),
+        "layout": args.layout,
+        "samples": int(expr.n_samples),
+        "regulators": regulators,
+        **plan(int(expr.n_genes), args.chunk_size),
+    }
     emit_json(result, args.out)
     return 0

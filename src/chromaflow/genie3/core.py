@@ -1,4 +1,5 @@
 """GENIE3 driver: options, per-target seeding, target loop over an engine, threads."""
+
 from __future__ import annotations
 
 import hashlib
@@ -27,8 +28,8 @@ class Options:
     seed: int = 0
     engine: str = "fast"
     importance: str = "unnormalised"
-    prior_alpha: float | None = None   # None: no prior
-    prior: str | None = None           # the prior file's SHA-256 (parts of one run must agree)
+    prior_alpha: float | None = None  # None: no prior
+    prior: str | None = None  # the prior file's SHA-256 (parts of one run must agree)
     repeats: int = 1
 
     def as_dict(self) -> dict:
@@ -74,9 +75,15 @@ def target_seeds(seed: int, names) -> np.ndarray:
     BLAKE2b(name, key = the seed as 8 little-endian bytes, person ``chromaflow-g3``). Independent of the
     gene's position in the file, of threads, chunking and of which other targets run."""
     key = _seed_key(seed)
-    return np.array([int.from_bytes(hashlib.blake2b(str(g).encode(), digest_size=8, key=key,
-                                                    person=b"chromaflow-g3").digest(), "little")
-                     for g in names], dtype=np.uint64)
+    return np.array(
+        [
+            int.from_bytes(
+                hashlib.blake2b(str(g).encode(), digest_size=8, key=key, person=b"chromaflow-g3").digest(), "little"
+            )
+            for g in names
+        ],
+        dtype=np.uint64,
+    )
 
 
 def target_seed(seed: int, name: str) -> int:
@@ -89,8 +96,12 @@ def repeat_seed(seed: int, repeat: int) -> int:
     is the plain run), else BLAKE2b("repeat <r>", key = the seed) as a 64-bit integer."""
     if repeat == 0:
         return int(seed)
-    return int.from_bytes(hashlib.blake2b(f"repeat {repeat}".encode(), digest_size=8, key=_seed_key(seed),
-                                          person=b"chromaflow-g3r").digest(), "little")
+    return int.from_bytes(
+        hashlib.blake2b(
+            f"repeat {repeat}".encode(), digest_size=8, key=_seed_key(seed), person=b"chromaflow-g3r"
+        ).digest(),
+        "little",
+    )
 
 
 def sample_order(values: np.ndarray, gene_order: np.ndarray) -> np.ndarray:
@@ -98,13 +109,23 @@ def sample_order(values: np.ndarray, gene_order: np.ndarray) -> np.ndarray:
     the genes in canonical (name) order, so labels (absent in some layouts, or duplicated) play no part and
     identical columns, the only ties, are interchangeable."""
     gene_order = np.asarray(gene_order, dtype=np.int64)
-    keys = [hashlib.blake2b(np.ascontiguousarray(values[gene_order, j]).tobytes(), digest_size=16).digest()
-            for j in range(values.shape[1])]   # one column at a time: no copy of the matrix
+    keys = [
+        hashlib.blake2b(np.ascontiguousarray(values[gene_order, j]).tobytes(), digest_size=16).digest()
+        for j in range(values.shape[1])
+    ]  # one column at a time: no copy of the matrix
     return np.array(sorted(range(len(keys)), key=lambda j: keys[j]), dtype=np.int64)
 
 
-def compute_weights(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, tgt_idx: np.ndarray,
-                    opts: Options, threads: int, warn=None, prior=None) -> tuple[np.ndarray, dict]:
+def compute_weights(
+    values: np.ndarray,
+    genes: list[str],
+    reg_idx: np.ndarray,
+    tgt_idx: np.ndarray,
+    opts: Options,
+    threads: int,
+    warn=None,
+    prior=None,
+) -> tuple[np.ndarray, dict]:
     """Weight matrix W (len(reg_idx) x len(tgt_idx), float64): W[r, t] = importance of regulator r for
     target t; self-links are 0. ``values`` is genes x samples float32. ``prior``: a
     :class:`chromaflow.genie3.prior.Prior` (with ``opts.prior_alpha``), or None.
@@ -119,10 +140,10 @@ def compute_weights(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, t
     gorder = np.argsort(np.array(genes, dtype=object), kind="stable")
     sorder = sample_order(values, gorder)
     if np.array_equal(sorder, np.arange(len(sorder))):
-        vals = np.ascontiguousarray(values, dtype=np.float32)   # no copy when already so
+        vals = np.ascontiguousarray(values, dtype=np.float32)  # no copy when already so
     else:
-        vals = np.ascontiguousarray(values[:, sorder], dtype=np.float32)   # one reordered copy of the matrix
-    rperm = sorted(range(len(reg_idx)), key=lambda i: genes[int(reg_idx[i])])
+        vals = np.ascontiguousarray(values[:, sorder], dtype=np.float32)  # one reordered copy of the matrix
+    rperm: list[int] | np.ndarray = sorted(range(len(reg_idx)), key=lambda i: genes[int(reg_idx[i])])
     rperm = np.asarray(rperm, dtype=np.int64)
     Wc, info = _compute_canonical(vals, genes, reg_idx[rperm], tgt_idx, opts, threads, warn, prior)
     W = np.empty_like(Wc)
@@ -142,6 +163,7 @@ def _compute_canonical(values, genes, reg_idx, tgt_idx, opts: Options, threads: 
         pw = None
         if prior is not None and opts.prior_alpha is not None:
             from .prior import PriorWeights
+
             pw = PriorWeights(prior, opts.prior_alpha, reg_idx)
         _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn, pw)
     else:
@@ -161,15 +183,28 @@ def _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn,
     R, T = len(reg_idx), len(tgt_idx)
     tables = fast.build_tables(values, reg_idx) if opts.tree_method == "RF" else None
     seeds = target_seeds(opts.seed, [genes[int(j)] for j in tgt_idx])
-    k_in = resolve_k(opts.max_features, max(R - 1, 1))   # the target is one of the regulators
-    k_out = resolve_k(opts.max_features, R)              # it is not
+    k_in = resolve_k(opts.max_features, max(R - 1, 1))  # the target is one of the regulators
+    k_out = resolve_k(opts.max_features, R)  # it is not
     block = max(1, min(T, max(256, T // 50)))  # one kernel call per ~2 % of the targets (at least 256)
     with Progress(T, "genie3", unit=" targets") as prog:
         for lo in range(0, T, block):
             hi = min(T, lo + block)
-            status = fast.run(lib, values, tables, reg_idx, tgt_idx[lo:hi], seeds[lo:hi], opts.n_trees, k_in,
-                              k_out, opts.tree_method, threads, W[:, lo:hi], importance=opts.importance,
-                              prior=None if pw is None else pw.block(tgt_idx[lo:hi]))
+            status = fast.run(
+                lib,
+                values,
+                tables,
+                reg_idx,
+                tgt_idx[lo:hi],
+                seeds[lo:hi],
+                opts.n_trees,
+                k_in,
+                k_out,
+                opts.tree_method,
+                threads,
+                W[:, lo:hi],
+                importance=opts.importance,
+                prior=None if pw is None else pw.block(tgt_idx[lo:hi]),
+            )
             for t in np.flatnonzero(status == 1):
                 _note_constant(genes[int(tgt_idx[lo + t])], info, warn)
             prog.update(hi - lo)
@@ -194,16 +229,23 @@ def _sklearn_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, wa
             y = x / sd
             K = resolve_k(opts.max_features, int(keep.size))
             X_in = np.ascontiguousarray(values[reg_idx[keep]].T)  # one n x |inputs| float32 copy per target
-            W[keep, t] = skengine.target_importances(X_in, y, opts.n_trees, K, opts.tree_method,
-                                                     random_state=target_seed(opts.seed, genes[j]) % (2**32),
-                                                     n_jobs=threads, importance=opts.importance)
+            W[keep, t] = skengine.target_importances(
+                X_in,
+                y,
+                opts.n_trees,
+                K,
+                opts.tree_method,
+                random_state=target_seed(opts.seed, genes[j]) % (2**32),
+                n_jobs=threads,
+                importance=opts.importance,
+            )
 
 
 def _note_constant(gene: str, info: dict, warn) -> None:
     info["constant_targets"].append(gene)
     k = len(info["constant_targets"])
     if k <= 10:
-        warn(f"target gene {gene!r} is constant across samples: its incoming importances are all 0"
-             + (" (further constant targets are counted in the metrics, not listed)" if k == 10 else ""))
-
-
+        warn(
+            f"target gene {gene!r} is constant across samples: its incoming importances are all 0"
+            + (" (further constant targets are counted in the metrics, not listed)" if k == 10 else "")
+        )

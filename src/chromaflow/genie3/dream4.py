@@ -6,6 +6,7 @@ exactly those pairs, a pair the network does not list scoring 0 (self-links are 
 
     python -m chromaflow.genie3.dream4 LINKS GOLD      prints AUROC and AUPR
 """
+
 from __future__ import annotations
 
 import gzip
@@ -57,8 +58,12 @@ def score(gold: Mapping[tuple[str, str], int], weights: Mapping[tuple[str, str],
     keys = sorted(gold)
     y = np.array([gold[k] for k in keys])
     s = np.array([weights.get(k, 0.0) for k in keys], dtype=np.float64)
-    return {"auroc": float(roc_auc_score(y, s)), "aupr": float(average_precision_score(y, s)), "pairs": len(keys),
-            "scored_links": sum(k in weights for k in keys)}
+    return {
+        "auroc": float(roc_auc_score(y, s)),
+        "aupr": float(average_precision_score(y, s)),
+        "pairs": len(keys),
+        "scored_links": sum(k in weights for k in keys),
+    }
 
 
 def matrix_weights(W: np.ndarray, regulators: list[str], targets: list[str]) -> dict[tuple[str, str], float]:

@@ -5,6 +5,7 @@ Every malformed input raises :class:`ChromaflowError` with a one-line message na
 line / column / gene at fault; what is only suspicious (a layout that may be swapped) is returned as warnings
 (:attr:`Expression.warnings`) for the CLI to print.
 """
+
 from __future__ import annotations
 
 import csv
@@ -159,9 +160,11 @@ def count_genes(path: str | Path, layout: str) -> int:
 
 
 def _numeric_first_column(path: Path) -> ChromaflowError:
-    return ChromaflowError(f"{path}: the first column holds numbers, not gene names; with --layout genes-x-samples "
-                           f"each line must start with a gene name (if genes are columns use --layout "
-                           f"samples-x-genes)")
+    return ChromaflowError(
+        f"{path}: the first column holds numbers, not gene names; with --layout genes-x-samples "
+        f"each line must start with a gene name (if genes are columns use --layout "
+        f"samples-x-genes)"
+    )
 
 
 @dataclass
@@ -190,12 +193,13 @@ def read_expression(path: str | Path, layout: str) -> Expression:
     _check_gene_names(path, layout, genes, gene_axis)
     warnings = _layout_warnings(path, layout, table.has_label, genes, samples)
     _check_shape(path, layout, values, genes)
-    return Expression(values=values, genes=genes, samples=samples, path=str(path), layout=layout,
-                      warnings=warnings)
+    return Expression(values=values, genes=genes, samples=samples, path=str(path), layout=layout, warnings=warnings)
 
 
 def _read_table(path: Path, layout: str) -> _Table:
     """Every data line parsed as float32, all of one width; one line of text in memory at a time."""
+    labels: list[str]
+    col_names: list[str]
     header, hline, data_lines, labels, arrays, width = None, 0, [], [], [], None
     has_label, col_names = False, []
     for ln, r in _table_rows(path):
@@ -206,8 +210,7 @@ def _read_table(path: Path, layout: str) -> _Table:
             width = len(r)
             has_label, col_names = _columns(path, header, hline, r, ln)
         elif len(r) != width:
-            raise ChromaflowError(f"{path}: line {ln}: {len(r)} fields, expected {width} "
-                                  f"(as on line {data_lines[0]})")
+            raise ChromaflowError(f"{path}: line {ln}: {len(r)} fields, expected {width} (as on line {data_lines[0]})")
         arrays.append(_parse_line(path, layout, ln, r, has_label, col_names))
         data_lines.append(ln)
         labels.append(r[0] if has_label else str(len(labels) + 1))
@@ -251,7 +254,8 @@ def _orient(path: Path, layout: str, table: _Table) -> tuple[list[str], list[str
         if all(looks_numeric(g) for g in genes):
             raise ChromaflowError(
                 f"{path}: line {table.header_line}: the header holds numbers ({', '.join(genes[:3])}, ...), not "
-                f"gene names; if genes are rows use --layout genes-x-samples, else add a header of gene names")
+                f"gene names; if genes are rows use --layout genes-x-samples, else add a header of gene names"
+            )
         values = np.ascontiguousarray(table.values.T)
         table.values = values  # the row-major matrix is no longer needed: drop it now (peak memory)
         return genes, table.labels, values, f"line {table.header_line} (header)"
@@ -265,9 +269,11 @@ def _check_gene_names(path: Path, layout: str, genes: list[str], gene_axis: str)
         if g == "":
             raise ChromaflowError(f"{path}: {gene_axis}: gene {i + 1} has an empty name")
         if looks_numeric(g):
-            hint = ("genes-x-samples" if layout == "samples-x-genes" else "samples-x-genes")
-            raise ChromaflowError(f"{path}: {gene_axis}: gene name {g!r} looks like a number; gene names must be "
-                                  f"non-numeric labels (wrong layout? try --layout {hint})")
+            hint = "genes-x-samples" if layout == "samples-x-genes" else "samples-x-genes"
+            raise ChromaflowError(
+                f"{path}: {gene_axis}: gene name {g!r} looks like a number; gene names must be "
+                f"non-numeric labels (wrong layout? try --layout {hint})"
+            )
     seen: dict[str, int] = {}
     for i, g in enumerate(genes):
         if g in seen:
@@ -277,10 +283,16 @@ def _check_gene_names(path: Path, layout: str, genes: list[str], gene_axis: str)
 
 def _layout_warnings(path: Path, layout: str, has_label: bool, genes: list[str], samples: list[str]) -> list[str]:
     """Both axes carry text labels: the layout cannot be proven; flag the unusual shape."""
-    if layout == "samples-x-genes" and has_label and not all(looks_numeric(x) for x in samples) \
-            and len(samples) > 2 * len(genes):
-        return [f"{path}: {len(samples)} labelled rows (samples) but only {len(genes)} gene columns; if rows are "
-                f"genes use --layout genes-x-samples"]
+    if (
+        layout == "samples-x-genes"
+        and has_label
+        and not all(looks_numeric(x) for x in samples)
+        and len(samples) > 2 * len(genes)
+    ):
+        return [
+            f"{path}: {len(samples)} labelled rows (samples) but only {len(genes)} gene columns; if rows are "
+            f"genes use --layout genes-x-samples"
+        ]
     return []
 
 
@@ -288,15 +300,19 @@ def _check_shape(path: Path, layout: str, values: np.ndarray, genes: list[str]) 
     """Enough samples and genes, and not every gene constant."""
     if values.shape[1] < MIN_SAMPLES:
         k = values.shape[1]
-        raise ChromaflowError(f"{path}: only {k} sample{'' if k == 1 else 's'}; GENIE3 needs at least {MIN_SAMPLES} "
-                              f"(is --layout {layout} right?)")
+        raise ChromaflowError(
+            f"{path}: only {k} sample{'' if k == 1 else 's'}; GENIE3 needs at least {MIN_SAMPLES} "
+            f"(is --layout {layout} right?)"
+        )
     if values.shape[0] < 2:
-        raise ChromaflowError(f"{path}: only {values.shape[0]} gene; GENIE3 needs at least 2 "
-                              f"(is --layout {layout} right?)")
+        raise ChromaflowError(
+            f"{path}: only {values.shape[0]} gene; GENIE3 needs at least 2 (is --layout {layout} right?)"
+        )
     const = values.min(axis=1) == values.max(axis=1)
     if const.all():
-        raise ChromaflowError(f"{path}: every gene is constant across the samples (e.g. {genes[0]!r}); "
-                              f"there is nothing to infer")
+        raise ChromaflowError(
+            f"{path}: every gene is constant across the samples (e.g. {genes[0]!r}); there is nothing to infer"
+        )
 
 
 def read_regulators(path: str | Path, expr: Expression) -> list[int]:
@@ -344,6 +360,8 @@ def _unknown_regulators(path: Path, expr: Expression, unknown: list[tuple[int, s
     samples = set(expr.samples)
     if len(unknown) == listed and all(n in samples for _, n in unknown) and expr.layout in LAYOUTS:
         other = LAYOUTS[1 - LAYOUTS.index(expr.layout)]
-        return (f"{line}{more}; all {listed} regulators are sample labels of it and none is a gene: the layout "
-                f"looks swapped (wrong --layout?); try --layout {other}")
+        return (
+            f"{line}{more}; all {listed} regulators are sample labels of it and none is a gene: the layout "
+            f"looks swapped (wrong --layout?); try --layout {other}"
+        )
     return f"{line}{more}{' (it is a sample label: wrong --layout?)' if name in samples else ''}"

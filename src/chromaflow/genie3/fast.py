@@ -10,11 +10,13 @@ while it runs), keeps no trees, only importances, and finds splits without sorti
 If no compiler is found or compilation fails, :func:`load_kernel` raises :class:`KernelUnavailable`; the
 CLI then falls back to the scikit-learn engine with a warning.
 """
+
 from __future__ import annotations
 
 import ctypes
 import os
 from dataclasses import dataclass
+from typing import cast
 from pathlib import Path
 
 import numpy as np
@@ -52,13 +54,27 @@ def _load(so: Path):
         raise KernelUnavailable(f"cannot load {so}: {exc}") from None
     lib.genie3_run.restype = ctypes.c_int
     lib.genie3_run.argtypes = [
-        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,   # values, pos, lims, slot
-        ctypes.c_int, ctypes.c_void_p, ctypes.c_int,                           # n, regs, R
-        ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,                        # targets, T, seeds
-        ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,  # trees, K_in, K_out, method, tree_norm
-        ctypes.c_int,                                                          # threads
-        ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,                      # out, ldo, status
-        ctypes.c_void_p, ctypes.c_int64,                                       # prior weights, ldw
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_void_p,  # values, pos, lims, slot
+        ctypes.c_int,
+        ctypes.c_void_p,
+        ctypes.c_int,  # n, regs, R
+        ctypes.c_void_p,
+        ctypes.c_int,
+        ctypes.c_void_p,  # targets, T, seeds
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,  # trees, K_in, K_out, method, tree_norm
+        ctypes.c_int,  # threads
+        ctypes.c_void_p,
+        ctypes.c_int64,
+        ctypes.c_void_p,  # out, ldo, status
+        ctypes.c_void_p,
+        ctypes.c_int64,  # prior weights, ldw
     ]
     lib.genie3_kernel_version.restype = ctypes.c_int
     lib.genie3_check_stats.restype = ctypes.c_int
@@ -111,9 +127,9 @@ def build_tables(values: np.ndarray, rows: np.ndarray) -> Tables:
     ar = np.arange(n, dtype=np.uint16)
     step = max(1, (1 << 22) // max(n, 1))
     for a in range(0, R, step):
-        block = values[rows[a:a + step]]
+        block = values[rows[a : a + step]]
         order = np.argsort(block, axis=1, kind="stable")
-        np.put_along_axis(pos[a:a + step], order, np.broadcast_to(ar, order.shape), axis=1)
+        np.put_along_axis(pos[a : a + step], order, np.broadcast_to(ar, order.shape), axis=1)
         sv = np.take_along_axis(block, order, axis=1)
         thr = sv + FEATURE_THRESHOLD  # float32 + float32 -> float32, as the kernel and scikit-learn
         near = (sv[:, 1:] <= thr[:, :-1]).any(axis=1)
@@ -129,9 +145,22 @@ def _ptr(a: np.ndarray | None):
     return None if a is None or a.size == 0 else a.ctypes.data
 
 
-def run(lib, values: np.ndarray, tables: Tables | None, regs: np.ndarray, targets: np.ndarray,
-        seeds: np.ndarray, n_trees: int, k_in: int, k_out: int, method: str, threads: int,
-        out: np.ndarray, importance: str = "unnormalised", prior: np.ndarray | None = None) -> np.ndarray:
+def run(
+    lib,
+    values: np.ndarray,
+    tables: Tables | None,
+    regs: np.ndarray,
+    targets: np.ndarray,
+    seeds: np.ndarray,
+    n_trees: int,
+    k_in: int,
+    k_out: int,
+    method: str,
+    threads: int,
+    out: np.ndarray,
+    importance: str = "unnormalised",
+    prior: np.ndarray | None = None,
+) -> np.ndarray:
     """Grow the forests of ``targets`` (gene indices) on ``threads`` threads; write importances into
     ``out`` (R x T float64, C-contiguous, or a column block of such an array) and return the per-target
     status (0 grown, 1 constant target, 2 no inputs). ``prior``: R x T uint32 integer weights of the split
@@ -156,11 +185,27 @@ def run(lib, values: np.ndarray, tables: Tables | None, regs: np.ndarray, target
         raise ValueError("the RF kernel needs tables")
     rc = lib.genie3_run(
         values.ctypes.data,
-        _ptr(tables.pos) if rf else None, _ptr(tables.lims) if rf else None, _ptr(tables.slot) if rf else None,
-        n, regs.ctypes.data, len(regs), targets.ctypes.data, T, seeds.ctypes.data,
-        int(n_trees), int(k_in), int(k_out), 0 if rf else 1, 1 if importance == "tree-normalised" else 0, int(threads),
-        out.ctypes.data, ctypes.c_int64(out.strides[0] // 8), status.ctypes.data,
-        None if prior is None else prior.ctypes.data, ctypes.c_int64(T))
+        _ptr(cast(Tables, tables).pos) if rf else None,
+        _ptr(cast(Tables, tables).lims) if rf else None,
+        _ptr(cast(Tables, tables).slot) if rf else None,
+        n,
+        regs.ctypes.data,
+        len(regs),
+        targets.ctypes.data,
+        T,
+        seeds.ctypes.data,
+        int(n_trees),
+        int(k_in),
+        int(k_out),
+        0 if rf else 1,
+        1 if importance == "tree-normalised" else 0,
+        int(threads),
+        out.ctypes.data,
+        ctypes.c_int64(out.strides[0] // 8),
+        status.ctypes.data,
+        None if prior is None else prior.ctypes.data,
+        ctypes.c_int64(T),
+    )
     if rc != 0:
         raise ValueError(f"genie3 kernel rejected its arguments (code {rc})")
     if (status < 0).any():

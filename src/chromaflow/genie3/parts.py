@@ -1,9 +1,11 @@
 """Part files: the weight columns of one ``genie3 --targets-chunk`` task, merged by ``genie3-merge``."""
+
 from __future__ import annotations
 
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -18,9 +20,10 @@ def write_part(path: str | Path, W: np.ndarray, meta: dict, repeats: np.ndarray 
     ``--repeats`` > 1 also each repeat's columns, ``repeats``: repeats x R x T)."""
     meta = dict(meta, format=PART_FORMAT)
     buf = io.BytesIO()
-    extra = {} if repeats is None else {"repeats": np.ascontiguousarray(repeats, dtype=np.float64)}
-    np.savez_compressed(buf, weights=np.ascontiguousarray(W, dtype=np.float64),
-                        meta=np.array(json.dumps(meta, sort_keys=True)), **extra)
+    extra: dict[str, Any] = {} if repeats is None else {"repeats": np.ascontiguousarray(repeats, dtype=np.float64)}
+    np.savez_compressed(
+        buf, weights=np.ascontiguousarray(W, dtype=np.float64), meta=np.array(json.dumps(meta, sort_keys=True)), **extra
+    )
     with atomic_output(path) as tmp:
         tmp.write_bytes(buf.getvalue())
 
@@ -55,17 +58,20 @@ def read_weights(path: str | Path, meta: dict, genes: list[str]) -> tuple[np.nda
         raise ChromaflowError(f"{path}: not a chromaflow genie3 part file ({type(exc).__name__}: {exc})") from None
     shape = (len(meta["regulators"]), len(meta["targets"]))
     if W.shape != shape or W.dtype != np.float64:
-        raise ChromaflowError(f"{path}: weight array shape {W.shape} ({W.dtype}) does not match its metadata "
-                              f"({shape}, float64)")
+        raise ChromaflowError(
+            f"{path}: weight array shape {W.shape} ({W.dtype}) does not match its metadata ({shape}, float64)"
+        )
     n = int(meta.get("options", {}).get("repeats", 1))
     if n > 1 and (reps is None or reps.shape != (n, *W.shape)):
         raise ChromaflowError(f"{path}: its {n} repeats' weights are missing or of the wrong shape")
     for arr in (W,) if reps is None or n <= 1 else (W, reps):
-        bad = ~np.isfinite(arr)   # one bool per value of this part only
+        bad = ~np.isfinite(arr)  # one bool per value of this part only
         if bad.any():
             pos = np.unravel_index(int(np.flatnonzero(bad.ravel())[0]), arr.shape)
             r, t = pos[-2], pos[-1]
-            raise ChromaflowError(f"{path}: non-finite weight {arr[pos]!r} (regulator "
-                                  f"{genes[meta['regulators'][r]]!r}, target {genes[meta['targets'][t]]!r}): "
-                                  f"a damaged part file")
+            raise ChromaflowError(
+                f"{path}: non-finite weight {arr[pos]!r} (regulator "
+                f"{genes[meta['regulators'][r]]!r}, target {genes[meta['targets'][t]]!r}): "
+                f"a damaged part file"
+            )
     return W, (reps if n > 1 else None)

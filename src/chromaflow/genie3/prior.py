@@ -15,6 +15,7 @@ Weights, DIOgene's link from pi to the weight of a candidate (alpha in [0, 1]): 
 pi = 0.5 -> 1 - alpha, pi = 0 -> 1 - sqrt(1 - (alpha-1)^2); between those points linearly (a continuous pi, e.g.
 an accessibility-weighted one). alpha = 0 gives every candidate weight 1: the run is the unweighted one.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -35,12 +36,12 @@ SCALE = float(1 << 30)
 class Prior:
     """Sparse prior over gene indices of the expression: pi[k] of (reg[k], tgt[k]); every other pair 0.5."""
 
-    reg: np.ndarray      # int64 gene indices
-    tgt: np.ndarray      # int64 gene indices
-    pi: np.ndarray       # float64 in [0, 1]
-    layout: str          # "long" or "matrix"
-    pairs_read: int      # value cells/rows read (NA included)
-    ignored: int         # of them naming a gene absent from the expression
+    reg: np.ndarray  # int64 gene indices
+    tgt: np.ndarray  # int64 gene indices
+    pi: np.ndarray  # float64 in [0, 1]
+    layout: str  # "long" or "matrix"
+    pairs_read: int  # value cells/rows read (NA included)
+    ignored: int  # of them naming a gene absent from the expression
     path: str
 
 
@@ -89,8 +90,9 @@ def read_prior(path: str | Path, genes: list[str]) -> Prior:
             seen: dict[tuple[int, int], int] = {}
             if layout == "long":
                 if "prior" not in low:
-                    raise ChromaflowError(f"{path}: line {hl}: long prior table without a 'prior' column "
-                                          f"(header: {header[:80]!r})")
+                    raise ChromaflowError(
+                        f"{path}: line {hl}: long prior table without a 'prior' column (header: {header[:80]!r})"
+                    )
                 ir, it, ip = low.index("regulator"), low.index("target"), low.index("prior")
                 need = max(ir, it, ip) + 1
                 for ln, line in enumerate(fh, hl + 1):
@@ -108,15 +110,20 @@ def read_prior(path: str | Path, genes: list[str]) -> Prior:
                         continue
                     key = (index[r], index[t])
                     if key in seen:
-                        raise ChromaflowError(f"{path}: line {ln}: pair {r} -> {t} listed twice "
-                                              f"(first on line {seen[key]})")
+                        raise ChromaflowError(
+                            f"{path}: line {ln}: pair {r} -> {t} listed twice (first on line {seen[key]})"
+                        )
                     seen[key] = ln
-                    reg.append(key[0]); tgt.append(key[1]); pi.append(v)
+                    reg.append(key[0])
+                    tgt.append(key[1])
+                    pi.append(v)
             else:
                 names = cols[1:]
                 if not names:
-                    raise ChromaflowError(f"{path}: line {hl}: neither a long table (columns regulator, target, "
-                                          f"prior) nor a targets x regulators matrix (no regulator columns)")
+                    raise ChromaflowError(
+                        f"{path}: line {hl}: neither a long table (columns regulator, target, "
+                        f"prior) nor a targets x regulators matrix (no regulator columns)"
+                    )
                 dup = {n for n in names if names.count(n) > 1}
                 if dup:
                     raise ChromaflowError(f"{path}: line {hl}: regulator column {sorted(dup)[0]!r} appears twice")
@@ -131,8 +138,9 @@ def read_prior(path: str | Path, genes: list[str]) -> Prior:
                         raise ChromaflowError(f"{path}: line {ln}: {len(f)} fields, the header has {len(cols)}")
                     t = f[0].strip().strip('"')
                     if t in rows_seen:
-                        raise ChromaflowError(f"{path}: line {ln}: target {t!r} listed twice "
-                                              f"(first on line {rows_seen[t]})")
+                        raise ChromaflowError(
+                            f"{path}: line {ln}: target {t!r} listed twice (first on line {rows_seen[t]})"
+                        )
                     rows_seen[t] = ln
                     ti = index.get(t, -1)
                     for j, cell in enumerate(f[1:]):
@@ -142,17 +150,27 @@ def read_prior(path: str | Path, genes: list[str]) -> Prior:
                             ignored += 1
                             continue
                         if v != 0.5:
-                            reg.append(ridx[j]); tgt.append(ti); pi.append(v)
+                            reg.append(ridx[j])
+                            tgt.append(ti)
+                            pi.append(v)
     except (UnicodeDecodeError, gzip.BadGzipFile, EOFError, OSError) as exc:
         raise ChromaflowError(f"{path}: not a readable prior table ({type(exc).__name__}: {exc})") from None
     if read == 0:
         raise ChromaflowError(f"{path}: no prior values (header only)")
     if read == ignored:
-        raise ChromaflowError(f"{path}: none of its {read} (regulator, target) pairs names two genes of the "
-                              f"expression matrix (different gene identifiers?)")
-    return Prior(reg=np.asarray(reg, dtype=np.int64), tgt=np.asarray(tgt, dtype=np.int64),
-                 pi=np.asarray(pi, dtype=np.float64), layout=layout, pairs_read=read, ignored=ignored,
-                 path=str(path))
+        raise ChromaflowError(
+            f"{path}: none of its {read} (regulator, target) pairs names two genes of the "
+            f"expression matrix (different gene identifiers?)"
+        )
+    return Prior(
+        reg=np.asarray(reg, dtype=np.int64),
+        tgt=np.asarray(tgt, dtype=np.int64),
+        pi=np.asarray(pi, dtype=np.float64),
+        layout=layout,
+        pairs_read=read,
+        ignored=ignored,
+        path=str(path),
+    )
 
 
 def link_points(alpha: float) -> tuple[float, float, float]:
@@ -185,8 +203,7 @@ class PriorWeights:
         self.alpha = float(alpha)
         self.reg_idx = np.asarray(reg_idx, dtype=np.int64)
         self.default = quantise(weights_of(np.array([0.5]), alpha))[0]
-        rpos = np.full(max(int(self.reg_idx.max(initial=-1)), int(prior.reg.max(initial=-1))) + 1, -1,
-                       dtype=np.int64)
+        rpos = np.full(max(int(self.reg_idx.max(initial=-1)), int(prior.reg.max(initial=-1))) + 1, -1, dtype=np.int64)
         rpos[self.reg_idx] = np.arange(len(self.reg_idx))
         keep = rpos[prior.reg] >= 0 if len(prior.reg) else np.zeros(0, dtype=bool)
         self.rows = rpos[prior.reg[keep]]

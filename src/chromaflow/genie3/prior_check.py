@@ -28,6 +28,7 @@ the BLAS or the sample order; the per-target sums run in gene-name order and the
 The check reads the whole matrix and the whole prior, never a target chunk, so every ``--targets-chunk`` of a
 run takes the same decision.
 """
+
 from __future__ import annotations
 
 import math
@@ -73,12 +74,11 @@ def check_prior(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, prior
     ``rho2_mean_other`` (mean rho^2 of supported and other pairs: an effect size to read beside p)."""
     genes = list(genes)
     n = values.shape[1]
-    gorder = np.argsort(np.array(genes, dtype=object), kind="stable")          # canonical: by name
-    regs = np.asarray(sorted(np.asarray(reg_idx, dtype=np.int64).tolist(), key=lambda i: genes[i]),
-                      dtype=np.int64)
+    gorder = np.argsort(np.array(genes, dtype=object), kind="stable")  # canonical: by name
+    regs = np.asarray(sorted(np.asarray(reg_idx, dtype=np.int64).tolist(), key=lambda i: genes[i]), dtype=np.int64)
     R = len(regs)
     rk = centred_ranks(np.asarray(values, dtype=np.float64))
-    ss = np.einsum("ij,ij->i", rk, rk)                                          # integers, exact
+    ss = np.einsum("ij,ij->i", rk, rk)  # integers, exact
     # prior values as a regulators x genes lookup, 0.5 where the prior says nothing
     rpos = np.full(len(genes), -1, dtype=np.int64)
     rpos[regs] = np.arange(R)
@@ -89,13 +89,13 @@ def check_prior(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, prior
     keep = rpos[prior.reg] >= 0
     pr, pt, pv = rpos[prior.reg[keep]], prior.tgt[keep], prior.pi[keep]
     for lo in range(0, len(gorder), BLOCK):
-        tg = gorder[lo:lo + BLOCK]                                               # targets of this block, by name
-        C = rk[regs] @ rk[tg].T                                                  # exact integer covariances x n
+        tg = gorder[lo : lo + BLOCK]  # targets of this block, by name
+        C = rk[regs] @ rk[tg].T  # exact integer covariances x n
         den = np.sqrt(np.outer(ss[regs], ss[tg]))
         with np.errstate(invalid="ignore", divide="ignore"):
-            rho = np.where(den > 0, C / den, 0.0)                                 # a constant gene: no association
+            rho = np.where(den > 0, C / den, 0.0)  # a constant gene: no association
         a2 = rho * rho
-        valid = regs[:, None] != tg[None, :]                                     # no self-pairs
+        valid = regs[:, None] != tg[None, :]  # no self-pairs
         P = np.full((R, len(tg)), 0.5)
         tpos = np.full(len(genes), -1, dtype=np.int64)
         tpos[tg] = np.arange(len(tg))
@@ -123,12 +123,20 @@ def check_prior(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, prior
     if Vt > 0:
         z = math.fsum(S_parts) / math.sqrt(Vt)
         p = 0.5 * math.erfc(z / math.sqrt(2.0))
-    else:   # the prior is constant over every target's regulators (or the data are): nothing to test
+    else:  # the prior is constant over every target's regulators (or the data are): nothing to test
         z, p = None, 1.0
-    return {"decision": "kept" if p < level else "off", "z": _r(z), "p": _r(p), "level": level,
-            "targets_tested": tested, "pairs": pairs, "supported_pairs": n_sup, "samples": int(n),
-            "rho2_mean_supported": _r(sum_sup / n_sup) if n_sup else None,
-            "rho2_mean_other": _r(sum_oth / n_oth) if n_oth else None}
+    return {
+        "decision": "kept" if p < level else "off",
+        "z": _r(z),
+        "p": _r(p),
+        "level": level,
+        "targets_tested": tested,
+        "pairs": pairs,
+        "supported_pairs": n_sup,
+        "samples": int(n),
+        "rho2_mean_supported": _r(sum_sup / n_sup) if n_sup else None,
+        "rho2_mean_other": _r(sum_oth / n_oth) if n_oth else None,
+    }
 
 
 def _r(x):

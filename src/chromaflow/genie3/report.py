@@ -1,7 +1,9 @@
 """Final outputs shared by ``genie3`` and ``genie3-merge``: link list, weight matrix, summary, plot."""
+
 from __future__ import annotations
 
 import json
+from typing import cast
 
 import numpy as np
 
@@ -10,9 +12,19 @@ from ..outputs import atomic_outputs, naming_errors
 from . import links
 
 
-def finish_outputs(W: np.ndarray, meta: dict, out, weights=None, summary=None, plot=None, top: int = 1000,
-                   max_links: int = 0, threads: int = 1, repeats: np.ndarray | None = None,
-                   consume: bool = False) -> int:
+def finish_outputs(
+    W: np.ndarray,
+    meta: dict,
+    out,
+    weights=None,
+    summary=None,
+    plot=None,
+    top: int = 1000,
+    max_links: int = 0,
+    threads: int = 1,
+    repeats: np.ndarray | None = None,
+    consume: bool = False,
+) -> int:
     """Link list (+ optional weight matrix, summary, plot) from the full weight block W (R x T); ``threads``
     format and compress the link list (same bytes for any number). All or nothing: every output is written to
     its temporary and they are renamed together at the end; on any failure none is left
@@ -21,8 +33,7 @@ def finish_outputs(W: np.ndarray, meta: dict, out, weights=None, summary=None, p
     link list and weights are written (the summary's quantiles and the plot's sorted values then use W's own
     buffer: no second R x T copy, see :func:`nonself_values`)."""
     with atomic_outputs([out, weights, summary, plot]) as (t_out, t_weights, t_summary, t_plot):
-        return _write_outputs(W, meta, t_out, t_weights, t_summary, t_plot, top, max_links, threads, repeats,
-                              consume)
+        return _write_outputs(W, meta, t_out, t_weights, t_summary, t_plot, top, max_links, threads, repeats, consume)
 
 
 def nonself_values(W: np.ndarray, reg_idx: np.ndarray, tgt_idx: np.ndarray, consume: bool) -> np.ndarray:
@@ -38,10 +49,10 @@ def nonself_values(W: np.ndarray, reg_idx: np.ndarray, tgt_idx: np.ndarray, cons
     if not selfs:
         return flat
     bounds = selfs + [R * T]
-    for k in range(1, len(bounds)):   # values between self entries k-1 and k move k places left
+    for k in range(1, len(bounds)):  # values between self entries k-1 and k move k places left
         a, b = bounds[k - 1] + 1, bounds[k]
-        flat[a - k:b - k] = flat[a:b]
-    return flat[:R * T - len(selfs)]
+        flat[a - k : b - k] = flat[a:b]
+    return flat[: R * T - len(selfs)]
 
 
 def stability(repeats: np.ndarray, reg_names, tgt_names, reg_idx, tgt_idx, top: int):
@@ -61,8 +72,7 @@ def stability(repeats: np.ndarray, reg_names, tgt_names, reg_idx, tgt_idx, top: 
     return hits / n, rank_sum / n
 
 
-def _write_outputs(W, meta, out, weights, summary, plot, top, max_links, threads, repeats=None,
-                   consume=False) -> int:
+def _write_outputs(W, meta, out, weights, summary, plot, top, max_links, threads, repeats=None, consume=False) -> int:
     genes = meta["genes"]
     reg_idx = np.asarray(meta["regulators"], dtype=np.int64)
     tgt_idx = np.asarray(meta["targets"], dtype=np.int64)
@@ -78,15 +88,17 @@ def _write_outputs(W, meta, out, weights, summary, plot, top, max_links, threads
         if conf is None:
             n_links = links.write_links(out, W, reg_names, tgt_names, rows[:n_write], cols[:n_write], threads=threads)
         else:
-            n_links = links.write_links_stability(out, W, conf, mrank, reg_names, tgt_names, rows[:n_write],
-                                                  cols[:n_write])
+            n_links = links.write_links_stability(
+                out, W, conf, cast(np.ndarray, mrank), reg_names, tgt_names, rows[:n_write], cols[:n_write]
+            )
     if weights:
         with naming_errors(weights):
             links.write_weights(weights, W, reg_names, tgt_names)
     if summary or plot:
         doc = summary_of_matrix(W, rows, cols, reg_names, tgt_names, meta, top, n_links) if summary else None
-        vals_all = nonself_values(W, reg_idx, tgt_idx, consume)   # W's structure is not used after this
+        vals_all = nonself_values(W, reg_idx, tgt_idx, consume)  # W's structure is not used after this
         if summary:
+            assert doc is not None  # made above with summary
             doc.update(summary_of_values(vals_all))
             if conf is not None:
                 doc["stability"] = stability_summary(conf, mrank, rows, cols, top, len(repeats))
@@ -95,8 +107,8 @@ def _write_outputs(W, meta, out, weights, summary, plot, top, max_links, threads
                 summary.write_text(text)
         if plot:
             n_all = len(vals_all)
-            vals_all.sort()   # in place (a copy of the non-self values, or W's own buffer with consume)
-            pos = vals_all[np.searchsorted(vals_all, 0.0, side="right"):][::-1]
+            vals_all.sort()  # in place (a copy of the non-self values, or W's own buffer with consume)
+            pos = vals_all[np.searchsorted(vals_all, 0.0, side="right") :][::-1]
             with naming_errors(plot):
                 make_plot(plot, pos, n_all, None if conf is None else conf[rows[:top], cols[:top]])
     return n_links
@@ -118,13 +130,15 @@ def summary_of_matrix(W, rows, cols, reg_names, tgt_names, meta, top, n_links) -
         "top_n": top,
         "top_n_min_importance": float(W[rows[top - 1], cols[top - 1]]) if top else None,
         "top_regulators_by_out_degree_in_top_n": [
-            {"regulator": reg_names[r], "out_degree": int(outdeg[r])} for r in by_deg if outdeg[r] > 0],
+            {"regulator": reg_names[r], "out_degree": int(outdeg[r])} for r in by_deg if outdeg[r] > 0
+        ],
         "top_regulators_by_total_weight": [
-            {"regulator": reg_names[r], "total_weight": round(float(total[r]), 9)} for r in by_w],
+            {"regulator": reg_names[r], "total_weight": round(float(total[r]), 9)} for r in by_w
+        ],
         "options": meta.get("options", {}),
         "constant_targets": meta.get("constant_targets", []),
     }
-    if meta.get("prior_check") is not None:   # --prior with --prior-check auto (the decision, z and p)
+    if meta.get("prior_check") is not None:  # --prior with --prior-check auto (the decision, z and p)
         doc["prior_check"] = meta["prior_check"]
     return doc
 
@@ -133,10 +147,16 @@ def summary_of_values(vals_all: np.ndarray) -> dict:
     """The summary's fields over all non-self values: counted in blocks, quantiles with ``overwrite_input`` (numpy
     partitions the array itself: the same values as on a copy, without the copy). Reorders ``vals_all``."""
     step = 1 << 22
-    nonzero = sum(int(np.count_nonzero(vals_all[a:a + step] > 0)) for a in range(0, len(vals_all), step))
-    return {"edges": int(len(vals_all)), "edges_nonzero": nonzero,
-            "importance_quantiles": {q: float(np.quantile(vals_all, float(q), overwrite_input=True))
-                                     for q in ("0.5", "0.9", "0.99")} if len(vals_all) else {}}
+    nonzero = sum(int(np.count_nonzero(vals_all[a : a + step] > 0)) for a in range(0, len(vals_all), step))
+    return {
+        "edges": int(len(vals_all)),
+        "edges_nonzero": nonzero,
+        "importance_quantiles": {
+            q: float(np.quantile(vals_all, float(q), overwrite_input=True)) for q in ("0.5", "0.9", "0.99")
+        }
+        if len(vals_all)
+        else {},
+    }
 
 
 def stability_summary(conf, mrank, rows, cols, top, n_repeats) -> dict:
@@ -149,8 +169,9 @@ def stability_summary(conf, mrank, rows, cols, top, n_repeats) -> dict:
         "top_n": top,
         "top_links_mean_confidence": round(float(c.mean()), 9) if top else None,
         "top_links_in_every_repeat": int(np.count_nonzero(levels == n_repeats)),
-        "top_links_confidence_counts": {f"{k}/{n_repeats}": int(np.count_nonzero(levels == k))
-                                        for k in range(n_repeats + 1)},
+        "top_links_confidence_counts": {
+            f"{k}/{n_repeats}": int(np.count_nonzero(levels == k)) for k in range(n_repeats + 1)
+        },
         "top_links_mean_rank_median": round(float(np.median(mrank[rows[:top], cols[:top]])), 9) if top else None,
     }
 
@@ -173,7 +194,7 @@ def make_plot(path, pos: np.ndarray, n_all: int, conf: np.ndarray | None = None)
         a3.plot(x, conf, ".", ms=3, color="#228833")
         if len(conf) >= 10:  # running mean over a window of a tenth of the links
             k = max(1, len(conf) // 10)
-            a3.plot(x[k - 1:], np.convolve(conf, np.ones(k) / k, mode="valid"), color="#222222", lw=1)
+            a3.plot(x[k - 1 :], np.convolve(conf, np.ones(k) / k, mode="valid"), color="#222222", lw=1)
         a3.set_ylim(-0.05, 1.05)
         a3.set_xlabel("rank of the link (mean importance)")
         a3.set_ylabel("confidence (fraction of repeats in top N)")
@@ -212,6 +233,11 @@ def add_output_arguments(p, out_help: str) -> None:
     p.add_argument("--weights", help="also write the full regulator x target weight matrix (.tsv.gz)")
     p.add_argument("--summary", help="summary JSON (edge count, top regulators)")
     p.add_argument("--plot", help="PNG: weight histogram (log) + rank plot")
-    p.add_argument("--top", type=int, default=1000, help="top-N edges used by --summary and, with --repeats, by the confidence column (default 1000)")
+    p.add_argument(
+        "--top",
+        type=int,
+        default=1000,
+        help="top-N edges used by --summary and, with --repeats, by the confidence column (default 1000)",
+    )
     p.add_argument("--max-links", type=int, default=0, help="write only the first M links (0 = all)")
     add_run_options(p, metrics=True)

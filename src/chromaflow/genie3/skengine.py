@@ -1,6 +1,7 @@
 """The scikit-learn engine (correctness baseline): one RandomForestRegressor / ExtraTreesRegressor per
 target, importances recomputed UNnormalised from the fitted trees (scikit-learn's
 ``feature_importances_`` is normalised per tree, GENIE3's is not)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,8 +20,8 @@ def tree_unnormalised_mdi(forest, n_features: int):
             continue
         w = t.weighted_n_node_samples
         imp = t.impurity
-        l, r = left[internal], right[internal]
-        dec = w[internal] * imp[internal] - w[l] * imp[l] - w[r] * imp[r]
+        lo, hi = left[internal], right[internal]  # the left and right children
+        dec = w[internal] * imp[internal] - w[lo] * imp[lo] - w[hi] * imp[hi]
         yield np.bincount(t.feature[internal], weights=dec, minlength=n_features) / w[0]
 
 
@@ -32,19 +33,27 @@ def unnormalised_mdi(forest, n_features: int) -> np.ndarray:
     return total / max(len(forest.estimators_), 1)
 
 
-def fit_forest(X_in: np.ndarray, y: np.ndarray, n_trees: int, K: int, method: str, random_state: int,
-               n_jobs: int):
+def fit_forest(X_in: np.ndarray, y: np.ndarray, n_trees: int, K: int, method: str, random_state: int, n_jobs: int):
     """scikit-learn's forest of one target: RF (bootstrap) or ET (none), K features per split."""
     from sklearn.ensemble import ExtraTreesRegressor, RandomForestRegressor
 
     cls = RandomForestRegressor if method == "RF" else ExtraTreesRegressor
-    forest = cls(n_estimators=n_trees, max_features=K, bootstrap=(method == "RF"),
-                 random_state=random_state, n_jobs=n_jobs)
+    forest = cls(
+        n_estimators=n_trees, max_features=K, bootstrap=(method == "RF"), random_state=random_state, n_jobs=n_jobs
+    )
     return forest.fit(X_in, y)
 
 
-def target_importances(X_in: np.ndarray, y: np.ndarray, n_trees: int, K: int, method: str,
-                       random_state: int, n_jobs: int, importance: str = "unnormalised") -> np.ndarray:
+def target_importances(
+    X_in: np.ndarray,
+    y: np.ndarray,
+    n_trees: int,
+    K: int,
+    method: str,
+    random_state: int,
+    n_jobs: int,
+    importance: str = "unnormalised",
+) -> np.ndarray:
     forest = fit_forest(X_in, y, n_trees, K, method, random_state, n_jobs)
     if importance == "tree-normalised":
         return np.asarray(forest.feature_importances_, dtype=np.float64)

@@ -1,5 +1,6 @@
 """``chromaflow fasta-layout``: the rows (subsequences) a FASTA gives at chunk length L, without writing anything
 (the same count ``predict-plan --fasta`` plans the pipeline's prediction shards from)."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,8 +15,9 @@ from .layout import scan_layout
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fasta", required=True, help="input FASTA (plain, gzip or bgzip; detected by content)")
-    p.add_argument("--subsequence-length", type=int, default=DEFAULT_L, metavar="L",
-                   help=f"chunk length L (default {DEFAULT_L})")
+    p.add_argument(
+        "--subsequence-length", type=int, default=DEFAULT_L, metavar="L", help=f"chunk length L (default {DEFAULT_L})"
+    )
     p.add_argument("--out", default=None, help="write the JSON here (default: stdout)")
 
 

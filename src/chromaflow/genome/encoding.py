@@ -5,6 +5,7 @@ bases they stand for; padding (byte :data:`PAD`) is all zero. ``fasta2h5``, ``pr
 ``fasta-layout`` check species and subsequence length with the functions here, so every command accepts and
 refuses the same values with the same message.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,11 +29,20 @@ for _a, _b in zip(b"ACGTRYKMBDHVSWN", b"TGCAYRMKVHDBSWN"):
 
 _ONE, _HALF, _QUARTER, _THIRD = 0x3C00, 0x3800, 0x3400, 0x3548  # 1.0, 0.5, 0.25, float16(0.33)
 _CODES = {  # symbol: (C, A, T, G)
-    "C": (_ONE, 0, 0, 0), "A": (0, _ONE, 0, 0), "T": (0, 0, _ONE, 0), "G": (0, 0, 0, _ONE),
-    "Y": (_HALF, 0, _HALF, 0), "R": (0, _HALF, 0, _HALF), "W": (0, _HALF, _HALF, 0),
-    "S": (_HALF, 0, 0, _HALF), "K": (0, 0, _HALF, _HALF), "M": (_HALF, _HALF, 0, 0),
-    "D": (0, _THIRD, _THIRD, _THIRD), "V": (_THIRD, _THIRD, 0, _THIRD),
-    "H": (_THIRD, _THIRD, _THIRD, 0), "B": (_THIRD, 0, _THIRD, _THIRD),
+    "C": (_ONE, 0, 0, 0),
+    "A": (0, _ONE, 0, 0),
+    "T": (0, 0, _ONE, 0),
+    "G": (0, 0, 0, _ONE),
+    "Y": (_HALF, 0, _HALF, 0),
+    "R": (0, _HALF, 0, _HALF),
+    "W": (0, _HALF, _HALF, 0),
+    "S": (_HALF, 0, 0, _HALF),
+    "K": (0, 0, _HALF, _HALF),
+    "M": (_HALF, _HALF, 0, 0),
+    "D": (0, _THIRD, _THIRD, _THIRD),
+    "V": (_THIRD, _THIRD, 0, _THIRD),
+    "H": (_THIRD, _THIRD, _THIRD, 0),
+    "B": (_THIRD, 0, _THIRD, _THIRD),
     "N": (_QUARTER, _QUARTER, _QUARTER, _QUARTER),
 }
 
@@ -52,8 +62,9 @@ def check_species(species: str, option: str = "--species") -> bytes:
         raise ChromaflowError(f"{option} {species!r}: must be a non-empty ASCII string")
     sp = species.encode("ascii")
     if len(sp) > MAX_SPECIES_BYTES:
-        raise ChromaflowError(f"{option} {species!r} is {len(sp)} bytes long; the Helixer layout stores at most"
-                              f" {MAX_SPECIES_BYTES} (S25)")
+        raise ChromaflowError(
+            f"{option} {species!r} is {len(sp)} bytes long; the Helixer layout stores at most {MAX_SPECIES_BYTES} (S25)"
+        )
     return sp
 
 

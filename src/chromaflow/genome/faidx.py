@@ -23,13 +23,14 @@ index is used only where it gives **exactly** the reader's records:
 
 Rows of a shard are fetched in windows of a few Mbp (:func:`indexed_jobs`), never a whole record.
 """
+
 from __future__ import annotations
 
 import bisect
 import contextlib
 import os
 import struct
-from typing import Iterator, NamedTuple
+from typing import TYPE_CHECKING, Iterator, NamedTuple, cast
 
 import numpy as np
 
@@ -37,6 +38,11 @@ from ..errors import ChromaflowError
 from ..outputs import atomic_outputs
 from .fasta import _ALLOWED, _ID, MAX_HEADER_BYTES, MAX_ID_BYTES, FastaReader
 from .layout import Job, Layout, n_chunks
+
+if TYPE_CHECKING:
+    import re
+
+    import pysam
 
 #: bytes that are not an IUPAC code: deleting the IUPAC codes (either case) from fetched bases leaves only these
 _IUPAC = _ALLOWED[2:]
@@ -63,8 +69,8 @@ def default_paths(fasta: str) -> tuple[str, str]:
 
 class IndexRecord(NamedTuple):
     name: str
-    length: int     # bases
-    offset: int     # byte offset (uncompressed) of the first base
+    length: int  # bases
+    offset: int  # byte offset (uncompressed) of the first base
     linebases: int  # bases per full line
     linewidth: int  # bytes per full line, line end included
 
@@ -81,13 +87,20 @@ class IndexRecord(NamedTuple):
 class FastaIndex:
     """A FASTA and its index: ``records`` in file order, ``kind`` ('plain' or 'bgzf'), the ``.gzi`` blocks."""
 
-    def __init__(self, fasta: str, fai: str, gzi: str | None, records: list[IndexRecord], kind: str,
-                 blocks: list[tuple[int, int]] | None = None):
+    def __init__(
+        self,
+        fasta: str,
+        fai: str,
+        gzi: str | None,
+        records: list[IndexRecord],
+        kind: str,
+        blocks: list[tuple[int, int]] | None = None,
+    ):
         self.fasta, self.fai, self.gzi, self.records, self.kind = fasta, fai, gzi, records, kind
         self.blocks = blocks or [(0, 0)]  # (compressed, uncompressed) offset of each BGZF block start
         self._ublock = [u for _, u in self.blocks]
         self._fa = None
-        self._bgzf = None
+        self._bgzf: pysam.BGZFile | None = None
 
     def layout(self, L: int, species: bytes = b"") -> Layout:
         return Layout([(r.name, r.length) for r in self.records], L, species)
@@ -102,8 +115,9 @@ class FastaIndex:
             import pysam
 
             pysam.set_verbosity(0)  # htslib's own messages on stderr would break the one-line error rule
-            self._fa = pysam.FastaFile(self.fasta, filepath_index=self.fai,
-                                       filepath_index_compressed=self.gzi if self.kind == "bgzf" else None)
+            self._fa = pysam.FastaFile(
+                self.fasta, filepath_index=self.fai, filepath_index_compressed=self.gzi if self.kind == "bgzf" else None
+            )
         return self._fa
 
     def fetch(self, rec: IndexRecord, a: int, b: int) -> bytes:
@@ -130,7 +144,7 @@ class FastaIndex:
         if self._bgzf is None:
             import pysam
 
-            self._bgzf = pysam.BGZFile(self.fasta, "rb")
+            self._bgzf = pysam.BGZFile(self.fasta, "rb")  # type: ignore[call-arg]  # pysam stub: index has a default
         i = bisect.bisect_right(self._ublock, u0) - 1
         c, u = self.blocks[i]
         self._bgzf.seek((c << 16) | (u0 - u))  # a BGZF virtual offset: block start << 16 | offset in the block
@@ -147,14 +161,14 @@ class FastaIndex:
                 return None
             nl = chunk.rfind(b"\n", 0, len(chunk) - 1)
             if nl >= 0 or a == 0:
-                line = chunk[nl + 1:-1]
+                line = chunk[nl + 1 : -1]
                 break
             if span > MAX_HEADER_BYTES:
                 return None
             span *= 16
         if not line.startswith(b">"):
             return None
-        return _ID.match(line[1:].rstrip(b" \t\r\v\f")).group().decode("ascii", "replace")
+        return cast("re.Match[bytes]", _ID.match(line[1:].rstrip(b" \t\r\v\f"))).group().decode("ascii", "replace")
 
     def close(self) -> None:
         for f in (self._fa, self._bgzf):
@@ -190,8 +204,10 @@ def _check_id(name: str, where: str) -> None:
     if not raw.isascii() or any(c < 0x21 or c == 0x7F for c in raw):
         raise ChromaflowError(f"{where}: record id {name!r} is not printable ASCII")
     if len(raw) > MAX_ID_BYTES:
-        raise ChromaflowError(f"{where}: record id {name!r} is {len(raw)} bytes long; the Helixer layout stores at"
-                              f" most {MAX_ID_BYTES} (S50)")
+        raise ChromaflowError(
+            f"{where}: record id {name!r} is {len(raw)} bytes long; the Helixer layout stores at"
+            f" most {MAX_ID_BYTES} (S50)"
+        )
 
 
 def read_index(fasta: str, fai: str | None = None, gzi: str | None = None) -> FastaIndex:
@@ -214,8 +230,9 @@ def read_index(fasta: str, fai: str | None = None, gzi: str | None = None) -> Fa
             where = f"{fai}: line {lineno}"
             fields = line.rstrip(b"\r\n").split(b"\t")
             if len(fields) != 5 or not all(f.isdigit() for f in fields[1:]):
-                raise ChromaflowError(f"{where}: not a FASTA index line (name, length, offset, line bases, line"
-                                      " bytes; tab-separated)")
+                raise ChromaflowError(
+                    f"{where}: not a FASTA index line (name, length, offset, line bases, line bytes; tab-separated)"
+                )
             name = fields[0].decode("utf-8", "surrogateescape")
             _check_id(name, where)
             if name in seen:
@@ -223,13 +240,17 @@ def read_index(fasta: str, fai: str | None = None, gzi: str | None = None) -> Fa
             seen[name] = lineno
             rec = IndexRecord(name, *(int(f) for f in fields[1:]))
             if rec.length < 1 or rec.linebases < 1 or rec.linewidth <= rec.linebases:
-                raise ChromaflowError(f"{where}: record {name!r}: {rec.length} bases, {rec.linebases} bases in"
-                                      f" {rec.linewidth} bytes per line: not a record the FASTA reader reads")
+                raise ChromaflowError(
+                    f"{where}: record {name!r}: {rec.length} bases, {rec.linebases} bases in"
+                    f" {rec.linewidth} bytes per line: not a record the FASTA reader reads"
+                )
             # a header ('>' + id + line end) between the previous record's last base and this one's first
             first = records[-1].end + len(name) + 3 if records else len(name) + 2  # '\n>' id '\n'
             if rec.offset < first:
-                raise ChromaflowError(f"{where}: record {name!r} starts at byte {rec.offset:,}, inside the previous"
-                                      " record or its header: the index is not this FASTA's")
+                raise ChromaflowError(
+                    f"{where}: record {name!r} starts at byte {rec.offset:,}, inside the previous"
+                    " record or its header: the index is not this FASTA's"
+                )
             records.append(rec)
     if not records:
         raise ChromaflowError(f"{fai}: empty FASTA index")
@@ -237,8 +258,10 @@ def read_index(fasta: str, fai: str | None = None, gzi: str | None = None) -> Fa
     size = _uncompressed_size(idx)
     if records[-1].end > size:
         last = records[-1]
-        raise ChromaflowError(f"{fai}: record {last.name!r} ({last.length:,} bases from byte {last.offset:,}) ends"
-                              f" past the end of {fasta} ({size:,} bytes): the index is stale or not this file's; delete it")
+        raise ChromaflowError(
+            f"{fai}: record {last.name!r} ({last.length:,} bases from byte {last.offset:,}) ends"
+            f" past the end of {fasta} ({size:,} bytes): the index is stale or not this file's; delete it"
+        )
     return idx
 
 
@@ -267,8 +290,10 @@ def _build(fasta: str, fai: str, gzi: str | None) -> None:
         args = [fasta, "--fai-idx", fai] + (["--gzi-idx", gzi] if gzi else [])
         pysam.faidx(*args)
     except pysam.utils.SamtoolsError:
-        raise _Refused("htslib's faidx refused the FASTA (lines of different lengths inside a record, a blank line"
-                       " inside a record, or a header without bases)") from None
+        raise _Refused(
+            "htslib's faidx refused the FASTA (lines of different lengths inside a record, a blank line"
+            " inside a record, or a header without bases)"
+        ) from None
     finally:
         pysam.set_verbosity(prev)
 
@@ -287,7 +312,7 @@ def _check_lines(idx: FastaIndex, rec: IndexRecord, pos: int, seq: bytes) -> str
     lb, lw = rec.linebases, rec.linewidth
     line = np.arange(lw) < lb  # True on a line's base columns
     for s in range(0, len(seq), _VERIFY_BP):
-        sub = seq[s:s + _VERIFY_BP]
+        sub = seq[s : s + _VERIFY_BP]
         p = pos + s
         u0, u1 = rec.byte_of(p), rec.byte_of(p + len(sub) - 1) + 1
         raw = np.frombuffer(idx.read_raw(u0, u1), dtype=np.uint8)
@@ -295,7 +320,7 @@ def _check_lines(idx: FastaIndex, rec: IndexRecord, pos: int, seq: bytes) -> str
         mask = np.resize(np.roll(line, -c0), raw.size)
         if raw.size != u1 - u0 or not np.array_equal(raw[mask], np.frombuffer(sub, dtype=np.uint8)):
             return f"record {rec.name!r}: bases {p:,}-{p + len(sub):,} are not where the index puts them"
-        if not WHITE[raw[~mask]].all() or not (raw[(lw - 1 - c0) % lw::lw] == 0x0A).all():
+        if not WHITE[raw[~mask]].all() or not (raw[(lw - 1 - c0) % lw :: lw] == 0x0A).all():
             return f"record {rec.name!r}: a line near base {p:,} is not {lb} bases and a line break in {lw} bytes"
     return None
 
@@ -310,8 +335,9 @@ def verify(idx: FastaIndex) -> str | None:
         if rec is None:
             rec, pos = next(records, None), 0
             if rec is None or rec.name != piece.seqid:
-                return (f"record {piece.seqid!r} (line {piece.line}) is "
-                        + ("not in the index" if rec is None else f"{rec.name!r} in the index"))
+                return f"record {piece.seqid!r} (line {piece.line}) is " + (
+                    "not in the index" if rec is None else f"{rec.name!r} in the index"
+                )
         n = len(piece.seq)
         if pos + n > rec.length:
             return f"record {rec.name!r}: more than the index's {rec.length:,} bases"
@@ -335,6 +361,7 @@ def plan_index(fasta: str, *, use: bool = True) -> tuple[FastaIndex | None, dict
     kind = compression(fasta)
     if kind == "gzip":
         return None, {"index": "scan", "index_reason": "gzip (not bgzip) FASTA cannot be indexed"}
+    gzi: str | None
     fai, gzi = default_paths(fasta)
     gzi = gzi if kind == "bgzf" else None
     if os.path.exists(fai):  # found beside the FASTA: verified, never overwritten
@@ -344,8 +371,10 @@ def plan_index(fasta: str, *, use: bool = True) -> tuple[FastaIndex | None, dict
         finally:
             idx.close()
         if why is not None:
-            raise ChromaflowError(f"{fai}: FASTA index does not match {fasta} ({why}): it is stale or not made by"
-                                  " this FASTA's rules; delete it (predict-plan makes a new one) or use --index none")
+            raise ChromaflowError(
+                f"{fai}: FASTA index does not match {fasta} ({why}): it is stale or not made by"
+                " this FASTA's rules; delete it (predict-plan makes a new one) or use --index none"
+            )
         return idx, {"index": "fai", "index_files": _names(idx.files)}
     try:
         with atomic_outputs([fai, gzi]) as (tfai, tgzi):
@@ -399,8 +428,10 @@ def _canonical_error(idx: FastaIndex, rec: IndexRecord, a: int, b: int, what: st
     """The reader's own error where the FASTA is defective, else: the index does not address this FASTA."""
     for _ in FastaReader(idx.fasta).pieces():
         pass
-    return ChromaflowError(f"{idx.fasta}: record {rec.name!r} bases {a:,}-{b:,} read through {idx.fai} {what}: the"
-                           " FASTA changed since it was indexed, or the index is not its own; delete the index")
+    return ChromaflowError(
+        f"{idx.fasta}: record {rec.name!r} bases {a:,}-{b:,} read through {idx.fai} {what}: the"
+        " FASTA changed since it was indexed, or the index is not its own; delete the index"
+    )
 
 
 def _fetch_checked(idx: FastaIndex, rec: IndexRecord, a: int, b: int, stats: ReadStats) -> np.ndarray:
@@ -415,8 +446,9 @@ def _fetch_checked(idx: FastaIndex, rec: IndexRecord, a: int, b: int, stats: Rea
     return np.frombuffer(seq, dtype=np.uint8)
 
 
-def indexed_jobs(idx: FastaIndex, L: int, start: int, end: int, stats: ReadStats,
-                 window_bp: int = WINDOW_BP) -> Iterator[Job]:
+def indexed_jobs(
+    idx: FastaIndex, L: int, start: int, end: int, stats: ReadStats, window_bp: int = WINDOW_BP
+) -> Iterator[Job]:
     """:class:`~chromaflow.genome.layout.Job` s for rows [start, end) in file row order, read through the index in
     windows of about ``window_bp`` bases (whole rows), skipping every record before the first row unread."""
     W = max(1, window_bp // L)
@@ -432,9 +464,11 @@ def indexed_jobs(idx: FastaIndex, L: int, start: int, end: int, stats: ReadStats
         if rec.name not in stats.records:  # cheap: the header line before the first base names this record
             got = idx.header_id(i)
             if got != rec.name:
-                raise ChromaflowError(f"{idx.fai}: record {rec.name!r} at byte {rec.offset:,} of {idx.fasta}: the"
-                                      f" line before it is {'not a header' if got is None else repr('>' + got)}:"
-                                      " the index is stale or not this file's; delete it")
+                raise ChromaflowError(
+                    f"{idx.fai}: record {rec.name!r} at byte {rec.offset:,} of {idx.fasta}: the"
+                    f" line before it is {'not a header' if got is None else repr('>' + got)}:"
+                    " the index is stale or not this file's; delete it"
+                )
             stats.records.add(rec.name)
         a, b = max(start, row) - row, min(end, row + 2 * k) - row  # rows of this record in the shard
         for j0 in range(a, min(b, k), W):  # plus rows j0..j1-1: bases [j0 L, min(j1 L, n))

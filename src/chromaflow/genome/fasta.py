@@ -16,11 +16,12 @@ Rules (see docs/fasta2h5.md):
   (``ACGTNRYSWKMBDHV`` in either case) is an error, including a space inside a sequence line.
 * The first non-blank line must be a header; every record must hold at least one base.
 """
+
 from __future__ import annotations
 
 import os
 import re
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple, cast
 
 import numpy as np
 
@@ -78,7 +79,12 @@ def open_binary(path: str | os.PathLike):
         from isal import igzip_threaded
 
         return igzip_threaded.open(raw, "rb", threads=1, block_size=4 << 20), raw
-    for sig, what in ((b"PK\x03\x04", "zip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd")):
+    for sig, what in (
+        (b"PK\x03\x04", "zip"),
+        (b"BZh", "bzip2"),
+        (b"\xfd7zXZ\x00", "xz"),
+        (b"\x28\xb5\x2f\xfd", "zstd"),
+    ):
         if magic.startswith(sig):
             raw.close()
             raise ChromaflowError(f"{path}: {what}-compressed input is not supported (use plain, gzip or bgzip FASTA)")
@@ -92,8 +98,9 @@ class FastaReader:
     ``on_progress(raw_bytes_consumed)`` is called after every block.
     """
 
-    def __init__(self, path: str | os.PathLike, block_size: int = DEFAULT_BLOCK,
-                 on_progress: Callable[[int], None] | None = None):
+    def __init__(
+        self, path: str | os.PathLike, block_size: int = DEFAULT_BLOCK, on_progress: Callable[[int], None] | None = None
+    ):
         self.path = str(path)
         self.block_size = max(1, int(block_size))
         self.on_progress = on_progress
@@ -143,8 +150,9 @@ class FastaReader:
                 elif self.at_line_start and buf[:1] == b">":
                     self._check_header_cr(buf)
                     if len(buf) > MAX_HEADER_BYTES:
-                        raise self._err(f"line {self.line}: header line longer than {MAX_HEADER_BYTES:,} bytes"
-                                        " (no line break?)")
+                        raise self._err(
+                            f"line {self.line}: header line longer than {MAX_HEADER_BYTES:,} bytes (no line break?)"
+                        )
                     carry = buf  # a (long) header line without its newline yet
                 else:
                     # mid-line of a very long sequence line: keep trailing whitespace for the next round
@@ -156,8 +164,9 @@ class FastaReader:
                     self.on_progress(raw.tell())
                 if self.cur_id is not None and self.cur_parts:  # flush the open record's bases so far
                     parts = self.cur_parts
-                    self.done.append(Piece(self.cur_id, self.cur_line,
-                                           parts[0] if len(parts) == 1 else b"".join(parts), False))
+                    self.done.append(
+                        Piece(self.cur_id, self.cur_line, parts[0] if len(parts) == 1 else b"".join(parts), False)
+                    )
                     self.cur_parts = []
                 if self.done:
                     yield from self.done
@@ -180,7 +189,7 @@ class FastaReader:
             if self.at_line_start and chunk[pos] == 0x3E:  # '>'
                 nl = chunk.find(b"\n", pos)
                 end = n if nl < 0 else nl
-                self._header(chunk[pos + 1:end])
+                self._header(chunk[pos + 1 : end])
                 self.line += 1
                 self.col0 = 0
                 pos = n if nl < 0 else nl + 1
@@ -200,28 +209,36 @@ class FastaReader:
         ends: the whole file would be read as one header line."""
         cr = text.find(b"\r")
         if cr >= 0 and text[cr:].strip(_WS + b"\n"):
-            raise self._err(f"line {self.line}: carriage return inside the header line: CR-only (classic Mac)"
-                            " line ends are not supported; convert them to LF, e.g. tr '\\r' '\\n'")
+            raise self._err(
+                f"line {self.line}: carriage return inside the header line: CR-only (classic Mac)"
+                " line ends are not supported; convert them to LF, e.g. tr '\\r' '\\n'"
+            )
 
     def _header(self, text: bytes) -> None:
         self._finish_record()
         line = self.line
         self._check_header_cr(text)
         text = text.rstrip(_WS)
-        raw_id = _ID.match(text).group()
+        raw_id = cast("re.Match[bytes]", _ID.match(text)).group()  # \S* matches every text
         if not raw_id:
-            raise self._err(f"line {line}: empty record id in header '>{text.decode('utf-8', 'replace')}'"
-                            " (the id is the header text up to the first space or tab)")
+            raise self._err(
+                f"line {line}: empty record id in header '>{text.decode('utf-8', 'replace')}'"
+                " (the id is the header text up to the first space or tab)"
+            )
         if not raw_id.isascii():
             raise self._err(f"line {line}: record id {raw_id.decode('utf-8', 'replace')!r} is not ASCII")
         ctrl = next((c for c in raw_id if c < 0x20 or c == 0x7F), None)
         if ctrl is not None:  # a NUL would silently cut the S50 seqid short
-            raise self._err(f"line {line}: record id {raw_id.decode('ascii')!r} contains the control character"
-                            f" {_describe_byte(ctrl)}")
+            raise self._err(
+                f"line {line}: record id {raw_id.decode('ascii')!r} contains the control character"
+                f" {_describe_byte(ctrl)}"
+            )
         seqid = raw_id.decode("ascii")
         if len(raw_id) > MAX_ID_BYTES:
-            raise self._err(f"line {line}: record id {seqid!r} is {len(raw_id)} bytes long;"
-                            f" the Helixer layout stores at most {MAX_ID_BYTES} (S50)")
+            raise self._err(
+                f"line {line}: record id {seqid!r} is {len(raw_id)} bytes long;"
+                f" the Helixer layout stores at most {MAX_ID_BYTES} (S50)"
+            )
         if seqid in self.seen:
             raise self._err(f"line {line}: duplicate record id {seqid!r} (first seen on line {self.seen[seqid]})")
         self.seen[seqid] = line
@@ -270,7 +287,8 @@ class FastaReader:
                     raise self._err(
                         f"record {self.cur_id!r} (header line {self.cur_line}): line {self.line + i}, column {col}:"
                         f" invalid character {_describe_byte(s[j])}; allowed are the IUPAC codes"
-                        " ACGTN RYSWKM BDHV in either case")
+                        " ACGTN RYSWKM BDHV in either case"
+                    )
                 out.append(s)
         return b"".join(out)
 

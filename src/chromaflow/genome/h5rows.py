@@ -6,6 +6,7 @@ memory after the call: a whole 400k-row dataset at once took 2.9 GB in predict-m
 1.2 Gbp genome's 1.2M rows (chunk length 2000) 4.9 GB. Every stage reads and writes such datasets through these
 two functions, ROW_BLOCK rows per call, which keeps that to one block's chunks whatever the genome size.
 """
+
 from __future__ import annotations
 
 import h5py
@@ -22,7 +23,7 @@ def read_rows(ds: h5py.Dataset, start: int = 0, stop: int | None = None) -> np.n
     out = np.empty((stop - start, *ds.shape[1:]), dtype=ds.dtype)
     for a in range(start, stop, ROW_BLOCK):
         b = min(a + ROW_BLOCK, stop)
-        out[a - start:b - start] = ds[a:b]
+        out[a - start : b - start] = ds[a:b]
     return out
 
 

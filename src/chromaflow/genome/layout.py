@@ -9,13 +9,15 @@ its plus row. Padding (byte 0 = :data:`PAD`) is always at the end of a row. Plus
 Rows are handled as **uint8 base codes** (1 byte per base): the FASTA bytes themselves (any case, IUPAC), padding
 0. A minus row is held as the *reversed, not complemented* bytes plus its strand; complementing is a column
 reversal of the one-hot encoding (C,A,T,G → G,T,A,C), done by whoever encodes (fasta2h5's reverse-complement
-lookup tables, the predict engine's second lookup table). :data:`~chromaflow.genome.encoding.COMPLEMENT` maps a byte to its complement byte for
+lookup tables, the predict engine's second lookup table). :data:`~chromaflow.genome.encoding.COMPLEMENT` maps a byte
+to its complement byte for
 consumers that want complemented bytes.
 
 :func:`cut` turns the streaming pieces of :class:`chromaflow.genome.fasta.FastaReader` into :class:`Job` s (consecutive
 rows of one strand of one record, in file row order) and :class:`RecordEnd` markers, holding only the current
 record in memory.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,6 +26,7 @@ from typing import Iterable, Iterator, NamedTuple
 import numpy as np
 
 from .encoding import PAD
+
 
 def n_chunks(n: int, L: int) -> int:
     """Rows per strand of a record of n bases: ceil(n / L)."""
@@ -52,11 +55,11 @@ def chunk_codes(seq: np.ndarray, base: int, n: int, L: int, k: int, strand: int,
     G = j1 - j0
     r = n - (k - 1) * L  # length of the short chunk, 1..L
     if strand > 0:
-        sub = seq[j0 * L - base:min(j1 * L, n) - base]
+        sub = seq[j0 * L - base : min(j1 * L, n) - base]
         if sub.size == G * L:
             return sub.reshape(G, L)
         codes = np.full(G * L, PAD, dtype=np.uint8)
-        codes[:sub.size] = sub
+        codes[: sub.size] = sub
         return codes.reshape(G, L)
     lo = (k - j1) * L - base
     hi = min((k - j0) * L, n) - base
@@ -69,16 +72,17 @@ def chunk_codes(seq: np.ndarray, base: int, n: int, L: int, k: int, strand: int,
     return np.ascontiguousarray(rev).reshape(G, L)
 
 
-def rows_into(out: np.ndarray, seq: np.ndarray, base: int, n: int, L: int, k: int, strand: int, j0: int,
-              j1: int) -> None:
+def rows_into(
+    out: np.ndarray, seq: np.ndarray, base: int, n: int, L: int, k: int, strand: int, j0: int, j1: int
+) -> None:
     """Write rows j0..j1-1 (as :func:`chunk_codes`) into ``out`` ((j1-j0, L) uint8) with one copy, no temporaries."""
     G = j1 - j0
     flat = out.reshape(G * L)
     if strand > 0:
-        sub = seq[j0 * L - base:min(j1 * L, n) - base]
-        flat[:sub.size] = sub
+        sub = seq[j0 * L - base : min(j1 * L, n) - base]
+        flat[: sub.size] = sub
         if sub.size < G * L:
-            flat[sub.size:] = PAD
+            flat[sub.size :] = PAD
         return
     lo = (k - j1) * L - base
     hi = min((k - j0) * L, n) - base
@@ -176,8 +180,9 @@ class Layout(NamedTuple):
         off = np.concatenate([np.zeros(1, np.int64), np.cumsum(counts)])
         return off, np.array([s.encode("ascii") for s, _ in self.records], dtype="S50"), lengths
 
-    def rows(self, start: int = 0, end: int | None = None,
-             index: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def rows(
+        self, start: int = 0, end: int | None = None, index: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """seqids (S50) and start_ends (int64) of rows [start, end), computed for those rows only: memory follows
         the rows asked for and the record count, not the genome (a 4 Gbp genome has 4 M rows at L = 2,000, whose
         whole arrays take 264 MB). ``index``: :meth:`row_index`."""
@@ -206,8 +211,7 @@ class Layout(NamedTuple):
 
     def summary(self) -> dict:
         """What the row-counting commands report of a FASTA (``fasta-layout``, ``predict-plan --fasta``)."""
-        return {"subsequence_length": self.L, "records": len(self.records), "bp": self.bp,
-                "subsequences": self.n_rows}
+        return {"subsequence_length": self.L, "records": len(self.records), "bp": self.bp, "subsequences": self.n_rows}
 
     def fingerprint(self) -> str:
         """The same SHA-256 as ``predict``'s input fingerprint of the fasta2h5 file of this FASTA

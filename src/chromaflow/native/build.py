@@ -6,6 +6,7 @@ builders (two pipeline tasks) each rename a complete file into place. Why not se
 the package is also run from a clone (``src/`` on PYTHONPATH, no build step) and in images whose final stage
 has no compiler (they run ``python -m chromaflow.native.prebuild`` in a build stage instead).
 """
+
 from __future__ import annotations
 
 import hashlib

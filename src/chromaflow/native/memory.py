@@ -1,5 +1,8 @@
 """glibc's malloc controls (ctypes): keep big temporaries in the heap, and give free heap pages back."""
+
 from __future__ import annotations
+
+from typing import Callable, Literal
 
 
 _MALLOC_TUNED = False
@@ -38,7 +41,7 @@ def tune_malloc(single_arena: bool = True) -> bool:
     return _MALLOC_TUNED
 
 
-_MALLOC_TRIM = None
+_MALLOC_TRIM: Callable[[int], int] | Literal[False] | None = None
 
 
 def release_free_memory() -> bool:

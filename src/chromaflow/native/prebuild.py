@@ -9,6 +9,7 @@ back to other code: bigwig to numpy (same bytes, slower), fasta2h5's ``--deflate
 values, other compressed bytes). So the image recipes run this in a build stage that has gcc and copy the cache
 into the final image, and the final image runs it again to prove every kernel loads without a compiler.
 """
+
 from __future__ import annotations
 
 import sys
@@ -28,12 +29,20 @@ def main() -> int:
         print(f"chromaflow.native.prebuild: error: {exc}", file=sys.stderr)
         return 1
     # loaders that fall back quietly (None) instead of raising
-    for what, lib, why in (("bigwig", _native.load(), "CHROMAFLOW_BIGWIG_NO_CC=1"),
-                           ("genie3 link list", links.links_kernel(),
-                            "CHROMAFLOW_GENIE3_NO_CC=1, or a locale whose decimal point is not '.'")):
+    for what, lib, why in (
+        ("bigwig", _native.load(), "CHROMAFLOW_BIGWIG_NO_CC=1"),
+        (
+            "genie3 link list",
+            links.links_kernel(),
+            "CHROMAFLOW_GENIE3_NO_CC=1, or a locale whose decimal point is not '.'",
+        ),
+    ):
         if lib is None:
-            print(f"chromaflow.native.prebuild: error: the {what} kernel could not be built or loaded (no C compiler, "
-                  f"{why})", file=sys.stderr)
+            print(
+                f"chromaflow.native.prebuild: error: the {what} kernel could not be built or loaded (no C compiler, "
+                f"{why})",
+                file=sys.stderr,
+            )
             return 1
         built.append((what, lib._name))
     for what, path in built:

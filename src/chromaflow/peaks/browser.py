@@ -1,6 +1,7 @@
 """Peaks in the genome-browser files ``chromaflow bigwig`` wrote (``--browser-dir``): the narrowPeak as a feature
 track of igv_session.xml and, where the UCSC hub exists, a bigNarrowPeak (bigBed 6+4, bigbedfile.py) stanza in
 trackDb.txt. Existing entries of the same file are replaced, so a rerun does not add a second track."""
+
 from __future__ import annotations
 
 import os
@@ -43,8 +44,9 @@ NARROWPEAK_FIELDS, BED_DEFINED_FIELDS = 10, 6
 def write_bignarrowpeak(path: Path, chroms: list[tuple[str, int]], narrowpeak: str | os.PathLike) -> int:
     """bigBed of the narrowPeak file's rows (sorted as write_narrowpeak writes them: chromosome name bytes, then
     start), with UCSC's bigNarrowPeak autoSql and its 6 defined fields, streamed (bigbedfile.py)."""
-    return write_bigbed(path, chroms, lambda: bed_rows(narrowpeak), BIGNARROWPEAK_AUTOSQL, NARROWPEAK_FIELDS,
-                        BED_DEFINED_FIELDS)
+    return write_bigbed(
+        path, chroms, lambda: bed_rows(narrowpeak), BIGNARROWPEAK_AUTOSQL, NARROWPEAK_FIELDS, BED_DEFINED_FIELDS
+    )
 
 
 def add_to_browser_files(browser_dir: Path, narrowpeak: Path, name: str, bigbed: str | None) -> list[Path]:
@@ -65,12 +67,19 @@ def _igv(xml: str, rel: str, name: str) -> str:
     if "</Resources>" not in xml or "</Panel>" not in xml:
         raise ChromaflowError("igv_session.xml: no <Resources> or <Panel> element (not a chromaflow bigwig session)")
     res = f'        <Resource path={quoteattr(rel)} type="narrowPeak"/>\n'
-    track = (f'    <Panel name="FeaturePanel">\n        <Track attributeKey={quoteattr(rel)} '
-             f'clazz="org.broad.igv.track.FeatureTrack" id={quoteattr(rel)} name={quoteattr(name + " peaks")} '
-             f'displayMode="COLLAPSED" visible="true"/>\n    </Panel>\n')
+    track = (
+        f'    <Panel name="FeaturePanel">\n        <Track attributeKey={quoteattr(rel)} '
+        f'clazz="org.broad.igv.track.FeatureTrack" id={quoteattr(rel)} name={quoteattr(name + " peaks")} '
+        f'displayMode="COLLAPSED" visible="true"/>\n    </Panel>\n'
+    )
     xml = xml.replace(res, "")
-    xml = re.sub(r'    <Panel name="FeaturePanel">\n        <Track attributeKey=' + re.escape(quoteattr(rel))
-                 + r'[^\n]*\n    </Panel>\n', "", xml)
+    xml = re.sub(
+        r'    <Panel name="FeaturePanel">\n        <Track attributeKey='
+        + re.escape(quoteattr(rel))
+        + r'[^\n]*\n    </Panel>\n',
+        "",
+        xml,
+    )
     xml = xml.replace("    </Resources>", res + "    </Resources>", 1)
     return xml.replace("</Session>", track + "</Session>", 1)
 
@@ -78,12 +87,16 @@ def _igv(xml: str, rel: str, name: str) -> str:
 def _trackdb(text: str, bigbed: str, name: str) -> str:
     ident = f"{track_ident(name)}_peaks"
     stanzas = [s for s in text.split("\n\n") if s.strip() and not s.startswith(f"track {ident}\n")]
-    stanzas.append("\n".join([
-        f"track {ident}",
-        f"bigDataUrl {quote(bigbed, safe=URL_SAFE)}",
-        f"shortLabel {name[:11]} peaks",
-        f"longLabel {name} peaks on the predicted track (chromaflow peaks)",
-        "type bigNarrowPeak",
-        "visibility dense",
-    ]))
+    stanzas.append(
+        "\n".join(
+            [
+                f"track {ident}",
+                f"bigDataUrl {quote(bigbed, safe=URL_SAFE)}",
+                f"shortLabel {name[:11]} peaks",
+                f"longLabel {name} peaks on the predicted track (chromaflow peaks)",
+                "type bigNarrowPeak",
+                "visibility dense",
+            ]
+        )
+    )
     return "\n\n".join(s.strip("\n") for s in stanzas) + "\n"

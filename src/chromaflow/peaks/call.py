@@ -16,9 +16,11 @@ read a text bedGraph; numpy over the runs is a few passes over arrays (benchmark
 MACS3 requires a cutoff above 0 in effect (its summit rule treats a value of 0 as "no summit yet"), so cutoffs
 here must be > 0.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -28,6 +30,7 @@ from ..bigwig.spool import Records, Spill
 @dataclass
 class Peaks:
     """Peaks of one chromosome: start, end (0-based, half-open), summit (absolute) and summit value, sorted."""
+
     starts: np.ndarray
     ends: np.ndarray
     summits: np.ndarray
@@ -87,14 +90,16 @@ def _new_summits() -> Records:
 class _Fold:
     """The folded start of an open peak (:class:`PeakStream`): its start, the end of its last above-cutoff run, its
     top value and the summit candidates at that value."""
+
     start: int
     end: int
     top: np.float32
     summits: Records  # width 1, on its own Spill: _new_summits()
 
 
-def call_peaks(starts: np.ndarray, ends: np.ndarray, values: np.ndarray, cutoff: float, min_length: int,
-               max_gap: int) -> Peaks:
+def call_peaks(
+    starts: np.ndarray, ends: np.ndarray, values: np.ndarray, cutoff: float, min_length: int, max_gap: int
+) -> Peaks:
     """bdgpeakcall's peaks of one chromosome's merged runs (module docstring)."""
     values = np.asarray(values, dtype=np.float32)
     above = np.flatnonzero(values >= np.float32(cutoff))
@@ -165,10 +170,10 @@ class PeakStream:
         self.s = np.zeros(0, np.int64)
         self.e = np.zeros(0, np.int64)
         self.v = np.zeros(0, np.float32)
-        self.pos = 0          # end of the data seen so far (a gap before the next run is filled with 0)
-        self.runs = 0         # merged runs finalized (what merge_runs over the whole chromosome counts)
+        self.pos = 0  # end of the data seen so far (a gap before the next run is filled with 0)
+        self.runs = 0  # merged runs finalized (what merge_runs over the whole chromosome counts)
         self.parts: list[Peaks] = []
-        self.fold: _Fold | None = None   # the open peak's folded start
+        self.fold: _Fold | None = None  # the open peak's folded start
 
     def add(self, starts, ends, values) -> None:
         starts = np.asarray(starts, dtype=np.int64)
@@ -178,7 +183,7 @@ class PeakStream:
             raise ValueError("intervals are unsorted, overlapping or empty")
         self._merge(starts, np.asarray(ends, dtype=np.int64), np.asarray(values, dtype=np.float32), None)
         if self.fold is not None and self._extend_fold(closing=False):
-            return    # the folded peak is still open: every held run but the last is in it
+            return  # the folded peak is still open: every held run but the last is in it
         above = np.flatnonzero(self.v >= self.cutoff)
         if len(above):
             gaps = self.s[above[1:]] - self.e[above[:-1]]
@@ -202,15 +207,16 @@ class PeakStream:
         if not self.parts:
             empty = np.zeros(0, np.int64)
             return Peaks(empty, empty, empty, np.zeros(0, np.float32))
-        return Peaks(*(np.concatenate([getattr(p, f) for p in self.parts])
-                       for f in ("starts", "ends", "summits", "values")))
+        return Peaks(
+            *(np.concatenate([getattr(p, f) for p in self.parts]) for f in ("starts", "ends", "summits", "values"))
+        )
 
     def _merge(self, starts, ends, values, size) -> None:
         # merge_runs fills from 0 to the first start: the buffer is shifted to begin at 0 (the gap before a
         # piece, from the data's end so far, is added as a 0 run first)
         lead_s = np.array([self.pos] if len(starts) and starts[0] > self.pos and not len(self.v) else [], np.int64)
         s = np.concatenate([self.s, lead_s, starts])
-        e = np.concatenate([self.e, starts[:len(lead_s)], ends])
+        e = np.concatenate([self.e, starts[: len(lead_s)], ends])
         v = np.concatenate([self.v, np.zeros(len(lead_s), np.float32), values])
         base = int(s[0]) if len(s) else self.pos
         s, e, v = merge_runs(s - base, e - base, v, None if size is None else size - base)
@@ -226,7 +232,7 @@ class PeakStream:
         top = v.max()
         if f is None:
             f = self.fold = _Fold(int(self.s[idx[0]]), int(self.e[idx[-1]]), top, _new_summits())
-        elif top > f.top:   # a higher top: the candidates start again
+        elif top > f.top:  # a higher top: the candidates start again
             f.top = top
             f.summits.spill.close()
             f.summits = _new_summits()
@@ -249,25 +255,30 @@ class PeakStream:
     def _extend_fold(self, closing: bool) -> bool:
         """The buffered runs that continue the folded peak are folded in; True while the peak stays open (the
         buffer is then its last run), else the peak is emitted and the buffer holds what follows it."""
-        f = self.fold
+        f = cast(_Fold, self.fold)  # called with a peak folded
         above = np.flatnonzero(self.v >= self.cutoff)
         prev = np.concatenate([[f.end], self.e[above[:-1]]]) if len(above) else np.zeros(0, np.int64)
         breaks = np.flatnonzero(self.s[above] - prev > self.max_gap)
-        chain = above[:breaks[0]] if len(breaks) else above
+        chain = above[: breaks[0]] if len(breaks) else above
         end = int(self.e[chain[-1]]) if len(chain) else f.end
         if not closing and not len(breaks) and end + self.max_gap >= self.e[-1]:
-            n = len(self.v) - 1            # still open: all but the last run fold in
+            n = len(self.v) - 1  # still open: all but the last run fold in
             self._fold_in(chain[chain < n])
             self._drop(n)
             return True
         self._fold_in(chain)
         self._drop(int(above[breaks[0]]) if len(breaks) else (len(self.v) if closing else len(self.v) - 1))
-        f, self.fold = self.fold, None
+        f, self.fold = cast(_Fold, self.fold), None
         try:
             if f.end - f.start >= self.min_length:
-                self.parts.append(Peaks(np.array([f.start], np.int64), np.array([f.end], np.int64),
-                                        np.array([f.summits.value(middle(len(f.summits)))], np.int64),
-                                        np.array([f.top], np.float32)))
+                self.parts.append(
+                    Peaks(
+                        np.array([f.start], np.int64),
+                        np.array([f.end], np.int64),
+                        np.array([f.summits.value(middle(len(f.summits)))], np.int64),
+                        np.array([f.top], np.float32),
+                    )
+                )
         finally:
             f.summits.spill.close()
         return False
@@ -275,6 +286,5 @@ class PeakStream:
     def _emit(self, k: int) -> None:
         if k <= 0:
             return
-        self.parts.append(call_peaks(self.s[:k], self.e[:k], self.v[:k], self.cutoff, self.min_length,
-                                     self.max_gap))
+        self.parts.append(call_peaks(self.s[:k], self.e[:k], self.v[:k], self.cutoff, self.min_length, self.max_gap))
         self._drop(k)

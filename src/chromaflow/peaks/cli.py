@@ -5,11 +5,13 @@ Input: one dataset of a predictions h5 (the strand average ``chromaflow bigwig``
 peaks of measured coverage when there is some (``--observed`` genome h5, or evaluation/<dataset>_coverage in the
 predictions h5), else :data:`DEFAULT_CUTOFF`. The choice goes in the summary JSON and the metrics.
 """
+
 from __future__ import annotations
 
 import argparse
 import os
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -33,35 +35,76 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--predictions", metavar="P.h5", help="predictions h5 (chromaflow predict / Predmoter)")
     src.add_argument("--bigwig", metavar="T.bw", help="a coverage bigWig (regions without data count as 0)")
     p.add_argument("--out", required=True, metavar="peaks.narrowPeak", help="narrowPeak output (ENCODE BED6+4)")
-    p.add_argument("--summary", metavar="JSON", default=None,
-                   help="summary JSON: cutoff used and how it was chosen, the F1 table of --cutoff auto, counts "
-                        "(default: <out without .narrowPeak>.summary.json)")
-    p.add_argument("--dataset", metavar="D", default=None,
-                   help="dataset of --predictions (required when the file holds several)")
-    p.add_argument("--cutoff", default="auto", metavar="N|auto",
-                   help=f"a run is in a peak when its value >= N (> 0); auto (default): the F1-best cutoff against "
-                        f"measured coverage when there is some, else {DEFAULT_CUTOFF:g}")
-    p.add_argument("--min-length", type=int, default=DEFAULT_MIN_LENGTH, metavar="BP",
-                   help=f"shortest peak kept, end - start (default {DEFAULT_MIN_LENGTH}, as bdgpeakcall)")
-    p.add_argument("--max-gap", type=int, default=DEFAULT_MAX_GAP, metavar="BP",
-                   help=f"above-cutoff stretches at most this far apart join one peak (default {DEFAULT_MAX_GAP}, "
-                        "as bdgpeakcall)")
-    p.add_argument("--window-size", type=int, default=None, metavar="W",
-                   help="--predictions: smooth the strand average with a W-bp moving average first (chromaflow "
-                        "bigwig --window-size, exact rounding); default: no smoothing")
-    p.add_argument("--observed", metavar="G.h5", default=None,
-                   help="--cutoff auto: genome h5 with measured evaluation/<dataset>_coverage (chromaflow "
-                        "add-coverage); default: the predictions h5 itself when it holds it")
-    p.add_argument("--observed-dataset", metavar="D", default=None,
-                   help="the coverage name in --observed (default: --dataset)")
-    p.add_argument("--observed-cutoff", type=float, default=DEFAULT_CUTOFF, metavar="N",
-                   help=f"cutoff of the measured peaks --cutoff auto scores against (default {DEFAULT_CUTOFF:g})")
-    p.add_argument("--name", default=None, metavar="NAME",
-                   help="peak names are NAME_narrowPeak<i> (as bdgpeakcall --o-prefix; default: the dataset, or "
-                        "the bigWig's file stem)")
-    p.add_argument("--browser-dir", metavar="D", default=None,
-                   help="add the peaks to the IGV session (and UCSC hub: a bigNarrowPeak .bb beside --out) that "
-                        "chromaflow bigwig wrote in D")
+    p.add_argument(
+        "--summary",
+        metavar="JSON",
+        default=None,
+        help="summary JSON: cutoff used and how it was chosen, the F1 table of --cutoff auto, counts "
+        "(default: <out without .narrowPeak>.summary.json)",
+    )
+    p.add_argument(
+        "--dataset", metavar="D", default=None, help="dataset of --predictions (required when the file holds several)"
+    )
+    p.add_argument(
+        "--cutoff",
+        default="auto",
+        metavar="N|auto",
+        help=f"a run is in a peak when its value >= N (> 0); auto (default): the F1-best cutoff against "
+        f"measured coverage when there is some, else {DEFAULT_CUTOFF:g}",
+    )
+    p.add_argument(
+        "--min-length",
+        type=int,
+        default=DEFAULT_MIN_LENGTH,
+        metavar="BP",
+        help=f"shortest peak kept, end - start (default {DEFAULT_MIN_LENGTH}, as bdgpeakcall)",
+    )
+    p.add_argument(
+        "--max-gap",
+        type=int,
+        default=DEFAULT_MAX_GAP,
+        metavar="BP",
+        help=f"above-cutoff stretches at most this far apart join one peak (default {DEFAULT_MAX_GAP}, as bdgpeakcall)",
+    )
+    p.add_argument(
+        "--window-size",
+        type=int,
+        default=None,
+        metavar="W",
+        help="--predictions: smooth the strand average with a W-bp moving average first (chromaflow "
+        "bigwig --window-size, exact rounding); default: no smoothing",
+    )
+    p.add_argument(
+        "--observed",
+        metavar="G.h5",
+        default=None,
+        help="--cutoff auto: genome h5 with measured evaluation/<dataset>_coverage (chromaflow "
+        "add-coverage); default: the predictions h5 itself when it holds it",
+    )
+    p.add_argument(
+        "--observed-dataset", metavar="D", default=None, help="the coverage name in --observed (default: --dataset)"
+    )
+    p.add_argument(
+        "--observed-cutoff",
+        type=float,
+        default=DEFAULT_CUTOFF,
+        metavar="N",
+        help=f"cutoff of the measured peaks --cutoff auto scores against (default {DEFAULT_CUTOFF:g})",
+    )
+    p.add_argument(
+        "--name",
+        default=None,
+        metavar="NAME",
+        help="peak names are NAME_narrowPeak<i> (as bdgpeakcall --o-prefix; default: the dataset, or "
+        "the bigWig's file stem)",
+    )
+    p.add_argument(
+        "--browser-dir",
+        metavar="D",
+        default=None,
+        help="add the peaks to the IGV session (and UCSC hub: a bigNarrowPeak .bb beside --out) that "
+        "chromaflow bigwig wrote in D",
+    )
     p.add_argument("--track-line", action="store_true", help="start the file with a UCSC 'track type=narrowPeak' line")
     add_run_options(p, threads="worker threads reading --predictions (default: all CPUs)", metrics=True, force=True)
 
@@ -74,8 +117,9 @@ def _cutoff_arg(text: str) -> float | None:
     except ValueError:
         raise ChromaflowError(f"--cutoff {text!r}: expected a number > 0 or 'auto'") from None
     if not np.isfinite(c) or c <= 0:
-        raise ChromaflowError(f"--cutoff {text!r}: expected a number > 0 or 'auto' (bdgpeakcall's summit rule "
-                              "breaks at 0 and below)")
+        raise ChromaflowError(
+            f"--cutoff {text!r}: expected a number > 0 or 'auto' (bdgpeakcall's summit rule breaks at 0 and below)"
+        )
     return c
 
 
@@ -96,7 +140,7 @@ def candidate_cutoffs(runs: dict) -> list[float]:
     return sorted(x for x in c if x <= top) or [top]
 
 
-def all_peaks(chroms, runs, cutoff, min_length, max_gap) -> dict:
+def all_peaks(chroms, runs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], cutoff, min_length, max_gap) -> dict:
     return {name: call_peaks(*runs[name], cutoff, min_length, max_gap) for name, _ in chroms}
 
 
@@ -111,8 +155,17 @@ def f1_table(chroms, runs, measured, min_length, max_gap) -> list[dict]:
         precision = tp / p_bp if p_bp else 0.0
         recall = tp / m_bp if m_bp else 0.0
         f1 = 2 * tp / (p_bp + m_bp) if p_bp + m_bp else 0.0
-        rows.append({"cutoff": c, "peaks": sum(len(p) for p in peaks.values()), "peak_bp": p_bp, "tp_bp": tp,
-                     "precision": round(precision, 6), "recall": round(recall, 6), "f1": round(f1, 6)})
+        rows.append(
+            {
+                "cutoff": c,
+                "peaks": sum(len(p) for p in peaks.values()),
+                "peak_bp": p_bp,
+                "tp_bp": tp,
+                "precision": round(precision, 6),
+                "recall": round(recall, 6),
+                "f1": round(f1, 6),
+            }
+        )
     return rows
 
 
@@ -126,6 +179,7 @@ def _observed_source(args, predictions_has: bool) -> str | None:
 
 def _has_coverage(path: str, name: str | None) -> bool:
     import h5py
+
     try:
         with h5py.File(path, "r") as h5:
             return name is not None and f"evaluation/{name}_coverage" in h5
@@ -149,8 +203,10 @@ def write_narrowpeak(path: Path, chroms, peaks: dict, name: str, track_line: boo
             lines = []
             for i in range(len(p)):
                 n += 1
-                lines.append(f"{chrom}\t{p.starts[i]}\t{p.ends[i]}\t{name}_narrowPeak{n}\t{sc[i]}\t.\t"
-                             f"{float(p.values[i]):.6g}\t-1\t-1\t{offs[i]}\n")
+                lines.append(
+                    f"{chrom}\t{p.starts[i]}\t{p.ends[i]}\t{name}_narrowPeak{n}\t{sc[i]}\t.\t"
+                    f"{float(p.values[i]):.6g}\t-1\t-1\t{offs[i]}\n"
+                )
             fh.write("".join(lines))
     return n
 
@@ -162,8 +218,11 @@ def run(args: argparse.Namespace) -> int:
     if args.max_gap < 0:
         raise ChromaflowError(f"--max-gap must be >= 0 (got {args.max_gap})")
     if args.window_size is not None and (args.window_size <= 0 or args.bigwig):
-        raise ChromaflowError("--window-size must be a positive integer and goes with --predictions"
-                              if args.bigwig else f"--window-size must be a positive integer (got {args.window_size})")
+        raise ChromaflowError(
+            "--window-size must be a positive integer and goes with --predictions"
+            if args.bigwig
+            else f"--window-size must be a positive integer (got {args.window_size})"
+        )
     if args.observed_cutoff <= 0 or not np.isfinite(args.observed_cutoff):
         raise ChromaflowError(f"--observed-cutoff must be a number > 0 (got {args.observed_cutoff})")
     if cutoff is not None and args.observed:
@@ -183,9 +242,10 @@ def run(args: argparse.Namespace) -> int:
             raise ChromaflowError(f"--browser-dir {bdir}: no igv_session.xml (write the tracks with chromaflow bigwig)")
         if (bdir / "trackDb.txt").is_file():
             bigbed = bigbed_name(args.out)
-    check_outputs([("--out", args.out), ("--summary", summary), ("--metrics", args.metrics),
-                   ("--browser-dir", bigbed)],
-                  [("--predictions", args.predictions), ("--bigwig", args.bigwig), ("--observed", args.observed)])
+    check_outputs(
+        [("--out", args.out), ("--summary", summary), ("--metrics", args.metrics), ("--browser-dir", bigbed)],
+        [("--predictions", args.predictions), ("--bigwig", args.bigwig), ("--observed", args.observed)],
+    )
     if not args.force:
         for p in (args.out, summary, bigbed):
             if p is not None and os.path.exists(p):
@@ -204,70 +264,106 @@ def run(args: argparse.Namespace) -> int:
             name = args.name or (stem[:-3] if stem.endswith(".bw") else stem)
         if any(ch.isspace() for ch in name):
             raise ChromaflowError(f"--name {name!r}: peak names cannot hold whitespace")
-        choice = {"min_length": args.min_length, "max_gap": args.max_gap, "window_size": args.window_size,
-                  "input": os.path.basename(src), "dataset": dataset}
+        choice = {
+            "min_length": args.min_length,
+            "max_gap": args.max_gap,
+            "window_size": args.window_size,
+            "input": os.path.basename(src),
+            "dataset": dataset,
+        }
         obs_path = obs_name = None
         if cutoff is not None:
             choice.update(cutoff=cutoff, cutoff_method="fixed (--cutoff)")
         else:
             obs_name = args.observed_dataset or dataset
-            obs_path = _observed_source(args, args.predictions is not None and _has_coverage(args.predictions, obs_name))
+            obs_path = _observed_source(
+                args, args.predictions is not None and _has_coverage(args.predictions, obs_name)
+            )
             if obs_path is None:
                 cutoff = DEFAULT_CUTOFF
-                choice.update(cutoff=cutoff, cutoff_method=f"default {DEFAULT_CUTOFF:g} (--cutoff auto without "
-                              "measured coverage)")
+                choice.update(
+                    cutoff=cutoff, cutoff_method=f"default {DEFAULT_CUTOFF:g} (--cutoff auto without measured coverage)"
+                )
         if cutoff is not None:  # known before reading: peaks called as the track streams (memory: one piece)
             if args.predictions:
-                chroms, peaks, n_runs = tracks.h5_peaks(args.predictions, dataset, cutoff, args.min_length,
-                                                        args.max_gap, window=args.window_size, threads=threads)
+                chroms, peaks, n_runs = tracks.h5_peaks(
+                    args.predictions,
+                    cast(str, dataset),  # set with --predictions
+                    cutoff,
+                    args.min_length,
+                    args.max_gap,
+                    window=args.window_size,
+                    threads=threads,
+                )
             else:
                 chroms, peaks, n_runs = tracks.bigwig_peaks(args.bigwig, cutoff, args.min_length, args.max_gap)
         else:  # --cutoff auto against measured peaks: every candidate cutoff is scored on the whole track
             if args.predictions:
-                chroms, runs, _ = tracks.h5_track(args.predictions, dataset, window=args.window_size,
-                                                  threads=threads)
+                chroms, runs, _ = tracks.h5_track(args.predictions, dataset, window=args.window_size, threads=threads)
             else:
                 chroms, runs = tracks.bigwig_track(args.bigwig)
-            cutoff = _auto(args, chroms, runs, obs_path, obs_name, threads, choice)
+            # still auto: obs_path was found (else the default cutoff was taken above)
+            cutoff = _auto(args, chroms, runs, cast(str, obs_path), obs_name, threads, choice)
             peaks = all_peaks(chroms, runs, cutoff, args.min_length, args.max_gap)
             n_runs = int(sum(len(r[0]) for r in runs.values()))
         with atomic_output(args.out) as tmp, naming_errors(args.out):
             n = write_narrowpeak(tmp, chroms, peaks, name, args.track_line)
         total_bp = sum(s for _, s in chroms)
         peak_bp = sum(p.bp for p in peaks.values())
-        choice.update(peaks=n, peak_bp=peak_bp, genome_bp=total_bp, chromosomes=len(chroms),
-                      output=os.path.basename(args.out))
+        choice.update(
+            peaks=n, peak_bp=peak_bp, genome_bp=total_bp, chromosomes=len(chroms), output=os.path.basename(args.out)
+        )
         if args.browser_dir:
             bdir = Path(args.browser_dir)
             if bigbed is not None:
                 write_bignarrowpeak(Path(bigbed), chroms, args.out)
-            add_to_browser_files(bdir, Path(os.path.relpath(args.out, bdir)), name,
-                                 os.path.relpath(bigbed, bdir) if bigbed else None)
+            add_to_browser_files(
+                bdir, Path(os.path.relpath(args.out, bdir)), name, os.path.relpath(bigbed, bdir) if bigbed else None
+            )
             choice.update(browser_files=sorted(["igv_session.xml"] + (["trackDb.txt"] if bigbed else [])))
         write_json_atomic(summary, choice)
-        metrics.set(bp=total_bp, chromosomes=len(chroms), peaks=n, peak_bp=peak_bp, cutoff=cutoff,
-                    cutoff_method=choice["cutoff_method"], min_length=args.min_length, max_gap=args.max_gap,
-                    window_size=args.window_size, dataset=dataset,
-                    runs=int(n_runs))
+        metrics.set(
+            bp=total_bp,
+            chromosomes=len(chroms),
+            peaks=n,
+            peak_bp=peak_bp,
+            cutoff=cutoff,
+            cutoff_method=choice["cutoff_method"],
+            min_length=args.min_length,
+            max_gap=args.max_gap,
+            window_size=args.window_size,
+            dataset=dataset,
+            runs=int(n_runs),
+        )
     return 0
 
 
 def _auto(args, chroms, runs, obs_path: str, obs_name: str | None, threads: int, choice: dict) -> float:
     """The F1-best cutoff against the peaks of measured coverage (ties: the smallest cutoff)."""
     from .tracks import h5_track
+
     if obs_name is None:
         raise ChromaflowError("--cutoff auto with --observed needs --observed-dataset or --dataset")
     ochroms, oruns, _ = h5_track(obs_path, obs_name, experimental=True, threads=threads, what="--observed")
     if dict(ochroms) != dict(chroms):
         mine, theirs = dict(chroms), dict(ochroms)
         diff = sorted(set(mine.items()) ^ set(theirs.items()))[0]
-        raise ChromaflowError(f"{obs_path}: chromosomes differ from {args.predictions or args.bigwig} "
-                              f"(first difference: {diff[0]} {diff[1]} bp)")
+        raise ChromaflowError(
+            f"{obs_path}: chromosomes differ from {args.predictions or args.bigwig} "
+            f"(first difference: {diff[0]} {diff[1]} bp)"
+        )
     measured = all_peaks(chroms, oruns, args.observed_cutoff, args.min_length, args.max_gap)
     table = f1_table(chroms, runs, measured, args.min_length, args.max_gap)
     best = max(table, key=lambda r: (r["f1"], -r["cutoff"]))
-    choice.update(cutoff=best["cutoff"], cutoff_method="auto: F1-best against measured peaks",
-                  observed=os.path.basename(obs_path), observed_dataset=obs_name,
-                  observed_cutoff=args.observed_cutoff, observed_peaks=sum(len(p) for p in measured.values()),
-                  observed_peak_bp=sum(p.bp for p in measured.values()), f1=best["f1"], f1_table=table)
+    choice.update(
+        cutoff=best["cutoff"],
+        cutoff_method="auto: F1-best against measured peaks",
+        observed=os.path.basename(obs_path),
+        observed_dataset=obs_name,
+        observed_cutoff=args.observed_cutoff,
+        observed_peaks=sum(len(p) for p in measured.values()),
+        observed_peak_bp=sum(p.bp for p in measured.values()),
+        f1=best["f1"],
+        f1_table=table,
+    )
     return best["cutoff"]

@@ -1,6 +1,7 @@
 """The tracks peaks are called on, as merged runs per chromosome: a predictions h5 dataset through the bigwig
 stage's reader and conversion (strand average, optional smoothing: exactly the track ``chromaflow bigwig`` writes),
 or the intervals of a bigWig (pyBigWig), gaps filled with 0."""
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -27,8 +28,13 @@ class _Collect:
         self.count = 0
 
     def write(self, chrom, starts, ends, vals) -> None:
-        self.parts.setdefault(chrom, []).append((np.asarray(starts, np.int64).copy(), np.asarray(ends, np.int64).copy(),
-                                                 np.asarray(vals, np.float32).copy()))
+        self.parts.setdefault(chrom, []).append(
+            (
+                np.asarray(starts, np.int64).copy(),
+                np.asarray(ends, np.int64).copy(),
+                np.asarray(vals, np.float32).copy(),
+            )
+        )
         self.count += len(starts)
 
     def close(self) -> None:
@@ -66,10 +72,12 @@ class _Stream:
         if chrom != self.chrom:
             self._finish()
             self.chrom, self.stream = chrom, PeakStream(*self.args)
+        assert self.stream is not None  # opened with self.chrom
         self.stream.add(starts, ends, vals)
 
     def _finish(self) -> None:
         if self.chrom is not None:
+            assert self.stream is not None  # opened with self.chrom
             self.peaks[self.chrom] = self.stream.finish(self.sizes[self.chrom])
             self.runs += self.stream.runs
             self.chrom = self.stream = None
@@ -105,8 +113,17 @@ def h5_dataset(path: str, dataset: str | None, *, experimental: bool = False) ->
         inp.close()
 
 
-def _read_h5(path: str, dataset: str, make_writer, *, strand: str, window: int | None, experimental: bool,
-             threads: int, what: str):
+def _read_h5(
+    path: str,
+    dataset: str,
+    make_writer,
+    *,
+    strand: str,
+    window: int | None,
+    experimental: bool,
+    threads: int,
+    what: str,
+):
     """Runs of one dataset of a predictions h5 into the writer ``make_writer(chroms)`` returns: (chroms, writer)."""
     inp = PredictionsInput(path, experimental=experimental, datasets=[dataset])
     try:
@@ -126,22 +143,55 @@ def _read_h5(path: str, dataset: str, make_writer, *, strand: str, window: int |
         inp.close()
 
 
-def h5_track(path: str, dataset: str | None, *, strand: str = "avg", window: int | None = None,
-             experimental: bool = False, threads: int = 1, what: str = "--predictions"):
+def h5_track(
+    path: str,
+    dataset: str | None,
+    *,
+    strand: str = "avg",
+    window: int | None = None,
+    experimental: bool = False,
+    threads: int = 1,
+    what: str = "--predictions",
+):
     """(chroms [(name, size)], {chrom: merged runs}, dataset) of one dataset of a predictions h5 (or, with
     ``experimental``, the measured evaluation/<dataset>_coverage of a genome h5). Holds the whole track: for
     ``--cutoff auto``'s table of cutoffs; :func:`h5_peaks` when the cutoff is known."""
     dataset = h5_dataset(path, dataset, experimental=experimental)
-    chroms, col = _read_h5(path, dataset, lambda chroms: _Collect(), strand=strand, window=window,
-                           experimental=experimental, threads=threads, what=what)
+    chroms, col = _read_h5(
+        path,
+        dataset,
+        lambda chroms: _Collect(),
+        strand=strand,
+        window=window,
+        experimental=experimental,
+        threads=threads,
+        what=what,
+    )
     return chroms, col.runs(chroms), dataset
 
 
-def h5_peaks(path: str, dataset: str, cutoff: float, min_length: int, max_gap: int, *, strand: str = "avg",
-             window: int | None = None, threads: int = 1):
+def h5_peaks(
+    path: str,
+    dataset: str,
+    cutoff: float,
+    min_length: int,
+    max_gap: int,
+    *,
+    strand: str = "avg",
+    window: int | None = None,
+    threads: int = 1,
+):
     """(chroms, {chrom: Peaks}, merged runs) of one dataset of a predictions h5 at a known cutoff, streamed."""
-    chroms, st = _read_h5(path, dataset, lambda chroms: _Stream(chroms, cutoff, min_length, max_gap),
-                          strand=strand, window=window, experimental=False, threads=threads, what="--predictions")
+    chroms, st = _read_h5(
+        path,
+        dataset,
+        lambda chroms: _Stream(chroms, cutoff, min_length, max_gap),
+        strand=strand,
+        window=window,
+        experimental=False,
+        threads=threads,
+        what="--predictions",
+    )
     peaks, runs = st.result(chroms)
     return chroms, peaks, runs
 

@@ -15,6 +15,7 @@ The work is in the modules beside this one: :mod:`.units` (unit arithmetic), :mo
 :mod:`.tasks` (metrics -> tasks -> stages, extrapolation, warnings), :mod:`.machine` (the machine record),
 :mod:`.tables` (TSV and MultiQC files) and :mod:`.html` (plots and the page).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,13 @@ from .trace import match_trace, read_trace
 
 
 #: the files the report writes into its folder (report.html only with ``html_report``)
-REPORT_FILES = ("benchmark.json", "benchmark.tsv", "chromaflow_benchmark_mqc.tsv", "chromaflow_throughput_mqc.json",
-                "report.html")
+REPORT_FILES = (
+    "benchmark.json",
+    "benchmark.tsv",
+    "chromaflow_benchmark_mqc.tsv",
+    "chromaflow_throughput_mqc.json",
+    "report.html",
+)
 
 
 def write_outputs(rep: dict, outdir: str | os.PathLike, *, html_report: bool = True) -> None:
@@ -48,11 +54,21 @@ def write_outputs(rep: dict, outdir: str | os.PathLike, *, html_report: bool = T
 
 
 def add_extrapolation_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--extrapolate-genome-gbp", type=float, default=2.2, metavar="G",
-                   help="genome size for the extrapolation table, in Gbp (default 2.2)")
+    p.add_argument(
+        "--extrapolate-genome-gbp",
+        type=float,
+        default=2.2,
+        metavar="G",
+        help="genome size for the extrapolation table, in Gbp (default 2.2)",
+    )
     p.add_argument("--extrapolate-genomes", type=int, default=10, metavar="N", help="number of genomes (default 10)")
-    p.add_argument("--extrapolate-workers", type=int, default=4, metavar="K",
-                   help="GPUs / CPU tasks running in parallel (default 4)")
+    p.add_argument(
+        "--extrapolate-workers",
+        type=int,
+        default=4,
+        metavar="K",
+        help="GPUs / CPU tasks running in parallel (default 4)",
+    )
 
 
 def check_extrapolation_arguments(args: argparse.Namespace) -> None:
@@ -67,17 +83,22 @@ def check_extrapolation_arguments(args: argparse.Namespace) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metrics", required=True, help="metrics.jsonl: one stage metrics JSON object per line")
     p.add_argument("--versions", default=None, help="software_versions.yml (optional)")
-    p.add_argument("--trace", default=None,
-                   help="Nextflow trace TSV (optional; may be absent or incomplete while the run is going)")
+    p.add_argument(
+        "--trace",
+        default=None,
+        help="Nextflow trace TSV (optional; may be absent or incomplete while the run is going)",
+    )
     p.add_argument("--outdir", default=".", help="output directory (default .)")
     add_extrapolation_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
     check_extrapolation_arguments(args)
-    check_outputs([("--outdir", Path(args.outdir) / name) for name in REPORT_FILES],
-                  [("--metrics", args.metrics), ("--versions", args.versions), ("--trace", args.trace)],
-                  [("--outdir", args.outdir)])
+    check_outputs(
+        [("--outdir", Path(args.outdir) / name) for name in REPORT_FILES],
+        [("--metrics", args.metrics), ("--versions", args.versions), ("--trace", args.trace)],
+        [("--outdir", args.outdir)],
+    )
     metrics = read_metrics(args.metrics)
     tasks = [task_from_metrics(m) for m in metrics]
     notes = []
@@ -95,7 +116,13 @@ def run(args: argparse.Namespace) -> int:
         notes.append(f"versions file {args.versions} not found")
     if not tasks:
         notes.append("metrics file has no tasks")
-    rep = build_report(tasks, versions=read_versions(args.versions), genome_gbp=args.extrapolate_genome_gbp,
-                       genomes=args.extrapolate_genomes, workers=args.extrapolate_workers, notes=notes)
+    rep = build_report(
+        tasks,
+        versions=read_versions(args.versions),
+        genome_gbp=args.extrapolate_genome_gbp,
+        genomes=args.extrapolate_genomes,
+        workers=args.extrapolate_workers,
+        notes=notes,
+    )
     write_outputs(rep, args.outdir)
     return 0

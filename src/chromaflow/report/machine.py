@@ -2,6 +2,7 @@
 benchmark harness (``benchmarks/run``: every results file and case record) and the per-stage benchmark scripts
 write. Reads ``/proc`` and ``/etc/os-release`` where they exist (Linux) and falls back on :mod:`platform`.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,19 @@ from typing import Any
 from .. import __version__
 
 #: the CPU flags that change library kernels (numpy, torch/oneDNN, zlib-ng/isal, the onehot kernel)
-FLAGS_OF_INTEREST = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16",
-                     "avx512_vnni", "amx_bf16", "sha_ni")
+FLAGS_OF_INTEREST = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_bf16",
+    "avx512_vnni",
+    "amx_bf16",
+    "sha_ni",
+)
 
 #: environment variables that change which kernels the libraries pick
 KERNEL_ENV = ("OPENBLAS_CORETYPE", "ATEN_CPU_CAPABILITY", "NPY_DISABLE_CPU_FEATURES", "OMP_NUM_THREADS")
@@ -43,6 +55,7 @@ def memory_bytes() -> int | None:
         return int(total.split()[0]) * 1024
     try:
         import psutil
+
         return int(psutil.virtual_memory().total)
     except Exception:  # noqa: BLE001 - no psutil, no /proc: unknown
         return None
@@ -61,8 +74,12 @@ def gpu_info() -> list[dict]:
     if not smi:
         return []
     try:
-        res = subprocess.run([smi, "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10)
+        res = subprocess.run(
+            [smi, "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return []
     gpus = []

@@ -11,6 +11,7 @@ rows are the same metrics the pipeline collects; ``--out`` writes the benchmark.
 (it only grows across runs in one process). With the tiny test model the prediction rates measure chromaflow's
 I/O and a toy network, not Predmoter's: pass ``--model`` for real numbers.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,6 +25,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -60,20 +62,31 @@ def default_threads() -> list[int]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--quick", action="store_true",
-                   help="sub-minute run: 2 Mbp genome, 16 subsequences, 2 predict settings, 60-gene GENIE3")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="sub-minute run: 2 Mbp genome, 16 subsequences, 2 predict settings, 60-gene GENIE3",
+    )
     p.add_argument("--stages", default=",".join(STAGES), help="comma-separated subset of fasta2h5,predict,genie3")
     p.add_argument("--genome-mbp", type=float, default=None, help="synthetic genome size in Mbp (default 10; quick 2)")
     p.add_argument("--subsequence-length", type=int, default=21384, metavar="L", help="default 21384 (Predmoter)")
     p.add_argument("--seed", type=int, default=42, help="seed of the synthetic genome and matrix")
     p.add_argument("--model", default=None, help="Predmoter checkpoint; default: a seeded tiny test model (toy rates)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    p.add_argument("--predict-rows", type=int, default=None,
-                   help="about this many subsequences predicted per setting: shard 1 of ceil(rows / N) (default 64; quick 16)")
+    p.add_argument(
+        "--predict-rows",
+        type=int,
+        default=None,
+        help="about this many subsequences predicted per setting: shard 1 of ceil(rows / N) (default 64; quick 16)",
+    )
     p.add_argument("--batch-sizes", type=_int_list, default=None, help="e.g. 8,32 (default 8,32; quick 4,16)")
     p.add_argument("--num-workers", type=_int_list, default=None, help="reader prefetch depths (default 1,4; quick 2)")
-    p.add_argument("--threads", type=_int_list, default=None,
-                   help="thread counts for fasta2h5/GENIE3 (default 1,2,4,..,all CPUs; quick 1,all)")
+    p.add_argument(
+        "--threads",
+        type=_int_list,
+        default=None,
+        help="thread counts for fasta2h5/GENIE3 (default 1,2,4,..,all CPUs; quick 1,all)",
+    )
     p.add_argument("--genie3-genes", type=int, default=None, help="default 200; quick 60")
     p.add_argument("--genie3-samples", type=int, default=None, help="default 100; quick 40")
     p.add_argument("--genie3-trees", type=int, default=None, help="default 100; quick 30")
@@ -132,14 +145,14 @@ def write_random_fasta(path: Path, total_bp: int, seed: int, records: int = 4, w
             f.write(f">chr{i + 1} synthetic seed={seed}\n".encode())
             seq = alphabet[rng.integers(0, 4, n)]
             for s in range(0, n, 1 << 20):  # write in 1 Mbp pieces: bounded memory
-                piece = seq[s:s + (1 << 20)]
+                piece = seq[s : s + (1 << 20)]
                 full = len(piece) // width
                 body = np.empty((full, width + 1), dtype=np.uint8)
-                body[:, :width] = piece[:full * width].reshape(full, width)
+                body[:, :width] = piece[: full * width].reshape(full, width)
                 body[:, width] = 10
                 f.write(body.tobytes())
                 if len(piece) % width:
-                    f.write(piece[full * width:].tobytes() + b"\n")
+                    f.write(piece[full * width :].tobytes() + b"\n")
     return sum(sizes)
 
 
@@ -166,7 +179,7 @@ class GpuSampler:
         self.interval = interval_s
         self.samples: list[float] = []
         self._stop = threading.Event()
-        self._t = None
+        self._t: threading.Thread | None = None
 
     def __enter__(self) -> "GpuSampler":
         if self.smi:
@@ -177,8 +190,12 @@ class GpuSampler:
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
-                out = subprocess.run([self.smi, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
-                                     capture_output=True, text=True, timeout=5).stdout
+                out = subprocess.run(
+                    [cast(str, self.smi), "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+                    capture_output=True,
+                    text=True,
+                    timeout=5,
+                ).stdout
                 vals = [float(x) for x in out.split() if x.strip().replace(".", "", 1).isdigit()]
                 if vals:
                     self.samples.append(max(vals))
@@ -210,7 +227,7 @@ def _stage(argv: list) -> dict:
     rc = cli_main([str(a) for a in argv])
     if rc != 0:
         raise ChromaflowError(f"bench: `chromaflow {' '.join(str(a) for a in argv[:1])}` failed (exit {rc})")
-    return json.loads(metrics.read_text())
+    return json.loads(cast(Path, metrics).read_text())  # every stage's argv names --metrics
 
 
 def _say(msg: str) -> None:
@@ -240,12 +257,29 @@ def _sweep_fasta2h5(cfg: dict, work: Path, h5: Path) -> list[dict]:
     if "fasta2h5" in cfg["stages"]:
         for t in cfg["threads"]:
             _say(f"bench: fasta2h5 --threads {t}")
-            m = _stage(["fasta2h5", "--fasta", fasta, "--species", "Bench_species", "--out", h5, "--force",
-                        "--subsequence-length", cfg["L"], "--threads", t, "--metrics", work / "m.json"])
+            m = _stage(
+                [
+                    "fasta2h5",
+                    "--fasta",
+                    fasta,
+                    "--species",
+                    "Bench_species",
+                    "--out",
+                    h5,
+                    "--force",
+                    "--subsequence-length",
+                    cfg["L"],
+                    "--threads",
+                    t,
+                    "--metrics",
+                    work / "m.json",
+                ]
+            )
             m.update(setting=f"threads={t}", assembly="synthetic")
             rows.append(m)
     elif need_h5:
         from ..fasta2h5.convert import convert
+
         convert(str(fasta), h5, "Bench_species", cfg["L"], threads=resolve_threads(None))
     return rows
 
@@ -263,23 +297,57 @@ def _sweep_predict(cfg: dict, work: Path, h5: Path) -> list[dict]:
         _stage_plain(["make-test-model", "--out", model, "--seed", "0", "--force"])
     n_shards = max(1, math.ceil(n_rows / cfg["predict_rows"]))
     # untimed warm-up (first torch use, model load paths) so the first setting is not penalised
-    _stage_plain(["predict", "--h5", h5, "--model", model, "--out", work / "warm.h5", "--force",
-                  "--batch-size", "1", "--device", cfg["device"], "--threads", cfg["predict_threads"],
-                  *(["--shard", f"1/{n_rows}"] if n_rows > 1 else [])])
+    _stage_plain(
+        [
+            "predict",
+            "--h5",
+            h5,
+            "--model",
+            model,
+            "--out",
+            work / "warm.h5",
+            "--force",
+            "--batch-size",
+            "1",
+            "--device",
+            cfg["device"],
+            "--threads",
+            cfg["predict_threads"],
+            *(["--shard", f"1/{n_rows}"] if n_rows > 1 else []),
+        ]
+    )
     for bs in cfg["batch_sizes"]:
         for nw in cfg["num_workers"]:
             _say(f"bench: predict --batch-size {bs} --num-workers {nw}")
-            argv = ["predict", "--h5", h5, "--model", model, "--out", work / "pred.h5", "--force",
-                    "--batch-size", bs, "--num-workers", nw, "--device", cfg["device"],
-                    "--threads", cfg["predict_threads"], "--metrics", work / "m.json"]
+            argv = [
+                "predict",
+                "--h5",
+                h5,
+                "--model",
+                model,
+                "--out",
+                work / "pred.h5",
+                "--force",
+                "--batch-size",
+                bs,
+                "--num-workers",
+                nw,
+                "--device",
+                cfg["device"],
+                "--threads",
+                cfg["predict_threads"],
+                "--metrics",
+                work / "m.json",
+            ]
             if n_shards > 1:
                 argv += ["--shard", f"1/{n_shards}"]
             with GpuSampler() as gs:
                 m = _stage(argv)
             if str(m.get("device", "")).startswith("cuda") and gs.mean is not None:
                 m["gpu_util_pct"] = gs.mean
-            m.update(setting=f"batch={bs} workers={nw}", assembly="synthetic", num_workers=nw,
-                     test_model=not cfg["model"])
+            m.update(
+                setting=f"batch={bs} workers={nw}", assembly="synthetic", num_workers=nw, test_model=not cfg["model"]
+            )
             m.pop("shard", None)
             rows.append(m)
     return rows
@@ -292,9 +360,25 @@ def _sweep_genie3(cfg: dict, work: Path) -> list[dict]:
     write_expression(expr, cfg["genie3_genes"], cfg["genie3_samples"], cfg["seed"])
     for t in cfg["threads"]:
         _say(f"bench: genie3 --threads {t}")
-        m = _stage(["genie3", "--expression", expr, "--layout", "genes-x-samples", "--n-trees",
-                    cfg["genie3_trees"], "--threads", t, "--targets-chunk", "1/1", "--out", work / "part.npz",
-                    "--metrics", work / "m.json"])
+        m = _stage(
+            [
+                "genie3",
+                "--expression",
+                expr,
+                "--layout",
+                "genes-x-samples",
+                "--n-trees",
+                cfg["genie3_trees"],
+                "--threads",
+                t,
+                "--targets-chunk",
+                "1/1",
+                "--out",
+                work / "part.npz",
+                "--metrics",
+                work / "m.json",
+            ]
+        )
         m.update(setting=f"threads={t}", assembly="synthetic")
         m.pop("chunk", None)
         rows.append(m)
@@ -318,8 +402,13 @@ def best_settings(tasks: list[dict]) -> dict:
         if v is None:
             continue
         if t["stage"] not in best or v > best[t["stage"]]["value"]:
-            best[t["stage"]] = {"setting": t.get("setting"), "metric": key, "value": v,
-                                "wall_s": t.get("wall_s"), "data_wait_pct": t.get("data_wait_pct")}
+            best[t["stage"]] = {
+                "setting": t.get("setting"),
+                "metric": key,
+                "value": v,
+                "wall_s": t.get("wall_s"),
+                "data_wait_pct": t.get("data_wait_pct"),
+            }
     return best
 
 
@@ -333,8 +422,10 @@ def format_table(tasks: list[dict], best: dict) -> str:
             rate = fmt_rate(t.get("bp_per_s"))
         dw = "" if t.get("data_wait_pct") is None else f"{t['data_wait_pct']:.1f} %"
         mark = " *" if best.get(t["stage"], {}).get("setting") == t.get("setting") else ""
-        lines.append(f"{t['stage']:<9} {str(t.get('setting')):<20} {str(t.get('device') or ''):<7} "
-                     f"{t['wall_s'] or 0:>8.3f} {t['cpu_s'] or 0:>8.3f} {rate:>16} {dw:>9}{mark}")
+        lines.append(
+            f"{t['stage']:<9} {str(t.get('setting')):<20} {str(t.get('device') or ''):<7} "
+            f"{t['wall_s'] or 0:>8.3f} {t['cpu_s'] or 0:>8.3f} {rate:>16} {dw:>9}{mark}"
+        )
     lines.append("")
     for stage, b in best.items():
         unit = "targets/s" if b["metric"] == "targets_per_s" else "bp/s"
@@ -358,13 +449,22 @@ def run(args: argparse.Namespace) -> int:
     tasks = [task_from_metrics(m) for m in metrics]
     notes = ["peak RSS is this process's high-water mark across all runs (one process)"]
     if "predict" in cfg["stages"] and not cfg["model"]:
-        notes.append("prediction used a tiny seeded test model (make-test-model): its rates measure chromaflow's "
-                     "I/O and a toy network, not Predmoter; pass --model for real rates")
-    rep = build_report(tasks, genome_gbp=args.extrapolate_genome_gbp, genomes=args.extrapolate_genomes,
-                          workers=args.extrapolate_workers, notes=notes, source="chromaflow bench")
+        notes.append(
+            "prediction used a tiny seeded test model (make-test-model): its rates measure chromaflow's "
+            "I/O and a toy network, not Predmoter; pass --model for real rates"
+        )
+    rep = build_report(
+        tasks,
+        genome_gbp=args.extrapolate_genome_gbp,
+        genomes=args.extrapolate_genomes,
+        workers=args.extrapolate_workers,
+        notes=notes,
+        source="chromaflow bench",
+    )
     rep["best"] = best_settings(rep["tasks"])
-    rep["bench"] = dict(cfg, model=str(cfg["model"]) if cfg["model"] else None,
-                        elapsed_s=round(time.perf_counter() - t0, 3))
+    rep["bench"] = dict(
+        cfg, model=str(cfg["model"]) if cfg["model"] else None, elapsed_s=round(time.perf_counter() - t0, 3)
+    )
     print(format_table(rep["tasks"], rep["best"]))
     for w in rep["warnings"]:
         print(f"warning: {w['message']}; try: {w['fix']}")

@@ -1,4 +1,5 @@
 """The benchmark report's tables: benchmark.tsv and the MultiQC custom-content files."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -7,18 +8,30 @@ from .units import BP_PER_MBP
 
 #: (column, header, unit) of benchmark.tsv, in order
 COLUMNS = [
-    ("stage", "stage", ""), ("assembly", "assembly", ""), ("part", "shard", "i/n"), ("device", "device", ""),
-    ("threads", "threads", ""), ("bp", "bp", "bp"), ("subsequences", "subsequences", ""),
-    ("wall_s", "wall_s", "s"), ("cpu_s", "cpu_s", "s"), ("data_wait_pct", "data_wait_pct", "%"),
-    ("bp_per_s", "bp_per_s", "bp/s"), ("subsequences_per_s", "subsequences_per_s", "1/s"),
-    ("peak_rss_bytes", "peak_rss_bytes", "B"), ("peak_gpu_bytes", "peak_gpu_bytes", "B"),
-    ("batch_size", "batch_size", ""), ("num_workers", "num_workers", ""),
-    ("targets", "targets", ""), ("targets_per_s", "targets_per_s", "1/s"),
-    ("trace_realtime_s", "trace_realtime_s", "s"), ("trace_cpu_pct", "trace_cpu_pct", "%"),
-    ("trace_peak_rss_bytes", "trace_peak_rss_bytes", "B"), ("trace_attempts", "trace_attempts", ""),
+    ("stage", "stage", ""),
+    ("assembly", "assembly", ""),
+    ("part", "shard", "i/n"),
+    ("device", "device", ""),
+    ("threads", "threads", ""),
+    ("bp", "bp", "bp"),
+    ("subsequences", "subsequences", ""),
+    ("wall_s", "wall_s", "s"),
+    ("cpu_s", "cpu_s", "s"),
+    ("data_wait_pct", "data_wait_pct", "%"),
+    ("bp_per_s", "bp_per_s", "bp/s"),
+    ("subsequences_per_s", "subsequences_per_s", "1/s"),
+    ("peak_rss_bytes", "peak_rss_bytes", "B"),
+    ("peak_gpu_bytes", "peak_gpu_bytes", "B"),
+    ("batch_size", "batch_size", ""),
+    ("num_workers", "num_workers", ""),
+    ("targets", "targets", ""),
+    ("targets_per_s", "targets_per_s", "1/s"),
+    ("trace_realtime_s", "trace_realtime_s", "s"),
+    ("trace_cpu_pct", "trace_cpu_pct", "%"),
+    ("trace_peak_rss_bytes", "trace_peak_rss_bytes", "B"),
+    ("trace_attempts", "trace_attempts", ""),
     ("host", "host", ""),
 ]
-
 
 
 def _cell(v: Any) -> str:
@@ -49,9 +62,17 @@ def multiqc_tsv(tasks: list[dict]) -> str:
         "#     id: 'chromaflow_benchmark_table'",
         "#     namespace: 'chromaflow'",
     ]
-    cols = [("wall_s", "wall_s"), ("cpu_s", "cpu_s"), ("bp", "bp"), ("subsequences", "subsequences"),
-            ("bp_per_s", "bp_per_s"), ("data_wait_pct", "data_wait_pct"), ("peak_rss_bytes", "peak_rss_bytes"),
-            ("peak_gpu_bytes", "peak_gpu_bytes"), ("device", "device")]
+    cols = [
+        ("wall_s", "wall_s"),
+        ("cpu_s", "cpu_s"),
+        ("bp", "bp"),
+        ("subsequences", "subsequences"),
+        ("bp_per_s", "bp_per_s"),
+        ("data_wait_pct", "data_wait_pct"),
+        ("peak_rss_bytes", "peak_rss_bytes"),
+        ("peak_gpu_bytes", "peak_gpu_bytes"),
+        ("device", "device"),
+    ]
     lines = head + ["\t".join(["task"] + [h for _, h in cols])]
     seen: dict[str, int] = {}
     for t in tasks:
@@ -67,7 +88,11 @@ def multiqc_tsv(tasks: list[dict]) -> str:
 
 def multiqc_json(stages: list[dict]) -> dict:
     data = {s["stage"]: {"Mbp/s": s["bp_per_s"] / BP_PER_MBP} for s in stages if s["bp_per_s"]}
-    return {"id": "chromaflow_throughput", "section_name": "chromaflow throughput",
-            "description": "Measured throughput per stage (Σbp ÷ Σwall over the stage's tasks), Mbp/s per task",
-            "plot_type": "bargraph", "pconfig": {"id": "chromaflow_throughput_plot", "ylab": "Mbp/s"},
-            "data": data}
+    return {
+        "id": "chromaflow_throughput",
+        "section_name": "chromaflow throughput",
+        "description": "Measured throughput per stage (Σbp ÷ Σwall over the stage's tasks), Mbp/s per task",
+        "plot_type": "bargraph",
+        "pconfig": {"id": "chromaflow_throughput_plot", "ylab": "Mbp/s"},
+        "data": data,
+    }

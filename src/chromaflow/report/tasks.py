@@ -1,5 +1,6 @@
 """Tasks of the benchmark report: metrics JSONs -> task rows -> stage summaries, extrapolation, warnings, and the
 report data (``build_report``, shared with ``chromaflow bench``)."""
+
 from __future__ import annotations
 
 import datetime
@@ -17,8 +18,20 @@ SCHEMA = "chromaflow-benchmark/1"
 #: bp a stage processes per genome bp: prediction runs on both strands (fasta2h5 writes + and - rows)
 STRANDS = {"predict": 2}
 
-STAGE_ORDER = ["fasta2h5", "add_coverage", "train", "evaluate", "predict", "predict-merge", "predict-view", "bigwig",
-               "gene-accessibility", "motif-prior", "genie3", "genie3-merge"]
+STAGE_ORDER = [
+    "fasta2h5",
+    "add_coverage",
+    "train",
+    "evaluate",
+    "predict",
+    "predict-merge",
+    "predict-view",
+    "bigwig",
+    "gene-accessibility",
+    "motif-prior",
+    "genie3",
+    "genie3-merge",
+]
 
 
 def task_from_metrics(m: dict) -> dict:
@@ -48,8 +61,9 @@ def task_from_metrics(m: dict) -> dict:
         "cpu_s": _num(m.get("cpu_s")),
         "data_wait_pct": None if dwf is None else 100.0 * dwf,
         "bp_per_s": _num(m.get("bp_per_s")) if m.get("bp_per_s") is not None else rate_bp_per_s(bp, wall),
-        "subsequences_per_s": (_num(m.get("subsequences_per_s")) if m.get("subsequences_per_s") is not None
-                               else rate_bp_per_s(subs, wall)),
+        "subsequences_per_s": (
+            _num(m.get("subsequences_per_s")) if m.get("subsequences_per_s") is not None else rate_bp_per_s(subs, wall)
+        ),
         "peak_rss_bytes": _num(m.get("peak_rss_bytes")),
         "peak_gpu_bytes": _num(m.get("peak_gpu_bytes")),
         "gpu_util_pct": _num(m.get("gpu_util_pct")),
@@ -60,8 +74,12 @@ def task_from_metrics(m: dict) -> dict:
         "host": m.get("host"),
         "task_name": m.get("task_name"),
         "stub": bool(m.get("stub")),
-        "trace_status": None, "trace_attempts": None, "trace_realtime_s": None, "trace_cpu_pct": None,
-        "trace_peak_rss_bytes": None, "trace_cpus": None,
+        "trace_status": None,
+        "trace_attempts": None,
+        "trace_realtime_s": None,
+        "trace_cpu_pct": None,
+        "trace_peak_rss_bytes": None,
+        "trace_cpus": None,
     }
     if "setting" in m:  # rows written by `chromaflow bench`
         t["setting"] = m["setting"]
@@ -111,27 +129,31 @@ def summarise_stages(tasks: list[dict]) -> list[dict]:
         wall_bp = _sum(t["wall_s"] for t in ts if t["bp"] is not None)
         wall_sub = _sum(t["wall_s"] for t in ts if t["subsequences"] is not None)
         waits = [t["data_wait_pct"] for t in ts if t["data_wait_pct"] is not None]
-        fit_pts = [(t["subsequences"], t["wall_s"]) for t in ts
-                   if t["subsequences"] is not None and t["wall_s"] is not None]
+        fit_pts = [
+            (t["subsequences"], t["wall_s"]) for t in ts if t["subsequences"] is not None and t["wall_s"] is not None
+        ]
         tgt = _sum(t["targets"] for t in ts)
-        out.append({
-            "stage": name,
-            "tasks": len(ts),
-            "devices": sorted({str(t["device"]) for t in ts if t["device"]}),
-            "bp": bp, "subsequences": subs,
-            "wall_s": _sum(t["wall_s"] for t in ts),
-            "cpu_s": _sum(t["cpu_s"] for t in ts),
-            "bp_per_s": rate_bp_per_s(bp, wall_bp),
-            "subsequences_per_s": rate_bp_per_s(subs, wall_sub),
-            "targets": tgt,
-            "targets_per_s": rate_bp_per_s(tgt, _sum(t["wall_s"] for t in ts if t["targets"] is not None)),
-            "data_wait_pct_max": max(waits) if waits else None,
-            "data_wait_pct_mean": sum(waits) / len(waits) if waits else None,
-            "peak_rss_bytes_max": max([t["peak_rss_bytes"] for t in ts if t["peak_rss_bytes"]], default=None),
-            "peak_gpu_bytes_max": max([t["peak_gpu_bytes"] for t in ts if t["peak_gpu_bytes"]], default=None),
-            "fit": linear_fit([x for x, _ in fit_pts], [y for _, y in fit_pts]),
-            "fit_points": len(fit_pts),
-        })
+        out.append(
+            {
+                "stage": name,
+                "tasks": len(ts),
+                "devices": sorted({str(t["device"]) for t in ts if t["device"]}),
+                "bp": bp,
+                "subsequences": subs,
+                "wall_s": _sum(t["wall_s"] for t in ts),
+                "cpu_s": _sum(t["cpu_s"] for t in ts),
+                "bp_per_s": rate_bp_per_s(bp, wall_bp),
+                "subsequences_per_s": rate_bp_per_s(subs, wall_sub),
+                "targets": tgt,
+                "targets_per_s": rate_bp_per_s(tgt, _sum(t["wall_s"] for t in ts if t["targets"] is not None)),
+                "data_wait_pct_max": max(waits) if waits else None,
+                "data_wait_pct_mean": sum(waits) / len(waits) if waits else None,
+                "peak_rss_bytes_max": max([t["peak_rss_bytes"] for t in ts if t["peak_rss_bytes"]], default=None),
+                "peak_gpu_bytes_max": max([t["peak_gpu_bytes"] for t in ts if t["peak_gpu_bytes"]], default=None),
+                "fit": linear_fit([x for x, _ in fit_pts], [y for _, y in fit_pts]),
+                "fit_points": len(fit_pts),
+            }
+        )
     return out
 
 
@@ -143,21 +165,35 @@ def extrapolate(stages: list[dict], genome_gbp: float, genomes: int, workers: in
         kind = "GPUs" if any(d.startswith("cuda") for d in s["devices"]) else "CPU tasks"
         reason = None
         if r is None:
-            reason = ("scales with genes × samples × trees, not bp" if s["stage"].startswith("genie3")
-                      else "stage reports no bp count" if s["bp"] is None else "zero rate")
+            reason = (
+                "scales with genes × samples × trees, not bp"
+                if s["stage"].startswith("genie3")
+                else "stage reports no bp count"
+                if s["bp"] is None
+                else "zero rate"
+            )
         k = STRANDS.get(s["stage"], 1)
-        rows.append({
-            "stage": s["stage"], "bp_per_s": r, "worker_kind": kind, "strands": k,
-            "hours_per_gbp": hours_per_gbp(r),
-            "hours_per_genome": genome_hours(genome_gbp, r, k),
-            "hours_total": fleet_hours(genomes, genome_gbp, r, workers, k),
-            "why_na": reason,
-        })
+        rows.append(
+            {
+                "stage": s["stage"],
+                "bp_per_s": r,
+                "worker_kind": kind,
+                "strands": k,
+                "hours_per_gbp": hours_per_gbp(r),
+                "hours_per_genome": genome_hours(genome_gbp, r, k),
+                "hours_total": fleet_hours(genomes, genome_gbp, r, workers, k),
+                "why_na": reason,
+            }
+        )
     return {
-        "genome_gbp": genome_gbp, "genomes": genomes, "workers": workers,
-        "formula": ("t_genome [h] = G [Gbp] × 1e9 [bp/Gbp] × s ÷ r [bp/s] ÷ 3600 [s/h];  "
-                    "T [h] = N × t_genome ÷ K  (s = strands processed: 2 for predict, else 1; "
-                    "even split, no ceiling, no queueing or start-up)"),
+        "genome_gbp": genome_gbp,
+        "genomes": genomes,
+        "workers": workers,
+        "formula": (
+            "t_genome [h] = G [Gbp] × 1e9 [bp/Gbp] × s ÷ r [bp/s] ÷ 3600 [s/h];  "
+            "T [h] = N × t_genome ÷ K  (s = strands processed: 2 for predict, else 1; "
+            "even split, no ceiling, no queueing or start-up)"
+        ),
         "rows": rows,
     }
 
@@ -170,25 +206,42 @@ def warnings_for(tasks: list[dict]) -> list[dict]:
         where = f"{t['stage']} {t.get('assembly') or ''} {t.get('part') or ''}".strip()
         if dw is not None and dw > 100 * DATA_WAIT_ALARM:
             gpu = str(t.get("device") or "").startswith("cuda")
-            out.append({
-                "task": where, "kind": "data-wait",
-                "message": (f"{where}: {dw:.1f} % of the prediction loop waited for input data (alarm at "
-                            f"{100 * DATA_WAIT_ALARM:.0f} %)" + ("; the GPU idles meanwhile" if gpu else "")),
-                "fix": ("raise the reader prefetch (--num-workers, e.g. 4), raise --batch-size (e.g. 2×), put the "
-                        "h5 on local/fast disk; check with `chromaflow bench`"),
-            })
+            out.append(
+                {
+                    "task": where,
+                    "kind": "data-wait",
+                    "message": (
+                        f"{where}: {dw:.1f} % of the prediction loop waited for input data (alarm at "
+                        f"{100 * DATA_WAIT_ALARM:.0f} %)" + ("; the GPU idles meanwhile" if gpu else "")
+                    ),
+                    "fix": (
+                        "raise the reader prefetch (--num-workers, e.g. 4), raise --batch-size (e.g. 2×), put the "
+                        "h5 on local/fast disk; check with `chromaflow bench`"
+                    ),
+                }
+            )
         if str(t.get("device") or "").startswith("cuda"):
             u = t.get("gpu_util_pct")
             if u is None and dw is not None:
                 u_est = 100.0 - dw
                 if u_est < 90:
-                    out.append({"task": where, "kind": "gpu-utilisation",
-                                "message": f"{where}: GPU busy at most ≈{u_est:.0f} % (1 − data-wait)",
-                                "fix": "raise --batch-size until peak GPU memory nears the card's size"})
+                    out.append(
+                        {
+                            "task": where,
+                            "kind": "gpu-utilisation",
+                            "message": f"{where}: GPU busy at most ≈{u_est:.0f} % (1 − data-wait)",
+                            "fix": "raise --batch-size until peak GPU memory nears the card's size",
+                        }
+                    )
             elif u is not None and u < 50:
-                out.append({"task": where, "kind": "gpu-utilisation",
-                            "message": f"{where}: sampled GPU utilisation {u:.0f} %",
-                            "fix": "raise --batch-size and --num-workers"})
+                out.append(
+                    {
+                        "task": where,
+                        "kind": "gpu-utilisation",
+                        "message": f"{where}: sampled GPU utilisation {u:.0f} %",
+                        "fix": "raise --batch-size and --num-workers",
+                    }
+                )
     return out
 
 
@@ -210,8 +263,16 @@ def read_versions(path: str | os.PathLike | None) -> dict[str, dict[str, str]]:
     return out
 
 
-def build_report(tasks: list[dict], *, versions: dict | None = None, genome_gbp: float = 2.2, genomes: int = 10,
-                 workers: int = 4, notes: list[str] | None = None, source: str = "pipeline") -> dict:
+def build_report(
+    tasks: list[dict],
+    *,
+    versions: dict | None = None,
+    genome_gbp: float = 2.2,
+    genomes: int = 10,
+    workers: int = 4,
+    notes: list[str] | None = None,
+    source: str = "pipeline",
+) -> dict:
     tasks = sorted(tasks, key=_sort_key)
     stages = summarise_stages(tasks)
     return {

@@ -1,4 +1,5 @@
 """The Nextflow trace: parsing its cells and matching its rows to the tasks of the benchmark report."""
+
 from __future__ import annotations
 
 import os
@@ -8,7 +9,7 @@ from pathlib import Path
 from .units import _positive
 
 _DUR = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_MEM = {"B": 1, "KB": 1024, "MB": 1024 ** 2, "GB": 1024 ** 3, "TB": 1024 ** 4, "PB": 1024 ** 5}
+_MEM = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4, "PB": 1024**5}
 
 
 def _trace_field(text: str | None) -> str | None:
@@ -77,9 +78,17 @@ def read_trace(path: str | os.PathLike | None) -> tuple[list[dict], str | None]:
 
 #: metrics ``stage`` -> Nextflow process name: only for metrics without ``task_name`` (written before the tasks
 #: named themselves), matched by the old rule (process + tag rebuilt from assembly and part)
-STAGE_PROCESS = {"fasta2h5": "FASTA2H5", "predict": "PREDICT", "predict-merge": "PREDICT_MERGE",
-                 "bigwig": "BIGWIG", "genie3": "GENIE3", "genie3-merge": "GENIE3_MERGE",
-                 "add_coverage": "ADD_COVERAGE", "train": "TRAIN", "evaluate": "EVALUATE"}
+STAGE_PROCESS = {
+    "fasta2h5": "FASTA2H5",
+    "predict": "PREDICT",
+    "predict-merge": "PREDICT_MERGE",
+    "bigwig": "BIGWIG",
+    "genie3": "GENIE3",
+    "genie3-merge": "GENIE3_MERGE",
+    "add_coverage": "ADD_COVERAGE",
+    "train": "TRAIN",
+    "evaluate": "EVALUATE",
+}
 
 
 def _trace_key(row: dict) -> tuple[str, str] | None:
@@ -90,7 +99,7 @@ def _trace_key(row: dict) -> tuple[str, str] | None:
     if not proc and name:
         proc = name.split(" (")[0]
     if (not tag or tag == "-") and "(" in name:
-        tag = name[name.index("(") + 1:name.rindex(")")] if ")" in name else ""
+        tag = name[name.index("(") + 1 : name.rindex(")")] if ")" in name else ""
     if not proc:
         return None
     return proc.split(":")[-1], tag.strip()

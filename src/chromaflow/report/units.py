@@ -3,6 +3,7 @@
 All unit arithmetic of ``chromaflow benchmark-report`` is in these small functions, each covered by hand-computed
 unit tests (tests/report/test_benchreport_units.py).
 """
+
 from __future__ import annotations
 
 import math
@@ -68,8 +69,9 @@ def genome_hours(genome_gbp: float, bp_per_s: float | None, strands: int = 1) ->
     return seconds_to_hours(seconds_for_bp(gbp_to_bp(genome_gbp) * strands, bp_per_s))
 
 
-def fleet_hours(n_genomes: float, genome_gbp: float, bp_per_s: float | None, workers: float,
-                strands: int = 1) -> float | None:
+def fleet_hours(
+    n_genomes: float, genome_gbp: float, bp_per_s: float | None, workers: float, strands: int = 1
+) -> float | None:
     """Wall hours for ``n_genomes`` genomes spread over ``workers`` identical workers: N·t_genome / K.
 
     No ceiling: assumes the work splits evenly (shards), ignores queueing and per-task start-up.
