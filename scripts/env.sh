@@ -7,7 +7,8 @@
 # * System packages: scripts/install-system-deps runs first; it does nothing (and uses no network) when
 #   everything is present, installs what is missing when run as root, and otherwise prints the one apt line
 #   to run.
-# * The virtualenv holds the pinned dependencies only, keyed by a hash of requirements.txt, so it is built
+# * The virtualenv holds the pinned dependencies only, keyed by a hash of requirements.txt (and of
+#   scripts/build-moods, which builds MOODS-python portably), so it is built
 #   once and shared by every clone/worktree on the machine. Creation is serialised with flock(1) and
 #   committed by a marker written last (.complete): two shells (two CI jobs, two users of one node) that
 #   source this at once never build into each other's venv, and a killed build is detected and redone.
@@ -18,7 +19,8 @@ export CHROMAFLOW_CACHE="${CHROMAFLOW_CACHE:-$HOME/.cache/chromaflow}"
 "$_cf_root/scripts/install-system-deps" >&2 || { echo "chromaflow: system set-up failed (see above)" >&2; return 1 2>/dev/null || exit 1; }
 _cf_req="${CHROMAFLOW_REQUIREMENTS:-$_cf_root/requirements.txt}"
 [ -r "$_cf_req" ] || { echo "chromaflow: requirements file $_cf_req not readable" >&2; return 1 2>/dev/null || exit 1; }
-_cf_hash="$(sha256sum < "$_cf_req" | cut -c1-16)"
+# keyed by the pins and by how MOODS-python is built (a venv with a CPU-specific MOODS is not reused)
+_cf_hash="$(cat "$_cf_req" "$_cf_root/scripts/build-moods" | sha256sum | cut -c1-16)"
 export CHROMAFLOW_VENV="$CHROMAFLOW_CACHE/venv-$_cf_hash"
 if [ ! -e "$CHROMAFLOW_VENV/.complete" ]; then
     mkdir -p "$CHROMAFLOW_CACHE"
@@ -29,6 +31,14 @@ if [ ! -e "$CHROMAFLOW_VENV/.complete" ]; then
             rm -rf "$CHROMAFLOW_VENV"
             python3 -m venv "$CHROMAFLOW_VENV" &&
             "$CHROMAFLOW_VENV/bin/python" -m pip install -q --upgrade pip &&
+            # MOODS-python's wheel is built portably (scripts/build-moods: no -march=native) while pip fetches and
+            # installs the rest, then installed from that wheel
+            { "$_cf_root/scripts/build-moods" "$CHROMAFLOW_VENV/bin/python" "$_cf_req" "$CHROMAFLOW_VENV/.wheels" &
+              _cf_moods=$!; } &&
+            "$CHROMAFLOW_VENV/bin/python" -m pip install -q -r <(grep -v -i '^MOODS-python==' "$_cf_req") &&
+            wait "$_cf_moods" &&
+            { [ ! -d "$CHROMAFLOW_VENV/.wheels" ] ||
+              "$CHROMAFLOW_VENV/bin/python" -m pip install -q --no-deps "$CHROMAFLOW_VENV"/.wheels/*.whl; } &&
             "$CHROMAFLOW_VENV/bin/python" -m pip install -q -r "$_cf_req" &&
             touch "$CHROMAFLOW_VENV/.complete"
         fi

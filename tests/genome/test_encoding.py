@@ -65,6 +65,9 @@ def test_subsequence_length_rule(L, ok):
         ("s" * 26, "is 26 bytes long"),
         ("", "non-empty ASCII"),
         ("esp\u00e8ce", "non-empty ASCII"),
+        # the samplesheet's rule (tests/pipeline/test_samplesheet.py refuses the same in the pipeline)
+        ("Sp a", "must be printable ASCII without spaces"),
+        ("Sp\ta", "must be printable ASCII without spaces"),
     ],
 )
 def test_species_rule(species, message):
@@ -73,3 +76,14 @@ def test_species_rule(species, message):
     else:
         with pytest.raises(ChromaflowError, match=message):
             encoding.check_species(species, "--species")
+
+
+def test_the_pipeline_reads_the_same_species_and_id_rule():
+    """One rule for the package and the pipeline: the sheet reader takes its id and species patterns and the length
+    bound from the package's schemas/assembly.json, the file check_species reads, and writes none of its own."""
+    sheet = (ROOT / "subworkflows" / "local" / "utils_chromaflow" / "samplesheet.nf").read_text()
+    assert "src/chromaflow/schemas/assembly.json" in sheet
+    assert "assemblyRules().id.pattern" in sheet and "rule.pattern" in sheet and "rule.maxLength" in sheet
+    assert "x21" not in sheet and "[A-Za-z0-9._-]" not in sheet, "a pattern written in the sheet reader itself"
+    rules = encoding.assembly_rules()
+    assert rules["species"]["maxLength"] == encoding.MAX_SPECIES_BYTES

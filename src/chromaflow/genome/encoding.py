@@ -8,6 +8,10 @@ refuses the same values with the same message.
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import numpy as np
 
 from ..errors import ChromaflowError
@@ -56,12 +60,28 @@ for _sym, _cols in _CODES.items():
 LUT16_RC = np.ascontiguousarray(LUT16[:, ::-1])
 
 
+def assembly_rules() -> dict[str, dict]:
+    """The id and species rules (``schemas/assembly.json``, the file the pipeline's sheet reader reads too):
+    {"id": {"pattern": ...}, "species": {"pattern": ..., "maxLength": 25}}."""
+    global _RULES
+    if _RULES is None:
+        _RULES = json.loads((Path(__file__).parent.parent / "schemas" / "assembly.json").read_text())["properties"]
+    return _RULES
+
+
+_RULES: dict[str, dict] | None = None
+
+
 def check_species(species: str, option: str = "--species") -> bytes:
-    """The species as stored (ASCII, 1..25 bytes, S25) or a one-line error."""
+    """The species as stored in data/species (S25: printable ASCII without spaces, 1..25 bytes, the samplesheet's
+    rule: :func:`assembly_rules`), or a one-line error naming ``option``."""
+    rule = assembly_rules()["species"]
     if not species or not species.isascii():
         raise ChromaflowError(f"{option} {species!r}: must be a non-empty ASCII string")
+    if not re.fullmatch(rule["pattern"], species):
+        raise ChromaflowError(f"{option} {species!r}: must be printable ASCII without spaces")
     sp = species.encode("ascii")
-    if len(sp) > MAX_SPECIES_BYTES:
+    if len(sp) > rule["maxLength"]:
         raise ChromaflowError(
             f"{option} {species!r} is {len(sp)} bytes long; the Helixer layout stores at most {MAX_SPECIES_BYTES} (S25)"
         )

@@ -150,17 +150,27 @@ def readSheet(sheetPath, String what, List<String> columns, List<String> require
     return [name, sheet.toAbsolutePath().getParent(), records]
 }
 
+/*
+ * The id and species rules: the package's src/chromaflow/schemas/assembly.json, which chromaflow.genome.encoding
+ * reads too (one rule for the pipeline and the package). Found beside this file's folder in the repository.
+ */
+def assemblyRules() {
+    def path = file("${moduleDir}/../../../src/chromaflow/schemas/assembly.json")
+    return new groovy.json.JsonSlurper().parse(path.toFile()).properties
+}
+
 // An assembly id (used in output paths): letters, digits, '.', '_', '-'.
 def checkId(id, String where) {
     if (!id) sheetError("${where}: column 'id' is empty")
-    if (!(id ==~ /^[A-Za-z0-9][A-Za-z0-9._-]*$/)) sheetError("${where}: id '${id}' may only contain letters, digits, '.', '_' and '-' (no spaces or path characters)")
+    if (!(id ==~ assemblyRules().id.pattern)) sheetError("${where}: id '${id}' may only contain letters, digits, '.', '_' and '-' (no spaces or path characters)")
     return id
 }
 
 // The species string stored in the genome h5: printable ASCII without spaces, at most 25 bytes (data/species S25).
 def checkSpecies(species, String where) {
-    if (!(species ==~ /^[\x21-\x7E]+$/)) sheetError("${where}: species '${species}' must be printable ASCII without spaces")
-    if (species.length() > 25) sheetError("${where}: species '${species}' is ${species.length()} bytes; the Helixer layout stores at most 25 (set a shorter 'species' column)")
+    def rule = assemblyRules().species
+    if (!(species ==~ rule.pattern)) sheetError("${where}: species '${species}' must be printable ASCII without spaces")
+    if (species.length() > (rule.maxLength as int)) sheetError("${where}: species '${species}' is ${species.length()} bytes; the Helixer layout stores at most ${rule.maxLength} (set a shorter 'species' column)")
     return species
 }
 
