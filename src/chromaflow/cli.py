@@ -139,6 +139,8 @@ def _os_error_line(exc: Exception) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``chromaflow`` command named in ``argv`` (default: the process's arguments) and return its exit
+    status. A failed run removes the outputs it created; temporaries and output locks are released either way."""
     program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)

@@ -34,14 +34,17 @@ class Phases:
         self.seconds: dict[str, float] = {}
 
     def mark(self, name: str) -> None:
+        """Close the phase running since the last mark (or the start) under ``name``, adding to a phase of that name."""
         now = time.perf_counter()
         self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self._t, 6)
         self._t = now
 
     def add(self, name: str, seconds: float) -> None:
+        """Record ``seconds`` as phase ``name`` (replacing any earlier value)."""
         self.seconds[name] = round(seconds, 6)
 
     def as_dict(self) -> dict[str, float]:
+        """The phases and their seconds, in order."""
         return dict(self.seconds)
 
 
@@ -84,6 +87,7 @@ class StageMetrics:
         self.fields.update(fields)
 
     def set(self, **fields: Any) -> None:
+        """Add or replace fields of the metrics."""
         self.fields.update(fields)
 
     def __enter__(self) -> "StageMetrics":
@@ -100,6 +104,8 @@ class StageMetrics:
             outputs.write_json_atomic(self.path, self.result)  # looked up at call time (tests replace it)
 
     def finish(self) -> dict[str, Any]:
+        """The metrics as they stand now: the common fields, the stage's own, and ``bp_per_s`` /
+        ``subsequences_per_s`` where those counts are set."""
         wall = time.perf_counter() - self._t0
         out: dict[str, Any] = {
             "stage": self.stage,

@@ -30,6 +30,8 @@ class Progress:
         self._last = 0.0
 
     def update(self, n: float = 1) -> None:
+        """Count ``n`` more done and redraw (at most every 0.2 s, and at the end): a bar with the percentage and
+        rate, or a count and rate when the total is unknown."""
         self.done += n
         if not self.enabled:
             return
@@ -49,6 +51,7 @@ class Progress:
         sys.stderr.flush()
 
     def close(self) -> None:
+        """Draw the final state and end the line (when enabled)."""
         if self.enabled:
             self._last = 0.0
             self.update(0)

@@ -38,6 +38,7 @@ def _unraisable(hook: Callable) -> Callable:
     """``sys.unraisablehook`` that keeps quiet about a swallowed :class:`Interrupted` (:data:`STOPPED` has it)."""
 
     def quiet(unraisable) -> None:
+        """Pass ``unraisable`` on to the previous hook unless it is an :class:`Interrupted`."""
         if not isinstance(unraisable.exc_value, Interrupted):
             hook(unraisable)
 
@@ -58,6 +59,8 @@ def handle_stop_signals(on_stop: Callable[[int], None] | None = None) -> None:
     handled = [s for s in STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
 
     def on_signal(signum: int, frame: object) -> None:
+        """The stop signals' handler: restore their default actions, then re-send the signal in a forked process,
+        call ``on_stop``, or record it and raise :class:`Interrupted`."""
         for s in handled:
             signal.signal(s, signal.SIG_DFL)
         if os.getpid() != main_pid:

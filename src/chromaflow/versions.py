@@ -32,6 +32,7 @@ from .errors import ChromaflowError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): the task's process name and the packages to report."""
     p.add_argument("process", help="the task's process name (Nextflow's ${task.process}): the YAML's top key")
     p.add_argument(
         "packages",
@@ -80,6 +81,8 @@ def version_of(package: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: print the ``versions.yml`` of the process (chromaflow, then each package's version);
+    ChromaflowError for a package that is not installed. Returns the exit status."""
     lines = [f'"{args.process}":', f"    chromaflow: {__version__}"]
     for package in args.packages:
         try:

@@ -109,12 +109,15 @@ def predictions_window_stats(
 
 
 def open_predictions(path: str):
+    """The predictions file at ``path`` opened and validated (:class:`~chromaflow.bigwig.h5input.PredictionsInput`);
+    the caller closes it."""
     from ..bigwig.h5input import PredictionsInput
 
     return PredictionsInput(path)
 
 
 def predictions_sizes(path: str) -> dict[str, int]:
+    """{seqid: size} of the chromosomes of a predictions file."""
     inp = open_predictions(path)
     try:
         return {c.name: c.size for c in inp.chroms}
@@ -123,6 +126,7 @@ def predictions_sizes(path: str) -> dict[str, int]:
 
 
 def bigwig_sizes(path: str) -> dict[str, int]:
+    """{chromosome: size} of a bigWig."""
     bw = _open_bigwig(path)
     try:
         return dict(bw.chroms())
@@ -223,6 +227,8 @@ def predictions_columns(gw: GeneWindows, path: str, extra: dict[str, tuple[np.nd
 
 
 def bigwig_columns(gw: GeneWindows, paths: list[str]):
+    """The dataset names (one per bigWig, from its file name) and the table's columns {``mean_<d>``, ``max_<d>``,
+    ``percentile_<d>``: (genes,) float64} over each gene's window; ChromaflowError if two files give one name."""
     groups = gw.by_seqid()
     windows = {seqid: (gw.start[idx], gw.end[idx]) for seqid, idx in groups.items()}
     n = len(gw.genes)
@@ -243,6 +249,7 @@ def bigwig_columns(gw: GeneWindows, paths: list[str]):
 
 
 def bigwig_dataset_name(path: str) -> str:
+    """The dataset name of a bigWig: its file name without ``.bw``, ``.bigwig`` or ``.bigWig``."""
     name = Path(path).name
     for ext in (".bw", ".bigwig", ".bigWig"):
         if name.endswith(ext):
@@ -251,6 +258,8 @@ def bigwig_dataset_name(path: str) -> str:
 
 
 def table_text(gw: GeneWindows, cols: dict[str, np.ndarray]) -> str:
+    """The per-gene TSV: gene_id, seqid, strand, tss, window_start, window_end, then ``cols`` (percentiles with 2
+    decimals, other values as integers where whole, else with 4)."""
     head = ["gene_id", "seqid", "strand", "tss", "window_start", "window_end", *cols]
     lines = ["\t".join(head)]
     values = [

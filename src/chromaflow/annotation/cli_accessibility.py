@@ -25,6 +25,8 @@ from .windows import GeneWindows, add_window_options, check_windows
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): annotation, predictions or bigWigs, the TSS window and the outputs (table,
+    BED, bigBed)."""
     p.add_argument(
         "--annotation",
         required=True,
@@ -59,6 +61,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: the coverage (predictions or bigWigs) of each gene's TSS window, written as the per-gene
+    table and, where asked, a BED and bigBed; returns the exit status."""
     check_windows(args.upstream, args.downstream)
     inputs = [("--annotation", args.annotation), ("--predictions", args.predictions)]
     inputs += [("--bigwig", b) for b in (args.bigwig or [])]

@@ -31,6 +31,9 @@ from ..errors import ChromaflowError
 
 @dataclass(frozen=True)
 class Gene:
+    """One gene (or transcript) of an annotation: its id, seqid, ``start`` and ``end`` (0-based, half-open), strand
+    ('+' or '-') and the 1-based line of its feature."""
+
     gene_id: str
     seqid: str
     start: int  # 0-based, inclusive
@@ -48,6 +51,8 @@ _GTF_ATTR = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_.]*)\s+"([^"]*)"\s*;?')
 
 
 def format_from_name(path: str) -> str | None:
+    """'gff3' or 'gtf' from the file name's extension (.gff3, .gff, .gtf, any case, optionally .gz); None for any
+    other."""
     name = Path(path).name.lower()
     if name.endswith(".gz"):
         name = name[:-3]

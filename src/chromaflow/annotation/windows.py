@@ -16,6 +16,8 @@ DEFAULT_DOWNSTREAM = 200
 
 
 def add_window_options(p: argparse.ArgumentParser) -> None:
+    """Add ``--upstream``, ``--downstream`` (the window around the TSS) and ``--feature`` (a row per gene or per
+    transcript) to ``p``."""
     p.add_argument(
         "--upstream",
         type=int,

@@ -162,6 +162,8 @@ class BedGraphWriter:
         self.queue: list[Future] = []
 
     def write(self, chrom: str, starts, ends, vals) -> None:
+        """Add the intervals of ``chrom`` (``starts``, ``ends``, ``vals``: (n,) each) as gzip members of at most
+        LINES_PER_MEMBER lines, compressed in the pool where there is one; results are written in order."""
         n = len(starts)
         if not n:
             return
@@ -187,6 +189,7 @@ class BedGraphWriter:
             block = block and len(self.queue) > 32
 
     def close(self) -> None:
+        """Write the pending members (an empty gzip member if nothing was written) and close the file."""
         try:
             while self.queue:
                 self.fh.write(self.queue.pop(0).result())
@@ -196,6 +199,7 @@ class BedGraphWriter:
             self.fh.close()
 
     def abort(self) -> None:
+        """Cancel the pending compressions and close the file without writing them."""
         for f in self.queue:
             f.cancel()
         self.fh.close()

@@ -133,6 +133,9 @@ class BigBedWriter:
         self._compress = lambda data: zlib.compress(data, ZLIB_LEVEL)
 
     def add(self, chrom: str, start: int, end: int, rest: str) -> None:
+        """Add one row: ``chrom``, ``start``, ``end`` (0-based, half-open, inside the chromosome) and ``rest``, the
+        remaining BED fields as text. Rows must come sorted by chromosome (in the writer's order), then start, else
+        ChromaflowError."""
         tid = self.tid_of.get(chrom)
         if tid is None:
             raise ChromaflowError(f"{self.name}: row on {chrom!r}, which is not among the chromosomes")
@@ -220,6 +223,8 @@ class BigBedWriter:
         self._pending_n[k] = len(recs) - n
 
     def close(self) -> None:
+        """Finish the file: the last chromosome and zoom blocks, the data index and zoom levels, then the header, zoom
+        headers, summary and item count; the file and spill are closed even on failure."""
         try:
             self._end_chrom()
             for k in range(len(self.zs)):
@@ -259,6 +264,7 @@ class BigBedWriter:
             self._release()
 
     def abort(self) -> None:
+        """Give up the file: close it and the spill without finishing them."""
         self._release()
 
     def _release(self) -> None:

@@ -232,6 +232,8 @@ def write_rtree(fh, n: int, chunks, file_offset: int, end_of_data: int, items_pe
     boxes = boxes[::-1]  # root level first
 
     def nodes(c0, s, c1, e, off, size, leaf: bool) -> None:
+        """Write the nodes of one R-tree level: blocks of ``B`` items (leaf items with their data size), each with its
+        header (leaf flag, item count) and padded to ``B`` items."""
         m = len(s)
         if leaf:
             items = np.zeros(
@@ -414,6 +416,8 @@ class _LevelStream:
         self.n = 0
 
     def add(self, rec: tuple, tid: int) -> None:
+        """Append one piece's records of this level for chromosome ``tid`` (a tuple of 8 field arrays): the first is
+        combined with the held-back record where they share a bin, the last is held back."""
         n = len(rec[0])
         if n == 0:
             return
@@ -514,6 +518,8 @@ def write_index_and_zooms(
     tids = set()
 
     def chunks():
+        """The data index's items, chunk by chunk, as (chrom0, start, chrom1, end, offset, size) arrays; notes every
+        chromosome id seen in ``tids``."""
         for a in index.arrays():
             tids.update(np.unique(a[:, 0]).tolist())
             yield a[:, 0], a[:, 1], a[:, 0], a[:, 2], a[:, 3], a[:, 4]
@@ -605,6 +611,9 @@ class BigWigWriter:
 
     # ---------------------------------------------------------------- data
     def write(self, chrom: str, starts: np.ndarray, ends: np.ndarray, values: np.ndarray) -> None:
+        """Add the sorted intervals of ``chrom`` (``starts``, ``ends``: (n,) 0-based, half-open; ``values``: (n,)) after
+        those written before. Chromosomes come in the order of ``chroms`` and intervals in ascending order, else
+        ChromaflowError."""
         n = len(starts)
         if not n:
             return
@@ -753,6 +762,8 @@ class BigWigWriter:
 
     # ---------------------------------------------------------------- finish
     def close(self) -> None:
+        """Finish the file: flush the remaining data and zoom blocks, write the data index and zoom levels, then the
+        header, zoom headers, summary and block count; the file and spill are closed even on failure."""
         try:
             self._end_chrom()
             if self._sample is not None and self._sample_n:
@@ -797,6 +808,7 @@ class BigWigWriter:
             self._release()
 
     def abort(self) -> None:
+        """Give up the file: cancel the queued work and close the file and spill without finishing them."""
         for ev in self._queue:
             if isinstance(ev[-1], Future):
                 ev[-1].cancel()
@@ -823,13 +835,16 @@ class PyBigWigWriter:
         self.count = 0
 
     def write(self, chrom: str, starts, ends, values) -> None:
+        """Add the intervals of ``chrom`` (values as float64) through pyBigWig."""
         n = len(starts)
         self.count += n
         if n:
             self.bw.addEntries([chrom] * n, starts, ends=ends, values=np.asarray(values, dtype=np.float64))
 
     def close(self) -> None:
+        """Close the pyBigWig file, which writes it out."""
         self.bw.close()
 
     def abort(self) -> None:
+        """Close the pyBigWig file (pyBigWig has no way to abandon one)."""
         self.bw.close()

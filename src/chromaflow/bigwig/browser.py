@@ -40,6 +40,8 @@ STRAND_ID = {"avg": "avg", "+": "plus", "-": "minus"}
 
 
 def browser_file_names(fmt: str) -> list[str]:
+    """The names of the genome browser files written beside the tracks: chrom.sizes and the IGV session, and for ``fmt``
+    'bigwig' also the UCSC hub files (hub.txt, genomes.txt, trackDb.txt)."""
     names = ["chrom.sizes", "igv_session.xml"]
     if fmt == "bigwig":
         names += ["hub.txt", "genomes.txt", "trackDb.txt"]

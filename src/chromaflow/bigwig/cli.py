@@ -29,6 +29,8 @@ DEFAULT_LEVEL = {"bigwig": 1, "bedgraph": 1}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): predictions file, output folder and names, format, strands, smoothing,
+    blacklist, datasets, writer and compression, and the genome-browser files."""
     p.add_argument(
         "--predictions",
         required=True,
@@ -134,11 +136,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def output_name(basename: str, dataset: str, strand: str, bl: bool, ws: int | None, fmt: str) -> str:
+    """The file name of one track: ``<basename>_<dataset>_<strand>_strand[_bl][_ws=<window>].bw`` (``.bg.gz`` for
+    bedGraph)."""
     ext = "bw" if fmt == "bigwig" else "bg.gz"
     return f"{basename}_{dataset}_{strand}_strand{'_bl' if bl else ''}{'' if ws is None else f'_ws={ws}'}.{ext}"
 
 
 def read_blacklist(path: str) -> set[str]:
+    """The seqids of a blacklist file: the first field of every non-blank line; ChromaflowError if it cannot be read."""
     try:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as exc:
@@ -161,6 +166,8 @@ def _keep_freed_memory() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: convert the predictions into bigWig or bedGraph tracks (all renamed into place only if every
+    one succeeds) and, where asked, the genome-browser files; returns the exit status."""
     fmt = {"bw": "bigwig", "bg": "bedgraph"}.get(args.format, args.format)
     ws = args.window_size
     if ws is not None and ws <= 0:

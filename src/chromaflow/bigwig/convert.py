@@ -31,6 +31,10 @@ PIECE_CHUNKS = 128
 
 @dataclass
 class Track:
+    """One output track: the ``dataset`` and ``channel`` (index into the input's chosen datasets) it comes from, its
+    ``strand`` ('avg', '+' or '-'), its output ``path``, the ``writer`` that writes it and its streaming
+    :class:`TrackState`."""
+
     dataset: str
     channel: int  # index into the input's chosen datasets
     strand: str  # avg, +, -
@@ -39,10 +43,13 @@ class Track:
     state: TrackState = field(default_factory=TrackState)
 
     def write(self, chrom: str, *intervals) -> None:
+        """Write intervals of ``chrom`` through the track's writer; an OSError without a file name is raised naming the
+        track."""
         with naming_errors(self.path):  # a full disk names the track
             self.writer.write(chrom, *intervals)
 
     def close(self) -> None:
+        """Close the track's writer; an OSError without a file name is raised naming the track."""
         with naming_errors(self.path):
             self.writer.close()
 
@@ -146,6 +153,9 @@ def convert(
     pool: ThreadPoolExecutor | None,
     prog: Progress,
 ) -> None:
+    """Convert the predictions of ``inp`` into ``tracks``, block by block of BLOCK_BP (as Predmoter does), smoothed over
+    ``window`` bp (None: not smoothed) with the ``smoothing`` method ('numpy' reads whole blocks, otherwise pieces of at
+    most PIECE_CHUNKS chunks); the reader is closed at the end. The writers are not closed here."""
     n_block = max(1, BLOCK_BP // inp.L)
     whole_blocks = window is not None and smoothing == "numpy"  # numpy.convolve needs the block at once
     reader = ChunkReader(inp, pool, n_block if whole_blocks else min(n_block, PIECE_CHUNKS))
@@ -185,10 +195,14 @@ class _Conversion:
             self.need[c] = (wp or s in ("avg", "+"), wm or s in ("avg", "-"))
 
     def load(self, desc):
+        """The :class:`Piece` objects of one piece ``desc`` (chrom, j, e, final, block_final: :func:`pieces`) for the
+        channels and strands needed."""
         chrom, j, e, _, _ = desc
         return self.reader.load(chrom.plus[j:e], chrom.minus[j:e], self.need)
 
     def compute(self, data, key, chrom: Chrom, block_final: bool):
+        """:func:`piece_runs` of the (channel, strand) ``key`` for one piece's ``data``; a ChromaflowError is raised
+        again naming the input and seqid."""
         c, strand = key
         try:
             return piece_runs(

@@ -28,6 +28,9 @@ from .tracks import EXACT_LIMIT
 
 @dataclass
 class Chrom:
+    """One chromosome of a predictions file: its ``name``, ``size`` in bases and the file rows of its windows, ``plus``
+    (ascending genome) and ``minus`` (element k covers the same window as ``plus[k]``)."""
+
     name: str
     size: int
     plus: np.ndarray  # file rows, ascending genome
@@ -228,6 +231,7 @@ class SourceRows:
         return np.concatenate(parts)
 
     def close(self) -> None:
+        """Close the source file that is open, if any."""
         if self._fh is not None:
             self._fh.close()
         self._fh, self._at = None, None
@@ -255,6 +259,7 @@ class PredictionsInput:
             raise
 
     def close(self) -> None:
+        """Close the HDF5 file."""
         self.h5.close()
 
     # ------------------------------------------------------------------ validation
@@ -453,6 +458,7 @@ class Piece:
         return a
 
     def release(self) -> None:
+        """Give the piece's int32 arrays back to the pool (where it has one) and drop ``plus`` and ``minus``."""
         if self._buffers is not None:
             self._buffers.put(self._owned)
         self._owned = []
@@ -473,6 +479,8 @@ class BufferPool:
         self._lock = threading.Lock()
 
     def get(self, n: int) -> np.ndarray:
+        """An int32 array of ``n`` elements: a view of a free pooled buffer (a new one if none is free), or a fresh
+        array when ``n`` exceeds the capacity."""
         if n > self.capacity:
             return np.empty(n, dtype=np.int32)
         with self._lock:
@@ -482,6 +490,8 @@ class BufferPool:
         return buf[:n]
 
     def put(self, arrays) -> None:
+        """Return ``arrays`` (or the buffers they view) to the pool: only 1-D int32 buffers of the pool's capacity are
+        kept, at most ``keep`` of them."""
         with self._lock:
             for a in arrays:
                 base = a if a.base is None else a.base
@@ -502,6 +512,10 @@ POOL_MIN_BP = 65_536
 
 
 class ChunkReader:
+    """Reads the predictions of a :class:`PredictionsInput` as :class:`Piece` objects (:meth:`load`): straight from the
+    file's chunks (pread and inflate) where its datasets allow it, through h5py otherwise. ``pool``: threads for the
+    reads (None: inline); ``piece_chunks``: chunks per piece, which sizes the buffers."""
+
     def __init__(self, inp: PredictionsInput, pool: ThreadPoolExecutor | None, piece_chunks: int = 1):
         self.inp = inp
         self.pool = pool
@@ -516,6 +530,7 @@ class ChunkReader:
             self._setup_fast(inp.dsets[0])
 
     def close(self) -> None:
+        """Close the file descriptors and the h5py reader this reader opened."""
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -572,6 +587,7 @@ class ChunkReader:
         """Every written chunk's file offset, stored size and filter mask, at its row + ``row0``."""
 
         def visit(ci):
+            """Record one chunk's file offset, stored size and filter mask at its row (+ ``row0``) and channel."""
             r, _, c = ci.chunk_offset
             self.offset[row0 + r, c] = ci.byte_offset
             self.size[row0 + r, c] = ci.size
@@ -756,6 +772,7 @@ def _inflater(nbytes: int, path: str):
     if use_libdeflate:
 
         def inflate(raw, row, ch):
+            """Inflate one chunk with libdeflate; on failure, with zlib, whose error names the chunk."""
             try:
                 return deflate.zlib_decompress(raw, nbytes)
             except Exception:  # corrupt or wrong size: zlib's message is clearer

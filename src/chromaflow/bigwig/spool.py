@@ -41,12 +41,14 @@ class Spill:
         return off
 
     def read(self, offset: int, size: int) -> bytes:
+        """The ``size`` bytes appended at ``offset``."""
         self.at_end = False
         assert self.fh is not None  # read only what append wrote
         self.fh.seek(offset)
         return self.fh.read(size)
 
     def close(self) -> None:
+        """Close the temporary file (it was unlinked when opened, so nothing remains)."""
         if self.fh is not None:
             self.fh.close()
             self.fh = None

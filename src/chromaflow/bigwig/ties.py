@@ -20,6 +20,7 @@ BLOCK_BP = 21_384_000
 
 
 def bg_intervals(text: str) -> dict[str, list[tuple[int, int, float]]]:
+    """The intervals of a bedGraph's ``text``: {chromosome: [(start, end, value), ...]} in file order."""
     out: dict[str, list] = {}
     for line in text.split("\n"):
         if not line:

@@ -174,6 +174,7 @@ class SmoothStream:
         self.reset()
 
     def reset(self) -> None:
+        """Forget the values held back: start afresh at block position 0."""
         self.buf = np.empty(0, dtype=np.int64)
         self.buf_start = 0
         self.done = 0

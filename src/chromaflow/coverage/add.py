@@ -49,6 +49,9 @@ PATH_BYTES = 512
 
 @dataclass
 class AddResult:
+    """What :func:`add_coverage` did: rows and bp covered, the coverage columns written, reads counted per source,
+    tasks per source (``units``), and whether the columns were appended to existing ones."""
+
     rows: int = 0
     bp: int = 0
     columns: list[int] = field(default_factory=list)
@@ -80,6 +83,7 @@ def _open_source(kind: str, path: str, index: str | None = None):
 
 
 def close_sources() -> None:
+    """Close the BAM and bigWig files this process opened for its tasks (errors are ignored) and forget them."""
     for src in _SOURCES.values():
         try:
             src.close()
@@ -131,6 +135,10 @@ def _compress(rows: np.ndarray, valid: list[int], dtype: str) -> list[tuple[int,
 
 @dataclass
 class Task:
+    """One unit of work: count one source (a BAM or bigWig at ``path``, column ``col``) over one :class:`Unit`'s rows
+    (``start_ends``: (n_rows, 2), in unit order) with the counting options; ``raw``: return arrays instead of
+    compressed chunks; ``dtype`` of the coverage; ``index``: the BAM index, if given."""
+
     unit: Unit
     col: int
     kind: str  # "bam" | "bigwig"
@@ -470,6 +478,8 @@ class _Pool:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def run(self, tasks: list[Task]):
+        """(task, :func:`run_task` result) of every task, in task order: inline, or in the workers with at most 2 x
+        workers tasks in flight."""
         if self.ex is None:
             for t in tasks:
                 yield t, run_task(t)
@@ -489,6 +499,7 @@ class _Pool:
             yield t, res
 
     def close(self) -> None:
+        """Close this process's sources and shut the workers down, cancelling tasks not yet started."""
         close_sources()
         if self.ex is not None:
             self.ex.shutdown(wait=True, cancel_futures=True)

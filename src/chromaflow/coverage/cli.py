@@ -14,6 +14,8 @@ from ..outputs import check_outputs
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): the genome h5 and prefix, BAMs (with their indexes) or bigWigs, strandedness
+    and read filters, bigWig strand split, window size and ``--out``."""
     p.add_argument(
         "--h5",
         required=True,
@@ -115,6 +117,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: add the coverage of the BAMs or bigWigs to the genome h5 (in place, or into ``--out``);
+    returns the exit status."""
     from .add import DEFAULT_WINDOW_BP, add_coverage
     from .sources import CountOptions
 

@@ -20,6 +20,10 @@ from ..genome.h5rows import read_rows
 
 @dataclass
 class GenomeLayout:
+    """The rows of a genome h5: path, row count, chunk length, ``seqids`` ((N,) str), ``start_ends`` ((N, 2) int64),
+    ``species`` ((N,) str, None without data/species) and every seqid's record length (the largest chunk end of its
+    rows)."""
+
     path: str
     n_rows: int
     length: int
@@ -95,10 +99,12 @@ class Unit:
 
     @property
     def bp(self) -> int:
+        """Bases the unit's segments cover."""
         return sum(s.hi - s.lo for s in self.segments)
 
     @property
     def n_rows(self) -> int:
+        """Rows of the unit's segments."""
         return sum(len(s.rows) for s in self.segments)
 
 

@@ -36,6 +36,10 @@ SHIFT_PLUS, SHIFT_MINUS = 4, 5
 
 @dataclass(frozen=True)
 class CountOptions:
+    """How coverage is counted: the BAM strand mode ('unstranded', 'first', 'second'), ``shift`` (--shift), the
+    minimum mapping quality, whether duplicates are skipped, and how a bigWig's value is split over the strands
+    ('half' or 'both')."""
+
     strand_mode: str = "unstranded"
     shift: bool = False
     min_mapq: int = 0
@@ -99,6 +103,8 @@ def check_bam(path: str, needed: dict[str, int], index: str | None = None) -> No
 
 
 def check_bigwig(path: str, needed: dict[str, int]) -> None:
+    """Raise ChromaflowError unless ``path`` is a readable bigWig holding every chromosome of ``needed`` ({seqid:
+    length}) with that length."""
     import pyBigWig
 
     if not os.path.isfile(path):

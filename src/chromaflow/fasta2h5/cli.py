@@ -17,6 +17,7 @@ from .convert import convert
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): FASTA, species, output, subsequence length, compression and deflate engine."""
     p.add_argument("--fasta", required=True, help="input FASTA (plain, gzip or bgzip; detected by content)")
     p.add_argument("--species", required=True, help="species name stored on every row (ASCII, <= 25 bytes)")
     p.add_argument("--out", required=True, help="output .h5 (written atomically)")
@@ -59,6 +60,7 @@ def check_input(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: convert the FASTA into a Helixer-layout genome h5; returns the exit status."""
     threads = resolve_threads(args.threads)
     out = Path(args.out)
     check_length(args.subsequence_length)

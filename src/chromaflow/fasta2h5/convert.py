@@ -187,6 +187,8 @@ class _ChunkWriter:
         self.shown = 0  # bytes shown on the bar
 
     def on_progress(self, pos: int) -> None:
+        """Note the input position ``pos`` (bytes) the reader has reached; the bar shows it once the chunks read so
+        far are written."""
         self.read_pos = pos
 
     def add(self, job: Job, id_chunk: bytes | None) -> None:
@@ -203,6 +205,8 @@ class _ChunkWriter:
                 self.submit()
 
     def submit(self) -> None:
+        """Hand the current batch to the pool for encoding (and compression, for direct chunk writes) and start a new
+        one; past ``max_pending`` batches in flight, the oldest is written first."""
         if not self.batch:
             return
         fut: Future[Any]

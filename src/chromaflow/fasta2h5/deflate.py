@@ -46,6 +46,8 @@ CFLAGS = ["-O2", "-fPIC", "-shared", "-std=c99"]  # no -march=native / -ffast-ma
 
 
 class EngineUnavailable(ChromaflowError):
+    """The onehot engine's kernel cannot be built or loaded (``auto`` then falls back to libdeflate)."""
+
     pass
 
 
@@ -82,6 +84,8 @@ auto_fallback_reason: str | None = None
 
 
 def resolve_auto() -> tuple[str, int]:
+    """The engine and level of ``auto``: onehot where its kernel loads, else libdeflate (the reason noted in
+    :data:`auto_fallback_reason`)."""
     global auto_fallback_reason
     try:
         load_kernel()
@@ -92,6 +96,8 @@ def resolve_auto() -> tuple[str, int]:
 
 
 def engine_version(name: str) -> str:
+    """The version text of engine ``name`` for the metrics: zlib's runtime, python-deflate's, isal's, or for onehot a
+    hash of its C source."""
     if name == "zlib":
         return f"zlib {zlib.ZLIB_RUNTIME_VERSION}"
     if name == "libdeflate":
@@ -128,6 +134,7 @@ _lib_lock = threading.Lock()
 
 
 def library_path() -> Path:
+    """Path of the cached onehot kernel library for this source, CFLAGS and machine; it may not be built yet."""
     return cbuild.library_path(SOURCE, CFLAGS, "onehot-deflate", "libonehotdeflate")
 
 
@@ -188,6 +195,8 @@ class _Units:
         self.patterns: dict[bytes, int] = {}
 
     def ids(self, cols: np.ndarray) -> np.ndarray:
+        """(256,) uint8: the unit id of each byte's row of ``cols`` ((256, 4) bytes), new units numbered as they are
+        first seen."""
         out = np.zeros(256, dtype=np.uint8)
         for b in range(256):
             key = bytes(cols[b].astype(np.uint8))
@@ -197,6 +206,7 @@ class _Units:
         return out
 
     def tables(self, lut16: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`unit_tables` of ``lut16``; ChromaflowError past 255 distinct units."""
         lo, hi = self.ids(lut16 & 0xFF), self.ids(lut16 >> 8)
         if len(self.patterns) > 255:
             raise ChromaflowError("too many distinct one-hot patterns for the onehot engine")

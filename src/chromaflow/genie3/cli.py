@@ -23,6 +23,8 @@ from .report import add_output_arguments, output_options
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): expression matrix and layout, regulators, forest and importance settings,
+    engine, target chunk, prior and repeats, and the outputs."""
     p.add_argument("--expression", required=True, help="expression matrix, TSV or CSV (optionally .gz)")
     p.add_argument(
         "--layout",
@@ -101,6 +103,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def warn(msg: str) -> None:
+    """Print ``msg`` on stderr as a genie3 warning."""
     print(f"chromaflow genie3: warning: {msg}", file=sys.stderr)
 
 
@@ -132,6 +135,8 @@ def _engine(requested: str, samples: int, need_fast: bool = False) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: infer the regulator-target network of the expression matrix with GENIE3 (all targets, or one
+    ``--targets-chunk``) and write its outputs; returns the exit status."""
     if args.n_trees < 1:
         raise ChromaflowError(f"--n-trees must be >= 1 (got {args.n_trees})")
     if args.top < 0 or args.max_links < 0:

@@ -21,6 +21,7 @@ _SAME = ("genes", "regulators", "n_targets_total", "options", "fingerprint", "sa
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): the ``genie3 --targets-chunk`` parts and the outputs."""
     p.add_argument("parts", nargs="+", metavar="PART", help="part files written by genie3 --targets-chunk")
     add_output_arguments(p, "ranked link list (.tsv.gz)")
     add_run_options(p, threads="threads formatting and compressing the link list (0 = all usable CPUs; same bytes)")
@@ -124,6 +125,8 @@ def merge_top_links(paths: list[str], limit: int) -> tuple[dict, np.ndarray, np.
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: check the parts and write the outputs of a single-task run from them; returns the exit
+    status."""
     check_outputs(output_options(args), [("PART", p) for p in args.parts])
     threads = resolve_threads(args.threads)
     with StageMetrics("genie3-merge", args.metrics, threads=threads) as m:

@@ -19,6 +19,7 @@ from .expression import LAYOUTS, read_expression, read_regulators
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): expression matrix, layout, regulators, chunk size and output JSON."""
     p.add_argument("--expression", required=True, help="expression matrix, TSV or CSV (optionally .gz)")
     p.add_argument(
         "--layout", required=True, choices=LAYOUTS, help="orientation of the matrix: genes-x-samples or samples-x-genes"
@@ -42,6 +43,8 @@ def plan(genes: int, chunk_size: int) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: count the matrix's genes and write the plan of target chunks as JSON; returns the exit
+    status."""
     if args.chunk_size < 1:
         raise ChromaflowError(f"--chunk-size must be >= 1 (got {args.chunk_size})")
     check_outputs([("--out", args.out)], [("--expression", args.expression), ("--regulators", args.regulators)])

@@ -22,6 +22,9 @@ IMPORTANCES = ("unnormalised", "tree-normalised")
 
 @dataclass(frozen=True)
 class Options:
+    """The options of a GENIE3 run: tree method ('RF' or 'ET'), features per split, trees, seed, engine, importance, and
+    the optional prior (its weight and file SHA-256) and repeats."""
+
     tree_method: str = "RF"
     max_features: str = "sqrt"
     n_trees: int = 1000
@@ -42,6 +45,8 @@ class Options:
 
 
 def parse_max_features(value: str) -> str:
+    """``--max-features`` normalised: 'sqrt', 'all' or a positive integer as text (case and blanks ignored);
+    ChromaflowError otherwise."""
     v = str(value).strip().lower()
     if v in ("sqrt", "all"):
         return v

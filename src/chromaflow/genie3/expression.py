@@ -25,6 +25,8 @@ _NUMERIC = re.compile(r"^[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|nan
 
 
 def looks_numeric(s: str) -> bool:
+    """Whether ``s`` (surrounding blanks ignored) reads as a number: decimal or exponent notation, or nan / inf /
+    infinity (any case)."""
     return bool(_NUMERIC.match(s.strip()))
 
 
@@ -41,13 +43,17 @@ class Expression:
 
     @property
     def n_genes(self) -> int:
+        """Rows of the matrix: the genes."""
         return self.values.shape[0]
 
     @property
     def n_samples(self) -> int:
+        """Columns of the matrix: the samples."""
         return self.values.shape[1]
 
     def fingerprint(self) -> str:
+        """SHA-256 (hex) of the gene names and the matrix's values: the same genes in the same order with the same
+        values give the same fingerprint."""
         h = hashlib.sha256()
         h.update("\n".join(self.genes).encode())
         h.update(b"\0")

@@ -32,10 +32,15 @@ _lib = None
 
 
 class KernelUnavailable(RuntimeError):
+    """The random-forest kernel cannot be used (no compiler, a failed build, too many samples): the CLI falls back to
+    the scikit-learn engine."""
+
     pass
 
 
 def library_path(extra_flags: tuple[str, ...] = ()) -> Path:
+    """Path of the cached kernel library for this source, flags (CFLAGS and ``extra_flags``) and machine; it may not be
+    built yet."""
     return cbuild.library_path(SOURCE, [*CFLAGS, *extra_flags], "genie3-kernel", "libgenie3k")
 
 
@@ -111,6 +116,7 @@ class Tables:
 
     @property
     def nbytes(self) -> int:
+        """Bytes of the three tables together."""
         return self.pos.nbytes + self.lims.nbytes + self.slot.nbytes
 
 

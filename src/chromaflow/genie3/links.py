@@ -38,12 +38,15 @@ class GzipMembers:
         self.pending: list = []
 
     def write(self, data: bytes) -> None:
+        """Add ``data`` to the text; a member is compressed once MEMBER bytes or more are waiting."""
         self.buf.append(data)
         self.size += len(data)
         if self.size >= self.MEMBER:
             self.flush()
 
     def flush(self) -> None:
+        """Compress the waiting text as one gzip member: written at once with one thread, else handed to the pool,
+        writing finished members in order while more than 2 x threads wait."""
         if not self.buf:
             return
         import deflate
@@ -328,6 +331,8 @@ def _write_links_c(lib, gz, W, reg_names, tgt_names, rows, cols, step, threads, 
     cols = np.ascontiguousarray(cols, dtype=np.int64)
 
     def fmt(s: int) -> bytes:
+        """The link lines of the ``step`` links starting at ``s`` (regulator, target, importance), formatted by the C
+        kernel."""
         r, c = rows[s : s + step], cols[s : s + step]
         v = np.ascontiguousarray(W[r, c] if values is None else values[s : s + step], dtype=np.float64)
         cap = per_line * len(r)

@@ -54,6 +54,9 @@ def target_importances(
     n_jobs: int,
     importance: str = "unnormalised",
 ) -> np.ndarray:
+    """Importances of every input regulator for one target ``y`` from a scikit-learn forest (:func:`fit_forest`):
+    (n_regulators,) float64, unnormalised MDI (:func:`unnormalised_mdi`) or, for ``importance`` 'tree-normalised',
+    scikit-learn's ``feature_importances_``."""
     forest = fit_forest(X_in, y, n_trees, K, method, random_state, n_jobs)
     if importance == "tree-normalised":
         return np.asarray(forest.feature_importances_, dtype=np.float64)

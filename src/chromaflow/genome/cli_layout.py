@@ -14,6 +14,7 @@ from .layout import scan_layout
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): the FASTA, the subsequence length and the output JSON."""
     p.add_argument("--fasta", required=True, help="input FASTA (plain, gzip or bgzip; detected by content)")
     p.add_argument(
         "--subsequence-length", type=int, default=DEFAULT_L, metavar="L", help=f"chunk length L (default {DEFAULT_L})"
@@ -22,6 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: scan the FASTA's layout and write its summary (subsequence length, records, bp, subsequences) as
+    JSON to ``--out`` or stdout; returns the exit status."""
     L = check_length(args.subsequence_length)
     if not os.path.exists(args.fasta) or os.path.isdir(args.fasta):
         raise ChromaflowError(f"{args.fasta}: no such file")

@@ -68,6 +68,9 @@ def default_paths(fasta: str) -> tuple[str, str]:
 
 
 class IndexRecord(NamedTuple):
+    """One line of a samtools ``.fai`` index: a record's name, length in bases, byte offset (uncompressed) of its first
+    base, bases per full line and bytes per full line (line end included)."""
+
     name: str
     length: int  # bases
     offset: int  # byte offset (uncompressed) of the first base
@@ -103,10 +106,12 @@ class FastaIndex:
         self._bgzf: pysam.BGZFile | None = None
 
     def layout(self, L: int, species: bytes = b"") -> Layout:
+        """The :class:`Layout` of this FASTA's records (names and lengths in file order) at subsequence length ``L``."""
         return Layout([(r.name, r.length) for r in self.records], L, species)
 
     @property
     def files(self) -> list[str]:
+        """The index files in use: the ``.fai``, then the ``.gzi`` where there is one."""
         return [self.fai] + ([self.gzi] if self.gzi else [])
 
     # ---------------------------------------------------------------------------------------------
@@ -171,6 +176,7 @@ class FastaIndex:
         return cast("re.Match[bytes]", _ID.match(line[1:].rstrip(b" \t\r\v\f"))).group().decode("ascii", "replace")
 
     def close(self) -> None:
+        """Close the open FASTA handles (errors on closing are ignored); a later read opens them again."""
         for f in (self._fa, self._bgzf):
             if f is not None:
                 with contextlib.suppress(Exception):
@@ -415,6 +421,7 @@ class ReadStats:
 
     @property
     def disk_bytes(self) -> int:
+        """Bytes of the file on disk covered by :attr:`ranges`, overlapping ranges counted once."""
         total, reach = 0, 0
         for a, b in sorted(self.ranges):
             a = max(a, reach)

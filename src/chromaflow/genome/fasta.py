@@ -46,6 +46,9 @@ MAX_HEADER_BYTES = 1 << 20
 
 
 class Record(NamedTuple):
+    """One FASTA record: its ``seqid``, the 1-based ``line`` of its header, and ``seq``, its bases as in the file with
+    the line breaks removed."""
+
     seqid: str
     line: int  # 1-based line number of the header
     seq: bytes | bytearray  # bases as in the file, line breaks removed

@@ -160,16 +160,21 @@ def cut(pieces: Iterable, L: int, segment_rows: int) -> Iterator[Job | RecordEnd
 # layout of a whole FASTA (for sharding the FASTA route and for the pipeline's shard count)
 # --------------------------------------------------------------------------------------------------
 class Layout(NamedTuple):
+    """The row layout of a FASTA: its ``records`` as (seqid, bases) in file order, the subsequence length ``L`` and the
+    ``species`` tag. Every record gives ceil(bases / L) plus rows then as many minus rows."""
+
     records: list[tuple[str, int]]  # (seqid, bases)
     L: int
     species: bytes
 
     @property
     def n_rows(self) -> int:
+        """Rows of the whole FASTA, both strands."""
         return sum(2 * n_chunks(n, self.L) for _, n in self.records)
 
     @property
     def bp(self) -> int:
+        """Bases of all records together."""
         return sum(n for _, n in self.records)
 
     def row_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -48,6 +48,8 @@ def numpy_safe_globals() -> list:
 
 @dataclass
 class Checkpoint:
+    """A loaded checkpoint: its ``path``, the network's :class:`ModelConfig`, the ``state_dict``, the file's SHA-256."""
+
     path: str
     config: ModelConfig
     state_dict: "OrderedDict[str, torch.Tensor]"
@@ -55,6 +57,7 @@ class Checkpoint:
 
     @property
     def datasets(self) -> tuple[str, ...]:
+        """The datasets the network predicts, in output order."""
         return self.config.datasets
 
 
@@ -125,6 +128,7 @@ def check_state_dict(sd: dict, cfg: ModelConfig, where: str) -> None:
 
 
 def build_model(ckpt: Checkpoint) -> PredmoterNet:
+    """The :class:`PredmoterNet` of ``ckpt`` with its weights loaded (strictly), in eval mode and without gradients."""
     model = PredmoterNet(ckpt.config)
     model.load_state_dict(ckpt.state_dict, strict=True)
     model.eval()

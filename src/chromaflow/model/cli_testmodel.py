@@ -17,6 +17,7 @@ from .hparams import PRESETS, add_architecture_options
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): output, seed, architecture preset and overrides, seq_len, datasets."""
     p.add_argument("--out", required=True, help="checkpoint to write (.ckpt)")
     p.add_argument("--seed", type=int, default=0, help="random seed; same seed + options = identical bytes")
     p.add_argument(
@@ -34,6 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: write a test checkpoint with random weights (from ``--seed``) for the preset's architecture with
+    the options given; returns the exit status."""
     from .checkpoint import write_test_checkpoint
     from .network import ModelConfig
 

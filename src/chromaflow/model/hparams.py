@@ -108,6 +108,7 @@ def add_architecture_options(p, *, learning_rate: bool = False, preset: bool = F
     ``learning_rate``: also ``--learning-rate`` (``train``)."""
 
     def default(key: str) -> str:
+        """The help text's default of option ``key``: the preset's, or Predmoter's default value."""
         return "default: the --preset's" if preset else f"default {PREDMOTER_DEFAULTS[key]}"
 
     p.add_argument("--model-type", choices=MODEL_TYPES, default=None, help=default("model_type"))

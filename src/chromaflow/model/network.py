@@ -22,6 +22,10 @@ from .hparams import HPARAM_KEYS, MODEL_TYPES
 
 @dataclass(frozen=True)
 class ModelConfig:
+    """The hyper-parameters of a Predmoter network: architecture (``model_type`` 'cnn', 'hybrid' or 'bi-hybrid';
+    convolution and LSTM sizes, batch norm, dropout), the ``datasets`` it predicts, input size, sequence length and
+    learning rate; ``extra``: other keys, not compared."""
+
     model_type: str
     cnn_layers: int
     filter_size: int
@@ -47,10 +51,13 @@ class ModelConfig:
             raise ChromaflowError(f"{where}: hyper_parameters lack {', '.join(missing)}")
 
         def bad(key: str, want: str) -> ChromaflowError:
+            """The ChromaflowError for hyper-parameter ``key`` whose value is not ``want``."""
             v = hp[key]
             return ChromaflowError(f"{where}: hyper_parameters[{key!r}] is {v!r} ({type(v).__name__}), expected {want}")
 
         def integer(key: str, default: int | None = None) -> int:
+            """Hyper-parameter ``key`` as an int (``default`` when absent and given); ChromaflowError for a bool or a
+            non-integer."""
             if key not in hp and default is not None:
                 return default
             v = hp[key]
@@ -59,6 +66,8 @@ class ModelConfig:
             return int(v)
 
         def real(key: str, default: float | None = None) -> float:
+            """Hyper-parameter ``key`` as a float (``default`` when absent and given); ChromaflowError for a bool, a
+            non-number or a non-finite value."""
             if key not in hp and default is not None:
                 return default
             v = hp[key]
@@ -108,6 +117,9 @@ class ModelConfig:
         return cfg
 
     def validate(self, where: str = "checkpoint") -> None:
+        """Raise ChromaflowError (naming ``where``) for hyper-parameters the network cannot be built from: an unknown
+        model type, input size other than 4, sizes below 1, LSTM layers missing or negative, dropout outside [0, 1), no
+        datasets, step 1 with an even kernel, or a negative padding."""
         if self.model_type not in MODEL_TYPES:
             raise ChromaflowError(
                 f"{where}: unknown model_type {self.model_type!r} (expected one of {', '.join(MODEL_TYPES)})"
@@ -138,6 +150,7 @@ class ModelConfig:
     # --- derived geometry (FORMATS.md §2.4) ------------------------------------------------------
     @property
     def downsample(self) -> int:
+        """Factor the down layers shorten a sequence by: step ** cnn_layers."""
         return self.step**self.cnn_layers
 
     def filters(self) -> list[int]:
@@ -148,31 +161,40 @@ class ModelConfig:
         return out
 
     def out_channels(self, layer: int) -> int:
+        """Output channels of down layer ``layer`` (0-based): filter_size * up ** layer."""
         return self.filter_size * self.up**layer
 
     @property
     def c_last(self) -> int:
+        """Output channels of the last down layer."""
         return self.out_channels(self.cnn_layers - 1)
 
     @property
     def width(self) -> int:
+        """Channels after the down layers and LSTMs: the last down layer's for 'cnn', hidden_size for 'hybrid', twice it
+        for 'bi-hybrid'."""
         return {"cnn": self.c_last, "hybrid": self.hidden_size, "bi-hybrid": 2 * self.hidden_size}[self.model_type]
 
     def conv_padding(self) -> int:
+        """Padding of the down convolutions: ceil((dilation * (kernel_size - 1) + 1 - step) / 2)."""
         d, k, s = self.dilation, self.kernel_size, self.step
         return math.ceil((d * (k - 1) + 1 - s) / 2)
 
     def output_padding(self) -> int:
+        """``output_padding`` of the transposed convolutions (0 or 1), from dilation, kernel size and step."""
         d, k, s = self.dilation, self.kernel_size, self.step
         if d % 2 == 0 and k % 2 == 0:
             return 1 if (s + k) % 2 == 0 else 0
         return 0 if (s + k) % 2 == 0 else 1
 
     def transposed_padding(self) -> int:
+        """Padding of the transposed convolutions: (dilation * (kernel_size - 1) + output_padding + 1 - step) / 2,
+        truncated."""
         d, k, s = self.dilation, self.kernel_size, self.step
         return int((d * (k - 1) + self.output_padding() + 1 - s) / 2)  # trunc, not floor
 
     def check_length(self, length: int, where: str) -> None:
+        """Raise ChromaflowError (naming ``where``) if ``length`` is not a multiple of :attr:`downsample`."""
         if length % self.downsample != 0:
             raise ChromaflowError(
                 f"{where}: chunk length L={length} is not divisible by step**cnn_layers = "
@@ -180,6 +202,7 @@ class ModelConfig:
             )
 
     def hparams(self) -> dict[str, Any]:
+        """The configuration as a checkpoint's ``hyper_parameters`` (``output_size`` is the number of datasets)."""
         return {
             "model_type": self.model_type,
             "cnn_layers": self.cnn_layers,
@@ -246,6 +269,8 @@ class PredmoterNet(nn.Module):
         self.out = nn.Linear(cfg.input_size, len(cfg.datasets))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Log-rates (B, L, D) of one-hot input ``x`` (B, L, 4); ChromaflowError if the layers do not give back length
+        L."""
         length = x.shape[1]
         h = x.transpose(1, 2)
         for module in self.down_layer_list:

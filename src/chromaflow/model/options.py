@@ -47,6 +47,7 @@ def add_precision_option(p, *, help: str, training: bool = False) -> None:
         names = {**{k: v for k, v in LIGHTNING_PRECISION.items()}, **{v: v for v in LIGHTNING_PRECISION.values()}}
 
         def lightning(text: str) -> str:
+            """The Lightning precision name of ``text`` (ours or Lightning's); ArgumentTypeError for any other."""
             if text not in names:
                 raise argparse.ArgumentTypeError(
                     f"invalid choice: {text!r} (choose from {', '.join(PRECISIONS)}, or Lightning's "

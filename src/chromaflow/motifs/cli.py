@@ -17,6 +17,8 @@ from .scan import DEFAULT_P
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): FASTA, annotation, motifs and TF-motif table, regulators, accessibility
+    source, p-value, TSS window and outputs."""
     p.add_argument("--fasta", required=True, metavar="G.fa", help="the assembly (plain or gzip)")
     p.add_argument("--annotation", required=True, metavar="GFF", help="GFF3 or GTF of its genes")
     p.add_argument(
@@ -59,6 +61,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: build the motif prior for GENIE3 (:func:`chromaflow.motifs.prior.run`); returns the exit
+    status."""
     return build_prior(
         MotifPriorOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(MotifPriorOptions)})
     )

@@ -27,12 +27,15 @@ DEFAULT_MEME_NSITES = 20
 
 @dataclass(frozen=True)
 class Motif:
+    """A motif: its ``id``, ``name`` and ``counts``, (4, L) float64, rows A C G T."""
+
     id: str
     name: str
     counts: np.ndarray  # (4, L) float64, rows A C G T
 
     @property
     def length(self) -> int:
+        """Motif length L: the columns of ``counts``."""
         return int(self.counts.shape[1])
 
 

@@ -27,6 +27,7 @@ class BuildError(RuntimeError):
 
 
 def cache_root() -> Path:
+    """The cache folder: $CHROMAFLOW_CACHE, else ``~/.cache/chromaflow``."""
     return Path(os.environ.get("CHROMAFLOW_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "chromaflow"))
 
 
@@ -39,6 +40,8 @@ def compiler() -> str | None:
 
 
 def library_path(source: Path, flags: list[str], subdir: str, stem: str) -> Path:
+    """Path of the cached library of ``source`` compiled with ``flags`` (under ``<cache>/<subdir>``, named
+    ``<stem>-<hash>.so`` from the source, flags and machine); it may not be built yet."""
     tag = hashlib.sha256(source.read_bytes() + " ".join(flags).encode() + platform.machine().encode()).hexdigest()
     return cache_root() / subdir / f"{stem}-{tag[:16]}.so"
 

@@ -16,6 +16,8 @@ import sys
 
 
 def main() -> int:
+    """Build and load every native kernel (GENIE3, fasta2h5's onehot deflate, bigWig, GENIE3's link list), print each
+    library's path; returns 1 (with an error on stderr) if one cannot be built, else 0."""
     from chromaflow.fasta2h5 import deflate as chunkdeflate
     from chromaflow.bigwig import _native
     from chromaflow.genie3 import fast

@@ -17,6 +17,7 @@ from ..outputs import write_texts_atomic
 
 
 def bigbed_name(narrowpeak: str) -> str:
+    """The bigBed file name of a narrowPeak file: its name with ``.narrowPeak`` (where it ends so) replaced by ``.bb``."""
     base = narrowpeak[: -len(".narrowPeak")] if narrowpeak.endswith(".narrowPeak") else narrowpeak
     return base + ".bb"
 

@@ -41,6 +41,7 @@ class Peaks:
 
     @property
     def bp(self) -> int:
+        """Bases covered by the peaks."""
         return int((self.ends - self.starts).sum())
 
 
@@ -176,6 +177,9 @@ class PeakStream:
         self.fold: _Fold | None = None  # the open peak's folded start
 
     def add(self, starts, ends, values) -> None:
+        """Add the next piece of runs (``starts``, ``ends``: (n,) int64, 0-based, half-open; ``values``: (n,) float32),
+        which must start at or after the end of the data seen so far (ValueError otherwise); peaks that no later run can
+        change are kept as final."""
         starts = np.asarray(starts, dtype=np.int64)
         if not len(starts):
             return

@@ -31,6 +31,8 @@ DEFAULT_MAX_GAP = 30
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): the track (predictions dataset or bigWig), outputs, cutoff, peak length and
+    gap, smoothing, observed coverage for ``--cutoff auto``, peak names and browser files."""
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--predictions", metavar="P.h5", help="predictions h5 (chromaflow predict / Predmoter)")
     src.add_argument("--bigwig", metavar="T.bw", help="a coverage bigWig (regions without data count as 0)")
@@ -124,6 +126,8 @@ def _cutoff_arg(text: str) -> float | None:
 
 
 def default_summary(out: str) -> str:
+    """The default summary path of a narrowPeak output: its name with ``.narrowPeak`` (where it ends so) replaced by
+    ``.summary.json``."""
     base = out[: -len(".narrowPeak")] if out.endswith(".narrowPeak") else out
     return base + ".summary.json"
 
@@ -141,6 +145,7 @@ def candidate_cutoffs(runs: dict) -> list[float]:
 
 
 def all_peaks(chroms, runs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], cutoff, min_length, max_gap) -> dict:
+    """{chromosome: :func:`call_peaks` of its runs} for every (name, size) of ``chroms``, at ``cutoff``."""
     return {name: call_peaks(*runs[name], cutoff, min_length, max_gap) for name, _ in chroms}
 
 
@@ -212,6 +217,8 @@ def write_narrowpeak(path: Path, chroms, peaks: dict, name: str, track_line: boo
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: call peaks on the track, write the narrowPeak file and its summary JSON and, with
+    ``--browser-dir``, add the peaks to the genome-browser files; returns the exit status."""
     cutoff = _cutoff_arg(args.cutoff)
     if args.min_length < 0:
         raise ChromaflowError(f"--min-length must be >= 0 (got {args.min_length})")

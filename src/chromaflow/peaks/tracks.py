@@ -28,6 +28,7 @@ class _Collect:
         self.count = 0
 
     def write(self, chrom, starts, ends, vals) -> None:
+        """Keep a copy of a piece of ``chrom``'s runs (``starts``, ``ends`` as int64, ``vals`` as float32)."""
         self.parts.setdefault(chrom, []).append(
             (
                 np.asarray(starts, np.int64).copy(),
@@ -38,12 +39,16 @@ class _Collect:
         self.count += len(starts)
 
     def close(self) -> None:
+        """Nothing to close: the runs stay in memory."""
         pass
 
     def abort(self) -> None:
+        """Nothing to give up: the runs stay in memory."""
         pass
 
     def runs(self, chroms: list[tuple[str, int]]) -> dict[str, tuple]:
+        """{chrom: :func:`merge_runs` of its collected runs up to its size} for every (name, size) in ``chroms``; a
+        chromosome without data is 0 throughout."""
         out = {}
         for name, size in chroms:
             parts = self.parts.get(name, [])
@@ -69,6 +74,8 @@ class _Stream:
         self.stream: PeakStream | None = None
 
     def write(self, chrom, starts, ends, vals) -> None:
+        """Feed a piece of ``chrom``'s runs to its :class:`PeakStream`; a new chromosome finishes the previous one's
+        peaks first."""
         if chrom != self.chrom:
             self._finish()
             self.chrom, self.stream = chrom, PeakStream(*self.args)
@@ -93,9 +100,11 @@ class _Stream:
         return self.peaks, self.runs
 
     def close(self) -> None:
+        """Nothing to close: the peaks are taken with :meth:`result`."""
         pass
 
     def abort(self) -> None:
+        """Nothing to give up: the peaks are held in memory."""
         pass
 
 

@@ -27,6 +27,7 @@ from ..outputs import atomic_output, check_outputs
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): the shard files, the output and ``--view``."""
     p.add_argument("--out", required=True, help="merged predictions h5")
     p.add_argument("shards", nargs="+", metavar="SHARD", help="shard files written by predict --shard i/n")
     p.add_argument(
@@ -103,6 +104,8 @@ def _read_shard(path: str) -> _Shard:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: check the shards and join them into one predictions h5 (or, with ``--view``, a virtual h5
+    over them); returns the exit status."""
     check_outputs([("--out", args.out), ("--metrics", args.metrics)], [("SHARD", s) for s in args.shards])
     if os.path.exists(args.out) and not args.force:
         raise OutputExistsError(f"{args.out}: output exists (use --force to overwrite)")

@@ -26,6 +26,8 @@ DEFAULT_SHARD_ROWS = 20000
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): FASTA or genome h5, subsequence length, shard count or rows per shard, index
+    use and output JSON."""
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument(
         "--fasta", help="the assembly's FASTA (plain, gzip or bgzip): rows counted at --subsequence-length"
@@ -81,6 +83,7 @@ def plan(rows: int, shards: str, shard_rows: int) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: count the input's rows and write the shard plan as JSON; returns the exit status."""
     check_outputs([("--out", args.out)], [("--fasta", args.fasta), ("--h5", args.h5)])
     shard_count(1, args.shards, args.shard_rows)  # bad options fail before any index is made
     if args.fasta:

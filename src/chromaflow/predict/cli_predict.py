@@ -23,6 +23,8 @@ from ..sharding import parse_part
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): input (genome h5, FASTA or ``--group``), species, subsequence length,
+    output, shard, inference settings, reader and deflate engine."""
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--h5", help="input genome h5 (Helixer fasta2h5 layout, data/X)")
     src.add_argument(
@@ -158,6 +160,8 @@ def _check_model(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: predict the input (or every assembly of ``--group``) with the checkpoint into a predictions
+    h5; returns the exit status."""
     from .sources import open_source
 
     args.phases, args.process_age_s = Phases(), process_age_s()  # start-up profile (metrics "phases_s")

@@ -40,6 +40,10 @@ def near_ties(model, x_rows, *, eps: float = TIE_EPS, row_offset: int = 0, batch
 
 @dataclass
 class Comparison:
+    """The result of comparing predictions with a reference: values compared, how many differ, the differences at
+    near-ties (allowed) and elsewhere (unexpected) as (row, pos, dataset, ours, reference), and the largest absolute
+    difference."""
+
     values: int = 0
     differ: int = 0
     allowed: list = field(default_factory=list)  # (row, pos, dataset, ours, reference) at near-ties
@@ -48,9 +52,12 @@ class Comparison:
 
     @property
     def ok(self) -> bool:
+        """True when every difference is at a near-tie."""
         return not self.unexpected
 
     def summary(self, limit: int = 5) -> str:
+        """One line: values compared, how many differ, at near-ties and elsewhere, and the first ``limit`` unexpected
+        differences."""
         head = (
             f"{self.values} values, {self.differ} differ: {len(self.allowed)} at near-ties (allowed), "
             f"{len(self.unexpected)} elsewhere"
@@ -61,6 +68,8 @@ class Comparison:
         return head
 
     def as_dict(self) -> dict:
+        """The comparison as JSON-ready fields: counts, ``ok``, the allowed differences, the first 100 unexpected ones
+        with their count, and :data:`TIE_EPS`."""
         return {
             "values": self.values,
             "differ": self.differ,

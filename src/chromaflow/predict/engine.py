@@ -93,6 +93,8 @@ def predict_feed(
     bar = Progress(n_rows, "predict", unit=" subseq", enabled=progress)
 
     def emit(batch: Batch, arr: np.ndarray) -> None:
+        """Hand one predicted batch to the writer: release its input buffer, count its rows and the time waited for the
+        writer, advance the progress bar."""
         if release:
             release(batch)
         stats.rows += batch.n

@@ -30,6 +30,10 @@ CUDA_DEPTH = 2
 
 @dataclass
 class EngineStats:
+    """What a prediction run's model loop measured and chose, for the metrics: rows and bp predicted, loop, wait and
+    drain seconds, batch sizes (and how ``auto`` was resolved), device, precision, streams and threads, transfer types
+    and bytes, GPU timing, the precision check and notes."""
+
     rows: int = 0
     bp: int = 0  # non-padding positions predicted
     loop_s: float = 0.0
@@ -71,14 +75,17 @@ class CudaRuntime:
 
     @staticmethod
     def pinned_empty(shape, dtype) -> torch.Tensor:
+        """An uninitialised tensor of ``shape`` and ``dtype`` in pinned host memory."""
         return torch.empty(shape, dtype=dtype, pin_memory=True)
 
     @staticmethod
     def pin(t: torch.Tensor) -> torch.Tensor:
+        """``t`` in pinned memory: itself if it is, a pinned copy otherwise."""
         return t if t.is_pinned() else t.pin_memory()
 
     @staticmethod
     def record_stream(t: torch.Tensor, stream) -> None:
+        """Mark ``t`` as used by ``stream``, so that its memory is not reused before the stream's work on it is done."""
         t.record_stream(stream)
 
 
@@ -86,6 +93,8 @@ cuda = CudaRuntime()
 
 
 def resolve_device(name: str) -> torch.device:
+    """The torch device of ``--device``: 'cpu', 'cuda' (ChromaflowError without CUDA) or 'auto' (CUDA where available,
+    else CPU); ChromaflowError for any other name."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda":
@@ -98,6 +107,7 @@ def resolve_device(name: str) -> torch.device:
 
 
 def bf16_supported(device: torch.device) -> bool:
+    """Whether ``device`` computes in bfloat16: CUDA's own check, on CPU oneDNN's (False where the check is missing)."""
     if device.type == "cuda":
         return bool(torch.cuda.is_bf16_supported())
     try:
@@ -113,6 +123,8 @@ def configure_cuda_exact() -> None:
 
 
 def autocast_dtype(precision: str) -> torch.dtype | None:
+    """The autocast dtype of ``precision``: None for 'fp32', bfloat16 for 'bf16', float16 for 'fp16' (KeyError
+    otherwise)."""
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
@@ -126,6 +138,8 @@ class Encoder:
         self.lut = torch.from_numpy(ONEHOT_LUT).to(device)
 
     def codes(self, codes: torch.Tensor, strand: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The one-hot input of ``codes`` ((n, L) base codes) and its padding mask: (x, codes == 0), x float32 of shape
+        (n, L, 4) looked up in the table (row ``256 + code`` for rows whose ``strand`` is 1)."""
         idx = codes.to(torch.int32)
         if strand is not None:
             idx = idx + strand.to(torch.int32).mul_(256).unsqueeze(1)
@@ -135,6 +149,8 @@ class Encoder:
 
     @staticmethod
     def floats(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """An already one-hot input ``x`` (n, L, 4) as float32 and its padding mask, the positions whose four columns
+        are all 0 (N, 0.25 each, is not padding)."""
         x = x.to(torch.float32)
         return x, x.amax(dim=2) == 0  # padding = all four columns 0; N (0.25) is not masked
 
@@ -172,6 +188,8 @@ class PrecisionCheck:
         self.raw_sum = 0.0
 
     def rows_for(self, batch_index: int, n: int) -> int:
+        """Rows of batch ``batch_index`` (of ``n`` rows) to check in fp32: up to ``per_batch`` for batch 0 and the
+        powers of two, within ``max_rows`` in all; 0 otherwise or when disabled."""
         if not self.enabled or self.rows >= self.max_rows:
             return 0
         if batch_index and batch_index & (batch_index - 1):
@@ -194,6 +212,8 @@ class PrecisionCheck:
                 self.raw_sum += float(d_raw.double().sum())
 
     def result(self) -> dict | None:
+        """The check's summary for the metrics (rows and values compared, how many differ, max and mean deviations,
+        which rows were sampled); None when disabled."""
         if not self.enabled:
             return None
         return {
@@ -296,6 +316,8 @@ class CpuExecutor:
                 i = j
 
     def run(self, batch: Batch) -> np.ndarray:
+        """Predict one batch now: (n, L, D) int64, split among the streams when there is a pool; the checked rows are
+        also run in fp32."""
         n = batch.n
         n_check = self.check.rows_for(self.index, n)
         self.index += 1
@@ -310,15 +332,19 @@ class CpuExecutor:
         return out
 
     def submit(self, batch: Batch) -> None:
+        """Predict ``batch`` at once (:meth:`run`) and keep the result for :meth:`pop`."""
         self.done.append((batch, self.run(batch)))
 
     def pending(self) -> int:
+        """Batches done and not yet popped."""
         return len(self.done)
 
     def pop(self) -> tuple[Batch, np.ndarray]:
+        """The oldest finished (batch, predictions)."""
         return self.done.pop(0)
 
     def close(self) -> None:
+        """Shut the stream pool down, waiting for its work."""
         if self.pool is not None:
             self.pool.shutdown(wait=True)
 
@@ -434,6 +460,8 @@ class CudaExecutor:
         return _InFlight(batch, done, mm_host, out, dtype, y64, events, slot)
 
     def submit(self, batch: Batch) -> None:
+        """Launch ``batch`` on the device into a free output slot; on CUDA out-of-memory the micro-batch is halved and
+        the launch retried (ChromaflowError once a batch of 1 does not fit)."""
         slot = self.free_out.pop()
         while True:
             try:
@@ -451,9 +479,13 @@ class CudaExecutor:
         self.inflight.append(item)
 
     def pending(self) -> int:
+        """Batches launched and not yet popped."""
         return len(self.inflight)
 
     def pop(self) -> tuple[Batch, np.ndarray]:
+        """The oldest launched batch and its predictions as a numpy array, waiting for its copy back: in the transfer
+        type if the batch's min/max fit it, else as int64 from the device; the next batch's transfer type is the
+        smallest that holds this one's range."""
         item = self.inflight.pop(0)
         item.done.synchronize()
         lo, hi = (int(v) for v in item.minmax)
@@ -493,6 +525,7 @@ class CudaExecutor:
         }
 
     def close(self) -> None:
+        """Forget the batches in flight."""
         self.inflight.clear()
 
 

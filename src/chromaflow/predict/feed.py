@@ -82,6 +82,10 @@ def x_to_codes(x: np.ndarray) -> np.ndarray | None:
 # --------------------------------------------------------------------------------------------------
 @dataclass
 class Batch:
+    """Rows ``row0`` .. ``row0 + n`` of the input for one model call: either base ``codes`` with ``strand`` flags (the
+    FASTA route and h5 rows that convert to codes) or one-hot ``x`` (the h5 route), plus the buffer ``slot`` to give
+    back, the non-padding ``bp`` where counted, and on the FASTA route the rows' ``seqids`` and ``start_ends``."""
+
     row0: int  # absolute row index of the first row
     n: int  # rows in this batch
     codes: np.ndarray | None = None  # (>= n, L) uint8; rows [0, n) valid
@@ -107,6 +111,7 @@ class BufferPool:
             self.free.put(i)
 
     def acquire(self, stop: threading.Event) -> int | None:
+        """A free slot, waiting for one to come back; None once ``stop`` is set."""
         while not stop.is_set():
             try:
                 return self.free.get(timeout=0.1)
@@ -115,6 +120,7 @@ class BufferPool:
         return None
 
     def release(self, slot: int | None) -> None:
+        """Give ``slot`` back to the pool (None: nothing to give back)."""
         if slot is not None:
             self.free.put(slot)
 
@@ -171,6 +177,8 @@ class ProcessPieces:
             self.close()
 
     def close(self) -> None:
+        """Stop the child: close its pipe, terminate it if still running and wait for it (up to 5 s); a second call does
+        nothing."""
         if self.proc is None:
             return
         proc, self.proc = self.proc, None
@@ -183,6 +191,8 @@ class ProcessPieces:
 
 
 def fasta_pieces(path: str, reader: str = "thread", block: int = 4 << 20):
+    """The pieces of the FASTA at ``path``, parsed in this process's thread (``reader`` 'thread') or in a child process
+    ('process'), read ``block`` bytes at a time."""
     if reader == "process":
         return iter(ProcessPieces(path, block))
     return FastaReader(path, block_size=block).pieces()
@@ -219,6 +229,9 @@ class FastaFeed:
         self.streamed = raw_bytes
 
     def batches(self, stop: threading.Event) -> Iterator[Batch]:
+        """The batches of rows [row_start, row_end) of the FASTA, read as it streams by (in a thread or a child process,
+        as ``reader`` says), until ``stop`` is set; the records completed are noted in :attr:`records` and :attr:`bp`.
+        """
         L = self.L
         seg_rows = max(1, (8 << 20) // L)
         if self.reader == "process":
@@ -311,6 +324,7 @@ class IndexedFastaFeed(FastaFeed):
         self.read = ReadStats()
 
     def batches(self, stop: threading.Event) -> Iterator[Batch]:
+        """The batches of rows [row_start, row_end), their records and windows read through the FASTA's index."""
         from ..genome.faidx import indexed_jobs
 
         jobs = indexed_jobs(self.index, self.L, self.row_start, self.row_end, self.read)
@@ -354,6 +368,7 @@ class H5Feed:
             self._inflate = zlib.decompress
 
     def close(self) -> None:
+        """Shut down the inflating pool, if there is one."""
         if self.pool is not None:
             self.pool.shutdown(wait=True)
 
@@ -374,6 +389,9 @@ class H5Feed:
             out.view(np.uint8).reshape(-1)[:] = np.frombuffer(data, dtype=np.uint8)
 
     def read_rows(self, a: int, b: int) -> np.ndarray:
+        """Rows [a, b) of ``data/X`` as an array of (b - a, L, 4): raw chunks inflated here (in the pool where there is
+        one) when the layout allows, else read by h5py (also when a chunk is unallocated or filtered otherwise);
+        ChromaflowError for unreadable data."""
         X = self.X
         if self.direct:
             out = np.empty((b - a, self.L, 4), dtype=np.float16)
@@ -403,6 +421,7 @@ class H5Feed:
             raise self._err(a, b, exc) from None
 
     def check_finite(self, x: np.ndarray, a: int) -> None:
+        """Raise ChromaflowError naming the first row (``a`` + its index in ``x``) and position holding NaN or Inf."""
         # on the bits: all exponent bits set = Inf or NaN (numpy's float16 isfinite is emulated and ~4x slower)
         if x.dtype.itemsize == 2:
             bits, mask = x.view(np.uint16), np.uint16(0x7C00)
@@ -418,6 +437,9 @@ class H5Feed:
             )
 
     def batches(self, stop: threading.Event) -> Iterator[Batch]:
+        """The batches of rows [row_start, row_end) of ``data/X``, ``batch`` rows each, until ``stop`` is set: as codes
+        in mode 'codes' (where every value converts), else as float rows with their bp counted; NaN/Inf raise
+        ChromaflowError."""
         for a in range(self.row_start, self.row_end, self.batch):
             if stop.is_set():
                 return
@@ -459,6 +481,8 @@ class Prefetcher(threading.Thread):
         return False
 
     def run(self) -> None:
+        """The thread's body: put the feed's batches into the queue, then the end marker; an error is put there for
+        :meth:`get` to raise. Returns early once stopped."""
         try:
             for b in self.feed.batches(self.stop):
                 if not self._put(b):
@@ -477,11 +501,13 @@ class Prefetcher(threading.Thread):
         return item
 
     def close(self) -> None:
+        """Stop the thread and wait for it (up to 10 s)."""
         self.stop.set()
         self.join(timeout=10)
 
 
 def cpu_count() -> int:
+    """CPUs this process may run on (its affinity mask where the platform has one, else the CPU count); at least 1."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover

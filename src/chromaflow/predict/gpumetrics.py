@@ -98,6 +98,8 @@ class NvmlSampler:
                 pass
 
     def result(self) -> dict[str, Any]:
+        """Per device: its samples' mean and max utilisation (%) and max memory used, its name and total memory (bytes);
+        ``{"available": False, "reason": ...}`` when nothing was sampled."""
         if not self.handles:
             return {"available": False, "reason": self.reason or "no samples"}
         devices = []

@@ -27,6 +27,9 @@ SHARD_ATTRS = (
 
 @dataclass
 class InputInfo:
+    """What :func:`open_input` learnt of an input h5: its path, rows, row length, the species of its first row
+    (``species0``) and its input fingerprint."""
+
     path: str
     n_rows: int
     length: int

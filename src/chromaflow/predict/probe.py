@@ -43,6 +43,7 @@ def find_batch_size(
     trials: list[tuple[int, bool]] = []
 
     def attempt(b: int) -> bool:
+        """``fits(b)``, noted in the trials."""
         ok = bool(fits(b))
         trials.append((b, ok))
         return ok
@@ -95,6 +96,8 @@ def probe_batch_size(
     enc = Encoder(device)
 
     def fits(b: int) -> bool:
+        """Whether a batch of ``b`` synthetic ACGT rows runs without running out of memory (on CUDA: through the
+        executor, without its halving back-off)."""
         codes = np.frombuffer(b"ACGT", dtype=np.uint8)[np.arange(b * L) % 4].reshape(b, L)
         strand = np.zeros(b, dtype=np.uint8)
         ex = None

@@ -88,15 +88,19 @@ class H5Source(InputSource):
         self._fingerprint = info.fingerprint
 
     def prepare(self, cfg, *, sharded: bool) -> None:
+        """Check the h5's row length against the model's; the h5's rows and fingerprint are known already."""
         cfg.check_length(self.L, self.path)
 
     def rows(self, start: int, end: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """``data/seqids`` and ``data/start_ends`` of rows [start, end) of the h5."""
         return (read_rows(self.fh["data/seqids"], start, end), read_rows(self.fh["data/start_ends"], start, end))
 
     def fingerprint(self) -> str:
+        """The h5's input fingerprint, computed when it was opened."""
         return self._fingerprint
 
     def feed(self, batch: int, start: int, end: int | None, *, threads: int, device, num_workers: int):
+        """An :class:`H5Feed` of rows [start, end) of ``data/X`` as float rows, inflating with ``threads`` threads."""
         from .feed import H5Feed
 
         # an h5's row count is known: its range has an end
@@ -105,6 +109,7 @@ class H5Source(InputSource):
         )
 
     def close(self) -> None:
+        """Close the h5 file."""
         self.fh.close()
 
 
@@ -133,6 +138,8 @@ class FastaSource(InputSource):
         self._scanned = 0  # bytes of the file read by the layout scan
 
     def prepare(self, cfg, *, sharded: bool) -> None:
+        """Check ``--subsequence-length`` against the model's; for a shard, learn the layout (row count, fingerprint,
+        rows) from the FASTA's index where there is one and it is used, else by scanning the whole FASTA."""
         import os
 
         from ..genome import faidx
@@ -150,6 +157,8 @@ class FastaSource(InputSource):
         self.n_total = self.layout.n_rows
 
     def rows(self, start: int, end: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """The seqids (S50) and start_ends ((n, 2) int64) of rows [start, end) from the layout (a shard); empty without
+        a layout (the rows are collected while predicting)."""
         if self.layout is not None:
             self._rows = self.layout.rows(start, end)  # the shard's rows only, not the genome's
         else:
@@ -157,9 +166,13 @@ class FastaSource(InputSource):
         return self._rows
 
     def fingerprint(self) -> str:
+        """The fingerprint of the FASTA's layout (learnt in :meth:`prepare`, so for a shard only)."""
         return cast("Layout", self.layout).fingerprint()  # a shard's (prepare)
 
     def feed(self, batch: int, start: int, end: int | None, *, threads: int, device, num_workers: int):
+        """The feed of rows [start, end): through the FASTA's index where :meth:`prepare` read one, else streamed by a
+        thread or a child process (``reader`` 'auto': the child process on CUDA); its code buffers are pinned on CUDA.
+        """
         from .executors import pinned_pool
         from .feed import FastaFeed
 
@@ -182,12 +195,16 @@ class FastaSource(InputSource):
         return self._feed
 
     def on_batch(self, batch) -> None:
+        """Collect the batch's seqids and start_ends (they are written or checked by :meth:`finish`)."""
         self.collected.append((batch.seqids, batch.start_ends))
 
     def release(self, batch) -> None:
+        """Give the batch's code buffer back to the feed's pool."""
         cast("BufferPool", self._pool).release(batch.slot)  # the feed's (feed)
 
     def finish(self, out) -> None:
+        """Write the collected rows' seqids and start_ends into ``out`` (a FASTA predicted whole), or check that they
+        are the layout's rows (a shard; ChromaflowError if the file changed)."""
         from . import h5io
 
         got_ids = [s for ids, _ in self.collected for s in ids]
@@ -234,6 +251,7 @@ class FastaSource(InputSource):
         )
 
     def close(self) -> None:
+        """Close the FASTA index, if one was read."""
         if self.index is not None:
             self.index.close()
 

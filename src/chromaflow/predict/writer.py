@@ -54,6 +54,9 @@ class PredictionWriter(threading.Thread):
         return [self.deflate(cols[i, j]) for i in range(cols.shape[0]) for j in range(cols.shape[1])]
 
     def run(self) -> None:
+        """The thread's body: write each queued (first row, (n, L, D) array) as compressed int64 chunks (compressed in
+        the pool), growing the dataset where asked, until the end marker; an error is kept for :meth:`put` to raise and
+        the queue drained."""
         try:
             while True:
                 item = self.q.get()
@@ -79,6 +82,8 @@ class PredictionWriter(threading.Thread):
             self.pool.shutdown(wait=True)
 
     def put(self, item) -> float:
+        """Queue ``item`` for writing, waiting while the queue is full; returns the seconds waited. Raises the writer's
+        error, or ChromaflowError if the thread has stopped."""
         t0 = time.perf_counter()
         while True:
             if self.error is not None:

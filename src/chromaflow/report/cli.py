@@ -42,6 +42,8 @@ REPORT_FILES = (
 
 
 def write_outputs(rep: dict, outdir: str | os.PathLike, *, html_report: bool = True) -> None:
+    """Write the report ``rep`` into ``outdir`` (made if missing): benchmark.json, benchmark.tsv, the two MultiQC
+    files and, with ``html_report``, report.html."""
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     bench_json, bench_tsv, mqc_tsv, mqc_json, html_file = (out / name for name in REPORT_FILES)
@@ -54,6 +56,7 @@ def write_outputs(rep: dict, outdir: str | os.PathLike, *, html_report: bool = T
 
 
 def add_extrapolation_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the extrapolation options to ``p``: genome size (Gbp), number of genomes and parallel workers."""
     p.add_argument(
         "--extrapolate-genome-gbp",
         type=float,
@@ -72,6 +75,7 @@ def add_extrapolation_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def check_extrapolation_arguments(args: argparse.Namespace) -> None:
+    """Raise ChromaflowError for a genome size that is not a finite number > 0, or fewer than 1 genome or worker."""
     if not (args.extrapolate_genome_gbp > 0 and math.isfinite(args.extrapolate_genome_gbp)):
         raise ChromaflowError(f"--extrapolate-genome-gbp must be > 0, got {args.extrapolate_genome_gbp}")
     if args.extrapolate_genomes < 1:
@@ -81,6 +85,8 @@ def check_extrapolation_arguments(args: argparse.Namespace) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): metrics JSONL, software versions, Nextflow trace, output folder and the
+    extrapolation."""
     p.add_argument("--metrics", required=True, help="metrics.jsonl: one stage metrics JSON object per line")
     p.add_argument("--versions", default=None, help="software_versions.yml (optional)")
     p.add_argument(
@@ -93,6 +99,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: read the metrics (matched with the trace where given) and versions and write the benchmark
+    report files; returns the exit status."""
     check_extrapolation_arguments(args)
     check_outputs(
         [("--outdir", Path(args.outdir) / name) for name in REPORT_FILES],

@@ -33,6 +33,7 @@ def _plt():
 
 
 def plot_throughput(stages: list[dict]) -> str:
+    """Bar charts of each stage's throughput: Mbp/s (log scale) and GENIE3 targets/s; the figure as a base64 PNG."""
     plt = _plt()
     bp = [s for s in stages if s["bp_per_s"]]
     tg = [s for s in stages if s["targets_per_s"]]
@@ -61,6 +62,8 @@ def plot_throughput(stages: list[dict]) -> str:
 
 
 def plot_wall_vs_subsequences(tasks: list[dict], stages: list[dict]) -> str:
+    """Per stage, the tasks' wall time against their subsequences with the stage's fitted line; the figure as a
+    base64 PNG."""
     plt = _plt()
     withs = [s for s in stages if s["fit_points"] > 0]
     n = max(1, len(withs))
@@ -159,6 +162,8 @@ def _distribution(tasks: list[dict], values: list[float], ylabel: str, title: st
 
 
 def plot_data_wait(tasks: list[dict]) -> str | None:
+    """Prediction data-wait (% of the loop) per task, bars above the 10 % alarm in red (per stage distributions past
+    PER_TASK_MAX tasks); the figure as a base64 PNG, None when no task reports it."""
     ts = [t for t in tasks if t["data_wait_pct"] is not None]
     if not ts:
         return None
@@ -184,6 +189,8 @@ def plot_data_wait(tasks: list[dict]) -> str | None:
 
 
 def plot_memory(tasks: list[dict]) -> str | None:
+    """Peak memory (MiB) per task, from the metrics and from the trace (per stage distributions of the larger past
+    PER_TASK_MAX tasks); the figure as a base64 PNG, None when no task reports it."""
     ts = [t for t in tasks if t["peak_rss_bytes"] or t["trace_peak_rss_bytes"]]
     if not ts:
         return None
@@ -531,6 +538,7 @@ SECTIONS = (_head, _summary, _throughput, _scaling, _data_wait, _memory, _extrap
 
 
 def render_html(rep: dict) -> str:
+    """The report ``rep`` as one self-contained HTML page."""
     parts = [line for section in SECTIONS for line in section(rep)]
     parts.append(f"<script>{_SORT_JS}</script></body></html>")
     return "\n".join(parts)

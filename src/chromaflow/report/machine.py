@@ -50,6 +50,7 @@ def _first(lines: list[str], prefix: str, sep: str = ":") -> str | None:
 
 
 def memory_bytes() -> int | None:
+    """Total memory of this machine in bytes (/proc/meminfo, else psutil); None when unknown."""
     total = _first(_lines("/proc/meminfo"), "MemTotal:")
     if total:
         return int(total.split()[0]) * 1024
@@ -62,6 +63,7 @@ def memory_bytes() -> int | None:
 
 
 def usable_cpus() -> int | None:
+    """CPUs this process may run on (its affinity mask; the CPU count where there is none), None when unknown."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux

@@ -62,6 +62,8 @@ def default_threads() -> list[int]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): stages, synthetic genome and matrix sizes, model, device, the settings
+    swept, the extrapolation and the outputs."""
     p.add_argument(
         "--quick",
         action="store_true",
@@ -174,6 +176,9 @@ def write_expression(path: Path, genes: int, samples: int, seed: int) -> None:
 # GPU utilisation sampling (nvidia-smi, only where a CUDA device is used)
 # --------------------------------------------------------------------------------------------------
 class GpuSampler:
+    """``with GpuSampler() as g: ...``: samples GPU utilisation (%, the largest over the GPUs) with nvidia-smi every
+    ``interval_s`` seconds in a background thread; :attr:`mean` is their mean. Without nvidia-smi nothing is sampled."""
+
     def __init__(self, interval_s: float = 0.5):
         self.smi = shutil.which("nvidia-smi")
         self.interval = interval_s
@@ -210,6 +215,7 @@ class GpuSampler:
 
     @property
     def mean(self) -> float | None:
+        """Mean utilisation (%) of the samples; None without samples."""
         return sum(self.samples) / len(self.samples) if self.samples else None
 
 
@@ -235,6 +241,8 @@ def _say(msg: str) -> None:
 
 
 def sweep(cfg: dict, work: Path) -> list[dict]:
+    """Run the sweeps of ``cfg``'s stages in ``work`` (fasta2h5 always: it makes the genome h5 the prediction sweep
+    reads; predict and GENIE3 where selected); the metrics of every run, in order."""
     rows: list[dict] = []
     h5 = work / "genome.h5"
     rows += _sweep_fasta2h5(cfg, work, h5)
@@ -413,6 +421,8 @@ def best_settings(tasks: list[dict]) -> dict:
 
 
 def format_table(tasks: list[dict], best: dict) -> str:
+    """The sweep as text: one line per task (stage, setting, device, wall and CPU seconds, rate, data-wait; ``*``
+    marks a stage's best setting), then the best setting of each stage."""
     head = f"{'stage':<9} {'setting':<20} {'device':<7} {'wall s':>8} {'CPU s':>8} {'rate':>16} {'data-wait':>9}"
     lines = [head, "-" * len(head)]
     for t in tasks:
@@ -435,6 +445,8 @@ def format_table(tasks: list[dict], best: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: sweep the settings, print the table, warnings and notes, and write the report JSON
+    (``--out``) and HTML (``--html``) where asked; returns the exit status."""
     check_extrapolation_arguments(args)
     cfg = _resolve(args)
     os.environ.setdefault("CHROMAFLOW_PROGRESS", "0")

@@ -45,6 +45,7 @@ def _cell(v: Any) -> str:
 
 
 def tasks_tsv(tasks: list[dict]) -> str:
+    """The tasks as a TSV: a header of :data:`COLUMNS`, one row per task (an empty cell for a missing value)."""
     lines = ["\t".join(h for _, h, _ in COLUMNS)]
     for t in tasks:
         lines.append("\t".join(_cell(t.get(k)) for k, _, _ in COLUMNS))
@@ -52,6 +53,8 @@ def tasks_tsv(tasks: list[dict]) -> str:
 
 
 def multiqc_tsv(tasks: list[dict]) -> str:
+    """The tasks as a MultiQC custom-content table: the MultiQC header comments, then one row per task named by
+    assembly, stage, part and setting (``#2``... for repeated names)."""
     head = [
         "# id: 'chromaflow_benchmark'",
         "# section_name: 'chromaflow benchmark'",
@@ -87,6 +90,7 @@ def multiqc_tsv(tasks: list[dict]) -> str:
 
 
 def multiqc_json(stages: list[dict]) -> dict:
+    """MultiQC custom content: a bar graph of each stage's throughput in Mbp/s (stages that report bp)."""
     data = {s["stage"]: {"Mbp/s": s["bp_per_s"] / BP_PER_MBP} for s in stages if s["bp_per_s"]}
     return {
         "id": "chromaflow_throughput",

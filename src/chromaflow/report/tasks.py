@@ -87,6 +87,8 @@ def task_from_metrics(m: dict) -> dict:
 
 
 def read_metrics(path: str | os.PathLike) -> list[dict]:
+    """The JSON objects of a metrics file, one per non-blank line; ChromaflowError if the file is missing or a line
+    is not a JSON object."""
     p = Path(path)
     if not p.is_file():
         raise ChromaflowError(f"{p}: metrics file does not exist")
@@ -273,6 +275,9 @@ def build_report(
     notes: list[str] | None = None,
     source: str = "pipeline",
 ) -> dict:
+    """The benchmark report of ``tasks``: the tasks sorted by stage, assembly and part, per-stage summaries, the
+    extrapolation to ``genomes`` genomes of ``genome_gbp`` Gbp on ``workers`` workers, warnings, notes, the machine,
+    hosts and ``versions``."""
     tasks = sorted(tasks, key=_sort_key)
     stages = summarise_stages(tasks)
     return {

@@ -48,10 +48,12 @@ def seconds_for_bp(bp: float, bp_per_s: float | None) -> float | None:
 
 
 def gbp_to_bp(gbp: float) -> float:
+    """Gbp as bp."""
     return float(gbp) * BP_PER_GBP
 
 
 def seconds_to_hours(seconds: float | None) -> float | None:
+    """Seconds as hours; None stays None."""
     return None if seconds is None else seconds / SECONDS_PER_HOUR
 
 
@@ -93,12 +95,15 @@ def fmt_hours(h: float | None) -> str:
 
 
 def fmt_rate(bp_per_s: float | None) -> str:
+    """A bp/s rate as text in Mbp/s (4 significant digits); the n/a mark for None."""
     if bp_per_s is None:
         return NA
     return f"{bp_per_s / BP_PER_MBP:.4g} Mbp/s"
 
 
 def fmt_bytes(n: float | None) -> str:
+    """A byte count as text in the first of B, KiB, MiB, GiB, TiB in which it is below 1024 (at most TiB); the n/a
+    mark for None."""
     if n is None:
         return NA
     n = float(n)
@@ -110,6 +115,7 @@ def fmt_bytes(n: float | None) -> str:
 
 
 def fmt_s(s: float | None) -> str:
+    """Seconds as text (3 significant digits); the n/a mark for None."""
     return NA if s is None else f"{s:.3g} s"
 
 

@@ -32,9 +32,11 @@ class StopOnSignal(L.Callback):
         self.signum: int | None = None
 
     def request(self, signum: int) -> None:
+        """Ask for the fit to stop at the end of the current batch (called from the signal handler)."""
         self.signum = signum
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        """Raise :class:`SignalStop` once a stop was requested."""
         if self.signum is not None:
             raise SignalStop(self.signum)
 
@@ -50,6 +52,7 @@ class ThroughputCallback(L.Callback):
         self._bar = None
 
     def on_train_epoch_start(self, trainer, pl_module):
+        """Start the epoch's clocks and counters, and its progress bar on rank 0."""
         self._t0 = time.perf_counter()
         self._t0_unix = time.time()
         self._last = self._t0
@@ -61,21 +64,26 @@ class ThroughputCallback(L.Callback):
             self._bar = Progress(max(total, 1), f"epoch {trainer.current_epoch}", " batches", enabled=self.progress)
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        """Count the time since the last step ended as waiting for data."""
         now = time.perf_counter()
         self._wait += now - self._last
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        """Count the batch's samples, note when its step ended and advance the progress bar."""
         self._samples += int(batch[0].shape[0])
         self._last = time.perf_counter()
         if self._bar is not None:
             self._bar.update(1)
 
     def on_validation_start(self, trainer, pl_module):
+        """Note where the epoch's training part ended (not for the sanity check)."""
         if trainer.sanity_checking:
             return
         self._train_end = time.perf_counter()
 
     def on_train_epoch_end(self, trainer, pl_module):
+        """Append the epoch's timing to :attr:`epochs` (epoch, training and validation seconds, samples, samples/s,
+        bp/s, data-wait fraction, wall-clock bounds of training) and close its progress bar."""
         end = time.perf_counter()
         train_end = getattr(self, "_train_end", None) or end
         train_s = max(train_end - self._t0, 1e-9)
@@ -112,6 +120,8 @@ class EpochTable(L.Callback):
         self.resumed_epochs = resumed_epochs
 
     def setup(self, trainer, pl_module, stage):
+        """Make the module call :meth:`write` after every epoch; for a resumed run, first take back the table's rows
+        of the epochs already done."""
         if self.resumed_epochs is not None:
             pl_module.epoch_log = [
                 r for r in resume_history(self.path) if r.get("epoch", 1 << 30) < self.resumed_epochs

@@ -19,6 +19,8 @@ from ..outputs import check_outputs
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): checkpoint, genome h5 files, output TSV, plots folder, batch size, blacklist
+    and device."""
     p.add_argument("--model", required=True, help="checkpoint (.ckpt; Predmoter's or ours)")
     p.add_argument("--h5", nargs="+", required=True, help="genome h5 file(s) with evaluation/<dataset>_coverage")
     p.add_argument("--out", required=True, help="metrics TSV to write (atomically)")
@@ -30,6 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: evaluate the model on each h5 file, write the TSV and, with ``--plots``, the plots; returns
+    the exit status."""
     import torch
 
     from ..model.checkpoint import build_model, load_checkpoint

@@ -29,6 +29,8 @@ QUANTITIES = ("avg_train_loss", "avg_train_accuracy", "avg_val_loss", "avg_val_a
 # One function on purpose (issue 28): a flat list of argparse declarations in the order --help shows them, one
 # group after the other; split into helpers it would only be harder to read against the help text.
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): input folder and output, start (new, ``--init``, ``--resume``), datasets and
+    data, fine-tuning, architecture, training, checkpoint and early-stopping settings, devices and precision."""
     io = p.add_argument_group("data and outputs")
     io.add_argument("--input-dir", required=True, help="folder with train/*.h5 and val/*.h5")
     io.add_argument("--out", required=True, help="output folder: last.ckpt, best.ckpt, metrics.tsv")
@@ -206,6 +208,8 @@ def _check_architecture(args, cfg) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: train, resume or fine-tune the model on the input folder's h5 files, writing checkpoints and
+    the epoch table into the output folder; returns the exit status."""
     _check_args(args)
     child = os.environ.get("LOCAL_RANK", "0") != "0"  # a DDP worker process started by Lightning
     out = args.out

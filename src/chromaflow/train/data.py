@@ -48,6 +48,10 @@ N_FILTER = 0.25
 
 @dataclass
 class FileInfo:
+    """What :func:`scan_file` learnt of one training h5: its path, rows, row length, the model datasets it holds with
+    their ``replicates``, the kept row indices (``keep``, (k,) int64) and how many rows the N filter and the
+    blacklist dropped."""
+
     path: str
     n_rows: int
     length: int
@@ -59,6 +63,8 @@ class FileInfo:
 
 
 def list_h5(folder: str, what: str) -> list[str]:
+    """The ``*.h5`` files of ``folder``, sorted; ChromaflowError if the folder is missing or holds none (``what``:
+    'train' or 'val', for the message)."""
     if not os.path.isdir(folder):
         raise ChromaflowError(f"{folder}: {what} folder does not exist (expected <input-dir>/{what}/*.h5)")
     files = sorted(glob.glob(os.path.join(folder, "*.h5")))
@@ -159,6 +165,7 @@ class _Base(torch.utils.data.Dataset):
 
     @property
     def bp(self) -> int:
+        """Bases of the kept rows: rows x row length."""
         return len(self) * self.length
 
 
@@ -194,6 +201,7 @@ class StreamingDataset(_Base):
         return np.ascontiguousarray(x, dtype=np.float16), y
 
     def close(self) -> None:
+        """Close the h5 files this dataset opened."""
         for fh in self._handles.values():
             try:
                 fh.close()
@@ -266,9 +274,13 @@ class EpochSampler(torch.utils.data.Sampler):
         self.epoch_fn = epoch_fn
 
     def set_epoch(self, epoch: int) -> None:
+        """Set the epoch whose permutation :meth:`indices` gives (the ``epoch_fn``, where given, overrides it)."""
         self.epoch = int(epoch)
 
     def indices(self) -> list[int]:
+        """This rank's indices for the current epoch (read from ``epoch_fn`` where given): the epoch's permutation
+        (or 0..n-1), padded by repeating it to a multiple of the ranks when ``pad``, then every ``world``-th from
+        ``rank``."""
         if self.epoch_fn is not None:
             self.epoch = int(self.epoch_fn())
         if self.shuffle:

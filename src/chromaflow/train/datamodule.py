@@ -90,10 +90,13 @@ class CoverageDataModule(L.LightningDataModule):
 
     @property
     def seq_len(self) -> int:
+        """Row length of the training files (the files are scanned first)."""
         self.scan()
         return self.train_files[0].length
 
     def setup(self, stage: str | None = None) -> None:
+        """Scan the files and make the training and validation datasets once: held in memory (``data_mode`` 'ram') or
+        read from the files as needed."""
         self.scan()
         if self.train_set is not None:
             return
@@ -136,9 +139,12 @@ class CoverageDataModule(L.LightningDataModule):
         )
 
     def train_dataloader(self):
+        """The training loader: shuffled per epoch, split among the ranks, padded so that every rank runs the same
+        number of steps."""
         return self._loader(self.train_set, shuffle=True, pad=True)
 
     def val_dataloader(self):
+        """The validation loader: in file order, split among the ranks, not padded."""
         return self._loader(self.val_set, shuffle=False, pad=False)
 
 

@@ -23,6 +23,10 @@ from .losses import row_stats
 
 @dataclass
 class FileResult:
+    """One file's evaluation: its path and stem, chunks evaluated, the model datasets it holds, the metrics row
+    (``values``: total_avg_val_loss, ..., <dataset>_avg_val_accuracy) and per dataset the plot material: the best
+    region (seqid, start, end, observed, predicted) and a scatter sample (observed, predicted)."""
+
     path: str
     stem: str
     chunks: int
@@ -39,6 +43,7 @@ def stem_of(path: str) -> str:
 
 
 def columns(datasets: tuple[str, ...]) -> list[str]:
+    """The columns of the evaluation table: file, the total loss and accuracy, then loss and accuracy per dataset."""
     cols = ["file", "total_avg_val_loss", "total_avg_val_accuracy"]
     for d in datasets:
         cols += [f"{d}_avg_val_loss", f"{d}_avg_val_accuracy"]
@@ -56,6 +61,9 @@ def evaluate_file(
     sample_per_dataset: int = 100_000,
     progress: bool | None = None,
 ) -> FileResult:
+    """Evaluate ``model`` on the kept chunks of the h5 at ``path`` (the N filter, and the blacklist with
+    ``blacklist``) in batches of ``batch_size`` on ``device``: loss and Pearson correlation per dataset it holds, and
+    the plot material. ChromaflowError if its chunk length does not suit the model or no chunk is left."""
     info = scan_file(path, model_datasets, blacklist=blacklist)
     model.cfg.check_length(info.length, path)
     if len(info.keep) == 0:
@@ -117,6 +125,8 @@ class _Tally:
                 self.samples[j][1].append(rate[k, off:nv:stride, j])
 
     def result(self) -> FileResult:
+        """The file's :class:`FileResult`: loss and accuracy means, over the datasets it holds and per dataset (NaN
+        for a dataset it lacks), with each dataset's best region and scatter sample."""
         sums, present, model_datasets = self.sums, self.present, self.model_datasets
         values: dict[str, float] = {}
         total = sums[2, present].sum()
@@ -142,6 +152,7 @@ class _Tally:
 
 
 def write_tsv(path: str, results: list[FileResult], model_datasets: tuple[str, ...]) -> None:
+    """Write the evaluation table of ``results`` (one row per file, :func:`columns`) to ``path`` atomically."""
     from ..outputs import write_text_atomic
 
     cols = columns(model_datasets)

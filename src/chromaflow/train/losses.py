@@ -60,12 +60,16 @@ class EpochMeans:
         self.sums = torch.zeros(3, d, dtype=torch.float64, device=device)
 
     def add(self, loss_rows: torch.Tensor, pearson_rows: torch.Tensor, used: torch.Tensor) -> None:
+        """Add a batch's per-row losses and Pearson correlations (NaN counted as 0) of the rows marked ``used``, per
+        dataset, and their count."""
         u = used.to(torch.float64)
         self.sums[0] += (loss_rows.detach().to(torch.float64) * u).sum(dim=0)
         self.sums[1] += (torch.nan_to_num(pearson_rows.to(torch.float64)) * u).sum(dim=0)
         self.sums[2] += u.sum(dim=0)
 
     def result(self, sums: torch.Tensor | None = None) -> dict[str, float]:
+        """The means from ``sums`` (default: this process's own): ``loss`` and ``accuracy`` over all rows and
+        datasets, and ``<dataset>_loss`` / ``<dataset>_accuracy``; NaN where no row counted."""
         s = (self.sums if sums is None else sums).cpu()
         out: dict[str, float] = {}
         total = s[2].sum().item()

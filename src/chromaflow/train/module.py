@@ -106,13 +106,16 @@ class PredmoterModule(L.LightningModule):
 
     # --- checkpoint layout: the network's keys, unprefixed ------------------------------------------
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
+        """The network's state_dict, its keys without a ``net.`` prefix (the checkpoint layout)."""
         return self.net.state_dict(destination=destination, prefix=prefix, keep_vars=keep_vars)
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Load ``state_dict`` (the network's keys, without a ``net.`` prefix) into the network."""
         return self.net.load_state_dict(state_dict, strict=strict, assign=assign)
 
     # --- model ---------------------------------------------------------------------------------------
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The network's log-rates (B, L, D) of one-hot input ``x`` (B, L, 4)."""
         return self.net(x)
 
     def freeze_prefixes(self, prefixes: tuple[str, ...]) -> None:
@@ -131,6 +134,7 @@ class PredmoterModule(L.LightningModule):
                 m.eval()
 
     def configure_optimizers(self):
+        """Adam over the parameters that are not frozen, at the configured learning rate."""
         params = [p for p in self.parameters() if p.requires_grad]
         return torch.optim.Adam(params, lr=self.hparams.learning_rate)
 
@@ -144,11 +148,15 @@ class PredmoterModule(L.LightningModule):
         return loss_rows, pearson, used
 
     def on_train_epoch_start(self) -> None:
+        """Seed the RNG for this epoch (:func:`epoch_seed`), start the epoch's training means and keep frozen
+        BatchNorm and Dropout layers in eval mode."""
         torch.manual_seed(epoch_seed(self.seed, self.current_epoch))
         self._train_means = EpochMeans(self.datasets, self.device)
         self._apply_frozen_modes()
 
     def training_step(self, batch, batch_idx):
+        """The batch's loss: the mean Poisson NLL over the rows that count (a zero that keeps the graph when none
+        do); the per-row statistics go into the epoch's means."""
         loss_rows, pearson, used = self._stats(batch)
         self._train_means.add(loss_rows, pearson, used)
         n_used = used.sum()
@@ -157,9 +165,11 @@ class PredmoterModule(L.LightningModule):
         return (loss_rows * used).sum() / n_used
 
     def on_validation_epoch_start(self) -> None:
+        """Start the epoch's validation means."""
         self._val_means = EpochMeans(self.datasets, self.device)
 
     def validation_step(self, batch, batch_idx):
+        """Add the batch's per-row loss and Pearson correlation to the validation means."""
         loss_rows, pearson, used = self._stats(batch)
         self._val_means.add(loss_rows, pearson, used)
 
@@ -170,6 +180,8 @@ class PredmoterModule(L.LightningModule):
         return means.result(sums)
 
     def on_validation_epoch_end(self) -> None:
+        """Log the epoch's validation loss and accuracy (summed over the processes), overall and per dataset, and
+        keep them for the epoch's row; nothing during the sanity check."""
         if self.trainer.sanity_checking or self._val_means is None:
             return
         res = self._reduce(self._val_means)
@@ -181,6 +193,8 @@ class PredmoterModule(L.LightningModule):
             self.log(f"{d}_avg_val_accuracy", res[f"{d}_accuracy"])
 
     def on_train_epoch_end(self) -> None:
+        """Log the epoch's training loss and accuracy, append the epoch's row (with the validation values, NaN where
+        none) to ``epoch_log`` and call the epoch listeners."""
         assert self._train_means is not None  # set at the epoch start (on_train_epoch_start)
         res = self._reduce(self._train_means)
         self.log("avg_train_loss", res["loss"])

@@ -31,6 +31,8 @@ def _allreduce(t: torch.Tensor) -> torch.Tensor:
 class _SyncBN(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, running_mean, running_var, eps: float, momentum: float):
+        """Normalise ``x`` with the mean and biased variance over every process's batch (float64 sums) and update the
+        running statistics with the unbiased variance."""
         c = x.shape[1]
         dims = [0] + list(range(2, x.dim()))
         x64 = x.to(torch.float64)
@@ -54,6 +56,8 @@ class _SyncBN(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dy):
+        """Gradients of the input (from sums over every process), weight and bias (local); None for the other
+        arguments."""
         xhat, weight, invstd = ctx.saved_tensors
         c = xhat.shape[1]
         dims = [0] + list(range(2, xhat.dim()))
@@ -71,6 +75,8 @@ class CPUSyncBatchNorm1d(nn.BatchNorm1d):
     """BatchNorm1d whose training statistics span all DDP processes (see the module docstring)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """BatchNorm1d over the batches of all processes when training in a process group of more than one; plain
+        BatchNorm1d otherwise."""
         if not (self.training and dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
             return super().forward(x)
         if self.num_batches_tracked is not None:

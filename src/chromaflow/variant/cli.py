@@ -16,6 +16,8 @@ from .score import run as score_variants
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): VCF, FASTA, output table, flank, region, ref/alt tracks, shard and inference
+    settings."""
     p.add_argument("--vcf", required=True, help="variants: VCF, bgzipped VCF or BCF (read with pysam)")
     p.add_argument("--fasta", required=True, help="the reference FASTA the VCF was called against (plain or gzip)")
     p.add_argument("--out", required=True, help="effects table (.tsv.gz: gzip; any other name: plain text)")
@@ -61,6 +63,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: score the predicted effects of the VCF's variants (:func:`chromaflow.variant.score.run`);
+    returns the exit status."""
     return score_variants(
         VariantEffectOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(VariantEffectOptions)})
     )

@@ -30,6 +30,7 @@ _PANEL = re.compile(r'    <Panel name="VariantPanel">\n(?:        <Track [^\n]*\
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): the variant tracks, the browser folder and the assembly name."""
     p.add_argument(
         "tracks",
         nargs="*",
@@ -98,6 +99,8 @@ def trackdb_text(text: str, ident: str, stanzas: list[str]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: add the variants' ref/alt bigWigs to the genome-browser files of ``--browser-dir``; returns
+    the exit status."""
     bdir = Path(args.browser_dir)
     session, trackdb = bdir / "igv_session.xml", bdir / "trackDb.txt"
     if not session.is_file():

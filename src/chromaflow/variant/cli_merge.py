@@ -33,6 +33,7 @@ _SHARD = re.compile(r"#chromaflow variant-effect shard (\d+)/(\d+): rows (\d+)-(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): the shard tables, the output table, the track candidates and their folder."""
     p.add_argument(
         "parts", nargs="+", metavar="PART", help="the shard tables of variant-effect --shard (shards 1..n, in order)"
     )
@@ -156,6 +157,8 @@ def _read_candidates(paths: list[str], count: int, tracks: int) -> list[tuple]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: join the shard tables into the table of an unsharded run and write the tracks of the overall
+    strongest variants; returns the exit status."""
     check_outputs(
         [("--out", args.out), ("--metrics", args.metrics)],
         [("PART", p) for p in args.parts] + [("--candidates", c) for c in args.candidates],

@@ -22,6 +22,7 @@ DEFAULT_SHARD_SIZE = 5000
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's options (argparse): VCF, region, shard size and output JSON."""
     p.add_argument("--vcf", required=True, help="variants: VCF, bgzipped VCF or BCF (read with pysam)")
     p.add_argument(
         "--region",
@@ -49,6 +50,8 @@ def plan(rows: int, shard_size: int) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command: count the VCF's (variant, ALT) rows and write the shard plan as JSON; returns the exit
+    status."""
     from .vcf import read_variants
 
     if args.shard_size < 1:

@@ -41,6 +41,7 @@ class Geometry:
 
     @property
     def d(self) -> int:
+        """Length change of the ALT allele: ALT length - REF length."""
         return self.a - self.r
 
     def padded(self) -> tuple[int, int]:
@@ -49,6 +50,8 @@ class Geometry:
 
 
 def geometry(p: int, r: int, a: int, n: int, L: int) -> Geometry:
+    """The :class:`Geometry` of a variant at 0-based position ``p`` (REF ``r`` bases, ALT ``a`` bases) on a record of
+    ``n`` bases: the window of length ``L`` puts the variant at index L // 2."""
     return Geometry(s=p - L // 2, off=L // 2, r=r, a=a, n=n, L=L)
 
 
@@ -159,6 +162,7 @@ class WindowPredictor:
             )
 
     def close(self) -> None:
+        """Shut the CPU stream pool down, if there is one."""
         if self.pool is not None:
             self.pool.shutdown(wait=True)
 

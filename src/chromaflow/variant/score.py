@@ -317,6 +317,8 @@ def _table(variants, rows, datasets) -> str:
 
 
 def write_table(path: str, text: str, force: bool) -> None:
+    """Write ``text`` to ``path`` atomically (``force``: overwrite); gzip'ed when ``path`` ends in ``.gz``, with no
+    file name or time stamp, so the same table gives the same bytes."""
     with atomic_output(path, force=force) as tmp:
         data = text.encode()
         if str(path).endswith(".gz"):

@@ -19,6 +19,9 @@ _BASES = re.compile(r"[ACGTNRYSWKMBDHVacgtnryswkmbdhv]+")
 
 @dataclass
 class Variant:
+    """One ALT allele of a VCF record: its output row ``index``, ``chrom``, 1-based ``pos``, ``id``, ``ref`` and
+    ``alt``, and ``skip``, why it is not scored (None: scored)."""
+
     index: int  # row order in the output (VCF order, ALTs in order)
     chrom: str
     pos: int  # 1-based, as in the VCF
@@ -33,6 +36,7 @@ class Variant:
         return self.pos - 1
 
     def name(self) -> str:
+        """The variant as text: ``chrom:pos id REF>ALT``."""
         return f"{self.chrom}:{self.pos} {self.id} {self.ref}>{self.alt}"
 
 
