@@ -704,7 +704,8 @@ def test_architecture_options_with_resume_must_agree_with_the_checkpoint():
 
     from chromaflow.errors import ChromaflowError
     from chromaflow.model.checkpoint import load_checkpoint
-    from chromaflow.train.cli_train import ARCH_OPTIONS, _check_architecture
+    from chromaflow.model.hparams import ARCHITECTURE as ARCH_OPTIONS
+    from chromaflow.train.cli_train import _check_architecture
 
     cfg = load_checkpoint(MINI).config
     same = argparse.Namespace(init=None, resume=str(MINI), **{k: None for k in ARCH_OPTIONS})

@@ -182,9 +182,9 @@ def _accelerator(args) -> str:
         if args.devices > torch.cuda.device_count():
             raise ChromaflowError(f"--devices {args.devices}: only {torch.cuda.device_count()} CUDA device(s)")
         return "gpu"
-    if args.device == "auto":
-        return "gpu" if torch.cuda.is_available() else "cpu"
-    if args.precision == "16-mixed":
+    if args.device == "auto" and torch.cuda.is_available():
+        return "gpu"
+    if args.precision == "16-mixed":  # on the CPU, given or chosen by --device auto
         raise ChromaflowError("--precision fp16 (16-mixed) needs a CUDA device (use bf16 on CPU)")
     return "cpu"
 
