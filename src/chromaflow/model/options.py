@@ -44,18 +44,15 @@ def add_precision_option(p, *, help: str, training: bool = False) -> None:
     """``--precision fp32|bf16|fp16`` (default fp32) on ``p``; ``training``: Lightning's names are accepted too and
     ``--precision`` is stored as Lightning's name (:data:`LIGHTNING_PRECISION`)."""
     if training:
-        names = {**{k: v for k, v in LIGHTNING_PRECISION.items()}, **{v: v for v in LIGHTNING_PRECISION.values()}}
-
-        def lightning(text: str) -> str:
-            """The Lightning precision name of ``text`` (ours or Lightning's); ArgumentTypeError for any other."""
-            if text not in names:
-                raise argparse.ArgumentTypeError(
-                    f"invalid choice: {text!r} (choose from {', '.join(PRECISIONS)}, or Lightning's "
-                    f"{', '.join(LIGHTNING_PRECISION.values())})"
-                )
-            return names[text]
-
-        p.add_argument("--precision", type=lightning, default="32", metavar="{fp32,bf16,fp16}", help=help)
+        # argparse converts first, then checks the choices: fp32/bf16/fp16 become Lightning's names
+        p.add_argument(
+            "--precision",
+            type=lambda text: LIGHTNING_PRECISION.get(text, text),
+            choices=(*PRECISIONS, *LIGHTNING_PRECISION.values()),
+            default="32",
+            metavar="{fp32,bf16,fp16}",
+            help=help,
+        )
     else:
         p.add_argument("--precision", choices=PRECISIONS, default="fp32", help=help)
 
