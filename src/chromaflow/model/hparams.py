@@ -31,20 +31,9 @@ HPARAM_KEYS = (
     "datasets",
 )
 
-#: the architecture: the hyperparameters a command-line option sets, in Predmoter's order
-ARCHITECTURE = (
-    "model_type",
-    "cnn_layers",
-    "filter_size",
-    "kernel_size",
-    "step",
-    "up",
-    "dilation",
-    "lstm_layers",
-    "hidden_size",
-    "bnorm",
-    "dropout",
-)
+#: the architecture: the hyperparameters a command-line option sets (the first 11 keys, in Predmoter's order)
+ARCHITECTURE = HPARAM_KEYS[:11]
+assert ARCHITECTURE[-1] == "dropout"
 
 #: Predmoter's CLI defaults (Predmoter.py --help), used for a new model
 PREDMOTER_DEFAULTS: dict[str, Any] = dict(
