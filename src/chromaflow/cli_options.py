@@ -37,3 +37,11 @@ def resolve_threads(threads: int | None) -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - non-Linux
         return max(1, os.cpu_count() or 1)
+
+
+def options_from(args, cls):
+    """A core's options dataclass ``cls`` built from the parsed ``args``: each field from the option of its name (the
+    thin commands' step from argparse to the core, which validates the options itself)."""
+    import dataclasses
+
+    return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})

@@ -8,6 +8,7 @@ refuses the same values with the same message.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -60,16 +61,11 @@ for _sym, _cols in _CODES.items():
 LUT16_RC = np.ascontiguousarray(LUT16[:, ::-1])
 
 
+@functools.cache
 def assembly_rules() -> dict[str, dict]:
     """The id and species rules (``schemas/assembly.json``, the file the pipeline's sheet reader reads too):
     {"id": {"pattern": ...}, "species": {"pattern": ..., "maxLength": 25}}."""
-    global _RULES
-    if _RULES is None:
-        _RULES = json.loads((Path(__file__).parent.parent / "schemas" / "assembly.json").read_text())["properties"]
-    return _RULES
-
-
-_RULES: dict[str, dict] | None = None
+    return json.loads((Path(__file__).parent.parent / "schemas" / "assembly.json").read_text())["properties"]
 
 
 def check_species(species: str, option: str = "--species") -> bytes:

@@ -7,10 +7,9 @@ The command parses its options into :class:`~chromaflow.motifs.prior.MotifPriorO
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
 from ..annotation.windows import add_window_options
-from ..cli_options import add_run_options
+from ..cli_options import add_run_options, options_from
 from .prior import MotifPriorOptions
 from .prior import run as build_prior
 from .scan import DEFAULT_P
@@ -63,6 +62,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the command: build the motif prior for GENIE3 (:func:`chromaflow.motifs.prior.run`); returns the exit
     status."""
-    return build_prior(
-        MotifPriorOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(MotifPriorOptions)})
-    )
+    return build_prior(options_from(args, MotifPriorOptions))

@@ -7,9 +7,8 @@ The command parses its options into :class:`~chromaflow.variant.score.VariantEff
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
-from ..cli_options import add_run_options
+from ..cli_options import add_run_options, options_from
 from ..model.options import add_inference_options
 from .score import DEFAULT_FLANK, VariantEffectOptions
 from .score import run as score_variants
@@ -65,6 +64,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the command: score the predicted effects of the VCF's variants (:func:`chromaflow.variant.score.run`);
     returns the exit status."""
-    return score_variants(
-        VariantEffectOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(VariantEffectOptions)})
-    )
+    return score_variants(options_from(args, VariantEffectOptions))
