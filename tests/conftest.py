@@ -46,7 +46,7 @@ LONGEST_FIRST = (
     "pipeline-run",
     "pipeline-cluster",
     "tests/pipeline/test_pipeline_train.py",
-    "tests/report/test_bench_harness.py",
+    "tests/benchmarks/test_harness_quick_run.py",
     "tests/train/test_train.py",
     "tests/common/test_signals.py",
     "tests/bigwig/test_bigwig.py",

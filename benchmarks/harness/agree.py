@@ -1,15 +1,15 @@
 """Output comparisons of ``benchmarks/run`` (the same checks as the fidelity tests), each run in its own process:
 
-    python -m harness.agree h5 OURS.h5 PEER.h5                 fasta2h5: the four data/ datasets equal
-    python -m harness.agree predictions OURS.h5 PEER.h5 CKPT GENOME.h5
+    python -m benchmarks.harness.agree h5 OURS.h5 PEER.h5                 fasta2h5: the four data/ datasets equal
+    python -m benchmarks.harness.agree predictions OURS.h5 PEER.h5 CKPT GENOME.h5
                                                                 predict: equal, or different only at ties
-    python -m harness.agree deviation A.h5 B.h5                 predict: how far A is from B (bf16 vs fp32)
-    python -m harness.agree tracks OURS_DIR PEER_DIR PRED.h5 WS  bigwig: same files, same intervals (ties allowed
-                                                                 where the exact window mean is .5)
-    python -m harness.agree score LINKS GOLD                     GENIE3: AUROC / AUPR against a gold standard
-    python -m harness.agree coverage OURS.h5 PEER.h5 PREFIX      add-coverage: the evaluation datasets equal
+    python -m benchmarks.harness.agree deviation A.h5 B.h5                 predict: how far A is from B (bf16 vs fp32)
+    python -m benchmarks.harness.agree tracks OURS_DIR PEER_DIR PRED.h5 WS  bigwig: same files, same intervals (ties
+                                                                 allowed where the exact window mean is .5)
+    python -m benchmarks.harness.agree score LINKS GOLD                     GENIE3: AUROC / AUPR against a gold standard
+    python -m benchmarks.harness.agree coverage OURS.h5 PEER.h5 PREFIX      add-coverage: the evaluation datasets equal
                                                                  (values, dtype, chunks, filters, fill, bam_files)
-    python -m harness.agree losscurve OURS.tsv PEER.log          train: the same loss and accuracy per epoch
+    python -m benchmarks.harness.agree losscurve OURS.tsv PEER.log          train: the same loss and accuracy per epoch
 
 Each prints one JSON object: {"ok": true|false|null, "detail": "...", ...}.
 """

@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-if str(ROOT / "src") not in sys.path:
-    sys.path.insert(0, str(ROOT / "src"))  # this checkout's chromaflow (scripts/env.sh puts it there too)
-from chromaflow.report.machine import machine_info  # noqa: E402,F401 - the machine record of every results file
+from chromaflow.report.machine import machine_info  # noqa: F401 - the machine record of every results file
 
-from .timer import TreeSampler, loadavg  # noqa: E402
+from .env import ROOT, child_env
+from .timer import TreeSampler, loadavg
+
+HERE = Path(__file__).resolve().parent
 
 RUNNER = HERE / "runner.py"
 SCHEMA = "chromaflow-bench-run/1"
@@ -64,10 +63,10 @@ def timed_run(argv: list[str], cwd: Path, env: dict | None = None, timeout: floa
     cwd.mkdir(parents=True, exist_ok=True)
     fd, res_path = tempfile.mkstemp(prefix=".run.", suffix=".json", dir=cwd)
     os.close(fd)
-    full_env = dict(os.environ, CHROMAFLOW_PROGRESS="0", **(env or {}))
+    full_env = child_env({"CHROMAFLOW_PROGRESS": "0", **(env or {})})
     load0 = loadavg()
     proc = subprocess.Popen(
-        [sys.executable, "-S", "-I", str(RUNNER), res_path, str(cwd), "--", *argv],
+        [sys.executable, "-S", "-E", "-s", str(RUNNER), res_path, str(cwd), "--", *argv],
         env=full_env,
         stdin=subprocess.DEVNULL,
     )

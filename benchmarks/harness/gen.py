@@ -1,5 +1,5 @@
-"""Seeded benchmark inputs, each written by its own process (``python -m harness.gen KIND ...``) so the harness
-stays small. Every generator is deterministic: same arguments, same bytes.
+"""Seeded benchmark inputs, each written by its own process (``python -m benchmarks.harness.gen KIND ...``) so the
+harness stays small. Every generator is deterministic: same arguments, same bytes.
 
     fasta OUT TOTAL_BP RECORDS SEED          random ACGT, 60-column lines (chromaflow.report.sweep.write_random_fasta)
     expression OUT GENES SAMPLES SEED GOLD   synthetic genes x samples TSV (DREAM4-like layout: samples x genes)

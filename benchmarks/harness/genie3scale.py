@@ -1,5 +1,6 @@
 """GENIE3 at genome scale (the ``genie3scale`` stage): a planted network at genome size, the chunked pipeline
-driven task by task, and the cost model (``python -m harness.genie3scale KIND ...``, each in its own process).
+driven task by task, and the cost model (``python -m benchmarks.harness.genie3scale KIND ...``, each in its own
+process).
 
     make OUTDIR SEED GENES TFS SAMPLES          expression.tsv (genes x samples), regulators.txt, gold.tsv,
                                                 truth.json; plus expression_s<S>.tsv (the first S samples) and

@@ -29,8 +29,9 @@ import sys
 import time
 from pathlib import Path
 
-from . import cases as C
+from .. import stages as S
 from . import core
+from .stagekit import Ctx
 from .render import render_file
 
 
@@ -48,8 +49,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help="small inputs, 1 repeat: a few minutes (CI)")
     ap.add_argument(
         "--stages",
-        default=",".join(s for s in C.STAGES if s not in C.OPT_IN),
-        help=f"comma-separated subset of {','.join(C.STAGES)} (default: all but {','.join(C.OPT_IN)})",
+        default=",".join(s for s in S.STAGES if s not in S.OPT_IN),
+        help=f"comma-separated subset of {','.join(S.STAGES)} (default: all but {','.join(S.OPT_IN)})",
     )
     ap.add_argument("--cases", default=None, help="only cases whose name contains one of these comma-separated words")
     ap.add_argument("--repeats", type=int, default=None, help="runs per command (default 3; --quick 1)")
@@ -76,9 +77,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per run before it is killed")
     a = ap.parse_args(argv)
     a.repeats = a.repeats or (1 if a.quick else 3)
-    bad = [s for s in a.stages.split(",") if s and s not in C.STAGES]
+    bad = [s for s in a.stages.split(",") if s and s not in S.STAGES]
     if bad:
-        ap.error(f"unknown stage(s) {bad}; choose from {', '.join(C.STAGES)}")
+        ap.error(f"unknown stage(s) {bad}; choose from {', '.join(S.STAGES)}")
     if a.repeats < 1:
         ap.error("--repeats must be >= 1")
     if not a.quick and a.repeats < 3:
@@ -130,7 +131,6 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"benchmarks/run: --results {res_path}: no such results file")
     work = Path(a.workdir or Path(os.environ.get("TMPDIR", "/tmp")) / f"chromaflow-bench-{host}")
     work.mkdir(parents=True, exist_ok=True)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     results.setdefault("first_started", results["last_started"])
     results.setdefault("cases", [])
     done = {c["id"] for c in results["cases"] if not c.get("skipped")} if a.resume else set()
-    ctx = C.Ctx(
+    ctx = Ctx(
         peers=peers,
         work=work,
         quick=a.quick,
@@ -186,11 +186,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     words = [w for w in (a.cases or "").split(",") if w]
     failures = 0
-    for stage in [s for s in C.STAGES if s in a.stages.split(",")]:
+    for stage in [s for s in S.STAGES if s in a.stages.split(",")]:
         log(f"== {stage}")
-        why = _peers_ready(peers, C.PEERS_NEEDED[stage])
+        why = _peers_ready(peers, S.stage(stage).PEERS)
         try:
-            warm, cases = C.BUILDERS[stage](ctx)
+            warm, cases = S.stage(stage).build(ctx)
         except Exception as exc:  # noqa: BLE001 - inputs could not be made: record, go on with other stages
             log(f"  cannot prepare {stage}: {exc}")
             _store(

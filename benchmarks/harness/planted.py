@@ -1,7 +1,7 @@
 """The planted network of the ``network`` stage: a seeded genome whose promoters carry the motifs of a known
 TF -> target network, expression simulated from that network, and the helpers that turn a prior into contenders
-and score link lists (``python -m harness.planted KIND ...``, each in its own process like ``harness.gen``; the
-harness calls :func:`score` in its own process, so scikit-learn is imported once for all runs).
+and score link lists (``python -m benchmarks.harness.planted KIND ...``, each in its own process like ``harness.gen``;
+the harness calls :func:`score` in its own process, so scikit-learn is imported once for all runs).
 
     make OUTDIR SEED GENES TFS SAMPLES      genome.fa, genes.gff3, motifs.jaspar, tf_motifs.tsv, regulators.txt,
                                             expression.tsv (samples x genes), gold.tsv, accessibility.bw, truth.json

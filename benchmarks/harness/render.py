@@ -14,14 +14,32 @@ Nothing here is typed by hand: a number shown comes from a run record of a resul
 from __future__ import annotations
 
 import json
-import math
 import statistics
 import sys
 from pathlib import Path
 
-from .core import TREE_NORMALISED, json_files, machine_brief, summarize
-from .scale_render import published_scale
+from ..stages.fasta2h5 import deflate_table, fasta2h5_headline
+from ..stages.genie3 import genie3_accuracy
+from ..stages.genie3scale import g3scale_lines
+from ..stages.network import network_table
+from ..stages.scaling import scaling_plot, scaling_series
+from ..stages.train import _epoch_s
 from . import fasta_shards_render
+from .core import TREE_NORMALISED, json_files, summarize
+from .scale_render import published_scale
+from .tables import (
+    NO_RUN,
+    _f,
+    _loads,
+    _mark,
+    _mib,
+    _ok,
+    _ratio,
+    _sd,
+    _seeds,
+    _spread,
+    machines_text,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -36,245 +54,16 @@ STAGE_DIRS = {
     "coverage": "coverage",
     "train": "train",
 }
-EQUAL_SIZE = 1.05  # "at equal file size": ours no larger than the peer's + 5 %
 
 
 # --------------------------------------------------------------------------------------------------
 # formatting
 # --------------------------------------------------------------------------------------------------
-def _f(x, nd=2) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    if abs(x) >= 100:
-        return f"{x:,.0f}"
-    return f"{x:.{nd}f}"
-
-
-def _spread(s: dict | None, nd=2) -> str:
-    if not s:
-        return "–"
-    if s["n"] == 1:
-        return _f(s["median"], nd)
-    return f"{_f(s['median'], nd)} ({_f(s['min'], nd)}–{_f(s['max'], nd)})"
-
-
-def _ratio(r: dict | None) -> str:
-    if not r:
-        return "–"
-    lo, hi = r["low"], r["high"]
-    if abs(hi - lo) < 1e-9:
-        return f"**{r['of_medians']:.1f}×**"
-    return f"**{r['of_medians']:.1f}×** ({lo:.1f}–{hi:.1f})"
-
-
-def _mib(s: dict | None) -> str:
-    return "–" if not s else f"{s['median'] / 2**20:,.0f}"
-
-
-def _ok(ag: dict | None) -> str:
-    if not ag:
-        return "–"
-    return {True: "✔ ", False: "✘ ", None: ""}[ag.get("ok")] + ag.get("detail", "")
-
-
-def _machine_line(m: dict) -> str:
-    mem = f"{m['memory_bytes'] / 2**30:.0f} GiB" if m.get("memory_bytes") else "? GiB"
-    return (
-        f"{m.get('cpu_model')} ({', '.join(m.get('cpu_flags') or []) or 'no SIMD flags listed'}), "
-        f"{m.get('logical_cpus')} logical CPUs ({m.get('usable_cpus')} usable), {mem}"
-        + (f", {m['os']}, Python {m['python']}" if m.get("os") else "")
-    )
-
-
-MARKS = "†‡§¶"
-
-
-def machine_marks(res: dict) -> dict[tuple, tuple[str, dict]]:
-    """machine_brief -> (mark, machine) of each machine other than the file's own that a case ran on, marked in
-    order of first use (†, ‡, §, ¶, ††, …)."""
-    own, out = machine_brief(res["machine"]), {}
-    for c in res.get("cases", []):
-        m = c.get("machine")
-        if m and not c.get("skipped") and machine_brief(m) not in out and machine_brief(m) != own:
-            i = len(out)
-            out[machine_brief(m)] = (MARKS[i % len(MARKS)] * (1 + i // len(MARKS)), m)
-    return out
-
-
-def other_machines(res: dict) -> list[dict]:
-    """The machines (case records' ``machine``) other than the file's own, in order of first use."""
-    return [m for _, m in machine_marks(res).values()]
-
-
-def _mark(res: dict, c: dict) -> str:
-    """' †' etc. when case c ran on another machine than the file's, else ''."""
-    m = c.get("machine")
-    hit = machine_marks(res).get(machine_brief(m)) if m and not c.get("skipped") else None
-    return " " + hit[0] if hit else ""
-
-
-def machines_text(res: dict) -> str:
-    """The file's machine, and each other machine some cases ran on with the mark those cases carry."""
-    txt = _machine_line(res["machine"])
-    for mark, o in machine_marks(res).values():
-        ids = [c["case"] for c in res["cases"] if _mark(res, c).strip() == mark]
-        txt += (
-            f"; cases marked {mark} ({', '.join(ids)}) ran on another machine of this kind: {_machine_line(o)} — "
-            "their peer ran beside them there, so their ratios stand, but compare their times only with each other"
-        )
-    return txt
-
-
-def _loads(runs: list[dict]) -> str:
-    v = [r["load_before"][0] for r in runs if r.get("load_before")] + [
-        r["load_after"][0] for r in runs if r.get("load_after")
-    ]
-    return f"{min(v):.1f}–{max(v):.1f}" if v else "–"
 
 
 # --------------------------------------------------------------------------------------------------
 # derived figures
 # --------------------------------------------------------------------------------------------------
-def fasta2h5_headline(case: dict) -> dict | None:
-    """Default vs Helixer (the 'equal size' ratio, if the size condition holds) and our fastest mode."""
-    ag = case.get("agreement") or {}
-    per = ag.get("per_contender") or {}
-    cons = case.get("contenders") or {}
-    ratios = {r["ours"]: r for r in case.get("ratios", [])}
-    if "chromaflow" not in ratios:
-        return None
-    size = (per.get("chromaflow") or {}).get("size_ratio")
-    ours = [k for k, v in cons.items() if v["role"] == "ours" and v.get("wall_s")]
-    fastest = min(ours, key=lambda k: cons[k]["wall_s"]["median"]) if ours else None
-    return {
-        "default": ratios["chromaflow"],
-        "default_size_ratio": size,
-        "equal_size": size is not None and size <= EQUAL_SIZE,
-        "fastest": fastest,
-        "fastest_ratio": ratios.get(fastest),
-        "fastest_size_ratio": (per.get(fastest) or {}).get("size_ratio"),
-    }
-
-
-def genie3_accuracy(cases: list[dict]) -> dict:
-    """Per tool: per seed, the mean AUROC/AUPR over the DREAM4 networks; their seed-to-seed spread; median
-    wall per network."""
-    out: dict = {}
-    d4 = [c for c in cases if c["stage"] == "genie3" and c["case"].startswith("dream4") and not c.get("skipped")]
-    if not d4:
-        return out
-    nets = len(d4)
-    tools = {k for c in d4 for k in c.get("contenders", {})}
-    for t in sorted(tools):
-        by_seed: dict[int, list] = {}
-        walls = []
-        for c in d4:
-            for r in c["runs"]:
-                if r["contender"] == t and r.get("exit") == 0 and r.get("aupr") is not None:
-                    by_seed.setdefault(r.get("seed"), []).append((r["auroc"], r["aupr"]))
-                    walls.append(r["wall_s"])
-        full = {s: v for s, v in by_seed.items() if len(v) == nets}
-        if not full:
-            continue
-        auroc = [statistics.mean(a for a, _ in v) for v in full.values()]
-        aupr = [statistics.mean(b for _, b in v) for v in full.values()]
-        out[t] = {
-            "seeds": sorted(full),
-            "mean_auroc": auroc,
-            "mean_aupr": aupr,
-            "networks": nets,
-            "median_wall_s": statistics.median(walls),
-            "label": d4[0]["contenders"][t]["label"],
-        }
-    return out
-
-
-NETWORK_METRICS = (
-    ("aupr", "AUPR"),
-    ("auroc", "AUROC"),
-    ("p_at_0.1pct", "P@0.1 %"),
-    ("p_at_0.5pct", "P@0.5 %"),
-    ("p_at_1pct", "P@1 %"),
-)
-
-
-def network_verdicts(c: dict) -> dict:
-    """Issue 29's pass criteria of a planted-network case, from its runs: per seed the AUPR difference to plain
-    GENIE3 (same network); ``gain``: the informative prior at α = 0.5 raises the median AUPR (and on how many
-    seeds); ``shuffled``: the shuffled prior at α = 0.5 loses at most the case's tolerance (median)."""
-    by = {}
-    for r in c["runs"]:
-        if r.get("exit") == 0 and r.get("aupr") is not None:
-            by.setdefault(r["contender"], {})[r.get("network_seed", r.get("seed"))] = r["aupr"]
-    base = by.get("genie3", {})
-
-    def delta(key):
-        d = [by[key][sd] - base[sd] for sd in sorted(base) if sd in by.get(key, {})]
-        return {"median": statistics.median(d) if d else None, "per_seed": d, "better": sum(x > 0 for x in d)}
-
-    tol = c.get("params", {}).get("shuffled_tolerance", 0.01)
-    out = {k: delta(k) for k in by if k != "genie3"}
-    g, sh = out.get("alpha 0.5") or {}, out.get("shuffled alpha 0.5") or {}
-    out["gain"] = g.get("median") is not None and g["median"] > 0
-    out["shuffled_ok"] = sh.get("median") is not None and sh["median"] >= -tol
-    out["tolerance"] = tol
-    return out
-
-
-def network_table(c: dict) -> list[str]:
-    """The planted-network table: per contender the median (min–max over seeds) of each metric, the AUPR
-    difference to plain GENIE3, and the verdict lines."""
-    if c.get("skipped") or not c.get("runs"):
-        return []
-    v = network_verdicts(c)
-    seeds = sorted({r.get("network_seed", r.get("seed")) for r in c["runs"] if r.get("aupr") is not None})
-    lines = [
-        "| contender | "
-        + " | ".join(f"{n} median (min–max)" for _, n in NETWORK_METRICS)
-        + " | ΔAUPR vs GENIE3: median (seeds better) | prior check: runs kept (p range) | wall s median "
-        "| CPU s median |",
-        "|---|" + "---|" * (len(NETWORK_METRICS) + 4),
-    ]
-    for k, con in c["contenders"].items():
-        runs = [r for r in c["runs"] if r["contender"] == k and r.get("exit") == 0 and r.get("aupr") is not None]
-        if not runs:
-            lines.append(f"| {con['label']} | **failed** |" + " |" * (len(NETWORK_METRICS) + 3))
-            continue
-        cells = []
-        for m, _ in NETWORK_METRICS:
-            x = [r[m] for r in runs]
-            cells.append(f"{statistics.median(x):.3f} ({min(x):.3f}–{max(x):.3f})")
-        d = v.get(k)
-        dtxt = f"{d['median']:+.4f} ({d['better']}/{len(d['per_seed'])})" if d and d["median"] is not None else "–"
-        checked = [r for r in runs if r.get("prior_check")]
-        ctxt = (
-            "–"
-            if not checked
-            else (
-                f"{sum(r['prior_check'] == 'kept' for r in checked)}/{len(checked)} "
-                f"({min(r['prior_check_p'] for r in checked):.2g}–{max(r['prior_check_p'] for r in checked):.2g})"
-            )
-        )
-        lines.append(
-            f"| {con['label']} | {' | '.join(cells)} | {dtxt} | {ctxt} | {_spread(con.get('wall_s'))} "
-            f"| {_spread(con.get('cpu_s'))} |"
-        )
-    g, sh = v.get("alpha 0.5") or {}, v.get("shuffled alpha 0.5") or {}
-    lines += [
-        "",
-        f"Seeds (one planted network each): {_seeds(seeds)}. P@x % = precision of the top x % of the "
-        f"{c['params'].get('tfs', '?')} TFs × {c['params'].get('genes', 1) - 1} other genes (the candidate links; "
-        "ties at the cut counted at their mean).",
-        "",
-        f"* informative prior (α 0.5 vs GENIE3): median ΔAUPR "
-        f"{_f(g.get('median'), 4) if g.get('median') is not None else '–'}: "
-        + ("**gain ✔**" if v["gain"] else "**no gain ✘**"),
-        f"* shuffled prior (α 0.5 vs GENIE3, pass: ≥ −{v['tolerance']:g}): median ΔAUPR "
-        f"{_f(sh.get('median'), 4) if sh.get('median') is not None else '–'}: "
-        + ("**pass ✔**" if v["shuffled_ok"] else "**fail ✘**"),
-        "",
-    ]
-    return lines
 
 
 def targets_rows(res: dict) -> list[str]:
@@ -368,84 +157,6 @@ def targets_rows(res: dict) -> list[str]:
     return rows if len(rows) > 2 else []
 
 
-def _sd(xs: list[float]) -> str:
-    """'sd 0.0012 ' of per-seed means (empty for one seed)."""
-    return f"sd {statistics.stdev(xs):.4f} " if len(xs) > 1 else ""
-
-
-def _seeds(seeds: list) -> str:
-    """1–10 for a contiguous run of seeds, else the list."""
-    s = sorted(seeds)
-    return f"{s[0]}–{s[-1]}" if len(s) > 2 and s == list(range(s[0], s[-1] + 1)) else ", ".join(map(str, s))
-
-
-def fit_exponent(xs: list[float], ys: list[float]) -> float | None:
-    pts = [(math.log(x), math.log(y)) for x, y in zip(xs, ys) if x and y and x > 0 and y > 0]
-    if len(pts) < 2:
-        return None
-    mx = sum(p[0] for p in pts) / len(pts)
-    my = sum(p[1] for p in pts) / len(pts)
-    sxx = sum((p[0] - mx) ** 2 for p in pts)
-    return None if sxx == 0 else sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx
-
-
-def scaling_series(cases: list[dict]) -> dict:
-    out: dict = {}
-    for c in cases:
-        if c["stage"] != "scaling" or c.get("skipped"):
-            continue
-        con = (c.get("contenders") or {}).get("chromaflow") or {}
-        if not con.get("wall_s"):
-            continue
-        p = c["params"]
-        peer = next((r for r in c.get("ratios") or [] if r["ours"] == "chromaflow"), None)
-        s = out.setdefault(p["series"], {"unit": p["unit"], "points": [], "peer_ratio": {}})
-        s["points"].append(
-            (p["size"], con["wall_s"]["median"], con["cpu_s"]["median"], con["peak_rss_bytes"]["median"])
-        )
-        if peer:
-            s["peer_ratio"][p["size"]] = (c["contenders"][peer["peer"]]["label"], peer["wall"])
-    for s in out.values():
-        s["points"].sort()
-        xs = [p[0] for p in s["points"]]
-        s["exp_wall"] = fit_exponent(xs, [p[1] for p in s["points"]])
-        s["exp_cpu"] = fit_exponent(xs, [p[2] for p in s["points"]])
-        s["exp_rss"] = fit_exponent(xs, [p[3] for p in s["points"]])
-    return out
-
-
-def scaling_plot(series: dict, png: Path) -> Path | None:
-    if not series:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, len(series), figsize=(4.2 * len(series), 7), squeeze=False)
-    for i, (name, s) in enumerate(sorted(series.items())):
-        xs = [p[0] for p in s["points"]]
-        ax = axes[0][i]
-        ax.loglog(xs, [p[2] for p in s["points"]], "o-", label=f"CPU s (exponent {_f(s['exp_cpu'])})")
-        ax.loglog(xs, [p[1] for p in s["points"]], "s--", label=f"wall s (exponent {_f(s['exp_wall'])})")
-        ax.set_title(f"{name}: cost vs size")
-        ax.set_xlabel(s["unit"])
-        ax.set_ylabel("seconds")
-        ax.legend(fontsize=8)
-        ax = axes[1][i]
-        ax.semilogx(
-            xs, [p[3] / 2**20 for p in s["points"]], "o-", color="C2", label=f"peak RSS (exponent {_f(s['exp_rss'])})"
-        )
-        ax.set_ylim(bottom=0)
-        ax.set_xlabel(s["unit"])
-        ax.set_ylabel("MiB")
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(png, dpi=90)
-    plt.close(fig)
-    return png
-
-
 # --------------------------------------------------------------------------------------------------
 # one results file -> Markdown
 # --------------------------------------------------------------------------------------------------
@@ -497,12 +208,6 @@ def headline_rows(res: dict) -> list[str]:
     return rows
 
 
-def _epoch_s(c: dict, key: str) -> float | None:
-    """Median seconds per epoch of a contender's runs of a train case (each tool's own log)."""
-    v = [r["epoch_s"] for r in c.get("runs", []) if r["contender"] == key and r.get("epoch_s") is not None]
-    return statistics.median(v) if v else None
-
-
 HEADLINE_HEAD = [
     "| stage | case | ours | peer | peer ÷ ours, wall: ratio of medians (range) | CPU | note |",
     "|---|---|---|---|---|---|---|",
@@ -512,334 +217,6 @@ HEADLINE_HEAD = [
 # --------------------------------------------------------------------------------------------------
 # genie3scale: the cost model, the pipeline, strong and weak scaling (issue 30 §2)
 # --------------------------------------------------------------------------------------------------
-#: the run whose cost is predicted: genes, regulators, samples, trees (cases.FULL["g3scale_predict"]), and the chunk
-#: size of the extrapolated run (the pipeline's default --chunk-size)
-G3_PREDICT = (25_000, 1_700, 500, 1000)
-G3_CHUNK = 500
-G3_TASKS = (1, 2, 4, 8, 16, 32, 50)
-
-
-def g3scale_cost(cases: list[dict]) -> tuple[list[dict], dict | None]:
-    """The cost points (median CPU s per target and per-task overhead over each case's runs) and the log-log fit
-    over them."""
-    from .genie3scale import fit_cost
-
-    pts = []
-    for c in cases:
-        if c["stage"] != "genie3scale" or c["params"].get("series") != "cost" or c.get("skipped"):
-            continue
-        vals = [r["cpu_s_per_target"] for r in c["runs"] if r.get("exit") == 0 and r.get("cpu_s_per_target")]
-        if vals:
-            p = c["params"]
-            ok = [r for r in c["runs"] if r.get("exit") == 0 and r.get("cpu_s_per_target")]
-            # task CPU outside tree growing (recorded as overhead_s; older records: from its two parts)
-            over = [r["overhead_s"] if "overhead_s" in r else r["task_cpu_s"] - r["compute_cpu_s"] for r in ok]
-            pts.append(
-                {
-                    "samples": p["samples"],
-                    "regulators": p["regulators"],
-                    "trees": p["trees"],
-                    "cpu_s_per_target": statistics.median(vals),
-                    "runs": len(vals),
-                    "overhead_s": statistics.median(over) if over else None,
-                    "cells": ok[0].get("cells") or p["genes"] * p["samples"],
-                    "rss": max(r["task_peak_rss_bytes"] for r in c["runs"] if r.get("exit") == 0),
-                }
-            )
-    return pts, fit_cost(pts)
-
-
-def _g3_pipe(cases: list[dict]) -> dict:
-    """pipeline case name -> its first successful run's record (with the case's agreement and load): ``strong_p1``
-    .. for the local processes (``pipeline_*`` cases), ``slurm_strong_p1`` .. for the runs through SLURM."""
-    out = {}
-    for c in cases:
-        if c["stage"] == "genie3scale" and c["case"].startswith(("pipeline_", "slurm_")) and not c.get("skipped"):
-            runs = [r for r in c["runs"] if r.get("exit") == 0 and "chunks_wall_s" in r]
-            if runs:
-                out[c["case"].removeprefix("pipeline_")] = dict(
-                    runs[0], agreement=c.get("agreement"), params=c["params"]
-                )
-    return out
-
-
-#: how the chunked pipeline's tasks ran: (prefix of its keys in _g3_pipe, label)
-G3_EXECUTORS = (("", "local processes"), ("slurm_", "SLURM jobs"))
-#: the scaling runs of the chunked pipeline, in table order: (key in _g3_pipe, how its tasks ran)
-G3_RUNS = [(f"{pre}{kind}_p{n}", how) for pre, how in G3_EXECUTORS for kind in ("strong", "weak") for n in (1, 2)]
-
-
-def _g3_merge(cases: list[dict]) -> dict | None:
-    """The merge measured alone at the predicted size (synthetic parts): params, agreement, per contender the
-    median wall s and the largest peak RSS of the merge process."""
-    for c in cases:
-        if c["stage"] == "genie3scale" and c["params"].get("series") == "merge" and not c.get("skipped"):
-            out = {"params": c["params"], "agreement": c.get("agreement"), "contenders": {}}
-            for key in ("merge", "merge_streamed"):
-                runs = [
-                    r["task"] for r in c["runs"] if r.get("contender") == key and r.get("exit") == 0 and r.get("task")
-                ]
-                if runs:
-                    out["contenders"][key] = {
-                        "wall_s": statistics.median(t["wall_s"] for t in runs),
-                        "cpu_s": statistics.median(t["cpu_s"] for t in runs),
-                        "peak_rss_bytes": max(t["peak_rss_bytes"] for t in runs),
-                        "runs": len(runs),
-                    }
-            return out
-    return None
-
-
-def g3scale_extrapolation(
-    pipe: dict, pred: dict | None, overhead: dict | None, merge: dict | None
-) -> list[dict] | None:
-    """The full run at N tasks, on paper: CHUNKS = genes / G3_CHUNK chunks, each costing G3_CHUNK x the fitted
-    CPU s per target plus the per-task overhead (start-up, reading the matrix, writing the part: the linear fit
-    o0 + o1 x genes x samples of the cost cases' task CPU - tree-growing CPU); tasks run in ceil(CHUNKS / N) waves
-    of one CPU each at the weak-scaling efficiency measured with 2 tasks (assumed to hold for N tasks on N cores;
-    the SLURM jobs' where they ran, as a cluster runs the tasks, else the local processes'); plus the merge
-    (measured alone at the predicted size when that case ran, else the pipeline's merge scaled by regulators x
-    targets)."""
-    pre, how = next(
-        ((p, h) for p, h in reversed(G3_EXECUTORS) if pipe.get(p + "weak_p1") and pipe.get(p + "weak_p2")),
-        G3_EXECUTORS[0],
-    )
-    w1, w2 = pipe.get(pre + "weak_p1"), pipe.get(pre + "weak_p2")
-    if not (pred and overhead):
-        return None
-    G, R, S, N = G3_PREDICT
-    over = overhead["o0"] + overhead["o1"] * G * S
-    chunk_cpu = G3_CHUNK * pred["cpu_s_per_target"] + over
-    chunks = math.ceil(G / G3_CHUNK)
-    m = (merge or {}).get("contenders", {}).get("merge")
-    if m and (merge["params"]["targets"], merge["params"]["regulators"]) == (G, R):
-        # its CPU s: the merge is one thread, so on a core of its own its wall is its CPU (the measured wall
-        # here is mostly the other work of a shared machine)
-        merge_s, merge_how = m["cpu_s"], "its CPU s measured alone at this size on synthetic parts"
-    else:
-        p1 = pipe.get("strong_p1")
-        pm = next((x for x in (p1 or {}).get("merges", []) if x["task"] == "merge"), None)
-        if not pm:
-            return None
-        pp = p1["params"]
-        merge_s = pm["cpu_s"] * (R * G) / (pp["regulators"] * pp["genes"])
-        merge_how = "the pipeline's merge CPU s scaled by regulators × targets"
-    eff2 = (w1["chunks_wall_s"] / w2["chunks_wall_s"]) if (w1 and w2 and w2["chunks_wall_s"]) else 1.0
-    rows = []
-    for n in G3_TASKS:
-        waves = math.ceil(chunks / n)
-        eff = 1.0 if n == 1 else min(1.0, eff2)
-        wall = waves * chunk_cpu / eff + merge_s
-        rows.append(
-            {
-                "tasks": n,
-                "waves": waves,
-                "wall_h": wall / 3600,
-                "efficiency": eff,
-                "efficiency_from": how,
-                "chunk_cpu_s": chunk_cpu,
-                "overhead_s": over,
-                "merge_s": merge_s,
-                "merge_how": merge_how,
-                "chunks": chunks,
-                "cpu_h": (chunks * chunk_cpu + merge_s) / 3600,
-            }
-        )
-    base = rows[0]["wall_h"]
-    for r in rows:
-        r["speedup"] = base / r["wall_h"]
-    return rows
-
-
-def g3scale_lines(res: dict) -> list[str]:
-    """The genie3scale tables (results Markdown and docs/genie3-scale.md)."""
-    from .genie3scale import fit_overhead, predict
-
-    cases = res["cases"]
-    pts, fit = g3scale_cost(cases)
-    overhead = fit_overhead(pts)
-    pipe = _g3_pipe(cases)
-    merge = _g3_merge(cases)
-    if not pts and not pipe and not merge:
-        return []
-    G, R, S, N = G3_PREDICT
-    lines = []
-    if pts:
-        lines += [
-            "### Cost per target (measured)",
-            "",
-            "One chunk of targets per point (`genie3 --targets-chunk --threads 1`); CPU s per target = the "
-            "metrics' `compute_cpu_s` (tree growing) / targets, median over the runs; the fit's residual per "
-            "point.",
-            "",
-            "| samples | regulators | trees | runs | CPU s per target | fit residual (measured / fit) | "
-            "task peak RSS MiB |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        resid = {
-            (r["samples"], r["regulators"], r["trees"]): r["measured_over_fit"]
-            for r in (fit or {}).get("residuals", [])
-        }
-        for p in sorted(pts, key=lambda p: (p["samples"], p["regulators"], p["trees"])):
-            k = (p["samples"], p["regulators"], p["trees"])
-            lines.append(
-                f"| {p['samples']} | {p['regulators']} | {p['trees']} | {p['runs']} | "
-                f"{p['cpu_s_per_target']:.4g} | {_f(resid.get(k), 3)} | {p['rss'] / 2**20:,.0f} |"
-            )
-        lines.append("")
-    pred = None
-    if fit:
-        e, se = fit["exponents"], fit["stderr"]
-        pred = predict(fit, S, R, N, G)
-        lines += [
-            f"Fit ({len(pts)} points, {fit['dof']} degrees of freedom): CPU s per target = "
-            f"{math.exp(fit['a']):.3g} · samples^{e['samples']:.2f}±{se['samples']:.2f} · regulators^"
-            f"{e['regulators']:.2f}±{se['regulators']:.2f} · (trees + {fit['n0']:.3g}) (± one standard "
-            f"error; trees enter linearly — every tree is the same independent work — and n0 is the "
-            f"per-target work outside the trees in tree-equivalents, chosen by least squares; the rest a "
-            f"least-squares line on log–log axes); residual sd {fit['residual_sd']:.3f} (log e).",
-            "",
-            f"**Predicted** (extrapolated from the fit): {G:,} targets × {R:,} regulators × {S} samples × "
-            f"{N} trees = **{pred['cpu_hours']:.3g} CPU-hours** of tree growing (95 % interval "
-            f"{pred['cpu_hours_low']:.3g}–{pred['cpu_hours_high']:.3g}: the coefficients' covariance and the "
-            f"residual scatter; {pred['cpu_s_per_target']:.3g} CPU s per target).",
-            "",
-        ]
-    if overhead:
-        lines += [
-            f"Per-task CPU outside tree growing (start-up, reading the matrix, writing the part), linear fit "
-            f"over the cost cases: {overhead['o0']:.3g} s + {overhead['o1'] * 1e6:.3g} s per million matrix "
-            f"values ({overhead['points']} points).",
-            "",
-        ]
-    if merge and merge["contenders"]:
-        mp = merge["params"]
-        lines += [
-            f"### The merge at {mp['targets']:,} targets × {mp['regulators']:,} regulators (measured, synthetic parts)",
-            "",
-            f"{mp['chunks']} part files of the predicted run's shape (one dense R × T float64 copy = "
-            f"{mp['dense_copy_bytes'] / 2**20:,.0f} MiB); peak RSS of the merge process (wait4) against its "
-            f"bound: {_ok(merge['agreement'])}",
-            "",
-            "| merge | runs | wall s (median) | CPU s (median) | peak RSS MiB (max) | bound MiB |",
-            "|---|---|---|---|---|---|",
-        ]
-        for key, cm in merge["contenders"].items():
-            lines.append(
-                f"| {key} | {cm['runs']} | {_f(cm['wall_s'])} | {_f(cm.get('cpu_s'))} | "
-                f"{cm['peak_rss_bytes'] / 2**20:,.0f} | {mp['rss_bounds'][key] / 2**20:,.0f} |"
-            )
-        lines.append("")
-    if pipe:
-        lines += [
-            "### The chunked pipeline (measured)",
-            "",
-            "| run | tasks as | genes × regulators × samples, trees | tasks at a time | chunks | plan → chunks → "
-            "merge wall s | chunk phase wall s | chunk CPU s (sum) | per-task peak RSS MiB (plan / chunk / merge / "
-            "streamed merge) | largest part MiB | bounds | AUPR / AUROC (planted) | load before |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for name, how in G3_RUNS:
-            r = pipe.get(name)
-            if not r:
-                continue
-            pp = r["params"]
-            mg = {m["task"]: m for m in r["merges"]}
-            rss = " / ".join(
-                _f(x / 2**20, 0) if x else "–"
-                for x in (
-                    r["plan_task"]["peak_rss_bytes"],
-                    r["chunk_peak_rss_bytes"],
-                    (mg.get("merge") or {}).get("peak_rss_bytes"),
-                    (mg.get("merge_streamed") or {}).get("peak_rss_bytes"),
-                )
-            )
-            ag = r.get("agreement") or {}
-            sc = r.get("score")
-            acc = f"{sc['aupr']:.3f} / {sc['auroc']:.3f}" if sc else "–"
-            lines.append(
-                f"| {name.removeprefix('slurm_')} | {how} | {pp['genes']:,} × {pp['regulators']} × "
-                f"{pp['samples']}, {pp['trees']} | "
-                f"{pp['tasks']} | {r['chunks_run']} of {r['plan']['chunks']} | "
-                f"{_f(r['pipeline_wall_s'])} | {_f(r['chunks_wall_s'])} | {_f(sum(r['chunk_cpu_s']))} | "
-                f"{rss} | {_f((r.get('chunk_out_bytes') or 0) / 2**20, 2) if r.get('chunk_out_bytes') else '–'} | "
-                f"{_ok(ag)} | "
-                f"{acc} | "
-                f"{_f((r.get('load_before') or [None])[0], 1)} |"
-            )
-        lines.append("")
-        s1 = pipe.get("strong_p1")
-        if fit and s1 and s1.get("chunk_targets") and all(s1.get("chunk_compute_cpu_s") or [None]):
-            pp = s1["params"]
-            measured = sum(s1["chunk_compute_cpu_s"]) / sum(s1["chunk_targets"])
-            fitted = predict(fit, pp["samples"], pp["regulators"], pp["trees"], 1)["cpu_s_per_target"]
-            lines += [
-                f"Check of the cost model on these chunks ({pp['samples']} samples, {pp['regulators']} "
-                f"regulators, {pp['trees']} trees, {pp['genes']:,} genes: a point it was not fitted on): "
-                f"measured {measured:.4g} CPU s per target, fitted {fitted:.4g} (measured / fit "
-                f"{measured / fitted:.2f}).",
-                "",
-            ]
-        strong = next((r for k, r in pipe.items() if "strong" in k), None)
-        lines += [
-            "### Strong and weak scaling",
-            "",
-            "Measured with 1 and 2 concurrent tasks, as local processes (`harness.genie3scale pipeline`: the "
-            "commands a task runs) and as SLURM jobs of one CPU each (the real pipeline, `-profile slurm`, on a "
-            "single-node SLURM 22.05 cluster of 2 CPUs that the run starts as root). Strong: the same "
-            f"{strong['params']['genes'] if strong else 0:,}-gene run, wall of the chunk phase; weak: one chunk "
-            "per task. All on one shared 2-core machine (see the load column above).",
-            "",
-            "| scaling | tasks as | tasks | chunk phase wall s | speed-up | efficiency |",
-            "|---|---|---|---|---|---|",
-        ]
-        for pre, how in G3_EXECUTORS:
-            s1, s2, w1, w2 = (pipe.get(pre + k) for k in ("strong_p1", "strong_p2", "weak_p1", "weak_p2"))
-            if s1 and s2:
-                sp = s1["chunks_wall_s"] / s2["chunks_wall_s"]
-                lines += [
-                    f"| strong (measured) | {how} | 1 | {_f(s1['chunks_wall_s'])} | 1 | 1 |",
-                    f"| strong (measured) | {how} | 2 | {_f(s2['chunks_wall_s'])} | {sp:.2f} | {sp / 2:.2f} |",
-                ]
-            if w1 and w2:
-                ef = w1["chunks_wall_s"] / w2["chunks_wall_s"]
-                lines += [
-                    f"| weak (measured) | {how} | 1 | {_f(w1['chunks_wall_s'])} | 1 | 1 |",
-                    f"| weak (measured) | {how} | 2 | {_f(w2['chunks_wall_s'])} | {2 * ef:.2f} | {ef:.2f} |",
-                ]
-        lines.append("")
-        loads = [x["load_before"][0] for x in pipe.values() if x.get("load_before")]
-        cpus = ((res.get("machine") or {}).get("usable_cpus")) or 0
-        if loads and cpus and max(loads) > cpus:
-            lines += [
-                f"Caution: the 1-minute load was {min(loads):.1f}–{max(loads):.1f} on {cpus} usable CPUs "
-                f"during these runs, mostly other work on a shared machine; the wall times, and so the "
-                f"speed-ups and efficiencies above (an efficiency over 1 is that noise), measure that load as "
-                f"much as chromaflow. The CPU seconds and peak RSS are the tasks' own.",
-                "",
-            ]
-        ext = g3scale_extrapolation(pipe, pred, overhead, merge)
-        if ext:
-            e0 = ext[0]
-            lines += [
-                f"**Extrapolated** (on paper, not measured): the full {G:,}-gene run ({R:,} regulators, {S} "
-                f"samples, {N} trees) in {e0['chunks']} chunks of {G3_CHUNK} targets, each "
-                f"{e0['chunk_cpu_s']:,.0f} CPU s ({G3_CHUNK} × the fitted cost per target + "
-                f"{e0['overhead_s']:.1f} s per-task overhead from its fit), {e0['cpu_h']:.3g} CPU-hours in "
-                f"all; one CPU per task, the weak-scaling efficiency measured at 2 tasks "
-                f"({e0['efficiency_from']}) assumed for more; "
-                f"plus the merge, {e0['merge_s']:.0f} s ({e0['merge_how']}).",
-                "",
-                "| tasks (extrapolated) | waves | wall h | speed-up | efficiency |",
-                "|---|---|---|---|---|",
-            ]
-            for r in ext:
-                lines.append(
-                    f"| {r['tasks']} | {r['waves']} | {r['wall_h']:.3g} | {r['speedup']:.3g} | "
-                    f"{r['speedup'] / r['tasks']:.2f} |"
-                )
-            lines.append("")
-    return lines
 
 
 def render_markdown(res: dict, src_name: str, png: Path | None) -> str:
@@ -1009,42 +386,6 @@ def case_section(c: dict, res: dict | None = None) -> list[str]:
     return out
 
 
-def deflate_table(res: dict, src: Path) -> str:
-    """docs/fasta2h5.md: what each --deflate engine costs and gives, from the fasta2h5 case with the most
-    variants (5 x 10 Mbp in the full run)."""
-    cs = [c for c in res["cases"] if c["stage"] == "fasta2h5" and not c.get("skipped")]
-    if not cs:
-        return NO_RUN
-    c = max(cs, key=lambda x: len(x.get("contenders", {})))
-    per = (c.get("agreement") or {}).get("per_contender") or {}
-    cons = c["contenders"]
-    hel = cons.get("helixer") or {}
-    rows = [
-        f"From `benchmarks/results/{src.name}` (`{c.get('command', res['command'])}`), case `{c['case']}` "
-        f"({c['params'].get('bp', 0) / 1e6:g} Mbp of seeded random sequence in {c['params'].get('records')} "
-        f"records), machine: {_machine_line(c['machine'] if _mark(res, c) else res['machine'])}; medians of "
-        f"{c.get('repeats', res.get('repeats'))} "
-        "alternating runs (min–max).",
-        "",
-        "| command | wall s | CPU s | file ÷ Helixer's | Helixer ÷ this, wall | Helixer ÷ this, CPU | datasets equal "
-        "Helixer's |",
-        "|---|---|---|---|---|---|---|",
-        f"| {hel.get('label', 'Helixer')} | {_spread(hel.get('wall_s'))} | {_spread(hel.get('cpu_s'))} | 1 | | | |",
-    ]
-    ratios = {r["ours"]: r for r in c.get("ratios", [])}
-    for k, con in cons.items():
-        if con["role"] != "ours":
-            continue
-        a = per.get(k) or {}
-        r = ratios.get(k) or {}
-        rows.append(
-            f"| {con['label']} | {_spread(con.get('wall_s'))} | {_spread(con.get('cpu_s'))} | "
-            f"{_f(a.get('size_ratio'), 3)} | {_ratio(r.get('wall'))} | {_ratio(r.get('cpu'))} | "
-            f"{'✔' if a.get('ok') else '✘'} |"
-        )
-    return "\n".join(rows)
-
-
 def render_file(path: Path, plot: bool = True) -> Path:
     """``<name>.md`` beside the results file ``path``, and its scaling plot (``plot``; else the markdown links the
     plot already drawn, if any: a run re-renders its markdown after every case and draws the plot once, at its end)."""
@@ -1066,14 +407,6 @@ def latest_full(results_dir: Path = RESULTS) -> Path | None:
         if not d.get("quick") and d.get("cases")
     ]
     return max(files)[1] if files else None
-
-
-NO_RUN = (
-    "No published run yet. The numbers here are generated from a full run of the harness on a quiet machine: "
-    "`benchmarks/run --peers ../shared/peers` (2–3 hours; `--stages` runs a part, `--resume` continues), "
-    "then `benchmarks/render`. `benchmarks/run --quick` (a few minutes) checks the harness itself; its "
-    "results are not published."
-)
 
 
 def _with_block(text: str, body: str) -> str:

@@ -1,8 +1,9 @@
 """Run one command and report what it cost, as one JSON file (used by the harness).
 
-    python -S -I runner.py OUT.json CWD -- ARGV...
+    python -S -E -s runner.py OUT.json CWD -- ARGV...
 
-Started as a small interpreter (``-S -I``: no site packages), so the command's peak RSS is not inflated
+Started as a small interpreter (``-S -E -s``: no site packages, no PYTHON* variables; this folder is first on
+``sys.path``, as for any script, so ``timer`` is the harness's), so the command's peak RSS is not inflated
 by a big parent (Linux carries the pre-exec high-water mark of the forking process into ``ru_maxrss``).
 The command is timed by the benchmarks' one process timer (``timer.measure``: started from here and reaped
 with ``os.wait4``): user and system CPU seconds include every descendant the command itself waited for;
@@ -14,8 +15,7 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves this folder off sys.path
-from timer import measure  # noqa: E402
+from timer import measure
 
 
 def main() -> int:

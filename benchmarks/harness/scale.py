@@ -1,7 +1,7 @@
 """The ``scale`` stage (issue 30 §2): the real pipeline on synthetic assemblies, measured from outside.
 
-    python -m harness.scale run     RUNDIR SHEET [--shard-rows N] [--extra ARG ...]
-    python -m harness.scale resume  RUNDIR SHEET [--shard-rows N]
+    python -m benchmarks.harness.scale run     RUNDIR SHEET [--shard-rows N] [--extra ARG ...]
+    python -m benchmarks.harness.scale resume  RUNDIR SHEET [--shard-rows N]
 
 ``run`` launches ``nextflow run main.nf -profile test`` (the tiny seeded test model, the local executor) on SHEET
 with ``--predict_from fasta --save_h5 false`` and prediction sharded by ``--predict_shard_rows``, in RUNDIR (its
@@ -580,7 +580,7 @@ def finish(rundir: Path, rec: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.scale", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.harness.scale", description=__doc__.split("\n\n")[0])
     ap.add_argument("mode", choices=["run", "resume"])
     ap.add_argument("rundir", type=Path)
     ap.add_argument("sheet", type=Path)

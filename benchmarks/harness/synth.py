@@ -1,7 +1,8 @@
 """Seeded synthetic assemblies for the ``scale`` stage (issue 30 §2), streamed to disk in numpy blocks.
 
-    python -m harness.synth assembly OUT.fa SEED --records N:BP [--contigs N:MIN:MAX] [--width 60|80] [--bgzip]
-    python -m harness.synth sheet OUTDIR N SEED --record-bp BP --contigs N:MIN:MAX --expression K
+    python -m benchmarks.harness.synth assembly OUT.fa SEED --records N:BP [--contigs N:MIN:MAX] [--width 60|80]
+                                      [--bgzip]
+    python -m benchmarks.harness.synth sheet OUTDIR N SEED --record-bp BP --contigs N:MIN:MAX --expression K
 
 An assembly is ``records`` chromosomes of a given length (``chr1`` ...) followed by ``contigs`` contigs whose
 lengths are drawn uniformly from [MIN, MAX] (``ctg1`` ...): the shape of a real draft assembly (a few huge
@@ -180,7 +181,7 @@ def _counts(text: str, what: str) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.synth", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.harness.synth", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="kind", required=True)
     a1 = sub.add_parser("assembly")
     a1.add_argument("out", type=Path)

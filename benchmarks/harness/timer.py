@@ -1,7 +1,7 @@
 """The benchmarks' one process timer: run a command as a child process and say what it cost.
 
 Standard library only (psutil is imported only by :class:`TreeSampler`), so the harness's runner
-(``runner.py``, started as ``python -S -I``) uses it as the benchmark scripts do.
+(``runner.py``, started as ``python -S -E -s``) uses it as the benchmark scripts do.
 """
 
 from __future__ import annotations

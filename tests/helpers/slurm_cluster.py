@@ -3,16 +3,13 @@ benchmarks/harness/slurm_cluster.py (:class:`SlurmCluster`), which the benchmark
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 from helpers.environment import unavailable
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from harness.slurm_cluster import SlurmCluster, SlurmUnavailable, pid_alive  # noqa: E402
+from benchmarks.harness.slurm_cluster import SlurmCluster, SlurmUnavailable, pid_alive
 
 __all__ = ["SlurmCluster", "SlurmUnavailable", "pid_alive", "slurm_cluster"]
 

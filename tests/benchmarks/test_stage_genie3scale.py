@@ -5,27 +5,25 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmarks import stages as S
+from benchmarks.stages import genie3scale as G3
+from benchmarks.harness.stagekit import Ctx
+from benchmarks.harness import genie3scale as scale
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-from harness import cases as C  # noqa: E402
-from harness import genie3scale as scale  # noqa: E402
-from harness import render  # noqa: E402
 
 
 @pytest.mark.parametrize("quick", [True, False], ids=["quick", "full"])
 def test_cases_are_built_without_running_anything(tmp_path, quick):
     """7 cost points (one factor at a time around the largest values), the four pipeline runs and the merge at the
     predicted size; building makes no input; the stage is not in the suite's quick harness run."""
-    ctx = C.Ctx(peers=tmp_path, work=tmp_path / "w", quick=quick, repeats=1, log=lambda m: None)
-    warm, cases = C.genie3scale(ctx)
+    ctx = Ctx(peers=tmp_path, work=tmp_path / "w", quick=quick, repeats=1, log=lambda m: None)
+    warm, cases = G3.build(ctx)
     cfg = ctx.cfg
     names = [c.name for c in cases]
     cost = [c for c in cases if c.params["series"] == "cost"]
@@ -45,20 +43,25 @@ def test_cases_are_built_without_running_anything(tmp_path, quick):
     PG, PC = cfg["g3scale_pipeline"][0], cfg["g3scale_pipeline"][4]
     assert [c.params["genes"] for c in slurm.values()] == [PG, PG, PC, 2 * PC]
     argv = slurm["slurm_weak_p2"].contenders[0].argv(tmp_path / "d", 0)
-    assert argv[2:4] == ["harness.genie3scale", "slurm"] and argv[-3:] == ["2", "--genes", str(2 * PC)]
+    assert argv[2:4] == ["benchmarks.harness.genie3scale", "slurm"] and argv[-3:] == ["2", "--genes", str(2 * PC)]
     assert all(
-        c.skip == (f"SLURM unavailable: {C.SlurmCluster.unavailable()}" if C.SlurmCluster.unavailable() else None)
+        c.skip
+        == (
+            f"SLURM unavailable: {S.stage('genie3scale').SlurmCluster.unavailable()}"
+            if G3.SlurmCluster.unavailable()
+            else None
+        )
         for c in slurm.values()
     )
     assert any(n.startswith("merge_") for n in names)
     argv = cost[0].contenders[0].argv(tmp_path / "d", 0)
     assert "--targets-chunk" in argv and "--threads" in argv and argv[argv.index("--threads") + 1] == "1"
     strong = next(c for c in cases if c.name == "pipeline_strong_p2").contenders[0].argv(tmp_path / "d", 0)
-    assert strong[2:4] == ["harness.genie3scale", "pipeline"] and strong[-1] == "2"
+    assert strong[2:4] == ["benchmarks.harness.genie3scale", "pipeline"] and strong[-1] == "2"
     assert not (tmp_path / "w" / "inputs").exists() or not any((tmp_path / "w" / "inputs").iterdir())
     if not quick:
-        assert cfg["g3scale_predict"] == (25_000, 1_700, 500, 1000) == render.G3_PREDICT
-    assert "genie3scale" in C.STAGES and C.STAGES[-1] == "scaling"
+        assert cfg["g3scale_predict"] == (25_000, 1_700, 500, 1000) == G3.G3_PREDICT
+    assert "genie3scale" in S.STAGES and S.STAGES[-1] == "scaling"
 
 
 def test_planted_expression_is_seeded_and_carries_the_edges(tmp_path):
@@ -146,7 +149,7 @@ def _tasks(tmp, rss_chunk, part_bytes=None):
 
 def test_a_task_over_its_rss_or_disk_bound_fails_the_case(tmp_path):
     bounds = {"plan": 512 << 20, "chunk": 100 << 20, "merge": 1 << 30}
-    check = C._bound_check(bounds)
+    check = G3._bound_check(bounds)
     assert check({"chromaflow": _tasks(tmp_path / "ok", 99 << 20)})["ok"] is True
     bad = check({"chromaflow": _tasks(tmp_path / "bad", 101 << 20)})
     assert bad["ok"] is False and "chunk1: peak RSS 101 MiB > bound 100 MiB" in bad["detail"]
@@ -228,7 +231,7 @@ def test_scaling_tables_label_measured_and_extrapolated():
         slurm("weak_p1", 1, 11.0, 1),
         slurm("weak_p2", 2, 11.0 / 0.9, 2),
     ]
-    text = "\n".join(render.g3scale_lines({"cases": cases}))
+    text = "\n".join(G3.g3scale_lines({"cases": cases}))
     assert "| strong (measured) | local processes | 2 | 55.00 | 1.82 | 0.91 |" in text
     assert "| weak (measured) | local processes | 2 | 12.50 | 1.60 | 0.80 |" in text
     # the same through SLURM, in rows of their own (and both kinds in the table of runs)
@@ -240,9 +243,9 @@ def test_scaling_tables_label_measured_and_extrapolated():
     assert "**Predicted** (extrapolated from the fit)" in text and "**Extrapolated** (on paper, not measured)" in text
     rows = [ln for ln in text.splitlines() if ln.startswith("| 50 | 1 |")]
     assert len(rows) == 1
-    pts, fit = render.g3scale_cost(cases)
-    ext = render.g3scale_extrapolation(
-        render._g3_pipe(cases), scale.predict(fit, 500, 1700, 1000, 25_000), scale.fit_overhead(pts), None
+    pts, fit = G3.g3scale_cost(cases)
+    ext = G3.g3scale_extrapolation(
+        G3._g3_pipe(cases), scale.predict(fit, 500, 1700, 1000, 25_000), scale.fit_overhead(pts), None
     )
     assert [r["waves"] for r in ext] == [50, 25, 13, 7, 4, 2, 1]
     # the SLURM jobs' weak-scaling efficiency (0.9) where they ran, as a cluster runs the tasks; else the local one
@@ -250,8 +253,8 @@ def test_scaling_tables_label_measured_and_extrapolated():
     assert "weak-scaling efficiency measured at 2 tasks (SLURM jobs)" in text
     one, two = ext[0], ext[1]
     assert two["wall_h"] == pytest.approx((25 * one["chunk_cpu_s"] / 0.9 + one["merge_s"]) / 3600)
-    local = render.g3scale_extrapolation(
-        render._g3_pipe([c for c in cases if not c["case"].startswith("slurm_")]),
+    local = G3.g3scale_extrapolation(
+        G3._g3_pipe([c for c in cases if not c["case"].startswith("slurm_")]),
         scale.predict(fit, 500, 1700, 1000, 25_000),
         scale.fit_overhead(pts),
         None,
@@ -354,5 +357,5 @@ def test_slurm_run_summary_from_the_raw_trace(tmp_path):
     # the case's per-run summary reads it as it reads the local pipeline's
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "tasks.json").write_text(json.dumps(doc))
-    summ = C._tasks_summary("k", tmp_path / "t")
+    summ = G3._tasks_summary("k", tmp_path / "t")
     assert summ["chunk_wall_s"] == [2.9, 3.4] and summ["chunks_run"] == 2 and summ["chunk_peak_rss_bytes"] == 5000

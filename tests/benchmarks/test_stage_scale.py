@@ -14,14 +14,14 @@ import h5py
 import numpy as np
 import pysam
 import pytest
+from benchmarks.stages import scale as SC
+from benchmarks.harness.stagekit import Ctx
+from benchmarks.harness import render, scale_render
+from benchmarks.harness import scale as S
+from benchmarks.harness.synth import lengths, write_assembly, write_sheet
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from harness import cases as C  # noqa: E402
-from harness import render, scale_render  # noqa: E402
-from harness import scale as S  # noqa: E402
-from harness.synth import lengths, write_assembly, write_sheet  # noqa: E402
 
 GiB, MiB = 1 << 30, 1 << 20
 
@@ -274,8 +274,8 @@ def _scale_record(rss: int, work: int = 10 * MiB) -> dict:
 
 @pytest.fixture
 def quick_cases(tmp_path):
-    ctx = C.Ctx(peers=tmp_path, work=tmp_path / "work", quick=True, repeats=1, log=lambda m: None)
-    warm, cases = C.scale(ctx)
+    ctx = Ctx(peers=tmp_path, work=tmp_path / "work", quick=True, repeats=1, log=lambda m: None)
+    warm, cases = SC.build(ctx)
     return ctx, {c.name: c for c in cases}
 
 
@@ -309,7 +309,7 @@ def test_full_size_runs_are_not_retried(quick_cases, tmp_path):
     attempt's logs); the quick cases keep the harness's one retry."""
     ctx, cases = quick_cases
     assert {c.retries for case in cases.values() for c in case.contenders} == {1}
-    full = C.scale(C.Ctx(peers=tmp_path, work=tmp_path / "full", quick=False, repeats=1, log=lambda m: None))[1]
+    full = SC.build(Ctx(peers=tmp_path, work=tmp_path / "full", quick=False, repeats=1, log=lambda m: None))[1]
     assert {c.retries for case in full for c in case.contenders} == {0}
 
 
@@ -324,10 +324,10 @@ def test_flatness_falls_back_to_the_results_files_record_of_the_smaller_genome(t
         "agreement": {"ok": True},
         "runs": [{"exit": 0, "scale": {"processes": small["processes"]}}],
     }
-    ctx = C.Ctx(
+    ctx = Ctx(
         peers=tmp_path, work=tmp_path / "work", quick=True, repeats=1, log=lambda m: None, earlier={rec["id"]: rec}
     )
-    cases = {c.name: c for c in C.scale(ctx)[1]}
+    cases = {c.name: c for c in SC.build(ctx)[1]}
     d = tmp_path / "run"
     d.mkdir()
     (d / "scale.json").write_text(json.dumps(_scale_record(1500 * MiB)))
@@ -345,8 +345,8 @@ def test_a_case_is_refused_before_it_starts_without_the_disk_it_needs(quick_case
     """A size or resume case whose work dir has less free disk than the genome needs is not started (a 4 Gbp run
     ran out of space after 2 h 30 min): the reason names the folder and both sizes, and an earlier measurement of
     the case stays in the results file."""
-    from harness import core
-    from harness import main as M
+    from benchmarks.harness import core
+    from benchmarks.harness import main as M
 
     ctx, cases = quick_cases
     started = tmp_path / "started"
@@ -408,7 +408,7 @@ def test_many_case_compares_grouped_and_ungrouped_prediction(quick_cases, tmp_pa
     case = cases["many_10"]
     assert [c.key for c in case.contenders] == ["pipeline", "ungrouped"] and case.pairs == [("pipeline", "ungrouped")]
     argv = {c.key: c.argv(tmp_path, 0) for c in case.contenders}
-    assert argv["pipeline"][-2:] == ["--extra=--predict_group_mbp", f"--extra={C.SCALE_GROUP_MBP}"]
+    assert argv["pipeline"][-2:] == ["--extra=--predict_group_mbp", f"--extra={SC.SCALE_GROUP_MBP}"]
     assert argv["ungrouped"][-2:] == ["--extra=--predict_group_mbp", "--extra=0"]
     digests = {f"a{i}/predictions/a{i}_predictions.h5": f"h5:{i}" for i in range(1, 11)}
     digests.update({f"a{i}/network/a{i}.genie3_links.tsv.gz": "x" for i in (1, 2)})

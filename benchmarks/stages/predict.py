@@ -1,0 +1,175 @@
+"""Prediction: Predmoter ``-m predict`` against ``chromaflow predict`` fp32 (identical) and bf16 (deviation).
+
+The stage's sizes (``FULL`` for people, ``QUICK`` for CI), the peers it needs, its builder (``build(ctx)``:
+(warm-up commands, cases)) and its helpers; ``benchmarks/stages/__init__.py`` lists the stages in run order.
+"""
+
+from __future__ import annotations
+
+from ..harness.core import Case, Contender
+from ..harness.stagekit import (
+    SPECIES,
+    Ctx,
+    L,
+    agree_child,
+    fasta,
+    ours,
+    run_checked,
+    sizes,
+)
+
+#: launchers of ../shared/peers/bin this stage needs
+PEERS = ['peer-predmoter']
+#: sizes of the full run (keys are the results files' and the docs' names; Ctx.cfg merges every stage's)
+FULL = {
+    "predict_rows": 120,  # 2.57 Mbp of subsequences (60 per strand)
+}
+#: sizes of the --quick run
+QUICK = {
+    "predict_rows": 4,
+}
+
+
+FULLSIZE = [
+    "--model-type",
+    "bi-hybrid",
+    "--cnn-layers",
+    "3",
+    "--filter-size",
+    "64",
+    "--kernel-size",
+    "9",
+    "--step",
+    "2",
+    "--up",
+    "2",
+    "--dilation",
+    "1",
+    "--lstm-layers",
+    "2",
+    "--hidden-size",
+    "128",
+    "--bnorm",
+    "--dropout",
+    "0.3",
+    "--datasets",
+    "atacseq",
+    "h3k4me3",
+]
+
+
+def predict(ctx: Ctx) -> tuple[list, list[Case]]:
+    rows = ctx.cfg["predict_rows"]
+    inp = ctx.inputs()
+    ckpt = inp / "fullsize_bihybrid_seed0.ckpt"
+    if not ckpt.exists():
+        ctx.log("  writing the full-size bi-hybrid test checkpoint (random weights, seed 0)")
+        run_checked(ours("make-test-model", "--out", ckpt, "--seed", "0", *FULLSIZE), "make-test-model")
+    fa = fasta(ctx, rows // 2 * L, 1, seed=11)
+    genome = inp / f"predict_{rows}rows.h5"
+    if not genome.exists():
+        run_checked(ours("fasta2h5", "--fasta", fa, "--species", SPECIES, "--out", genome), "fasta2h5")
+    warm_h5 = inp / "predict_warm.h5"
+    if not warm_h5.exists():
+        run_checked(
+            ours("fasta2h5", "--fasta", fasta(ctx, 5000, 1, seed=3), "--species", SPECIES, "--out", warm_h5), "fasta2h5"
+        )
+    warm = [
+        [
+            ctx.peer("peer-predmoter"),
+            "-m",
+            "predict",
+            "-f",
+            warm_h5,
+            "-o",
+            "{d}",
+            "--model",
+            ckpt,
+            "--device",
+            "cpu",
+            "-b",
+            "120",
+        ],
+        ours("predict", "--h5", warm_h5, "--model", ckpt, "--out", "{d}/w.h5", "--device", "cpu"),
+    ]
+    pm = Contender(
+        "predmoter",
+        "Predmoter.py -m predict --device cpu -b 120",
+        "peer",
+        lambda d, r: [
+            ctx.peer("peer-predmoter"),
+            "-m",
+            "predict",
+            "-f",
+            genome,
+            "-o",
+            d,
+            "--model",
+            ckpt,
+            "--device",
+            "cpu",
+            "-b",
+            "120",
+        ],
+        outputs=sizes(f"{genome.stem}predictions.h5"),
+    )
+    fp32 = Contender(
+        "chromaflow fp32",
+        "chromaflow predict --device cpu (fp32, default)",
+        "ours",
+        lambda d, r: ours(
+            "predict", "--h5", genome, "--model", ckpt, "--out", d / "pred.h5", "--device", "cpu", "--batch-size", "120"
+        ),
+        outputs=sizes("pred.h5"),
+    )
+    bf16 = Contender(
+        "chromaflow bf16",
+        "chromaflow predict --device cpu --precision bf16",
+        "ours",
+        lambda d, r: ours(
+            "predict",
+            "--h5",
+            genome,
+            "--model",
+            ckpt,
+            "--out",
+            d / "pred.h5",
+            "--device",
+            "cpu",
+            "--batch-size",
+            "120",
+            "--precision",
+            "bf16",
+        ),
+        outputs=sizes("pred.h5"),
+    )
+
+    def agree(dirs: dict) -> dict:
+        peer_out = dirs["predmoter"] / f"{genome.stem}predictions.h5"
+        fp = agree_child("predictions", dirs["chromaflow fp32"] / "pred.h5", peer_out, ckpt, genome)
+        bf = agree_child("deviation", dirs["chromaflow bf16"] / "pred.h5", peer_out)
+        return {
+            "ok": fp.get("ok"),
+            "fp32": fp,
+            "bf16": bf,
+            "detail": f"fp32: {fp.get('detail')}; bf16 vs Predmoter: {bf.get('detail')}",
+        }
+
+    case = Case(
+        "predict",
+        f"fullsize_{rows}rows",
+        {
+            "rows": rows,
+            "bp": rows * L,
+            "model": "bi-hybrid full size, random weights (make-test-model seed 0)",
+            "batch_size": 120,
+        },
+        [pm, fp32, bf16],
+        [("chromaflow fp32", "predmoter"), ("chromaflow bf16", "predmoter")],
+        agree,
+        note="end to end (process start-up included); fp32 must equal Predmoter's output (ties allowed)",
+    )
+    return warm, [case]
+
+
+build = predict

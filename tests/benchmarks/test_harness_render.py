@@ -1,0 +1,243 @@
+"""``benchmarks/render``: the published tables are generated, and what they show of a run."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+from benchmarks.harness import core, render
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "benchmarks"
+PEERS = (ROOT / ".." / "shared" / "peers").resolve()
+
+
+def test_published_tables_are_generated():
+    """README/docs tables and every RESULTS.md are exactly what benchmarks/render makes from benchmarks/results/."""
+    stale = [str(p.relative_to(ROOT)) for p, text in render.published().items() if p.read_text() != text]
+    assert not stale, f"edited by hand or not regenerated (run benchmarks/render): {stale}"
+
+
+def test_genie3_prior_tables_are_generated():
+    """docs/genie3.md's two prior tables (cost, DREAM4 accuracy with and without the prior check) are exactly what
+    ``benchmarks/genie3/run_benchmark.py prior-render`` makes from benchmarks/genie3/prior_results.json."""
+    from benchmarks.genie3 import run_benchmark as rb
+
+    text = (ROOT / "docs" / "genie3.md").read_text()
+    doc = json.loads(rb.PRIOR_RESULTS.read_text())
+    assert rb.with_prior_tables(text, doc) == text, "edited by hand or not regenerated (run_benchmark.py prior-render)"
+    assert text.count("<!-- BEGIN GENERATED prior-") == 2
+    acc = doc["accuracy"]["priors"]
+    assert acc["informative"]["check"]["decision"] == "kept" and acc["shuffled"]["check"]["decision"] == "off"
+
+
+def test_targets_follow_the_measured_ratios():
+    """Each target's verdict is computed from the run: a bigWig variant below 10x, or outputs that disagree,
+    turns it to a cross; GENIE3's DREAM4 target needs both the speed and the AUPR."""
+
+    def bw(name, r, ok=True):
+        return {
+            "stage": "bigwig",
+            "case": name,
+            "ratios": [{"ours": "chromaflow", "peer": "predmoter", "wall": {"of_medians": r}}],
+            "agreement": {"ok": ok},
+        }
+
+    def d4(net, r, aupr_ours, aupr_peer, aupr_tn=None):
+        tools = [("chromaflow", aupr_ours), ("arboreto genie3", aupr_peer)]
+        tools += [("chromaflow tree-normalised", aupr_tn)] if aupr_tn is not None else []
+        runs = [{"contender": t, "exit": 0, "seed": 1, "auroc": 0.7, "aupr": a, "wall_s": 1.0} for t, a in tools]
+        return {
+            "stage": "genie3",
+            "case": f"dream4_net{net}",
+            "runs": runs,
+            "contenders": {t: {"label": t} for t, _ in tools},
+            "ratios": [
+                {"ours": o, "peer": "arboreto genie3", "wall": {"of_medians": r}}
+                for o, _ in tools
+                if o != "arboreto genie3"
+            ],
+        }
+
+    def verdicts(cases):
+        return [row.rsplit("|", 2)[1].strip() for row in render.targets_rows({"cases": cases})[2:]]
+
+    assert verdicts([bw("realistic_a", 10.1), bw("realistic_b", 57.0)]) == ["✔"]
+    assert verdicts([bw("realistic_a", 9.9), bw("realistic_b", 57.0)]) == ["✘"]
+    assert verdicts([bw("realistic_a", 12.0, ok=False)]) == ["✘"]
+    assert verdicts([bw("worst_50Mbp", 2.0), bw("realistic_a", 12.0)]) == ["✔"]  # the worst case has no target
+    assert verdicts([d4(1, 52.0, 0.20, 0.19), d4(2, 50.0, 0.20, 0.19)]) == ["✔"]
+    assert verdicts([d4(1, 52.0, 0.18, 0.19), d4(2, 50.0, 0.18, 0.19)]) == ["✘"]
+    assert verdicts([d4(1, 49.0, 0.20, 0.19), d4(2, 50.0, 0.20, 0.19)]) == ["✘"]
+    # the default importance and arboreto's (tree-normalised) are judged each on its own AUPR
+    assert verdicts([d4(1, 52.0, 0.18, 0.19, 0.20), d4(2, 50.0, 0.18, 0.19, 0.20)]) == ["✘", "✔"]
+    assert verdicts([d4(1, 52.0, 0.20, 0.19, 0.18), d4(2, 50.0, 0.20, 0.19, 0.18)]) == ["✔", "✘"]
+
+
+def test_render_of_a_full_run(tmp_path):
+    """A (tiny, fake) full run renders into the README row, the fasta2h5 engine table and RESULTS.md."""
+
+    def cmd(seconds):
+        return lambda d, r: [
+            sys.executable,
+            "-c",
+            f"import time; t=time.process_time()\nwhile time.process_time()-t<{seconds}: pass",
+        ]
+
+    case = core.Case(
+        "fasta2h5",
+        "5x10Mbp",
+        {"bp": 50_000_000, "records": 5},
+        [
+            core.Contender("helixer", "Helixer fasta2h5.py", "peer", cmd(0.4)),
+            core.Contender("chromaflow", "chromaflow fasta2h5 (default)", "ours", cmd(0.02)),
+        ],
+        [("chromaflow", "helixer")],
+        agree=lambda dirs: {
+            "ok": True,
+            "detail": "same",
+            "per_contender": {"chromaflow": {"ok": True, "size_ratio": 0.83}},
+        },
+    )
+    rec = core.run_case(case, tmp_path / "w", 3, log=lambda m: None)
+    rec.update(repeats=3, command="benchmarks/run --stages fasta2h5")
+    res = {
+        "schema": core.SCHEMA,
+        "command": "benchmarks/run --stages fasta2h5",
+        "commands": ["benchmarks/run"],
+        "quick": False,
+        "repeats": 3,
+        "machine": core.machine_info(),
+        "cases": [rec],
+        "first_started": "t0",
+        "last_started": "t1",
+        "last_finished": "t2",
+    }
+    rdir = tmp_path / "results"
+    rdir.mkdir()
+    (rdir / "2099-01-01-test.json").write_text(json.dumps(res))
+    out = render.published(rdir)
+    readme = out[ROOT / "benchmarks" / "README.md"]
+    row = next(line for line in readme.splitlines() if line.startswith("| fasta2h5 | 5x10Mbp |"))
+    r = rec["ratios"][0]["cpu"]["of_medians"]
+    assert 5 < r and f"**{r:.1f}×**" in row and "equal size ✔" in row and "0.830× Helixer's" in row
+    assert "2099-01-01-test.json" in readme
+    w = rec["ratios"][0]["wall"]["of_medians"]
+    target = next(line for line in readme.splitlines() if line.startswith("| FASTA→h5 ≥ 15× Helixer"))
+    assert f"{w:.1f}–{w:.1f}× (lowest: 5x10Mbp)" in target and target.endswith("✔ |" if w >= 15 else "✘ |")
+    f2h = out[ROOT / "docs" / "fasta2h5.md"]
+    assert "| chromaflow fasta2h5 (default) |" in f2h and "| 0.830 |" in f2h
+    assert "### 5x10Mbp" in out[ROOT / "benchmarks" / "fasta2h5" / "RESULTS.md"]
+    assert (
+        "No published run yet" in out[ROOT / "benchmarks" / "genie3" / "RESULTS.md"]
+        or "no case of this stage" in out[ROOT / "benchmarks" / "genie3" / "RESULTS.md"]
+    )
+
+
+def test_render_of_a_train_case():
+    """A train case renders seconds per epoch (each tool's own record) beside the process times, the per-epoch ratio
+    in its ratio row and the last epoch's losses; the coverage and train stages get their RESULTS.md."""
+
+    def run(key, wall, epoch_s):
+        return {
+            "contender": key,
+            "exit": 0,
+            "wall_s": wall,
+            "cpu_s": wall,
+            "peak_tree_rss_bytes": 2**30,
+            "load_before": [1.0],
+            "load_after": [1.0],
+            "epoch_s": epoch_s,
+            "curve": [{"avg_train_loss": 2.5087, "avg_val_loss": 2.4754, "avg_val_accuracy": 0.00047}],
+        }
+
+    runs = [
+        run("predmoter", 60.0, 50.0),
+        run("ours", 50.0, 40.0),
+        run("predmoter", 62.0, 52.0),
+        run("ours", 52.0, 38.0),
+    ]
+    cons = {
+        k: {
+            "label": f"{k} label",
+            "role": "peer" if k == "predmoter" else "ours",
+            "wall_s": core.summarize([r["wall_s"] for r in runs if r["contender"] == k]),
+            "cpu_s": core.summarize([r["cpu_s"] for r in runs if r["contender"] == k]),
+            "peak_rss_bytes": core.summarize([2**30]),
+        }
+        for k in ("predmoter", "ours")
+    }
+    c = {
+        "stage": "train",
+        "case": "1x641.52kbp_default_1epoch",
+        "params": {"epochs": 1},
+        "runs": runs,
+        "contenders": cons,
+        "ratios": [
+            {
+                "ours": "ours",
+                "peer": "predmoter",
+                "wall": core.ratio(cons["predmoter"]["wall_s"], cons["ours"]["wall_s"]),
+                "cpu": core.ratio(cons["predmoter"]["cpu_s"], cons["ours"]["cpu_s"]),
+            }
+        ],
+        "agreement": {"ok": True, "detail": "equal", "per_contender": {"ours": {"ok": True}}},
+    }
+    (row,) = render.headline_rows({"machine": {}, "cases": [c]})
+    assert "per epoch 51.0 ÷ 39.0 s = **1.31×**; ✔ loss curve equal" in row
+    sec = "\n".join(render.case_section(c))
+    assert "| s / epoch median (min–max) |" in sec and "| 39.0 (38.0–40.0) | 2.50870 / 2.47540 / 0.00047 |" in sec
+    assert {"coverage", "train"} <= set(render.STAGE_DIRS)
+
+
+def test_fasta_shards_table_is_rendered_from_the_newest_results(tmp_path):
+    """docs/predict.md's FASTA-index table comes from benchmarks/fasta_shards/run's results, not typed by hand: the
+    newest file's figures (bytes read per shard and in all, the index's share of the file) end up in the table."""
+    from benchmarks.harness import fasta_shards_render as fsr
+
+    def route(size, scan, index):
+        return {
+            "bytes_on_disk": size,
+            "load_before": 1.0,
+            "load_after": 2.0,
+            "plan_scan": {"wall_s": 0.2, "cpu_s": 0.2},
+            "plan_index": {"wall_s": 0.8, "cpu_s": 0.8, "index": "fai"},
+            "shards": [
+                {
+                    "shard": f"{i}/2",
+                    "rows": [0, 1],
+                    "scan": {"wall_s": 0.3, "cpu_s": 0.3, "bytes_read": s},
+                    "index": {"wall_s": 0.1, "cpu_s": 0.1, "bytes_read": x, "records_read": 1},
+                }
+                for i, (s, x) in enumerate(zip(scan, index), start=1)
+            ],
+        }
+
+    res = {
+        "benchmark": "fasta_shards",
+        "command": "benchmarks/fasta_shards/run --mbp 10 --shards 2",
+        "mbp": 10,
+        "records": 4,
+        "line_width": 60,
+        "subsequence_length": 21384,
+        "shard_count": 2,
+        "started": "2099-01-02",
+        "machine": {"cpu_model": "Test CPU", "logical_cpus": 2},
+        "routes": {
+            "plain": route(10_000_000, [12e6, 15e6], [5e6, 5e6]),
+            "bgzip": route(5_000_000, [8e6, 9e6], [2.5e6, 2.5e6]),
+        },
+    }
+    old = dict(res, started="2099-01-01", routes={k: route(1, [1, 1], [1, 1]) for k in ("plain", "bgzip")})
+    (tmp_path / "2099-01-01-10Mbp.json").write_text(json.dumps(old))
+    (tmp_path / "2099-01-02-10Mbp.json").write_text(json.dumps(res))
+    text = fsr.render(tmp_path)
+    assert "2099-01-02-10Mbp.json" in text and "Test CPU" in text and "load average 1.0–2.0" in text
+    rows = {r.split("|")[1].strip(): r for r in text.splitlines() if r.startswith("| plain") or r.startswith("| bgzip")}
+    assert "| 12–15 MB of 10.0 MB on disk | 27 MB (2.70× the file) |" in rows["plain, scan"]
+    assert "| 5 MB of 10.0 MB on disk | 10 MB (1.00× the file) |" in rows["plain, index"]
+    assert "| 2 MB of 5.0 MB on disk | 5 MB (1.00× the file) |" in rows["bgzip, index"]
+    assert "costs 4.0× the scan's CPU" in text
+    assert fsr.render(tmp_path / "none") == fsr.NO_RUN
