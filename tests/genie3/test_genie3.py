@@ -1,12 +1,13 @@
-"""chromaflow genie3 / genie3-merge: parsing, errors, determinism, chunk merge, outputs (fast tests)."""
+"""chromaflow genie3 end to end: input parsing and its one-line errors (through the real command line), constant
+genes, and the run's determinism and byte-identical chunk merge. Options and seeding: test_genie3_options.py; the
+outputs: test_genie3_outputs.py; the fast kernel: test_genie3_kernel.py; ranking and writing links:
+test_genie3_links.py."""
 
 from __future__ import annotations
 
 import bz2
 import gzip
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,62 +15,12 @@ import pytest
 
 from chromaflow.cli import main
 from chromaflow.errors import ChromaflowError
-from chromaflow.genie3 import expression, links
-from chromaflow.sharding import part_bounds
-from chromaflow.genie3.core import Options, compute_weights, resolve_k, target_seed, target_seeds
-from chromaflow.genie3.skengine import unnormalised_mdi
+from chromaflow.genie3 import expression
+from chromaflow.genie3.core import Options, compute_weights
 from helpers.cli import chromaflow
-from helpers.genie3_files import EXPR, REGS, adversarial_weights, base, lexsort_reference
-
-ROOT = Path(__file__).resolve().parents[2]
-FIX = ROOT / "assets" / "test" / "genie3"
+from helpers.genie3_files import EXPR, REGS, base
 
 
-def run_cli(argv, capsys=None):
-    rc = main(argv)
-    err = capsys.readouterr().err if capsys else ""
-    return rc, err
-
-
-def read_links(path):
-    with gzip.open(path, "rt") as fh:
-        return [line.rstrip("\n").split("\t") for line in fh]
-
-
-# ------------------------------------------------------------------ options / seeding
-def test_resolve_k_matches_python_reference():
-    assert resolve_k("sqrt", 99) == 9  # floor, like the Python GENIE3 (MATLAB ceil = 10, R round = 10)
-    assert resolve_k("sqrt", 4) == 2
-    assert resolve_k("all", 99) == 99
-    assert resolve_k("5", 3) == 3
-    assert resolve_k("sqrt", 1) == 1
-
-
-def test_chunk_bounds_cover_targets_once():
-    for T in (1, 7, 20, 101):
-        for n in (1, 2, 3, 7):
-            spans = [part_bounds(i, n, T) for i in range(1, n + 1)]
-            assert spans[0][0] == 0 and spans[-1][1] == T
-            assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
-
-
-def test_target_seed_is_the_documented_name_derivation():
-    """docs/genie3.md: a target's 64-bit seed = the first 8 bytes (little-endian) of BLAKE2b(name, key = run seed
-    as 8 little-endian bytes, person chromaflow-g3) -- computed here with hashlib, independently of the code."""
-    import hashlib
-
-    for seed, g in ((0, "G1"), (0, "TF3"), (1, "TF3"), (7, "AT1G01010"), (2**63 + 5, "x\u00e9")):
-        key = (seed & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little")
-        h = hashlib.blake2b(g.encode(), digest_size=8, key=key, person=b"chromaflow-g3").digest()
-        assert target_seed(seed, g) == int.from_bytes(h, "little")
-    names = [f"G{i}" for i in range(1000)]
-    many = target_seeds(0, names)
-    assert len(set(many.tolist())) == 1000
-    assert target_seeds(0, ["G500", "G3"]).tolist() == [many[500], many[3]]  # position plays no part
-    assert target_seed(1, "G3") != target_seed(0, "G3") and target_seed(0, "G4") != target_seed(0, "G3")
-
-
-# ------------------------------------------------------------------ parsing
 def test_read_fixture_both_layouts(tmp_path):
     e = expression.read_expression(EXPR, "samples-x-genes")
     assert e.values.shape == (20, 30) and e.genes[:2] == ["TF1", "TF2"]
@@ -89,7 +40,6 @@ def _cli(*argv, env=None):
     return proc.returncode, proc.stderr
 
 
-# (file name, content (str or bytes), layout, expected fragment of the one-line error)
 BAD_EXPRESSION = [
     ("empty.tsv", "", "samples-x-genes", "line 1: empty file or empty header"),
     ("blank.tsv", "\n\n", "samples-x-genes", "line 1: empty file or empty header"),
@@ -390,6 +340,25 @@ def test_count_genes_agrees_with_the_reader(tmp_path):
         expression.count_genes(tmp_path / "empty.tsv", "samples-x-genes")
 
 
+def test_layout_warning_when_labelled_rows_outnumber_gene_columns(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    p = tmp_path / "gxs.tsv"
+    lines = ["\t".join(f"S{i}" for i in range(10))]
+    lines += [f"gene{g}\t" + "\t".join(f"{v:.4f}" for v in rng.random(10)) for g in range(40)]
+    p.write_text("\n".join(lines) + "\n")
+    e = expression.read_expression(p, "samples-x-genes")  # cannot be proven wrong: warn, do not fail
+    assert e.n_genes == 10
+    assert capsys.readouterr().err == ""  # the reader returns the warning; the CLIs print it
+    assert e.warnings == [
+        f"{p}: 40 labelled rows (samples) but only 10 gene columns; if rows are genes use --layout genes-x-samples"
+    ]
+    assert expression.read_expression(p, "genes-x-samples").warnings == []
+    assert expression.read_expression(p, "genes-x-samples").n_genes == 40
+    for argv in (["genie3-plan"], ["genie3", "--n-trees", "2", "--out", tmp_path / "l.tsv.gz"]):
+        rc, err = _cli(*argv, "--expression", p, "--layout", "samples-x-genes")
+        assert rc == 0 and err == f"chromaflow genie3: warning: {e.warnings[0]}\n", err
+
+
 def test_constant_genes_cli_warns_and_scores_zero(tmp_path):
     """Decision: a constant gene is not an error (real matrices have some); as a target its incoming scores
     are 0, as a regulator it is never split on (0 outgoing); one warning line per constant target."""
@@ -427,28 +396,22 @@ def test_constant_genes_cli_warns_and_scores_zero(tmp_path):
     assert W["TF2"][genes.index("G5")] > 0  # the others are scored
 
 
-def test_bad_options(tmp_path, capsys):
-    rc, err = run_cli(base(tmp_path, "--max-features", "zero"), capsys)
-    assert rc == 1 and "--max-features" in err
-    rc, err = run_cli(base(tmp_path, "--targets-chunk", "3/2"), capsys)
-    assert rc == 1 and "--targets-chunk" in err
-
-
-# ------------------------------------------------------------------ outputs
-def test_links_format_ranked_and_recovers_fixture_network(tmp_path):
-    assert main(base(tmp_path, "--n-trees", "300", "--weights", str(tmp_path / "w.tsv.gz"))) == 0
-    rows = read_links(tmp_path / "links.tsv.gz")
-    assert rows[0] == ["regulator", "target", "importance"]
-    body = rows[1:]
-    assert len(body) == 5 * 20 - 5  # 5 regulators x 20 targets minus 5 self-links
-    assert all(a != b for a, b, _ in body)
-    vals = [float(v) for _, _, v in body]
-    assert vals == sorted(vals, reverse=True)
-    gold = {tuple(line.split("\t")[:2]) for line in (FIX / "gold.tsv").read_text().splitlines()}
-    top = {(a, b) for a, b, _ in body[: len(gold)]}
-    assert len(top & gold) >= 0.6 * len(gold)  # the simulated edges dominate the top of the list
-    w = read_links(tmp_path / "w.tsv.gz")
-    assert w[0][0] == "regulator" and len(w) == 6 and len(w[0]) == 21
+def test_constant_genes(tmp_path, capsys):
+    e = expression.read_expression(EXPR, "samples-x-genes")
+    vals = e.values.copy()
+    vals[0] = 0.5  # TF1 constant (regulator: never split on)
+    vals[7] = 1.0  # G3 constant (target: all-zero column + warning)
+    for engine in ("fast", "sklearn"):
+        W, info = compute_weights(vals, e.genes, np.arange(5), np.arange(20), Options(n_trees=100, engine=engine), 1)
+        assert info["constant_targets"] == ["TF1", "G3"]  # TF1 is a target too
+        assert np.all(W[:, 7] == 0)
+        assert np.all(W[0] == 0)
+        # every other target is explained by the 4 varying regulators: fully grown trees spend the whole
+        # (bootstrap) variance of y/std, ~(n-1)/n, unnormalised
+        sums = np.delete(W.sum(axis=0), [0, 7])
+        assert np.all((0.8 < sums) & (sums < 1.1)), (engine, sums)
+        assert 0.93 < sums.mean() < 0.995, (engine, sums.mean())  # (n-1)/n = 0.967; 1.0 if normalised
+    assert "constant across samples" in capsys.readouterr().err
 
 
 def test_deterministic_and_thread_independent(tmp_path):
@@ -511,391 +474,3 @@ def test_chunked_merge_is_byte_identical(tmp_path, engine):
         assert (tmp_path / a).read_bytes() == (tmp_path / b).read_bytes(), a
     m = json.loads((tmp_path / "m.json").read_text())
     assert m["stage"] == "genie3-merge" and m["targets"] == 20 and m["parts"] == 3
-
-
-def test_merge_rejects_bad_part_sets(tmp_path, capsys):
-    for i in (1, 2):
-        assert main(base(tmp_path, "--n-trees", "5", "--targets-chunk", f"{i}/2", out=f"p{i}.npz")) == 0
-    assert main(base(tmp_path, "--n-trees", "5", "--seed", "3", "--targets-chunk", "2/2", out="q2.npz")) == 0
-    out = str(tmp_path / "m.tsv.gz")
-    rc, err = run_cli(["genie3-merge", "--out", out, str(tmp_path / "p1.npz")], capsys)
-    assert rc == 1 and "chunk(s) 2/2 missing" in err
-    rc, err = run_cli(["genie3-merge", "--out", out, str(tmp_path / "p1.npz"), str(tmp_path / "p1.npz")], capsys)
-    assert rc == 1 and "given twice" in err
-    rc, err = run_cli(["genie3-merge", "--out", out, str(tmp_path / "p1.npz"), str(tmp_path / "q2.npz")], capsys)
-    assert rc == 1 and "options differs" in err
-    junk = tmp_path / "junk.npz"
-    junk.write_text("not a part")
-    rc, err = run_cli(["genie3-merge", "--out", out, str(junk)], capsys)
-    assert rc == 1 and "not a chromaflow genie3 part file" in err
-
-
-def test_summary_plot_metrics(tmp_path):
-    w = tmp_path / "w.tsv.gz"
-    assert (
-        main(
-            base(
-                tmp_path,
-                "--summary",
-                str(tmp_path / "s.json"),
-                "--plot",
-                str(tmp_path / "p.png"),
-                "--top",
-                "10",
-                "--metrics",
-                str(tmp_path / "m.json"),
-                "--weights",
-                str(w),
-                "--threads",
-                "2",
-            )
-        )
-        == 0
-    )
-    listed = read_links(tmp_path / "links.tsv.gz")[1:]
-    with gzip.open(w, "rt") as fh:
-        table = [line.rstrip("\n").split("\t") for line in fh]
-    targets = table[0][1:]
-    W = np.array([row[1:] for row in table[1:]], dtype=float)
-    regs = [row[0] for row in table[1:]]
-    off = np.array([[r != t for t in targets] for r in regs])
-    # the summary's numbers, recomputed from the link list and the weight matrix it was made from
-    s = json.loads((tmp_path / "s.json").read_text())
-    assert (s["edges"], s["edges_written"], s["top_n"]) == (95, 95, 10)
-    assert s["edges_nonzero"] == int(np.count_nonzero(W[off]))
-    deg: dict[str, int] = {}
-    for a, _, _ in listed[:10]:
-        deg[a] = deg.get(a, 0) + 1
-    assert [(d["regulator"], d["out_degree"]) for d in s["top_regulators_by_out_degree_in_top_n"]] == sorted(
-        deg.items(), key=lambda kv: (-kv[1], kv[0])
-    )
-    assert s["top_n_min_importance"] == pytest.approx(float(listed[9][2]), rel=1e-8)
-    tot = {r: W[i][off[i]].sum() for i, r in enumerate(regs)}
-    assert [d["regulator"] for d in s["top_regulators_by_total_weight"]] == sorted(tot, key=lambda r: (-tot[r], r))
-    for d in s["top_regulators_by_total_weight"]:
-        assert d["total_weight"] == pytest.approx(tot[d["regulator"]], rel=1e-7)
-    for q, v in s["importance_quantiles"].items():
-        assert v == pytest.approx(np.quantile(W[off], float(q)), rel=1e-7)
-    assert s["options"] == {
-        "tree_method": "RF",
-        "max_features": "sqrt",
-        "n_trees": 50,
-        "seed": 0,
-        "engine": "fast",
-        "importance": "unnormalised",
-    }
-    assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    m = json.loads((tmp_path / "m.json").read_text())
-    assert (m["stage"], m["genes"], m["samples"], m["regulators"], m["targets"]) == ("genie3", 20, 30, 5, 20)
-    assert (m["trees"], m["engine"], m["engine_requested"], m["tree_method"], m["threads"]) == (
-        50,
-        "fast",
-        "fast",
-        "RF",
-        2,
-    )
-    assert (m["max_features"], m["seed"], m["chunk"], m["constant_targets"]) == ("sqrt", 0, None, 0)
-    assert m["importance"] == "unnormalised"
-    assert 0 < m["compute_s"] <= m["wall_s"] and m["cpu_s"] > 0
-    assert 0 < m["compute_cpu_s"] <= m["cpu_s"]  # tree growing's CPU (the scale stage's cost model)
-    assert m["targets_per_s"] == pytest.approx(20 / m["compute_s"], rel=1e-3)
-    assert 10e6 < m["peak_rss_bytes"] < 4e9
-
-
-def test_constant_genes(tmp_path, capsys):
-    e = expression.read_expression(EXPR, "samples-x-genes")
-    vals = e.values.copy()
-    vals[0] = 0.5  # TF1 constant (regulator: never split on)
-    vals[7] = 1.0  # G3 constant (target: all-zero column + warning)
-    for engine in ("fast", "sklearn"):
-        W, info = compute_weights(vals, e.genes, np.arange(5), np.arange(20), Options(n_trees=100, engine=engine), 1)
-        assert info["constant_targets"] == ["TF1", "G3"]  # TF1 is a target too
-        assert np.all(W[:, 7] == 0)
-        assert np.all(W[0] == 0)
-        # every other target is explained by the 4 varying regulators: fully grown trees spend the whole
-        # (bootstrap) variance of y/std, ~(n-1)/n, unnormalised
-        sums = np.delete(W.sum(axis=0), [0, 7])
-        assert np.all((0.8 < sums) & (sums < 1.1)), (engine, sums)
-        assert 0.93 < sums.mean() < 0.995, (engine, sums.mean())  # (n-1)/n = 0.967; 1.0 if normalised
-    assert "constant across samples" in capsys.readouterr().err
-
-
-def test_fast_engine_falls_back_without_compiler(tmp_path):
-    env = dict(**__import__("os").environ, CHROMAFLOW_GENIE3_NO_CC="1")
-    cmd = [sys.executable, "-m", "chromaflow", *base(tmp_path, "--n-trees", "5", "--metrics", str(tmp_path / "m.json"))]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert "fast engine unavailable" in proc.stderr
-    assert json.loads((tmp_path / "m.json").read_text())["engine"] == "sklearn"
-
-
-def _kernel_weights(lib, X, trees=30, threads=1, method="RF", importance="unnormalised"):
-    from chromaflow.genie3 import fast
-
-    G = X.shape[0]
-    regs, tg = np.arange(G), np.arange(min(G, 24))
-    W = np.zeros((G, len(tg)))
-    tables = fast.build_tables(X, regs) if method == "RF" else None
-    seeds = target_seeds(5, [f"G{int(j)}" for j in tg])
-    k = resolve_k("sqrt", G - 1)
-    fast.run(lib, X, tables, regs, tg, seeds, trees, k, k, method, threads, W, importance=importance)
-    return W
-
-
-def test_kernel_bytes_do_not_depend_on_build_simd_or_threads():
-    """Same bytes from the default build, the plain-C build (no SSE2 sorting network), an -O0 build, a build that
-    walks 300-sample bitmaps through the summary word used above 1,024 samples, and any thread count -- on
-    300 samples (sorting-network nodes, 5-word bitmaps, tied values) and on the fixture."""
-    from chromaflow.genie3 import fast
-
-    rng = np.random.default_rng(11)
-    X300 = np.round(rng.normal(size=(40, 300)), 2).astype(np.float32)  # 2 decimals: many near-ties
-    X30 = expression.read_expression(EXPR, "samples-x-genes").values
-    base = fast.load_kernel()
-    variants = [
-        fast.load_kernel(("-DGENIE3_NO_SIMD",)),
-        fast.load_kernel(("-O0",)),
-        fast.load_kernel(("-DSUMMARY_ABOVE_WORDS=2",)),
-    ]
-    for X in (X300, X30):
-        for method, imp in (("RF", "unnormalised"), ("RF", "tree-normalised"), ("ET", "unnormalised")):
-            ref = _kernel_weights(base, X, method=method, importance=imp)
-            assert ref.any()
-            for lib in variants:
-                assert _kernel_weights(lib, X, method=method, importance=imp).tobytes() == ref.tobytes()
-            assert _kernel_weights(base, X, threads=3, method=method, importance=imp).tobytes() == ref.tobytes()
-
-
-def test_early_exit_never_skips_a_better_split():
-    """Nodes of 3..16 samples stop evaluating features once one offers the node's best possible partition. A
-    check build goes on evaluating after each stop (the chosen split frozen, so the same bytes) and counts later
-    features that beat the stop: none may, beyond rounding; and the shortcut must have been taken. Covers the
-    sorting-network nodes (300 samples), the bitmap nodes (30 samples) and near-ties (2-decimal values)."""
-    import ctypes
-
-    from chromaflow.genie3 import fast
-
-    rng = np.random.default_rng(3)
-    X300 = np.round(rng.normal(size=(40, 300)), 2).astype(np.float32)
-    X30 = expression.read_expression(EXPR, "samples-x-genes").values
-    base, check = fast.load_kernel(), fast.load_kernel(("-DGENIE3_CHECK_EXIT",))
-    stats = (ctypes.c_int64 * 3)()
-    assert base.genie3_check_stats(stats) == -1
-    for X in (X300, X30):
-        before = (ctypes.c_int64 * 3)()
-        assert check.genie3_check_stats(before) == 0
-        ref = _kernel_weights(base, X)
-        assert _kernel_weights(check, X).tobytes() == ref.tobytes()
-        check.genie3_check_stats(stats)
-        stops, beaten = stats[0] - before[0], stats[1] - before[1]
-        assert stops > 1000, stops
-        assert beaten == 0, f"{beaten} of {stops} early stops were beaten by a later feature"
-
-
-def test_unnormalised_mdi_matches_sklearn_up_to_normalisation():
-    from sklearn.ensemble import RandomForestRegressor
-
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(60, 6)).astype(np.float32)
-    y = X[:, 0] * 2 + X[:, 1] + rng.normal(0, 0.1, 60)
-    rf = RandomForestRegressor(n_estimators=1, random_state=0, max_features=3).fit(X, y)
-    imp = unnormalised_mdi(rf, 6)
-    np.testing.assert_allclose(imp / imp.sum(), rf.feature_importances_, rtol=1e-10, atol=1e-12)
-    # fully grown: total decrease = root impurity (variance of y)
-    t = rf.estimators_[0].tree_
-    assert imp.sum() == pytest.approx(t.impurity[0], rel=1e-9)
-
-
-def test_layout_warning_when_labelled_rows_outnumber_gene_columns(tmp_path, capsys):
-    rng = np.random.default_rng(0)
-    p = tmp_path / "gxs.tsv"
-    lines = ["\t".join(f"S{i}" for i in range(10))]
-    lines += [f"gene{g}\t" + "\t".join(f"{v:.4f}" for v in rng.random(10)) for g in range(40)]
-    p.write_text("\n".join(lines) + "\n")
-    e = expression.read_expression(p, "samples-x-genes")  # cannot be proven wrong: warn, do not fail
-    assert e.n_genes == 10
-    assert capsys.readouterr().err == ""  # the reader returns the warning; the CLIs print it
-    assert e.warnings == [
-        f"{p}: 40 labelled rows (samples) but only 10 gene columns; if rows are genes use --layout genes-x-samples"
-    ]
-    assert expression.read_expression(p, "genes-x-samples").warnings == []
-    assert expression.read_expression(p, "genes-x-samples").n_genes == 40
-    for argv in (["genie3-plan"], ["genie3", "--n-trees", "2", "--out", tmp_path / "l.tsv.gz"]):
-        rc, err = _cli(*argv, "--expression", p, "--layout", "samples-x-genes")
-        assert rc == 0 and err == f"chromaflow genie3: warning: {e.warnings[0]}\n", err
-
-
-def test_max_links_is_the_head_of_the_full_list(tmp_path):
-    assert main(base(tmp_path, out="all.tsv.gz")) == 0
-    assert (
-        main(
-            base(tmp_path, "--max-links", "17", "--summary", str(tmp_path / "s.json"), "--top", "30", out="head.tsv.gz")
-        )
-        == 0
-    )
-    full, head = read_links(tmp_path / "all.tsv.gz"), read_links(tmp_path / "head.tsv.gz")
-    assert head == full[:18]
-    s = json.loads((tmp_path / "s.json").read_text())
-    assert s["edges"] == 95 and s["edges_written"] == 17 and s["top_n"] == 30
-
-
-def test_ranked_links_ties_by_names():
-    W = np.array([[0.0, 0.5, 0.5], [0.5, 0.0, 0.2]])
-    rows, cols = links.ranked_links(W, ["B", "A"], ["B", "A", "C"], np.array([0, 1]), np.array([0, 1, 2]))
-    pairs = [(["B", "A"][r], ["B", "A", "C"][c]) for r, c in zip(rows, cols)]
-    assert pairs == [("A", "B"), ("B", "A"), ("B", "C"), ("A", "C")]
-    rows2, cols2 = links.ranked_links(W, ["B", "A"], ["B", "A", "C"], np.array([0, 1]), np.array([0, 1, 2]), limit=2)
-    assert list(zip(rows2, cols2)) == list(zip(rows, cols))[:2]
-
-
-@pytest.mark.parametrize("block", [1 << 22, 5], ids=["one-block", "blocks-of-5"])
-@pytest.mark.parametrize("native", [True, False], ids=["C", "numpy"])
-def test_ranked_links_match_a_lexsort_of_the_specification(native, block, monkeypatch):
-    """ranked_links (C radix sort of the values in name order, or its np.lexsort fallback) gives exactly the
-    order of a plain lexsort over (-value, regulator name, target name), with and without self-links and a
-    limit, on weights full of ties and near-ties; with a limit its candidates are found block by block (blocks
-    of 5 values: many merges, ties across block edges)."""
-    monkeypatch.setattr(links, "LIMIT_BLOCK", block)
-    if not native:
-        monkeypatch.setitem(links.LINKS_KERNEL, "lib", None)
-    elif links.links_kernel() is None:
-        pytest.skip("no C compiler")
-    rng = np.random.default_rng(7)
-    for trial in range(40):
-        R, T = int(rng.integers(1, 40)), int(rng.integers(1, 60))
-        W = adversarial_weights(rng, R, T)
-        G = max(R, T) + int(rng.integers(0, 4))
-        names = [f"g{int(rng.integers(0, 10**6))}_{k}" for k in range(G)]
-        reg_idx = rng.choice(G, R, replace=False)  # unsorted: name order differs from index order
-        tgt_idx = rng.choice(G, T, replace=False) if trial % 4 else np.sort(rng.choice(G, T, replace=False))
-        rn, tn = [names[k] for k in reg_idx], [names[k] for k in tgt_idx]
-        for limit in (0, 1, 7, int(rng.integers(1, R * T + 2))):
-            got = links.ranked_links(W, rn, tn, reg_idx, tgt_idx, limit)
-            want = lexsort_reference(W, rn, tn, reg_idx, tgt_idx, limit)
-            assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), (trial, limit)
-
-
-def test_max_links_candidates_need_no_copy_of_the_matrix(monkeypatch):
-    """The --max-links candidates: the same positions as a partition of the whole matrix (NaN, ties, the largest
-    values at either end, blocks of 1,000), and ranked_links with a limit allocates far less than the matrix (the
-    earlier np.partition copied all of W, and the cut an R x T mask)."""
-    import tracemalloc
-
-    rng = np.random.default_rng(11)
-    monkeypatch.setattr(links, "LIMIT_BLOCK", 1000)
-    for case in range(3):
-        flat = np.round(rng.random(20_000), 3)  # many ties
-        if case == 2:
-            flat[rng.integers(0, flat.size, 50)] = np.nan
-        flat[[0, -1][case % 2]] = 2.0 + case
-        for k in (1, 2, 17, 1000, 1001, 19_999, 20_000):
-            want = np.flatnonzero(flat >= np.partition(flat, flat.size - k)[flat.size - k])
-            assert np.array_equal(links.entries_at_or_above_kth(flat, k), want), (case, k)
-    W = rng.random((2000, 2000))
-    names = [f"g{i}" for i in range(2000)]
-    monkeypatch.setattr(links, "LIMIT_BLOCK", 1 << 16)
-    tracemalloc.start()
-    rows, cols = links.ranked_links(W, names, names, np.arange(2000), np.arange(2000), limit=100)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    assert len(rows) == 100 and W[rows[0], cols[0]] == max(W[i, j] for i in range(2000) for j in range(2000) if i != j)
-    assert peak < W.nbytes // 8
-
-
-def test_link_writer_bytes_match_python_formatting(tmp_path, monkeypatch):
-    """The C formatter ('%.9g' of the C library) writes the same bytes as Python's f"{x:.9g}" on edge cases
-    (exponent switch points, subnormals, exact rounding ties at 9 digits, -0.0, non-ASCII names), and the file
-    does not depend on the number of threads; the text is checked against Python's formatting line by line."""
-    if links.links_kernel() is None:
-        pytest.skip("no C compiler")
-    rng = np.random.default_rng(3)
-    edge = [
-        0.0,
-        -0.0,
-        1e-4,
-        9.99999999e-5,
-        0.0001,
-        123456789.0,
-        1234567890.0,
-        999999999.5,
-        1234567885.0,
-        1234567895.0,
-        0.5,
-        2.5e-7,
-        5e-324,
-        2.2250738585072014e-308,
-        1.7976931348623157e308,
-        1 / 3,
-        2 / 3,
-        0.1,
-        1e16,
-        1e-5,
-        12345678.85,
-        0.00012345678950000001,
-        -7.25,
-    ]
-    vals = np.concatenate(
-        [edge, rng.random(3000) * 10.0 ** rng.integers(-12, 12, 3000), np.nextafter(np.round(rng.random(500), 9), 2.0)]
-    )
-    R = 40
-    T = -(-len(vals) // R)
-    W = np.zeros(R * T)
-    W[: len(vals)] = vals
-    W = W.reshape(R, T)
-    reg = [f"TF{k}_α" for k in range(R)]
-    tgt = [f"gene{k}-β" for k in range(T)]
-    rows, cols = np.divmod(np.arange(R * T), T)
-    links.write_links(tmp_path / "c1.tsv.gz", W, reg, tgt, rows, cols, threads=1)
-    links.write_links(tmp_path / "c3.tsv.gz", W, reg, tgt, rows, cols, threads=3)
-    monkeypatch.setitem(links.LINKS_KERNEL, "lib", None)
-    links.write_links(tmp_path / "py.tsv.gz", W, reg, tgt, rows, cols, threads=1)
-    c1 = (tmp_path / "c1.tsv.gz").read_bytes()
-    assert c1 == (tmp_path / "py.tsv.gz").read_bytes() == (tmp_path / "c3.tsv.gz").read_bytes()
-    lines = gzip.decompress(c1).decode().splitlines()
-    assert lines[0] == "regulator\ttarget\timportance"
-    assert lines[1:] == [f"{reg[r]}\t{tgt[c]}\t{W[r, c]:.9g}" for r, c in zip(rows, cols)]
-
-
-def test_link_list_members_do_not_depend_on_threads(tmp_path, monkeypatch):
-    """A link list of several gzip members (MEMBER made small: one per formatted block) is byte-identical for 1, 2
-    and 5 threads."""
-    monkeypatch.setattr(links.GzipMembers, "MEMBER", 1 << 12)
-    rng = np.random.default_rng(5)
-    W = rng.random((60, 5000))
-    names = [f"g{k}" for k in range(5000)]
-    rows, cols = links.ranked_links(W, names[:60], names, np.arange(60), np.arange(5000))
-    blobs = []
-    for t in (1, 2, 5):
-        links.write_links(tmp_path / f"{t}.tsv.gz", W, names[:60], names, rows, cols, threads=t)
-        blobs.append((tmp_path / f"{t}.tsv.gz").read_bytes())
-    assert blobs[0] == blobs[1] == blobs[2]
-    assert blobs[0].count(b"\x1f\x8b\x08\x00\x00\x00\x00\x00") >= 5  # header + one member per 65,536 lines
-    assert len(gzip.decompress(blobs[0]).splitlines()) == 60 * 5000 - 60 + 1
-
-
-def test_same_bytes_under_other_numeric_kernels(tmp_path):
-    """Issue 14 §1: the links (default engine, both importance modes) are byte-identical when numpy/OpenBLAS run
-    the kernels of other machines (OpenBLAS core types, numpy's SIMD dispatch off): the expression scaling and
-    the ranking are done in numpy before and after the C kernel."""
-    import platform
-
-    from helpers import kernel_variants
-
-    if platform.machine() not in ("x86_64", "AMD64"):
-        pytest.skip("the kernel variants are x86-64 ones")
-    ref: dict[str, bytes] = {}
-    for name, extra in kernel_variants.applied():
-        for imp in ("unnormalised", "tree-normalised"):
-            out = tmp_path / f"{name}-{imp}.tsv.gz"
-            argv = base(tmp_path, "--importance", imp, "--threads", "2")
-            argv[argv.index("--out") + 1] = str(out)
-            r = subprocess.run(
-                [sys.executable, "-m", "chromaflow", *argv],
-                env=kernel_variants.env(extra),
-                capture_output=True,
-                text=True,
-            )
-            assert r.returncode == 0, r.stderr
-            got = out.read_bytes()
-            assert ref.setdefault(imp, got) == got, f"{imp} links differ under {name} ({extra})"
-    assert ref["unnormalised"] != ref["tree-normalised"]

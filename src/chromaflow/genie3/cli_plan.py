@@ -14,7 +14,7 @@ import math
 from ..errors import ChromaflowError
 from ..outputs import check_outputs, emit_json
 from ..sharding import part_bounds
-from .cli import warn
+from .network import warn
 from .expression import LAYOUTS, read_expression, read_regulators
 
 

@@ -7,8 +7,8 @@ and feature. The kernel grows all trees of many targets in one call on its own t
 while it runs), keeps no trees, only importances, and finds splits without sorting (see the header of
 ``_kernel.c``).
 
-If no compiler is found or compilation fails, :func:`load_kernel` raises :class:`KernelUnavailable`; the
-CLI then falls back to the scikit-learn engine with a warning.
+If no compiler is found or compilation fails, :func:`load_kernel` raises :class:`KernelUnavailable`; ``genie3``
+(:mod:`chromaflow.genie3.network`) then falls back to the scikit-learn engine with a warning.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ _lib = None
 
 
 class KernelUnavailable(RuntimeError):
-    """The random-forest kernel cannot be used (no compiler, a failed build, too many samples): the CLI falls back to
-    the scikit-learn engine."""
+    """The random-forest kernel cannot be used (no compiler, a failed build, too many samples): ``genie3`` falls
+    back to the scikit-learn engine."""
 
     pass
 
@@ -171,21 +171,11 @@ def run(
     ``out`` (R x T float64, C-contiguous, or a column block of such an array) and return the per-target
     status (0 grown, 1 constant target, 2 no inputs). ``prior``: R x T uint32 integer weights of the split
     candidates (iRafNet's weighted draw; 0 = never drawn), or None for uniform draws."""
-    n = values.shape[1]
     T = len(targets)
     if T == 0:
         return np.zeros(0, dtype=np.int32)
-    values = np.ascontiguousarray(values, dtype=np.float32)
-    regs = np.ascontiguousarray(regs, dtype=np.int32)
-    targets = np.ascontiguousarray(targets, dtype=np.int32)
-    seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
-    if out.dtype != np.float64 or out.strides[1] != 8 or out.shape != (len(regs), T):
-        raise ValueError("out must be an R x T float64 array with unit column stride")
+    values, regs, targets, seeds, prior = _kernel_arrays(values, regs, targets, seeds, out, prior)
     status = np.zeros(T, dtype=np.int32)
-    if prior is not None:
-        prior = np.ascontiguousarray(prior, dtype=np.uint32)
-        if prior.shape != (len(regs), T):
-            raise ValueError("prior must be an R x T uint32 array")
     rf = method == "RF"
     if rf and tables is None:
         raise ValueError("the RF kernel needs tables")
@@ -194,7 +184,7 @@ def run(
         _ptr(cast(Tables, tables).pos) if rf else None,
         _ptr(cast(Tables, tables).lims) if rf else None,
         _ptr(cast(Tables, tables).slot) if rf else None,
-        n,
+        values.shape[1],
         regs.ctypes.data,
         len(regs),
         targets.ctypes.data,
@@ -217,3 +207,20 @@ def run(
     if (status < 0).any():
         raise MemoryError("genie3 kernel: out of memory for its per-thread scratch")
     return status
+
+
+def _kernel_arrays(values, regs, targets, seeds, out: np.ndarray, prior):
+    """The kernel's arrays, C-contiguous in its types (values float32, regs and targets int32, seeds uint64, prior
+    uint32), and ``out`` and ``prior`` checked against the R x T shape (ValueError)."""
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    regs = np.ascontiguousarray(regs, dtype=np.int32)
+    targets = np.ascontiguousarray(targets, dtype=np.int32)
+    seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
+    T = len(targets)
+    if out.dtype != np.float64 or out.strides[1] != 8 or out.shape != (len(regs), T):
+        raise ValueError("out must be an R x T float64 array with unit column stride")
+    if prior is not None:
+        prior = np.ascontiguousarray(prior, dtype=np.uint32)
+        if prior.shape != (len(regs), T):
+            raise ValueError("prior must be an R x T uint32 array")
+    return values, regs, targets, seeds, prior

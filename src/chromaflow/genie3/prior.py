@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import gzip
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -65,112 +65,163 @@ def _value(path: Path, ln: int, cell: str, what: str) -> float:
 
 
 def read_prior(path: str | Path, genes: list[str]) -> Prior:
-    """Read a prior (either layout) against the expression's gene names (one-line errors naming file and line)."""
+    """Read a prior (either layout) against the expression's gene names (one-line errors naming file and line).
+
+    Parameters
+    ----------
+    path : str or Path
+        The prior table: a long table (regulator, target, prior columns) or a targets x regulators matrix, TSV or
+        CSV, plain or gzip.
+    genes : list of str
+        The expression matrix's gene names, in its order (the indices of the returned pairs).
+
+    Returns
+    -------
+    Prior
+        The pairs whose value differs from 0.5 or is listed in a long table: ``reg`` and ``tgt`` (int64 gene
+        indices) and ``pi`` (float64 in [0, 1]), each of shape (pairs,).
+    """
     path = Path(path)
     if path.is_dir():
         raise ChromaflowError(f"{path}: is a directory, not a prior table")
     if not path.is_file():
         raise ChromaflowError(f"{path}: prior file not found")
     index = {g: i for i, g in enumerate(genes)}
-    reg, tgt, pi = [], [], []
-    read = ignored = 0
     try:
         with _open(path) as fh:
-            header, hl = None, 0
-            for hl, line in enumerate(fh, 1):
-                if line.strip() and not line.startswith("#"):
-                    header = line.rstrip("\r\n")
-                    break
-            if header is None:
-                raise ChromaflowError(f"{path}: empty prior file (no header line)")
-            sep = "\t" if "\t" in header else ","
-            cols = [c.strip().strip('"') for c in header.split(sep)]
-            low = [c.lower() for c in cols]
-            layout = "long" if "regulator" in low and "target" in low else "matrix"
-            seen: dict[tuple[int, int], int] = {}
-            if layout == "long":
-                if "prior" not in low:
-                    raise ChromaflowError(
-                        f"{path}: line {hl}: long prior table without a 'prior' column (header: {header[:80]!r})"
-                    )
-                ir, it, ip = low.index("regulator"), low.index("target"), low.index("prior")
-                need = max(ir, it, ip) + 1
-                for ln, line in enumerate(fh, hl + 1):
-                    s = line.rstrip("\r\n")
-                    if not s.strip() or s.startswith("#"):
-                        continue
-                    f = s.split(sep)
-                    if len(f) < need:
-                        raise ChromaflowError(f"{path}: line {ln}: {len(f)} fields, the header has {len(cols)}")
-                    r, t = f[ir].strip().strip('"'), f[it].strip().strip('"')
-                    v = _value(path, ln, f[ip], f"{r} -> {t}")
-                    read += 1
-                    if r not in index or t not in index:
-                        ignored += 1
-                        continue
-                    key = (index[r], index[t])
-                    if key in seen:
-                        raise ChromaflowError(
-                            f"{path}: line {ln}: pair {r} -> {t} listed twice (first on line {seen[key]})"
-                        )
-                    seen[key] = ln
-                    reg.append(key[0])
-                    tgt.append(key[1])
-                    pi.append(v)
-            else:
-                names = cols[1:]
-                if not names:
-                    raise ChromaflowError(
-                        f"{path}: line {hl}: neither a long table (columns regulator, target, "
-                        f"prior) nor a targets x regulators matrix (no regulator columns)"
-                    )
-                dup = {n for n in names if names.count(n) > 1}
-                if dup:
-                    raise ChromaflowError(f"{path}: line {hl}: regulator column {sorted(dup)[0]!r} appears twice")
-                ridx = [index.get(n, -1) for n in names]
-                rows_seen: dict[str, int] = {}
-                for ln, line in enumerate(fh, hl + 1):
-                    s = line.rstrip("\r\n")
-                    if not s.strip() or s.startswith("#"):
-                        continue
-                    f = s.split(sep)
-                    if len(f) != len(cols):
-                        raise ChromaflowError(f"{path}: line {ln}: {len(f)} fields, the header has {len(cols)}")
-                    t = f[0].strip().strip('"')
-                    if t in rows_seen:
-                        raise ChromaflowError(
-                            f"{path}: line {ln}: target {t!r} listed twice (first on line {rows_seen[t]})"
-                        )
-                    rows_seen[t] = ln
-                    ti = index.get(t, -1)
-                    for j, cell in enumerate(f[1:]):
-                        v = _value(path, ln, cell, f"{names[j]} -> {t}")
-                        read += 1
-                        if ti < 0 or ridx[j] < 0:
-                            ignored += 1
-                            continue
-                        if v != 0.5:
-                            reg.append(ridx[j])
-                            tgt.append(ti)
-                            pi.append(v)
+            h = _header(path, fh)
+            layout = "long" if "regulator" in h.low and "target" in h.low else "matrix"
+            pairs = (_read_long if layout == "long" else _read_matrix)(path, fh, h, index)
     except (UnicodeDecodeError, gzip.BadGzipFile, EOFError, OSError) as exc:
         raise ChromaflowError(f"{path}: not a readable prior table ({type(exc).__name__}: {exc})") from None
-    if read == 0:
+    if pairs.read == 0:
         raise ChromaflowError(f"{path}: no prior values (header only)")
-    if read == ignored:
+    if pairs.read == pairs.ignored:
         raise ChromaflowError(
-            f"{path}: none of its {read} (regulator, target) pairs names two genes of the "
+            f"{path}: none of its {pairs.read} (regulator, target) pairs names two genes of the "
             f"expression matrix (different gene identifiers?)"
         )
     return Prior(
-        reg=np.asarray(reg, dtype=np.int64),
-        tgt=np.asarray(tgt, dtype=np.int64),
-        pi=np.asarray(pi, dtype=np.float64),
+        reg=np.asarray(pairs.reg, dtype=np.int64),
+        tgt=np.asarray(pairs.tgt, dtype=np.int64),
+        pi=np.asarray(pairs.pi, dtype=np.float64),
         layout=layout,
-        pairs_read=read,
-        ignored=ignored,
+        pairs_read=pairs.read,
+        ignored=pairs.ignored,
         path=str(path),
     )
+
+
+@dataclass
+class _Header:
+    """The prior table's header line: its line number, text, separator (TAB if it has one, else comma) and cells
+    (blanks and quotes stripped; ``low``: lower case)."""
+
+    line: int
+    text: str
+    sep: str
+    cols: list[str]
+    low: list[str]
+
+
+@dataclass
+class _Pairs:
+    """The (regulator, target, pi) triples kept so far (gene indices), with the counts of values read and of them
+    naming a gene absent from the expression."""
+
+    reg: list[int] = field(default_factory=list)
+    tgt: list[int] = field(default_factory=list)
+    pi: list[float] = field(default_factory=list)
+    read: int = 0
+    ignored: int = 0
+
+    def add(self, r: int, t: int, v: float) -> None:
+        """Keep the value ``v`` of regulator ``r`` -> target ``t``."""
+        self.reg.append(r)
+        self.tgt.append(t)
+        self.pi.append(v)
+
+
+def _header(path: Path, fh) -> _Header:
+    """The header: the first line that is neither blank nor a # comment."""
+    for hl, line in enumerate(fh, 1):
+        if line.strip() and not line.startswith("#"):
+            header = line.rstrip("\r\n")
+            sep = "\t" if "\t" in header else ","
+            cols = [c.strip().strip('"') for c in header.split(sep)]
+            return _Header(hl, header, sep, cols, [c.lower() for c in cols])
+    raise ChromaflowError(f"{path}: empty prior file (no header line)")
+
+
+def _data_lines(fh, start: int):
+    """(line number, line without its end) of the lines after the header, blank lines and # comments skipped."""
+    for ln, line in enumerate(fh, start):
+        s = line.rstrip("\r\n")
+        if not s.strip() or s.startswith("#"):
+            continue
+        yield ln, s
+
+
+def _read_long(path: Path, fh, h: _Header, index: dict[str, int]) -> _Pairs:
+    """The rows of a long table (regulator, target, prior columns; a pair at most once)."""
+    if "prior" not in h.low:
+        raise ChromaflowError(
+            f"{path}: line {h.line}: long prior table without a 'prior' column (header: {h.text[:80]!r})"
+        )
+    ir, it, ip = h.low.index("regulator"), h.low.index("target"), h.low.index("prior")
+    need = max(ir, it, ip) + 1
+    pairs = _Pairs()
+    seen: dict[tuple[int, int], int] = {}
+    for ln, s in _data_lines(fh, h.line + 1):
+        f = s.split(h.sep)
+        if len(f) < need:
+            raise ChromaflowError(f"{path}: line {ln}: {len(f)} fields, the header has {len(h.cols)}")
+        r, t = f[ir].strip().strip('"'), f[it].strip().strip('"')
+        v = _value(path, ln, f[ip], f"{r} -> {t}")
+        pairs.read += 1
+        if r not in index or t not in index:
+            pairs.ignored += 1
+            continue
+        key = (index[r], index[t])
+        if key in seen:
+            raise ChromaflowError(f"{path}: line {ln}: pair {r} -> {t} listed twice (first on line {seen[key]})")
+        seen[key] = ln
+        pairs.add(key[0], key[1], v)
+    return pairs
+
+
+def _read_matrix(path: Path, fh, h: _Header, index: dict[str, int]) -> _Pairs:
+    """The rows of a targets x regulators matrix (a target per line at most once; values of 0.5 not kept)."""
+    names = h.cols[1:]
+    if not names:
+        raise ChromaflowError(
+            f"{path}: line {h.line}: neither a long table (columns regulator, target, "
+            f"prior) nor a targets x regulators matrix (no regulator columns)"
+        )
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ChromaflowError(f"{path}: line {h.line}: regulator column {sorted(dup)[0]!r} appears twice")
+    ridx = [index.get(n, -1) for n in names]
+    pairs = _Pairs()
+    rows_seen: dict[str, int] = {}
+    for ln, s in _data_lines(fh, h.line + 1):
+        f = s.split(h.sep)
+        if len(f) != len(h.cols):
+            raise ChromaflowError(f"{path}: line {ln}: {len(f)} fields, the header has {len(h.cols)}")
+        t = f[0].strip().strip('"')
+        if t in rows_seen:
+            raise ChromaflowError(f"{path}: line {ln}: target {t!r} listed twice (first on line {rows_seen[t]})")
+        rows_seen[t] = ln
+        ti = index.get(t, -1)
+        for j, cell in enumerate(f[1:]):
+            v = _value(path, ln, cell, f"{names[j]} -> {t}")
+            pairs.read += 1
+            if ti < 0 or ridx[j] < 0:
+                pairs.ignored += 1
+                continue
+            if v != 0.5:
+                pairs.add(ridx[j], ti, v)
+    return pairs
 
 
 def link_points(alpha: float) -> tuple[float, float, float]:

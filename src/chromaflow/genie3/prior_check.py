@@ -67,40 +67,77 @@ def centred_ranks(values: np.ndarray) -> np.ndarray:
 
 
 def check_prior(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, prior, level: float = LEVEL) -> dict:
-    """The prior check of ``prior`` (:class:`chromaflow.genie3.prior.Prior`) on ``values`` (genes x samples) with
-    candidate regulators ``reg_idx``, over every gene as a target. Returns a JSON-ready dict: ``decision`` ("kept"
-    or "off"), ``z``, ``p`` (one-sided), ``level``, ``targets_tested`` (targets whose prior and data both vary
-    over their regulators), ``pairs``, ``supported_pairs`` (pi > 0.5) and ``rho2_mean_supported`` /
-    ``rho2_mean_other`` (mean rho^2 of supported and other pairs: an effect size to read beside p)."""
+    """The prior check of ``prior`` on the expression, over every gene as a target.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        The expression, genes x samples (float32 or float64).
+    genes : list of str
+        The genes' names (the rows of ``values``).
+    reg_idx : numpy.ndarray
+        The candidate regulators' gene indices, shape (R,), integers.
+    prior : chromaflow.genie3.prior.Prior
+        The prior over gene indices (:func:`chromaflow.genie3.prior.read_prior`).
+    level : float
+        The level of the one-sided test, in (0, 1).
+
+    Returns
+    -------
+    dict
+        JSON-ready: ``decision`` ("kept" or "off"), ``z``, ``p`` (one-sided), ``level``, ``targets_tested``
+        (targets whose prior and data both vary over their regulators), ``pairs``, ``supported_pairs`` (pi > 0.5),
+        ``samples`` and ``rho2_mean_supported`` / ``rho2_mean_other`` (mean rho^2 of supported and other pairs: an
+        effect size to read beside p).
+    """
     genes = list(genes)
-    n = values.shape[1]
     gorder = np.argsort(np.array(genes, dtype=object), kind="stable")  # canonical: by name
     regs = np.asarray(sorted(np.asarray(reg_idx, dtype=np.int64).tolist(), key=lambda i: genes[i]), dtype=np.int64)
-    R = len(regs)
     rk = centred_ranks(np.asarray(values, dtype=np.float64))
     ss = np.einsum("ij,ij->i", rk, rk)  # integers, exact
-    # prior values as a regulators x genes lookup, 0.5 where the prior says nothing
+    # the prior's entries among the regulators: (row of regs, target gene, pi); 0.5 where the prior says nothing
     rpos = np.full(len(genes), -1, dtype=np.int64)
-    rpos[regs] = np.arange(R)
-    S_parts, V_parts = [], []
-    tested = pairs = 0
-    sum_sup = sum_oth = 0.0
-    n_sup = n_oth = 0
+    rpos[regs] = np.arange(len(regs))
     keep = rpos[prior.reg] >= 0
-    pr, pt, pv = rpos[prior.reg[keep]], prior.tgt[keep], prior.pi[keep]
+    entries = (rpos[prior.reg[keep]], prior.tgt[keep], prior.pi[keep])
+    totals = _Totals()
     for lo in range(0, len(gorder), BLOCK):
         tg = gorder[lo : lo + BLOCK]  # targets of this block, by name
-        C = rk[regs] @ rk[tg].T  # exact integer covariances x n
-        den = np.sqrt(np.outer(ss[regs], ss[tg]))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rho = np.where(den > 0, C / den, 0.0)  # a constant gene: no association
-        a2 = rho * rho
-        valid = regs[:, None] != tg[None, :]  # no self-pairs
-        P = np.full((R, len(tg)), 0.5)
-        tpos = np.full(len(genes), -1, dtype=np.int64)
-        tpos[tg] = np.arange(len(tg))
-        sel = tpos[pt] >= 0
-        P[pr[sel], tpos[pt[sel]]] = pv[sel]
+        totals.add(*_block(rk, ss, regs, tg, entries, len(genes)))
+    return totals.result(level, int(values.shape[1]))
+
+
+def _block(rk, ss, regs, tg, entries, n_genes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the targets ``tg`` of a block: rho^2 of each (regulator, target), the prior's values (0.5 where it says
+    nothing) and the valid pairs (no self-pairs); three regulators x targets arrays (float64, float64, bool)."""
+    pr, pt, pv = entries
+    C = rk[regs] @ rk[tg].T  # exact integer covariances x n
+    den = np.sqrt(np.outer(ss[regs], ss[tg]))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = np.where(den > 0, C / den, 0.0)  # a constant gene: no association
+    a2 = rho * rho
+    valid = regs[:, None] != tg[None, :]  # no self-pairs
+    P = np.full((len(regs), len(tg)), 0.5)
+    tpos = np.full(n_genes, -1, dtype=np.int64)
+    tpos[tg] = np.arange(len(tg))
+    sel = tpos[pt] >= 0
+    P[pr[sel], tpos[pt[sel]]] = pv[sel]
+    return a2, P, valid
+
+
+class _Totals:
+    """The per-target statistics S_t and Var S_t of the blocks so far, and the rho^2 sums of supported and other
+    pairs (exact sums: math.fsum, in gene-name order)."""
+
+    def __init__(self) -> None:
+        self.S_parts: list[float] = []
+        self.V_parts: list[float] = []
+        self.tested = self.pairs = 0
+        self.sum_sup = self.sum_oth = 0.0
+        self.n_sup = self.n_oth = 0
+
+    def add(self, a2: np.ndarray, P: np.ndarray, valid: np.ndarray) -> None:
+        """Add a block's targets (the columns of :func:`_block`'s arrays)."""
         m = valid.sum(axis=0).astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             abar = np.where(valid, a2, 0.0).sum(axis=0) / m
@@ -109,34 +146,37 @@ def check_prior(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, prior
         c = np.where(valid, P - pbar, 0.0)
         S = (c * a).sum(axis=0)
         V = np.where(m > 1, (c * c).sum(axis=0) * (a * a).sum(axis=0) / np.maximum(m - 1, 1), 0.0)
-        S_parts.extend(S[V > 0].tolist())
-        V_parts.extend(V[V > 0].tolist())
-        tested += int(np.count_nonzero(V > 0))
-        pairs += int(valid.sum())
+        self.S_parts.extend(S[V > 0].tolist())
+        self.V_parts.extend(V[V > 0].tolist())
+        self.tested += int(np.count_nonzero(V > 0))
+        self.pairs += int(valid.sum())
         sup = valid & (P > 0.5)
         oth = valid & ~(P > 0.5)
-        sum_sup += math.fsum(a2[sup].tolist())
-        sum_oth += math.fsum(a2[oth].tolist())
-        n_sup += int(sup.sum())
-        n_oth += int(oth.sum())
-    Vt = math.fsum(V_parts)
-    if Vt > 0:
-        z = math.fsum(S_parts) / math.sqrt(Vt)
-        p = 0.5 * math.erfc(z / math.sqrt(2.0))
-    else:  # the prior is constant over every target's regulators (or the data are): nothing to test
-        z, p = None, 1.0
-    return {
-        "decision": "kept" if p < level else "off",
-        "z": _r(z),
-        "p": _r(p),
-        "level": level,
-        "targets_tested": tested,
-        "pairs": pairs,
-        "supported_pairs": n_sup,
-        "samples": int(n),
-        "rho2_mean_supported": _r(sum_sup / n_sup) if n_sup else None,
-        "rho2_mean_other": _r(sum_oth / n_oth) if n_oth else None,
-    }
+        self.sum_sup += math.fsum(a2[sup].tolist())
+        self.sum_oth += math.fsum(a2[oth].tolist())
+        self.n_sup += int(sup.sum())
+        self.n_oth += int(oth.sum())
+
+    def result(self, level: float, n: int) -> dict:
+        """The test over all targets (the strata) and the check's JSON-ready result (:func:`check_prior`)."""
+        Vt = math.fsum(self.V_parts)
+        if Vt > 0:
+            z = math.fsum(self.S_parts) / math.sqrt(Vt)
+            p = 0.5 * math.erfc(z / math.sqrt(2.0))
+        else:  # the prior is constant over every target's regulators (or the data are): nothing to test
+            z, p = None, 1.0
+        return {
+            "decision": "kept" if p < level else "off",
+            "z": _r(z),
+            "p": _r(p),
+            "level": level,
+            "targets_tested": self.tested,
+            "pairs": self.pairs,
+            "supported_pairs": self.n_sup,
+            "samples": int(n),
+            "rho2_mean_supported": _r(self.sum_sup / self.n_sup) if self.n_sup else None,
+            "rho2_mean_other": _r(self.sum_oth / self.n_oth) if self.n_oth else None,
+        }
 
 
 def _r(x):
