@@ -131,19 +131,7 @@ def _read(fh, path: str, fmt: str | None, feature: str) -> list[Gene]:
         if len(cols) != 9:
             raise ChromaflowError(f"{path} line {n}: {len(cols)} tab-separated columns, expected 9 (GFF3/GTF)")
         if not checked:
-            gtf_like = _looks_gtf(cols[8])
-            if fmt is None:
-                fmt = "gtf" if gtf_like else "gff3"
-            elif fmt == "gff3" and gtf_like:
-                raise ChromaflowError(
-                    f"{path} line {n}: attributes in GTF syntax (key \"value\";) in a file named "
-                    "GFF3; name it .gtf (or .gtf.gz) if it is GTF"
-                )
-            elif fmt == "gtf" and "=" in cols[8].split(";")[0] and not gtf_like:
-                raise ChromaflowError(
-                    f"{path} line {n}: attributes in GFF3 syntax (key=value) in a file named GTF; "
-                    "name it .gff3 if it is GFF3"
-                )
+            fmt = _settle_format(fmt, cols[8], path, n)
             checked = True
         ftype = cols[2]
         if fmt == "gff3":
@@ -172,17 +160,47 @@ def _read(fh, path: str, fmt: str | None, feature: str) -> list[Gene]:
         rows = next((found[t] for t in gff_types if found[t]), [])
         genes = [_gene(cols, _gff3_id(cols, path, n), path, n) for n, cols in rows]
     elif gtf_lines:
-        genes = []
-        for n, cols in gtf_lines:
-            gid = _gtf_attrs(cols[8]).get(gtf_key)
-            if not gid:
-                raise ChromaflowError(f"{path} line {n}: {gtf_type} line without a {gtf_key} attribute")
-            genes.append(_gene(cols, gid, path, n))
+        genes = _gtf_genes(gtf_lines, gtf_type, gtf_key, path)
     else:
         genes = [Gene(gid, s[0], s[1], s[2], _strand(s[3], path, s[4]), s[4]) for gid, s in spans.items()]
     if not genes:
         what = " or ".join(gff_types) if fmt == "gff3" else f"{gtf_type} (or {gtf_key} attributes)"
         raise ChromaflowError(f"{path}: no {what} features (--feature {feature}) in the annotation")
+    _check_unique(genes, path)
+    return genes
+
+
+def _settle_format(fmt: str | None, attrs: str, path: str, n: int) -> str:
+    """The format, from the name's (``fmt``), else from the first feature line's attribute column ``attrs`` (line
+    ``n``); a name whose format the attributes contradict is refused."""
+    gtf_like = _looks_gtf(attrs)
+    if fmt is None:
+        return "gtf" if gtf_like else "gff3"
+    if fmt == "gff3" and gtf_like:
+        raise ChromaflowError(
+            f"{path} line {n}: attributes in GTF syntax (key \"value\";) in a file named "
+            "GFF3; name it .gtf (or .gtf.gz) if it is GTF"
+        )
+    if fmt == "gtf" and "=" in attrs.split(";")[0] and not gtf_like:
+        raise ChromaflowError(
+            f"{path} line {n}: attributes in GFF3 syntax (key=value) in a file named GTF; name it .gff3 if it is GFF3"
+        )
+    return fmt
+
+
+def _gtf_genes(lines: list, gtf_type: str, gtf_key: str, path: str) -> list[Gene]:
+    """The genes of the GTF ``gtf_type`` lines ((line number, columns) each), their id the ``gtf_key`` attribute."""
+    genes = []
+    for n, cols in lines:
+        gid = _gtf_attrs(cols[8]).get(gtf_key)
+        if not gid:
+            raise ChromaflowError(f"{path} line {n}: {gtf_type} line without a {gtf_key} attribute")
+        genes.append(_gene(cols, gid, path, n))
+    return genes
+
+
+def _check_unique(genes: list[Gene], path: str) -> None:
+    """Every id once: a repeat is an error naming its line and the first."""
     seen: dict[str, int] = {}
     for g in genes:
         if g.gene_id in seen:
@@ -190,7 +208,6 @@ def _read(fh, path: str, fmt: str | None, feature: str) -> list[Gene]:
                 f"{path} line {g.line}: id {g.gene_id!r} repeats the feature of line {seen[g.gene_id]}"
             )
         seen[g.gene_id] = g.line
-    return genes
 
 
 def _gff3_id(cols: list[str], path: str, n: int) -> str:

@@ -280,20 +280,63 @@ def add_coverage(
     dtype = "int64" if kind == "bam" else "float32"
     layout, col0, direct = _read_target(h5, prefix, dtype)
     rows = _species_rows(h5, layout, species)
-    needed: dict[str, int] = {}
-    for s in layout.seqids[rows].tolist():
-        needed.setdefault(s, layout.record_lengths[s])
-    for p in paths:
-        if kind == "bam":
-            check_bam(p, needed, index_of.get(p))
-        else:
-            check_bigwig(p, needed)
+    needed = _needed_lengths(layout, rows)
+    _check_sources(kind, paths, needed, index_of)
 
     units = plan_units(layout, rows, window_bp)
     result = AddResult(
         rows=int(rows.size), columns=list(range(col0, col0 + len(paths))), units=len(units), appended=col0 > 0
     )
     result.reads_counted = {p: 0 for p in paths}
+    tasks = _make_tasks(
+        layout, units, paths, kind, needed, opt, col0=col0, raw=not direct, dtype=dtype, index_of=index_of
+    )
+    total_bp = sum(u.bp for u in units) * len(paths)
+    _run_tasks(
+        h5,
+        out or h5,
+        tasks,
+        result,
+        threads=threads,
+        total_bp=total_bp,
+        progress=progress,
+        label=f"add-coverage {prefix}",
+        prepare=lambda f: _prepare(f, prefix, layout, col0, paths, dtype),
+    )
+    return result
+
+
+def _needed_lengths(layout: GenomeLayout, rows: np.ndarray) -> dict[str, int]:
+    """{seqid: record length} of the records ``rows`` (row indices into ``layout``) lie on, in row order."""
+    needed: dict[str, int] = {}
+    for s in layout.seqids[rows].tolist():
+        needed.setdefault(s, layout.record_lengths[s])
+    return needed
+
+
+def _check_sources(kind: str, paths: list[str], needed: dict[str, int], index_of: dict[str, str]) -> None:
+    """Every BAM (sorted, indexed, with reads) or bigWig holds the ``needed`` records with their lengths."""
+    for p in paths:
+        if kind == "bam":
+            check_bam(p, needed, index_of.get(p))
+        else:
+            check_bigwig(p, needed)
+
+
+def _make_tasks(
+    layout: GenomeLayout,
+    units: list[Unit],
+    paths: list[str],
+    kind: str,
+    needed: dict[str, int],
+    opt: CountOptions,
+    *,
+    col0: int,
+    raw: bool,
+    dtype: str,
+    index_of: dict[str, str],
+) -> list[Task]:
+    """One :class:`Task` per (unit, source), unit by unit, sources in column order (``col0`` on)."""
     tasks = []
     for unit in units:
         unit_rows = np.concatenate([s.rows for s in unit.segments])
@@ -309,24 +352,12 @@ def add_coverage(
                     start_ends=se,
                     record_lengths={s.seqid: needed[s.seqid] for s in unit.segments},
                     opt=opt,
-                    raw=not direct,
+                    raw=raw,
                     dtype=dtype,
                     index=index_of.get(p),
                 )
             )
-    total_bp = sum(u.bp for u in units) * len(paths)
-    _run_tasks(
-        h5,
-        out or h5,
-        tasks,
-        result,
-        threads=threads,
-        total_bp=total_bp,
-        progress=progress,
-        label=f"add-coverage {prefix}",
-        prepare=lambda f: _prepare(f, prefix, layout, col0, paths, dtype),
-    )
-    return result
+    return tasks
 
 
 def _check_arguments(prefix: str, paths: list[str], indexes: list[str] | None) -> tuple[list[str], dict[str, str]]:

@@ -1,21 +1,27 @@
 """``chromaflow add-coverage``: BAM (or bigWig) read coverage -> ``evaluation/<prefix>_coverage`` in a genome h5.
 
-Helixer ``add_ngs_coverage.py``-compatible datasets and counts (FORMATS.md §7.1); the h5 is updated atomically.
+Helixer ``add_ngs_coverage.py``-compatible datasets and counts (FORMATS.md §7.1); the h5 is updated atomically. The
+command parses its options into :class:`~chromaflow.coverage.core.AddCoverageOptions` and calls the core,
+:func:`chromaflow.coverage.core.run`, which checks them and adds the coverage.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from ..cli_options import add_run_options, resolve_threads
-from ..errors import ChromaflowError
-from ..metrics import StageMetrics
-from ..outputs import check_outputs
+from ..cli_options import add_run_options, options_from
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The command's options (argparse): the genome h5 and prefix, BAMs (with their indexes) or bigWigs, strandedness
     and read filters, bigWig strand split, window size and ``--out``."""
+    _add_input_options(p)
+    _add_counting_options(p)
+    _add_output_options(p)
+
+
+def _add_input_options(p: argparse.ArgumentParser) -> None:
+    """--h5, --prefix and the sources: --bam (with --bam-index) or --bigwig."""
     p.add_argument(
         "--h5",
         required=True,
@@ -49,6 +55,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="BW",
         help="bigWig coverage file(s), one column each (float32 values; needs --unstranded)",
     )
+
+
+def _add_counting_options(p: argparse.ArgumentParser) -> None:
+    """How reads are counted: the strand mode, --shift, --species rows, the read filters and --bigwig-split."""
     strand = p.add_mutually_exclusive_group(required=True)
     strand.add_argument(
         "--unstranded",
@@ -101,6 +111,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="unstranded bigWig value per strand row: half of it on each strand (default; the scale of "
         "--unstranded BAM counts) or the full value on both",
     )
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    """--threads, --window-bp, --out, --force and --metrics."""
     add_run_options(p, threads="worker processes counting and compressing windows (default: all usable CPUs)")
     p.add_argument(
         "--window-bp",
@@ -117,73 +131,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the command: add the coverage of the BAMs or bigWigs to the genome h5 (in place, or into ``--out``);
-    returns the exit status."""
-    from .add import DEFAULT_WINDOW_BP, add_coverage
-    from .sources import CountOptions
+    """Run the command: add the coverage of the BAMs or bigWigs to the genome h5, in place or into ``--out``
+    (:func:`chromaflow.coverage.core.run`); returns the exit status."""
+    from .core import AddCoverageOptions
+    from .core import run as add_coverage
 
-    kind = "bam" if args.bam else "bigwig"
-    paths = args.bam or args.bigwig
-    if args.bam_index is not None and not args.bam:
-        raise ChromaflowError("--bam-index goes with --bam")
-    if args.shift and args.strand_mode != "unstranded":
-        raise ChromaflowError("--shift is only allowed with --unstranded (as in Helixer)")
-    if kind == "bigwig":
-        if args.strand_mode != "unstranded":
-            raise ChromaflowError("--bigwig input has no read strands: use --unstranded")
-        if args.shift:
-            raise ChromaflowError("--shift applies to reads (BAM input), not to bigWig values")
-    if args.min_mapq < 0:
-        raise ChromaflowError(f"--min-mapq must be >= 0, got {args.min_mapq}")
-    window = args.window_bp or DEFAULT_WINDOW_BP
-    if window < 1:
-        raise ChromaflowError(f"--window-bp must be >= 1, got {window}")
-    if args.out is not None:
-        import os
-
-        if os.path.exists(args.out) and not args.force:
-            raise ChromaflowError(f"{args.out}: output exists (use --force to overwrite)")
-        if os.path.exists(args.out) and os.path.samefile(args.out, args.h5):
-            args.out = None  # same file: an in-place update
-    inputs = (
-        [("--h5", args.h5)] + [(f"--{kind}", p) for p in paths] + [("--bam-index", p) for p in args.bam_index or []]
-    )
-    check_outputs([("--out", args.out), ("--metrics", args.metrics)], inputs)
-    threads = resolve_threads(args.threads)
-    opt = CountOptions(
-        strand_mode=args.strand_mode,
-        shift=args.shift,
-        min_mapq=args.min_mapq,
-        skip_duplicates=args.skip_duplicates,
-        bigwig_split=args.bigwig_split,
-    )
-    with StageMetrics(
-        "add_coverage",
-        args.metrics,
-        threads=threads,
-        prefix=args.prefix,
-        input_kind=kind,
-        strand_mode=args.strand_mode,
-        shift=args.shift,
-    ) as m:
-        res = add_coverage(
-            args.h5,
-            args.prefix,
-            paths,
-            kind,
-            opt,
-            threads=threads,
-            species=args.species,
-            window_bp=window,
-            out=args.out,
-            indexes=args.bam_index,
-        )
-        m.set(
-            bp=res.bp,
-            subsequences=res.rows,
-            columns=res.columns,
-            reads_counted=res.reads_counted,
-            tasks=res.units * len(res.reads_counted),
-            appended=res.appended,
-        )
-    return 0
+    return add_coverage(options_from(args, AddCoverageOptions))

@@ -147,16 +147,49 @@ def _pile(starts: list[int], ends: list[int], lo: int, n: int) -> np.ndarray:
     return np.cumsum(diff[:n])
 
 
-# One function on purpose (issue 28): the loop runs once per read, and moving the strand rule, the --shift
-# trimming and the block walk into helpers (one call each per read) made it 3 % (unstranded), 15 % (stranded)
-# and 31 % (--shift) slower on 300,000 reads (best of 5, pysam fetch included).
+def _flip_table(mode: str) -> tuple[bool | None, ...]:
+    """Whether a read's strand is flipped in the stranded ``mode`` ('first' or 'second'), indexed by its
+    ``flag & 0xC1`` (paired 0x1, first mate 0x40, second mate 0x80): single-end reads flip in ``second`` (dUTP),
+    first mates in ``second``, second mates in ``first``; None for a paired read marked neither mate (its strand
+    cannot be interpreted)."""
+    table: list[bool | None] = []
+    for bits in range(0xC1 + 1):
+        if not bits & 0x1:
+            table.append(mode == "second")
+        elif bits & (0x40 | 0x80):
+            first = bool(bits & 0x40)
+            table.append(first if mode == "second" else not first)
+        else:
+            table.append(None)
+    return tuple(table)
+
+
+def _unsorted_error(path: str, name: str, seqid: str, start: int, prev_start: int) -> ChromaflowError:
+    return ChromaflowError(
+        f"{path}: BAM is not coordinate-sorted (read {name} at {seqid}:{start + 1} "
+        f"after {prev_start + 1}); run samtools sort and samtools index"
+    )
+
+
+def _mate_error(path: str, name: str, seqid: str, start: int, flag: int) -> ChromaflowError:
+    return ChromaflowError(
+        f"{path}: read {name} at {seqid}:{start + 1} is paired (flag {flag}) but marked neither "
+        f"first (0x40) nor second (0x80) mate, so its strand cannot be interpreted"
+    )
+
+
+# One loop on purpose (issue 28): it runs once per read, and moving the strand rule, the --shift trimming and the
+# block walk into helpers (one call each per read) made it 3 % (unstranded), 15 % (stranded) and 31 % (--shift)
+# slower on 300,000 reads (best of 5, pysam fetch included). The strand rule is a table built once per window
+# (:func:`_flip_table`), looked up per read; only the error paths call helpers.
 def count_bam_window(bam, path: str, seqid: str, lo: int, hi: int, record_len: int, opt: CountOptions):
     """Per-strand coverage over [lo, hi) of ``seqid``: (cov+, cov-, spliced+, spliced-) int64 arrays, and the
     number of counted reads that start in the window."""
     # lists: 0 = cov+, 1 = cov-, 2 = spliced+, 3 = spliced- ; starts and ends separately
     S: tuple[list[int], ...] = ([], [], [], [])
     E: tuple[list[int], ...] = ([], [], [], [])
-    mode = opt.strand_mode
+    stranded = opt.strand_mode != "unstranded"
+    flips = _flip_table(opt.strand_mode) if stranded else ()
     min_mapq, skip = opt.min_mapq, SKIP_FLAGS | (0x400 if opt.skip_duplicates else 0)
     shift = opt.shift
     n_counted = 0
@@ -164,29 +197,16 @@ def count_bam_window(bam, path: str, seqid: str, lo: int, hi: int, record_len: i
     for r in bam.fetch(seqid, lo, hi):
         start = r.reference_start
         if start < prev_start:
-            raise ChromaflowError(
-                f"{path}: BAM is not coordinate-sorted (read {r.query_name} at {seqid}:{start + 1} "
-                f"after {prev_start + 1}); run samtools sort and samtools index"
-            )
+            raise _unsorted_error(path, r.query_name, seqid, start, prev_start)
         prev_start = start
         f = r.flag
         if f & skip or (min_mapq and r.mapping_quality < min_mapq):
             continue
         minus = bool(f & 0x10)
-        if mode != "unstranded":
-            if f & 0x1:
-                if f & 0x40:
-                    first = True
-                elif f & 0x80:
-                    first = False
-                else:
-                    raise ChromaflowError(
-                        f"{path}: read {r.query_name} at {seqid}:{start + 1} is paired (flag {f}) but marked neither "
-                        f"first (0x40) nor second (0x80) mate, so its strand cannot be interpreted"
-                    )
-                flip = first if mode == "second" else not first
-            else:
-                flip = mode == "second"
+        if stranded:
+            flip = flips[f & 0xC1]
+            if flip is None:
+                raise _mate_error(path, r.query_name, seqid, start, f)
             minus ^= flip
         if start >= lo:
             n_counted += 1

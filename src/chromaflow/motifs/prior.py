@@ -150,7 +150,8 @@ class MotifPriorOptions:
     force: bool = False
 
     def validate(self) -> None:
-        """The options' own rules: window bounds, the p-value, one accessibility source at most."""
+        """The options' own rules: window bounds, one accessibility source at most, the feature type (the p-value
+        is checked by :func:`run` after the outputs, in the command's order)."""
         check_windows(self.upstream, self.downstream)
         if self.predictions and self.accessibility:
             raise ChromaflowError("--predictions and --accessibility: give one of them, not both")
@@ -159,8 +160,61 @@ class MotifPriorOptions:
 
 
 def run(args: MotifPriorOptions) -> int:
-    """Scan the promoter windows, weight the hits, and write the prior table (and matrix)."""
+    """Scan the promoter windows, weight the hits, and write the prior table (and matrix).
+
+    Parameters
+    ----------
+    args : MotifPriorOptions
+        The command's options; checked first (:meth:`MotifPriorOptions.validate`), then the inputs and outputs
+        (the output rule: none may be an input, an existing one only with ``force``) and the p-value.
+
+    Returns
+    -------
+    int
+        The exit status, 0 (errors a user can fix raise :class:`~chromaflow.errors.ChromaflowError`).
+    """
     args.validate()
+    _check_files(args)
+    if not 0 < args.p_value < 1:
+        raise ChromaflowError(f"--p-value must be in (0, 1) (got {args.p_value})")
+    with StageMetrics("motif-prior", args.metrics) as metrics:
+        genes = read_genes(args.annotation, args.feature)
+        motifs = load_motifs(args.motifs)
+        tf_motifs = read_tf_motifs(args.tf_motifs, motifs)
+        regulators = _regulators(tf_motifs, args.regulators)
+        sizes, counts = _fasta_sizes_and_background(args.fasta)
+        gw = GeneWindows(genes, sizes, args.annotation, args.fasta, args.upstream, args.downstream)
+        if args.predictions:
+            _check_predictions(args, genes, gw, sizes)
+        used = sorted({i for lst in tf_motifs.values() for i in lst})
+        scanner = Scanner([motifs[i] for i in used], background(counts), args.p_value)
+        with Progress(len(gw.genes), "motif-prior", "genes") as prog:
+            hits_local = _scan(args.fasta, gw, scanner, prog)
+        col = {m: k for k, m in enumerate(used)}  # motif index -> scanner column
+        weights, dataset = _weights(args, gw, hits_local, scanner)
+        table, matrix, n_hit_pairs = _tables(
+            gw, regulators, tf_motifs, col, hits_local, weights, want_matrix=bool(args.matrix)
+        )
+        _write_outputs(args, table, matrix)
+        metrics.set(
+            genes=len(gw.genes),
+            regulators=len(regulators),
+            motifs=len(used),
+            regulators_with_motifs=sum(1 for r in regulators if tf_motifs.get(r)),
+            pairs=table.count("\n") - 1,
+            pairs_with_hits=n_hit_pairs,
+            hits=int(sum(len(h) for hs in hits_local for h in hs)),
+            p_value=args.p_value,
+            weighting="predictions" if args.predictions else "table" if args.accessibility else None,
+            dataset=dataset,
+            background=background(counts),
+        )
+    return 0
+
+
+def _check_files(args: MotifPriorOptions) -> None:
+    """The output rule for --out, --matrix and --metrics against the inputs (a ``jaspar:`` --motifs is no file); an
+    existing --out or --matrix only with --force."""
     inputs = [
         ("--fasta", args.fasta),
         ("--annotation", args.annotation),
@@ -177,57 +231,40 @@ def run(args: MotifPriorOptions) -> int:
         for opt, p in outs[:2]:
             if p and Path(p).exists():
                 raise ChromaflowError(f"{p}: output exists (use --force to overwrite)")
-    if not 0 < args.p_value < 1:
-        raise ChromaflowError(f"--p-value must be in (0, 1) (got {args.p_value})")
-    with StageMetrics("motif-prior", args.metrics) as metrics:
-        genes = read_genes(args.annotation, args.feature)
-        motifs = load_motifs(args.motifs)
-        tf_motifs = read_tf_motifs(args.tf_motifs, motifs)
-        named = dict.fromkeys(tf_motifs)
-        if args.regulators:
-            named.update(dict.fromkeys(_read_list(args.regulators)))
-        regulators = sorted(named)
-        sizes, counts = _fasta_sizes_and_background(args.fasta)
-        gw = GeneWindows(genes, sizes, args.annotation, args.fasta, args.upstream, args.downstream)
-        if args.predictions:
-            from ..annotation.accessibility import predictions_sizes
 
-            psizes = predictions_sizes(args.predictions)
-            check_against_sizes(genes, psizes, args.annotation, args.predictions)
-            for seqid in gw.seqids:
-                if psizes[seqid] != sizes[seqid]:
-                    raise ChromaflowError(
-                        f"{args.predictions}: seqid {seqid!r} is {psizes[seqid]} bp, but "
-                        f"{sizes[seqid]} bp in {args.fasta}: predictions of another assembly"
-                    )
-        used = sorted({i for lst in tf_motifs.values() for i in lst})
-        scanner = Scanner([motifs[i] for i in used], background(counts), args.p_value)
-        with Progress(len(gw.genes), "motif-prior", "genes") as prog:
-            hits_local = _scan(args.fasta, gw, scanner, prog)
-        col = {m: k for k, m in enumerate(used)}  # motif index -> scanner column
-        weights, dataset = _weights(args, gw, hits_local, scanner)
-        table, matrix, n_hit_pairs = _tables(
-            gw, regulators, tf_motifs, col, hits_local, weights, want_matrix=bool(args.matrix)
-        )
-        with atomic_outputs([args.out, args.matrix]) as (tmp_out, tmp_matrix):
-            assert tmp_out is not None  # --out is required
-            _write(args.out, tmp_out, table)
-            if args.matrix and tmp_matrix is not None:
-                _write(args.matrix, tmp_matrix, matrix)
-        metrics.set(
-            genes=len(gw.genes),
-            regulators=len(regulators),
-            motifs=len(used),
-            regulators_with_motifs=sum(1 for r in regulators if tf_motifs.get(r)),
-            pairs=table.count("\n") - 1,
-            pairs_with_hits=n_hit_pairs,
-            hits=int(sum(len(h) for hs in hits_local for h in hs)),
-            p_value=args.p_value,
-            weighting="predictions" if args.predictions else "table" if args.accessibility else None,
-            dataset=dataset,
-            background=background(counts),
-        )
-    return 0
+
+def _regulators(tf_motifs: dict, regulators_file: str | None) -> list[str]:
+    """The regulators, sorted: the TFs of --tf-motifs and those listed in --regulators."""
+    named = dict.fromkeys(tf_motifs)
+    if regulators_file:
+        named.update(dict.fromkeys(_read_list(regulators_file)))
+    return sorted(named)
+
+
+def _check_predictions(args: MotifPriorOptions, genes, gw: GeneWindows, sizes: dict[str, int]) -> None:
+    """The --predictions h5 is of the --fasta assembly: every gene on one of its sequences, each window's sequence
+    as long as in the FASTA."""
+    from ..annotation.accessibility import predictions_sizes
+
+    assert args.predictions is not None  # called with --predictions only
+    psizes = predictions_sizes(args.predictions)
+    check_against_sizes(genes, psizes, args.annotation, args.predictions)
+    for seqid in gw.seqids:
+        if psizes[seqid] != sizes[seqid]:
+            raise ChromaflowError(
+                f"{args.predictions}: seqid {seqid!r} is {psizes[seqid]} bp, but "
+                f"{sizes[seqid]} bp in {args.fasta}: predictions of another assembly"
+            )
+
+
+def _write_outputs(args: MotifPriorOptions, table: str, matrix: str | None) -> None:
+    """The table (and --matrix), all or none: each to a temporary, renamed together."""
+    with atomic_outputs([args.out, args.matrix]) as (tmp_out, tmp_matrix):
+        assert tmp_out is not None  # --out is required
+        _write(args.out, tmp_out, table)
+        if args.matrix and tmp_matrix is not None:
+            assert matrix is not None  # made when --matrix is given
+            _write(args.matrix, tmp_matrix, matrix)
 
 
 def _read_list(path: str) -> list[str]:

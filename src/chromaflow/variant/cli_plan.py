@@ -40,11 +40,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="write the plan JSON here (default: print it on stdout)")
 
 
-def plan(rows: int, shard_size: int) -> dict:
-    """The shard list: ``shard`` (as ``variant-effect --shard`` takes it), ``index``/``count`` and the [start, end)
-    rows of each."""
+def check_shard_size(shard_size: int) -> None:
+    """Refuse a ``--shard-size`` below 1.
+
+    Raises
+    ------
+    ChromaflowError
+        One line naming the option (``--shard-size must be >= 1, got 0``).
+    """
     if shard_size < 1:
         raise ChromaflowError(f"--shard-size must be >= 1, got {shard_size}")
+
+
+def plan(rows: int, shard_size: int) -> dict:
+    """The shard list: ``shard`` (as ``variant-effect --shard`` takes it), ``index``/``count`` and the [start, end)
+    rows of each (``shard_size`` checked by :func:`check_shard_size`)."""
+    check_shard_size(shard_size)
     n = max(1, math.ceil(rows / shard_size))
     return {"variants": rows, "shard_size": shard_size, "shard_count": n, "shards": shard_list(n, rows)}
 
@@ -54,8 +65,7 @@ def run(args: argparse.Namespace) -> int:
     status."""
     from .vcf import read_variants
 
-    if args.shard_size < 1:
-        raise ChromaflowError(f"--shard-size must be >= 1, got {args.shard_size}")
+    check_shard_size(args.shard_size)
     check_outputs([("--out", args.out)], [("--vcf", args.vcf)])
     variants = read_variants(args.vcf, args.region)
     emit_json(

@@ -144,14 +144,9 @@ def _validate(args, variants, by_chrom) -> dict[str, int]:
 
 def _run(args, all_variants, variants, shard, bounds, cands) -> int:
     """Score ``variants`` (all of ``all_variants``, or a shard's share ``bounds`` of them)."""
-    import numpy as np
     import torch
 
-    from ..genome.fasta import FastaReader
-    from ..model.checkpoint import build_model, load_checkpoint
-    from ..predict.executors import CPU_MICRO, EngineStats, bf16_supported, configure_cuda_exact, resolve_device
-    from ..predict.probe import resolve_batch_size
-    from . import effects
+    from ..predict.executors import EngineStats, resolve_device
 
     scored = [v for v in variants if v.skip is None]
     by_chrom: dict[str, list] = defaultdict(list)
@@ -164,74 +159,22 @@ def _run(args, all_variants, variants, shard, bounds, cands) -> int:
     with StageMetrics(
         "variant-effect", args.metrics, threads=threads, precision=args.precision, device=str(device), flank=args.flank
     ) as metrics:
-        ckpt = load_checkpoint(args.model)
+        ckpt, lengths = _load_and_check(args, variants, by_chrom)
         cfg = ckpt.config
         L = cfg.seq_len
-        cfg.check_length(L, f"{args.model} (seq_len, the window length)")
-        if 2 * args.flank + 1 > L:
-            raise ChromaflowError(
-                f"--flank {args.flank}: flank + variant + flank does not fit the model's input "
-                f"length {L} ({args.model} seq_len)"
-            )
-        lengths = _validate(args, variants, by_chrom)
-        precision = args.precision
-        if precision == "bf16" and not bf16_supported(device):
-            precision = "fp32"
-            stats.notes.append("bf16 unsupported: fell back to fp32")
-        model = build_model(ckpt)
-        if device.type == "cuda":
-            configure_cuda_exact()  # fp32 without TF32, as predict
-        tune_malloc()  # as predict: activations reuse heap memory instead of page-faulting fresh mmaps
-        gc.freeze()  # torch and the model are long-lived: keep the cyclic GC off them
-        D = len(cfg.datasets)
-        batch = resolve_batch_size(
-            args.batch_size,
-            model=model,
-            device=device,
-            L=L,
-            D=D,
-            precision=precision,
-            rows=max(1, 4 * len(scored)),
-            stats=stats,
-        )
-        micro = CPU_MICRO if device.type == "cpu" else batch
-        # CPU: one stream per thread, each micro-batch of CPU_MICRO rows in its own stream (predict's CPU layout)
-        predictor = effects.WindowPredictor(model, device, precision, micro, streams=threads)
+        precision, batch, predictor = _predictor(args, ckpt, device, len(scored), threads, stats)
         rows: dict[int, dict] = {}
         top: list = []
-        bar = Progress(len(scored), "variant-effect", unit=" var")
-        t0 = time.perf_counter()
-        for rec in FastaReader(args.fasta):
-            vs = by_chrom.get(rec.seqid)
-            if not vs:
-                continue
-            seq = np.frombuffer(rec.seq, dtype=np.uint8)
-            _score_record(args, seq, vs, L, max(1, batch // 2), predictor, effects, rows, top, bar)
-        loop_s = time.perf_counter() - t0
-        predictor.close()
-        bar.close()
+        loop_s = _score_all(args, by_chrom, L, batch, predictor, rows, top, len(scored))
         text = _table(variants, rows, cfg.datasets)
         if shard:
-            text = (
-                SHARD_LINE.format(
-                    i=shard[0], n=shard[1], lo=bounds[0] + 1, hi=bounds[1], total=len(all_variants), tracks=args.tracks
-                )
-                + "\n"
-                + text
-            )
+            text = _shard_line(shard, bounds, len(all_variants), args.tracks) + text
         write_table(args.out, text, args.force)
         track_files = _write_tracks(args, top, cfg.datasets, lengths, all_variants, shard) if args.tracks else []
         if cands:
             _write_candidates(cands, shard, args.tracks, top, track_files, cfg.datasets, all_variants)
-        skipped: dict[str, int] = defaultdict(int)
-        for v in variants:
-            if v.skip is not None:
-                skipped[v.skip] += 1
         metrics.set(
-            variants=len(variants),
-            scored=len(rows),
-            skipped=sum(skipped.values()),
-            skipped_by_reason=dict(sorted(skipped.items())),
+            **_skip_counts(variants, rows),
             model_rows=predictor.rows,
             seq_len=L,
             batch_size=batch,
@@ -245,6 +188,95 @@ def _run(args, all_variants, variants, shard, bounds, cands) -> int:
             **({"shard": f"{shard[0]}/{shard[1]}", "rows": [bounds[0], bounds[1]]} if shard else {}),
         )
     return 0
+
+
+def _load_and_check(args, variants, by_chrom):
+    """The checkpoint, after the checks that need it (its window length, the flank fitting it) and the FASTA pass
+    (:func:`_validate`); returns (checkpoint, FASTA record lengths)."""
+    from ..model.checkpoint import load_checkpoint
+
+    ckpt = load_checkpoint(args.model)
+    L = ckpt.config.seq_len
+    ckpt.config.check_length(L, f"{args.model} (seq_len, the window length)")
+    if 2 * args.flank + 1 > L:
+        raise ChromaflowError(
+            f"--flank {args.flank}: flank + variant + flank does not fit the model's input "
+            f"length {L} ({args.model} seq_len)"
+        )
+    return ckpt, _validate(args, variants, by_chrom)
+
+
+def _predictor(args, ckpt, device, n_scored: int, threads: int, stats):
+    """The model on ``device`` set up as predict sets it up, and the batch size (``--batch-size``, or probed):
+    returns (precision used, model rows per batch, :class:`~chromaflow.variant.effects.WindowPredictor`)."""
+    from ..model.checkpoint import build_model
+    from ..predict.executors import CPU_MICRO, bf16_supported, configure_cuda_exact
+    from ..predict.probe import resolve_batch_size
+    from . import effects
+
+    precision = args.precision
+    if precision == "bf16" and not bf16_supported(device):
+        precision = "fp32"
+        stats.notes.append("bf16 unsupported: fell back to fp32")
+    model = build_model(ckpt)
+    if device.type == "cuda":
+        configure_cuda_exact()  # fp32 without TF32, as predict
+    tune_malloc()  # as predict: activations reuse heap memory instead of page-faulting fresh mmaps
+    gc.freeze()  # torch and the model are long-lived: keep the cyclic GC off them
+    batch = resolve_batch_size(
+        args.batch_size,
+        model=model,
+        device=device,
+        L=ckpt.config.seq_len,
+        D=len(ckpt.config.datasets),
+        precision=precision,
+        rows=max(1, 4 * n_scored),
+        stats=stats,
+    )
+    micro = CPU_MICRO if device.type == "cpu" else batch
+    # CPU: one stream per thread, each micro-batch of CPU_MICRO rows in its own stream (predict's CPU layout)
+    return precision, batch, effects.WindowPredictor(model, device, precision, micro, streams=threads)
+
+
+def _score_all(args, by_chrom, L: int, batch: int, predictor, rows: dict, top: list, n_scored: int) -> float:
+    """Score the variants of ``by_chrom`` record by record of the FASTA into ``rows`` (and the strongest into
+    ``top``), then close the predictor; returns the seconds the loop took."""
+    import numpy as np
+
+    from ..genome.fasta import FastaReader
+    from . import effects
+
+    bar = Progress(n_scored, "variant-effect", unit=" var")
+    t0 = time.perf_counter()
+    for rec in FastaReader(args.fasta):
+        vs = by_chrom.get(rec.seqid)
+        if not vs:
+            continue
+        seq = np.frombuffer(rec.seq, dtype=np.uint8)
+        _score_record(args, seq, vs, L, max(1, batch // 2), predictor, effects, rows, top, bar)
+    loop_s = time.perf_counter() - t0
+    predictor.close()
+    bar.close()
+    return loop_s
+
+
+def _shard_line(shard: tuple[int, int], bounds: tuple[int, int], total: int, tracks: int) -> str:
+    """A shard table's first line (:data:`SHARD_LINE`), newline included."""
+    return SHARD_LINE.format(i=shard[0], n=shard[1], lo=bounds[0] + 1, hi=bounds[1], total=total, tracks=tracks) + "\n"
+
+
+def _skip_counts(variants, rows: dict) -> dict:
+    """The metrics' counts: variants, scored, skipped and skipped by reason (sorted)."""
+    skipped: dict[str, int] = defaultdict(int)
+    for v in variants:
+        if v.skip is not None:
+            skipped[v.skip] += 1
+    return {
+        "variants": len(variants),
+        "scored": len(rows),
+        "skipped": sum(skipped.values()),
+        "skipped_by_reason": dict(sorted(skipped.items())),
+    }
 
 
 def _score_record(args, seq, vs, L, per_call, predictor, effects, rows, top, bar) -> None:
