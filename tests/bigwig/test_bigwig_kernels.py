@@ -34,7 +34,7 @@ def inputs(reference_dir, repo_root, tmp_path_factory):
     subprocess.run(
         [
             sys.executable,
-            str(repo_root / "benchmarks" / "bigwig" / "synth_predictions.py"),
+            str(repo_root / "benchmarks" / "harness" / "synth_predictions.py"),
             "--mbp",
             "0.3",
             "--mode",

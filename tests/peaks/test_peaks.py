@@ -263,7 +263,7 @@ EDGES = [
 
 def test_edge_cases_equal_bdgpeakcall(tmp_path):
     from chromaflow.peaks.call import call_peaks, merge_runs
-    from chromaflow.peaks.cli import write_narrowpeak
+    from chromaflow.peaks.core import write_narrowpeak
 
     bg = tmp_path / "edges.bg"
     bg.write_text("".join(f"{c}\t{s}\t{e}\t{v}\n" for c, s, e, v in EDGES))

@@ -2,7 +2,7 @@
 
 Modules: :mod:`.h5input` (validation, chromosome map, chunk reading), :mod:`.tracks` (strand average,
 smoothing, runs, merge), :mod:`.bigwigfile` and :mod:`.bedgraph` (writers), :mod:`.convert` (the loop),
-:mod:`.cli` (arguments and outputs).
+:mod:`.core` (the options, their checks and the outputs) and :mod:`.cli` (the command's arguments).
 """
 
 from .bedgraph import format_bedgraph_numpy, format_lines

@@ -184,96 +184,109 @@ def write_rtree(fh, n: int, chunks, file_offset: int, end_of_data: int, items_pe
     block (idx, keys, boxes, items, node bytes, the joined tree) at each of BIGWIG's six closes."""
     B = RTREE_BLOCK
     levels = _level_sizes(n, B)
-    leaf_node = 4 + B * 32
-    inner_node = 4 + B * 24
-    node_bytes = [inner_node] * (len(levels) - 1) + [leaf_node]
+    node_bytes = [4 + B * 24] * (len(levels) - 1) + [4 + B * 32]  # inner nodes, then the leaves
     level_start = []
     pos = file_offset + 48
     for cnt, nb in zip(levels, node_bytes):
         level_start.append(pos)
         pos += cnt * nb
-    # pass 1: each leaf node's box (its first chrom/start; its largest (chrom, end): not always its last child's
-    # when items overlap, as bigBed features do; for the sorted, disjoint blocks of a bigWig it is the last one's)
-    c0s, ss, keys = [], [], []
-    for c0, s, c1, e, _, _ in _whole_nodes(chunks(), B):
-        key = (np.asarray(c1, np.uint64) << np.uint64(32)) | np.asarray(e, np.uint64)
-        first = np.arange(0, len(s), B)
-        c0s.append(np.asarray(c0, np.uint32)[first])
-        ss.append(np.asarray(s, np.uint32)[first])
-        keys.append(np.maximum.reduceat(key, first))
-    if n:
-        c0, s, end_key = (np.concatenate(x) for x in (c0s, ss, keys))
-        top = int(end_key.max())
-        fh.write(
-            struct.pack(
-                "<IIQIIIIQII",
-                RTREE_MAGIC,
-                B,
-                n,
-                int(c0[0]),
-                int(s[0]),
-                top >> 32,
-                top & 0xFFFFFFFF,
-                end_of_data,
-                items_per_slot,
-                0,
-            )
-        )
-    else:
-        fh.write(struct.pack("<IIQIIIIQII", RTREE_MAGIC, B, 0, 0, 0, 0, 0, end_of_data, items_per_slot, 0))
-    # the items of the inner levels, leaves' parents first: (c0, s, c1, e) of each node below
-    boxes = []
-    if len(levels) > 1:
-        boxes.append((c0, s, end_key))
-        while len(boxes) < len(levels) - 1:
-            c0, s, end_key = boxes[-1]
-            first = np.arange(0, len(s), B)
-            boxes.append((c0[first], s[first], np.maximum.reduceat(end_key, first)))
-    boxes = boxes[::-1]  # root level first
-
-    def nodes(c0, s, c1, e, off, size, leaf: bool) -> None:
-        """Write the nodes of one R-tree level: blocks of ``B`` items (leaf items with their data size), each with its
-        header (leaf flag, item count) and padded to ``B`` items."""
-        m = len(s)
-        if leaf:
-            items = np.zeros(
-                m, dtype=[("c0", "<u4"), ("s", "<u4"), ("c1", "<u4"), ("e", "<u4"), ("off", "<u8"), ("size", "<u8")]
-            )
-            items["size"] = size
-        else:
-            items = np.zeros(m, dtype=[("c0", "<u4"), ("s", "<u4"), ("c1", "<u4"), ("e", "<u4"), ("off", "<u8")])
-        items["off"] = off
-        items["c0"], items["s"], items["c1"], items["e"] = c0, s, c1, e
-        raw = items.tobytes()
-        isz = items.dtype.itemsize
-        for j in range(-(-m // B)):
-            k = min(B, m - j * B)
-            fh.write(
-                struct.pack("<BBH", 1 if leaf else 0, 0, k)
-                + raw[j * B * isz : (j * B + k) * isz]
-                + b"\0" * ((B - k) * isz)
-            )
-
-    for d, (c0, s, end_key) in enumerate(boxes):
+    # pass 1: each leaf node's box, then the header and the inner levels, root first
+    leaf_boxes = _leaf_boxes(chunks(), B, n)
+    fh.write(_rtree_header(n, leaf_boxes, end_of_data, items_per_slot))
+    for d, (c0, s, end_key) in enumerate(_inner_boxes(leaf_boxes, len(levels), B)):
         off = level_start[d + 1] + np.arange(len(s), dtype=np.uint64) * node_bytes[d + 1]
-        nodes(
-            c0,
-            s,
-            (end_key >> np.uint64(32)).astype(np.uint32),
-            (end_key & np.uint64(0xFFFFFFFF)).astype(np.uint32),
+        _write_nodes(
+            fh,
+            B,
+            (c0, s, (end_key >> np.uint64(32)).astype(np.uint32), (end_key & np.uint64(0xFFFFFFFF)).astype(np.uint32)),
             off,
             None,
-            False,
         )
     # pass 2: the leaves, a chunk at a time
     wrote = 0
     for c0, s, c1, e, off, size in _whole_nodes(chunks(), B):
-        nodes(c0, s, c1, e, off, size, True)
+        _write_nodes(fh, B, (c0, s, c1, e), off, size)
         wrote += len(s)
     if not n:  # the empty tree: one leaf node without items
         fh.write(struct.pack("<BBH", 1, 0, 0) + b"\0" * (B * 32))
     elif wrote != n:
         raise ValueError(f"R-tree of {n} items given {wrote}")
+
+
+def _leaf_boxes(chunks, B: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The box of each leaf node of the ``n`` items of ``chunks`` (None when ``n`` is 0): its first chrom (uint32,
+    shape (nodes,)) and start (uint32) and its largest (chrom << 32 | end) (uint64): not always its last child's
+    when items overlap, as bigBed features do; for the sorted, disjoint blocks of a bigWig it is the last one's."""
+    c0s, ss, keys = [], [], []
+    for c0, s, c1, e, _, _ in _whole_nodes(chunks, B):
+        key = (np.asarray(c1, np.uint64) << np.uint64(32)) | np.asarray(e, np.uint64)
+        first = np.arange(0, len(s), B)
+        c0s.append(np.asarray(c0, np.uint32)[first])
+        ss.append(np.asarray(s, np.uint32)[first])
+        keys.append(np.maximum.reduceat(key, first))
+    if not n:
+        return None
+    c0, s, end_key = (np.concatenate(x) for x in (c0s, ss, keys))
+    return c0, s, end_key
+
+
+def _rtree_header(n: int, leaf_boxes, end_of_data: int, items_per_slot: int) -> bytes:
+    """The R-tree's 48-byte header: its ``n`` items' bounding box from ``leaf_boxes`` (:func:`_leaf_boxes`; None
+    for the empty tree, whose box is all 0)."""
+    if leaf_boxes is None:
+        return struct.pack("<IIQIIIIQII", RTREE_MAGIC, RTREE_BLOCK, 0, 0, 0, 0, 0, end_of_data, items_per_slot, 0)
+    c0, s, end_key = leaf_boxes
+    top = int(end_key.max())
+    return struct.pack(
+        "<IIQIIIIQII",
+        RTREE_MAGIC,
+        RTREE_BLOCK,
+        n,
+        int(c0[0]),
+        int(s[0]),
+        top >> 32,
+        top & 0xFFFFFFFF,
+        end_of_data,
+        items_per_slot,
+        0,
+    )
+
+
+def _inner_boxes(leaf_boxes, n_levels: int, B: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The items of the inner levels, root level first: (c0, s, end key) of each node of the level below, from the
+    leaves' ``leaf_boxes`` (:func:`_leaf_boxes`) up, a parent's box the union of its ``B`` children's."""
+    boxes = []
+    if n_levels > 1:
+        boxes.append(leaf_boxes)
+        while len(boxes) < n_levels - 1:
+            c0, s, end_key = boxes[-1]
+            first = np.arange(0, len(s), B)
+            boxes.append((c0[first], s[first], np.maximum.reduceat(end_key, first)))
+    return boxes[::-1]
+
+
+def _write_nodes(fh, B: int, box: tuple, off: np.ndarray, size: np.ndarray | None) -> None:
+    """Write the nodes of one R-tree level: blocks of ``B`` items, each (c0, s, c1, e) of ``box`` with its child or
+    data offset ``off`` (uint64) and, for leaves (``size`` given), the data size; each node with its header (leaf
+    flag, item count) and padded to ``B`` items."""
+    m = len(box[1])
+    leaf = size is not None
+    if leaf:
+        items = np.zeros(
+            m, dtype=[("c0", "<u4"), ("s", "<u4"), ("c1", "<u4"), ("e", "<u4"), ("off", "<u8"), ("size", "<u8")]
+        )
+        items["size"] = size
+    else:
+        items = np.zeros(m, dtype=[("c0", "<u4"), ("s", "<u4"), ("c1", "<u4"), ("e", "<u4"), ("off", "<u8")])
+    items["off"] = off
+    items["c0"], items["s"], items["c1"], items["e"] = box
+    raw = items.tobytes()
+    isz = items.dtype.itemsize
+    for j in range(-(-m // B)):
+        k = min(B, m - j * B)
+        fh.write(
+            struct.pack("<BBH", 1 if leaf else 0, 0, k) + raw[j * B * isz : (j * B + k) * isz] + b"\0" * ((B - k) * isz)
+        )
 
 
 # --------------------------------------------------------------------------------------------------

@@ -146,42 +146,46 @@ def _track_hub(
             "",
         ]
     )
-    stanzas = []
-    for ds, strand, path in tracks:
-        r, g, b = colour[ds]
-        stanzas.append(
-            "\n".join(
-                [
-                    f"track {track_ident(basename)}_{track_ident(ds)}_{STRAND_ID[strand]}",
-                    f"bigDataUrl {quote(path, safe=URL_SAFE)}",
-                    f"shortLabel {ds[:9]} {STRAND_ID[strand]}",
-                    f"longLabel {basename} {ds} predicted coverage, {STRAND_WORD[strand]}",
-                    "type bigWig",
-                    "autoScale on",
-                    "visibility full",
-                    "maxHeightPixels 100:48:8",
-                    f"color {r},{g},{b}",
-                    "",
-                ]
-            )
-        )
-    for path in hub_tracks:  # bigBed 6 feature tracks, e.g. gene-accessibility's promoter windows
-        name = Path(path).name
-        stem = name[:-3] if name.endswith(".bb") else name
-        stanzas.append(
-            "\n".join(
-                [
-                    f"track {track_ident(basename)}_{track_ident(stem)}",
-                    f"bigDataUrl {quote(path, safe=URL_SAFE)}",
-                    f"shortLabel {stem[:17]}",
-                    f"longLabel {basename} {stem} ({name})",
-                    "type bigBed 6",
-                    "visibility pack",
-                    "",
-                ]
-            )
-        )
+    stanzas = [_bigwig_stanza(basename, ds, strand, path, colour[ds]) for ds, strand, path in tracks]
+    # bigBed 6 feature tracks, e.g. gene-accessibility's promoter windows
+    stanzas += [_bigbed_stanza(basename, path) for path in hub_tracks]
     return {"hub.txt": hub, "genomes.txt": genomes, "trackDb.txt": "\n".join(stanzas)}
+
+
+def _bigwig_stanza(basename: str, ds: str, strand: str, path: str, colour: tuple[int, int, int]) -> str:
+    """The trackDb.txt stanza of one bigWig track (``path`` relative to the hub) of dataset ``ds``."""
+    r, g, b = colour
+    return "\n".join(
+        [
+            f"track {track_ident(basename)}_{track_ident(ds)}_{STRAND_ID[strand]}",
+            f"bigDataUrl {quote(path, safe=URL_SAFE)}",
+            f"shortLabel {ds[:9]} {STRAND_ID[strand]}",
+            f"longLabel {basename} {ds} predicted coverage, {STRAND_WORD[strand]}",
+            "type bigWig",
+            "autoScale on",
+            "visibility full",
+            "maxHeightPixels 100:48:8",
+            f"color {r},{g},{b}",
+            "",
+        ]
+    )
+
+
+def _bigbed_stanza(basename: str, path: str) -> str:
+    """The trackDb.txt stanza of one bigBed 6 feature track (``path`` relative to the hub)."""
+    name = Path(path).name
+    stem = name[:-3] if name.endswith(".bb") else name
+    return "\n".join(
+        [
+            f"track {track_ident(basename)}_{track_ident(stem)}",
+            f"bigDataUrl {quote(path, safe=URL_SAFE)}",
+            f"shortLabel {stem[:17]}",
+            f"longLabel {basename} {stem} ({name})",
+            "type bigBed 6",
+            "visibility pack",
+            "",
+        ]
+    )
 
 
 def track_ident(s: str) -> str:

@@ -1,9 +1,11 @@
 #!/usr/bin/env python
 """Seeded synthetic predictions h5 in Predmoter's exact layout (FORMATS.md §4), for bigWig benchmarks.
 
-Usage (stable interface; the cross-stage harness ``benchmarks/run`` calls it like this)::
+Usage (stable interface; the cross-stage harness ``benchmarks/run`` calls it like this, with
+``benchmarks.harness.env.child_env``; it imports nothing of the repository, so ``python
+benchmarks/harness/synth_predictions.py ...`` runs it the same way)::
 
-    python benchmarks/bigwig/synth_predictions.py --mbp 200 --mode realistic --seed 1 --out F.h5
+    python -m benchmarks.harness.synth_predictions --mbp 200 --mode realistic --seed 1 --out F.h5
         [--chromosomes 5] [--template PRED.h5] [--pool 128] [--seq-len 21384] [--force]
 
 It prints one JSON object on stdout: the file's layout (bp, chromosomes, rows, datasets) and, per dataset
