@@ -147,7 +147,7 @@ def test_cuda_transfer_dtype_widens_without_loss(tmp_path):
     want[X.max(axis=2) == 0] = -1
     assert np.array_equal(got, want)
     # the batches already in flight in int8 (CUDA_DEPTH of them) did not fit: copied again as int64; the next
-    # one comes back as int32 (as tests/predict/test_predict.py checks with a stand-in runtime on the CPU)
+    # one comes back as int32 (as tests/predict/test_predict_cuda_logic.py checks with a stand-in runtime on the CPU)
     assert stats.transfer_dtypes == {"int64": CUDA_DEPTH, "int32": 3 - CUDA_DEPTH}
 
 

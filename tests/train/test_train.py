@@ -465,7 +465,7 @@ def test_ram_mode_equals_stream_mode(data, tmp_path):
 
 
 def test_bf16_mixed_opt_in(data, tmp_path):
-    from chromaflow.train.cli_train import cpu_has_native_bf16
+    from chromaflow.train.core import cpu_has_native_bf16
 
     res = _ok(
         _cli(
@@ -491,7 +491,7 @@ def test_bf16_mixed_opt_in(data, tmp_path):
 
 
 def test_native_bf16_from_cpu_flags(tmp_path):
-    from chromaflow.train.cli_train import cpu_has_native_bf16
+    from chromaflow.train.core import cpu_has_native_bf16
 
     f = tmp_path / "cpuinfo"
     f.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512bw\n")
@@ -705,7 +705,7 @@ def test_architecture_options_with_resume_must_agree_with_the_checkpoint():
     from chromaflow.errors import ChromaflowError
     from chromaflow.model.checkpoint import load_checkpoint
     from chromaflow.model.hparams import ARCHITECTURE as ARCH_OPTIONS
-    from chromaflow.train.cli_train import _check_architecture
+    from chromaflow.train.core import _check_architecture
 
     cfg = load_checkpoint(MINI).config
     same = argparse.Namespace(init=None, resume=str(MINI), **{k: None for k in ARCH_OPTIONS})

@@ -45,72 +45,45 @@ class ModelConfig:
 
     @classmethod
     def from_hparams(cls, hp: dict[str, Any], where: str = "checkpoint") -> "ModelConfig":
-        """Build from a checkpoint's ``hyper_parameters``, checking every key's type (one line naming the key)."""
+        """Build from a checkpoint's ``hyper_parameters``, checking every key's type (one line naming the key).
+
+        Parameters
+        ----------
+        hp : dict
+            The checkpoint's ``hyper_parameters`` (Predmoter's 16 keys, :data:`~.hparams.HPARAM_KEYS`;
+            ``learning_rate``, ``seq_len`` and ``output_size`` may be absent).
+        where : str
+            What the error messages name (the checkpoint's path).
+
+        Returns
+        -------
+        ModelConfig
+            The configuration, validated (:meth:`validate`).
+        """
         missing = [k for k in HPARAM_KEYS if k not in hp and k not in ("learning_rate", "seq_len", "output_size")]
         if missing:
             raise ChromaflowError(f"{where}: hyper_parameters lack {', '.join(missing)}")
-
-        def bad(key: str, want: str) -> ChromaflowError:
-            """The ChromaflowError for hyper-parameter ``key`` whose value is not ``want``."""
-            v = hp[key]
-            return ChromaflowError(f"{where}: hyper_parameters[{key!r}] is {v!r} ({type(v).__name__}), expected {want}")
-
-        def integer(key: str, default: int | None = None) -> int:
-            """Hyper-parameter ``key`` as an int (``default`` when absent and given); ChromaflowError for a bool or a
-            non-integer."""
-            if key not in hp and default is not None:
-                return default
-            v = hp[key]
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-                raise bad(key, "an integer")
-            return int(v)
-
-        def real(key: str, default: float | None = None) -> float:
-            """Hyper-parameter ``key`` as a float (``default`` when absent and given); ChromaflowError for a bool, a
-            non-number or a non-finite value."""
-            if key not in hp and default is not None:
-                return default
-            v = hp[key]
-            if (
-                isinstance(v, (bool, np.bool_))
-                or not isinstance(v, (int, float, np.integer, np.floating))
-                or not math.isfinite(float(v))
-            ):
-                raise bad(key, "a finite number")
-            return float(v)
-
-        model_type = hp["model_type"]
-        if not isinstance(model_type, str):
-            raise bad("model_type", f"one of {', '.join(MODEL_TYPES)}")
-        bnorm = hp["bnorm"]
-        if not isinstance(bnorm, (bool, np.bool_)):
-            raise bad("bnorm", "True or False")
-        datasets = hp["datasets"]
-        if (
-            isinstance(datasets, (str, bytes))
-            or not isinstance(datasets, (list, tuple))
-            or not all(isinstance(d, str) and d for d in datasets)
-        ):
-            raise bad("datasets", "a list of track names")
+        read = _HparamReader(hp, where)
+        model_type, bnorm, datasets = read.model_type(), read.bnorm(), read.datasets()
         cfg = cls(
             model_type=model_type,
-            cnn_layers=integer("cnn_layers"),
-            filter_size=integer("filter_size"),
-            kernel_size=integer("kernel_size"),
-            step=integer("step"),
-            up=integer("up"),
-            dilation=integer("dilation"),
-            lstm_layers=integer("lstm_layers"),
-            hidden_size=integer("hidden_size"),
-            bnorm=bool(bnorm),
-            dropout=real("dropout"),
-            datasets=tuple(datasets),
-            input_size=integer("input_size"),
-            seq_len=integer("seq_len", 21384),
-            learning_rate=real("learning_rate", 0.001),
+            cnn_layers=read.integer("cnn_layers"),
+            filter_size=read.integer("filter_size"),
+            kernel_size=read.integer("kernel_size"),
+            step=read.integer("step"),
+            up=read.integer("up"),
+            dilation=read.integer("dilation"),
+            lstm_layers=read.integer("lstm_layers"),
+            hidden_size=read.integer("hidden_size"),
+            bnorm=bnorm,
+            dropout=read.real("dropout"),
+            datasets=datasets,
+            input_size=read.integer("input_size"),
+            seq_len=read.integer("seq_len", 21384),
+            learning_rate=read.real("learning_rate", 0.001),
         )
         cfg.validate(where)
-        if "output_size" in hp and integer("output_size") != len(cfg.datasets):
+        if "output_size" in hp and read.integer("output_size") != len(cfg.datasets):
             raise ChromaflowError(
                 f"{where}: hyper_parameters output_size {hp['output_size']} != number of datasets {len(cfg.datasets)}"
             )
@@ -221,6 +194,70 @@ class ModelConfig:
             "output_size": len(self.datasets),
             "datasets": list(self.datasets),
         }
+
+
+class _HparamReader:
+    """Typed reads of a checkpoint's ``hyper_parameters`` ``hp``: each value checked, a wrong one a one-line
+    ChromaflowError naming ``where`` and the key."""
+
+    def __init__(self, hp: dict[str, Any], where: str):
+        self.hp, self.where = hp, where
+
+    def bad(self, key: str, want: str) -> ChromaflowError:
+        """The ChromaflowError for hyper-parameter ``key`` whose value is not ``want``."""
+        v = self.hp[key]
+        return ChromaflowError(
+            f"{self.where}: hyper_parameters[{key!r}] is {v!r} ({type(v).__name__}), expected {want}"
+        )
+
+    def integer(self, key: str, default: int | None = None) -> int:
+        """Hyper-parameter ``key`` as an int (``default`` when absent and given); ChromaflowError for a bool or a
+        non-integer."""
+        if key not in self.hp and default is not None:
+            return default
+        v = self.hp[key]
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise self.bad(key, "an integer")
+        return int(v)
+
+    def real(self, key: str, default: float | None = None) -> float:
+        """Hyper-parameter ``key`` as a float (``default`` when absent and given); ChromaflowError for a bool, a
+        non-number or a non-finite value."""
+        if key not in self.hp and default is not None:
+            return default
+        v = self.hp[key]
+        if (
+            isinstance(v, (bool, np.bool_))
+            or not isinstance(v, (int, float, np.integer, np.floating))
+            or not math.isfinite(float(v))
+        ):
+            raise self.bad(key, "a finite number")
+        return float(v)
+
+    def model_type(self) -> str:
+        """``model_type``: a string (whether a known one: :meth:`ModelConfig.validate`)."""
+        model_type = self.hp["model_type"]
+        if not isinstance(model_type, str):
+            raise self.bad("model_type", f"one of {', '.join(MODEL_TYPES)}")
+        return model_type
+
+    def bnorm(self) -> bool:
+        """``bnorm``: True or False (numpy's bool too)."""
+        bnorm = self.hp["bnorm"]
+        if not isinstance(bnorm, (bool, np.bool_)):
+            raise self.bad("bnorm", "True or False")
+        return bool(bnorm)
+
+    def datasets(self) -> tuple[str, ...]:
+        """``datasets``: a list (or tuple) of non-empty track names."""
+        datasets = self.hp["datasets"]
+        if (
+            isinstance(datasets, (str, bytes))
+            or not isinstance(datasets, (list, tuple))
+            or not all(isinstance(d, str) and d for d in datasets)
+        ):
+            raise self.bad("datasets", "a list of track names")
+        return tuple(datasets)
 
 
 class PredmoterNet(nn.Module):

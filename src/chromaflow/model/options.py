@@ -1,5 +1,7 @@
 """The options of every command that runs a model, declared once: ``--device``, ``--precision``, and for the
-inference commands (``predict``, ``variant-effect``) ``--model`` and ``--batch-size``.
+inference commands (``predict``, ``variant-effect``) ``--model`` and ``--batch-size``; and the checks argparse makes
+of them on the command line, for a core's options given from Python (:func:`check_device`, :func:`check_precision`,
+:func:`check_batch_size`).
 
 One ``--device`` default (``auto``: CUDA where one is visible, else the CPU; the pipeline's ``--predict_device`` and
 ``--train_device`` default to it too) and one ``--precision`` vocabulary (``fp32`` exact, ``bf16``, ``fp16``).
@@ -11,6 +13,8 @@ what ``bf16``/``fp16`` select there (:data:`LIGHTNING_PRECISION`); for inference
 from __future__ import annotations
 
 import argparse
+
+from ..errors import ChromaflowError
 
 #: where a model runs: auto = CUDA if available, else the CPU
 DEVICES = ("auto", "cpu", "cuda")
@@ -31,6 +35,61 @@ def batch_size_arg(text: str) -> str | int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1 or 'auto', got {text!r}")
     return value
+
+
+def check_device(device: str) -> None:
+    """Check ``device`` (a core's ``device`` option given from Python) as argparse's choices check ``--device``.
+
+    Raises
+    ------
+    ChromaflowError
+        One line naming ``--device`` unless ``device`` is one of :data:`DEVICES`.
+    """
+    if device not in DEVICES:
+        raise ChromaflowError(f"--device {device!r}: expected one of {', '.join(DEVICES)}")
+
+
+def check_precision(precision: str, *, training: bool = False) -> str:
+    """Check ``precision`` (a core's ``precision`` option given from Python) as argparse checks ``--precision``.
+
+    Parameters
+    ----------
+    precision : str
+        One of :data:`PRECISIONS`; with ``training`` also Lightning's names (:data:`LIGHTNING_PRECISION`).
+    training : bool
+        Check and store it as ``train`` does (:func:`add_precision_option` with ``training``).
+
+    Returns
+    -------
+    str
+        ``precision``; with ``training`` Lightning's name of it (``fp32`` -> ``32``).
+
+    Raises
+    ------
+    ChromaflowError
+        One line naming ``--precision`` for any other value.
+    """
+    if training:
+        precision = LIGHTNING_PRECISION.get(precision, precision)
+        if precision in LIGHTNING_PRECISION.values():
+            return precision
+    elif precision in PRECISIONS:
+        return precision
+    raise ChromaflowError(f"--precision {precision!r}: expected one of {', '.join(PRECISIONS)}")
+
+
+def check_batch_size(batch_size: int | str) -> None:
+    """Check ``batch_size`` (a core's option given from Python) as :func:`batch_size_arg` checks ``--batch-size``.
+
+    Raises
+    ------
+    ChromaflowError
+        One line naming ``--batch-size`` unless ``batch_size`` is an integer >= 1 or ``auto``.
+    """
+    if batch_size == "auto":
+        return
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ChromaflowError(f"--batch-size: expected an integer >= 1 or 'auto', got {batch_size!r}")
 
 
 def add_device_option(p) -> None:

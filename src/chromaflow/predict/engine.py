@@ -91,6 +91,20 @@ def predict_feed(
     pf = Prefetcher(feed, depth=max(1, num_workers))
     # n_rows None: an unsharded FASTA route learns its rows as it reads them (a count, no bar)
     bar = Progress(n_rows, "predict", unit=" subseq", enabled=progress)
+    _loop(feed, pf, ex, writer, bar, stats, on_batch, _emitter(writer, bar, stats, release))
+    _raise_writer_error(writer)
+    stats.final_batch = ex.micro
+    stats.precision_check = check.result()
+    if use_cuda:
+        stats.gpu_timing = ex.timing()
+        stats.peak_gpu_bytes = int(cuda.max_memory_allocated(device))
+    return stats
+
+
+def _emitter(
+    writer: PredictionWriter, bar: Progress, stats: EngineStats, release: Callable[[Batch], None] | None
+) -> Callable[[Batch, np.ndarray], None]:
+    """The loop's ``emit(batch, arr)``: hands one predicted batch to the writer."""
 
     def emit(batch: Batch, arr: np.ndarray) -> None:
         """Hand one predicted batch to the writer: release its input buffer, count its rows and the time waited for the
@@ -101,6 +115,21 @@ def predict_feed(
         stats.write_wait_s += writer.put((batch.row0, arr))
         bar.update(batch.n)
 
+    return emit
+
+
+def _loop(
+    feed,
+    pf: Prefetcher,
+    ex,
+    writer: PredictionWriter,
+    bar: Progress,
+    stats: EngineStats,
+    on_batch: Callable[[Batch], None] | None,
+    emit: Callable[[Batch, np.ndarray], None],
+) -> None:
+    """Start the reader and the writer, run the batches (:func:`_run_batches`), then stop and drain everything, also
+    when the loop failed; the loop's and the drain's seconds go into ``stats``."""
     pf.start()
     writer.start()
     t_loop = time.perf_counter()
@@ -116,17 +145,15 @@ def predict_feed(
         if isinstance(feed, H5Feed):
             feed.close()
         stats.drain_s = time.perf_counter() - t_end
+
+
+def _raise_writer_error(writer: PredictionWriter) -> None:
+    """The writer thread's error, if it had one, as a ChromaflowError (one line)."""
     if writer.error is not None:
         err = writer.error
         if isinstance(err, ChromaflowError):
             raise err
         raise ChromaflowError(f"writing predictions failed: {err}") from None
-    stats.final_batch = ex.micro
-    stats.precision_check = check.result()
-    if use_cuda:
-        stats.gpu_timing = ex.timing()
-        stats.peak_gpu_bytes = int(cuda.max_memory_allocated(device))
-    return stats
 
 
 def _usable_precision(precision: str, device: torch.device, stats: EngineStats) -> str:

@@ -63,7 +63,7 @@ class EngineStats:
 class CudaRuntime:
     """The few CUDA runtime calls the CUDA executor makes, behind one object, so that tests on machines without
     a GPU can run the executor's logic (streams, events, pinned buffers, OOM back-off, transfer types) on the CPU
-    with a stand-in (tests/predict/test_predict.py ``fake_cuda``)."""
+    with a stand-in (tests/predict/test_predict_cuda_logic.py ``fake_cuda``)."""
 
     Stream = staticmethod(lambda device=None: torch.cuda.Stream(device))
     Event = staticmethod(lambda enable_timing=False: torch.cuda.Event(enable_timing=enable_timing))

@@ -246,7 +246,10 @@ class FastaFeed:
                 close()
 
     def _fill(self, jobs, stop: threading.Event, first_row: int = 0) -> Iterator[Batch]:
-        L, B = self.L, self.batch
+        """Batches of the rows [row_start, row_end) of ``jobs`` (the cut's windows and record ends, its first row
+        ``first_row``), each filled in a buffer of the pool, until ``stop`` is set; record ends are noted in
+        :attr:`records` and :attr:`bp`."""
+        B = self.batch
         row = first_row  # absolute index of the next job row
         end = self.row_end
         cur: Batch | None = None
@@ -265,48 +268,60 @@ class FastaFeed:
             sid = job.seqid.encode("ascii")
             while lo < hi:
                 if cur is None:
-                    slot = self.pool.acquire(stop)
-                    if slot is None:
+                    cur = self._new_batch(lo, stop)
+                    if cur is None:
                         return
-                    cur = Batch(
-                        row0=lo,
-                        n=0,
-                        codes=self.pool.codes[slot],
-                        strand=self.pool.strand[slot],
-                        slot=slot,
-                        seqids=[],
-                        start_ends=np.empty((B, 2), dtype=np.int64),
-                    )
                     pos = 0
-                # a FASTA batch: built above with its codes, strands, seqids and start_ends
-                assert cur.codes is not None and cur.strand is not None
-                assert cur.seqids is not None and cur.start_ends is not None
                 take = min(hi - lo, B - pos)
-                j0 = job.j0 + (lo - row)
-                rows_into(cur.codes[pos : pos + take], job.seq, job.base, job.n, L, job.k, job.strand, j0, j0 + take)
-                cur.strand[pos : pos + take] = 1 if job.strand < 0 else 0
-                idx = np.arange(j0, j0 + take, dtype=np.int64)
-                i = idx if job.strand > 0 else job.k - 1 - idx
-                s, e = i * L, np.minimum((i + 1) * L, job.n)
-                se = cur.start_ends[pos : pos + take]
-                if job.strand > 0:
-                    se[:, 0], se[:, 1] = s, e
-                else:
-                    se[:, 0], se[:, 1] = e, s
-                cur.seqids.extend([sid] * take)
+                self._put_rows(cur, pos, job, sid, job.j0 + (lo - row), take)
                 pos += take
                 lo += take
                 cur.n = pos
                 if pos == B:
-                    cur.start_ends = cur.start_ends[:pos]
+                    cur.start_ends = cast(np.ndarray, cur.start_ends)[:pos]  # a FASTA batch (_new_batch)
                     yield cur
                     cur = None
             row += g
             if end is not None and row >= end:
                 break
         if cur is not None and cur.n:
-            cur.start_ends = cast(np.ndarray, cur.start_ends)[: cur.n]  # a FASTA batch (above)
+            cur.start_ends = cast(np.ndarray, cur.start_ends)[: cur.n]  # a FASTA batch (_new_batch)
             yield cur
+
+    def _new_batch(self, row0: int, stop: threading.Event) -> Batch | None:
+        """An empty FASTA batch starting at row ``row0`` in a free buffer slot of the pool (waiting for one); None once
+        ``stop`` is set."""
+        slot = self.pool.acquire(stop)
+        if slot is None:
+            return None
+        return Batch(
+            row0=row0,
+            n=0,
+            codes=self.pool.codes[slot],
+            strand=self.pool.strand[slot],
+            slot=slot,
+            seqids=[],
+            start_ends=np.empty((self.batch, 2), dtype=np.int64),
+        )
+
+    def _put_rows(self, cur: Batch, pos: int, job: Job, sid: bytes, j0: int, take: int) -> None:
+        """Copy windows [j0, j0 + take) of ``job`` (record ``sid``) into rows [pos, pos + take) of batch ``cur``:
+        their codes and strand flags, seqids and start_ends (reversed on the minus strand)."""
+        L = self.L
+        # a FASTA batch: built by _new_batch with its codes, strands, seqids and start_ends
+        assert cur.codes is not None and cur.strand is not None
+        assert cur.seqids is not None and cur.start_ends is not None
+        rows_into(cur.codes[pos : pos + take], job.seq, job.base, job.n, L, job.k, job.strand, j0, j0 + take)
+        cur.strand[pos : pos + take] = 1 if job.strand < 0 else 0
+        idx = np.arange(j0, j0 + take, dtype=np.int64)
+        i = idx if job.strand > 0 else job.k - 1 - idx
+        s, e = i * L, np.minimum((i + 1) * L, job.n)
+        se = cur.start_ends[pos : pos + take]
+        if job.strand > 0:
+            se[:, 0], se[:, 1] = s, e
+        else:
+            se[:, 0], se[:, 1] = e, s
+        cur.seqids.extend([sid] * take)
 
 
 class IndexedFastaFeed(FastaFeed):

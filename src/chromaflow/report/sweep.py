@@ -305,60 +305,51 @@ def _sweep_predict(cfg: dict, work: Path, h5: Path) -> list[dict]:
         _stage_plain(["make-test-model", "--out", model, "--seed", "0", "--force"])
     n_shards = max(1, math.ceil(n_rows / cfg["predict_rows"]))
     # untimed warm-up (first torch use, model load paths) so the first setting is not penalised
-    _stage_plain(
-        [
-            "predict",
-            "--h5",
-            h5,
-            "--model",
-            model,
-            "--out",
-            work / "warm.h5",
-            "--force",
-            "--batch-size",
-            "1",
-            "--device",
-            cfg["device"],
-            "--threads",
-            cfg["predict_threads"],
-            *(["--shard", f"1/{n_rows}"] if n_rows > 1 else []),
-        ]
-    )
+    warm_up = _predict_argv(cfg, h5, model, work / "warm.h5", "1")
+    _stage_plain([*warm_up, *(["--shard", f"1/{n_rows}"] if n_rows > 1 else [])])
     for bs in cfg["batch_sizes"]:
         for nw in cfg["num_workers"]:
             _say(f"bench: predict --batch-size {bs} --num-workers {nw}")
-            argv = [
-                "predict",
-                "--h5",
-                h5,
-                "--model",
-                model,
-                "--out",
-                work / "pred.h5",
-                "--force",
-                "--batch-size",
-                bs,
-                "--num-workers",
-                nw,
-                "--device",
-                cfg["device"],
-                "--threads",
-                cfg["predict_threads"],
-                "--metrics",
-                work / "m.json",
-            ]
+            argv = _predict_argv(cfg, h5, model, work / "pred.h5", bs, "--num-workers", nw)
+            argv += ["--metrics", work / "m.json"]
             if n_shards > 1:
                 argv += ["--shard", f"1/{n_shards}"]
-            with GpuSampler() as gs:
-                m = _stage(argv)
-            if str(m.get("device", "")).startswith("cuda") and gs.mean is not None:
-                m["gpu_util_pct"] = gs.mean
-            m.update(
-                setting=f"batch={bs} workers={nw}", assembly="synthetic", num_workers=nw, test_model=not cfg["model"]
-            )
-            m.pop("shard", None)
-            rows.append(m)
+            rows.append(_predict_setting(cfg, argv, bs, nw))
     return rows
+
+
+def _predict_argv(cfg: dict, h5: Path, model, out: Path, batch_size, *settings) -> list:
+    """The command line of one predict run of the sweep: ``h5`` with ``model`` into ``out`` (overwritten), at
+    ``batch_size`` with the further ``settings``, on the sweep's device and threads."""
+    return [
+        "predict",
+        "--h5",
+        h5,
+        "--model",
+        model,
+        "--out",
+        out,
+        "--force",
+        "--batch-size",
+        batch_size,
+        *settings,
+        "--device",
+        cfg["device"],
+        "--threads",
+        cfg["predict_threads"],
+    ]
+
+
+def _predict_setting(cfg: dict, argv: list, bs: int, nw: int) -> dict:
+    """Run one setting (batch size ``bs``, ``nw`` reader workers) of the predict sweep; its metrics, with the mean GPU
+    utilisation on CUDA and the setting named."""
+    with GpuSampler() as gs:
+        m = _stage(argv)
+    if str(m.get("device", "")).startswith("cuda") and gs.mean is not None:
+        m["gpu_util_pct"] = gs.mean
+    m.update(setting=f"batch={bs} workers={nw}", assembly="synthetic", num_workers=nw, test_model=not cfg["model"])
+    m.pop("shard", None)
+    return m
 
 
 def _sweep_genie3(cfg: dict, work: Path) -> list[dict]:

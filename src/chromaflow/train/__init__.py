@@ -5,5 +5,8 @@
 * :mod:`.datamodule`: the LightningDataModule that serves them to the Trainer;
 * :mod:`.module`: the LightningModule (network from :mod:`chromaflow.model.network`, Poisson NLL on log-rates,
   Pearson metric, Adam), saving checkpoints real Predmoter loads;
-* :mod:`.cli_train` (``chromaflow train``), :mod:`.cli_evaluate` (``chromaflow evaluate``, Predmoter's test mode).
+* :mod:`.core`: the training run (:class:`~.core.TrainOptions`, validated once, and :func:`~.core.run`), usable
+  from Python; :mod:`.evaluate`: Predmoter's test mode (:class:`~.evaluate.EvaluateOptions`, :func:`~.evaluate.run`);
+* :mod:`.cli_train` (``chromaflow train``), :mod:`.cli_evaluate` (``chromaflow evaluate``): the thin commands that
+  parse the options and call those cores.
 """

@@ -1,4 +1,5 @@
-"""Predmoter's test mode: per file and per dataset, the mean Poisson loss and the mean per-chunk Pearson's r.
+"""Predmoter's test mode: per file and per dataset, the mean Poisson loss and the mean per-chunk Pearson's r; the core
+of ``chromaflow evaluate`` (its command: cli_evaluate.py; :class:`EvaluateOptions`, :func:`run`).
 
 Each file is evaluated on its own with the datasets it holds (among the model's), after the chunk filter (and the
 blacklist when asked), exactly as in training (FORMATS.md §7.2–7.3, §7.5). Chunks are streamed in batches; only
@@ -14,7 +15,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..cli_options import resolve_threads
 from ..errors import ChromaflowError
+from ..metrics import StageMetrics
+from ..model.options import check_device
+from ..outputs import check_outputs
 from ..progress import Progress
 from ..genome.h5rows import read_rows
 from .data import StreamingDataset, scan_file
@@ -210,3 +215,115 @@ def plot_file(result: FileResult, dataset: str, out_png: str, model_name: str) -
     with atomic_output(out_png, suffix=".png") as tmp:
         fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
+
+
+@dataclass
+class EvaluateOptions:
+    """What ``evaluate`` reads and writes: the command's options, one field each (``None`` where an option is not
+    given). :meth:`validate` checks them once (one line naming the option); :func:`run` calls it, so a library caller
+    gets the same checks as the command line."""
+
+    model: str
+    h5: list[str]
+    out: str
+    plots: str | None = None
+    batch_size: int = 10
+    blacklist: bool = False
+    device: str = "auto"
+    threads: int = 0
+    metrics: str | None = None
+
+    def validate(self) -> list[str]:
+        """Check the options' own rules: a batch size >= 1 and one file label per h5 file (:func:`stem_of`; a file
+        given twice is one label).
+
+        Returns
+        -------
+        list of str
+            The file labels, in the order of the files.
+
+        Raises
+        ------
+        ChromaflowError
+            One line naming the option (or the h5 file) at fault.
+        """
+        check_device(self.device)
+        if isinstance(self.h5, str) or not self.h5:
+            raise ChromaflowError(f"--h5: expected a list of one or more genome h5 files, got {self.h5!r}")
+        if self.batch_size < 1:
+            raise ChromaflowError(f"--batch-size must be >= 1, got {self.batch_size}")
+        stems: dict[str, str] = {}
+        for h5 in self.h5:
+            s = stem_of(h5)
+            if s in stems and stems[s] != h5:
+                raise ChromaflowError(
+                    f"{h5}: same file label {s!r} as {stems[s]} (labels are names cut at the first '.')"
+                )
+            stems[s] = h5
+        return list(stems)
+
+
+def run(options: EvaluateOptions) -> int:
+    """Evaluate the checkpoint on each h5 file: the metrics TSV and, with ``options.plots``, the plots.
+
+    Parameters
+    ----------
+    options : EvaluateOptions
+        The run's options; validated here (:meth:`EvaluateOptions.validate`).
+
+    Returns
+    -------
+    int
+        The exit status (0); a bad option, input or output raises a one-line
+        :class:`~chromaflow.errors.ChromaflowError`.
+    """
+    from ..model.checkpoint import build_model, load_checkpoint
+
+    stems = options.validate()
+    if options.device == "cuda" and not torch.cuda.is_available():
+        raise ChromaflowError("--device cuda: no CUDA device is available")
+    device = torch.device(
+        "cuda" if options.device == "cuda" or (options.device == "auto" and torch.cuda.is_available()) else "cpu"
+    )
+    threads = resolve_threads(options.threads)
+    torch.set_num_threads(threads)
+    stage = StageMetrics(
+        "evaluate", options.metrics, threads=threads, device=str(device), batch_size=options.batch_size
+    )
+    with stage as m:
+        ckpt = load_checkpoint(options.model)
+        datasets = tuple(ckpt.datasets)
+        pngs = [os.path.join(options.plots, f"{s}_{d}.png") for s in stems for d in datasets] if options.plots else []
+        check_outputs(
+            [("--out", options.out), ("--metrics", options.metrics)] + [("--plots", p) for p in pngs],
+            [("--model", options.model)] + [("--h5", h5) for h5 in options.h5],
+            [("--plots", options.plots)],
+        )
+        model = build_model(ckpt).to(device)
+        results = [
+            evaluate_file(
+                model, datasets, h5, batch_size=options.batch_size, device=device, blacklist=options.blacklist
+            )
+            for h5 in options.h5
+        ]
+        write_tsv(options.out, results, datasets)
+        plots = _write_plots(results, options.plots, options.model) if options.plots else []
+        m.set(
+            subsequences=sum(r.chunks for r in results),
+            files=len(results),
+            plots=len(plots),
+            datasets=list(datasets),
+            results={r.stem: r.values for r in results},
+        )
+    return 0
+
+
+def _write_plots(results: list[FileResult], folder: str, model: str) -> list[str]:
+    """The plots of every file and dataset (:func:`plot_file`) in ``folder``; returns their paths."""
+    plots = []
+    for r in results:
+        for d in r.datasets:
+            png = os.path.join(folder, f"{r.stem}_{d}.png")
+            plot_file(r, d, png, os.path.basename(model))
+            plots.append(png)
+    return plots
