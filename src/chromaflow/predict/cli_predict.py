@@ -16,7 +16,6 @@ import argparse
 from ..cli_options import add_run_options, options_from
 from ..genome.encoding import DEFAULT_L
 from ..model.options import add_inference_options
-from .core import DEFLATE_DEFAULT_LEVEL, parse_deflate  # noqa: F401 - re-exported: benchmarks/predict_feed/run
 from .core import INDEX_MODES, READERS, PredictOptions
 from .core import run as predict
 
