@@ -18,11 +18,8 @@ import argparse
 import json
 import math
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import cast
@@ -173,53 +170,6 @@ def write_expression(path: Path, genes: int, samples: int, seed: int) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
-# GPU utilisation sampling (nvidia-smi, only where a CUDA device is used)
-# --------------------------------------------------------------------------------------------------
-class GpuSampler:
-    """``with GpuSampler() as g: ...``: samples GPU utilisation (%, the largest over the GPUs) with nvidia-smi every
-    ``interval_s`` seconds in a background thread; :attr:`mean` is their mean. Without nvidia-smi nothing is sampled."""
-
-    def __init__(self, interval_s: float = 0.5):
-        self.smi = shutil.which("nvidia-smi")
-        self.interval = interval_s
-        self.samples: list[float] = []
-        self._stop = threading.Event()
-        self._t: threading.Thread | None = None
-
-    def __enter__(self) -> "GpuSampler":
-        if self.smi:
-            self._t = threading.Thread(target=self._loop, daemon=True)
-            self._t.start()
-        return self
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                out = subprocess.run(
-                    [cast(str, self.smi), "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
-                    capture_output=True,
-                    text=True,
-                    timeout=5,
-                ).stdout
-                vals = [float(x) for x in out.split() if x.strip().replace(".", "", 1).isdigit()]
-                if vals:
-                    self.samples.append(max(vals))
-            except (OSError, subprocess.SubprocessError, ValueError):
-                return
-            self._stop.wait(self.interval)
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._t:
-            self._t.join(timeout=6)
-
-    @property
-    def mean(self) -> float | None:
-        """Mean utilisation (%) of the samples; None without samples."""
-        return sum(self.samples) / len(self.samples) if self.samples else None
-
-
-# --------------------------------------------------------------------------------------------------
 # the sweep
 # --------------------------------------------------------------------------------------------------
 def _stage(argv: list) -> dict:
@@ -341,12 +291,10 @@ def _predict_argv(cfg: dict, h5: Path, model, out: Path, batch_size, *settings) 
 
 
 def _predict_setting(cfg: dict, argv: list, bs: int, nw: int) -> dict:
-    """Run one setting (batch size ``bs``, ``nw`` reader workers) of the predict sweep; its metrics, with the mean GPU
-    utilisation on CUDA and the setting named."""
-    with GpuSampler() as gs:
-        m = _stage(argv)
-    if str(m.get("device", "")).startswith("cuda") and gs.mean is not None:
-        m["gpu_util_pct"] = gs.mean
+    """Run one setting (batch size ``bs``, ``nw`` reader workers) of the predict sweep; its metrics (on CUDA the
+    stage's own NVML utilisation of the device it used, ``gpu_util_pct``: chromaflow.predict.gpumetrics, the one GPU
+    sampler) and the setting named."""
+    m = _stage(argv)
     m.update(setting=f"batch={bs} workers={nw}", assembly="synthetic", num_workers=nw, test_model=not cfg["model"])
     m.pop("shard", None)
     return m
