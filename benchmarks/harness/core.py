@@ -49,8 +49,14 @@ def software_versions() -> dict:
 
 
 def git_state() -> dict:
+    """The checkout's commit and whether it has uncommitted changes (commit None where git or the repository is
+    missing, e.g. a tree copied to a device machine)."""
+
     def git(*a: str) -> str:
-        return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        try:
+            return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        except OSError:
+            return ""
 
     return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain"))}
 
@@ -183,9 +189,9 @@ class Case:
         return f"{self.stage}/{self.name}"
 
 
-def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], timeout: float | None = None) -> dict:
-    """Alternate the contenders (A B C A B C ...), record every run, check agreement on repeat 0."""
-    rec: dict = {
+def _case_record(case: Case) -> dict:
+    """A case's record before its runs: what it is, the machine, when it started."""
+    return {
         "stage": case.stage,
         "case": case.name,
         "id": case.id,
@@ -196,23 +202,78 @@ def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], t
         "runs": [],
         "contenders": {},
     }
+
+
+def _skipped(case: Case, rec: dict, log: Callable[[str], None]) -> bool:
+    """Make the case's inputs; True (the reason recorded) when it is skipped or they cannot be made."""
     if case.skip:
         rec.update(skipped=case.skip, finished=now())
         log(f"  skipped: {case.skip}")
-        return rec
+        return True
     if case.prepare:
         try:
             case.prepare()
         except NotRunnable as exc:
             rec.update(skipped=str(exc), not_runnable=True, finished=now())
             log(f"  skipped: {rec['skipped']}")
-            return rec
+            return True
         except Exception as exc:  # noqa: BLE001 - the inputs could not be made: recorded as skipped
             rec.update(skipped=f"inputs could not be made: {exc}", finished=now())
             log(f"  skipped: {rec['skipped']}")
-            return rec
-    cdir = work / case.id.replace("/", "__")
-    shutil.rmtree(cdir, ignore_errors=True)
+            return True
+    return False
+
+
+def _attempts(c: Contender, argv: list, d: Path, r: int, timeout: float | None, log: Callable[[str], None]) -> dict:
+    """Repeat ``r`` of ``c`` in ``d``, run again after a failure up to ``c.retries`` times: the last attempt's
+    measurement, the failed ones listed in it."""
+    env = dict(c.env)
+    attempts = []
+    for attempt in range(c.retries + 1):  # a tool may fail for reasons of the moment (e.g. dask's start-up
+        try:  # timeout on a saturated machine); a failed attempt stays recorded
+            if c.setup:
+                c.setup(d, r)
+            m = timed_run(argv, d, env, timeout=timeout)
+        except RuntimeError as exc:  # timed out: recorded as a failed run
+            m = {"exit": None, "wall_s": timeout, "load_before": loadavg(), "load_after": loadavg()}
+            (d / "stderr.txt").write_text(str(exc))
+        if m.get("exit") == 0 or attempt == c.retries:
+            break
+        tail = (d / "stderr.txt").read_text(errors="replace").strip().splitlines()[-3:]
+        attempts.append({"exit": m.get("exit"), "wall_s": m.get("wall_s"), "error": " | ".join(tail)})
+        log(f"  {c.key} r{r}: exit {m.get('exit')}, running it once more")
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+    if attempts:
+        m["failed_attempts"] = attempts
+    return m
+
+
+def _label_run(case: Case, c: Contender, d: Path, r: int, m: dict, failed: dict, log: Callable[[str], None]) -> None:
+    """Add to a run's measurement its contender, repeat, outputs and seed, and its error (also into ``failed``) or
+    the case's per-run fields."""
+    m.update(contender=c.key, repeat=r, outputs=c.outputs(d))
+    if c.seed_for_repeat:
+        m["seed"] = r + 1
+    if m.get("exit") != 0:
+        err = (d / "stderr.txt").read_text(errors="replace").strip().splitlines()[-5:]
+        failed[c.key] = f"exit {m.get('exit')}: " + " | ".join(err)
+        m["error"] = failed[c.key]
+        log(f"  {c.key} r{r}: FAILED {failed[c.key]}")
+    else:
+        if case.per_run:
+            m.update(case.per_run(c.key, d))
+        log(
+            f"  {c.key:<28} r{r}  wall {m['wall_s']:8.2f} s  cpu {m['cpu_s']:8.2f} s  "
+            f"rss {m['peak_tree_rss_bytes'] / 2**20:7.0f} MiB  load {m['load_before'][:1]}"
+        )
+
+
+def _alternate(
+    case: Case, cdir: Path, work: Path, repeats: int, rec: dict, log: Callable[[str], None], timeout: float | None
+) -> tuple[dict[str, Path], dict[str, str]]:
+    """The contenders in turn (A B C A B C ...), every run into ``rec``; a contender that fails stops. Returns the
+    run dirs of repeat 0 and the failed contenders' errors."""
     n = {c.key: c.repeats or repeats for c in case.contenders}
     first_dirs: dict[str, Path] = {}
     failed: dict[str, str] = {}
@@ -221,48 +282,21 @@ def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], t
             if r >= n[c.key] or c.key in failed:
                 continue
             d = cdir / c.key / f"r{r}"
-            env = dict(c.env)
             argv = c.argv(d, r)
             d.mkdir(parents=True, exist_ok=True)
-            attempts = []
-            for attempt in range(c.retries + 1):  # a tool may fail for reasons of the moment (e.g. dask's start-up
-                try:  # timeout on a saturated machine); a failed attempt stays recorded
-                    if c.setup:
-                        c.setup(d, r)
-                    m = timed_run(argv, d, env, timeout=timeout)
-                except RuntimeError as exc:  # timed out: recorded as a failed run
-                    m = {"exit": None, "wall_s": timeout, "load_before": loadavg(), "load_after": loadavg()}
-                    (d / "stderr.txt").write_text(str(exc))
-                if m.get("exit") == 0 or attempt == c.retries:
-                    break
-                tail = (d / "stderr.txt").read_text(errors="replace").strip().splitlines()[-3:]
-                attempts.append({"exit": m.get("exit"), "wall_s": m.get("wall_s"), "error": " | ".join(tail)})
-                log(f"  {c.key} r{r}: exit {m.get('exit')}, running it once more")
-                shutil.rmtree(d, ignore_errors=True)
-                d.mkdir(parents=True)
-            if attempts:
-                m["failed_attempts"] = attempts
-            m.update(contender=c.key, repeat=r, outputs=c.outputs(d))
-            if c.seed_for_repeat:
-                m["seed"] = r + 1
-            if m.get("exit") != 0:
-                err = (d / "stderr.txt").read_text(errors="replace").strip().splitlines()[-5:]
-                failed[c.key] = f"exit {m.get('exit')}: " + " | ".join(err)
-                m["error"] = failed[c.key]
-                log(f"  {c.key} r{r}: FAILED {failed[c.key]}")
-            else:
-                if case.per_run:
-                    m.update(case.per_run(c.key, d))
-                log(
-                    f"  {c.key:<28} r{r}  wall {m['wall_s']:8.2f} s  cpu {m['cpu_s']:8.2f} s  "
-                    f"rss {m['peak_tree_rss_bytes'] / 2**20:7.0f} MiB  load {m['load_before'][:1]}"
-                )
+            m = _attempts(c, argv, d, r, timeout, log)
+            _label_run(case, c, d, r, m, failed, log)
             m["argv"] = [_shorten(a, work) for a in argv]
             rec["runs"].append(m)
             if r == 0:
                 first_dirs[c.key] = d
             elif not case.keep_outputs:
                 shutil.rmtree(d, ignore_errors=True)
+    return first_dirs, failed
+
+
+def _summarize_runs(case: Case, rec: dict, failed: dict) -> None:
+    """Each contender's medians and spreads of its successful runs, and the case's ratios (ours vs peer)."""
     for c in case.contenders:
         runs = [x for x in rec["runs"] if x["contender"] == c.key and x.get("exit") == 0]
         rec["contenders"][c.key] = {
@@ -286,6 +320,10 @@ def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], t
                 "cpu": ratio(cp["cpu_s"], co["cpu_s"]),
             }
         )
+
+
+def _check_agreement(case: Case, rec: dict, first_dirs: dict, failed: dict) -> None:
+    """The case's output comparison on repeat 0 (not compared when a contender failed)."""
     if case.agree and not failed:
         try:
             rec["agreement"] = case.agree(first_dirs)
@@ -293,6 +331,18 @@ def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], t
             rec["agreement"] = {"ok": False, "detail": f"comparison failed: {type(exc).__name__}: {exc}"}
     elif failed:
         rec["agreement"] = {"ok": False, "detail": "not compared: " + "; ".join(f"{k}: {v}" for k, v in failed.items())}
+
+
+def run_case(case: Case, work: Path, repeats: int, log: Callable[[str], None], timeout: float | None = None) -> dict:
+    """Alternate the contenders (A B C A B C ...), record every run, check agreement on repeat 0."""
+    rec = _case_record(case)
+    if _skipped(case, rec, log):
+        return rec
+    cdir = work / case.id.replace("/", "__")
+    shutil.rmtree(cdir, ignore_errors=True)
+    first_dirs, failed = _alternate(case, cdir, work, repeats, rec, log, timeout)
+    _summarize_runs(case, rec, failed)
+    _check_agreement(case, rec, first_dirs, failed)
     if not case.keep_outputs:
         shutil.rmtree(cdir, ignore_errors=True)
     rec["finished"] = now()

@@ -212,14 +212,9 @@ def run_tasks(tasks: list[tuple[str, list[str]]], parallel: int, logs: Path) -> 
     return out
 
 
-def pipeline(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str, parallel: str, *opts: str) -> None:
-    """genie3-plan -> chunks -> genie3-merge (see the module docstring); ``--chunks-only K``: only the first K
-    chunks (the weak-scaling runs), no merge."""
-    w = Path(work)
-    w.mkdir(parents=True, exist_ok=True)
-    only = int(opts[opts.index("--chunks-only") + 1]) if "--chunks-only" in opts else None
-    t0 = time.perf_counter()
-    plan_rec = run_tasks(
+def _plan_task(expr: str, regs: str, chunk: str, w: Path) -> list[dict]:
+    """The genie3-plan task (plan.json in ``w``): its record."""
+    return run_tasks(
         [
             (
                 "plan",
@@ -241,10 +236,11 @@ def pipeline(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str,
         1,
         w,
     )
-    plan = json.loads((w / "plan.json").read_text())
-    n = plan["chunks"]
-    todo = range(1, n + 1) if only is None else range(1, min(only, n) + 1)
-    chunk_tasks = [
+
+
+def _chunk_tasks(expr: str, regs: str, trees: str, n: int, todo: range, w: Path) -> list[tuple[str, list[str]]]:
+    """The (name, argv) of the chunk tasks ``todo`` of ``n``: genie3 --targets-chunk i/n, one thread each."""
+    return [
         (
             f"chunk{i}",
             _cf(
@@ -269,6 +265,64 @@ def pipeline(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str,
         )
         for i in todo
     ]
+
+
+def _merge_tasks(w: Path, n: int, plan: dict, gold: str) -> tuple[list[dict], dict]:
+    """Both merges of the ``n`` parts (the pipeline's, with summary and plot; the streamed top 100,000), their
+    output bytes and links, and the AUPR / AUROC of the merged links; the parts are removed after."""
+    parts = [w / f"part{i}.npz" for i in range(1, n + 1)]
+    merge_recs = run_tasks(
+        [
+            (
+                "merge",
+                _cf(
+                    "genie3-merge",
+                    "--out",
+                    w / "links.tsv.gz",
+                    "--summary",
+                    w / "summary.json",
+                    "--plot",
+                    w / "weights.png",
+                    "--threads",
+                    "1",
+                    *parts,
+                ),
+            ),
+            (
+                "merge_streamed",
+                _cf("genie3-merge", "--max-links", "100000", "--out", w / "top.tsv.gz", "--threads", "1", *parts),
+            ),
+        ],
+        1,
+        w,
+    )
+    for r, out in zip(merge_recs, ("links.tsv.gz", "top.tsv.gz")):
+        r["out_bytes"] = (w / out).stat().st_size
+        if r["task"] == "merge":
+            r["out_bytes"] += sum((w / f).stat().st_size for f in ("summary.json", "weights.png"))
+            r["links"] = plan["genes"] * plan["regulators"] - plan["regulators"]  # every pair but self-links
+        else:
+            r["links"] = 100_000
+    from .planted import score as score_links
+
+    score = score_links(str(w / "links.tsv.gz"), gold)
+    for p in parts:  # the parts are the largest files: gone once merged
+        p.unlink()
+    return merge_recs, score
+
+
+def pipeline(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str, parallel: str, *opts: str) -> None:
+    """genie3-plan -> chunks -> genie3-merge (see the module docstring); ``--chunks-only K``: only the first K
+    chunks (the weak-scaling runs), no merge."""
+    w = Path(work)
+    w.mkdir(parents=True, exist_ok=True)
+    only = int(opts[opts.index("--chunks-only") + 1]) if "--chunks-only" in opts else None
+    t0 = time.perf_counter()
+    plan_rec = _plan_task(expr, regs, chunk, w)
+    plan = json.loads((w / "plan.json").read_text())
+    n = plan["chunks"]
+    todo = range(1, n + 1) if only is None else range(1, min(only, n) + 1)
+    chunk_tasks = _chunk_tasks(expr, regs, trees, n, todo, w)
     t1 = time.perf_counter()
     chunk_recs = run_tasks(chunk_tasks, int(parallel), w)
     t2 = time.perf_counter()
@@ -283,44 +337,7 @@ def pipeline(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str,
         )  # the task's disk
     merge_recs, score = [], None
     if only is None:
-        parts = [w / f"part{i}.npz" for i in range(1, n + 1)]
-        merge_recs = run_tasks(
-            [
-                (
-                    "merge",
-                    _cf(
-                        "genie3-merge",
-                        "--out",
-                        w / "links.tsv.gz",
-                        "--summary",
-                        w / "summary.json",
-                        "--plot",
-                        w / "weights.png",
-                        "--threads",
-                        "1",
-                        *parts,
-                    ),
-                ),
-                (
-                    "merge_streamed",
-                    _cf("genie3-merge", "--max-links", "100000", "--out", w / "top.tsv.gz", "--threads", "1", *parts),
-                ),
-            ],
-            1,
-            w,
-        )
-        for r, out in zip(merge_recs, ("links.tsv.gz", "top.tsv.gz")):
-            r["out_bytes"] = (w / out).stat().st_size
-            if r["task"] == "merge":
-                r["out_bytes"] += sum((w / f).stat().st_size for f in ("summary.json", "weights.png"))
-                r["links"] = plan["genes"] * plan["regulators"] - plan["regulators"]  # every pair but self-links
-            else:
-                r["links"] = 100_000
-        from .planted import score as score_links
-
-        score = score_links(str(w / "links.tsv.gz"), gold)
-        for p in parts:  # the parts are the largest files: gone once merged
-            p.unlink()
+        merge_recs, score = _merge_tasks(w, n, plan, gold)
     t3 = time.perf_counter()
     doc = {
         "plan": {k: plan[k] for k in ("genes", "chunk_size", "chunks", "samples", "regulators")},
@@ -364,16 +381,9 @@ def _subset_genes(expr: Path, k: int, out: Path) -> Path:
     return out
 
 
-def slurm(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str, parallel: str, *opts: str) -> None:
-    """The real pipeline (``main.nf -profile slurm --skip_predict``) on one assembly row with this expression
-    matrix: GENIE3_PLAN, one GENIE3 job per chunk (``parallel`` at a time), GENIE3_MERGE, each an sbatch job of one
-    CPU on a cluster started here and stopped after. ``--genes K``: only the first K genes (weak scaling: one chunk
-    per task). tasks.json in :func:`pipeline`'s shape from the trace (realtime, %cpu, peak_rss)."""
-    from .core import ROOT
-    from .slurm_cluster import SlurmCluster
-
-    w = Path(work)
-    w.mkdir(parents=True, exist_ok=True)
+def _slurm_inputs(w: Path, expr: str, regs: str, parallel: str, opts: tuple) -> None:
+    """The run's sample sheet (one assembly row with this expression matrix; ``--genes K``: its first K genes) and
+    its config over -profile slurm, in ``w``."""
     expr_p = Path(expr)
     if "--genes" in opts:
         expr_p = _subset_genes(expr_p, int(opts[opts.index("--genes") + 1]), w / "expression.tsv")
@@ -384,38 +394,56 @@ def slurm(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str, pa
         f"net,{fasta},Planted_net,{expr_p},{regs},genes-x-samples\n"
     )
     (w / "run.config").write_text(SLURM_CONFIG.format(parallel=int(parallel)))
+
+
+def _slurm_argv(main_nf: Path, w: Path, out: Path, trace: Path, trees: str, chunk: str) -> list[str]:
+    """``nextflow run MAIN_NF -profile slurm`` of the sheet in ``w``: GENIE3 only, the trace to ``trace``."""
+    return [
+        "nextflow",
+        "-log",
+        str(w / ".nextflow.log"),
+        "run",
+        str(main_nf),
+        "-profile",
+        "slurm",
+        "-c",
+        str(w / "run.config"),
+        "-ansi-log",
+        "false",
+        "-with-trace",
+        str(trace),
+        "--input",
+        str(w / "sheet.csv"),
+        "--outdir",
+        str(out),
+        "--skip_predict",
+        "--skip_benchmark",
+        "--skip_multiqc",
+        "--genie3_n_trees",
+        str(trees),
+        "--genie3_chunk_size",
+        str(chunk),
+    ]
+
+
+def slurm(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str, parallel: str, *opts: str) -> None:
+    """The real pipeline (``main.nf -profile slurm --skip_predict``) on one assembly row with this expression
+    matrix: GENIE3_PLAN, one GENIE3 job per chunk (``parallel`` at a time), GENIE3_MERGE, each an sbatch job of one
+    CPU on a cluster started here and stopped after. ``--genes K``: only the first K genes (weak scaling: one chunk
+    per task). tasks.json in :func:`pipeline`'s shape from the trace (realtime, %cpu, peak_rss)."""
+    from .core import ROOT
+    from .slurm_cluster import SlurmCluster
+
+    w = Path(work)
+    w.mkdir(parents=True, exist_ok=True)
+    _slurm_inputs(w, expr, regs, parallel, opts)
     out, trace = w / "out", w / "trace.txt"
     cluster = SlurmCluster().start()  # its own folder under $TMPDIR (munge must traverse every parent), removed by stop
     try:
         t0 = time.perf_counter()
         with open(w / "nextflow.log.txt", "w") as log:
             p = subprocess.run(
-                [
-                    "nextflow",
-                    "-log",
-                    str(w / ".nextflow.log"),
-                    "run",
-                    str(ROOT / "main.nf"),
-                    "-profile",
-                    "slurm",
-                    "-c",
-                    str(w / "run.config"),
-                    "-ansi-log",
-                    "false",
-                    "-with-trace",
-                    str(trace),
-                    "--input",
-                    str(w / "sheet.csv"),
-                    "--outdir",
-                    str(out),
-                    "--skip_predict",
-                    "--skip_benchmark",
-                    "--skip_multiqc",
-                    "--genie3_n_trees",
-                    str(trees),
-                    "--genie3_chunk_size",
-                    str(chunk),
-                ],
+                _slurm_argv(ROOT / "main.nf", w, out, trace, trees, chunk),
                 cwd=w,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -432,6 +460,48 @@ def slurm(work: str, expr: str, regs: str, gold: str, trees: str, chunk: str, pa
     _write(w / "tasks.json", json.dumps(doc, indent=1) + "\n")
 
 
+def _trace_task(r: dict, name: str) -> dict:
+    """A task's record from its raw trace row and its work directory."""
+    # raw trace: realtime in ms, %cpu a number, peak_rss in bytes. When the job ran: its work directory's
+    # .command.begin (written as the script starts) and .exitcode (as it ends), to the file system's ns; the
+    # trace's start/complete are when the driver's poll saw the job, a poll interval apart or in the same poll
+    real, wd = int(r["realtime"]) / 1000, Path(r["workdir"])
+    return {
+        "task": name,
+        "exit": int(r["exit"]),
+        "wall_s": round(real, 3),
+        "cpu_s": round(real * float(r["%cpu"]) / 100, 3),
+        "peak_rss_bytes": int(r["peak_rss"]),
+        "slurm_job": r["native_id"],
+        "began": (wd / ".command.begin").stat().st_mtime_ns / 1e9,
+        "ended": (wd / ".exitcode").stat().st_mtime_ns / 1e9,
+    }
+
+
+def _trace_process(r: dict) -> str:
+    """The process name of a trace row (its last component)."""
+    return r["process"].split(":")[-1]
+
+
+def _slurm_chunks(rows: list[dict]) -> list[dict]:
+    """The GENIE3 jobs' records in chunk order, each with its metrics and part file from its work directory."""
+    chunks = []
+    for r in sorted(
+        (r for r in rows if _trace_process(r) == "GENIE3"), key=lambda r: int(r["tag"].split()[-1].split("/")[0])
+    ):
+        c = _trace_task(r, "chunk" + r["tag"].split()[-1].split("/")[0])
+        m = json.loads(next(Path(r["workdir"]).glob("*.genie3.metrics.json")).read_text())
+        c.update(
+            targets=m["targets"],
+            regulators=m["regulators"],
+            compute_s=m["compute_s"],
+            compute_cpu_s=m.get("compute_cpu_s"),
+            out_bytes=next(Path(r["workdir"]).glob("*.genie3.part.npz")).stat().st_size,
+        )
+        chunks.append(c)
+    return chunks
+
+
 def slurm_summary(trace: Path, out: Path, gold: str | None, parallel: int, trees: int, wall: float) -> dict:
     """:func:`pipeline`'s tasks.json from a run's raw trace (``trace.raw``) and its outdir: the plan, every GENIE3
     job (with its metrics and part file from its work directory), the merge, the chunk phase (from the first GENIE3
@@ -442,41 +512,10 @@ def slurm_summary(trace: Path, out: Path, gold: str | None, parallel: int, trees
 
     with open(trace) as fh:
         rows = [r for r in csv.DictReader(fh, delimiter="\t") if r["status"] == "COMPLETED"]
-
-    def rec(r: dict, name: str) -> dict:
-        # raw trace: realtime in ms, %cpu a number, peak_rss in bytes. When the job ran: its work directory's
-        # .command.begin (written as the script starts) and .exitcode (as it ends), to the file system's ns; the
-        # trace's start/complete are when the driver's poll saw the job, a poll interval apart or in the same poll
-        real, wd = int(r["realtime"]) / 1000, Path(r["workdir"])
-        return {
-            "task": name,
-            "exit": int(r["exit"]),
-            "wall_s": round(real, 3),
-            "cpu_s": round(real * float(r["%cpu"]) / 100, 3),
-            "peak_rss_bytes": int(r["peak_rss"]),
-            "slurm_job": r["native_id"],
-            "began": (wd / ".command.begin").stat().st_mtime_ns / 1e9,
-            "ended": (wd / ".exitcode").stat().st_mtime_ns / 1e9,
-        }
-
-    def proc(r: dict) -> str:
-        return r["process"].split(":")[-1]
-
-    plan_rows = [r for r in rows if proc(r) == "GENIE3_PLAN"]
+    plan_rows = [r for r in rows if _trace_process(r) == "GENIE3_PLAN"]
     plan = json.loads(next(Path(plan_rows[0]["workdir"]).glob("*.genie3_plan.json")).read_text()) if plan_rows else {}
-    chunks = []
-    for r in sorted((r for r in rows if proc(r) == "GENIE3"), key=lambda r: int(r["tag"].split()[-1].split("/")[0])):
-        c = rec(r, "chunk" + r["tag"].split()[-1].split("/")[0])
-        m = json.loads(next(Path(r["workdir"]).glob("*.genie3.metrics.json")).read_text())
-        c.update(
-            targets=m["targets"],
-            regulators=m["regulators"],
-            compute_s=m["compute_s"],
-            compute_cpu_s=m.get("compute_cpu_s"),
-            out_bytes=next(Path(r["workdir"]).glob("*.genie3.part.npz")).stat().st_size,
-        )
-        chunks.append(c)
-    merges = [rec(r, "merge") for r in rows if proc(r) == "GENIE3_MERGE"]
+    chunks = _slurm_chunks(rows)
+    merges = [_trace_task(r, "merge") for r in rows if _trace_process(r) == "GENIE3_MERGE"]
     links = next(out.rglob("*.genie3_links.tsv.gz"))
     for m in merges:  # every pair but self-links, as genie3-merge writes them without --max-links
         m["out_bytes"] = sum(f.stat().st_size for f in links.parent.glob("*.genie3_*"))
@@ -487,7 +526,7 @@ def slurm_summary(trace: Path, out: Path, gold: str | None, parallel: int, trees
         "parallel": parallel,
         "trees": trees,
         "executor": "slurm",
-        "plan_task": rec(plan_rows[0], "plan") if plan_rows else None,
+        "plan_task": _trace_task(plan_rows[0], "plan") if plan_rows else None,
         "chunks": chunks,
         "merges": merges,
         "score": score_links(str(links), gold) if gold else None,

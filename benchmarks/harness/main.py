@@ -117,28 +117,33 @@ def _probe(exe: Path) -> str | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    a = parse_args(argv)
-    t_start = time.time()
-    peers = Path(a.peers).resolve()
-    host = socket.gethostname().split(".")[0]
-    out_dir = Path(a.out)
+def _log(msg: str) -> None:
+    """The run's progress, to stderr."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _results_path(a: argparse.Namespace, host: str) -> Path:
+    """Today's results file (<out>/<date>-<host>[-quick].json), or the earlier one named by --results."""
     day = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    res_path = out_dir / f"{day}-{host}{'-quick' if a.quick else ''}.json"
+    res_path = Path(a.out) / f"{day}-{host}{'-quick' if a.quick else ''}.json"
     if a.results:
         res_path = Path(a.results)
         if not res_path.is_file():
             raise SystemExit(f"benchmarks/run: --results {res_path}: no such results file")
-    work = Path(a.workdir or Path(os.environ.get("TMPDIR", "/tmp")) / f"chromaflow-bench-{host}")
-    work.mkdir(parents=True, exist_ok=True)
+    return res_path
 
-    def log(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
 
+def _machine() -> dict:
+    """This machine's record; its brief goes into every case record (core.MACHINE_BRIEF)."""
     machine = core.machine_info()
     core.MACHINE_BRIEF.update(
         {k: machine[k] for k in ("host", "cpu_model", "cpu_flags", "logical_cpus", "usable_cpus", "memory_bytes")}
     )
+    return machine
+
+
+def _load_results(res_path: Path, a: argparse.Namespace) -> dict:
+    """The results file's contents (empty if new); an unknown schema or a quick/full mismatch is an error."""
     results = core.load_results(res_path) or {}
     if results.get("schema") not in (None, core.SCHEMA):
         raise SystemExit(f"{res_path}: unknown schema {results.get('schema')!r}")
@@ -147,8 +152,11 @@ def main(argv: list[str] | None = None) -> int:
             f"benchmarks/run: --results {res_path}: a {'quick' if results.get('quick') else 'full'} "
             f"results file cannot take {'quick' if a.quick else 'full'} cases"
         )
-    git = core.git_state()
-    command = "benchmarks/run " + " ".join(shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:]))
+    return results
+
+
+def _start_results(results: dict, a: argparse.Namespace, machine: dict, git: dict, command: str, peers: Path) -> None:
+    """This run's command, machine, software, commit and settings into the results."""
     results.setdefault("commands", [])
     if command not in results["commands"]:
         results["commands"].append(command)
@@ -174,64 +182,95 @@ def main(argv: list[str] | None = None) -> int:
     )
     results.setdefault("first_started", results["last_started"])
     results.setdefault("cases", [])
+
+
+def _build_stage(stage: str, ctx: Ctx, results: dict, res_path: Path) -> tuple[list, list] | None:
+    """The stage's (warm-up commands, cases); None (recorded as a skipped case) when its inputs cannot be made."""
+    try:
+        return S.stage(stage).build(ctx)
+    except Exception as exc:  # noqa: BLE001 - inputs could not be made: record, go on with other stages
+        _log(f"  cannot prepare {stage}: {exc}")
+        _store(
+            results,
+            {
+                "stage": stage,
+                "case": "*",
+                "id": f"{stage}/*",
+                "skipped": f"inputs failed: {exc}",
+                "machine": core.MACHINE_BRIEF,
+            },
+            res_path,
+        )
+        return None
+
+
+def _run_stage(
+    stage: str, ctx: Ctx, a: argparse.Namespace, done: set, results: dict, res_path: Path, stamp: dict
+) -> int:
+    """Run the stage's selected cases not yet ``done``, each stored as it ends (with ``stamp``: repeats, command,
+    commit); the number of failures (cases that did not agree, or a stage that could not be prepared)."""
+    _log(f"== {stage}")
+    why = _peers_ready(ctx.peers, S.stage(stage).PEERS)
+    built = _build_stage(stage, ctx, results, res_path)
+    if built is None:
+        return 1
+    warm, cases = built
+    words = [w for w in (a.cases or "").split(",") if w]
+    cases = [c for c in cases if not words or any(w in c.name for w in words)]
+    if why:
+        for c in cases:
+            c.skip = c.skip or f"peer unavailable: {why}"
+    todo = [c for c in cases if c.id not in done]
+    if any(not c.skip for c in todo) and not a.quick:  # quick: 1 unpublished repeat, no warm-up
+        _warm_up(warm, ctx.work / "warmup", _log)
+    failures = 0
+    for case in todo:
+        _log(f"-- {case.id}")
+        rec = core.run_case(case, ctx.work / "runs", a.repeats, _log, timeout=a.timeout)
+        rec.update(stamp)
+        _store(results, rec, res_path)
+        ag = rec.get("agreement") or {}
+        failures += ag.get("ok") is False
+    return failures
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    t_start = time.time()
+    peers = Path(a.peers).resolve()
+    host = socket.gethostname().split(".")[0]
+    res_path = _results_path(a, host)
+    work = Path(a.workdir or Path(os.environ.get("TMPDIR", "/tmp")) / f"chromaflow-bench-{host}")
+    work.mkdir(parents=True, exist_ok=True)
+    machine = _machine()
+    results = _load_results(res_path, a)
+    git = core.git_state()
+    command = "benchmarks/run " + " ".join(shlex.quote(x) for x in (argv if argv is not None else sys.argv[1:]))
+    _start_results(results, a, machine, git, command, peers)
     done = {c["id"] for c in results["cases"] if not c.get("skipped")} if a.resume else set()
     ctx = Ctx(
         peers=peers,
         work=work,
         quick=a.quick,
         repeats=a.repeats,
-        log=log,
+        log=_log,
         inputs_dir=Path(a.inputs).resolve() if a.inputs else None,
         earlier={c["id"]: c for c in results["cases"] if not c.get("skipped")},
     )
-    words = [w for w in (a.cases or "").split(",") if w]
+    stamp = {"repeats": a.repeats, "command": command, "git": git}
     failures = 0
     for stage in [s for s in S.STAGES if s in a.stages.split(",")]:
-        log(f"== {stage}")
-        why = _peers_ready(peers, S.stage(stage).PEERS)
-        try:
-            warm, cases = S.stage(stage).build(ctx)
-        except Exception as exc:  # noqa: BLE001 - inputs could not be made: record, go on with other stages
-            log(f"  cannot prepare {stage}: {exc}")
-            _store(
-                results,
-                {
-                    "stage": stage,
-                    "case": "*",
-                    "id": f"{stage}/*",
-                    "skipped": f"inputs failed: {exc}",
-                    "machine": core.MACHINE_BRIEF,
-                },
-                res_path,
-            )
-            failures += 1
-            continue
-        cases = [c for c in cases if not words or any(w in c.name for w in words)]
-        if why:
-            for c in cases:
-                c.skip = c.skip or f"peer unavailable: {why}"
-        todo = [c for c in cases if c.id not in done]
-        if any(not c.skip for c in todo) and not a.quick:  # quick: 1 unpublished repeat, no warm-up
-            _warm_up(warm, work / "warmup", log)
-        for case in todo:
-            log(f"-- {case.id}")
-            rec = core.run_case(case, work / "runs", a.repeats, log, timeout=a.timeout)
-            rec["repeats"] = a.repeats
-            rec["command"] = command
-            rec["git"] = git
-            _store(results, rec, res_path)
-            ag = rec.get("agreement") or {}
-            failures += ag.get("ok") is False
+        failures += _run_stage(stage, ctx, a, done, results, res_path, stamp)
     results["last_finished"] = core.now()
     results["elapsed_s"] = round(time.time() - t_start, 1)
     core.write_json(res_path, results)
     md = render_file(res_path)
-    log(f"wrote {res_path} and {md} ({results['elapsed_s']:.0f} s)")
+    _log(f"wrote {res_path} and {md} ({results['elapsed_s']:.0f} s)")
     skipped = [c["id"] for c in results["cases"] if c.get("skipped")]
     if skipped:
-        log(f"benchmarks/run: {len(skipped)} case(s) skipped (reasons in the results): {', '.join(skipped)}")
+        _log(f"benchmarks/run: {len(skipped)} case(s) skipped (reasons in the results): {', '.join(skipped)}")
     if failures:
-        log(f"benchmarks/run: {failures} case(s) whose outputs did not agree or could not be prepared")
+        _log(f"benchmarks/run: {failures} case(s) whose outputs did not agree or could not be prepared")
     return 1 if failures else 0
 
 

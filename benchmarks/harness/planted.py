@@ -89,15 +89,9 @@ def motifs(rng: np.random.Generator, tfs: list[str]) -> dict[str, dict]:
     return out
 
 
-def make(outdir: str, seed: str, genes: str, tfs: str, samples: str) -> None:
-    out = Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
-    seed_i, G, T, S = int(seed), int(genes), int(tfs), int(samples)
-    net = network(seed_i, G, T)
-    rng = np.random.default_rng([seed_i, 1])
-    mot = motifs(rng, net["tfs"])
-    names = net["names"]
-    # genome: genes spread over RECORDS records in shuffled order, random strands
+def _genome(rng: np.random.Generator, names: list[str]) -> tuple[dict, dict]:
+    """Random sequence of RECORDS records with the genes spread over them in shuffled order, random strands: the
+    sequences (arrays of bases) and each gene's locus (seqid, start, end, strand, promoter window)."""
     order = [names[i] for i in rng.permutation(len(names))]
     per = -(-len(order) // RECORDS)
     seqs, loci = {}, {}
@@ -118,9 +112,14 @@ def make(outdir: str, seed: str, genes: str, tfs: str, samples: str) -> None:
                 win = (tss - DOWNSTREAM + 1, tss + UPSTREAM + 1)
             loci[g] = {"seqid": f"chr{r + 1}", "start": start, "end": end, "strand": strand, "window": win}
         seqs[f"chr{r + 1}"] = seq
-    # motif copies: true edges always, decoys at DECOY_RATE, at free non-overlapping places inside the window
+    return seqs, loci
+
+
+def _plant(rng: np.random.Generator, net: dict, mot: dict, seqs: dict, loci: dict) -> dict:
+    """Motif copies into the promoter windows (in place): true edges always, decoys at DECOY_RATE, at free
+    non-overlapping places inside the window; how many of each."""
     planted = {"true": 0, "decoy": 0}
-    for g in names:
+    for g in net["names"]:
         lo, hi = loci[g]["window"]
         lo, hi = lo + 20, hi - 20
         free = list(range(lo, hi - 12, 14))
@@ -137,10 +136,12 @@ def make(outdir: str, seed: str, genes: str, tfs: str, samples: str) -> None:
                 m = m.translate(COMP)[::-1]
             seqs[loci[g]["seqid"]][pos : pos + len(m)] = list(m)
             planted[kind] += 1
-    # predicted accessibility of each promoter window
-    open_ = {g: bool(rng.random() < (OPEN_IF_REGULATED if net["regulated"][g] else OPEN_IF_UNREGULATED)) for g in names}
-    level = {g: float(rng.uniform(20, 60) if open_[g] else rng.uniform(0, 5)) for g in names}
-    # files
+    return planted
+
+
+def _write_network_files(out: Path, net: dict, mot: dict, seqs: dict, loci: dict) -> None:
+    """genome.fa, genes.gff3, motifs.jaspar, tf_motifs.tsv, regulators.txt and gold.tsv."""
+    names = net["names"]
     fa = []
     for sid, seq in seqs.items():
         s = "".join(seq)
@@ -164,6 +165,23 @@ def make(outdir: str, seed: str, genes: str, tfs: str, samples: str) -> None:
         out / "gold.tsv",
         "".join(f"{t}\t{g}\t{int((t, g) in net['edges'])}\n" for t in net["tfs"] for g in names if g != t),
     )
+
+
+def make(outdir: str, seed: str, genes: str, tfs: str, samples: str) -> None:
+    """The planted network of ``seed`` and its files in ``outdir`` (see the module docstring)."""
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    seed_i, G, T, S = int(seed), int(genes), int(tfs), int(samples)
+    net = network(seed_i, G, T)
+    rng = np.random.default_rng([seed_i, 1])
+    mot = motifs(rng, net["tfs"])
+    names = net["names"]
+    seqs, loci = _genome(rng, names)
+    planted = _plant(rng, net, mot, seqs, loci)
+    # predicted accessibility of each promoter window
+    open_ = {g: bool(rng.random() < (OPEN_IF_REGULATED if net["regulated"][g] else OPEN_IF_UNREGULATED)) for g in names}
+    level = {g: float(rng.uniform(20, 60) if open_[g] else rng.uniform(0, 5)) for g in names}
+    _write_network_files(out, net, mot, seqs, loci)
     _bigwig(out / "atac.bw", seqs, loci, level)
     X = simulate(net, S, seed_i)
     _write_atomic(

@@ -24,7 +24,8 @@ from ..stages.genie3scale import g3scale_lines
 from ..stages.network import network_table
 from ..stages.scaling import scaling_plot, scaling_series
 from ..stages.train import _epoch_s
-from . import fasta_shards_render
+from ..stages import fasta_shards, genie3_prior, gpu, predict_feed, predict_routes, variant
+from ..stages.bigwig_writers import writers_lines
 from .core import TREE_NORMALISED, json_files, summarize
 from .scale_render import published_scale
 from .tables import (
@@ -57,59 +58,69 @@ STAGE_DIRS = {
 
 
 # --------------------------------------------------------------------------------------------------
-# formatting
-# --------------------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------------------
 # derived figures
 # --------------------------------------------------------------------------------------------------
 
 
-def targets_rows(res: dict) -> list[str]:
-    """The speed targets of issue 15, each with what this run measured and whether it holds (all generated)."""
-    cases = [c for c in res["cases"] if not c.get("skipped")]
+def _wall_ratio(c: dict, ours: str, peer: str) -> float | None:
+    """The case's wall ratio of medians peer / ours for that pair, None where it has none."""
+    return next((r["wall"]["of_medians"] for r in c.get("ratios", []) if r["ours"] == ours and r["peer"] == peer), None)
 
-    def ratio(c, ours, peer):
-        return next(
-            (r["wall"]["of_medians"] for r in c.get("ratios", []) if r["ours"] == ours and r["peer"] == peer), None
-        )
 
-    def span(pairs):
-        lo = min(pairs, key=lambda x: x[1])
-        return f"{lo[1]:.1f}–{max(v for _, v in pairs):.1f}× (lowest: {lo[0]})"
+def _span(pairs: list) -> str:
+    """'lo–hi× (lowest: case)' of (case, ratio) pairs."""
+    lo = min(pairs, key=lambda x: x[1])
+    return f"{lo[1]:.1f}–{max(v for _, v in pairs):.1f}× (lowest: {lo[0]})"
 
-    rows = ["| target (issue 15) | this run | met |", "|---|---|---|"]
+
+def _target_fasta2h5(cases: list[dict]) -> list[str]:
+    """FASTA -> h5 at least 15x Helixer at equal file size, every case."""
     hl = [(c["case"], fasta2h5_headline(c)) for c in cases if c["stage"] == "fasta2h5"]
     hl = [(n, h) for n, h in hl if h]
-    if hl:
-        ok = all(h["equal_size"] and h["default"]["wall"]["of_medians"] >= 15 for _, h in hl)
-        rows.append(
-            f"| FASTA→h5 ≥ 15× Helixer at equal file size (+5 %), every case | "
-            f"{span([(n, h['default']['wall']['of_medians']) for n, h in hl])} | {'✔' if ok else '✘'} |"
-        )
+    if not hl:
+        return []
+    ok = all(h["equal_size"] and h["default"]["wall"]["of_medians"] >= 15 for _, h in hl)
+    return [
+        f"| FASTA→h5 ≥ 15× Helixer at equal file size (+5 %), every case | "
+        f"{_span([(n, h['default']['wall']['of_medians']) for n, h in hl])} | {'✔' if ok else '✘'} |"
+    ]
+
+
+def _target_predict(cases: list[dict]) -> list[str]:
+    """predict fp32 at least 1.5x Predmoter with identical output, per predict case."""
+    rows = []
     for c in cases:
         if c["stage"] == "predict":
-            r = ratio(c, "chromaflow fp32", "predmoter")
+            r = _wall_ratio(c, "chromaflow fp32", "predmoter")
             same = ((c.get("agreement") or {}).get("fp32") or {}).get("ok")
             if r is not None:
                 rows.append(
                     f"| predict ≥ 1.5× Predmoter end to end, fp32, identical output | {r:.1f}×, "
                     f"{'identical' if same else 'outputs differ'} | {'✔' if r >= 1.5 and same else '✘'} |"
                 )
+    return rows
+
+
+def _target_bigwig(cases: list[dict]) -> list[str]:
+    """bigWig/bedGraph at least 10x Predmoter's converter on the realistic cases, same intervals."""
     bw = [
-        (c["case"], ratio(c, "chromaflow", "predmoter"), (c.get("agreement") or {}).get("ok"))
+        (c["case"], _wall_ratio(c, "chromaflow", "predmoter"), (c.get("agreement") or {}).get("ok"))
         for c in cases
         if c["stage"] == "bigwig" and c["case"].startswith("realistic_")
     ]
     bw = [x for x in bw if x[1] is not None]
-    if bw:
-        ok = all(r >= 10 and a for _, r, a in bw)
-        rows.append(
-            f"| bigWig/bedGraph ≥ 10× Predmoter's converter on realistic predictions ≥ 200 Mbp, same "
-            f"intervals, every variant | {span([(n, r) for n, r, _ in bw])} | {'✔' if ok else '✘'} |"
-        )
-    acc = genie3_accuracy(cases)
+    if not bw:
+        return []
+    ok = all(r >= 10 and a for _, r, a in bw)
+    return [
+        f"| bigWig/bedGraph ≥ 10× Predmoter's converter on realistic predictions ≥ 200 Mbp, same "
+        f"intervals, every variant | {_span([(n, r) for n, r, _ in bw])} | {'✔' if ok else '✘'} |"
+    ]
+
+
+def _target_dream4(cases: list[dict]) -> list[str]:
+    """GENIE3 at least 50x arboreto on DREAM4 at arboreto's mean AUPR, for both of our importances."""
+    acc, rows = genie3_accuracy(cases), []
     for ours_key, what in (
         ("chromaflow", "default importance (the reference GENIE3's, unnormalised)"),
         (
@@ -118,7 +129,7 @@ def targets_rows(res: dict) -> list[str]:
         ),
     ):
         d4 = [
-            ratio(c, ours_key, "arboreto genie3")
+            _wall_ratio(c, ours_key, "arboreto genie3")
             for c in cases
             if c["stage"] == "genie3" and c["case"].startswith("dream4")
         ]
@@ -134,26 +145,40 @@ def targets_rows(res: dict) -> list[str]:
             f"{_sd(o['mean_aupr'])}(seeds {_seeds(o['seeds'])}) vs {peer:.4f} {_sd(p['mean_aupr'])}"
             f"(seeds {_seeds(p['seeds'])}) | {'✔' if m >= 50 and ours >= peer else '✘'} |"
         )
+    return rows
+
+
+def _target_genie3_large(cases: list[dict]) -> list[str]:
+    """GENIE3 at least 25x arboreto at 500 genes x 300 samples (with the scaling series beside it)."""
     big = [
-        (c["case"], ratio(c, "chromaflow", "arboreto genie3"))
+        (c["case"], _wall_ratio(c, "chromaflow", "arboreto genie3"))
         for c in cases
         if c["stage"] == "genie3" and c["case"].startswith("synthetic_")
     ]
     big = [x for x in big if x[1] is not None]
     sc = [
-        (c["params"].get("size"), ratio(c, "chromaflow", "arboreto genie3"))
+        (c["params"].get("size"), _wall_ratio(c, "chromaflow", "arboreto genie3"))
         for c in cases
         if c["stage"] == "scaling" and c["case"].startswith("genie3_")
     ]
     sc = [x for x in sc if x[1] is not None]
-    if big:
-        txt = "; ".join(f"{n}: {r:.1f}×" for n, r in big)
-        if sc:
-            txt += "; scaling series (fewer samples): " + ", ".join(f"{g:g} genes {r:.1f}×" for g, r in sc)
-        rows.append(
-            f"| GENIE3 ≥ 25× arboreto at 500 genes × 300 samples and above | {txt} | "
-            f"{'✔' if all(r >= 25 for _, r in big) else '✘'} |"
-        )
+    if not big:
+        return []
+    txt = "; ".join(f"{n}: {r:.1f}×" for n, r in big)
+    if sc:
+        txt += "; scaling series (fewer samples): " + ", ".join(f"{g:g} genes {r:.1f}×" for g, r in sc)
+    return [
+        f"| GENIE3 ≥ 25× arboreto at 500 genes × 300 samples and above | {txt} | "
+        f"{'✔' if all(r >= 25 for _, r in big) else '✘'} |"
+    ]
+
+
+def targets_rows(res: dict) -> list[str]:
+    """The speed targets of issue 15, each with what this run measured and whether it holds (all generated)."""
+    cases = [c for c in res["cases"] if not c.get("skipped")]
+    rows = ["| target (issue 15) | this run | met |", "|---|---|---|"]
+    for target in (_target_fasta2h5, _target_predict, _target_bigwig, _target_dream4, _target_genie3_large):
+        rows += target(cases)
     return rows if len(rows) > 2 else []
 
 
@@ -219,9 +244,32 @@ HEADLINE_HEAD = [
 # --------------------------------------------------------------------------------------------------
 
 
-def render_markdown(res: dict, src_name: str, png: Path | None) -> str:
+#: the order of the per-stage sections of a run's Markdown
+SECTION_ORDER = (
+    "fasta2h5",
+    "predict",
+    "predict_routes",
+    "predict_feed",
+    "fasta_shards",
+    "bigwig",
+    "bigwig_writers",
+    "peaks",
+    "genie3",
+    "genie3_prior",
+    "network",
+    "coverage",
+    "train",
+    "variant",
+    "genie3scale",
+    "scale",
+    "scaling",
+)
+
+
+def _run_header(res: dict, src_name: str) -> list[str]:
+    """The title and the run's provenance: commands, commit, machine, software, when and how it measured."""
     g = res.get("git") or {}
-    lines = [
+    return [
         f"# Benchmark run: {src_name}",
         "",
         f"Generated by `benchmarks/render` from `{src_name}` (written by `benchmarks/run`); do not edit.",
@@ -239,74 +287,80 @@ def render_markdown(res: dict, src_name: str, png: Path | None) -> str:
         "process (wait4), whichever is larger; load = 1-minute load average before and after each run",
         "",
     ]
+
+
+def _accuracy_lines(res: dict) -> list[str]:
+    """The GENIE3 accuracy table of the DREAM4 cases (per tool: seeds, AUROC/AUPR per seed, spread), if any."""
+    acc = genie3_accuracy(res["cases"])
+    if not acc:
+        return []
+    lines = [
+        "## GENIE3 accuracy on DREAM4 size 100 (mean over the networks, per seed)",
+        "",
+        "| tool | seeds | mean AUROC per seed | mean AUPR per seed | AUPR mean over seeds (sd) | AUPR "
+        "seed-to-seed spread (max − min) | median wall s per network |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for t, a in acc.items():
+        lines.append(
+            f"| {a['label']} | {_seeds(a['seeds'])} | "
+            f"{', '.join(f'{x:.4f}' for x in a['mean_auroc'])} | "
+            f"{', '.join(f'{x:.4f}' for x in a['mean_aupr'])} | "
+            f"{statistics.mean(a['mean_aupr']):.4f} ({_sd(a['mean_aupr']).strip() or '–'}) | "
+            f"{max(a['mean_aupr']) - min(a['mean_aupr']):.4f} | {_f(a['median_wall_s'])} |"
+        )
+    return lines + [""]
+
+
+def _scaling_lines(res: dict, png: Path | None) -> list[str]:
+    """The scaling table (sizes, medians, fitted exponents, peer ratios) and its plot, if the run has the series."""
+    series = scaling_series(res["cases"])
+    if not series:
+        return []
+    lines = [
+        "## Scaling",
+        "",
+        "| series | sizes | wall s (medians) | CPU s (medians) | peak RSS MiB | exponent wall / CPU / RSS | "
+        "peer ÷ ours, wall |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, s in sorted(series.items()):
+        pts = s["points"]
+        pr = s.get("peer_ratio") or {}
+        peer_txt = "; ".join(f"{p[0]:g} {s['unit']}: {_ratio(pr[p[0]][1])}" for p in pts if p[0] in pr)
+        lines.append(
+            f"| {name} | {', '.join(f'{p[0]:g}' for p in pts)} {s['unit']} | "
+            f"{', '.join(_f(p[1]) for p in pts)} | {', '.join(_f(p[2]) for p in pts)} | "
+            f"{', '.join(f'{p[3] / 2**20:,.0f}' for p in pts)} | "
+            f"{_f(s['exp_wall'])} / {_f(s['exp_cpu'])} / {_f(s['exp_rss'])} | "
+            f"{peer_txt + ' (' + next(iter(pr.values()))[0] + ')' if pr else '–'} |"
+        )
+    lines += [
+        "",
+        "Exponent b of a least-squares fit cost ∝ size^b on log–log axes (1 = linear; 0 = flat); "
+        "the fit is of our runs only. The peer runs beside us where it ends in minutes.",
+        "",
+    ]
+    return lines + ([f"![scaling]({png.name})", ""] if png else [])
+
+
+def render_markdown(res: dict, src_name: str, png: Path | None) -> str:
+    """A results file as Markdown: provenance, the ratios, the cross-case tables, then every case's runs."""
+    lines = _run_header(res, src_name)
     hl = headline_rows(res)
     if hl:
         lines += ["## Ratios", "", *HEADLINE_HEAD, *hl, ""]
-    acc = genie3_accuracy(res["cases"])
-    if acc:
-        lines += [
-            "## GENIE3 accuracy on DREAM4 size 100 (mean over the networks, per seed)",
-            "",
-            "| tool | seeds | mean AUROC per seed | mean AUPR per seed | AUPR mean over seeds (sd) | AUPR "
-            "seed-to-seed spread (max − min) | median wall s per network |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for t, a in acc.items():
-            lines.append(
-                f"| {a['label']} | {_seeds(a['seeds'])} | "
-                f"{', '.join(f'{x:.4f}' for x in a['mean_auroc'])} | "
-                f"{', '.join(f'{x:.4f}' for x in a['mean_aupr'])} | "
-                f"{statistics.mean(a['mean_aupr']):.4f} ({_sd(a['mean_aupr']).strip() or '–'}) | "
-                f"{max(a['mean_aupr']) - min(a['mean_aupr']):.4f} | {_f(a['median_wall_s'])} |"
-            )
-        lines.append("")
-    series = scaling_series(res["cases"])
-    if series:
-        lines += [
-            "## Scaling",
-            "",
-            "| series | sizes | wall s (medians) | CPU s (medians) | peak RSS MiB | exponent wall / CPU / RSS | "
-            "peer ÷ ours, wall |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for name, s in sorted(series.items()):
-            pts = s["points"]
-            pr = s.get("peer_ratio") or {}
-            peer_txt = "; ".join(f"{p[0]:g} {s['unit']}: {_ratio(pr[p[0]][1])}" for p in pts if p[0] in pr)
-            lines.append(
-                f"| {name} | {', '.join(f'{p[0]:g}' for p in pts)} {s['unit']} | "
-                f"{', '.join(_f(p[1]) for p in pts)} | {', '.join(_f(p[2]) for p in pts)} | "
-                f"{', '.join(f'{p[3] / 2**20:,.0f}' for p in pts)} | "
-                f"{_f(s['exp_wall'])} / {_f(s['exp_cpu'])} / {_f(s['exp_rss'])} | "
-                f"{peer_txt + ' (' + next(iter(pr.values()))[0] + ')' if pr else '–'} |"
-            )
-        lines += [
-            "",
-            "Exponent b of a least-squares fit cost ∝ size^b on log–log axes (1 = linear; 0 = flat); "
-            "the fit is of our runs only. The peer runs beside us where it ends in minutes.",
-            "",
-        ]
-        if png:
-            lines += [f"![scaling]({png.name})", ""]
+    lines += _accuracy_lines(res) + _scaling_lines(res, png)
     for c in res["cases"]:
         if c["stage"] == "network" and not c.get("skipped"):
             lines += [f"## Planted network: {c['case']}", "", *network_table(c)]
     g3 = g3scale_lines(res)
     if g3:
         lines += ["## GENIE3 at genome scale", "", *g3]
-    for stage in (
-        "fasta2h5",
-        "predict",
-        "bigwig",
-        "peaks",
-        "genie3",
-        "network",
-        "coverage",
-        "train",
-        "genie3scale",
-        "scale",
-        "scaling",
-    ):
+    bw = writers_lines(res)
+    if bw:
+        lines += ["## bigWig writers on the same intervals", "", *bw]
+    for stage in SECTION_ORDER:
         cs = [c for c in res["cases"] if c["stage"] == stage]
         if cs:
             lines += [f"## {stage}", ""] + [x for c in cs for x in case_section(c, res)]
@@ -417,93 +471,109 @@ def _with_block(text: str, body: str) -> str:
     return text.rstrip() + "\n\n" + block + "\n"
 
 
-def published(results_dir: Path = RESULTS) -> dict[Path, str]:
-    """Path -> the full text it must have: the README/docs with their GENERATED blocks filled from the newest
-    full run, and every stage's RESULTS.md."""
-    src = latest_full(results_dir)
-    res = json.loads(src.read_text()) if src else None
-    out: dict[Path, str] = {}
+def _intro(res: dict | None, src: Path | None, base: str) -> str:
+    """The sentence that says which full run a generated block comes from (``base``: the link's path to results/)."""
+    if not res or src is None:
+        return NO_RUN
+    md = src.with_suffix(".md").name
+    cmds = ", ".join(f"`{x}`" for x in res.get("commands") or [res["command"]])
+    return (
+        f"Generated from [`benchmarks/results/{src.name}`]({base}{src.name}) ({cmds}, "
+        f"{res.get('first_started')} – {res.get('last_finished')}) by `benchmarks/render`. Machine: "
+        f"{machines_text(res)}. Every run with its spread, load and outputs: "
+        f"[`{md}`]({base}{md})."
+    )
 
-    def intro(base: str) -> str:
-        if not res:
-            return NO_RUN
-        md = src.with_suffix(".md").name
-        cmds = ", ".join(f"`{x}`" for x in res.get("commands") or [res["command"]])
-        return (
-            f"Generated from [`benchmarks/results/{src.name}`]({base}{src.name}) ({cmds}, "
-            f"{res.get('first_started')} – {res.get('last_finished')}) by `benchmarks/render`. Machine: "
-            f"{machines_text(res)}. Every run with its spread, load and outputs: "
-            f"[`{md}`]({base}{md})."
+
+def _network_body(res: dict | None, src: Path | None) -> str:
+    """docs/networks.md's block: every planted-network case of the newest full run with its table."""
+    nets = [c for c in res["cases"] if c["stage"] == "network" and not c.get("skipped")] if res else []
+    if not nets:
+        return NO_RUN
+    cases = [
+        "\n".join(
+            [
+                f"Case `{c['case']}` (`{c.get('command', '')}`, {c.get('started')} – {c.get('finished')}), "
+                "parameters: " + ", ".join(f"{k} {v}" for k, v in c["params"].items()) + ".",
+                "",
+                *network_table(c),
+            ]
         )
+        for c in nets
+    ]
+    return "\n\n".join([_intro(res, src, "../benchmarks/results/"), *cases])
 
+
+def _doc_blocks(res: dict | None, src: Path | None) -> list[tuple[Path, str]]:
+    """(page, its GENERATED block) of the README and docs pages made from the newest full run."""
     table = "\n".join([*HEADLINE_HEAD, *headline_rows(res)]) if res else ""
     tg = targets_rows(res) if res else []
     if tg:
         table += "\n\nThe speed targets, checked against this run (generated; ✘ = not met yet):\n\n" + "\n".join(tg)
-    nets = [c for c in res["cases"] if c["stage"] == "network" and not c.get("skipped")] if res else []
-    net_body = (
-        "\n\n".join(
-            [f"{intro('../benchmarks/results/')}"]
-            + [
-                "\n".join(
-                    [
-                        f"Case `{c['case']}` (`{c.get('command', '')}`, {c.get('started')} – {c.get('finished')}), "
-                        "parameters: " + ", ".join(f"{k} {v}" for k, v in c["params"].items()) + ".",
-                        "",
-                        *network_table(c),
-                    ]
-                )
-                for c in nets
-            ]
-        )
-        if nets
-        else NO_RUN
-    )
-    for path, body in (
-        (ROOT / "docs" / "networks.md", net_body),
-        (ROOT / "benchmarks" / "README.md", f"{intro('results/')}\n\n{table}"),
-        (ROOT / "docs" / "performance.md", f"{intro('../benchmarks/results/')}\n\n{table}"),
+    docs = "../benchmarks/results/"
+    g3 = g3scale_lines(res) if res else []
+    return [
+        (ROOT / "docs" / "networks.md", _network_body(res, src)),
+        (ROOT / "benchmarks" / "README.md", f"{_intro(res, src, 'results/')}\n\n{table}"),
+        (ROOT / "docs" / "performance.md", f"{_intro(res, src, docs)}\n\n{table}"),
         (ROOT / "docs" / "fasta2h5.md", deflate_table(res, src) if res else NO_RUN),
-        (
-            ROOT / "docs" / "genie3-scale.md",
-            "\n".join([intro("../benchmarks/results/"), "", *g3scale_lines(res)])
-            if res and g3scale_lines(res)
-            else NO_RUN,
-        ),
-    ):
+        (ROOT / "docs" / "genie3-scale.md", "\n".join([_intro(res, src, docs), "", *g3]) if g3 else NO_RUN),
+    ]
+
+
+def _stage_page(stage: str, res: dict | None, src: Path | None) -> str:
+    """benchmarks/<stage>/RESULTS.md: the stage's cases of the newest full run."""
+    if not res or src is None:
+        return (
+            "\n".join(
+                [f"# {stage}: benchmark results", "", "Generated by `benchmarks/render`; do not edit.", "", NO_RUN]
+            )
+            + "\n"
+        )
+    body = [
+        f"# {stage}: benchmark results",
+        "",
+        f"Generated by `benchmarks/render` from `benchmarks/results/{src.name}`; do not edit. Command(s): "
+        + ", ".join(f"`{x}`" for x in res.get("commands") or [res["command"]])
+        + f". Machine: {machines_text(res)}.",
+        "",
+    ]
+    if stage == "genie3":
+        for t, a in genie3_accuracy(res["cases"]).items():
+            body.append(
+                f"* {a['label']}: mean AUPR per seed {', '.join(f'{x:.4f}' for x in a['mean_aupr'])}"
+                f", mean AUROC {', '.join(f'{x:.4f}' for x in a['mean_auroc'])}"
+            )
+        body.append("")
+    cs = [c for c in res["cases"] if c["stage"] == stage]
+    body += [x for c in cs for x in case_section(c, res)] or ["This run has no case of this stage.", ""]
+    return "\n".join(body).rstrip() + "\n"
+
+
+def published(results_dir: Path = RESULTS) -> dict[Path, str]:
+    """Path -> the full text it must have: the README/docs with their GENERATED blocks filled from the newest
+    full run, the opt-in stages' own pages, and every stage's RESULTS.md."""
+    src = latest_full(results_dir)
+    res = json.loads(src.read_text()) if src else None
+    out: dict[Path, str] = {}
+    for path, body in _doc_blocks(res, src):
         if path.exists():
             out[path] = _with_block(path.read_text(), body)
-    predict_doc = ROOT / "docs" / "predict.md"  # the FASTA index: benchmarks/fasta_shards/run's own results
+    predict_doc = ROOT / "docs" / "predict.md"  # the FASTA index: the fasta_shards stage's newest run
     if predict_doc.exists():
-        out[predict_doc] = _with_block(predict_doc.read_text(), fasta_shards_render.render())
+        out[predict_doc] = _with_block(predict_doc.read_text(), fasta_shards.render(results_dir))
+    out.update(predict_routes.published(results_dir))  # the opt-in stages' own pages, each from its newest run(s)
+    out.update(predict_feed.published(results_dir))
+    out.update(variant.published(results_dir))  # benchmarks/variant/RESULTS.md: every variant run
+    out.update(gpu.published())  # benchmarks/gpu/RESULTS.md: every run of benchmarks/gpu/results
+    out.update(genie3_prior.published(results_dir))  # docs/genie3.md's two prior tables
     scale_doc = ROOT / "docs" / "scale.md"  # the scale stage: its own pick of results file (harness/scale_render.py)
     if scale_doc.exists():
         out[scale_doc] = _with_block(scale_doc.read_text(), published_scale(results_dir))
     for stage, d in STAGE_DIRS.items():
         p = ROOT / "benchmarks" / d / "RESULTS.md"
-        if not p.parent.is_dir():
-            continue
-        if res:
-            cs = [c for c in res["cases"] if c["stage"] == stage]
-            body = [
-                f"# {stage}: benchmark results",
-                "",
-                f"Generated by `benchmarks/render` from `benchmarks/results/{src.name}`; do not edit. Command(s): "
-                + ", ".join(f"`{x}`" for x in res.get("commands") or [res["command"]])
-                + f". Machine: {machines_text(res)}.",
-                "",
-            ]
-            if stage == "genie3":
-                for t, a in genie3_accuracy(res["cases"]).items():
-                    body.append(
-                        f"* {a['label']}: mean AUPR per seed {', '.join(f'{x:.4f}' for x in a['mean_aupr'])}"
-                        f", mean AUROC {', '.join(f'{x:.4f}' for x in a['mean_auroc'])}"
-                    )
-                body.append("")
-            body += [x for c in cs for x in case_section(c, res)] or ["This run has no case of this stage.", ""]
-        else:
-            body = [f"# {stage}: benchmark results", "", "Generated by `benchmarks/render`; do not edit.", "", NO_RUN]
-        out[p] = "\n".join(body).rstrip() + "\n"
+        if p.parent.is_dir():
+            out[p] = _stage_page(stage, res, src)
     return out
 
 

@@ -494,6 +494,29 @@ def _completed(trace: Path, process: str) -> int:
         return 0
 
 
+def _watch(
+    proc: subprocess.Popen, t0: float, timeout: float, kill_during: str | None, trace_path: Path, work: Path
+) -> dict | None:
+    """Poll the run until it ends: past ``timeout`` its process group is killed (an error); with ``kill_during``,
+    SIGKILL to the group once a task of that process has finished and another runs. When and at what it was
+    killed, or None."""
+    killed = None
+    while proc.poll() is None:
+        if time.monotonic() - t0 > timeout:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise RuntimeError(f"nextflow ran past {timeout} s")
+        if kill_during and killed is None:
+            # a finished task the driver has recorded (its trace row: the driver, not the task, decides what a
+            # resume may reuse) and another task running
+            done = _completed(trace_path, kill_during)
+            running = task_dirs(work, kill_during)[1] if done else 0
+            if done >= 1 and running >= 1:
+                os.killpg(proc.pid, signal.SIGKILL)  # kill -9 of the driver and every task of its group
+                killed = {"at_s": round(time.monotonic() - t0, 1), "finished": done, "running": running}
+        time.sleep(0.5)
+    return killed
+
+
 def launch(
     rundir: Path,
     sheet: Path,
@@ -524,21 +547,8 @@ def launch(
         )
     sampler = Sampler(proc.pid, work, outdir)
     sampler.start()
-    killed = None
     try:
-        while proc.poll() is None:
-            if time.monotonic() - t0 > timeout:
-                os.killpg(proc.pid, signal.SIGKILL)
-                raise RuntimeError(f"nextflow ran past {timeout} s")
-            if kill_during and killed is None:
-                # a finished task the driver has recorded (its trace row: the driver, not the task, decides what a
-                # resume may reuse) and another task running
-                done = _completed(trace_path, kill_during)
-                running = task_dirs(work, kill_during)[1] if done else 0
-                if done >= 1 and running >= 1:
-                    os.killpg(proc.pid, signal.SIGKILL)  # kill -9 of the driver and every task of its group
-                    killed = {"at_s": round(time.monotonic() - t0, 1), "finished": done, "running": running}
-            time.sleep(0.5)
+        killed = _watch(proc, t0, timeout, kill_during, trace_path, work)
     finally:
         sampler.stop.set()
         sampler.join()

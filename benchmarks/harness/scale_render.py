@@ -230,29 +230,30 @@ PLAN_CPU_STAGES = ("PREDICT_PLAN", "PREDICT_MERGE", "PREDICT_VIEW", "BIGWIG", "P
 
 
 def gpu_rates(gpu_dir) -> list[dict]:
-    """Per precision, from the newest GPU results file of benchmarks/gpu/run with an end-to-end run: the loop's bp/s
-    and the fixed cost of one PREDICT task (its wall minus its loop: start-up, model load, batch probe, drain)."""
-    from .core import json_files
+    """Per precision, from the newest GPU results file (the ``gpu`` stage's, ``benchmarks/gpu/run``; not a
+    ``--quick`` one) with an end-to-end run: the loop's bp/s and the fixed cost of one PREDICT task (its wall minus
+    its loop: start-up, model load, batch probe, drain)."""
+    from ..stages.gpu import gpu_results, predict_rows
 
     files = []
-    for p, d in json_files(gpu_dir):
-        runs = [r for r in d.get("precisions") or [] if r.get("bp_per_s_loop") and r.get("wall_s") and r.get("loop_s")]
-        if runs:
-            files.append((d.get("started", ""), p.name, d, runs))
+    for p, res in gpu_results(gpu_dir):
+        params, rows = predict_rows(res)
+        runs = [r for r in rows if r.get("bp_per_s_loop") and r.get("wall_s") and r.get("loop_s")]
+        if runs and not res.get("quick"):
+            files.append((res.get("first_started", ""), p.name, params, runs))
     if not files:
         return []
-    started, name, d, runs = max(files, key=lambda x: x[:2])
-    gpu = (d.get("machine") or {}).get("gpu", "GPU")
+    started, name, params, runs = max(files, key=lambda x: x[:2])
     return [
         {
             "precision": r["precision"],
             "run": r.get("run") or "",
             "loop_bp_s": r["bp_per_s_loop"],
             "task_fixed_s": r["wall_s"] - r["loop_s"],
-            "gpu": gpu,
+            "gpu": (params.get("device") or {}).get("gpu", "GPU"),
             "file": name,
-            "model": d.get("model_preset"),
-            "mbp": d.get("mbp"),
+            "model": params.get("model_preset"),
+            "mbp": params.get("mbp"),
         }
         for r in runs
     ]

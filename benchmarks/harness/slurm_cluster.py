@@ -161,16 +161,8 @@ class SlurmCluster:
         except KeyError as exc:
             raise SlurmUnavailable("no 'munge' user (is the munge package installed?)") from exc
 
-    def _write_files(self) -> None:
-        self.root.chmod(0o755)  # munge must be able to traverse it
-        for d in (self.conf_dir, self.state_dir, self.spool_dir, self.log_dir, self.records_dir):
-            d.mkdir(parents=True, exist_ok=True)
-        self.gpu_file.write_text("")
-        self.ctld_port = _free_port()
-        self.slurmd_port = _free_port()
-        while self.slurmd_port == self.ctld_port:
-            self.slurmd_port = _free_port()
-
+    def _write_epilog(self) -> Path:
+        """The EpilogSlurmctld script: saves each finished job's record (see the module docstring)."""
         epilog = self.conf_dir / "epilog_slurmctld.sh"
         # Runs in slurmctld when a job ends; the job record is still complete then.
         epilog.write_text(
@@ -183,9 +175,12 @@ class SlurmCluster:
             "exit 0\n"
         )
         epilog.chmod(0o755)
+        return epilog
 
+    def _slurm_conf(self, epilog: Path) -> str:
+        """slurm.conf of the one-node cluster (its ports, folders and files: this instance's)."""
         h = self.hostname
-        conf = f"""\
+        return f"""\
 # chromaflow test cluster (tests/helpers/slurm_cluster.py) -- generated, do not edit
 ClusterName=chromaflowtest
 SlurmctldHost={h}(127.0.0.1)
@@ -232,7 +227,20 @@ NodeName={h} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory={self.real_memory} G
 PartitionName=cpu Nodes={h} Default=YES MaxTime=INFINITE State=UP
 PartitionName=gpu Nodes={h} Default=NO MaxTime=INFINITE State=UP
 """
-        self.conf_path.write_text(conf)
+
+    def _write_files(self) -> None:
+        """The cluster's folders, free ports, slurm.conf and the other config files; ``env`` set."""
+        self.root.chmod(0o755)  # munge must be able to traverse it
+        for d in (self.conf_dir, self.state_dir, self.spool_dir, self.log_dir, self.records_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        self.gpu_file.write_text("")
+        self.ctld_port = _free_port()
+        self.slurmd_port = _free_port()
+        while self.slurmd_port == self.ctld_port:
+            self.slurmd_port = _free_port()
+        epilog = self._write_epilog()
+        h = self.hostname
+        self.conf_path.write_text(self._slurm_conf(epilog))
         (self.conf_dir / "plugstack.conf").write_text("")
         (self.conf_dir / "gres.conf").write_text(f"NodeName={h} Name=gpu File={self.gpu_file}\n")
         # Read by slurmd only if a cgroup plugin is configured (none is); harmless otherwise.

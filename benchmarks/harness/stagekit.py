@@ -101,7 +101,8 @@ def fasta(ctx: Ctx, total: int, records: int, seed: int = 42, make: bool = True)
     return p
 
 
-GENERATOR = ROOT / "benchmarks" / "bigwig" / "synth_predictions.py"
+#: the predictions generator (``python -m benchmarks.harness.synth_predictions``)
+GENERATOR = ROOT / "benchmarks" / "harness" / "synth_predictions.py"
 
 
 def predictions(ctx: Ctx, mbp: float, mode: str, seed: int = 1, make: bool = False) -> tuple[Path | None, str | None]:
@@ -114,8 +115,8 @@ def predictions(ctx: Ctx, mbp: float, mode: str, seed: int = 1, make: bool = Fal
         ctx.log(f"  generating {p.name}")
         tmp = p.with_name(p.name + ".tmp.h5")
         run_checked(
-            [PY, GENERATOR, "--mbp", f"{mbp:g}", "--mode", mode, "--seed", str(seed), "--out", tmp],
-            "synth_predictions.py",
+            [*module("synth_predictions"), "--mbp", f"{mbp:g}", "--mode", mode, "--seed", str(seed), "--out", tmp],
+            "synth_predictions",
         )
         tmp.replace(p)
     return p, None

@@ -86,6 +86,21 @@ class _Drain(threading.Thread):
         self.stream.close()
 
 
+def _rusage_record(wall: float, ru, exit_status: int, load0) -> dict:
+    """:func:`measure`'s record of a reaped child: wall, CPU, peak RSS, exit, page faults, load before."""
+    return {
+        "wall_s": wall,
+        "user_s": ru.ru_utime,
+        "sys_s": ru.ru_stime,
+        "cpu_s": ru.ru_utime + ru.ru_stime,
+        "peak_rss_bytes": ru.ru_maxrss * 1024,
+        "exit": exit_status,
+        "minflt": ru.ru_minflt,
+        "majflt": ru.ru_majflt,
+        "load_before": load0[0] if load0 else None,
+    }
+
+
 def measure(
     cmd: list,
     *,
@@ -122,17 +137,7 @@ def measure(
             sampler.__exit__()
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
-    rec = {
-        "wall_s": wall,
-        "user_s": ru.ru_utime,
-        "sys_s": ru.ru_stime,
-        "cpu_s": ru.ru_utime + ru.ru_stime,
-        "peak_rss_bytes": ru.ru_maxrss * 1024,
-        "exit": proc.returncode,
-        "minflt": ru.ru_minflt,
-        "majflt": ru.ru_majflt,
-        "load_before": load0[0] if load0 else None,
-    }
+    rec = _rusage_record(wall, ru, proc.returncode, load0)
     for name, d in drains.items():
         d.join()
         rec[name] = d.data

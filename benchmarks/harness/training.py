@@ -1,22 +1,17 @@
 """Training runs read back: Predmoter's ``-m train`` logs and ``chromaflow train``'s metrics, per epoch.
 
-Used by the harness's ``train`` stage (``cases.train``: seconds per epoch and the loss curve of every run) and by
-``benchmarks/gpu/run`` (``run_predmoter``/``run_ours``: one timed run each, with the benchmarks' process timer).
+Used by the harness's ``train`` stage (seconds per epoch and the loss curve of every run) and by the ``gpu`` stage's
+training case (the same, on a GPU), which read back what each run wrote.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
-import shutil
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
-PEER = Path(__file__).resolve().parents[3] / "shared" / "peers" / "bin" / "peer-predmoter"
 ARCH = {
     "default": [],  # Predmoter's CLI defaults: bi-hybrid, 1 cnn layer, 64 filters, 1 BiLSTM of 128, bnorm
     "small": ["--cnn-layers", "1", "--filter-size", "16", "--hidden-size", "16"],
@@ -80,84 +75,3 @@ def chunks(folder: Path) -> int:
         with h5py.File(f, "r") as fh:
             n += fh["data/X"].shape[0]
     return n
-
-
-# --------------------------------------------------------------------------------------------------
-# one timed run each (benchmarks/gpu/run)
-# --------------------------------------------------------------------------------------------------
-def _timed(cmd, log: Path, env=None) -> dict:
-    """Run cmd with the benchmarks' process timer, the tree sampled: wall, CPU seconds of the whole process tree
-    (the larger of wait4's and the sampled descendants': DDP ranks are not waited for) and peak RSS (the larger of
-    ru_maxrss and the sampled summed RSS of the tree)."""
-    from .timer import measure
-
-    with open(log, "w") as fh:
-        r = measure(cmd, env=env, stdin=None, stdout=fh, stderr=subprocess.STDOUT, sample_tree=True)
-    if r["exit"] != 0:
-        raise SystemExit(f"{cmd[0]} failed (rc {r['exit']}); see {log}")
-    return {k: r[k] for k in ("wall_s", "cpu_s", "peak_rss_bytes", "processes")}
-
-
-def run_predmoter(
-    data: Path, out: Path, epochs: int, arch: list[str], *, device: str = "cpu", peer: list | None = None
-) -> dict:
-    """Predmoter ``-m train`` (``peer``: the launcher, default the peers kit's; ``device``: its --device, cpu|gpu)."""
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    r = _timed(
-        [
-            *(peer or [PEER]),
-            "-m",
-            "train",
-            "-i",
-            data,
-            "-o",
-            out,
-            "--seed",
-            "1",
-            "--device",
-            device,
-            "-e",
-            str(epochs),
-            "-b",
-            "120",
-            *arch,
-        ],
-        out / "stdout.log",
-    )
-    r.update(predmoter_run(out))
-    return r
-
-
-def run_ours(data: Path, out: Path, epochs: int, arch: list[str], extra: list[str], *, device: str = "cpu") -> dict:
-    """``chromaflow train`` (``device``: cpu|cuda) with ``extra`` options; the metrics JSON's epochs and curve."""
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    metrics = out / "metrics.json"
-    r = _timed(
-        [
-            sys.executable,
-            "-m",
-            "chromaflow",
-            "train",
-            "--input-dir",
-            data,
-            "--out",
-            out / "run",
-            "--seed",
-            "1",
-            "--epochs",
-            str(epochs),
-            "--device",
-            device,
-            *arch,
-            *extra,
-            "--metrics",
-            metrics,
-            "--force",
-        ],
-        out / "stdout.log",
-        env=dict(os.environ, CHROMAFLOW_PROGRESS="0"),
-    )
-    r.update(ours_run(metrics))
-    return r

@@ -11,18 +11,28 @@ from types import ModuleType
 STAGES = (
     "fasta2h5",
     "predict",
+    "predict_routes",
+    "predict_feed",
+    "fasta_shards",
     "bigwig",
+    "bigwig_writers",
     "peaks",
     "genie3",
+    "genie3_prior",
     "network",
     "coverage",
     "train",
+    "variant",
+    "gpu",
     "genie3scale",
     "scale",
     "scaling",
 )
-#: stages run only when --stages names them (the scale stage's full run takes hours of the whole pipeline)
-OPT_IN = ("scale",)
+#: stages run only when --stages names them (the scale stage's full run takes hours of the whole pipeline; the
+#: predict_routes, predict_feed and fasta_shards stages are development measurements of predict's inputs;
+#: bigwig_writers compares bigWig writer libraries; variant writes to its own folder, benchmarks/variant/results;
+#: gpu needs a CUDA device and writes to benchmarks/gpu/results: benchmarks/gpu/run)
+OPT_IN = ("scale", "predict_routes", "predict_feed", "fasta_shards", "bigwig_writers", "variant", "gpu")
 
 
 def stage(name: str) -> ModuleType:

@@ -27,6 +27,7 @@ FULL = {
         ("bedgraph", "avg", None),
         ("bigwig", "+", None),
         ("bigwig", "-", None),
+        ("bedgraph", "-", None),  # bench_bigwig.py's bg:- (the A/B script this stage replaced)
         ("bigwig", "avg", 150),
         ("bedgraph", "avg", 150),
     ],
@@ -90,30 +91,26 @@ def _bw_case(
     )
 
 
-def bigwig(ctx: Ctx) -> tuple[list, list[Case]]:
-    cfg = ctx.cfg
+def _reference_cases(ctx: Ctx, ref: Path) -> list[Case]:
+    """Two cases on real Predmoter output (the reference folder's predictions h5): a windowed bigWig, a bedGraph."""
+    return [
+        _bw_case(
+            ctx,
+            ref,
+            None,
+            "reference_pred_data_1",
+            fmt,
+            strand,
+            ws,
+            {"input": "reference predmoter/pred_data_1_predictions.h5", "mbp": 0.154},
+        )
+        for fmt, strand, ws in (("bigwig", "avg", 150), ("bedgraph", "+", None))
+    ]
+
+
+def _synthetic_cases(ctx: Ctx, cfg: dict) -> list[Case]:
+    """The variants on synth_predictions.py's realistic predictions, then the worst-case ones (where configured)."""
     cases = []
-    ref = ROOT.parent / "shared" / "reference" / "predmoter" / "pred_data_1_predictions.h5"
-    warm = []
-    if ref.exists():
-        warm = [
-            [ctx.peer("peer-predmoter-convert"), "-i", ref, "-o", "{d}", "--basename", "w", "-of", "bw"],
-            ours("bigwig", "--predictions", ref, "--outdir", "{d}", "--basename", "w", "--no-browser-files"),
-        ]
-        if ctx.quick:  # real Predmoter output, wherever the reference folder is
-            for fmt, strand, ws in (("bigwig", "avg", 150), ("bedgraph", "+", None)):
-                cases.append(
-                    _bw_case(
-                        ctx,
-                        ref,
-                        None,
-                        "reference_pred_data_1",
-                        fmt,
-                        strand,
-                        ws,
-                        {"input": "reference predmoter/pred_data_1_predictions.h5", "mbp": 0.154},
-                    )
-                )
     mbp = cfg["bigwig_mbp"]
     pred, skip = predictions(ctx, mbp, "realistic")
     for fmt, strand, ws in cfg["bigwig_variants"]:
@@ -153,6 +150,24 @@ def bigwig(ctx: Ctx) -> tuple[list, list[Case]]:
                     },
                 )
             )
+    return cases
+
+
+def bigwig(ctx: Ctx) -> tuple[list, list[Case]]:
+    """Predmoter's convert2coverage.py against ours: the reference output where present (quick), and synthetic
+    predictions."""
+    cfg = ctx.cfg
+    cases = []
+    ref = ROOT.parent / "shared" / "reference" / "predmoter" / "pred_data_1_predictions.h5"
+    warm = []
+    if ref.exists():
+        warm = [
+            [ctx.peer("peer-predmoter-convert"), "-i", ref, "-o", "{d}", "--basename", "w", "-of", "bw"],
+            ours("bigwig", "--predictions", ref, "--outdir", "{d}", "--basename", "w", "--no-browser-files"),
+        ]
+        if ctx.quick:  # real Predmoter output, wherever the reference folder is
+            cases += _reference_cases(ctx, ref)
+    cases += _synthetic_cases(ctx, cfg)
     return warm, cases
 
 

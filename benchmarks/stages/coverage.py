@@ -48,131 +48,148 @@ def _fresh_genome(src: Path):
     return setup
 
 
+def _coverage_peer(ctx: Ctx, d: Path, bam: Path) -> Contender:
+    """Helixer's add_ngs_coverage.py, one thread (its default is 8), on a fresh copy of the genome h5."""
+    return Contender(
+        "helixer",
+        "Helixer add_ngs_coverage.py --threads 1",
+        "peer",
+        lambda dd, r: [
+            ctx.peer("peer-helixer-add-ngs-coverage"),
+            "-s",
+            "sp",
+            "-d",
+            dd / "genome.h5",
+            "-b",
+            bam,
+            "--unstranded",
+            "--dataset-prefix",
+            COVERAGE_PREFIX,
+            "--threads",
+            "1",
+        ],
+        outputs=sizes("genome.h5"),
+        setup=_fresh_genome(d / "genome.h5"),
+    )
+
+
+def _coverage_ours(d: Path, bam: Path, threads: int) -> Contender:
+    """``chromaflow add-coverage --threads THREADS`` on a fresh copy of the genome h5."""
+    return Contender(
+        f"chromaflow t{threads}",
+        f"chromaflow add-coverage --threads {threads}",
+        "ours",
+        lambda dd, r: ours(
+            "add-coverage",
+            "--h5",
+            dd / "genome.h5",
+            "--prefix",
+            COVERAGE_PREFIX,
+            "--bam",
+            bam,
+            "--unstranded",
+            "--threads",
+            threads,
+        ),
+        outputs=sizes("genome.h5"),
+        setup=_fresh_genome(d / "genome.h5"),
+    )
+
+
+def _coverage_agree(mine: list[Contender]):
+    """agree(): each of ours' coverage datasets and h5 layout against Helixer's."""
+
+    def agree(dirs: dict) -> dict:
+        per = {
+            c.key: agree_child("coverage", dirs[c.key] / "genome.h5", dirs["helixer"] / "genome.h5", COVERAGE_PREFIX)
+            for c in mine
+        }
+        return {
+            "ok": all(v.get("ok") for v in per.values()),
+            "per_contender": per,
+            "detail": "; ".join(f"{k}: {v.get('detail')}" for k, v in per.items()),
+        }
+
+    return agree
+
+
+def _coverage_case(ctx: Ctx, records: int, bp: int, reads: int) -> Case:
+    """One genome h5 + BAM size: the peer and ours at each of ``coverage_threads``."""
+    d = ctx.inputs() / f"coverage_{records}x{bp}bp_{reads}reads_seed1"
+    name = f"{records}x{bp / 1e6:g}Mbp_{reads / 1e3:g}kreads"
+    bam = d / "reads.bam"
+    peer = _coverage_peer(ctx, d, bam)
+    mine = [_coverage_ours(d, bam, t) for t in ctx.cfg["coverage_threads"]]
+
+    def prepare():
+        if not d.exists():
+            ctx.log(f"  generating {d.name}")
+            gen("coverage", d, records, bp, reads, 1)
+
+    return Case(
+        "coverage",
+        name,
+        {
+            "records": records,
+            "bp_per_record": bp,
+            "reads": reads,
+            "read_len": 100,
+            "spliced_fraction": 0.2,
+            "intron": 1000,
+            "mode": "--unstranded",
+            "prefix": COVERAGE_PREFIX,
+            "seed": 1,
+        },
+        [peer, *mine],
+        [(c.key, "helixer") for c in mine],
+        _coverage_agree(mine),
+        prepare=prepare,
+        note="each run on a fresh copy of the genome h5 (not timed), updated in place; outputs "
+        "must equal Helixer's (values and h5 layout)",
+    )
+
+
+def _coverage_warm(ctx: Ctx) -> list:
+    """The warm-up commands (their small input made here when absent)."""
+    wd = ctx.inputs() / "coverage_1x100000bp_2000reads_seed2"
+    if not wd.exists():
+        gen("coverage", wd, 1, 100_000, 2000, 2)
+    # the peer updates in place: a copy first, in the same command (each warm-up command gets a fresh dir)
+    return [
+        [
+            "sh",
+            "-c",
+            'cp "$1" "$2/w.h5" && exec "$3" -s sp -d "$2/w.h5" -b "$4" --unstranded --dataset-prefix w --threads 1',
+            "sh",
+            wd / "genome.h5",
+            "{d}",
+            ctx.peer("peer-helixer-add-ngs-coverage"),
+            wd / "reads.bam",
+        ],
+        ours(
+            "add-coverage",
+            "--h5",
+            wd / "genome.h5",
+            "--prefix",
+            "w",
+            "--bam",
+            wd / "reads.bam",
+            "--unstranded",
+            "--out",
+            "{d}/w2.h5",
+        ),
+    ]
+
+
 def coverage(ctx: Ctx) -> tuple[list, list[Case]]:
     """Each tool adds --unstranded coverage (prefix atacseq) of the same BAM to its own fresh copy of the same genome
     h5, in place; the peer with --threads 1 (its default is 8), ours with each of ``coverage_threads``."""
-    cfg = ctx.cfg
     cases = []
     warm = []
-    for records, bp, reads in cfg["coverage"]:
-        d = ctx.inputs() / f"coverage_{records}x{bp}bp_{reads}reads_seed1"
-        name = f"{records}x{bp / 1e6:g}Mbp_{reads / 1e3:g}kreads"
-        bam = d / "reads.bam"
-        peer = Contender(
-            "helixer",
-            "Helixer add_ngs_coverage.py --threads 1",
-            "peer",
-            lambda dd, r, bam=bam: [
-                ctx.peer("peer-helixer-add-ngs-coverage"),
-                "-s",
-                "sp",
-                "-d",
-                dd / "genome.h5",
-                "-b",
-                bam,
-                "--unstranded",
-                "--dataset-prefix",
-                COVERAGE_PREFIX,
-                "--threads",
-                "1",
-            ],
-            outputs=sizes("genome.h5"),
-            setup=_fresh_genome(d / "genome.h5"),
-        )
-        mine = [
-            Contender(
-                f"chromaflow t{t}",
-                f"chromaflow add-coverage --threads {t}",
-                "ours",
-                lambda dd, r, bam=bam, t=t: ours(
-                    "add-coverage",
-                    "--h5",
-                    dd / "genome.h5",
-                    "--prefix",
-                    COVERAGE_PREFIX,
-                    "--bam",
-                    bam,
-                    "--unstranded",
-                    "--threads",
-                    t,
-                ),
-                outputs=sizes("genome.h5"),
-                setup=_fresh_genome(d / "genome.h5"),
-            )
-            for t in cfg["coverage_threads"]
-        ]
-
-        def agree(dirs: dict, mine=mine) -> dict:
-            per = {
-                c.key: agree_child(
-                    "coverage", dirs[c.key] / "genome.h5", dirs["helixer"] / "genome.h5", COVERAGE_PREFIX
-                )
-                for c in mine
-            }
-            return {
-                "ok": all(v.get("ok") for v in per.values()),
-                "per_contender": per,
-                "detail": "; ".join(f"{k}: {v.get('detail')}" for k, v in per.items()),
-            }
-
-        def prepare(d=d, records=records, bp=bp, reads=reads):
-            if not d.exists():
-                ctx.log(f"  generating {d.name}")
-                gen("coverage", d, records, bp, reads, 1)
-
-        cases.append(
-            Case(
-                "coverage",
-                name,
-                {
-                    "records": records,
-                    "bp_per_record": bp,
-                    "reads": reads,
-                    "read_len": 100,
-                    "spliced_fraction": 0.2,
-                    "intron": 1000,
-                    "mode": "--unstranded",
-                    "prefix": COVERAGE_PREFIX,
-                    "seed": 1,
-                },
-                [peer, *mine],
-                [(c.key, "helixer") for c in mine],
-                agree,
-                prepare=prepare,
-                note="each run on a fresh copy of the genome h5 (not timed), updated in place; outputs "
-                "must equal Helixer's (values and h5 layout)",
-            )
-        )
+    for records, bp, reads in ctx.cfg["coverage"]:
+        cases.append(_coverage_case(ctx, records, bp, reads))
         if not warm and not ctx.quick:  # quick runs no warm-up
-            wd = ctx.inputs() / "coverage_1x100000bp_2000reads_seed2"
-            if not wd.exists():
-                gen("coverage", wd, 1, 100_000, 2000, 2)
-            # the peer updates in place: a copy first, in the same command (each warm-up command gets a fresh dir)
-            warm = [
-                [
-                    "sh",
-                    "-c",
-                    'cp "$1" "$2/w.h5" && exec "$3" -s sp -d "$2/w.h5" -b "$4" --unstranded '
-                    '--dataset-prefix w --threads 1',
-                    "sh",
-                    wd / "genome.h5",
-                    "{d}",
-                    ctx.peer("peer-helixer-add-ngs-coverage"),
-                    wd / "reads.bam",
-                ],
-                ours(
-                    "add-coverage",
-                    "--h5",
-                    wd / "genome.h5",
-                    "--prefix",
-                    "w",
-                    "--bam",
-                    wd / "reads.bam",
-                    "--unstranded",
-                    "--out",
-                    "{d}/w2.h5",
-                ),
-            ]
+            warm = _coverage_warm(ctx)
     return warm, cases
 
 

@@ -41,10 +41,10 @@ QUICK = {
 }
 
 
-def fasta2h5(ctx: Ctx) -> tuple[list, list[Case]]:
-    cfg = ctx.cfg
+def _fasta2h5_warm(ctx: Ctx) -> list:
+    """The warm-up commands: each tool once on a small FASTA (made here when absent)."""
     small = fasta(ctx, 200_000, 2, seed=7)
-    warm = [
+    return [
         [
             ctx.peer("peer-helixer-fasta2h5"),
             "--fasta-path",
@@ -56,67 +56,88 @@ def fasta2h5(ctx: Ctx) -> tuple[list, list[Case]]:
         ],
         ours("fasta2h5", "--fasta", small, "--species", SPECIES, "--out", "{d}/w.h5"),
     ]
+
+
+def _helixer(ctx: Ctx, fa: Path) -> Contender:
+    """Helixer's fasta2h5.py at its defaults."""
+    return Contender(
+        "helixer",
+        "Helixer fasta2h5.py (default: gzip 4, multiprocess)",
+        "peer",
+        lambda d, r: [
+            ctx.peer("peer-helixer-fasta2h5"),
+            "--fasta-path",
+            fa,
+            "--h5-output-path",
+            d / "out.h5",
+            "--species",
+            SPECIES,
+        ],
+        outputs=sizes("out.h5"),
+    )
+
+
+def _fasta2h5_ours(fa: Path, variants: list[str]) -> list[Contender]:
+    """Our fasta2h5 at its default, then with each ``--deflate`` engine of ``variants``."""
+    mine = [
+        Contender(
+            "chromaflow",
+            "chromaflow fasta2h5 (default)",
+            "ours",
+            lambda d, r: ours("fasta2h5", "--fasta", fa, "--species", SPECIES, "--out", d / "out.h5"),
+            outputs=sizes("out.h5"),
+        )
+    ]
+    for v in variants:
+        mine.append(
+            Contender(
+                f"chromaflow --deflate {v}",
+                f"chromaflow fasta2h5 --deflate {v}",
+                "ours",
+                lambda d, r, v=v: ours(
+                    "fasta2h5", "--fasta", fa, "--species", SPECIES, "--out", d / "out.h5", "--deflate", v
+                ),
+                outputs=sizes("out.h5"),
+            )
+        )
+    return mine
+
+
+def _fasta2h5_agree(mine: list[Contender]):
+    """agree(): each of our files' datasets against Helixer's, and its size relative to Helixer's."""
+
+    def agree(dirs: dict) -> dict:
+        per = {c.key: agree_child("h5", dirs[c.key] / "out.h5", dirs["helixer"] / "out.h5") for c in mine}
+        ok = all(x.get("ok") for x in per.values())
+        return {
+            "ok": ok,
+            "per_contender": per,
+            "detail": "; ".join(
+                f"{k}: {'same datasets' if v.get('ok') else v.get('detail')}, size "
+                f"{v.get('size_ratio', float('nan')):.3f}x"
+                for k, v in per.items()
+            ),
+        }
+
+    return agree
+
+
+def fasta2h5(ctx: Ctx) -> tuple[list, list[Case]]:
+    """Helixer against our default and --deflate variants (all of ``fasta2h5_variants`` on the first case)."""
+    cfg = ctx.cfg
+    warm = _fasta2h5_warm(ctx)
     cases = []
     for i, (name, total, records) in enumerate(cfg["fasta2h5"]):
         fa = fasta(ctx, total, records, make=False)
-        helixer = Contender(
-            "helixer",
-            "Helixer fasta2h5.py (default: gzip 4, multiprocess)",
-            "peer",
-            lambda d, r, fa=fa: [
-                ctx.peer("peer-helixer-fasta2h5"),
-                "--fasta-path",
-                fa,
-                "--h5-output-path",
-                d / "out.h5",
-                "--species",
-                SPECIES,
-            ],
-            outputs=sizes("out.h5"),
-        )
-        mine = [
-            Contender(
-                "chromaflow",
-                "chromaflow fasta2h5 (default)",
-                "ours",
-                lambda d, r, fa=fa: ours("fasta2h5", "--fasta", fa, "--species", SPECIES, "--out", d / "out.h5"),
-                outputs=sizes("out.h5"),
-            )
-        ]
-        for v in cfg["fasta2h5_variants"] if i == 0 else ["zlib"]:
-            mine.append(
-                Contender(
-                    f"chromaflow --deflate {v}",
-                    f"chromaflow fasta2h5 --deflate {v}",
-                    "ours",
-                    lambda d, r, fa=fa, v=v: ours(
-                        "fasta2h5", "--fasta", fa, "--species", SPECIES, "--out", d / "out.h5", "--deflate", v
-                    ),
-                    outputs=sizes("out.h5"),
-                )
-            )
-
-        def agree(dirs: dict, mine=mine) -> dict:
-            per = {c.key: agree_child("h5", dirs[c.key] / "out.h5", dirs["helixer"] / "out.h5") for c in mine}
-            ok = all(x.get("ok") for x in per.values())
-            return {
-                "ok": ok,
-                "per_contender": per,
-                "detail": "; ".join(
-                    f"{k}: {'same datasets' if v.get('ok') else v.get('detail')}, size "
-                    f"{v.get('size_ratio', float('nan')):.3f}x"
-                    for k, v in per.items()
-                ),
-            }
-
+        mine = _fasta2h5_ours(fa, cfg["fasta2h5_variants"] if i == 0 else ["zlib"])
         cases.append(
             Case(
                 "fasta2h5",
                 name,
                 {"bp": total, "records": records, "seed": 42, "L": L},
-                [helixer, *mine],
+                [_helixer(ctx, fa), *mine],
                 [(c.key, "helixer") for c in mine],
-                agree,
+                _fasta2h5_agree(mine),
                 note="headline: the default, whose file must be no larger than Helixer's (+5 %)",
                 prepare=lambda t=total, r=records: fasta(ctx, t, r),
             )

@@ -46,6 +46,46 @@ DREAM4 = ROOT.parent / "shared" / "reference" / "dream4"
 GRNBOOST2 = ROOT / "benchmarks" / "harness" / "grnboost2_peer.py"  # run by the arboreto peer's interpreter
 
 
+def _ours_genie3(expr: Path, trees: int, repeats: int, key: str, label: str, extra: list) -> Contender:
+    """``chromaflow genie3`` on ``expr`` (2 threads), repeat r with seed r + 1."""
+    return Contender(
+        key,
+        label,
+        "ours",
+        lambda d, r: ours(
+            "genie3",
+            "--expression",
+            expr,
+            "--layout",
+            "samples-x-genes",
+            "--n-trees",
+            trees,
+            *extra,
+            "--seed",
+            r + 1,
+            "--threads",
+            "2",
+            "--out",
+            d / "links.tsv.gz",
+        ),
+        repeats=repeats,
+        seed_for_repeat=True,
+    )
+
+
+def _peer_genie3(ctx: Ctx, key: str, label: str, launcher: str, script, expr: Path, extra: list, repeats: int):
+    """A peer's GENIE3 (or GRNBoost2) run by its launcher: ``script EXPR links.tsv *extra --seed r+1 *workers``."""
+    workers = ["--threads", "2"] if key == "reference GENIE3" else ["--workers", "2"]
+    return Contender(
+        key,
+        label,
+        "peer",
+        lambda d, r: [ctx.peer(launcher), script, expr, d / "links.tsv", *extra, "--seed", str(r + 1), *workers],
+        repeats=repeats,
+        seed_for_repeat=True,
+    )
+
+
 def _genie3_contenders(
     ctx: Ctx,
     expr: Path,
@@ -56,104 +96,33 @@ def _genie3_contenders(
     our_seeds: int | None = None,
     tree_normalised: bool = False,
 ) -> list[Contender]:
-    def ours_c(key, label, extra):
-        return Contender(
-            key,
-            label,
-            "ours",
-            lambda d, r: ours(
-                "genie3",
-                "--expression",
-                expr,
-                "--layout",
-                "samples-x-genes",
-                "--n-trees",
-                trees,
-                *extra,
-                "--seed",
-                r + 1,
-                "--threads",
-                "2",
-                "--out",
-                d / "links.tsv.gz",
-            ),
-            repeats=our_seeds or seeds,
-            seed_for_repeat=True,
-        )
-
+    """Ours (and, with ``tree_normalised``, ours with arboreto's importance) beside arboreto GENIE3, the reference
+    GENIE3 (``ref_seeds`` runs) and arboreto GRNBoost2, in that order."""
+    mine = our_seeds or seeds
+    checks, t = ctx.peers / "checks", ["--trees", str(trees)]
     cs = [
-        ours_c("chromaflow", f"chromaflow genie3 --n-trees {trees} --threads 2", []),
-        Contender(
+        _ours_genie3(expr, trees, mine, "chromaflow", f"chromaflow genie3 --n-trees {trees} --threads 2", []),
+        _peer_genie3(
+            ctx,
             "arboreto genie3",
             f"arboreto 0.1.6 GENIE3 (RF, {trees} trees, 2 dask workers)",
-            "peer",
-            lambda d, r: [
-                ctx.peer("peer-arboreto-python"),
-                ctx.peers / "checks" / "arboreto_genie3.py",
-                expr,
-                d / "links.tsv",
-                "--trees",
-                str(trees),
-                "--seed",
-                str(r + 1),
-                "--workers",
-                "2",
-            ],
-            repeats=seeds,
-            seed_for_repeat=True,
+            "peer-arboreto-python",
+            checks / "arboreto_genie3.py",
+            expr,
+            t,
+            seeds,
         ),
     ]
     if tree_normalised:  # arboreto's importance (scikit-learn's feature_importances_): the like-for-like accuracy
-        cs.insert(
-            1,
-            ours_c(
-                TREE_NORMALISED,
-                f"chromaflow genie3 --n-trees {trees} --importance tree-normalised --threads 2",
-                ["--importance", "tree-normalised"],
-            ),
-        )
+        label = f"chromaflow genie3 --n-trees {trees} --importance tree-normalised --threads 2"
+        cs.insert(1, _ours_genie3(expr, trees, mine, TREE_NORMALISED, label, ["--importance", "tree-normalised"]))
     if ref_seeds:
-        cs.append(
-            Contender(
-                "reference GENIE3",
-                f"reference GENIE3.py (RF, K=sqrt, {trees} trees, 2 processes)",
-                "peer",
-                lambda d, r: [
-                    ctx.peer("peer-genie3-python"),
-                    ctx.peers / "checks" / "reference_genie3.py",
-                    expr,
-                    d / "links.tsv",
-                    "--trees",
-                    str(trees),
-                    "--seed",
-                    str(r + 1),
-                    "--threads",
-                    "2",
-                ],
-                repeats=ref_seeds,
-                seed_for_repeat=True,
-            )
-        )
+        label = f"reference GENIE3.py (RF, K=sqrt, {trees} trees, 2 processes)"
+        script = checks / "reference_genie3.py"
+        cs.append(_peer_genie3(ctx, "reference GENIE3", label, "peer-genie3-python", script, expr, t, ref_seeds))
     if grnboost:
-        cs.append(
-            Contender(
-                "arboreto grnboost2",
-                "arboreto 0.1.6 GRNBoost2 (2 dask workers)",
-                "peer",
-                lambda d, r: [
-                    ctx.peer("peer-arboreto-python"),
-                    GRNBOOST2,
-                    expr,
-                    d / "links.tsv",
-                    "--seed",
-                    str(r + 1),
-                    "--workers",
-                    "2",
-                ],
-                repeats=seeds,
-                seed_for_repeat=True,
-            )
-        )
+        label = "arboreto 0.1.6 GRNBoost2 (2 dask workers)"
+        cs.append(_peer_genie3(ctx, "arboreto grnboost2", label, "peer-arboreto-python", GRNBOOST2, expr, [], seeds))
     return cs
 
 

@@ -174,13 +174,38 @@ def _tasks_summary(key: str, d: Path) -> dict:
     return out
 
 
-def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
-    cfg = ctx.cfg
+def _cost_contender(expr: Path, regs: Path, trees: int, n_chunks: int) -> Contender:
+    """A cost point's run: the last of ``n_chunks`` target chunks, one thread."""
+    return Contender(
+        "chromaflow",
+        f"chromaflow genie3 --targets-chunk {n_chunks}/{n_chunks} --threads 1",
+        "ours",
+        lambda d, r: ours(
+            "genie3",
+            "--expression",
+            expr,
+            "--layout",
+            "genes-x-samples",
+            "--regulators",
+            regs,
+            "--n-trees",
+            trees,
+            "--threads",
+            "1",
+            "--targets-chunk",
+            f"{n_chunks}/{n_chunks}",
+            "--out",
+            d / "part.npz",
+            "--metrics",
+            d / "m.json",
+        ),
+    )
+
+
+def _cost_cases(ctx: Ctx, cfg: dict) -> list[Case]:
+    """(a) the cost model: one chunk of ~TARGETS non-TF targets per point (the last chunk: TFs come first in the
+    file)."""
     c = cfg["g3scale_cost"]
-    G, R, S, N = cfg["g3scale_predict"]
-    bounds = cfg["g3scale_rss_bound"]
-    cases = []
-    # (a) the cost model: one chunk of ~TARGETS non-TF targets (the last chunk: TFs come first in the file)
     cost_genes = max(c["regulators"]) + c["extra_genes"]
     cost_dir = ctx.inputs() / f"g3scale_cost_{cost_genes}x{max(c['samples'])}_seed7"
     n_chunks = cost_genes // c["targets"]
@@ -200,48 +225,29 @@ def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
                 ",".join(str(x) for x in c["regulators"] if x != max(c["regulators"])),
             )
 
+    cases = []
     for p in cost_points(cfg):
         expr = cost_dir / ("expression.tsv" if p["samples"] == max(c["samples"]) else f"expression_s{p['samples']}.tsv")
         regs = cost_dir / (
             "regulators.txt" if p["regulators"] == max(c["regulators"]) else f"regulators_r{p['regulators']}.txt"
-        )
-        con = Contender(
-            "chromaflow",
-            f"chromaflow genie3 --targets-chunk {n_chunks}/{n_chunks} --threads 1",
-            "ours",
-            lambda d, r, expr=expr, regs=regs, p=p: ours(
-                "genie3",
-                "--expression",
-                expr,
-                "--layout",
-                "genes-x-samples",
-                "--regulators",
-                regs,
-                "--n-trees",
-                p["trees"],
-                "--threads",
-                "1",
-                "--targets-chunk",
-                f"{n_chunks}/{n_chunks}",
-                "--out",
-                d / "part.npz",
-                "--metrics",
-                d / "m.json",
-            ),
         )
         cases.append(
             Case(
                 "genie3scale",
                 f"cost_s{p['samples']}_r{p['regulators']}_t{p['trees']}",
                 {"series": "cost", **p, "genes": cost_genes, "chunk": f"{n_chunks}/{n_chunks}"},
-                [con],
+                [_cost_contender(expr, regs, p["trees"], n_chunks)],
                 [],
                 per_run=lambda key, d: _chunk_cost(d),
                 prepare=make_cost,
                 note="CPU s per target = the metrics' compute_cpu_s (tree growing, --threads 1) / targets",
             )
         )
-    # (b) + (c): the plan -> chunks -> merge path, 1 and 2 tasks at a time (local processes), and weak scaling
+    return cases
+
+
+def _planted_pipeline_inputs(ctx: Ctx, cfg: dict):
+    """The planted run of the pipeline cases: its folder and the function that makes it (once)."""
     PG, PT, PS, PN, PC = cfg["g3scale_pipeline"]
     pdir = ctx.inputs() / f"g3scale_planted_{PG}x{PT}x{PS}_seed11"
 
@@ -249,35 +255,43 @@ def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
         if not (pdir / "truth.json").exists():
             _scale("make", pdir, 11, PG, PT, PS)
 
-    reps = cfg["g3scale_pipeline_repeats"]
+    return pdir, make_pipe
 
-    def pipe_contender(kind: str, what: str, par: int, extra: list) -> Contender:
-        """``python -m benchmarks.harness.genie3scale KIND`` (pipeline: local processes; slurm: SLURM jobs) on the
-        planted run."""
-        return Contender(
-            "chromaflow",
-            what,
-            "ours",
-            lambda d, r: list(
-                map(
-                    str,
-                    [
-                        *module("genie3scale"),
-                        kind,
-                        d / "w",
-                        pdir / "expression.tsv",
-                        pdir / "regulators.txt",
-                        pdir / "gold.tsv",
-                        PN,
-                        PC,
-                        par,
-                        *extra,
-                    ],
-                )
-            ),
-            repeats=reps,
-        )
 
+def _pipe_contender(cfg: dict, pdir: Path, kind: str, what: str, par: int, extra: list) -> Contender:
+    """``python -m benchmarks.harness.genie3scale KIND`` (pipeline: local processes; slurm: SLURM jobs) on the
+    planted run."""
+    PG, PT, PS, PN, PC = cfg["g3scale_pipeline"]
+    return Contender(
+        "chromaflow",
+        what,
+        "ours",
+        lambda d, r: list(
+            map(
+                str,
+                [
+                    *module("genie3scale"),
+                    kind,
+                    d / "w",
+                    pdir / "expression.tsv",
+                    pdir / "regulators.txt",
+                    pdir / "gold.tsv",
+                    PN,
+                    PC,
+                    par,
+                    *extra,
+                ],
+            )
+        ),
+        repeats=cfg["g3scale_pipeline_repeats"],
+    )
+
+
+def _pipeline_cases(cfg: dict, pdir: Path, make_pipe) -> list[Case]:
+    """(b) + (c): the plan -> chunks -> merge path, 1 and 2 tasks at a time (local processes), and weak scaling."""
+    PG, PT, PS, PN, PC = cfg["g3scale_pipeline"]
+    bounds = cfg["g3scale_rss_bound"]
+    cases = []
     for name, par, only in (("strong_p1", 1, None), ("strong_p2", 2, None), ("weak_p1", 1, 1), ("weak_p2", 2, 2)):
         extra = [] if only is None else ["--chunks-only", only]
         what = (
@@ -285,7 +299,6 @@ def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
             if only is None
             else f"the first {only} chunk(s) of {PG // PC}, {par} at a time"
         )
-        con = pipe_contender("pipeline", what, par, extra)
         cases.append(
             Case(
                 "genie3scale",
@@ -302,7 +315,7 @@ def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
                     "rss_bounds": bounds,
                     "executor": "local processes (harness.genie3scale; not SLURM)",
                 },
-                [con],
+                [_pipe_contender(cfg, pdir, "pipeline", what, par, extra)],
                 [],
                 agree=_bound_check(bounds),
                 per_run=lambda key, d: _tasks_summary(key, d / "w"),
@@ -311,9 +324,16 @@ def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
                 "RSS bound fails the case",
             )
         )
-    # (d) the same through SLURM: the real pipeline, -profile slurm, on a single-node cluster started by the run
-    # (harness.slurm_cluster, as root), 1 and 2 jobs of one CPU at a time; weak: 1 and 2 chunks of PC genes
+    return cases
+
+
+def _slurm_cases(cfg: dict, pdir: Path, make_pipe) -> list[Case]:
+    """(d) the same through SLURM: the real pipeline, -profile slurm, on a single-node cluster started by the run
+    (harness.slurm_cluster, as root), 1 and 2 jobs of one CPU at a time; weak: 1 and 2 chunks of PC genes."""
+    PG, PT, PS, PN, PC = cfg["g3scale_pipeline"]
+    bounds = cfg["g3scale_rss_bound"]
     no_slurm = SlurmCluster.unavailable()
+    cases = []
     for name, par, genes in (
         ("strong_p1", 1, None),
         ("strong_p2", 2, None),
@@ -323,7 +343,6 @@ def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
         extra = [] if genes is None else ["--genes", genes]
         g = genes or PG
         what = f"-profile slurm: GENIE3_PLAN -> {g // PC} GENIE3 jobs ({par} at a time) -> GENIE3_MERGE, {g:,} genes"
-        con = pipe_contender("slurm", what, par, extra)
         cases.append(
             Case(
                 "genie3scale",
@@ -339,7 +358,7 @@ def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
                     "rss_bounds": bounds,
                     "executor": "SLURM 22.05 (-profile slurm; one node, 2 CPUs, started by the run)",
                 },
-                [con],
+                [_pipe_contender(cfg, pdir, "slurm", what, par, extra)],
                 [],
                 agree=_bound_check(bounds),
                 per_run=lambda key, d: _tasks_summary(key, d / "w"),
@@ -349,21 +368,22 @@ def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
                 "phase from the first GENIE3 job's start to the last one's end",
             )
         )
-    # the merge alone at the predicted size: synthetic parts (harness.genie3scale.make_parts), both merge paths
-    MT, MR, MC = cfg["g3scale_merge"]
-    mdir = ctx.inputs() / f"g3scale_parts_{MT}x{MR}_{MC}chunks"
-    mparts = [mdir / f"part{i}.npz" for i in range(1, MC + 1)]
-    mb = cfg["g3scale_merge_bound"]
+    return cases
 
-    def task(d: Path, *argv) -> list[str]:
-        return list(map(str, [*module("genie3scale"), "task", d / "task.json", "--", *ours(*argv)]))
 
-    merge_cons = [
+def _task(d: Path, *argv) -> list[str]:
+    """``harness.genie3scale task``: our command ``argv`` as one task (its wall, CPU and peak RSS in task.json)."""
+    return list(map(str, [*module("genie3scale"), "task", d / "task.json", "--", *ours(*argv)]))
+
+
+def _merge_contenders(mparts: list[Path]) -> list[Contender]:
+    """The two merge paths on the synthetic parts: the pipeline's (summary and plot) and the streamed one."""
+    return [
         Contender(
             "merge",
             "genie3-merge --max-links 100000 --summary --plot (the pipeline's merge)",
             "ours",
-            lambda d, r: task(
+            lambda d, r: _task(
                 d,
                 "genie3-merge",
                 "--max-links",
@@ -383,11 +403,15 @@ def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
             "merge_streamed",
             "genie3-merge --max-links 100000 (streamed)",
             "ours",
-            lambda d, r: task(
+            lambda d, r: _task(
                 d, "genie3-merge", "--max-links", "100000", "--out", d / "top.tsv.gz", "--threads", "1", *mparts
             ),
         ),
     ]
+
+
+def _merge_bounds(mb: dict):
+    """agree(): each merge's peak RSS (its task.json) against its bound in ``mb``."""
 
     def merge_bounds(dirs: dict) -> dict:
         bad, got = [], []
@@ -398,27 +422,44 @@ def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
                 bad.append(f"{key}: peak RSS {rss / 2**20:.0f} MiB > bound {mb[key] / 2**20:.0f} MiB")
         return {"ok": not bad, "detail": "; ".join(bad) or "peak RSS within bounds: " + ", ".join(got)}
 
-    cases.append(
-        Case(
-            "genie3scale",
-            f"merge_{MT}x{MR}",
-            {
-                "series": "merge",
-                "targets": MT,
-                "regulators": MR,
-                "chunks": MC,
-                "rss_bounds": mb,
-                "dense_copy_bytes": MT * MR * 8,
-            },
-            merge_cons,
-            [],
-            agree=merge_bounds,
-            per_run=lambda key, d: {"task": json.loads((d / "task.json").read_text())},
-            prepare=lambda: _scale("parts", mdir, MT, MR, MC),
-            note="synthetic parts of the predicted run's shape (70 % zeros); peak RSS of the merge "
-            "process itself (wait4) against the bounds: a failed bound fails the case",
-        )
+    return merge_bounds
+
+
+def _merge_case(ctx: Ctx, cfg: dict) -> Case:
+    """The merge alone at the predicted size: synthetic parts (harness.genie3scale.make_parts), both merge paths."""
+    MT, MR, MC = cfg["g3scale_merge"]
+    mdir = ctx.inputs() / f"g3scale_parts_{MT}x{MR}_{MC}chunks"
+    mparts = [mdir / f"part{i}.npz" for i in range(1, MC + 1)]
+    mb = cfg["g3scale_merge_bound"]
+    return Case(
+        "genie3scale",
+        f"merge_{MT}x{MR}",
+        {
+            "series": "merge",
+            "targets": MT,
+            "regulators": MR,
+            "chunks": MC,
+            "rss_bounds": mb,
+            "dense_copy_bytes": MT * MR * 8,
+        },
+        _merge_contenders(mparts),
+        [],
+        agree=_merge_bounds(mb),
+        per_run=lambda key, d: {"task": json.loads((d / "task.json").read_text())},
+        prepare=lambda: _scale("parts", mdir, MT, MR, MC),
+        note="synthetic parts of the predicted run's shape (70 % zeros); peak RSS of the merge "
+        "process itself (wait4) against the bounds: a failed bound fails the case",
     )
+
+
+def genie3scale(ctx: Ctx) -> tuple[list, list[Case]]:
+    """The cost model's points, the chunked pipeline (local processes, then SLURM jobs) and the merge alone."""
+    cfg = ctx.cfg
+    cases = _cost_cases(ctx, cfg)
+    pdir, make_pipe = _planted_pipeline_inputs(ctx, cfg)
+    cases += _pipeline_cases(cfg, pdir, make_pipe)
+    cases += _slurm_cases(cfg, pdir, make_pipe)
+    cases.append(_merge_case(ctx, cfg))
     return [], cases
 
 
@@ -573,6 +614,212 @@ def g3scale_extrapolation(
     return rows
 
 
+def _g3_cost_lines(pts: list[dict], fit: dict | None) -> list[str]:
+    """The measured cost points, with the fit's residual of each."""
+    lines = [
+        "### Cost per target (measured)",
+        "",
+        "One chunk of targets per point (`genie3 --targets-chunk --threads 1`); CPU s per target = the "
+        "metrics' `compute_cpu_s` (tree growing) / targets, median over the runs; the fit's residual per "
+        "point.",
+        "",
+        "| samples | regulators | trees | runs | CPU s per target | fit residual (measured / fit) | "
+        "task peak RSS MiB |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    resid = {
+        (r["samples"], r["regulators"], r["trees"]): r["measured_over_fit"] for r in (fit or {}).get("residuals", [])
+    }
+    for p in sorted(pts, key=lambda p: (p["samples"], p["regulators"], p["trees"])):
+        k = (p["samples"], p["regulators"], p["trees"])
+        lines.append(
+            f"| {p['samples']} | {p['regulators']} | {p['trees']} | {p['runs']} | "
+            f"{p['cpu_s_per_target']:.4g} | {_f(resid.get(k), 3)} | {p['rss'] / 2**20:,.0f} |"
+        )
+    lines.append("")
+    return lines
+
+
+def _g3_fit_lines(pts: list[dict], fit: dict, pred: dict) -> list[str]:
+    """The fitted cost model and the predicted run's CPU-hours."""
+    G, R, S, N = G3_PREDICT
+    e, se = fit["exponents"], fit["stderr"]
+    return [
+        f"Fit ({len(pts)} points, {fit['dof']} degrees of freedom): CPU s per target = "
+        f"{math.exp(fit['a']):.3g} · samples^{e['samples']:.2f}±{se['samples']:.2f} · regulators^"
+        f"{e['regulators']:.2f}±{se['regulators']:.2f} · (trees + {fit['n0']:.3g}) (± one standard "
+        f"error; trees enter linearly — every tree is the same independent work — and n0 is the "
+        f"per-target work outside the trees in tree-equivalents, chosen by least squares; the rest a "
+        f"least-squares line on log–log axes); residual sd {fit['residual_sd']:.3f} (log e).",
+        "",
+        f"**Predicted** (extrapolated from the fit): {G:,} targets × {R:,} regulators × {S} samples × "
+        f"{N} trees = **{pred['cpu_hours']:.3g} CPU-hours** of tree growing (95 % interval "
+        f"{pred['cpu_hours_low']:.3g}–{pred['cpu_hours_high']:.3g}: the coefficients' covariance and the "
+        f"residual scatter; {pred['cpu_s_per_target']:.3g} CPU s per target).",
+        "",
+    ]
+
+
+def _g3_merge_lines(merge: dict) -> list[str]:
+    """The merge measured alone at the predicted size, per merge path."""
+    mp = merge["params"]
+    lines = [
+        f"### The merge at {mp['targets']:,} targets × {mp['regulators']:,} regulators (measured, synthetic parts)",
+        "",
+        f"{mp['chunks']} part files of the predicted run's shape (one dense R × T float64 copy = "
+        f"{mp['dense_copy_bytes'] / 2**20:,.0f} MiB); peak RSS of the merge process (wait4) against its "
+        f"bound: {_ok(merge['agreement'])}",
+        "",
+        "| merge | runs | wall s (median) | CPU s (median) | peak RSS MiB (max) | bound MiB |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key, cm in merge["contenders"].items():
+        lines.append(
+            f"| {key} | {cm['runs']} | {_f(cm['wall_s'])} | {_f(cm.get('cpu_s'))} | "
+            f"{cm['peak_rss_bytes'] / 2**20:,.0f} | {mp['rss_bounds'][key] / 2**20:,.0f} |"
+        )
+    lines.append("")
+    return lines
+
+
+def _g3_pipe_row(name: str, how: str, r: dict) -> str:
+    """One run of the chunked pipeline as a row of its table."""
+    pp = r["params"]
+    mg = {m["task"]: m for m in r["merges"]}
+    rss = " / ".join(
+        _f(x / 2**20, 0) if x else "–"
+        for x in (
+            r["plan_task"]["peak_rss_bytes"],
+            r["chunk_peak_rss_bytes"],
+            (mg.get("merge") or {}).get("peak_rss_bytes"),
+            (mg.get("merge_streamed") or {}).get("peak_rss_bytes"),
+        )
+    )
+    ag = r.get("agreement") or {}
+    sc = r.get("score")
+    acc = f"{sc['aupr']:.3f} / {sc['auroc']:.3f}" if sc else "–"
+    return (
+        f"| {name.removeprefix('slurm_')} | {how} | {pp['genes']:,} × {pp['regulators']} × "
+        f"{pp['samples']}, {pp['trees']} | "
+        f"{pp['tasks']} | {r['chunks_run']} of {r['plan']['chunks']} | "
+        f"{_f(r['pipeline_wall_s'])} | {_f(r['chunks_wall_s'])} | {_f(sum(r['chunk_cpu_s']))} | "
+        f"{rss} | {_f((r.get('chunk_out_bytes') or 0) / 2**20, 2) if r.get('chunk_out_bytes') else '–'} | "
+        f"{_ok(ag)} | "
+        f"{acc} | "
+        f"{_f((r.get('load_before') or [None])[0], 1)} |"
+    )
+
+
+def _g3_pipe_table(pipe: dict) -> list[str]:
+    """The chunked pipeline's runs, one row each, in table order."""
+    lines = [
+        "### The chunked pipeline (measured)",
+        "",
+        "| run | tasks as | genes × regulators × samples, trees | tasks at a time | chunks | plan → chunks → "
+        "merge wall s | chunk phase wall s | chunk CPU s (sum) | per-task peak RSS MiB (plan / chunk / merge / "
+        "streamed merge) | largest part MiB | bounds | AUPR / AUROC (planted) | load before |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, how in G3_RUNS:
+        r = pipe.get(name)
+        if r:
+            lines.append(_g3_pipe_row(name, how, r))
+    lines.append("")
+    return lines
+
+
+def _g3_model_check(pipe: dict, fit: dict | None) -> list[str]:
+    """The cost model against the pipeline's own chunks (a point it was not fitted on)."""
+    from ..harness.genie3scale import predict
+
+    s1 = pipe.get("strong_p1")
+    if not (fit and s1 and s1.get("chunk_targets") and all(s1.get("chunk_compute_cpu_s") or [None])):
+        return []
+    pp = s1["params"]
+    measured = sum(s1["chunk_compute_cpu_s"]) / sum(s1["chunk_targets"])
+    fitted = predict(fit, pp["samples"], pp["regulators"], pp["trees"], 1)["cpu_s_per_target"]
+    return [
+        f"Check of the cost model on these chunks ({pp['samples']} samples, {pp['regulators']} "
+        f"regulators, {pp['trees']} trees, {pp['genes']:,} genes: a point it was not fitted on): "
+        f"measured {measured:.4g} CPU s per target, fitted {fitted:.4g} (measured / fit "
+        f"{measured / fitted:.2f}).",
+        "",
+    ]
+
+
+def _g3_scaling_lines(pipe: dict) -> list[str]:
+    """Strong and weak scaling measured with 1 and 2 tasks, per executor."""
+    strong = next((r for k, r in pipe.items() if "strong" in k), None)
+    lines = [
+        "### Strong and weak scaling",
+        "",
+        "Measured with 1 and 2 concurrent tasks, as local processes (`harness.genie3scale pipeline`: the "
+        "commands a task runs) and as SLURM jobs of one CPU each (the real pipeline, `-profile slurm`, on a "
+        "single-node SLURM 22.05 cluster of 2 CPUs that the run starts as root). Strong: the same "
+        f"{strong['params']['genes'] if strong else 0:,}-gene run, wall of the chunk phase; weak: one chunk "
+        "per task. All on one shared 2-core machine (see the load column above).",
+        "",
+        "| scaling | tasks as | tasks | chunk phase wall s | speed-up | efficiency |",
+        "|---|---|---|---|---|---|",
+    ]
+    for pre, how in G3_EXECUTORS:
+        s1, s2, w1, w2 = (pipe.get(pre + k) for k in ("strong_p1", "strong_p2", "weak_p1", "weak_p2"))
+        if s1 and s2:
+            sp = s1["chunks_wall_s"] / s2["chunks_wall_s"]
+            lines += [
+                f"| strong (measured) | {how} | 1 | {_f(s1['chunks_wall_s'])} | 1 | 1 |",
+                f"| strong (measured) | {how} | 2 | {_f(s2['chunks_wall_s'])} | {sp:.2f} | {sp / 2:.2f} |",
+            ]
+        if w1 and w2:
+            ef = w1["chunks_wall_s"] / w2["chunks_wall_s"]
+            lines += [
+                f"| weak (measured) | {how} | 1 | {_f(w1['chunks_wall_s'])} | 1 | 1 |",
+                f"| weak (measured) | {how} | 2 | {_f(w2['chunks_wall_s'])} | {2 * ef:.2f} | {ef:.2f} |",
+            ]
+    lines.append("")
+    return lines
+
+
+def _g3_load_caution(res: dict, pipe: dict) -> list[str]:
+    """A caution when the load during the pipeline runs exceeded the usable CPUs."""
+    loads = [x["load_before"][0] for x in pipe.values() if x.get("load_before")]
+    cpus = ((res.get("machine") or {}).get("usable_cpus")) or 0
+    if not (loads and cpus and max(loads) > cpus):
+        return []
+    return [
+        f"Caution: the 1-minute load was {min(loads):.1f}–{max(loads):.1f} on {cpus} usable CPUs "
+        f"during these runs, mostly other work on a shared machine; the wall times, and so the "
+        f"speed-ups and efficiencies above (an efficiency over 1 is that noise), measure that load as "
+        f"much as chromaflow. The CPU seconds and peak RSS are the tasks' own.",
+        "",
+    ]
+
+
+def _g3_extrapolation_lines(ext: list[dict]) -> list[str]:
+    """The full run at N tasks, on paper (:func:`g3scale_extrapolation`'s rows)."""
+    G, R, S, N = G3_PREDICT
+    e0 = ext[0]
+    lines = [
+        f"**Extrapolated** (on paper, not measured): the full {G:,}-gene run ({R:,} regulators, {S} "
+        f"samples, {N} trees) in {e0['chunks']} chunks of {G3_CHUNK} targets, each "
+        f"{e0['chunk_cpu_s']:,.0f} CPU s ({G3_CHUNK} × the fitted cost per target + "
+        f"{e0['overhead_s']:.1f} s per-task overhead from its fit), {e0['cpu_h']:.3g} CPU-hours in "
+        f"all; one CPU per task, the weak-scaling efficiency measured at 2 tasks "
+        f"({e0['efficiency_from']}) assumed for more; "
+        f"plus the merge, {e0['merge_s']:.0f} s ({e0['merge_how']}).",
+        "",
+        "| tasks (extrapolated) | waves | wall h | speed-up | efficiency |",
+        "|---|---|---|---|---|",
+    ]
+    for r in ext:
+        lines.append(
+            f"| {r['tasks']} | {r['waves']} | {r['wall_h']:.3g} | {r['speedup']:.3g} | "
+            f"{r['speedup'] / r['tasks']:.2f} |"
+        )
+    lines.append("")
+    return lines
+
+
 def g3scale_lines(res: dict) -> list[str]:
     """The genie3scale tables (results Markdown and docs/genie3-scale.md)."""
     from ..harness.genie3scale import fit_overhead, predict
@@ -585,48 +832,11 @@ def g3scale_lines(res: dict) -> list[str]:
     if not pts and not pipe and not merge:
         return []
     G, R, S, N = G3_PREDICT
-    lines = []
-    if pts:
-        lines += [
-            "### Cost per target (measured)",
-            "",
-            "One chunk of targets per point (`genie3 --targets-chunk --threads 1`); CPU s per target = the "
-            "metrics' `compute_cpu_s` (tree growing) / targets, median over the runs; the fit's residual per "
-            "point.",
-            "",
-            "| samples | regulators | trees | runs | CPU s per target | fit residual (measured / fit) | "
-            "task peak RSS MiB |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        resid = {
-            (r["samples"], r["regulators"], r["trees"]): r["measured_over_fit"]
-            for r in (fit or {}).get("residuals", [])
-        }
-        for p in sorted(pts, key=lambda p: (p["samples"], p["regulators"], p["trees"])):
-            k = (p["samples"], p["regulators"], p["trees"])
-            lines.append(
-                f"| {p['samples']} | {p['regulators']} | {p['trees']} | {p['runs']} | "
-                f"{p['cpu_s_per_target']:.4g} | {_f(resid.get(k), 3)} | {p['rss'] / 2**20:,.0f} |"
-            )
-        lines.append("")
+    lines = _g3_cost_lines(pts, fit) if pts else []
     pred = None
     if fit:
-        e, se = fit["exponents"], fit["stderr"]
         pred = predict(fit, S, R, N, G)
-        lines += [
-            f"Fit ({len(pts)} points, {fit['dof']} degrees of freedom): CPU s per target = "
-            f"{math.exp(fit['a']):.3g} · samples^{e['samples']:.2f}±{se['samples']:.2f} · regulators^"
-            f"{e['regulators']:.2f}±{se['regulators']:.2f} · (trees + {fit['n0']:.3g}) (± one standard "
-            f"error; trees enter linearly — every tree is the same independent work — and n0 is the "
-            f"per-target work outside the trees in tree-equivalents, chosen by least squares; the rest a "
-            f"least-squares line on log–log axes); residual sd {fit['residual_sd']:.3f} (log e).",
-            "",
-            f"**Predicted** (extrapolated from the fit): {G:,} targets × {R:,} regulators × {S} samples × "
-            f"{N} trees = **{pred['cpu_hours']:.3g} CPU-hours** of tree growing (95 % interval "
-            f"{pred['cpu_hours_low']:.3g}–{pred['cpu_hours_high']:.3g}: the coefficients' covariance and the "
-            f"residual scatter; {pred['cpu_s_per_target']:.3g} CPU s per target).",
-            "",
-        ]
+        lines += _g3_fit_lines(pts, fit, pred)
     if overhead:
         lines += [
             f"Per-task CPU outside tree growing (start-up, reading the matrix, writing the part), linear fit "
@@ -635,130 +845,13 @@ def g3scale_lines(res: dict) -> list[str]:
             "",
         ]
     if merge and merge["contenders"]:
-        mp = merge["params"]
-        lines += [
-            f"### The merge at {mp['targets']:,} targets × {mp['regulators']:,} regulators (measured, synthetic parts)",
-            "",
-            f"{mp['chunks']} part files of the predicted run's shape (one dense R × T float64 copy = "
-            f"{mp['dense_copy_bytes'] / 2**20:,.0f} MiB); peak RSS of the merge process (wait4) against its "
-            f"bound: {_ok(merge['agreement'])}",
-            "",
-            "| merge | runs | wall s (median) | CPU s (median) | peak RSS MiB (max) | bound MiB |",
-            "|---|---|---|---|---|---|",
-        ]
-        for key, cm in merge["contenders"].items():
-            lines.append(
-                f"| {key} | {cm['runs']} | {_f(cm['wall_s'])} | {_f(cm.get('cpu_s'))} | "
-                f"{cm['peak_rss_bytes'] / 2**20:,.0f} | {mp['rss_bounds'][key] / 2**20:,.0f} |"
-            )
-        lines.append("")
+        lines += _g3_merge_lines(merge)
     if pipe:
-        lines += [
-            "### The chunked pipeline (measured)",
-            "",
-            "| run | tasks as | genes × regulators × samples, trees | tasks at a time | chunks | plan → chunks → "
-            "merge wall s | chunk phase wall s | chunk CPU s (sum) | per-task peak RSS MiB (plan / chunk / merge / "
-            "streamed merge) | largest part MiB | bounds | AUPR / AUROC (planted) | load before |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for name, how in G3_RUNS:
-            r = pipe.get(name)
-            if not r:
-                continue
-            pp = r["params"]
-            mg = {m["task"]: m for m in r["merges"]}
-            rss = " / ".join(
-                _f(x / 2**20, 0) if x else "–"
-                for x in (
-                    r["plan_task"]["peak_rss_bytes"],
-                    r["chunk_peak_rss_bytes"],
-                    (mg.get("merge") or {}).get("peak_rss_bytes"),
-                    (mg.get("merge_streamed") or {}).get("peak_rss_bytes"),
-                )
-            )
-            ag = r.get("agreement") or {}
-            sc = r.get("score")
-            acc = f"{sc['aupr']:.3f} / {sc['auroc']:.3f}" if sc else "–"
-            lines.append(
-                f"| {name.removeprefix('slurm_')} | {how} | {pp['genes']:,} × {pp['regulators']} × "
-                f"{pp['samples']}, {pp['trees']} | "
-                f"{pp['tasks']} | {r['chunks_run']} of {r['plan']['chunks']} | "
-                f"{_f(r['pipeline_wall_s'])} | {_f(r['chunks_wall_s'])} | {_f(sum(r['chunk_cpu_s']))} | "
-                f"{rss} | {_f((r.get('chunk_out_bytes') or 0) / 2**20, 2) if r.get('chunk_out_bytes') else '–'} | "
-                f"{_ok(ag)} | "
-                f"{acc} | "
-                f"{_f((r.get('load_before') or [None])[0], 1)} |"
-            )
-        lines.append("")
-        s1 = pipe.get("strong_p1")
-        if fit and s1 and s1.get("chunk_targets") and all(s1.get("chunk_compute_cpu_s") or [None]):
-            pp = s1["params"]
-            measured = sum(s1["chunk_compute_cpu_s"]) / sum(s1["chunk_targets"])
-            fitted = predict(fit, pp["samples"], pp["regulators"], pp["trees"], 1)["cpu_s_per_target"]
-            lines += [
-                f"Check of the cost model on these chunks ({pp['samples']} samples, {pp['regulators']} "
-                f"regulators, {pp['trees']} trees, {pp['genes']:,} genes: a point it was not fitted on): "
-                f"measured {measured:.4g} CPU s per target, fitted {fitted:.4g} (measured / fit "
-                f"{measured / fitted:.2f}).",
-                "",
-            ]
-        strong = next((r for k, r in pipe.items() if "strong" in k), None)
-        lines += [
-            "### Strong and weak scaling",
-            "",
-            "Measured with 1 and 2 concurrent tasks, as local processes (`harness.genie3scale pipeline`: the "
-            "commands a task runs) and as SLURM jobs of one CPU each (the real pipeline, `-profile slurm`, on a "
-            "single-node SLURM 22.05 cluster of 2 CPUs that the run starts as root). Strong: the same "
-            f"{strong['params']['genes'] if strong else 0:,}-gene run, wall of the chunk phase; weak: one chunk "
-            "per task. All on one shared 2-core machine (see the load column above).",
-            "",
-            "| scaling | tasks as | tasks | chunk phase wall s | speed-up | efficiency |",
-            "|---|---|---|---|---|---|",
-        ]
-        for pre, how in G3_EXECUTORS:
-            s1, s2, w1, w2 = (pipe.get(pre + k) for k in ("strong_p1", "strong_p2", "weak_p1", "weak_p2"))
-            if s1 and s2:
-                sp = s1["chunks_wall_s"] / s2["chunks_wall_s"]
-                lines += [
-                    f"| strong (measured) | {how} | 1 | {_f(s1['chunks_wall_s'])} | 1 | 1 |",
-                    f"| strong (measured) | {how} | 2 | {_f(s2['chunks_wall_s'])} | {sp:.2f} | {sp / 2:.2f} |",
-                ]
-            if w1 and w2:
-                ef = w1["chunks_wall_s"] / w2["chunks_wall_s"]
-                lines += [
-                    f"| weak (measured) | {how} | 1 | {_f(w1['chunks_wall_s'])} | 1 | 1 |",
-                    f"| weak (measured) | {how} | 2 | {_f(w2['chunks_wall_s'])} | {2 * ef:.2f} | {ef:.2f} |",
-                ]
-        lines.append("")
-        loads = [x["load_before"][0] for x in pipe.values() if x.get("load_before")]
-        cpus = ((res.get("machine") or {}).get("usable_cpus")) or 0
-        if loads and cpus and max(loads) > cpus:
-            lines += [
-                f"Caution: the 1-minute load was {min(loads):.1f}–{max(loads):.1f} on {cpus} usable CPUs "
-                f"during these runs, mostly other work on a shared machine; the wall times, and so the "
-                f"speed-ups and efficiencies above (an efficiency over 1 is that noise), measure that load as "
-                f"much as chromaflow. The CPU seconds and peak RSS are the tasks' own.",
-                "",
-            ]
+        lines += _g3_pipe_table(pipe)
+        lines += _g3_model_check(pipe, fit)
+        lines += _g3_scaling_lines(pipe)
+        lines += _g3_load_caution(res, pipe)
         ext = g3scale_extrapolation(pipe, pred, overhead, merge)
         if ext:
-            e0 = ext[0]
-            lines += [
-                f"**Extrapolated** (on paper, not measured): the full {G:,}-gene run ({R:,} regulators, {S} "
-                f"samples, {N} trees) in {e0['chunks']} chunks of {G3_CHUNK} targets, each "
-                f"{e0['chunk_cpu_s']:,.0f} CPU s ({G3_CHUNK} × the fitted cost per target + "
-                f"{e0['overhead_s']:.1f} s per-task overhead from its fit), {e0['cpu_h']:.3g} CPU-hours in "
-                f"all; one CPU per task, the weak-scaling efficiency measured at 2 tasks "
-                f"({e0['efficiency_from']}) assumed for more; "
-                f"plus the merge, {e0['merge_s']:.0f} s ({e0['merge_how']}).",
-                "",
-                "| tasks (extrapolated) | waves | wall h | speed-up | efficiency |",
-                "|---|---|---|---|---|",
-            ]
-            for r in ext:
-                lines.append(
-                    f"| {r['tasks']} | {r['waves']} | {r['wall_h']:.3g} | {r['speedup']:.3g} | "
-                    f"{r['speedup'] / r['tasks']:.2f} |"
-                )
-            lines.append("")
+            lines += _g3_extrapolation_lines(ext)
     return lines

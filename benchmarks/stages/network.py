@@ -115,52 +115,53 @@ def _network_summary(dirs: dict) -> dict:
     return {"ok": None, "detail": "every run scored against the planted edges; verdicts in the network table"}
 
 
-def network(ctx: Ctx) -> tuple[list, list[Case]]:
-    cfg = ctx.cfg
-    seeds = cfg["network_seeds"]
-    trees = cfg["network_trees"]
-    g, t, s = cfg["network_size"]
-    g_name = f"planted_{g}g_{t}tf_{s}s"
+def _network_genie3(inp, trees: int, n: int, key, label, prior=None, alpha=None, check="auto") -> Contender:
+    """``chromaflow genie3`` on run r's planted network (``inp(r)``), weighted by ``prior`` at ``alpha`` if given."""
 
-    def inp(r: int) -> Path:
-        return ctx.inputs() / f"{g_name}_seed{seeds[r]}"
+    def argv(d, r):
+        a = ours(
+            "genie3",
+            "--expression",
+            inp(r) / "expression.tsv",
+            "--layout",
+            "samples-x-genes",
+            "--regulators",
+            inp(r) / "regulators.txt",
+            "--n-trees",
+            trees,
+            "--seed",
+            1,
+            "--threads",
+            "2",
+            "--out",
+            d / "links.tsv.gz",
+            "--summary",
+            d / "summary.json",
+        )
+        return a + (
+            ["--prior", str(inp(r) / prior), "--prior-alpha", f"{alpha:g}", "--prior-check", check] if prior else []
+        )
+
+    return Contender(key, label, "ours", argv, repeats=n, seed_for_repeat=True)
+
+
+def _network_alone(inp, n: int, key, label, prior) -> Contender:
+    """The prior alone as a link list (``harness.planted rank-prior``) on run r's planted network."""
+    return Contender(
+        key,
+        label,
+        "ours",
+        lambda d, r: [*module("planted"), "rank-prior", inp(r) / prior, d / "links.tsv.gz"],
+        repeats=n,
+        seed_for_repeat=True,
+    )
+
+
+def _network_contenders(inp, trees: int, n: int) -> list[Contender]:
+    """Plain GENIE3, GENIE3 with each prior (motif at each α, motif×accessibility, shuffled), the priors alone."""
 
     def genie3_c(key, label, prior=None, alpha=None, check="auto"):
-        def argv(d, r):
-            a = ours(
-                "genie3",
-                "--expression",
-                inp(r) / "expression.tsv",
-                "--layout",
-                "samples-x-genes",
-                "--regulators",
-                inp(r) / "regulators.txt",
-                "--n-trees",
-                trees,
-                "--seed",
-                1,
-                "--threads",
-                "2",
-                "--out",
-                d / "links.tsv.gz",
-                "--summary",
-                d / "summary.json",
-            )
-            return a + (
-                ["--prior", str(inp(r) / prior), "--prior-alpha", f"{alpha:g}", "--prior-check", check] if prior else []
-            )
-
-        return Contender(key, label, "ours", argv, repeats=len(seeds), seed_for_repeat=True)
-
-    def alone_c(key, label, prior):
-        return Contender(
-            key,
-            label,
-            "ours",
-            lambda d, r: [*module("planted"), "rank-prior", inp(r) / prior, d / "links.tsv.gz"],
-            repeats=len(seeds),
-            seed_for_repeat=True,
-        )
+        return _network_genie3(inp, trees, n, key, label, prior, alpha, check)
 
     base = f"chromaflow genie3 --n-trees {trees}"
     cs = [genie3_c("genie3", f"{base} (GENIE3, no prior = α 0)")]
@@ -184,9 +185,16 @@ def network(ctx: Ctx) -> tuple[list, list[Case]]:
             0.5,
             "off",
         ),
-        alone_c("prior alone", "the motif prior alone (rank by prior, then hits)", "prior.tsv.gz"),
-        alone_c("accessibility prior alone", "the motif×accessibility prior alone", "prior_accessibility.tsv.gz"),
+        _network_alone(inp, n, "prior alone", "the motif prior alone (rank by prior, then hits)", "prior.tsv.gz"),
+        _network_alone(
+            inp, n, "accessibility prior alone", "the motif×accessibility prior alone", "prior_accessibility.tsv.gz"
+        ),
     ]
+    return cs
+
+
+def _network_per_run(inp, seeds: list[int]):
+    """per_run(): a run's scores against its planted edges, and the prior check's decision if it made one."""
 
     def per_run(key: str, d: Path) -> dict:
         r = int(d.name[1:])
@@ -199,6 +207,20 @@ def network(ctx: Ctx) -> tuple[list, list[Case]]:
         if pc:  # --prior-check auto: its decision and one-sided p (docs/genie3.md, "Prior check")
             sc.update(prior_check=pc["decision"], prior_check_p=pc["p"], prior_check_z=pc["z"])
         return dict(sc, network_seed=seeds[r])
+
+    return per_run
+
+
+def network(ctx: Ctx) -> tuple[list, list[Case]]:
+    """Every contender on one planted network per seed (run r = seed r), scored against its planted edges."""
+    cfg = ctx.cfg
+    seeds = cfg["network_seeds"]
+    trees = cfg["network_trees"]
+    g, t, s = cfg["network_size"]
+    g_name = f"planted_{g}g_{t}tf_{s}s"
+
+    def inp(r: int) -> Path:
+        return ctx.inputs() / f"{g_name}_seed{seeds[r]}"
 
     def prepare():
         for sd in seeds:
@@ -224,10 +246,10 @@ def network(ctx: Ctx) -> tuple[list, list[Case]]:
         "network",
         g_name,
         params,
-        cs,
+        _network_contenders(inp, trees, len(seeds)),
         [("alpha 0.5", "genie3"), ("accessibility alpha 0.5", "genie3")],
         _network_summary,
-        per_run=per_run,
+        per_run=_network_per_run(inp, seeds),
         prepare=prepare,
         note="one planted network per seed (run r = seed r); timing: weighted vs plain GENIE3, same inputs",
     )

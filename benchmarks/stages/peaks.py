@@ -61,16 +61,9 @@ def _peaks_agree(dirs: dict) -> dict:
     }
 
 
-def peaks(ctx: Ctx) -> tuple[list, list[Case]]:
-    """chromaflow peaks on the predictions h5 vs MACS3 bdgpeakcall on the bedGraph of the same track (made
-    beforehand by chromaflow bigwig and not timed: the peer's time is the peak call alone)."""
-    mbp = ctx.cfg["peaks_mbp"]
-    pred, skip = predictions(ctx, mbp, "realistic")
-    macs3 = _macs3()
-    if macs3 is None:
-        skip = skip or "MACS3 is not installed in the chromaflow venv (pip install MACS3)"
-    bg = ctx.inputs() / f"predictions_realistic_{mbp:g}Mbp_seed1_atacseq_avg.bg"
-    a = PEAKS_ARGS
+def _peaks_prepare(ctx: Ctx, mbp: float, pred: Path | None, bg: Path):
+    """prepare(): the predictions h5 and the bedGraph of its atacseq average track (made by chromaflow bigwig, not
+    timed)."""
 
     def prepare():
         predictions(ctx, mbp, "realistic", make=True)
@@ -99,7 +92,13 @@ def peaks(ctx: Ctx) -> tuple[list, list[Case]]:
                 subprocess.run(["gzip", "-dc", str(d / "b_atacseq_avg_strand.bg.gz")], stdout=fh, check=True)
             bg.with_name(bg.name + ".tmp").replace(bg)
 
-    peer = Contender(
+    return prepare
+
+
+def _macs3_contender(macs3: str | None, bg: Path) -> Contender:
+    """MACS3 bdgpeakcall on the bedGraph, with :data:`PEAKS_ARGS`."""
+    a = PEAKS_ARGS
+    return Contender(
         "macs3",
         "MACS3 bdgpeakcall (on the bedGraph)",
         "peer",
@@ -121,7 +120,12 @@ def peaks(ctx: Ctx) -> tuple[list, list[Case]]:
         ],
         outputs=sizes("peaks"),
     )
-    mine = Contender(
+
+
+def _peaks_ours(pred: Path | None) -> Contender:
+    """chromaflow peaks on the predictions h5, with :data:`PEAKS_ARGS`."""
+    a = PEAKS_ARGS
+    return Contender(
         "chromaflow",
         "chromaflow peaks (on the predictions h5)",
         "ours",
@@ -144,15 +148,26 @@ def peaks(ctx: Ctx) -> tuple[list, list[Case]]:
         ),
         outputs=sizes("peaks.narrowPeak"),
     )
+
+
+def peaks(ctx: Ctx) -> tuple[list, list[Case]]:
+    """chromaflow peaks on the predictions h5 vs MACS3 bdgpeakcall on the bedGraph of the same track (made
+    beforehand by chromaflow bigwig and not timed: the peer's time is the peak call alone)."""
+    mbp = ctx.cfg["peaks_mbp"]
+    pred, skip = predictions(ctx, mbp, "realistic")
+    macs3 = _macs3()
+    if macs3 is None:
+        skip = skip or "MACS3 is not installed in the chromaflow venv (pip install MACS3)"
+    bg = ctx.inputs() / f"predictions_realistic_{mbp:g}Mbp_seed1_atacseq_avg.bg"
     case = Case(
         "peaks",
         f"realistic_{mbp}Mbp_atacseq_avg",
-        {"input": "synth_predictions.py --mode realistic --seed 1", "mbp": mbp, **a},
-        [peer, mine],
+        {"input": "synth_predictions.py --mode realistic --seed 1", "mbp": mbp, **PEAKS_ARGS},
+        [_macs3_contender(macs3, bg), _peaks_ours(pred)],
         [("chromaflow", "macs3")],
         _peaks_agree,
         skip=skip,
-        prepare=prepare,
+        prepare=_peaks_prepare(ctx, mbp, pred, bg),
         note="MACS3 reads the bedGraph chromaflow bigwig wrote (not timed); chromaflow reads the h5",
     )
     return [], [case]

@@ -6,6 +6,8 @@ The stage's sizes (``FULL`` for people, ``QUICK`` for CI), the peers it needs, i
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..harness.core import Case, Contender
 from ..harness.stagekit import (
     SPECIES,
@@ -58,8 +60,9 @@ FULLSIZE = [
 ]
 
 
-def predict(ctx: Ctx) -> tuple[list, list[Case]]:
-    rows = ctx.cfg["predict_rows"]
+def _predict_inputs(ctx: Ctx, rows: int) -> tuple[Path, Path, Path]:
+    """The full-size test checkpoint, the genome h5 of ``rows`` subsequences and the warm-up's h5 (made when
+    absent)."""
     inp = ctx.inputs()
     ckpt = inp / "fullsize_bihybrid_seed0.ckpt"
     if not ckpt.exists():
@@ -74,7 +77,12 @@ def predict(ctx: Ctx) -> tuple[list, list[Case]]:
         run_checked(
             ours("fasta2h5", "--fasta", fasta(ctx, 5000, 1, seed=3), "--species", SPECIES, "--out", warm_h5), "fasta2h5"
         )
-    warm = [
+    return ckpt, genome, warm_h5
+
+
+def _predict_warm(ctx: Ctx, ckpt: Path, warm_h5: Path) -> list:
+    """The warm-up commands: each tool once on the small h5."""
+    return [
         [
             ctx.peer("peer-predmoter"),
             "-m",
@@ -92,6 +100,10 @@ def predict(ctx: Ctx) -> tuple[list, list[Case]]:
         ],
         ours("predict", "--h5", warm_h5, "--model", ckpt, "--out", "{d}/w.h5", "--device", "cpu"),
     ]
+
+
+def _predict_contenders(ctx: Ctx, genome: Path, ckpt: Path) -> list[Contender]:
+    """Predmoter -m predict, ours in fp32 (the default) and ours in bf16."""
     pm = Contender(
         "predmoter",
         "Predmoter.py -m predict --device cpu -b 120",
@@ -111,7 +123,7 @@ def predict(ctx: Ctx) -> tuple[list, list[Case]]:
             "-b",
             "120",
         ],
-        outputs=sizes(f"{genome.stem}predictions.h5"),
+        outputs=sizes(f"{genome.stem}_predictions.h5"),
     )
     fp32 = Contender(
         "chromaflow fp32",
@@ -143,9 +155,14 @@ def predict(ctx: Ctx) -> tuple[list, list[Case]]:
         ),
         outputs=sizes("pred.h5"),
     )
+    return [pm, fp32, bf16]
+
+
+def _predict_agree(genome: Path, ckpt: Path):
+    """agree(): fp32 must equal Predmoter's output (ties allowed); bf16's deviation from it is recorded."""
 
     def agree(dirs: dict) -> dict:
-        peer_out = dirs["predmoter"] / f"{genome.stem}predictions.h5"
+        peer_out = dirs["predmoter"] / f"{genome.stem}_predictions.h5"
         fp = agree_child("predictions", dirs["chromaflow fp32"] / "pred.h5", peer_out, ckpt, genome)
         bf = agree_child("deviation", dirs["chromaflow bf16"] / "pred.h5", peer_out)
         return {
@@ -155,6 +172,14 @@ def predict(ctx: Ctx) -> tuple[list, list[Case]]:
             "detail": f"fp32: {fp.get('detail')}; bf16 vs Predmoter: {bf.get('detail')}",
         }
 
+    return agree
+
+
+def predict(ctx: Ctx) -> tuple[list, list[Case]]:
+    """Predmoter against ours in fp32 and bf16 on the full-size bi-hybrid model (random weights)."""
+    rows = ctx.cfg["predict_rows"]
+    ckpt, genome, warm_h5 = _predict_inputs(ctx, rows)
+    warm = _predict_warm(ctx, ckpt, warm_h5)
     case = Case(
         "predict",
         f"fullsize_{rows}rows",
@@ -164,9 +189,9 @@ def predict(ctx: Ctx) -> tuple[list, list[Case]]:
             "model": "bi-hybrid full size, random weights (make-test-model seed 0)",
             "batch_size": 120,
         },
-        [pm, fp32, bf16],
+        _predict_contenders(ctx, genome, ckpt),
         [("chromaflow fp32", "predmoter"), ("chromaflow bf16", "predmoter")],
-        agree,
+        _predict_agree(genome, ckpt),
         note="end to end (process start-up included); fp32 must equal Predmoter's output (ties allowed)",
     )
     return warm, [case]

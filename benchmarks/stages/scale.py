@@ -111,110 +111,91 @@ def _scale_bounds(rec: dict, disk: bool) -> list[str]:
     return bad
 
 
-def scale(ctx: Ctx) -> tuple[list, list[Case]]:
-    """The pipeline at scale, measured from outside (harness/scale.py): per-process wall, CPU, peak RSS and task
-    counts from the trace, the driver's RSS and CPU and the disk of work/ and the outdir sampled every second. The
-    bounds are checked from the measured numbers; a failed bound fails the case (``agreement.ok`` False)."""
+def _pipeline_contender(key: str, label: str, argv, retries: int) -> Contender:
+    """A run of harness.scale (one repeat: each takes minutes to hours)."""
+    return Contender(key, label, "ours", argv, repeats=1, retries=retries)
+
+
+def _size_agree(ctx: Ctx, sd: Path, smaller: str | None):
+    """agree() of a size_ case: the bounds, and per-task peak RSS flat against the ``smaller`` genome's run."""
     from ..harness import scale as S
-    from ..harness.synth import lengths, single_sheet, write_assembly, write_sheet
 
-    cfg = SCALE_QUICK if ctx.quick else SCALE_FULL
-    # a full run takes up to hours: not run again after a failure (that would double the time and remove the failed
-    # attempt's logs); the quick ones keep the harness's one retry
-    retries = 1 if ctx.quick else 0
-    sd = _scale_dir(ctx)
-    cases = []
-    fastas: dict[str, Path] = {}
-    totals: dict[str, int] = {}
-    for i, (name, rec_bp, records, contigs) in enumerate(cfg["genomes"]):
-        fa = ctx.inputs() / f"scale_{name}_{records}x{rec_bp}_{contigs}ctg_seed{SCALE_SEED}.fa"
-        fastas[name] = fa
-        sheet = ctx.inputs() / f"{fa.stem}.samplesheet.csv"
-        smaller = cfg["genomes"][i - 1][0] if i else None
+    def agree(dirs: dict) -> dict:
+        rec = _scale_json(dirs["pipeline"])
+        bad = _scale_bounds(rec, disk=True)
+        flat = "no smaller genome measured"
+        small, source = _smaller_processes(ctx, sd, smaller) if smaller else (None, "")
+        if small is not None:
+            bad += S.check_flat(small, rec["processes"])
+            flat = f"per-task peak RSS flat vs {smaller}{source}"
+        elif smaller:
+            flat = f"flatness not checked: size_{smaller} has not run in this work dir nor is in the results file"
+        return {
+            "ok": not bad,
+            "failed_bounds": bad,
+            "detail": "; ".join(bad)
+            if bad
+            else f"bounds hold: per-task peak RSS <= 2 GiB, work/ <= outputs + one shard's temporaries + slack; {flat}",
+        }
 
-        total_bp = totals[name] = sum(n for _, n in lengths(SCALE_SEED, [rec_bp] * records, (contigs, *SCALE_CONTIGS)))
+    return agree
 
-        def prepare(fa=fa, sheet=sheet, name=name, rec_bp=rec_bp, records=records, contigs=contigs, total_bp=total_bp):
-            if not fa.exists():
-                ctx.log(f"  generating {fa.name}")
-                write_assembly(fa, SCALE_SEED, [rec_bp] * records, (contigs, *SCALE_CONTIGS))
-            single_sheet(sheet, f"scale{name}", fa)
-            S.check_free_disk(ctx.work, total_bp, name)
 
-        c = Contender(
-            "pipeline",
-            f"nextflow run main.nf -profile test --predict_from fasta ({name})",
-            "ours",
-            lambda d, r, sheet=sheet: [
-                *module("scale"),
-                "run",
-                d,
-                sheet,
-                "--shard-rows",
-                str(cfg["shard_rows"]),
-            ],
-            repeats=1,
-            retries=retries,
-        )
+def _size_case(ctx: Ctx, cfg: dict, retries: int, sd: Path, i: int) -> tuple[Case, Path, int]:
+    """Case size_<name> of the ``i``-th genome (the whole pipeline on it), its FASTA and its total bp."""
+    from ..harness import scale as S
+    from ..harness.synth import lengths, single_sheet, write_assembly
 
-        def agree(dirs: dict, name=name, smaller=smaller) -> dict:
-            rec = _scale_json(dirs["pipeline"])
-            bad = _scale_bounds(rec, disk=True)
-            flat = "no smaller genome measured"
-            small, source = _smaller_processes(ctx, sd, smaller) if smaller else (None, "")
-            if small is not None:
-                bad += S.check_flat(small, rec["processes"])
-                flat = f"per-task peak RSS flat vs {smaller}{source}"
-            elif smaller:
-                flat = f"flatness not checked: size_{smaller} has not run in this work dir nor is in the results file"
-            return {
-                "ok": not bad,
-                "failed_bounds": bad,
-                "detail": "; ".join(bad)
-                if bad
-                else f"bounds hold: per-task peak RSS <= 2 GiB, work/ <= outputs + "
-                f"one shard's temporaries + slack; {flat}",
-            }
-
-        cases.append(
-            Case(
-                "scale",
-                f"size_{name}",
-                {
-                    "genome": name,
-                    "records": records,
-                    "record_bp": rec_bp,
-                    "contigs": contigs,
-                    "contig_bp": "%d-%d" % SCALE_CONTIGS,
-                    "total_bp": total_bp,
-                    "seed": SCALE_SEED,
-                    "predict_shard_rows": cfg["shard_rows"],
-                    "profile": "test",
-                    "predict_from": "fasta",
-                    "save_h5": False,
-                },
-                [c],
-                [],
-                agree,
-                per_run=_scale_per_run(ctx, name),
-                prepare=prepare,
-                note="the whole pipeline; the bounds are checked from the measured numbers",
-            )
-        )
-
-    name = cfg["resume"]
-    fa = fastas[name]
+    name, rec_bp, records, contigs = cfg["genomes"][i]
+    fa = ctx.inputs() / f"scale_{name}_{records}x{rec_bp}_{contigs}ctg_seed{SCALE_SEED}.fa"
     sheet = ctx.inputs() / f"{fa.stem}.samplesheet.csv"
-    c = Contender(
-        "pipeline",
-        f"kill -9 during PREDICT, then -resume ({name})",
-        "ours",
-        lambda d, r: [*module("scale"), "resume", d, sheet, "--shard-rows", str(cfg["shard_rows"])],
-        repeats=1,
-        retries=retries,
-    )
+    smaller = cfg["genomes"][i - 1][0] if i else None
+    total_bp = sum(n for _, n in lengths(SCALE_SEED, [rec_bp] * records, (contigs, *SCALE_CONTIGS)))
 
-    def resume_agree(dirs: dict, name=name) -> dict:
+    def prepare():
+        if not fa.exists():
+            ctx.log(f"  generating {fa.name}")
+            write_assembly(fa, SCALE_SEED, [rec_bp] * records, (contigs, *SCALE_CONTIGS))
+        single_sheet(sheet, f"scale{name}", fa)
+        S.check_free_disk(ctx.work, total_bp, name)
+
+    c = _pipeline_contender(
+        "pipeline",
+        f"nextflow run main.nf -profile test --predict_from fasta ({name})",
+        lambda d, r: [*module("scale"), "run", d, sheet, "--shard-rows", str(cfg["shard_rows"])],
+        retries,
+    )
+    case = Case(
+        "scale",
+        f"size_{name}",
+        {
+            "genome": name,
+            "records": records,
+            "record_bp": rec_bp,
+            "contigs": contigs,
+            "contig_bp": "%d-%d" % SCALE_CONTIGS,
+            "total_bp": total_bp,
+            "seed": SCALE_SEED,
+            "predict_shard_rows": cfg["shard_rows"],
+            "profile": "test",
+            "predict_from": "fasta",
+            "save_h5": False,
+        },
+        [c],
+        [],
+        _size_agree(ctx, sd, smaller),
+        per_run=_scale_per_run(ctx, name),
+        prepare=prepare,
+        note="the whole pipeline; the bounds are checked from the measured numbers",
+    )
+    return case, fa, total_bp
+
+
+def _resume_agree(sd: Path, name: str):
+    """agree() of the resume case: only unfinished PREDICT shards rerun, outputs equal size_<name>'s."""
+    from ..harness import scale as S
+
+    def resume_agree(dirs: dict) -> dict:
         rec = _scale_json(dirs["pipeline"])
         bad, counts = S.check_resume(rec["killed_run"]["trace_rows"], rec["trace_rows"])
         ref = sd / f"digests-{name}.json"
@@ -235,74 +216,54 @@ def scale(ctx: Ctx) -> tuple[list, list[Case]]:
             f"unfinished at the kill), {counts['cached']} cached; {same}",
         }
 
-    def resume_prepare(fa=fa):
+    return resume_agree
+
+
+def _resume_case(ctx: Ctx, cfg: dict, retries: int, sd: Path, fa: Path, total_bp: int) -> Case:
+    """Case resume_<name>: the genome ``cfg['resume']`` (FASTA ``fa``) killed during PREDICT, then resumed."""
+    from ..harness import scale as S
+
+    name = cfg["resume"]
+    sheet = ctx.inputs() / f"{fa.stem}.samplesheet.csv"
+    c = _pipeline_contender(
+        "pipeline",
+        f"kill -9 during PREDICT, then -resume ({name})",
+        lambda d, r: [*module("scale"), "resume", d, sheet, "--shard-rows", str(cfg["shard_rows"])],
+        retries,
+    )
+
+    def resume_prepare():
         if not fa.exists() or not sheet.exists():
             raise RuntimeError(f"{fa.name}: run the case size_{name} first")
-        S.check_free_disk(ctx.work, totals[name], f"resume_{name}")
+        S.check_free_disk(ctx.work, total_bp, f"resume_{name}")
 
-    cases.append(
-        Case(
-            "scale",
-            f"resume_{name}",
-            {
-                "genome": name,
-                "kill": "SIGKILL to the driver's process group "
-                "once the trace lists a finished PREDICT task and another runs",
-                "predict_shard_rows": cfg["shard_rows"],
-            },
-            [c],
-            [],
-            resume_agree,
-            per_run=_scale_per_run(ctx, None),
-            prepare=resume_prepare,
-            note="killed run + one -resume; only unfinished PREDICT shards may rerun; outputs equal the "
-            "uninterrupted run's (md5 of h5 datasets, bigWig/bigBed/BED bytes)",
-        )
+    return Case(
+        "scale",
+        f"resume_{name}",
+        {
+            "genome": name,
+            "kill": "SIGKILL to the driver's process group "
+            "once the trace lists a finished PREDICT task and another runs",
+            "predict_shard_rows": cfg["shard_rows"],
+        },
+        [c],
+        [],
+        _resume_agree(sd, name),
+        per_run=_scale_per_run(ctx, None),
+        prepare=resume_prepare,
+        note="killed run + one -resume; only unfinished PREDICT shards may rerun; outputs equal the "
+        "uninterrupted run's (md5 of h5 datasets, bigWig/bigBed/BED bytes)",
     )
 
-    n, n_expr, rec_bp, contigs = cfg["many"]
-    md = ctx.inputs() / f"scale_many_{n}x{rec_bp}_{contigs}ctg_{n_expr}expr_seed{SCALE_SEED}"
 
-    def many_prepare():
-        if not (md / "samplesheet.csv").exists():
-            ctx.log(f"  generating {md.name}")
-            write_sheet(md, n, SCALE_SEED, [rec_bp], (contigs, *SCALE_CONTIGS), n_expr)
-
-    def many_argv(group_mbp):
-        return lambda d, r: [
-            *module("scale"),
-            "run",
-            d,
-            md / "samplesheet.csv",
-            "--shard-rows",
-            str(cfg["shard_rows"]),
-            "--extra=--predict_group_mbp",
-            f"--extra={group_mbp}",
-        ]
-
-    # the same sheet with small assemblies predicted several to a task (PREDICT_GROUP, the pipeline's default size)
-    # and one task each: what grouping saves in start-ups
-    c = Contender(
-        "pipeline",
-        f"nextflow run main.nf -profile test, {n} assemblies in one sheet, --predict_group_mbp {SCALE_GROUP_MBP:g}",
-        "ours",
-        many_argv(SCALE_GROUP_MBP),
-        repeats=1,
-        retries=retries,
-    )
-    c_one = Contender(
-        "ungrouped",
-        "the same with --predict_group_mbp 0 (one PREDICT task per assembly)",
-        "ours",
-        many_argv(0),
-        repeats=1,
-        retries=retries,
-    )
+def _many_agree(n: int, n_expr: int):
+    """agree() of the many_ case: every assembly's outputs published, grouped and ungrouped runs equal."""
+    from ..harness import scale as S
 
     def many_agree(dirs: dict) -> dict:
         rec = _scale_json(dirs["pipeline"])
         bad = _scale_bounds(rec, disk=False)
-        got = {k.split("/")[0] for k in rec["digests"] if k.endswith("predictions.h5")}
+        got = {k.split("/")[0] for k in rec["digests"] if k.endswith("_predictions.h5")}
         if len(got) != n:
             bad.append(f"predictions published for {len(got)} of {n} assemblies")
         nets = {k.split("/")[0] for k in rec["digests"] if "genie3_links" in k}
@@ -331,26 +292,85 @@ def scale(ctx: Ctx) -> tuple[list, list[Case]]:
             + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in sorted(html.items())),
         }
 
-    cases.append(
-        Case(
-            "scale",
-            f"many_{n}",
-            {
-                "assemblies": n,
-                "with_expression": n_expr,
-                "record_bp": rec_bp,
-                "contigs": contigs,
-                "seed": SCALE_SEED,
-                "predict_group_mbp": SCALE_GROUP_MBP,
-            },
-            [c, c_one],
-            [("pipeline", "ungrouped")],
-            many_agree,
-            per_run=_scale_per_run(ctx, None),
-            prepare=many_prepare,
-            note="one sheet of many small assemblies: the driver's memory and overhead per task, the reports' size",
-        )
+    return many_agree
+
+
+def _many_case(ctx: Ctx, cfg: dict, retries: int) -> Case:
+    """Case many_<n>: one sheet of many small assemblies, grouped per PREDICT task and one task each."""
+    from ..harness.synth import write_sheet
+
+    n, n_expr, rec_bp, contigs = cfg["many"]
+    md = ctx.inputs() / f"scale_many_{n}x{rec_bp}_{contigs}ctg_{n_expr}expr_seed{SCALE_SEED}"
+
+    def many_prepare():
+        if not (md / "samplesheet.csv").exists():
+            ctx.log(f"  generating {md.name}")
+            write_sheet(md, n, SCALE_SEED, [rec_bp], (contigs, *SCALE_CONTIGS), n_expr)
+
+    def many_argv(group_mbp):
+        return lambda d, r: [
+            *module("scale"),
+            "run",
+            d,
+            md / "samplesheet.csv",
+            "--shard-rows",
+            str(cfg["shard_rows"]),
+            "--extra=--predict_group_mbp",
+            f"--extra={group_mbp}",
+        ]
+
+    # the same sheet with small assemblies predicted several to a task (PREDICT_GROUP, the pipeline's default size)
+    # and one task each: what grouping saves in start-ups
+    c = _pipeline_contender(
+        "pipeline",
+        f"nextflow run main.nf -profile test, {n} assemblies in one sheet, --predict_group_mbp {SCALE_GROUP_MBP:g}",
+        many_argv(SCALE_GROUP_MBP),
+        retries,
     )
+    c_one = _pipeline_contender(
+        "ungrouped",
+        "the same with --predict_group_mbp 0 (one PREDICT task per assembly)",
+        many_argv(0),
+        retries,
+    )
+    return Case(
+        "scale",
+        f"many_{n}",
+        {
+            "assemblies": n,
+            "with_expression": n_expr,
+            "record_bp": rec_bp,
+            "contigs": contigs,
+            "seed": SCALE_SEED,
+            "predict_group_mbp": SCALE_GROUP_MBP,
+        },
+        [c, c_one],
+        [("pipeline", "ungrouped")],
+        _many_agree(n, n_expr),
+        per_run=_scale_per_run(ctx, None),
+        prepare=many_prepare,
+        note="one sheet of many small assemblies: the driver's memory and overhead per task, the reports' size",
+    )
+
+
+def scale(ctx: Ctx) -> tuple[list, list[Case]]:
+    """The pipeline at scale, measured from outside (harness/scale.py): per-process wall, CPU, peak RSS and task
+    counts from the trace, the driver's RSS and CPU and the disk of work/ and the outdir sampled every second. The
+    bounds are checked from the measured numbers; a failed bound fails the case (``agreement.ok`` False)."""
+    cfg = SCALE_QUICK if ctx.quick else SCALE_FULL
+    # a full run takes up to hours: not run again after a failure (that would double the time and remove the failed
+    # attempt's logs); the quick ones keep the harness's one retry
+    retries = 1 if ctx.quick else 0
+    sd = _scale_dir(ctx)
+    cases = []
+    fastas: dict[str, Path] = {}
+    totals: dict[str, int] = {}
+    for i, (name, *_) in enumerate(cfg["genomes"]):
+        case, fastas[name], totals[name] = _size_case(ctx, cfg, retries, sd, i)
+        cases.append(case)
+    name = cfg["resume"]
+    cases.append(_resume_case(ctx, cfg, retries, sd, fastas[name], totals[name]))
+    cases.append(_many_case(ctx, cfg, retries))
     return [], cases
 
 

@@ -45,8 +45,8 @@ QUICK = {
 }
 
 
-def scaling(ctx: Ctx) -> tuple[list, list[Case]]:
-    cfg = ctx.cfg
+def _fasta2h5_cases(ctx: Ctx, cfg: dict) -> list[Case]:
+    """fasta2h5 (default) at each of ``scaling_fasta2h5_mbp``."""
     cases = []
     for mbp in cfg["scaling_fasta2h5_mbp"]:
         fa = fasta(ctx, int(mbp * 1e6), 4, seed=5, make=False)
@@ -67,6 +67,12 @@ def scaling(ctx: Ctx) -> tuple[list, list[Case]]:
                 prepare=lambda mbp=mbp: fasta(ctx, int(mbp * 1e6), 4, seed=5),
             )
         )
+    return cases
+
+
+def _bigwig_cases(ctx: Ctx, cfg: dict) -> list[Case]:
+    """bigwig (bigWig, avg) at each of ``scaling_bigwig_mbp``."""
+    cases = []
     for mbp in cfg["scaling_bigwig_mbp"]:
         pred, skip = predictions(ctx, mbp, "realistic")
         c = Contender(
@@ -88,6 +94,33 @@ def scaling(ctx: Ctx) -> tuple[list, list[Case]]:
                 prepare=lambda mbp=mbp: predictions(ctx, mbp, "realistic", make=True),
             )
         )
+    return cases
+
+
+def _arboreto_contender(ctx: Ctx, expr: Path, t: int) -> Contender:
+    """arboreto's GENIE3 (``t`` trees, 2 dask workers) on ``expr``."""
+    return Contender(
+        "arboreto genie3",
+        f"arboreto 0.1.6 GENIE3 (RF, {t} trees, 2 dask workers)",
+        "peer",
+        lambda d, r: [
+            ctx.peer("peer-arboreto-python"),
+            ctx.peers / "checks" / "arboreto_genie3.py",
+            expr,
+            d / "links.tsv",
+            "--trees",
+            str(t),
+            "--seed",
+            "1",
+            "--workers",
+            "2",
+        ],
+    )
+
+
+def _genie3_cases(ctx: Ctx, cfg: dict) -> list[Case]:
+    """genie3 at each of ``scaling_genie3_genes``, arboreto beside it up to ``scaling_genie3_peer_max_genes``."""
+    cases = []
     s, t = cfg["scaling_genie3_samples"], cfg["scaling_genie3_trees"]
     for g in cfg["scaling_genie3_genes"]:
         expr = ctx.inputs() / f"expression_{g}x{s}_seed2.tsv"
@@ -111,25 +144,7 @@ def scaling(ctx: Ctx) -> tuple[list, list[Case]]:
         )
         cs = [c]
         if g <= cfg["scaling_genie3_peer_max_genes"]:  # the ratio as genes grow, where the peer ends in minutes
-            cs.append(
-                Contender(
-                    "arboreto genie3",
-                    f"arboreto 0.1.6 GENIE3 (RF, {t} trees, 2 dask workers)",
-                    "peer",
-                    lambda d, r, expr=expr: [
-                        ctx.peer("peer-arboreto-python"),
-                        ctx.peers / "checks" / "arboreto_genie3.py",
-                        expr,
-                        d / "links.tsv",
-                        "--trees",
-                        str(t),
-                        "--seed",
-                        "1",
-                        "--workers",
-                        "2",
-                    ],
-                )
-            )
+            cs.append(_arboreto_contender(ctx, expr, t))
         cases.append(
             Case(
                 "scaling",
@@ -140,7 +155,13 @@ def scaling(ctx: Ctx) -> tuple[list, list[Case]]:
                 prepare=lambda expr=expr, g=g: expr.exists() or gen("expression", expr, g, s, 2, str(expr) + ".gold"),
             )
         )
-    return [], cases
+    return cases
+
+
+def scaling(ctx: Ctx) -> tuple[list, list[Case]]:
+    """Our cost against input size: fasta2h5 and bigwig by Mbp, genie3 by genes."""
+    cfg = ctx.cfg
+    return [], _fasta2h5_cases(ctx, cfg) + _bigwig_cases(ctx, cfg) + _genie3_cases(ctx, cfg)
 
 
 build = scaling

@@ -62,19 +62,9 @@ def train_variants(p: int) -> dict[str, tuple[str, list[str]]]:
     }
 
 
-def train(ctx: Ctx) -> tuple[list, list[Case]]:
-    """Same files, seed 1, architecture, global batch 120, Adam lr 0.001 and epochs, on the CPU. Each run reports
-    its seconds per epoch (Predmoter: its log's training start/end; ours: the metrics JSON, validation included)
-    and its loss curve, which must equal Predmoter's (the fidelity test's rule)."""
-    from ..harness.training import ARCH, ours_run, predmoter_run
-
-    cfg = ctx.cfg
-    files, bp, epochs, model = cfg["train_files"], cfg["train_record_bp"], cfg["train_epochs"], cfg["train_model"]
-    arch = ARCH[model]
-    data = ctx.inputs() / f"training_{files}x{bp}bp_seed1"
-    p = _usable_cpus()
-    variants = train_variants(p)
-    peer = Contender(
+def _train_peer(ctx: Ctx, data: Path, epochs: int, arch: list) -> Contender:
+    """``Predmoter -m train`` on the CPU, batch 120, seed 1."""
+    return Contender(
         "predmoter",
         f"Predmoter -m train --device cpu -b 120 ({epochs} epoch{'s' * (epochs > 1)})",
         "peer",
@@ -97,40 +87,49 @@ def train(ctx: Ctx) -> tuple[list, list[Case]]:
             *arch,
         ],
     )
-    mine = [
-        Contender(
-            v,
-            variants[v][0],
-            "ours",
-            lambda d, r, v=v: ours(
-                "train",
-                "--input-dir",
-                data,
-                "--out",
-                d / "run",
-                "--seed",
-                1,
-                "--epochs",
-                epochs,
-                "--device",
-                "cpu",
-                *arch,
-                "--batch-size",
-                120,
-                *variants[v][1],
-                "--metrics",
-                d / "metrics.json",
-            ),
-        )
-        for v in cfg["train_variants"]
-    ]
 
-    def per_run(key: str, d: Path) -> dict:
-        r = predmoter_run(d) if key == "predmoter" else ours_run(d / "metrics.json")
-        for e in r["curve"]:
-            e.pop("train_start_unix", None)
-            e.pop("train_end_unix", None)
-        return r
+
+def _train_ours(key: str, label: str, options: list, data: Path, epochs: int, arch: list) -> Contender:
+    """Our training variant ``key`` (:func:`train_variants`: its label and options after --batch-size 120)."""
+    return Contender(
+        key,
+        label,
+        "ours",
+        lambda d, r: ours(
+            "train",
+            "--input-dir",
+            data,
+            "--out",
+            d / "run",
+            "--seed",
+            1,
+            "--epochs",
+            epochs,
+            "--device",
+            "cpu",
+            *arch,
+            "--batch-size",
+            120,
+            *options,
+            "--metrics",
+            d / "metrics.json",
+        ),
+    )
+
+
+def _train_per_run(key: str, d: Path) -> dict:
+    """A run's seconds per epoch and loss curve from its tool's own record (the curve without its timestamps)."""
+    from ..harness.training import ours_run, predmoter_run
+
+    r = predmoter_run(d) if key == "predmoter" else ours_run(d / "metrics.json")
+    for e in r["curve"]:
+        e.pop("train_start_unix", None)
+        e.pop("train_end_unix", None)
+    return r
+
+
+def _train_agree(mine: list[Contender]):
+    """agree(): each of our loss curves against Predmoter's (bf16's is recorded, not expected equal)."""
 
     def agree(dirs: dict) -> dict:
         per = {
@@ -143,6 +142,24 @@ def train(ctx: Ctx) -> tuple[list, list[Case]]:
             "per_contender": per,
             "detail": "; ".join(f"{k}: {v.get('detail')}" for k, v in per.items()),
         }
+
+    return agree
+
+
+def train(ctx: Ctx) -> tuple[list, list[Case]]:
+    """Same files, seed 1, architecture, global batch 120, Adam lr 0.001 and epochs, on the CPU. Each run reports
+    its seconds per epoch (Predmoter: its log's training start/end; ours: the metrics JSON, validation included)
+    and its loss curve, which must equal Predmoter's (the fidelity test's rule)."""
+    from ..harness.training import ARCH
+
+    cfg = ctx.cfg
+    files, bp, epochs, model = cfg["train_files"], cfg["train_record_bp"], cfg["train_epochs"], cfg["train_model"]
+    arch = ARCH[model]
+    data = ctx.inputs() / f"training_{files}x{bp}bp_seed1"
+    p = _usable_cpus()
+    variants = train_variants(p)
+    peer = _train_peer(ctx, data, epochs, arch)
+    mine = [_train_ours(v, variants[v][0], variants[v][1], data, epochs, arch) for v in cfg["train_variants"]]
 
     def prepare():
         if not data.exists():
@@ -168,8 +185,8 @@ def train(ctx: Ctx) -> tuple[list, list[Case]]:
         params,
         [peer, *mine],
         [(c.key, "predmoter") for c in mine],
-        agree,
-        per_run=per_run,
+        _train_agree(mine),
+        per_run=_train_per_run,
         prepare=prepare,
         note="process wall and CPU (start-up included); s / epoch from each tool's own record (Predmoter: its "
         "log's 'Training started' to 'Training ended', 1-s resolution, over the epochs; ours: the "

@@ -22,13 +22,14 @@ def test_published_tables_are_generated():
 
 def test_genie3_prior_tables_are_generated():
     """docs/genie3.md's two prior tables (cost, DREAM4 accuracy with and without the prior check) are exactly what
-    ``benchmarks/genie3/run_benchmark.py prior-render`` makes from benchmarks/genie3/prior_results.json."""
-    from benchmarks.genie3 import run_benchmark as rb
+    the genie3_prior stage's render section makes (``benchmarks/render``): from the newest full run of the stage, and
+    before there is one, from the retired script's benchmarks/genie3/prior_results.json through its converter."""
+    from benchmarks.stages import genie3_prior as P
 
     text = (ROOT / "docs" / "genie3.md").read_text()
-    doc = json.loads(rb.PRIOR_RESULTS.read_text())
-    assert rb.with_prior_tables(text, doc) == text, "edited by hand or not regenerated (run_benchmark.py prior-render)"
+    assert P.with_prior_tables(text, P.prior_tables()) == text, "edited by hand or not regenerated (benchmarks/render)"
     assert text.count("<!-- BEGIN GENERATED prior-") == 2
+    doc = json.loads(P.LEGACY.read_text())
     acc = doc["accuracy"]["priors"]
     assert acc["informative"]["check"]["decision"] == "kept" and acc["shuffled"]["check"]["decision"] == "off"
 
@@ -193,9 +194,10 @@ def test_render_of_a_train_case():
 
 
 def test_fasta_shards_table_is_rendered_from_the_newest_results(tmp_path):
-    """docs/predict.md's FASTA-index table comes from benchmarks/fasta_shards/run's results, not typed by hand: the
-    newest file's figures (bytes read per shard and in all, the index's share of the file) end up in the table."""
-    from benchmarks.harness import fasta_shards_render as fsr
+    """docs/predict.md's FASTA-index table comes from the fasta_shards stage's results (here: files of the script
+    before it, benchmarks/fasta_shards/run, read through its converter), not typed by hand: the newest file's figures
+    (bytes read per shard and in all, the index's share of the file) end up in the table."""
+    from benchmarks.stages import fasta_shards as fsr
 
     def route(size, scan, index):
         return {
@@ -233,11 +235,11 @@ def test_fasta_shards_table_is_rendered_from_the_newest_results(tmp_path):
     old = dict(res, started="2099-01-01", routes={k: route(1, [1, 1], [1, 1]) for k in ("plain", "bgzip")})
     (tmp_path / "2099-01-01-10Mbp.json").write_text(json.dumps(old))
     (tmp_path / "2099-01-02-10Mbp.json").write_text(json.dumps(res))
-    text = fsr.render(tmp_path)
+    text = fsr.render(None, tmp_path)
     assert "2099-01-02-10Mbp.json" in text and "Test CPU" in text and "load average 1.0–2.0" in text
     rows = {r.split("|")[1].strip(): r for r in text.splitlines() if r.startswith("| plain") or r.startswith("| bgzip")}
     assert "| 12–15 MB of 10.0 MB on disk | 27 MB (2.70× the file) |" in rows["plain, scan"]
     assert "| 5 MB of 10.0 MB on disk | 10 MB (1.00× the file) |" in rows["plain, index"]
     assert "| 2 MB of 5.0 MB on disk | 5 MB (1.00× the file) |" in rows["bgzip, index"]
     assert "costs 4.0× the scan's CPU" in text
-    assert fsr.render(tmp_path / "none") == fsr.NO_RUN
+    assert fsr.render(None, tmp_path / "none") == fsr.NO_RUN
