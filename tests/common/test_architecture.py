@@ -84,3 +84,40 @@ def test_every_subworkflow_has_its_folder_meta_and_spec():
         emits = [n for _, body in workflows for n in _block(body, "emit")]
         assert [next(iter(i)) for i in meta["input"]] == takes, d.name
         assert [next(iter(o)) for o in meta["output"]] == emits, d.name
+
+
+#: a function longer than this needs its reason beside it: a comment ``# long: <why>`` on its ``def`` line or the
+#: line above (issue 51: functions of ~60 lines at most, over 80 only with the reason written where it is read)
+LONG_FUNCTION = 80
+
+
+def long_functions(root, folders) -> list[str]:
+    """``path:line name (N lines)`` (paths relative to ``root``) of every function over :data:`LONG_FUNCTION` lines
+    without a ``# long:`` comment on its ``def`` line or the line above, in the Python files under ``folders``."""
+    import ast
+
+    found = []
+    for folder in folders:
+        for f in sorted(folder.rglob("*.py")):
+            if "__pycache__" in f.parts:
+                continue
+            lines = f.read_text().splitlines()
+            for node in ast.walk(ast.parse("\n".join(lines), str(f))):
+                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                n = node.end_lineno - node.lineno + 1
+                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                beside = " ".join(lines[max(0, first - 2) : node.lineno])
+                if n > LONG_FUNCTION and "# long:" not in beside:
+                    found.append(f"{f.relative_to(root)}:{node.lineno} {node.name} ({n} lines)")
+    return found
+
+
+def test_functions_are_short_or_say_why(tmp_path):
+    """Every function of the package and the benchmarks is at most LONG_FUNCTION lines or says why beside its def;
+    the check itself finds a long function without the comment and accepts it with one."""
+    body = "    x = 1\n" * LONG_FUNCTION
+    (tmp_path / "a.py").write_text("def f():\n" + body + "\n\ndef g():  # long: one table\n" + body)
+    assert long_functions(tmp_path, [tmp_path]) == [f"a.py:1 f ({LONG_FUNCTION + 1} lines)"]
+    found = long_functions(ROOT, [PACKAGE, ROOT / "benchmarks"])
+    assert not found, f"functions over {LONG_FUNCTION} lines without a '# long:' reason: {found}"
