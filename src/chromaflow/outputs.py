@@ -1,10 +1,12 @@
-"""Outputs that are complete or absent: atomic renames, per-output locks, temporaries a kill leaves, and the output
-rule every command checks before any work (:func:`check_outputs`, docs/reliability.md)."""
+"""Outputs that are complete or absent: atomic renames, per-output locks, temporaries a kill leaves, the output
+rule every command checks before any work (:func:`check_outputs`, docs/reliability.md), the one rule for file names
+built from data (:func:`safe_name`) and the one compression rule for tables (:func:`wants_gzip`)."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import gzip
 import hashlib
 import json
 import os
@@ -12,8 +14,9 @@ import re
 import secrets
 import socket
 import sys
+import unicodedata
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, TypeVar
+from typing import IO, Any, Iterable, Iterator, Mapping, Protocol, TypeVar, cast
 
 from .errors import ChromaflowError, OutputBusyError, OutputExistsError
 from .signals import raise_if_stopped
@@ -312,3 +315,121 @@ def emit_json(obj: Any, path: str | os.PathLike | None) -> None:
         write_json_atomic(path, obj)
     else:
         sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+# --------------------------------------------------------------------------------------------------
+# file names built from data, and the compression of tables
+# --------------------------------------------------------------------------------------------------
+#: the most bytes of an output file name built from data (:func:`safe_name`): the file system allows 255, and the
+#: temporary beside it (``.<name>.<host>-<pid>.<random>[suffix].part``, :func:`atomic_output`) adds up to 34
+NAME_MAX_BYTES = 200
+#: escapes a byte in a safe name: ``~`` and two upper-case hex digits (``/`` -> ``~2F``); ``~~`` starts the hash
+#: of a shortened name. Not ``%``: IGV reads the paths of a session as URL-encoded and would undo ``%2F``
+ESCAPE = "~"
+#: Unicode categories escaped in a safe name: control characters, lone surrogates (undecodable bytes), line and
+#: paragraph separators (``str.splitlines`` breaks lines at them)
+_ESCAPED_CATEGORIES = ("Cc", "Cs", "Zl", "Zp")
+_HASH_HEX = 12  # hex digits of the hash that ends a shortened name
+
+
+def _escape_char(ch: str) -> str:
+    """``ch`` as ``~XX`` per byte (UTF-8; a lone surrogate of an undecodable byte: that byte)."""
+    raw = ch.encode("utf-8", "surrogateescape") if "\udc80" <= ch <= "\udcff" else ch.encode("utf-8", "surrogatepass")
+    return "".join(f"{ESCAPE}{b:02X}" for b in raw)
+
+
+def safe_name(text: str, what: str, max_bytes: int = NAME_MAX_BYTES) -> str:
+    """``text`` (a seqid, dataset name, gene id, ...) made safe to stand in an output file name, so no output lands
+    outside its folder whatever the data holds; the one rule for every name built from data (docs/output.md,
+    "File names built from data").
+
+    Parameters
+    ----------
+    text : str
+        The name as the data gives it.
+    what : str
+        What the name is, for the error of an empty one (e.g. ``"g.fa: FASTA record ''"``).
+    max_bytes : int
+        The most UTF-8 bytes of the result (at least 32): :data:`NAME_MAX_BYTES` for a whole file name, less for a
+        part of one.
+
+    Returns
+    -------
+    str
+        ``text`` where it is safe as it is (most names); else ``text`` with each ``/``, ``~``, control character
+        (C0, DEL, C1; also tab), line or paragraph separator and undecodable byte written as ``~`` and two hex digits
+        per UTF-8 byte (``chrA/1`` -> ``chrA~2F1``), and a leading ``.`` as ``~2E`` (never ``.``, ``..`` or a hidden
+        file). Other Unicode is kept as it is, not normalised, so distinct names stay distinct (the escaping is
+        reversible). A result longer than ``max_bytes`` is cut at a character and ends in ``~~`` and 12 hex digits of
+        the SHA-256 of ``text``: distinct long names stay distinct.
+
+    Raises
+    ------
+    ChromaflowError
+        ``text`` is empty (``"<what>: an empty name cannot name an output file"``).
+    """
+    if not text:
+        raise ChromaflowError(f"{what}: an empty name cannot name an output file")
+    if max_bytes < 32:
+        raise ValueError(f"max_bytes must be >= 32, got {max_bytes}")
+    parts = [
+        _escape_char(ch)
+        if ch in "/" + ESCAPE or unicodedata.category(ch) in _ESCAPED_CATEGORIES or (i == 0 and ch == ".")
+        else ch
+        for i, ch in enumerate(text)
+    ]
+    name = "".join(parts)
+    if len(name.encode()) <= max_bytes:
+        return name
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_HEX]
+    room, kept = max_bytes - 2 - _HASH_HEX, []
+    for part in parts:  # whole characters and whole escapes only
+        room -= len(part.encode())
+        if room < 0:
+            break
+        kept.append(part)
+    return "".join(kept) + ESCAPE * 2 + digest
+
+
+def wants_gzip(path: str | os.PathLike) -> bool:
+    """The one compression rule for the tables a command writes: gzip when the output's name ends in ``.gz`` (any
+    case), plain text otherwise (docs/output.md, "Compressed or plain")."""
+    return os.fspath(path).lower().endswith(".gz")
+
+
+class TextSink(Protocol):
+    """Where :func:`open_table` writes: text in, as a file's ``write``."""
+
+    def write(self, text: str) -> int: ...
+
+
+class _EncodedInto:
+    """Text written UTF-8 encoded into the binary stream ``raw``; no ``flush``: a flush of a ``GzipFile`` ends a
+    deflate block (Z_SYNC_FLUSH), so the bytes would depend on how the text was written."""
+
+    def __init__(self, raw: IO[bytes]):
+        self.raw = raw
+
+    def write(self, text: str) -> int:
+        self.raw.write(text.encode("utf-8"))
+        return len(text)
+
+
+@contextlib.contextmanager
+def open_table(tmp: str | os.PathLike, path: str | os.PathLike, level: int = 9) -> Iterator[TextSink]:
+    """A text stream into ``tmp``, the temporary of the table ``path``: gzip (deflate ``level``, no file name, time
+    stamp 0: the same text gives the same bytes, however it is cut into writes) when :func:`wants_gzip` says so for
+    ``path``, else plain UTF-8; lines end in ``\\n`` as written."""
+    if not wants_gzip(path):
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            yield fh
+        return
+    with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=level) as gz:
+        yield _EncodedInto(cast(IO[bytes], gz))
+
+
+def write_table_text(tmp: str | os.PathLike, path: str | os.PathLike, text: str, level: int = 9) -> None:
+    """Write the table ``text`` into ``tmp``, the temporary of ``path``, compressed or not by :func:`wants_gzip`
+    (:func:`open_table`; errors name ``path``)."""
+    with naming_errors(path), open_table(tmp, path, level) as fh:
+        fh.write(text)

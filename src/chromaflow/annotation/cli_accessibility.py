@@ -18,10 +18,10 @@ from pathlib import Path
 from ..cli_options import add_run_options
 from ..errors import ChromaflowError
 from ..metrics import StageMetrics
-from ..outputs import atomic_outputs, check_outputs, naming_errors
+from ..outputs import atomic_outputs, check_outputs, naming_errors, write_table_text
 from .accessibility import bed_text, bigwig_columns, predictions_columns, table_text, write_bigbed
 from .gff import read_genes
-from .windows import GeneWindows, add_window_options, check_windows
+from .windows import GeneWindows, add_window_options, check_windows, gene_metrics
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -41,13 +41,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="T.bw",
         help="bigWig tracks; each is a dataset named by its file name without .bw",
     )
-    p.add_argument("--out", required=True, metavar="TSV", help="the per-gene table")
+    p.add_argument(
+        "--out", required=True, metavar="TSV", help="the per-gene table (.gz: gzip; any other name: plain text)"
+    )
     p.add_argument(
         "--bed",
         default=None,
         metavar="BED",
         help="also the promoter windows as BED6 (name = gene id, score = 10 x the first dataset's "
-        "percentile, 0-1000), sorted like the table, for a genome browser",
+        "percentile, 0-1000), sorted like the table, for a genome browser (.gz: gzip; else plain text)",
     )
     p.add_argument(
         "--bigbed",
@@ -73,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
         if out and not args.force and Path(out).exists():
             raise ChromaflowError(f"{out}: output exists (use --force to overwrite)")
     with StageMetrics("gene-accessibility", args.metrics) as metrics:
-        genes = read_genes(args.annotation, args.feature)
+        gene_counts: dict = {}
+        genes = read_genes(args.annotation, args.feature, gene_counts)
         if args.predictions:
             from .accessibility import predictions_sizes
 
@@ -91,16 +94,15 @@ def run(args: argparse.Namespace) -> int:
         # all outputs or none: each goes to a temporary, renamed together at the end
         with atomic_outputs([args.out, args.bed, args.bigbed]) as (t_out, t_bed, t_bb):
             assert t_out is not None  # --out is required
-            with naming_errors(args.out):
-                t_out.write_text(table_text(gw, cols))
+            write_table_text(t_out, args.out, table_text(gw, cols))  # gzip when the name ends in .gz
             if t_bed:
-                with naming_errors(args.bed):
-                    t_bed.write_text(bed)
+                write_table_text(t_bed, args.bed, bed)
             if t_bb:
                 with naming_errors(args.bigbed):
                     write_bigbed(t_bb, sizes, bed)
         metrics.set(
             genes=len(gw.genes),
+            **gene_metrics(gene_counts, gw),
             datasets=datasets,
             feature=args.feature,
             upstream=args.upstream,

@@ -10,12 +10,17 @@ Rules:
 * The format comes from the name (``.gff``, ``.gff3`` -> GFF3; ``.gtf`` -> GTF; a ``.gz`` suffix is stripped),
   else from a ``##gff-version 3`` line or the first attribute column. A file named GFF3 whose attributes are in
   GTF syntax (``key "value";``) is refused, and the other way round: the gene ids would be wrong.
-* ``feature="gene"``: GFF3 lines of type ``gene``; GTF lines of type ``gene``, or where a GTF has none, the span
-  of all lines of each ``gene_id``. ``feature="mRNA"``: GFF3 ``mRNA`` (``transcript`` where there is no mRNA);
-  GTF ``transcript`` lines, else the span of each ``transcript_id``.
-* The id: GFF3 ``ID`` (percent-decoded), GTF ``gene_id`` / ``transcript_id``. A feature without one, a repeated
-  id, a strand other than + or -, start < 1 or end < start are errors naming the line. The lines may come in any
-  order; ``##FASTA`` ends the annotation part.
+* ``feature="gene"``: GFF3 lines of type ``gene``; GTF lines of type ``gene``, and every ``gene_id`` without a
+  gene line (all of them in a GTF without gene lines; StringTie's loci merged into a reference GTF) as the span of
+  its other lines (its transcripts and exons: the lowest start, the highest end, their strand; lines of one such
+  id on two seqids or strands are an error naming the id and both lines). ``feature="mRNA"``: GFF3 ``mRNA``
+  (``transcript`` where there is no mRNA); GTF ``transcript`` lines, and every ``transcript_id`` without one as
+  the span of its lines. No gene is dropped: one that cannot be tabulated is an error.
+* The id: GFF3 ``ID`` (percent-decoded), GTF ``gene_id`` / ``transcript_id`` (as written: GTF has no
+  percent-encoding). One rule for both: an id may not hold whitespace or control characters (they would break
+  the TSV and BED columns the ids go into). A feature without an id, a repeated id, a strand other than + or -,
+  start < 1 or end < start are errors naming the line. The lines may come in any order; ``##FASTA`` ends the
+  annotation part. A UTF-8 byte-order mark and CRLF line ends are accepted.
 """
 
 from __future__ import annotations
@@ -70,10 +75,11 @@ def _open_text(path: str):
         fh.seek(0)
     except OSError as exc:
         raise ChromaflowError(f"{path}: cannot read annotation ({exc.strerror or exc})") from None
+    # utf-8-sig: a byte-order mark (a Windows editor's) is skipped, as in sheets and matrices
     if magic == b"\x1f\x8b":
-        return gzip.open(fh, "rt", encoding="utf-8", newline=None)
+        return gzip.open(fh, "rt", encoding="utf-8-sig", newline=None)
     fh.close()
-    return open(path, "rt", encoding="utf-8", newline=None)
+    return open(path, "rt", encoding="utf-8-sig", newline=None)
 
 
 def _gff3_attrs(text: str) -> dict[str, str]:
@@ -96,78 +102,156 @@ def _looks_gtf(attrs: str) -> bool:
     return bool(_GTF_ATTR.match(attrs)) and "=" not in attrs.split(";")[0]
 
 
-def read_genes(path: str, feature: str = "gene") -> list[Gene]:
-    """The genes (``feature="gene"``) or transcripts (``"mRNA"``) of ``path``, in file order."""
+def read_genes(path: str, feature: str = "gene", counts: dict | None = None) -> list[Gene]:
+    """The genes (``feature="gene"``) or transcripts (``"mRNA"``) of an annotation, in the order of their lines.
+
+    Parameters
+    ----------
+    path : str
+        A GFF3 or GTF file, plain or gzip (the rules: this module's docstring).
+    feature : str
+        ``"gene"`` or ``"mRNA"``.
+    counts : dict, optional
+        Filled, when given, for the metrics: ``genes_read`` (the genes returned), ``genes_from_spans`` (GTF ids
+        without a gene (transcript) line, tabulated from the span of their lines) and ``other_gene_types``
+        ({type: lines} of GFF3 gene-like types that are not ``gene``, e.g. Ensembl's ``ncRNA_gene``: not read).
+
+    Returns
+    -------
+    list of Gene
+        Every gene of the annotation; one that cannot be tabulated raises a one-line
+        :class:`~chromaflow.errors.ChromaflowError` naming the file and line, none is dropped.
+    """
     if feature not in ("gene", "mRNA"):
         raise ChromaflowError(f"--feature must be gene or mRNA (got {feature!r})")
     fmt = format_from_name(path)
     try:
         with _open_text(path) as fh:
-            return _read(fh, path, fmt, feature)
+            reader = _Reader(path, fmt, feature)
+            for n, line in enumerate(fh, 1):
+                if not reader.add(n, line):
+                    break
+            genes = reader.genes()
     except UnicodeDecodeError:
         raise ChromaflowError(f"{path}: not a text annotation (not UTF-8 and not gzip)") from None
     except (OSError, EOFError) as exc:  # a truncated gzip member
         raise ChromaflowError(f"{path}: cannot read annotation ({getattr(exc, 'strerror', None) or exc})") from None
+    if counts is not None:
+        counts.update(
+            genes_read=len(genes),
+            genes_from_spans=reader.from_spans,
+            other_gene_types=dict(sorted(reader.other.items())),
+        )
+    return genes
 
 
-def _read(fh, path: str, fmt: str | None, feature: str) -> list[Gene]:
-    # GFF3: the wanted types in order of preference; GTF: the line type, else spans of the id attribute
-    gff_types = ("gene",) if feature == "gene" else ("mRNA", "transcript")
-    gtf_type, gtf_key = ("gene", "gene_id") if feature == "gene" else ("transcript", "transcript_id")
-    found: dict[str, list] = {t: [] for t in gff_types}
-    spans: dict[str, list] = {}  # GTF: id -> [seqid, start, end, strand, line]
-    gtf_lines: list = []
-    checked = False
-    for n, line in enumerate(fh, 1):
+class _Span:
+    """The lines of one GTF id seen so far: seqid, 0-based start, end, strand, first line, and the first line that
+    disagrees with the first on seqid or strand (``conflict``: (line, seqid, strand), or None)."""
+
+    __slots__ = ("seqid", "start", "end", "strand", "line", "conflict")
+
+    def __init__(self, seqid: str, start: int, end: int, strand: str, line: int):
+        self.seqid, self.start, self.end, self.strand, self.line = seqid, start, end, strand, line
+        self.conflict: tuple[int, str, str] | None = None
+
+    def add(self, seqid: str, start: int, end: int, strand: str, line: int) -> None:
+        """Widen the span by one line, noting the first line on another seqid or strand."""
+        if (seqid != self.seqid or strand != self.strand) and self.conflict is None:
+            self.conflict = (line, seqid, strand)
+        self.start, self.end = min(self.start, start), max(self.end, end)
+
+
+class _Reader:
+    """One pass over the lines of an annotation (:meth:`add`), then its genes (:meth:`genes`)."""
+
+    def __init__(self, path: str, fmt: str | None, feature: str):
+        self.path, self.fmt, self.feature = path, fmt, feature
+        # GFF3: the wanted types in order of preference; GTF: the line type and the id attribute
+        self.gff_types = ("gene",) if feature == "gene" else ("mRNA", "transcript")
+        self.gtf_type, self.gtf_key = ("gene", "gene_id") if feature == "gene" else ("transcript", "transcript_id")
+        self.found: dict[str, list] = {t: [] for t in self.gff_types}
+        self.other: dict[str, int] = {}  # GFF3 gene-like types that are not read
+        self.gtf_lines: list = []  # GTF lines of gtf_type: (line number, columns)
+        self.spans: dict[str, _Span] = {}  # GTF: id -> the span of its other lines
+        self.have_line: set[str] = set()  # GTF: the ids of the gtf_type lines so far
+        self.checked = False
+        self.from_spans = 0
+        self.key_re = re.compile(r'(?:^|;)\s*' + self.gtf_key + r'\s+"([^"]*)"')
+
+    def add(self, n: int, line: str) -> bool:
+        """Take line ``n``; False at ``##FASTA`` (the end of the annotation part)."""
         if line.startswith("#"):
             if line.startswith("##FASTA"):
-                break
-            if fmt is None and line.startswith("##gff-version"):
-                fmt = "gff3" if line.split()[1:2] and line.split()[1].startswith("3") else None
-            continue
+                return False
+            if self.fmt is None and line.startswith("##gff-version"):
+                self.fmt = "gff3" if line.split()[1:2] and line.split()[1].startswith("3") else None
+            return True
         if not line.strip():
-            continue
+            return True
         cols = line.rstrip("\n").split("\t")
         if len(cols) != 9:
-            raise ChromaflowError(f"{path} line {n}: {len(cols)} tab-separated columns, expected 9 (GFF3/GTF)")
-        if not checked:
-            fmt = _settle_format(fmt, cols[8], path, n)
-            checked = True
+            raise ChromaflowError(f"{self.path} line {n}: {len(cols)} tab-separated columns, expected 9 (GFF3/GTF)")
+        if not self.checked:
+            self.fmt = _settle_format(self.fmt, cols[8], self.path, n)
+            self.checked = True
         ftype = cols[2]
-        if fmt == "gff3":
-            if ftype in found:
-                found[ftype].append((n, cols))
-            continue
-        if ftype == gtf_type:
-            gtf_lines.append((n, cols))
-        elif not gtf_lines:
-            attrs = _gtf_attrs(cols[8])
-            gid = attrs.get(gtf_key)
-            if gid:
-                seqid, start, end, strand = _coords(cols, path, n)
-                s = spans.get(gid)
+        if self.fmt == "gff3":
+            if ftype in self.found:
+                self.found[ftype].append((n, cols))
+            elif self.feature == "gene" and (ftype.endswith("_gene") or ftype == "pseudogene"):
+                self.other[ftype] = self.other.get(ftype, 0) + 1
+        elif ftype == self.gtf_type:
+            self.gtf_lines.append((n, cols))
+            m = self.key_re.search(cols[8])
+            if m:
+                self.have_line.add(m.group(1))
+        else:
+            m = self.key_re.search(cols[8])  # only the id: every exon line passes here
+            gid = m.group(1) if m else None
+            if gid and gid not in self.have_line:  # a gene line seen already decides (spans are for the others)
+                seqid, start, end, strand = _coords(cols, self.path, n)
+                s = self.spans.get(gid)
                 if s is None:
-                    spans[gid] = [seqid, start, end, strand, n]
+                    self.spans[gid] = _Span(seqid, start, end, strand, n)
                 else:
-                    if s[0] != seqid or s[3] != strand:
-                        raise ChromaflowError(
-                            f"{path} line {n}: {gtf_key} {gid!r} is on {seqid} {strand} here but "
-                            f"on {s[0]} {s[3]} at line {s[4]}"
-                        )
-                    s[1] = min(s[1], start)
-                    s[2] = max(s[2], end)
-    if fmt == "gff3":
-        rows = next((found[t] for t in gff_types if found[t]), [])
-        genes = [_gene(cols, _gff3_id(cols, path, n), path, n) for n, cols in rows]
-    elif gtf_lines:
-        genes = _gtf_genes(gtf_lines, gtf_type, gtf_key, path)
-    else:
-        genes = [Gene(gid, s[0], s[1], s[2], _strand(s[3], path, s[4]), s[4]) for gid, s in spans.items()]
-    if not genes:
-        what = " or ".join(gff_types) if fmt == "gff3" else f"{gtf_type} (or {gtf_key} attributes)"
-        raise ChromaflowError(f"{path}: no {what} features (--feature {feature}) in the annotation")
-    _check_unique(genes, path)
-    return genes
+                    s.add(seqid, start, end, strand, n)
+        return True
+
+    def genes(self) -> list[Gene]:
+        """The genes read, in the order of their (first) lines; a one-line error where there are none."""
+        if self.fmt == "gff3":
+            rows = next((self.found[t] for t in self.gff_types if self.found[t]), [])
+            genes = [_gene(cols, _gff3_id(cols, self.path, n), self.path, n) for n, cols in rows]
+        else:
+            genes = _gtf_genes(self.gtf_lines, self.gtf_type, self.gtf_key, self.path)
+            spanned = self._span_genes({g.gene_id for g in genes})
+            self.from_spans = len(spanned)
+            genes = sorted(genes + spanned, key=lambda g: g.line)
+        if not genes:
+            what = (
+                " or ".join(self.gff_types) if self.fmt == "gff3" else f"{self.gtf_type} (or {self.gtf_key} attributes)"
+            )
+            raise ChromaflowError(f"{self.path}: no {what} features (--feature {self.feature}) in the annotation")
+        _check_unique(genes, self.path)
+        return genes
+
+    def _span_genes(self, have_line: set[str]) -> list[Gene]:
+        """The GTF ids without a line of their own, each as the span of its lines."""
+        out = []
+        for gid, s in self.spans.items():
+            if gid in have_line:
+                continue
+            if s.conflict is not None:
+                n, seqid, strand = s.conflict
+                raise ChromaflowError(
+                    f"{self.path} line {n}: {self.gtf_key} {gid!r} has no {self.gtf_type} line and its lines "
+                    f"disagree: on {seqid} {strand} here but on {s.seqid} {s.strand} at line {s.line}; "
+                    f"give it a {self.gtf_type} line or fix its lines"
+                )
+            _check_id(gid, self.gtf_key, self.path, s.line)
+            out.append(Gene(gid, s.seqid, s.start, s.end, _strand(s.strand, self.path, s.line), s.line))
+        return out
 
 
 def _settle_format(fmt: str | None, attrs: str, path: str, n: int) -> str:
@@ -195,6 +279,7 @@ def _gtf_genes(lines: list, gtf_type: str, gtf_key: str, path: str) -> list[Gene
         gid = _gtf_attrs(cols[8]).get(gtf_key)
         if not gid:
             raise ChromaflowError(f"{path} line {n}: {gtf_type} line without a {gtf_key} attribute")
+        _check_id(gid, gtf_key, path, n)
         genes.append(_gene(cols, gid, path, n))
     return genes
 
@@ -215,9 +300,22 @@ def _gff3_id(cols: list[str], path: str, n: int) -> str:
     if not gid:
         raise ChromaflowError(f"{path} line {n}: {cols[2]} feature without an ID attribute")
     gid = unquote(gid)
-    if any(c.isspace() for c in gid):
-        raise ChromaflowError(f"{path} line {n}: ID {gid!r} holds whitespace, which would break the TSV columns")
+    _check_id(gid, "ID", path, n)
     return gid
+
+
+_NAMED = {" ": "a space", "\t": "a tab", "\r": "a carriage return", "\n": "a line feed"}
+
+
+def _check_id(gid: str, what: str, path: str, n: int) -> None:
+    """The id rule of GFF3 (after percent-decoding) and GTF alike: no whitespace, no control characters."""
+    bad = next((c for c in gid if c.isspace() or not c.isprintable()), None)
+    if bad is not None:
+        name = _NAMED.get(bad) or f"the {'whitespace' if bad.isspace() else 'control'} character U+{ord(bad):04X}"
+        raise ChromaflowError(
+            f"{path} line {n}: {what} {gid!r} holds {name}; an id may not hold whitespace or control characters "
+            "(they would break the TSV and BED columns it goes into)"
+        )
 
 
 def _coords(cols: list[str], path: str, n: int):

@@ -1,6 +1,6 @@
 """Promoter windows: the genes of an annotation with their strand-aware TSS windows (:class:`GeneWindows`), the window
-options of ``gene-accessibility`` and ``motif-prior`` (``--upstream``, ``--downstream``, ``--feature``) and their
-check (:func:`check_windows`)."""
+options of ``gene-accessibility`` and ``motif-prior`` (``--upstream``, ``--downstream``, ``--feature``), their
+check (:func:`check_windows`) and the gene counts both commands put in their metrics (:func:`gene_metrics`)."""
 
 from __future__ import annotations
 
@@ -76,3 +76,31 @@ class GeneWindows:
         for i, g in enumerate(self.genes):
             out.setdefault(g.seqid, []).append(i)
         return {k: np.array(v, dtype=np.int64) for k, v in out.items()}
+
+
+def gene_metrics(counts: dict, gw: GeneWindows) -> dict:
+    """The gene counts of a command's metrics (``gene-accessibility`` and ``motif-prior`` alike).
+
+    Parameters
+    ----------
+    counts : dict
+        What :func:`~chromaflow.annotation.gff.read_genes` filled in its ``counts``.
+    gw : GeneWindows
+        The genes kept, with their windows.
+
+    Returns
+    -------
+    dict
+        ``genes_read``, ``genes_kept``, ``genes_from_spans`` (GTF ids without a gene (transcript) line, tabulated
+        from the span of their transcripts), ``genes_not_kept`` ({reason: count}: empty, since a gene that cannot
+        be kept stops the run with one line naming it) and ``other_gene_types`` ({GFF3 type: features} of gene-like
+        types other than ``gene``, such as ``ncRNA_gene``, which are not read).
+    """
+    read, kept = counts["genes_read"], len(gw.genes)
+    return {
+        "genes_read": read,
+        "genes_kept": kept,
+        "genes_from_spans": counts["genes_from_spans"],
+        "genes_not_kept": {} if read == kept else {"unknown": read - kept},
+        "other_gene_types": counts["other_gene_types"],
+    }

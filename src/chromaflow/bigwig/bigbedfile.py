@@ -28,6 +28,7 @@ bigWig writer's chromosome B+ tree and R-tree (bigwigfile.py):
 
 from __future__ import annotations
 
+import gzip
 import os
 import struct
 from array import array
@@ -309,8 +310,11 @@ def write_bigbed(
 
 
 def bed_rows(path: str | os.PathLike) -> Iterator[Row]:
-    """Rows of a BED-like text file (track/browser/# lines skipped): chrom, start, end, the other fields."""
-    with open(path, encoding="utf-8") as fh:
+    """Rows of a BED-like text file, plain or gzip (by its first bytes; track/browser/# lines skipped): chrom, start,
+    end, the other fields."""
+    with open(path, "rb") as raw:
+        gz = raw.read(2) == b"\x1f\x8b"
+    with gzip.open(path, "rt", encoding="utf-8") if gz else open(path, encoding="utf-8") as fh:
         for no, line in enumerate(fh, 1):
             if line.startswith(("track", "browser", "#")) or not line.strip():
                 continue

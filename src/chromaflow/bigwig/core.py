@@ -18,7 +18,7 @@ from pathlib import Path
 from ..cli_options import resolve_threads
 from ..errors import ChromaflowError, OutputExistsError
 from ..metrics import StageMetrics
-from ..outputs import atomic_output, check_outputs
+from ..outputs import NAME_MAX_BYTES, atomic_output, check_outputs, safe_name
 from ..progress import Progress
 from .bedgraph import BedGraphWriter
 from .bigwigfile import BigWigWriter, PyBigWigWriter
@@ -100,14 +100,29 @@ class BigWigOptions:
             raise ChromaflowError(f"--compression-level must be 1..12 (got {level})")
         if "/" in self.basename or not self.basename:
             raise ChromaflowError(f"--basename {self.basename!r}: must be a non-empty file name without '/'")
+        if len(self.basename.encode()) > BASENAME_MAX_BYTES:
+            raise ChromaflowError(
+                f"--basename {self.basename[:20]!r}...: {len(self.basename.encode())} bytes, at most "
+                f"{BASENAME_MAX_BYTES} (the track names add the dataset, strand and window)"
+            )
         return fmt, level
 
 
-def output_name(basename: str, dataset: str, strand: str, bl: bool, ws: int | None, fmt: str) -> str:
+#: the most bytes of --basename: the rest of a track's name (dataset, strand, window, extension) keeps at least
+#: 48 bytes of :data:`chromaflow.outputs.NAME_MAX_BYTES` for the dataset name
+BASENAME_MAX_BYTES = 100
+
+
+def output_name(
+    basename: str, dataset: str, strand: str, bl: bool, ws: int | None, fmt: str, source: str = "predictions"
+) -> str:
     """The file name of one track: ``<basename>_<dataset>_<strand>_strand[_bl][_ws=<window>].bw`` (``.bg.gz`` for
-    bedGraph)."""
+    bedGraph), the dataset name (read from ``source``) made safe by :func:`chromaflow.outputs.safe_name` and cut to
+    what the name leaves it of :data:`chromaflow.outputs.NAME_MAX_BYTES`."""
     ext = "bw" if fmt == "bigwig" else "bg.gz"
-    return f"{basename}_{dataset}_{strand}_strand{'_bl' if bl else ''}{'' if ws is None else f'_ws={ws}'}.{ext}"
+    tail = f"_{strand}_strand{'_bl' if bl else ''}{'' if ws is None else f'_ws={ws}'}.{ext}"
+    room = max(48, NAME_MAX_BYTES - len(basename.encode()) - 1 - len(tail.encode()))
+    return f"{basename}_{safe_name(dataset, f'{source}: dataset {dataset!r}', room)}{tail}"
 
 
 def read_blacklist(path: str) -> set[str]:
@@ -192,8 +207,9 @@ def _outputs(options: BigWigOptions, datasets: list[str], outdir: Path, fmt: str
     """The tracks and browser files this call writes, checked before any is written: the output rule
     (:func:`chromaflow.outputs.check_outputs`, which also creates ``--outdir``) and, without --force, all or nothing."""
     strands = ["avg", "+", "-"] if options.strand == "all" else [options.strand]
+    bl, ws, src = bool(options.blacklist), options.window_size, options.predictions
     tracks = [
-        Track(d, c, s, outdir / output_name(options.basename, d, s, bool(options.blacklist), options.window_size, fmt))
+        Track(d, c, s, outdir / output_name(options.basename, d, s, bl, ws, fmt, src))
         for c, d in enumerate(datasets)
         for s in strands
     ]

@@ -336,7 +336,8 @@ class PredictionsInput:
                 f"{path}: prediction/datasets has shape {names.shape} and dtype "
                 f"{names.dtype}; expected (D,) byte strings"
             )
-        return [_decode(x) for x in names[()]]
+        # UTF-8 (ASCII in the Helixer layout): distinct non-ASCII names stay distinct in the track file names
+        return [bytes(x).decode("utf-8", errors="replace") for x in names[()]]
 
     def _choose(self, datasets: list[str] | None, avail: list[str]) -> list[str]:
         """``--datasets`` (default: all available), checked against the file and as track file names."""

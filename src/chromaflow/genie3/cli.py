@@ -31,7 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "the columns confidence (fraction of repeats ranking the link within --top) and mean_rank; "
         "1 (default): the plain link list",
     )
-    add_output_arguments(p, "ranked link list (.tsv.gz), or the part file with --targets-chunk")
+    add_output_arguments(
+        p, "ranked link list (.tsv.gz: gzip; any other name: plain text), or the part file with --targets-chunk"
+    )
 
 
 def _add_input_options(p: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 from ..cli_options import add_run_options, resolve_threads
 from ..errors import ChromaflowError
 from ..metrics import StageMetrics
-from ..outputs import atomic_outputs, check_outputs, naming_errors
+from ..outputs import atomic_outputs, check_outputs, naming_errors, wants_gzip
 from . import links
 from .parts import read_meta, read_weights
 from .report import add_output_arguments, finish_outputs, output_options
@@ -23,7 +23,7 @@ _SAME = ("genes", "regulators", "n_targets_total", "options", "fingerprint", "sa
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The command's options (argparse): the ``genie3 --targets-chunk`` parts and the outputs."""
     p.add_argument("parts", nargs="+", metavar="PART", help="part files written by genie3 --targets-chunk")
-    add_output_arguments(p, "ranked link list (.tsv.gz)")
+    add_output_arguments(p, "ranked link list (.tsv.gz: gzip; any other name: plain text)")
     add_run_options(p, threads="threads formatting and compressing the link list (0 = all usable CPUs; same bytes)")
 
 
@@ -150,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
                     cols,
                     threads=threads,
                     values=vals,
+                    gz=wants_gzip(args.out),
                 )
         else:
             W, meta, repeats = merge_parts(args.parts)

@@ -164,6 +164,7 @@ def _compute_canonical(values, genes, reg_idx, tgt_idx, opts: Options, threads: 
     n = values.shape[1]
     W = np.zeros((R, T), dtype=np.float64)
     info = {"constant_targets": [], "engine": opts.engine}
+    info["constant_regulators"] = _warn_constant_regulators(values, genes, reg_idx, warn)
     if opts.engine == "fast":
         pw = None
         if prior is not None and opts.prior_alpha is not None:
@@ -246,10 +247,22 @@ def _sklearn_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, wa
             )
 
 
+def _warn_constant_regulators(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, warn) -> list[str]:
+    """The regulators whose values are all equal (in ``reg_idx``'s order), a warning line for each of the first 10
+    and one line counting the rest: no split can use such a regulator, so every link from it is 0 (and, where it
+    is also a target, every link to it: it has no variance to explain)."""
+    const = [genes[int(j)] for j in reg_idx if values[int(j)].min() == values[int(j)].max()]
+    for gene in const[:10]:
+        warn(f"regulator {gene!r} is constant over the samples: it cannot be chosen by any split; its links are 0")
+    if len(const) > 10:
+        warn(f"{len(const) - 10} more regulators are constant over the samples (not listed): their links are 0")
+    return const
+
+
 def _note_constant(gene: str, info: dict, warn) -> None:
     info["constant_targets"].append(gene)
     k = len(info["constant_targets"])
-    if k <= 10:
+    if k <= 10 and gene not in info["constant_regulators"]:  # a constant regulator was named already
         warn(
             f"target gene {gene!r} is constant across samples: its incoming importances are all 0"
             + (" (further constant targets are counted in the metrics, not listed)" if k == 10 else "")

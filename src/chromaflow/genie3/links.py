@@ -1,8 +1,8 @@
 """The ranked link list of a weight matrix and the files written from it (link list, weight matrix).
 
 Links are ranked by importance, then regulator and target name (a total order), and printed ``%.9g`` into gzip
-members; the C kernel ``_links.c`` sorts and prints them (:func:`links_kernel`), with the same bytes as the numpy /
-Python path used without a compiler.
+members (plain text when the output's name does not end in ``.gz``); the C kernel ``_links.c`` sorts and prints
+them (:func:`links_kernel`), with the same bytes as the numpy / Python path used without a compiler.
 """
 
 from __future__ import annotations
@@ -74,6 +74,30 @@ class GzipMembers:
             if self.pool is not None:
                 self.pool.shutdown(wait=True, cancel_futures=True)
                 self.pool = None
+
+
+class PlainText:
+    """The writer of a plain-text table (an output whose name does not end in ``.gz``): :class:`GzipMembers`'s
+    ``write``/``flush``/``close``, the text written as it is."""
+
+    def __init__(self, fh):
+        self.fh = fh
+
+    def write(self, data: bytes) -> None:
+        """Write ``data``."""
+        self.fh.write(data)
+
+    def flush(self) -> None:
+        """Nothing waits: a no-op."""
+
+    def close(self) -> None:
+        """Nothing waits: a no-op (the caller closes the file)."""
+
+
+def table_writer(fh, gz: bool, threads: int = 1) -> GzipMembers | PlainText:
+    """The writer of a table into ``fh``: gzip members (``gz``, the output's name ends in ``.gz``:
+    :func:`chromaflow.outputs.wants_gzip`) or plain text."""
+    return GzipMembers(fh, threads) if gz else PlainText(fh)
 
 
 def self_mask(reg_idx: np.ndarray, tgt_idx: np.ndarray) -> np.ndarray:
@@ -292,9 +316,10 @@ def write_links(
     cols: np.ndarray,
     threads: int = 1,
     values: np.ndarray | None = None,
+    gz: bool = True,
 ) -> int:
-    """Write the gzip TSV link list ``regulator<TAB>target<TAB>importance`` (header line, %.9g) for the
-    ranked pairs (rows, cols) of W.
+    """Write the TSV link list ``regulator<TAB>target<TAB>importance`` (header line, %.9g) for the ranked pairs
+    (rows, cols) of W, gzip'ed with ``gz`` (the output's name ends in ``.gz``), else plain text.
 
     Lines are formatted in C (``_links.c``) on ``threads`` threads, members compressed on ``threads`` threads;
     the bytes are the same as the pure-Python path's (used without a compiler) and do not depend on
@@ -305,9 +330,9 @@ def write_links(
         values = np.ascontiguousarray(values, dtype=np.float64)
     lib = links_kernel()
     with open(path, "wb") as fh:
-        gz = GzipMembers(fh, threads)
+        out = table_writer(fh, gz, threads)
         try:
-            gz.write(b"regulator\ttarget\timportance\n")
+            out.write(b"regulator\ttarget\timportance\n")
             if lib is None:
                 regs = np.array(reg_names, dtype=object)
                 tgts = np.array(tgt_names, dtype=object)
@@ -315,11 +340,11 @@ def write_links(
                     r, c = rows[s : s + step], cols[s : s + step]
                     v = cast(np.ndarray, W)[r, c] if values is None else values[s : s + step]
                     lines = [f"{a}\t{b}\t{x:.9g}\n" for a, b, x in zip(regs[r], tgts[c], v.tolist())]
-                    gz.write("".join(lines).encode())
+                    out.write("".join(lines).encode())
             else:
-                _write_links_c(lib, gz, W, reg_names, tgt_names, rows, cols, step, threads, values)
+                _write_links_c(lib, out, W, reg_names, tgt_names, rows, cols, step, threads, values)
         finally:
-            gz.close()
+            out.close()
     return len(rows)
 
 
@@ -367,15 +392,15 @@ def _write_links_c(lib, gz, W, reg_names, tgt_names, rows, cols, step, threads, 
                 gz.write(text)
 
 
-def write_weights(path: str | Path, W: np.ndarray, reg_names: list[str], tgt_names: list[str]) -> None:
-    """Full weight matrix as gzip TSV: rows = regulators, columns = targets, corner cell 'regulator'; ``path`` is
-    written directly (a temporary of report.finish_outputs)."""
+def write_weights(path: str | Path, W: np.ndarray, reg_names: list[str], tgt_names: list[str], gz: bool = True) -> None:
+    """Full weight matrix as TSV (gzip'ed with ``gz``): rows = regulators, columns = targets, corner cell
+    'regulator'; ``path`` is written directly (a temporary of report.finish_outputs)."""
     with open(path, "wb") as fh:
-        gz = GzipMembers(fh)
-        gz.write(("regulator\t" + "\t".join(tgt_names) + "\n").encode())
+        out = table_writer(fh, gz)
+        out.write(("regulator\t" + "\t".join(tgt_names) + "\n").encode())
         for i, name in enumerate(reg_names):
-            gz.write((name + "\t" + "\t".join(f"{x:.9g}" for x in W[i].tolist()) + "\n").encode())
-        gz.close()
+            out.write((name + "\t" + "\t".join(f"{x:.9g}" for x in W[i].tolist()) + "\n").encode())
+        out.close()
 
 
 def write_links_stability(
@@ -387,16 +412,18 @@ def write_links_stability(
     tgt_names: list[str],
     rows: np.ndarray,
     cols: np.ndarray,
+    gz: bool = True,
 ) -> int:
     """The link list of ``--repeats``: ``regulator, target, importance, confidence, mean_rank`` (each ``%.9g``),
-    in the order (rows, cols). Python formatting (the C formatter writes the three plain columns only)."""
+    in the order (rows, cols), gzip'ed with ``gz``. Python formatting (the C formatter writes the three plain
+    columns only)."""
     step = 1 << 16
     regs = np.array(reg_names, dtype=object)
     tgts = np.array(tgt_names, dtype=object)
     with open(path, "wb") as fh:
-        gz = GzipMembers(fh)
+        out = table_writer(fh, gz)
         try:
-            gz.write(b"regulator\ttarget\timportance\tconfidence\tmean_rank\n")
+            out.write(b"regulator\ttarget\timportance\tconfidence\tmean_rank\n")
             for s in range(0, len(rows), step):
                 r, c = rows[s : s + step], cols[s : s + step]
                 lines = [
@@ -405,7 +432,7 @@ def write_links_stability(
                         regs[r], tgts[c], W[r, c].tolist(), conf[r, c].tolist(), mrank[r, c].tolist()
                     )
                 ]
-                gz.write("".join(lines).encode())
+                out.write("".join(lines).encode())
         finally:
-            gz.close()
+            out.close()
     return len(rows)

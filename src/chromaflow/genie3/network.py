@@ -75,7 +75,8 @@ class NetworkOptions:
     layout : str
         'genes-x-samples' (a gene per line) or 'samples-x-genes' (a gene per column).
     out : str
-        The ranked link list (.tsv.gz), or the part file (.npz) with ``targets_chunk``.
+        The ranked link list (gzip when the name ends in ``.gz``, else plain text), or the part file (.npz) with
+        ``targets_chunk``.
     regulators : str or None
         File of candidate regulator names, one per line; None: every gene.
     tree_method : str
@@ -107,7 +108,8 @@ class NetworkOptions:
         Independent forests per target, >= 1; above 1 the link list gains confidence and mean_rank (needs
         ``top`` >= 1).
     weights, summary, plot : str or None
-        The optional full weight matrix (.tsv.gz), summary JSON and PNG plot (not with ``targets_chunk``).
+        The optional full weight matrix (gzip when the name ends in ``.gz``, else plain text), summary JSON and PNG
+        plot (not with ``targets_chunk``).
     top : int
         Top-N links of the summary and of the confidence column, >= 0.
     max_links : int
@@ -293,17 +295,13 @@ def _check_prior(o: NetworkOptions, r: ResolvedOptions, expr: Expression, reg_id
     ``check_s``; a warning where it turns the prior off."""
     if prior is None or not r.alpha or o.prior_check != "auto":
         return None
-    from .prior_check import check_prior
+    from .prior_check import check_prior, off_warning
 
     t_check = time.perf_counter()
     check = check_prior(expr.values, expr.genes, reg_idx, prior, r.level)
     check["check_s"] = round(time.perf_counter() - t_check, 6)
     if check["decision"] == "off":
-        warn(
-            f"{o.prior}: no evidence that the prior agrees with the expression (prior check: z = "
-            f"{check['z']}, one-sided p = {check['p']:.3g} >= {r.level:g}): running without it (alpha 0, the "
-            f"links of a run without --prior); --prior-check off uses it anyway"
-        )
+        warn(off_warning(check, str(o.prior), r.level))
     return check
 
 

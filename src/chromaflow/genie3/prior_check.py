@@ -85,7 +85,8 @@ def check_prior(values: np.ndarray, genes: list[str], reg_idx: np.ndarray, prior
     Returns
     -------
     dict
-        JSON-ready: ``decision`` ("kept" or "off"), ``z``, ``p`` (one-sided), ``level``, ``targets_tested``
+        JSON-ready: ``decision`` ("kept" or "off"), ``z``, ``p`` (one-sided), ``untestable`` (why nothing could
+        be tested, in words, where ``z`` is None: e.g. one regulator; else None), ``level``, ``targets_tested``
         (targets whose prior and data both vary over their regulators), ``pairs``, ``supported_pairs`` (pi > 0.5),
         ``samples`` and ``rho2_mean_supported`` / ``rho2_mean_other`` (mean rho^2 of supported and other pairs: an
         effect size to read beside p).
@@ -135,6 +136,7 @@ class _Totals:
         self.tested = self.pairs = 0
         self.sum_sup = self.sum_oth = 0.0
         self.n_sup = self.n_oth = 0
+        self.compared = self.prior_varies = 0  # targets with 2+ candidate regulators; those where the prior varies
 
     def add(self, a2: np.ndarray, P: np.ndarray, valid: np.ndarray) -> None:
         """Add a block's targets (the columns of :func:`_block`'s arrays)."""
@@ -146,6 +148,8 @@ class _Totals:
         c = np.where(valid, P - pbar, 0.0)
         S = (c * a).sum(axis=0)
         V = np.where(m > 1, (c * c).sum(axis=0) * (a * a).sum(axis=0) / np.maximum(m - 1, 1), 0.0)
+        self.compared += int(np.count_nonzero(m > 1))
+        self.prior_varies += int(np.count_nonzero((m > 1) & ((c * c).sum(axis=0) > 0)))
         self.S_parts.extend(S[V > 0].tolist())
         self.V_parts.extend(V[V > 0].tolist())
         self.tested += int(np.count_nonzero(V > 0))
@@ -156,6 +160,14 @@ class _Totals:
         self.sum_oth += math.fsum(a2[oth].tolist())
         self.n_sup += int(sup.sum())
         self.n_oth += int(oth.sum())
+
+    def untestable(self) -> str:
+        """Why no target could be tested (the statistic's variance is 0 over all of them), in words."""
+        if not self.compared:
+            return "no target has two or more candidate regulators to compare (one regulator?)"
+        if not self.prior_varies:
+            return "the prior gives every candidate regulator of each target the same value"
+        return "the expression gives every candidate regulator of each target the same association (constant genes)"
 
     def result(self, level: float, n: int) -> dict:
         """The test over all targets (the strata) and the check's JSON-ready result (:func:`check_prior`)."""
@@ -169,6 +181,7 @@ class _Totals:
             "decision": "kept" if p < level else "off",
             "z": _r(z),
             "p": _r(p),
+            "untestable": None if z is not None else self.untestable(),
             "level": level,
             "targets_tested": self.tested,
             "pairs": self.pairs,
@@ -177,6 +190,37 @@ class _Totals:
             "rho2_mean_supported": _r(self.sum_sup / self.n_sup) if self.n_sup else None,
             "rho2_mean_other": _r(self.sum_oth / self.n_oth) if self.n_oth else None,
         }
+
+
+def off_warning(check: dict, prior: str, level: float) -> str:
+    """The warning line of a check that turned the prior off (``decision`` "off"): the evidence it lacked, or, where
+    nothing could be tested (``z`` None), why in words.
+
+    Parameters
+    ----------
+    check : dict
+        :func:`check_prior`'s result.
+    prior : str
+        The ``--prior`` file, named first in the line.
+    level : float
+        The test's level.
+
+    Returns
+    -------
+    str
+        One line, without the command's prefix.
+    """
+    if check["z"] is None:
+        why = f"the prior check cannot test the prior: {check['untestable']}"
+    else:
+        why = (
+            f"no evidence that the prior agrees with the expression (prior check: z = {check['z']}, one-sided "
+            f"p = {check['p']:.3g} >= {level:g})"
+        )
+    return (
+        f"{prior}: {why}: running without it (alpha 0, the links of a run without --prior); --prior-check off "
+        "uses it anyway"
+    )
 
 
 def _r(x):

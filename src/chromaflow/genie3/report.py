@@ -8,7 +8,7 @@ from typing import cast
 import numpy as np
 
 from ..cli_options import add_run_options
-from ..outputs import atomic_outputs, naming_errors
+from ..outputs import atomic_outputs, naming_errors, wants_gzip
 from . import links
 
 
@@ -31,9 +31,13 @@ def finish_outputs(
     (:func:`chromaflow.outputs.atomic_outputs`). ``repeats`` (``--repeats`` > 1: repeats x R x T, W their mean)
     adds the columns confidence and mean_rank (:func:`stability`). ``consume``: W may be overwritten once the
     link list and weights are written (the summary's quantiles and the plot's sorted values then use W's own
-    buffer: no second R x T copy, see :func:`nonself_values`)."""
+    buffer: no second R x T copy, see :func:`nonself_values`). The link list and weight matrix are gzip'ed when their
+    names end in ``.gz``, plain text otherwise (:func:`chromaflow.outputs.wants_gzip`)."""
+    gz = (wants_gzip(out), weights is not None and wants_gzip(weights))
     with atomic_outputs([out, weights, summary, plot]) as (t_out, t_weights, t_summary, t_plot):
-        return _write_outputs(W, meta, t_out, t_weights, t_summary, t_plot, top, max_links, threads, repeats, consume)
+        return _write_outputs(
+            W, meta, t_out, t_weights, t_summary, t_plot, top, max_links, threads, repeats, consume, gz
+        )
 
 
 def nonself_values(W: np.ndarray, reg_idx: np.ndarray, tgt_idx: np.ndarray, consume: bool) -> np.ndarray:
@@ -72,7 +76,10 @@ def stability(repeats: np.ndarray, reg_names, tgt_names, reg_idx, tgt_idx, top: 
     return hits / n, rank_sum / n
 
 
-def _write_outputs(W, meta, out, weights, summary, plot, top, max_links, threads, repeats=None, consume=False) -> int:
+def _write_outputs(
+    W, meta, out, weights, summary, plot, top, max_links, threads, repeats=None, consume=False, gz=(True, True)
+) -> int:
+    """The outputs into their temporaries (:func:`finish_outputs`); ``gz``: (link list, weights) gzip'ed."""
     genes = meta["genes"]
     reg_idx = np.asarray(meta["regulators"], dtype=np.int64)
     tgt_idx = np.asarray(meta["targets"], dtype=np.int64)
@@ -86,14 +93,16 @@ def _write_outputs(W, meta, out, weights, summary, plot, top, max_links, threads
         conf, mrank = stability(repeats, reg_names, tgt_names, reg_idx, tgt_idx, top)
     with naming_errors(out):
         if conf is None:
-            n_links = links.write_links(out, W, reg_names, tgt_names, rows[:n_write], cols[:n_write], threads=threads)
+            n_links = links.write_links(
+                out, W, reg_names, tgt_names, rows[:n_write], cols[:n_write], threads=threads, gz=gz[0]
+            )
         else:
             n_links = links.write_links_stability(
-                out, W, conf, cast(np.ndarray, mrank), reg_names, tgt_names, rows[:n_write], cols[:n_write]
+                out, W, conf, cast(np.ndarray, mrank), reg_names, tgt_names, rows[:n_write], cols[:n_write], gz[0]
             )
     if weights:
         with naming_errors(weights):
-            links.write_weights(weights, W, reg_names, tgt_names)
+            links.write_weights(weights, W, reg_names, tgt_names, gz[1])
     if summary or plot:
         doc = summary_of_matrix(W, rows, cols, reg_names, tgt_names, meta, top, n_links) if summary else None
         vals_all = nonself_values(W, reg_idx, tgt_idx, consume)  # W's structure is not used after this
@@ -230,7 +239,10 @@ def output_options(args) -> list[tuple[str, str | None]]:
 def add_output_arguments(p, out_help: str) -> None:
     """The output options ``genie3`` and ``genie3-merge`` share (both finish through :func:`finish_outputs`)."""
     p.add_argument("--out", required=True, help=out_help)
-    p.add_argument("--weights", help="also write the full regulator x target weight matrix (.tsv.gz)")
+    p.add_argument(
+        "--weights",
+        help="also write the full regulator x target weight matrix (.tsv.gz: gzip; any other name: plain text)",
+    )
     p.add_argument("--summary", help="summary JSON (edge count, top regulators)")
     p.add_argument("--plot", help="PNG: weight histogram (log) + rank plot")
     p.add_argument(

@@ -223,7 +223,11 @@ def read_index(fasta: str, fai: str | None = None, gzi: str | None = None) -> Fa
     fai, gzi = fai or dfai, gzi or dgzi
     kind = compression(fasta)
     if kind == "gzip":
-        raise ChromaflowError(f"{fasta}: gzip (not bgzip) FASTA cannot be read by index ({fai})")
+        raise ChromaflowError(
+            f"{fasta}: gzip, not bgzip: it cannot be read through the index {fai} (not its index: a plain gzip "
+            f"cannot have one): recompress with bgzip (gzip -dc {fasta} | bgzip -c > fixed.fa.gz) and run "
+            "predict-plan again, or scan it with --index none"
+        )
     blocks = None
     if kind == "bgzf":
         if not os.path.isfile(gzi):
@@ -367,6 +371,11 @@ def plan_index(fasta: str, *, use: bool = True) -> tuple[FastaIndex | None, dict
     kind = compression(fasta)
     if kind == "gzip":
         return None, {"index": "scan", "index_reason": "gzip (not bgzip) FASTA cannot be indexed"}
+    if _starts_with_bom(fasta, kind):
+        return None, {
+            "index": "scan",
+            "index_reason": "a UTF-8 byte-order mark before the first header (htslib's faidx refuses it)",
+        }
     gzi: str | None
     fai, gzi = default_paths(fasta)
     gzi = gzi if kind == "bgzf" else None
@@ -401,6 +410,14 @@ def plan_index(fasta: str, *, use: bool = True) -> tuple[FastaIndex | None, dict
         return None, {"index": "scan", "index_reason": f"cannot write the index beside the FASTA: {exc.strerror}"}
     idx = read_index(fasta, fai, gzi)
     return idx, {"index": "fai", "index_files": _names(idx.files)}
+
+
+def _starts_with_bom(fasta: str, kind: str) -> bool:
+    """Whether the (uncompressed) text of ``fasta`` starts with a UTF-8 byte-order mark (the reader skips it)."""
+    import gzip
+
+    with gzip.open(fasta, "rb") if kind == "bgzf" else open(fasta, "rb") as fh:
+        return fh.read(3) == b"\xef\xbb\xbf"
 
 
 def _names(paths: list[str]) -> list[str]:

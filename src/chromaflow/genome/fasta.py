@@ -14,7 +14,8 @@ Rules (see docs/fasta2h5.md):
 * Blank lines (empty or whitespace only) are ignored anywhere. Trailing whitespace on a line
   (including the ``\\r`` of CRLF files) is ignored. Any other byte that is not an IUPAC nucleotide code
   (``ACGTNRYSWKMBDHV`` in either case) is an error, including a space inside a sequence line.
-* The first non-blank line must be a header; every record must hold at least one base.
+* The first non-blank line must be a header; every record must hold at least one base. A UTF-8 byte-order mark
+  before it is skipped (htslib's index refuses such a file: ``predict-plan`` then scans it).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from ..errors import ChromaflowError
 IUPAC = b"ACGTNRYSWKMBDHV"
 MAX_ID_BYTES = 50
 _WS = b" \t\r\v\f"
+#: the UTF-8 byte-order mark a Windows editor may write first
+_BOM = b"\xef\xbb\xbf"
 #: the record id: the header text up to the first whitespace byte (samtools faidx's rule)
 _ID = re.compile(rb"\S*")
 
@@ -137,7 +140,12 @@ class FastaReader:
         record before it has been read to its end. Defects are raised when they are reached."""
         stream, raw = open_binary(self.path)
         try:
-            carry = b""
+            try:  # a UTF-8 byte-order mark (a Windows editor's) is skipped
+                carry = stream.read(len(_BOM))
+            except Exception as exc:
+                raise self._err(f"cannot read input near line 1: {exc}") from None
+            if carry == _BOM:
+                carry = b""
             while True:
                 try:
                     block = stream.read(self.block_size)

@@ -8,12 +8,15 @@ the TF -> motif table.
 * else a file starting with ``>``: JASPAR format (``>ID name`` then four ``A [ ... ]`` rows), parsed by Biopython.
 
 A motif is named by its id (JASPAR matrix id, MEME motif id); the TF table may also use a motif's name where it
-is unique.
+is unique. Files and the TF table are UTF-8 (a byte-order mark is skipped). RNA motifs are read with U as T (MEME
+``ALPHABET= ACGU``, JASPAR ``U [ ... ]`` rows; the letters in either case): the genome holds T where the RNA holds
+U, so the matrix is the same.
 """
 
 from __future__ import annotations
 
 import io
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +43,8 @@ class Motif:
 
 
 def _from_bio(m, motif_id: str, where: str, scale: float | None = None) -> Motif:
-    counts = np.array([[float(x) for x in m.counts[b]] for b in "ACGT"], dtype=np.float64)
+    rows = "ACGU" if "U" in str(m.alphabet) else "ACGT"  # an RNA motif (MEME ALPHABET= ACGU): U is T
+    counts = np.array([[float(x) for x in m.counts[b]] for b in rows], dtype=np.float64)
     if counts.ndim != 2 or counts.shape[1] == 0:
         raise ChromaflowError(f"{where}: motif {motif_id!r} has no columns")
     if not np.isfinite(counts).all() or (counts < 0).any():
@@ -87,43 +91,53 @@ def _jaspar_db(spec: str) -> list[Motif]:
 
 def load_motifs(spec: str) -> list[Motif]:
     """The motifs of ``spec`` (a file or ``jaspar:...``), ids unique, in file (or database) order."""
-    if spec.startswith("jaspar:"):
-        motifs = _jaspar_db(spec)
-    else:
-        try:
-            text = Path(spec).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ChromaflowError(f"{spec}: motif file does not exist") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ChromaflowError(f"{spec}: cannot read motif file ({getattr(exc, 'strerror', None) or exc})") from None
-        from Bio import motifs as biomotifs
-
-        stripped = text.lstrip()
-        try:
-            if "MEME version" in text:
-                parsed = list(biomotifs.parse(io.StringIO(text), "minimal"))
-                motifs = []
-                for m in parsed:
-                    nsites = float(getattr(m, "num_occurrences", 0) or DEFAULT_MEME_NSITES)
-                    motifs.append(_from_bio(m, m.name, spec, scale=nsites))
-            elif stripped.startswith(">"):
-                motifs = [_from_bio(m, m.matrix_id, spec) for m in biomotifs.parse(io.StringIO(text), "jaspar")]
-            elif not stripped:
-                raise ChromaflowError(f"{spec}: motif file is empty")
-            else:
-                raise ChromaflowError(f"{spec}: not a JASPAR (starts with '>') or MEME ('MEME version') motif file")
-        except ChromaflowError:
-            raise
-        except Exception as exc:  # Biopython's parsers raise ValueError, IndexError, ... on malformed input
-            msg = " ".join(str(exc).split()) or type(exc).__name__
-            raise ChromaflowError(f"{spec}: malformed motif file ({msg})") from None
-        if not motifs:
-            raise ChromaflowError(f"{spec}: no motifs in the file")
+    motifs = _jaspar_db(spec) if spec.startswith("jaspar:") else _motif_file(spec)
     seen: set[str] = set()
     for m in motifs:
         if m.id in seen:
             raise ChromaflowError(f"{spec}: motif id {m.id!r} appears twice")
         seen.add(m.id)
+    return motifs
+
+
+#: MEME's alphabet line; DNA and RNA in either case are read (Biopython takes upper-case ACGT and ACGU only)
+_MEME_ALPHABET = re.compile(r"^(ALPHABET\s*=\s*)(acgt|acgu)[ \t]*$", re.IGNORECASE | re.MULTILINE)
+#: a JASPAR count row's letter (``A [ ... ]``), in either case; U (RNA) is read as T
+_JASPAR_ROW = re.compile(r"^([ \t]*)([ACGTUacgtu])([ \t]*\[)", re.MULTILINE)
+
+
+def _motif_file(spec: str) -> list[Motif]:
+    """The motifs of a JASPAR or MEME file (UTF-8, a byte-order mark skipped; RNA letters: U read as T)."""
+    try:
+        text = Path(spec).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise ChromaflowError(f"{spec}: motif file does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ChromaflowError(f"{spec}: cannot read motif file ({getattr(exc, 'strerror', None) or exc})") from None
+    from Bio import motifs as biomotifs
+
+    stripped = text.lstrip()
+    try:
+        if "MEME version" in text:
+            text = _MEME_ALPHABET.sub(lambda m: m.group(1) + m.group(2).upper(), text)
+            motifs = []
+            for m in biomotifs.parse(io.StringIO(text), "minimal"):
+                nsites = float(getattr(m, "num_occurrences", 0) or DEFAULT_MEME_NSITES)
+                motifs.append(_from_bio(m, m.name, spec, scale=nsites))
+        elif stripped.startswith(">"):
+            text = _JASPAR_ROW.sub(lambda m: m.group(1) + m.group(2).upper().replace("U", "T") + m.group(3), text)
+            motifs = [_from_bio(m, m.matrix_id, spec) for m in biomotifs.parse(io.StringIO(text), "jaspar")]
+        elif not stripped:
+            raise ChromaflowError(f"{spec}: motif file is empty")
+        else:
+            raise ChromaflowError(f"{spec}: not a JASPAR (starts with '>') or MEME ('MEME version') motif file")
+    except ChromaflowError:
+        raise
+    except Exception as exc:  # Biopython's parsers raise ValueError, IndexError, ... on malformed input
+        msg = " ".join(str(exc).split()) or type(exc).__name__
+        raise ChromaflowError(f"{spec}: malformed motif file ({msg})") from None
+    if not motifs:
+        raise ChromaflowError(f"{spec}: no motifs in the file")
     return motifs
 
 
@@ -136,7 +150,7 @@ def read_tf_motifs(path: str, motifs: list[Motif]) -> dict[str, list[int]]:
     for i, m in enumerate(motifs):
         by_name.setdefault(m.name, []).append(i)
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
     except FileNotFoundError:
         raise ChromaflowError(f"{path}: TF-motif table does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:

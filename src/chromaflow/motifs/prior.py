@@ -20,18 +20,17 @@ regulators. ``.gz`` names are gzip-compressed (no time stamp: the same bytes on 
 
 from __future__ import annotations
 
-import gzip
 import io
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..annotation.windows import DEFAULT_DOWNSTREAM, DEFAULT_UPSTREAM, GeneWindows, check_windows
+from ..annotation.windows import DEFAULT_DOWNSTREAM, DEFAULT_UPSTREAM, GeneWindows, check_windows, gene_metrics
 from ..annotation.gff import check_against_sizes, read_genes
 from ..errors import ChromaflowError
 from ..metrics import StageMetrics
-from ..outputs import atomic_outputs, check_outputs, naming_errors
+from ..outputs import atomic_outputs, check_outputs, write_table_text
 from ..progress import Progress
 from .motifs import load_motifs, read_tf_motifs
 from .scan import DEFAULT_P, Scanner, background, base_counts
@@ -61,7 +60,7 @@ def _choose_dataset(datasets: list[str], wanted: str | None, source: str) -> str
 def _read_accessibility(path: str, gw: GeneWindows, wanted: str | None) -> tuple[str, np.ndarray]:
     """(dataset, a per gene of ``gw``) from a gene-accessibility table: percentile_<ds> / 100."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise ChromaflowError(
             f"{path}: cannot read accessibility table ({getattr(exc, 'strerror', None) or exc})"
@@ -118,13 +117,9 @@ def _fmt(x: float) -> str:
 
 
 def _write(path: str, tmp: Path, text: str) -> None:
-    data = text.encode()
-    with naming_errors(path), open(tmp, "wb") as fh:
-        if str(path).endswith(".gz"):
-            with gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0, compresslevel=6) as gz:
-                gz.write(data)
-        else:
-            fh.write(data)
+    """``text`` into ``tmp``, the temporary of ``path``: gzip (level 6) when ``path`` ends in ``.gz``, else plain
+    (:func:`chromaflow.outputs.write_table_text`)."""
+    write_table_text(tmp, path, text, level=6)
 
 
 @dataclass
@@ -178,7 +173,8 @@ def run(args: MotifPriorOptions) -> int:
     if not 0 < args.p_value < 1:
         raise ChromaflowError(f"--p-value must be in (0, 1) (got {args.p_value})")
     with StageMetrics("motif-prior", args.metrics) as metrics:
-        genes = read_genes(args.annotation, args.feature)
+        gene_counts: dict = {}
+        genes = read_genes(args.annotation, args.feature, gene_counts)
         motifs = load_motifs(args.motifs)
         tf_motifs = read_tf_motifs(args.tf_motifs, motifs)
         regulators = _regulators(tf_motifs, args.regulators)
@@ -198,6 +194,7 @@ def run(args: MotifPriorOptions) -> int:
         _write_outputs(args, table, matrix)
         metrics.set(
             genes=len(gw.genes),
+            **gene_metrics(gene_counts, gw),
             regulators=len(regulators),
             motifs=len(used),
             regulators_with_motifs=sum(1 for r in regulators if tf_motifs.get(r)),
@@ -269,7 +266,7 @@ def _write_outputs(args: MotifPriorOptions, table: str, matrix: str | None) -> N
 
 def _read_list(path: str) -> list[str]:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ChromaflowError(f"{path}: cannot read regulators ({getattr(exc, 'strerror', None) or exc})") from None
     names = [ln.strip().strip('"') for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]

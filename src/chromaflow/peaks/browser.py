@@ -16,10 +16,18 @@ from ..errors import ChromaflowError
 from ..outputs import write_texts_atomic
 
 
+def narrowpeak_base(narrowpeak: str) -> str:
+    """The name of a narrowPeak file without ``.narrowPeak`` or ``.narrowPeak.gz`` (where it ends so)."""
+    for ext in (".narrowPeak", ".narrowPeak.gz"):
+        if narrowpeak.endswith(ext):
+            return narrowpeak[: -len(ext)]
+    return narrowpeak
+
+
 def bigbed_name(narrowpeak: str) -> str:
-    """The bigBed file name of a narrowPeak file: its name with ``.narrowPeak`` (where it ends so) replaced by ``.bb``."""
-    base = narrowpeak[: -len(".narrowPeak")] if narrowpeak.endswith(".narrowPeak") else narrowpeak
-    return base + ".bb"
+    """The bigBed file name of a narrowPeak file: its name with ``.narrowPeak`` or ``.narrowPeak.gz`` (where it ends
+    so) replaced by ``.bb``."""
+    return narrowpeak_base(narrowpeak) + ".bb"
 
 
 #: UCSC's bigNarrowPeak.as (BED6+4): a hub's "type bigNarrowPeak" expects it

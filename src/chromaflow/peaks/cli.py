@@ -29,13 +29,18 @@ def _add_track_options(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--predictions", metavar="P.h5", help="predictions h5 (chromaflow predict / Predmoter)")
     src.add_argument("--bigwig", metavar="T.bw", help="a coverage bigWig (regions without data count as 0)")
-    p.add_argument("--out", required=True, metavar="peaks.narrowPeak", help="narrowPeak output (ENCODE BED6+4)")
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar="peaks.narrowPeak",
+        help="narrowPeak output (ENCODE BED6+4; a name ending in .gz: gzip, any other: plain text)",
+    )
     p.add_argument(
         "--summary",
         metavar="JSON",
         default=None,
         help="summary JSON: cutoff used and how it was chosen, the F1 table of --cutoff auto, counts "
-        "(default: <out without .narrowPeak>.summary.json)",
+        "(default: <out without .narrowPeak[.gz]>.summary.json)",
     )
     p.add_argument(
         "--dataset", metavar="D", default=None, help="dataset of --predictions (required when the file holds several)"

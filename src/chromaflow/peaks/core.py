@@ -22,8 +22,8 @@ import numpy as np
 from ..cli_options import resolve_threads
 from ..errors import ChromaflowError
 from ..metrics import StageMetrics
-from ..outputs import atomic_output, check_outputs, naming_errors, write_json_atomic
-from .browser import add_to_browser_files, bigbed_name, write_bignarrowpeak
+from ..outputs import atomic_output, check_outputs, naming_errors, open_table, write_json_atomic
+from .browser import add_to_browser_files, bigbed_name, narrowpeak_base, write_bignarrowpeak
 from .call import call_peaks, overlap_bp, scores
 
 #: fixed cutoff when --cutoff auto has no measured coverage: Predmoter's README calls peaks on its predicted
@@ -118,10 +118,9 @@ def parse_cutoff(text: str | float) -> float | None:
 
 
 def default_summary(out: str) -> str:
-    """The default summary path of a narrowPeak output: its name with ``.narrowPeak`` (where it ends so) replaced by
-    ``.summary.json``."""
-    base = out[: -len(".narrowPeak")] if out.endswith(".narrowPeak") else out
-    return base + ".summary.json"
+    """The default summary path of a narrowPeak output: its name with ``.narrowPeak`` or ``.narrowPeak.gz`` (where it
+    ends so) replaced by ``.summary.json``."""
+    return narrowpeak_base(out) + ".summary.json"
 
 
 def candidate_cutoffs(runs: dict) -> list[float]:
@@ -184,10 +183,14 @@ def _has_coverage(path: str, name: str | None) -> bool:
         return False
 
 
-def write_narrowpeak(path: Path, chroms, peaks: dict, name: str, track_line: bool) -> int:
-    """ENCODE narrowPeak, sorted by chromosome (byte order, as bdgpeakcall and ``LC_ALL=C sort``) and start."""
+def write_narrowpeak(
+    path: Path, chroms, peaks: dict, name: str, track_line: bool, out: str | os.PathLike | None = None
+) -> int:
+    """ENCODE narrowPeak, sorted by chromosome (byte order, as bdgpeakcall and ``LC_ALL=C sort``) and start; gzip
+    when the output's name (``out``, whose temporary ``path`` is; default ``path``) ends in ``.gz``
+    (:func:`chromaflow.outputs.wants_gzip`), else plain text."""
     n = 0
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+    with open_table(path, path if out is None else out) as fh:
         if track_line:
             # bdgpeakcall's own track line (its default; ours only with --track-line)
             fh.write(f'track type=narrowPeak name="{name}" description="{name}" nextItemButton=on\n')
@@ -361,7 +364,7 @@ def _write_outputs(
     (``paths``: its path and the bigNarrowPeak's or None); ``choice`` gains the counts. Returns the peak count."""
     summary, bigbed = paths
     with atomic_output(options.out) as tmp, naming_errors(options.out):
-        n = write_narrowpeak(tmp, chroms, peaks, name, options.track_line)
+        n = write_narrowpeak(tmp, chroms, peaks, name, options.track_line, options.out)
     choice.update(
         peaks=n,
         peak_bp=sum(p.bp for p in peaks.values()),

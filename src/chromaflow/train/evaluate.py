@@ -19,7 +19,7 @@ from ..cli_options import resolve_threads
 from ..errors import ChromaflowError
 from ..metrics import StageMetrics
 from ..model.options import check_device
-from ..outputs import check_outputs
+from ..outputs import NAME_MAX_BYTES, check_outputs, safe_name
 from ..progress import Progress
 from ..genome.h5rows import read_rows
 from .data import StreamingDataset, scan_file
@@ -45,6 +45,12 @@ class FileResult:
 def stem_of(path: str) -> str:
     """Predmoter's file label: the basename cut at its first '.'."""
     return os.path.basename(path).split(".", 1)[0]
+
+
+def plot_name(stem: str, dataset: str, model: str) -> str:
+    """The file name of a file's plot of one dataset: ``<stem>_<dataset>.png``, made safe by
+    :func:`chromaflow.outputs.safe_name` (the dataset name is the checkpoint ``model``'s)."""
+    return safe_name(f"{stem}_{dataset}", f"{model}: dataset {dataset!r}", NAME_MAX_BYTES - len(".png")) + ".png"
 
 
 def columns(datasets: tuple[str, ...]) -> list[str]:
@@ -157,14 +163,16 @@ class _Tally:
 
 
 def write_tsv(path: str, results: list[FileResult], model_datasets: tuple[str, ...]) -> None:
-    """Write the evaluation table of ``results`` (one row per file, :func:`columns`) to ``path`` atomically."""
-    from ..outputs import write_text_atomic
+    """Write the evaluation table of ``results`` (one row per file, :func:`columns`) to ``path`` atomically (gzip when
+    ``path`` ends in ``.gz``: :func:`chromaflow.outputs.wants_gzip`)."""
+    from ..outputs import atomic_output, write_table_text
 
     cols = columns(model_datasets)
     lines = ["\t".join(cols)]
     for r in results:
         lines.append("\t".join([r.stem] + [repr(float(r.values[c])) for c in cols[1:]]))
-    write_text_atomic(path, "\n".join(lines) + "\n")
+    with atomic_output(path) as tmp:
+        write_table_text(tmp, path, "\n".join(lines) + "\n")
 
 
 def plot_file(result: FileResult, dataset: str, out_png: str, model_name: str) -> None:
@@ -293,7 +301,11 @@ def run(options: EvaluateOptions) -> int:
     with stage as m:
         ckpt = load_checkpoint(options.model)
         datasets = tuple(ckpt.datasets)
-        pngs = [os.path.join(options.plots, f"{s}_{d}.png") for s in stems for d in datasets] if options.plots else []
+        pngs = (
+            [os.path.join(options.plots, plot_name(s, d, options.model)) for s in stems for d in datasets]
+            if options.plots
+            else []
+        )
         check_outputs(
             [("--out", options.out), ("--metrics", options.metrics)] + [("--plots", p) for p in pngs],
             [("--model", options.model)] + [("--h5", h5) for h5 in options.h5],
@@ -323,7 +335,7 @@ def _write_plots(results: list[FileResult], folder: str, model: str) -> list[str
     plots = []
     for r in results:
         for d in r.datasets:
-            png = os.path.join(folder, f"{r.stem}_{d}.png")
+            png = os.path.join(folder, plot_name(r.stem, d, model))
             plot_file(r, d, png, os.path.basename(model))
             plots.append(png)
     return plots

@@ -109,6 +109,14 @@ def _parse_parts(paths: list[str]) -> tuple[str, list[str], int, int]:
     return header, rows, total, tracks
 
 
+def _file_name(path: str, name) -> str:
+    """``name``, a bigWig of the candidates JSON ``path``: a file name beside it, as variant-effect writes them
+    (:func:`chromaflow.variant.score.track_name`), never a path that leads elsewhere."""
+    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\0" in name:
+        raise ChromaflowError(f"{path}: candidate bigWig {name!r} is not a file name beside the JSON")
+    return name
+
+
 def _read_candidates(paths: list[str], count: int, tracks: int) -> list[tuple]:
     """Every shard's candidates: (key, index, chrom, pos, [bigWig paths])."""
     seen: dict[int, str] = {}
@@ -125,7 +133,7 @@ def _read_candidates(paths: list[str], count: int, tracks: int) -> list[tuple]:
                     int(c["index"]),
                     str(c["chrom"]),
                     int(c["pos"]),
-                    [os.path.join(os.path.dirname(path), f) for f in c["files"]],
+                    [os.path.join(os.path.dirname(path), _file_name(path, f)) for f in c["files"]],
                 )
                 for c in doc["candidates"]
             ]

@@ -10,7 +10,6 @@ before the model runs; the outputs are written atomically, only when everything 
 from __future__ import annotations
 
 import gc
-import gzip
 import heapq
 import os
 import time
@@ -22,7 +21,7 @@ from ..cli_options import resolve_threads
 from ..errors import ChromaflowError
 from ..metrics import StageMetrics
 from ..native.memory import tune_malloc
-from ..outputs import atomic_output, check_outputs, emit_json
+from ..outputs import atomic_output, check_outputs, emit_json, safe_name, write_table_text
 from ..progress import Progress
 from ..sharding import parse_part, part_bounds
 from ..model.options import DEVICES, PRECISIONS
@@ -349,21 +348,24 @@ def _table(variants, rows, datasets) -> str:
 
 
 def write_table(path: str, text: str, force: bool) -> None:
-    """Write ``text`` to ``path`` atomically (``force``: overwrite); gzip'ed when ``path`` ends in ``.gz``, with no
-    file name or time stamp, so the same table gives the same bytes."""
+    """Write ``text`` to ``path`` atomically (``force``: overwrite); gzip'ed when ``path`` ends in ``.gz``
+    (:func:`chromaflow.outputs.wants_gzip`), with no file name or time stamp, so the same table gives the same bytes."""
     with atomic_output(path, force=force) as tmp:
-        data = text.encode()
-        if str(path).endswith(".gz"):
-            # mtime 0 and no file name: the same table gives the same bytes
-            with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
-                gz.write(data)
-        else:
-            tmp.write_bytes(data)
+        write_table_text(tmp, path, text)
 
 
-def _track_name(v, index: int, dataset: str, allele: str) -> str:
-    """A track's file name without its rank (a shard's candidate; the ranked name is ``<rank:03d>_`` + this)."""
-    return f"{v.chrom}_{v.pos}_{index + 1}.{dataset}.{allele}.bw"
+#: the most bytes of a CHROM and of a dataset name in a track's file name (:func:`track_name`): with the rank,
+#: POS, row and allele the name stays within :data:`chromaflow.outputs.NAME_MAX_BYTES`
+TRACK_PART_BYTES = 80
+
+
+def track_name(args: VariantEffectOptions, v, index: int, dataset: str, allele: str) -> str:
+    """A track's file name without its rank (a shard's candidate; the ranked name is ``<rank:03d>_`` + this):
+    ``<CHROM>_<POS>_<row>.<dataset>.<allele>.bw``, CHROM and dataset made safe (:func:`chromaflow.outputs.safe_name`:
+    a ``/`` in a seqid never leaves --tracks-dir)."""
+    chrom = safe_name(v.chrom, f"{args.fasta}: FASTA record {v.chrom!r}", TRACK_PART_BYTES)
+    ds = safe_name(dataset, f"{args.model}: dataset {dataset!r}", TRACK_PART_BYTES)
+    return f"{chrom}_{v.pos}_{index + 1}.{ds}.{allele}.bw"
 
 
 def _write_candidates(path, shard, n_tracks, top, track_files, datasets, variants) -> None:
@@ -393,10 +395,10 @@ def _write_candidates(path, shard, n_tracks, top, track_files, datasets, variant
 
 def _write_tracks(args, top, datasets, lengths, variants, shard=None) -> list[str]:
     """ref and alt bigWigs (strand average) of the strongest variants: ``<rank>_<CHROM>_<POS>_<n>.<dataset>.ref.bw``
-    over the reference window, ``...alt.bw`` in reference coordinates (the alt allele's aligned bases: left flank,
-    the shared first min(r, a) bases, right flank; an insertion's extra bases are left out, a deletion's deleted
-    bases have no value); padding positions are left out. Ranked by the largest |delta_mean| (strand average) over
-    the datasets, ties in VCF order."""
+    (:func:`track_name`) over the reference window, ``...alt.bw`` in reference coordinates (the alt allele's aligned
+    bases: left flank, the shared first min(r, a) bases, right flank; an insertion's extra bases are left out, a
+    deletion's deleted bases have no value); padding positions are left out. Ranked by the largest |delta_mean|
+    (strand average) over the datasets, ties in VCF order."""
     import numpy as np
     import pyBigWig
 
@@ -415,7 +417,7 @@ def _write_tracks(args, top, datasets, lengths, variants, shard=None) -> list[st
         alt_pos = np.concatenate([g.s + left, g.s + right - g.d])
         for j, d in enumerate(datasets):
             for allele, pos, vals in (("ref", gpos[keep_ref], ref_t[keep_ref, j]), ("alt", alt_pos, alt_t[alt_idx, j])):
-                base = _track_name(v, index, d, allele)
+                base = track_name(args, v, index, d, allele)
                 # a shard's candidates carry no rank: variant-merge gives the overall one
                 name = os.path.join(args.tracks_dir, base if shard else f"{rank:03d}_{base}")
                 with atomic_output(name, force=True, suffix=".bw") as tmp:

@@ -7,6 +7,7 @@ with an ``SVTYPE`` INFO field are kept as rows with a ``skipped: ...`` note and 
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from ..errors import ChromaflowError
 
 #: bases an allele may hold (IUPAC, any case); anything else in REF/ALT makes the record symbolic or bad
 _BASES = re.compile(r"[ACGTNRYSWKMBDHVacgtnryswkmbdhv]+")
+#: the UTF-8 byte-order mark a Windows editor writes first
+_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass
@@ -57,37 +60,86 @@ def _skip_reason(alt: str | None, svtype) -> str | None:
 def read_variants(path: str, region: str | None = None) -> list[Variant]:
     """Every (record, ALT) of ``path`` (optionally only ``region``, which needs a .tbi/.csi index), in file order.
 
-    One-line errors name the file and record: a missing or unreadable file, a missing index for ``--region``,
-    REF or ALT with characters that are not bases (and not a symbolic form)."""
+    One-line errors name the file and record: a missing or unreadable file, a missing index for ``--region`` (a
+    plain-gzip VCF cannot have one), REF or ALT with characters that are not bases (and not a symbolic form).
+    htslib's own stderr lines are kept quiet while the file is read (``pysam.set_verbosity(0)``): a bgzip VCF
+    without an index printed ``[E::idx_find_and_load] Could not retrieve index file`` on a successful run."""
     import pysam
 
     if not os.path.isfile(path):
         raise ChromaflowError(f"{path}: VCF does not exist")
+    before = pysam.set_verbosity(0)
     try:
-        vf = pysam.VariantFile(path)
+        out: list[Variant] = []
+        with _open(path, region) as vf:
+            records = _records(vf, path, region)
+            try:
+                for n, rec in enumerate(records, 1):
+                    _split(path, n, rec, out)
+            except (OSError, ValueError) as exc:  # htslib parse errors surface here, after the last good record
+                last = f" after {out[-1].chrom}:{out[-1].pos}" if out else ""
+                raise ChromaflowError(f"{path}: malformed VCF record{last}: {exc}") from None
+        return out
+    finally:
+        pysam.set_verbosity(before)
+
+
+def _open(path: str, region: str | None):
+    """The VCF/BCF opened with pysam. Plain gzip (not bgzip) and a plain VCF starting with a UTF-8 byte-order mark
+    are read as a stream from an open file (htslib reads plain gzip in order; pysam's open of it by name seeks,
+    which plain gzip cannot); a region query of plain gzip is refused (only bgzip can be indexed)."""
+    import pysam
+
+    kind, bom = _kind(path)
+    if kind == "gzip" and region is not None:
+        raise ChromaflowError(
+            f"{path}: gzip, not bgzip: --region needs an index, which only a bgzip VCF can have: recompress with "
+            f"bgzip and index it (gzip -dc {path} | bgzip -c > fixed.vcf.gz && tabix -p vcf fixed.vcf.gz)"
+        )
+    try:
+        if kind == "gzip" or bom:
+            with open(path, "rb") as fh:
+                fh.seek(len(_BOM) if bom else 0)
+                return pysam.VariantFile(fh)  # pysam reads a duplicate of the descriptor, from its offset
+        return pysam.VariantFile(path)
     except (OSError, ValueError) as exc:
         raise ChromaflowError(f"{path}: cannot read as VCF/BCF: {exc}") from None
-    out: list[Variant] = []
-    with vf:
-        if region is not None:
-            if vf.index is None:
-                raise ChromaflowError(
-                    f"{path}: --region {region} needs an index (.tbi or .csi: "
-                    f"'tabix -p vcf {path}' or 'bcftools index {path}')"
-                )
-            try:
-                records = vf.fetch(region=region)
-            except (ValueError, KeyError) as exc:
-                raise ChromaflowError(f"{path}: --region {region}: {exc}") from None
-        else:
-            records = vf.fetch() if vf.index is not None else iter(vf)
-        try:
-            for n, rec in enumerate(records, 1):
-                _split(path, n, rec, out)
-        except (OSError, ValueError) as exc:  # htslib parse errors surface here, after the last good record
-            last = f" after {out[-1].chrom}:{out[-1].pos}" if out else ""
-            raise ChromaflowError(f"{path}: malformed VCF record{last}: {exc}") from None
-    return out
+
+
+def _kind(path: str) -> tuple[str, bool]:
+    """(``plain``, ``bgzf`` or ``gzip``, whether a plain file starts with a UTF-8 byte-order mark); a mark inside a
+    compressed VCF, which htslib cannot skip, is a one-line error saying how to remove it."""
+    from ..genome.faidx import compression
+
+    try:
+        kind = compression(path)
+        if kind == "plain":
+            with open(path, "rb") as fh:
+                return kind, fh.read(len(_BOM)) == _BOM
+        with gzip.open(path, "rb") as gz:
+            head = gz.read(len(_BOM))
+    except (OSError, EOFError) as exc:  # unreadable, or a corrupt gzip
+        raise ChromaflowError(f"{path}: cannot read as VCF/BCF: {getattr(exc, 'strerror', None) or exc}") from None
+    if head == _BOM:
+        raise ChromaflowError(
+            f"{path}: the compressed text starts with a UTF-8 byte-order mark, which htslib cannot read: "
+            f"remove it (gzip -dc {path} | sed '1s/^\\xEF\\xBB\\xBF//' | bgzip -c > fixed.vcf.gz)"
+        )
+    return kind, False
+
+
+def _records(vf, path: str, region: str | None):
+    """The records of ``vf``: those of ``region`` (through the index), else all of them in file order."""
+    if region is None:
+        return vf.fetch() if vf.index is not None else iter(vf)
+    if vf.index is None:
+        raise ChromaflowError(
+            f"{path}: --region {region} needs an index (.tbi or .csi: 'tabix -p vcf {path}' or 'bcftools index {path}')"
+        )
+    try:
+        return vf.fetch(region=region)
+    except (ValueError, KeyError) as exc:
+        raise ChromaflowError(f"{path}: --region {region}: {exc}") from None
 
 
 def _split(path: str, n: int, rec, out: list[Variant]) -> None:
