@@ -159,10 +159,11 @@ def assemblyRules() {
     return new groovy.json.JsonSlurper().parse(path.toFile()).properties
 }
 
-// An assembly id (used in output paths): letters, digits, '.', '_', '-'.
+// An assembly id (used in output paths): letters, digits, '.', '_', '-', at most 100 characters (assembly.json).
 def checkId(id, String where) {
     if (!id) sheetError("${where}: column 'id' is empty")
     if (!(id ==~ assemblyRules().id.pattern)) sheetError("${where}: id '${id}' may only contain letters, digits, '.', '_' and '-' (no spaces or path characters)")
+    if (id.length() > (assemblyRules().id.maxLength as int)) sheetError("${where}: id '${id.take(20)}...' is ${id.length()} characters; at most ${assemblyRules().id.maxLength} (it names the assembly's output files)")
     return id
 }
 
