@@ -50,6 +50,7 @@ LONGEST_FIRST = (
     "tests/train/test_train.py",
     "tests/common/test_signals.py",
     "tests/bigwig/test_bigwig.py",
+    "tests/benchmarks/test_dev_stages_quick_run.py",
 )
 PIPELINE = ROOT / "tests" / "pipeline"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 
 from helpers.environment import unavailable
 from benchmarks.harness import core
-from benchmarks.harness.slurm_cluster import pid_alive
+from helpers.bench_inputs import SUITE_STAGES, _inputs_key, keep_suite_inputs, suite_inputs
 from benchmarks import stages as S
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,46 +32,6 @@ def _peers_or_skip() -> None:
             why = "peers are not set up here (run ../shared/peers/setup-peers): " + (p.stderr.strip() or "?")[-200:]
     if why:
         unavailable(why, waiver="CHROMAFLOW_REQUIRE_REFERENCE")
-
-
-#: the stages of the suite's quick run: coverage and train (each about a minute with --quick, Predmoter's start-up
-#: being most of train's) are left out to keep the suite's cost; their case building and comparisons are tested
-#: cheaply below, and `benchmarks/run --quick --stages coverage,train` runs them for real
-SUITE_STAGES = ("fasta2h5", "predict", "bigwig", "peaks", "genie3", "network", "scaling")
-
-
-def suite_inputs(cache: Path) -> tuple[Path, Path]:
-    """Where the suite's quick run reads its generated inputs (FASTA, predictions, expression matrices; ~25 CPU-s to
-    make, 23 MB): (folder to pass as --inputs, folder it becomes once the run passed). A finished set is kept under
-    ``cache`` for later suite runs, keyed by every file of the code that makes or reads them (the harness, the
-    generators, the package) and the stages: any change to those makes a fresh set. A run that stops half-way leaves
-    only its ``.partial`` folder, never a set a later run would read; older sets are removed when a new one is kept."""
-    code = [
-        *BENCH.rglob("*.py"),
-        *(ROOT / "src" / "chromaflow").rglob("*.py"),
-        *(ROOT / "src" / "chromaflow").rglob("*.c"),
-    ]
-    ready = cache / _inputs_key(ROOT, [f for f in code if "__pycache__" not in f.parts])
-    return (ready if ready.is_dir() else cache / f"{ready.name}.{os.getpid()}.partial"), ready
-
-
-def _inputs_key(root: Path, files: list[Path]) -> str:
-    import hashlib
-
-    h = hashlib.sha256(",".join(SUITE_STAGES).encode())
-    for f in sorted(files):
-        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
-
-
-def keep_suite_inputs(used: Path, ready: Path) -> None:
-    """After a passing run: its fresh inputs become the kept set, the only one (see :func:`suite_inputs`)."""
-    if used != ready:
-        used.rename(ready)
-        for other in ready.parent.iterdir():
-            pid = other.name.split(".")[1] if other.name.endswith(".partial") else None
-            if other != ready and (pid is None or not pid_alive(int(pid))):  # not another live run's
-                shutil.rmtree(other, ignore_errors=True)
 
 
 def test_suite_inputs_are_kept_only_when_whole_and_keyed_by_the_code(tmp_path):

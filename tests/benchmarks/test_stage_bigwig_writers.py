@@ -1,9 +1,8 @@
 """The bigwig_writers harness stage (it replaced benchmarks/bigwig/bench_writers.py): its case, the writer tool and the
-read-back check that can fail, its table, and a tiny real run through the harness."""
+read-back check that can fail, its table; its tiny real run through the harness is test_dev_stages_quick_run.py's."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,12 +10,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks import stages as S
-from benchmarks.harness import render
 from benchmarks.harness.env import child_env
 from benchmarks.harness.stagekit import Ctx
 from benchmarks.stages import bigwig_writers as W
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("quick", [True, False], ids=["quick", "full"])
@@ -75,27 +71,3 @@ def test_the_writers_table(tmp_path):
     assert "| pybigwig | 3 | 7.00 (6.50–8.00) | – | 5.00 | 2.50 |" in lines
     assert lines[0].startswith("### intervals_5000000_mean3bp: 5,000,000 intervals (mean 3 bp, seed 1), 2 threads")
     assert "* outputs: ✔ every file holds exactly the 5,000,000 intervals written" in lines
-
-
-def test_a_tiny_real_run(tmp_path):
-    """``benchmarks/run --quick --stages bigwig_writers`` (20,000 intervals, ~5 CPU-s): every writer ran, its write
-    call and file size recorded, the files agree, the results Markdown has the writers' table."""
-    out = tmp_path / "out"
-    p = subprocess.run(
-        [sys.executable, "-m", "benchmarks.harness.main", "--quick", "--stages", "bigwig_writers"]
-        + ["--out", str(out), "--workdir", str(tmp_path / "w")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=child_env(),
-        timeout=600,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    (f,) = out.glob("*-quick.json")
-    (c,) = json.loads(f.read_text())["cases"]
-    assert c["agreement"]["ok"] is True, c["agreement"]
-    assert {r["contender"] for r in c["runs"]} == set(W.WRITERS)
-    assert all(r["exit"] == 0 and r["write_s"] > 0 and r["outputs"]["out.bw"] > 0 for r in c["runs"])
-    md = f.with_suffix(".md").read_text()
-    assert "## bigWig writers on the same intervals" in md and "| chromaflow-l1 | 1 |" in md
-    assert render.render_markdown(json.loads(f.read_text()), f.name, None) == md

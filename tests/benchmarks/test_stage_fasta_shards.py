@@ -1,20 +1,14 @@
 """The fasta_shards harness stage (opt-in): its cases, docs/predict.md's table from the run made before it was a
-stage (through the converter), and one tiny real run."""
+stage (through the converter); its tiny real run is test_dev_stages_quick_run.py's."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 from benchmarks import stages as S
-from benchmarks.harness.env import child_env
 from benchmarks.harness.render import BEGIN, END
 from benchmarks.harness.stagekit import Ctx
 from benchmarks.stages import fasta_shards as FS
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: rows of docs/predict.md's table as it was made from benchmarks/fasta_shards/run's results (before the stage), typed
 #: here once: the table regenerated through the converter must still show these figures
@@ -65,32 +59,3 @@ def test_the_old_results_render_the_committed_table(tmp_path):
     res = FS.from_legacy(json.loads(path.read_text()))
     assert [c["case"] for c in res["cases"]] == ["plain_100Mbp", "bgzip_100Mbp"]
     assert len(res["cases"][0]["runs"]) == 2 + 2 * 4 and res["cases"][0]["runs"][0]["measured"]["bytes_on_disk"]
-
-
-def test_tiny_real_run(tmp_path):
-    """benchmarks/run --quick --stages fasta_shards (2 Mbp, 2 shards, ~6 CPU-s): both routes agree, the index route
-    reads about the file once, and the table renders from the run."""
-    p = subprocess.run(
-        [sys.executable, "-m", "benchmarks.harness.main", "--quick", "--stages", "fasta_shards"]
-        + ["--out", str(tmp_path / "out"), "--workdir", str(tmp_path / "w")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=child_env(),
-        timeout=600,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    (path,) = (tmp_path / "out").glob("*-quick.json")
-    res = json.loads(path.read_text())
-    assert [c["case"] for c in res["cases"]] == ["plain_2Mbp", "bgzip_2Mbp"]
-    for c in res["cases"]:
-        assert c["agreement"]["ok"] is True, c["agreement"]
-        assert all(r["exit"] == 0 and r["measured"]["bytes_on_disk"] > 0 for r in c["runs"])
-    plain = {r["contender"]: r["measured"] for r in res["cases"][0]["runs"]}
-    assert plain["plan_index"]["index"] == "fai" and plain["s1_index"]["records_read"] >= 1
-    size, read = plain["plan_scan"]["bytes_on_disk"], sum(plain[f"s{i}_index"]["bytes_read"] for i in (1, 2))
-    assert 0.99 * size < read <= size  # every base once, headers not
-    (tmp_path / "pub").mkdir()
-    (tmp_path / "pub" / "run.json").write_text(json.dumps(dict(res, quick=False)))
-    text = FS.render(tmp_path / "pub")  # newer than the old script's run in the stage's folder
-    assert "From `run.json`" in text and "| plain, index |" in text and "| bgzip, scan |" in text

@@ -1,24 +1,18 @@
 """The genie3_prior harness stage (it replaced ``benchmarks/genie3/run_benchmark.py prior``): its cases, its seeded
 priors, the converter that keeps docs/genie3.md's two prior tables figure for figure from the retired script's
-results file, a newer run taking over, and a tiny real run through the harness."""
+results file, a newer run taking over; its tiny real run through the harness is test_dev_stages_quick_run.py's."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from benchmarks import stages as S
 from benchmarks.harness import core, render, tools
-from benchmarks.harness.env import child_env
 from benchmarks.harness.stagekit import Ctx
 from benchmarks.stages import genie3_prior as P
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: rows of docs/genie3.md's prior tables as ``run_benchmark.py prior-render`` wrote them (before the port)
 OLD_COST = [
@@ -145,40 +139,3 @@ def test_the_priors_are_seeded(tmp_path, reference_dir):
     }
     assert values["informative"] == values["shuffled"] and len(values["shuffled"]) == 9900
     assert np.mean([v == "NA" for v in values["shuffled"]]) == pytest.approx(0.3, abs=0.02)
-
-
-@pytest.mark.reference
-def test_a_tiny_real_run(tmp_path, reference_dir):
-    """``benchmarks/run --quick --stages genie3_prior`` (network 1, 20 trees, one alpha: ~10 CPU-s): every run's
-    figure recorded; the check keeps the informative prior and turns the shuffled one off (the same z and p as the
-    retired script's record: the same priors); once full, the run makes both tables."""
-    out = tmp_path / "out"
-    p = subprocess.run(
-        [sys.executable, "-m", "benchmarks.harness.main", "--quick", "--stages", "genie3_prior"]
-        + ["--out", str(out), "--workdir", str(tmp_path / "w")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=child_env(),
-        timeout=600,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    (f,) = out.glob("*-quick.json")
-    res = json.loads(f.read_text())
-    cost, acc = res["cases"]
-    assert all(r["exit"] == 0 and r["compute_cpu_s"] > 0 for r in cost["runs"])
-    assert [r["prior_check_s"] > 0 for r in cost["runs"] if r["contender"] == "prior check"] == [True]
-    checks = {r["contender"]: r["prior_check"] for r in acc["runs"] if r.get("prior_check")}
-    old = json.loads(P.LEGACY.read_text())["accuracy"]["priors"]
-    for name in P.PRIORS:
-        got = checks[f"{name} alpha 0.5 check auto"]
-        assert (got["decision"], got["z"], got["p"]) == tuple(old[name]["check"][k] for k in ("decision", "z", "p"))
-    runs = {r["contender"]: r for r in acc["runs"]}
-    assert runs["shuffled alpha 0.5 check auto"]["aupr"] == runs["no prior"]["aupr"]  # turned off: alpha 0's bytes
-    assert runs["informative alpha 0.5 check auto"]["aupr"] == runs["informative alpha 0.5 check off"]["aupr"]
-    res["quick"] = False
-    (tmp_path / "full").mkdir()
-    (tmp_path / "full" / "x.json").write_text(json.dumps(res))
-    t = P.prior_tables(tmp_path / "full")
-    assert all(x.startswith("Generated from `benchmarks/results/x.json` (`benchmarks/run --quick") for x in t.values())
-    assert "| 1 | " in t["prior-cost"] and "| α 0 (= no prior) | α 0.5 |" in t["prior-accuracy"]

@@ -1,19 +1,13 @@
 """The predict_feed harness stage (opt-in): its case, its page from the run made before it was a stage (through the
-converter) and from the harness's runs, and one tiny real run."""
+converter) and from the harness's runs; its tiny real run is test_dev_stages_quick_run.py's."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 from benchmarks import stages as S
-from benchmarks.harness.env import child_env
 from benchmarks.harness.stagekit import Ctx
 from benchmarks.stages import predict_feed as PF
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: rows of the committed page as benchmarks/predict_feed/run made it (before the stage), typed here once: the page
 #: regenerated through the converter must still show these figures
@@ -85,28 +79,3 @@ def test_a_newer_harness_run_is_published_and_a_quick_one_is_not(tmp_path):
     text = PF.published(tmp_path, own=alone)[PF.PAGE]
     assert "from `full.json`" in text and "2099-01-01 00:00 UTC" in text
     assert "| FASTA, reader thread | 641 [589–652] | 0.31 | 319 | 0.314 | – | 9.0–9.0 |" in text
-
-
-def test_tiny_real_run(tmp_path):
-    """benchmarks/run --quick --stages predict_feed (2 Mbp, ~10 CPU-s): every feed ran, agreed, and renders."""
-    p = subprocess.run(
-        [sys.executable, "-m", "benchmarks.harness.main", "--quick", "--stages", "predict_feed"]
-        + ["--out", str(tmp_path / "out"), "--workdir", str(tmp_path / "w")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=child_env(),
-        timeout=600,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    (path,) = (tmp_path / "out").glob("*-quick.json")
-    res = json.loads(path.read_text())
-    (case,) = res["cases"]
-    assert case["agreement"]["ok"] is True, case["agreement"]
-    assert [r["contender"] for r in case["runs"]] == [f[0] for f in PF.FEEDS]
-    assert all(r["exit"] == 0 and r["feed"]["mbp_per_cpu_s"] > 0 for r in case["runs"])
-    assert case["runs"][1]["feed"]["two_core_capacity_mbps"] and case["runs"][-1]["feed"]["size_of_raw"] > 0
-    (tmp_path / "pub").mkdir()
-    (tmp_path / "pub" / "run.json").write_text(json.dumps(dict(res, quick=False)))
-    text = PF.published(tmp_path / "pub", own=tmp_path / "none")[PF.PAGE]
-    assert "from `run.json`" in text and "| FASTA, reader process |" in text and "**failed**" not in text

@@ -1,19 +1,14 @@
-"""The predict_routes harness stage (opt-in): its case, its page (benchmarks/predict/ROUTES.md) and one tiny real
-run against the real Predmoter. No results of the old script (benchmarks/predict/bench_predict.py) were ever
-committed, so there is nothing to convert: the committed page is the page of no run."""
+"""The predict_routes harness stage (opt-in): its case and its page (benchmarks/predict/ROUTES.md); its tiny real
+run against the real Predmoter is test_dev_stages_quick_run.py's (one harness run shared with other opt-in stages).
+No results of the old script (benchmarks/predict/bench_predict.py) were ever committed, so there is nothing to
+convert: the committed page is the page of no run."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
-from helpers.environment import unavailable
 from benchmarks import stages as S
-from benchmarks.harness.env import child_env
 from benchmarks.harness.stagekit import Ctx
 from benchmarks.stages import predict_routes as PR
 
@@ -90,32 +85,3 @@ def test_page_shows_every_full_run(tmp_path):
     assert "| 1.50× | 1.25× | identical except near-ties |" in text and "| **DIFFERENT** |" in text
     assert "| (reference) |" in text and "fasta2h5 + predict ÷ the FASTA route, wall 1.50×, CPU 1.25×" in text
     assert "vs fp32 7 of 1000 values differ (0.7000%), max |Δ| 1; the run's own sample (64 rows): 5 of 1000" in text
-
-
-@pytest.mark.reference
-def test_tiny_real_run(tmp_path):
-    """benchmarks/run --quick --stages predict_routes (4 rows, ~40 CPU-s, Predmoter's start-up most of it): every
-    fp32 route equals Predmoter's output, bf16's deviation and its own sample are recorded, the page renders."""
-    p = subprocess.run(
-        [sys.executable, "-m", "benchmarks.harness.main", "--quick", "--stages", "predict_routes", "--peers"]
-        + [str(PEERS), "--out", str(tmp_path / "out"), "--workdir", str(tmp_path / "w")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=child_env(),
-        timeout=900,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    (path,) = (tmp_path / "out").glob("*-quick.json")
-    res = json.loads(path.read_text())
-    (case,) = res["cases"]
-    if (case.get("skipped") or "").startswith("peer unavailable"):  # the harness probed the peer: it does not run
-        unavailable(f"predict_routes: {case['skipped']}", waiver="CHROMAFLOW_REQUIRE_REFERENCE")
-    ag = case["agreement"]
-    assert ag["ok"] is True and set(ag["per_contender"]) == set(PR.ROUTES) and ag["bf16"]["values"] > 0, ag
-    assert [r["contender"] for r in case["runs"]] == ["predmoter", "h5", "fasta2h5+h5", "fasta", "bf16"]
-    assert case["runs"][-1]["precision_check"]["values"] > 0 and len(case["ratios"]) == 4
-    (tmp_path / "pub").mkdir()
-    (tmp_path / "pub" / "run.json").write_text(json.dumps(dict(res, quick=False)))
-    text = PR.published(tmp_path / "pub", own=tmp_path / "none")[PR.PAGE]
-    assert text.count("| identical |") == 3 and "bf16 (`--precision bf16`, one run)" in text

@@ -1,23 +1,17 @@
 """The variant harness stage (it replaced benchmarks/variant/bench_variant.py): its cases, its seeded VCF, the
-converter that keeps the retired script's results on benchmarks/variant/RESULTS.md figure for figure, and a tiny real
-run through the harness."""
+converter that keeps the retired script's results on benchmarks/variant/RESULTS.md figure for figure; its tiny real
+run through the harness is test_dev_stages_quick_run.py's."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from benchmarks import stages as S
 from benchmarks.harness import core, render, tools
-from benchmarks.harness.env import child_env
 from benchmarks.harness.stagekit import Ctx
 from benchmarks.stages import variant as V
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: rows of benchmarks/variant/RESULTS.md as bench_variant.py wrote them (before the port), from its two JSON files
 OLD_ROWS = [
@@ -98,33 +92,3 @@ def test_the_converter_gives_harness_records():
     sec = V.variant_section(new["cases"][0], new)
     assert sec[0] == "## 2026-12-01 10:11 UTC — cpu, host vm" and sec[2].startswith("Command: `benchmarks/run")
     assert sec[-2].endswith("| 120 | 410 | 1.25–1.25 |")
-
-
-def test_a_tiny_real_run(tmp_path):
-    """``benchmarks/run --quick --stages variant`` (a tiny model, 3 variants: ~15 CPU-s): the CPU case runs both
-    precisions, the metrics are kept with every run, the tables have the same rows; the CUDA case is skipped with
-    the reason where there is no CUDA; the page shows the run once it is a full one."""
-    out = tmp_path / "out"
-    p = subprocess.run(
-        [sys.executable, "-m", "benchmarks.harness.main", "--quick", "--stages", "variant"]
-        + ["--out", str(out), "--workdir", str(tmp_path / "w")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=child_env(),
-        timeout=600,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    (f,) = out.glob("*-quick.json")
-    res = json.loads(f.read_text())
-    cpu, cuda = res["cases"]
-    assert cpu["agreement"]["ok"] is True and "3 rows" in cpu["agreement"]["detail"], cpu["agreement"]
-    for r in cpu["runs"]:
-        assert r["exit"] == 0 and r["metrics"]["scored"] == 3 and r["metrics"]["precision"] == r["contender"]
-    if cuda.get("skipped"):
-        assert "CUDA is not available" in cuda["skipped"]
-    res["quick"] = False
-    (tmp_path / "full").mkdir()
-    (tmp_path / "full" / "x.json").write_text(json.dumps(res))
-    page = V.variant_page((tmp_path / "full",))
-    assert "— cpu, host" in page and "| cpu | fp32 | " in page and "| cpu | bf16 | " in page

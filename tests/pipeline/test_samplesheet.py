@@ -43,7 +43,10 @@ CASES: dict[str, tuple[str | bytes, object]] = {
     ),
     "id_with_space": ("id,fasta\nmy genome,{fasta}\n", r"line 2: id 'my genome' may only contain"),
     "id_with_slash": ("id,fasta\na/b,{fasta}\n", r"line 2: id 'a/b' may only contain"),
-    "id_too_long": ("id,fasta\n" + "a" * 101 + ",{fasta}\n", r"line 2: id 'a{20}\.\.\.' is 101 characters; at most 100"),
+    "id_too_long": (
+        "id,fasta\n" + "a" * 101 + ",{fasta}\n",
+        r"line 2: id 'a{20}\.\.\.' is 101 characters; at most 100",
+    ),
     "empty_sheet": ("id,fasta\n", r"no assemblies \(only a header line\)"),
     "empty_file": ("", r"file is empty"),
     "only_empty_lines": ("\n\n\r\n", r"file is empty"),
