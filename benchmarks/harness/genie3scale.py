@@ -506,12 +506,11 @@ def slurm_summary(trace: Path, out: Path, gold: str | None, parallel: int, trees
     """:func:`pipeline`'s tasks.json from a run's raw trace (``trace.raw``) and its outdir: the plan, every GENIE3
     job (with its metrics and part file from its work directory), the merge, the chunk phase (from the first GENIE3
     job's start to the last one's end) and, with ``gold``, the AUPR / AUROC of the published links."""
-    import csv
+    from chromaflow.report.trace import read_trace
 
     from .planted import score as score_links
 
-    with open(trace) as fh:
-        rows = [r for r in csv.DictReader(fh, delimiter="\t") if r["status"] == "COMPLETED"]
+    rows = [r for r in read_trace(trace)[0] if r.get("status") == "COMPLETED"]  # the package's one trace reader
     plan_rows = [r for r in rows if _trace_process(r) == "GENIE3_PLAN"]
     plan = json.loads(next(Path(plan_rows[0]["workdir"]).glob("*.genie3_plan.json")).read_text()) if plan_rows else {}
     chunks = _slurm_chunks(rows)

@@ -35,6 +35,9 @@ import threading
 import time
 from pathlib import Path
 
+from chromaflow.report.trace import parse_duration_s, parse_memory_bytes, parse_percent
+from chromaflow.report.trace import read_trace as read_trace_rows
+
 ROOT = Path(__file__).resolve().parents[2]
 GiB = 1 << 30
 MiB = 1 << 20
@@ -62,47 +65,37 @@ DISK_NEED_PER_BP = 12.0
 # --------------------------------------------------------------------------------------------------
 # the trace
 # --------------------------------------------------------------------------------------------------
-_UNITS = {"B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40, "PB": 1 << 50}
+def _strict(value, text: str | None, what: str):
+    """The package's parse of a trace cell, but a cell that is not a figure raises (a bound must not read garbage
+    as 0): None only for Nextflow's empty cells ("-" or nothing)."""
+    if value is None and (text or "").strip() not in ("", "-"):
+        raise ValueError(f"not a trace {what}: {text!r}")
+    return value
 
 
 def parse_size(text: str) -> int | None:
-    """Nextflow's trace memory/IO figure ("1.2 GB", "345 MB", "0", "-", or raw bytes) in bytes."""
-    t = (text or "").strip()
-    if t in ("", "-"):
-        return None
-    m = re.fullmatch(r"([0-9.]+)\s*([KMGTP]?B)?", t)
-    if not m:
-        raise ValueError(f"not a trace size: {text!r}")
-    return int(round(float(m.group(1)) * _UNITS[m.group(2) or "B"]))
+    """Nextflow's trace memory/IO figure ("1.2 GB", "345 MB", "0", "-", or raw bytes) in bytes (the package's parser,
+    chromaflow.report.trace, rounded to whole bytes)."""
+    v = _strict(parse_memory_bytes(text), text, "size")
+    return None if v is None else int(round(v))
 
 
 def parse_duration(text: str) -> float | None:
-    """Nextflow's trace duration ("1h 2m 3s", "4.5s", "120ms", "-", or raw milliseconds) in seconds."""
-    t = (text or "").strip()
-    if t in ("", "-"):
-        return None
-    if re.fullmatch(r"[0-9]+", t):
-        return int(t) / 1000
-    total, pos = 0.0, 0
-    for m in re.finditer(r"\s*([0-9.]+)(ms|d|h|m|s)", t):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * {"ms": 1e-3, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
-        pos = m.end()
-    if pos != len(t) or pos == 0:
-        raise ValueError(f"not a trace duration: {text!r}")
-    return total
+    """Nextflow's trace duration ("1h 2m 3s", "4.5s", "120ms", "-", or raw milliseconds) in seconds (the package's
+    parser, chromaflow.report.trace)."""
+    return _strict(parse_duration_s(text), text, "duration")
 
 
 def parse_pct(text: str) -> float | None:
-    t = (text or "").strip().rstrip("%")
-    return None if t in ("", "-") else float(t)
+    """Nextflow's trace percentage ("98.5%", "-") (the package's parser, chromaflow.report.trace)."""
+    return _strict(parse_percent(text), text, "percentage")
 
 
 def read_trace(path: Path) -> list[dict]:
-    """Rows of a Nextflow trace file (tab-separated, header line); rows without a status are dropped."""
-    with open(path) as fh:
-        return [r for r in csv.DictReader(fh, delimiter="\t") if r.get("status")]
+    """Rows of a Nextflow trace file (the package's reader, chromaflow.report.trace: a row being written is left
+    out); rows without a status are dropped."""
+    rows, _note = read_trace_rows(path)
+    return [r for r in rows if r.get("status")]
 
 
 def process_name(row: dict) -> str:

@@ -23,13 +23,11 @@ def parse_duration_s(text: str | None) -> float | None:
     t = _trace_field(text)
     if t is None:
         return None
-    parts = re.findall(r"([\d.]+)\s*(ms|s|m|h|d)\b", t)
-    if not parts:
-        try:
-            return float(t) / 1000.0  # raw trace values are milliseconds
-        except ValueError:
-            return None
-    return sum(float(v) * _DUR[u] for v, u in parts)
+    if re.fullmatch(r"\d+", t):
+        return int(t) / 1000.0  # raw trace values are milliseconds
+    if not re.fullmatch(r"(?:\s*[\d.]+\s*(?:ms|s|m|h|d))+\s*", t):
+        return None  # not a trace duration (the whole cell must be one)
+    return sum(float(v) * _DUR[u] for v, u in re.findall(r"([\d.]+)\s*(ms|s|m|h|d)", t))
 
 
 def parse_memory_bytes(text: str | None) -> float | None:
