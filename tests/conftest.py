@@ -46,6 +46,7 @@ LONGEST_FIRST = (
     "pipeline-run",
     "pipeline-cluster",
     "tests/pipeline/test_pipeline_train.py",
+    "tests/pipeline/test_outdir_lock.py",
     "tests/benchmarks/test_harness_quick_run.py",
     "tests/train/test_train.py",
     "tests/common/test_signals.py",

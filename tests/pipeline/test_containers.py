@@ -502,13 +502,14 @@ def test_every_task_ran_in_the_cpu_image(engine_runs, test_run, engine):
 
 
 _REPORTS = ("pipeline_info", "benchmark", "multiqc")  # timings, dates, run names: never equal between runs
+_STAMP = ".chromaflow_run.json"  # each sample folder's record of the run that wrote it: its session, never equal
 
 
 def _files(outdir: Path) -> dict[str, Path]:
     return {
         str(p.relative_to(outdir)): p
         for p in sorted(outdir.rglob("*"))
-        if p.is_file() and p.relative_to(outdir).parts[0] not in _REPORTS
+        if p.is_file() and p.relative_to(outdir).parts[0] not in _REPORTS and p.name != _STAMP
     }
 
 

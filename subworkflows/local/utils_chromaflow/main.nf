@@ -2,12 +2,14 @@
  * Pipeline utilities (nf-core's utils_nfcore_<pipeline>_pipeline in shape): PIPELINE_INITIALISATION (--help,
  * parameter validation against nextflow_schema.json, the mode's sheet read into a channel of [meta, files]) and
  * PIPELINE_COMPLETION (the end-of-run line). Beside this file: schema.nf (the validator and --help),
- * samplesheet.nf (both sheets: one CSV reader, one set of id/species rules), parts.nf (fan-out and gathering of an
- * assembly's parts, used by the stage subworkflows).
+ * samplesheet.nf (both sheets: one CSV reader, one set of id/species rules), outdir.nf (one run per --outdir: the
+ * lock and the sample folders' stamps), parts.nf (fan-out and gathering of an assembly's parts, used by the stage
+ * subworkflows).
  */
 
 include { parseSamplesheet; parseTrainSheet } from './samplesheet'
 include { validateParameters; paramsHelp; samplesheetParam; samplesheetOptions } from './schema'
+include { claimOutdir } from './outdir'
 
 // The end-of-run line (a function, so `workflow` is the run's metadata, as in nf-core's completionSummary()).
 def completionMessage(outdir) {
@@ -26,7 +28,9 @@ def assemblies(List rows) {
 
 /*
  * --help (then nothing else runs: main.nf checks params.help), parameter validation, and the mode's sheet parsed
- * before any task starts (samplesheet.nf: one CSV reader, one set of id/species rules), split once into named keys.
+ * before any task starts (samplesheet.nf: one CSV reader, one set of id/species rules), split once into named keys;
+ * then --outdir taken for this run (outdir.nf: its lock, and every sheet id's <outdir>/<id>/ stamped with this run,
+ * or the run stops with one line when another run holds either).
  * emit: samplesheet  predict mode: [meta, files] per assembly, files = [fasta:, expression:, regulators:,
  *                    annotation:, motifs:, tf_motifs:, vcf:] (an empty column is [], the nf-core convention for an
  *                    absent path input); train mode: [meta, [fasta:, datasets:]] per assembly, datasets = one spec
@@ -48,6 +52,8 @@ workflow PIPELINE_INITIALISATION {
             rows = parseSamplesheet(sheet, samplesheetOptions(schema)).collect { meta, files -> [meta, files.collectEntries { k, f -> [(k): f ?: []] }] }
             log.info("chromaflow ${workflow.manifest.version} (--mode ${params.mode}): ${assemblies(rows)} from ${sheet} → ${params.outdir}")
         }
+        // --outdir is this run's until it ends, and no sample folder of the sheet holds another run's files (outdir.nf)
+        claimOutdir(params.outdir as String, rows.collect { row -> row[0].id as String }, params.replace_results.toString() == 'true')
     }
 
     emit:
