@@ -400,7 +400,9 @@ def wants_gzip(path: str | os.PathLike) -> bool:
 class TextSink(Protocol):
     """Where :func:`open_table` writes: text in, as a file's ``write``."""
 
-    def write(self, text: str) -> int: ...
+    def write(self, text: str) -> int:
+        """Write ``text``; the number of characters written."""
+        ...
 
 
 class _EncodedInto:
