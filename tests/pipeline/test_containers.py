@@ -153,8 +153,13 @@ def test_dockerfile_essentials(name):
             assert "--no-install-recommends" in r and "rm -rf /var/lib/apt/lists/*" in r, r
             assert "apt-get update" in r, "update and install in one layer"
     copies = [a for k, a in ins if k == "COPY"]
-    assert "requirements.txt /opt/chromaflow/requirements.txt" in copies
-    assert any("-r /opt/chromaflow/requirements.txt" in p for p in pips), "pinned requirements are used"
+    assert "requirements.txt scripts/build-moods /opt/chromaflow/" in copies
+    # the pinned requirements are used: MOODS-python's pin built portably by scripts/build-moods (no -march=native),
+    # every other pin installed from requirements.txt less that line, with the wheel just built
+    steps = [seg.strip() for r in runs for seg in r.split("&&")]
+    assert "/opt/chromaflow/build-moods python3 /opt/chromaflow/requirements.txt /tmp/moods" in steps, steps
+    assert "grep -vi '^MOODS-python==' /opt/chromaflow/requirements.txt > /tmp/requirements.txt" in steps, steps
+    assert any("-r /tmp/requirements.txt /tmp/moods/*.whl" in p for p in pips), pips
     # test- and benchmark-only pins stay out of the image: they are in requirements-test.txt, never copied in, and
     # none of them is in requirements.txt (the runtime pins)
     assert not any("requirements-test" in a for a in copies + runs)
@@ -178,7 +183,9 @@ def test_dockerfile_essentials(name):
     assert "python3 -m chromaflow.native.prebuild" in " ".join(a for k, a in stages[1] if k == "RUN")
     assert "python3 -m chromaflow.native.prebuild" in " ".join(final_runs)
     # installing the requirements comes before copying the sources (the dependency layer survives code edits)
-    assert copies.index("requirements.txt /opt/chromaflow/requirements.txt") < copies.index("src /opt/chromaflow/src")
+    assert copies.index("requirements.txt scripts/build-moods /opt/chromaflow/") < copies.index(
+        "src /opt/chromaflow/src"
+    )
     assert final[-1][0] in ("USER", "WORKDIR") and any(k == "USER" for k, _ in final)
 
 
