@@ -238,30 +238,36 @@ def _plan_task(expr: str, regs: str, chunk: str, w: Path) -> list[dict]:
     )
 
 
+def chunk_args(expr, regs, trees, i: int, n: int, out, metrics) -> list:
+    """``chromaflow genie3`` arguments of target chunk ``i`` of ``n`` on one thread, its part file ``out`` and its
+    ``metrics``: the chunk tasks of the plan -> chunks -> merge path and the genie3scale stage's cost points."""
+    return [
+        "genie3",
+        "--expression",
+        expr,
+        "--layout",
+        "genes-x-samples",
+        "--regulators",
+        regs,
+        "--n-trees",
+        trees,
+        "--threads",
+        "1",
+        "--targets-chunk",
+        f"{i}/{n}",
+        "--out",
+        out,
+        "--metrics",
+        metrics,
+    ]
+
+
 def _chunk_tasks(expr: str, regs: str, trees: str, n: int, todo: range, w: Path) -> list[tuple[str, list[str]]]:
     """The (name, argv) of the chunk tasks ``todo`` of ``n``: genie3 --targets-chunk i/n, one thread each."""
     return [
         (
             f"chunk{i}",
-            _cf(
-                "genie3",
-                "--expression",
-                expr,
-                "--layout",
-                "genes-x-samples",
-                "--regulators",
-                regs,
-                "--n-trees",
-                trees,
-                "--threads",
-                "1",
-                "--targets-chunk",
-                f"{i}/{n}",
-                "--out",
-                w / f"part{i}.npz",
-                "--metrics",
-                w / f"chunk{i}.metrics.json",
-            ),
+            _cf(*chunk_args(expr, regs, trees, i, n, w / f"part{i}.npz", w / f"chunk{i}.metrics.json")),
         )
         for i in todo
     ]

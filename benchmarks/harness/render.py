@@ -18,6 +18,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from ..stages import STAGES
 from ..stages.fasta2h5 import deflate_table, fasta2h5_headline
 from ..stages.genie3 import genie3_accuracy
 from ..stages.genie3scale import g3scale_lines
@@ -244,26 +245,9 @@ HEADLINE_HEAD = [
 # --------------------------------------------------------------------------------------------------
 
 
-#: the order of the per-stage sections of a run's Markdown
-SECTION_ORDER = (
-    "fasta2h5",
-    "predict",
-    "predict_routes",
-    "predict_feed",
-    "fasta_shards",
-    "bigwig",
-    "bigwig_writers",
-    "peaks",
-    "genie3",
-    "genie3_prior",
-    "network",
-    "coverage",
-    "train",
-    "variant",
-    "genie3scale",
-    "scale",
-    "scaling",
-)
+#: the order of the per-stage sections of a run's Markdown: the stages' run order (the gpu stage's runs have
+#: their own page, stages/gpu.py)
+SECTION_ORDER = tuple(s for s in STAGES if s != "gpu")
 
 
 def _run_header(res: dict, src_name: str) -> list[str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..harness.core import Case, Contender
 from ..harness.env import module
+from ..harness.genie3scale import chunk_args
 from ..harness.slurm_cluster import SlurmCluster
 from ..harness.stagekit import (
     Ctx,
@@ -180,25 +181,7 @@ def _cost_contender(expr: Path, regs: Path, trees: int, n_chunks: int) -> Conten
         "chromaflow",
         f"chromaflow genie3 --targets-chunk {n_chunks}/{n_chunks} --threads 1",
         "ours",
-        lambda d, r: ours(
-            "genie3",
-            "--expression",
-            expr,
-            "--layout",
-            "genes-x-samples",
-            "--regulators",
-            regs,
-            "--n-trees",
-            trees,
-            "--threads",
-            "1",
-            "--targets-chunk",
-            f"{n_chunks}/{n_chunks}",
-            "--out",
-            d / "part.npz",
-            "--metrics",
-            d / "m.json",
-        ),
+        lambda d, r: ours(*chunk_args(expr, regs, trees, n_chunks, n_chunks, d / "part.npz", d / "m.json")),
     )
 
 
