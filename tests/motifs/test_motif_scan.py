@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.motif_files import JASPAR, MEME
 
 from chromaflow.errors import ChromaflowError
 from chromaflow.motifs.motifs import Motif, load_motifs, read_tf_motifs
@@ -65,41 +66,6 @@ def test_hit_at_the_last_base(scanner):
         got = scanner.scan(seq)[0].tolist()
         assert 10 in got and got == brute_force_hits(scanner, seq)[0]
     assert L == 5
-
-
-JASPAR = """>CF1.1 alpha
-A [ 10  0  0  2 ]
-C [  0 10  0  2 ]
-G [  0  0 10  2 ]
-T [  0  0  0  4 ]
->CF2.1 beta
-A [ 1 9 ]
-C [ 3 0 ]
-G [ 3 1 ]
-T [ 3 0 ]
-"""
-
-MEME = """MEME version 4
-
-ALPHABET= ACGT
-
-strands: + -
-
-Background letter frequencies
-A 0.25 C 0.25 G 0.25 T 0.25
-
-MOTIF CF1.1 alpha
-letter-probability matrix: alength= 4 w= 4 nsites= 10 E= 0
-1.0 0.0 0.0 0.0
-0.0 1.0 0.0 0.0
-0.0 0.0 1.0 0.0
-0.2 0.2 0.2 0.4
-
-MOTIF CF2.1 beta
-letter-probability matrix: alength= 4 w= 2 nsites= 10 E= 0
-0.1 0.3 0.3 0.3
-0.9 0.0 0.1 0.0
-"""
 
 
 def test_jaspar_and_meme_files_agree(tmp_path):
