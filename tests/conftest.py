@@ -182,7 +182,7 @@ def test_run(request, tmp_path_factory, nextflow_bin):
     from helpers.pipeline_utils import TEST_RUN_FAULTS, PipelineRun, run_nextflow, trace_file
 
     nft = request.config.stash.get(NFTEST_RUN, None)
-    if nft is not None and nft.proc is not None:
+    if nft is not None and nft.procs:
         return nft.pipeline_run()
     work = tmp_path_factory.mktemp("pipeline")
     outdir = work / "results"

@@ -1,23 +1,23 @@
 """One nf-test run over every spec, started in the background as soon as pytest has collected its tests.
 
-nf-test runs its 40-odd cases one after another, each a Nextflow JVM that spends much of its time starting up and
-polling; the rest of the suite meanwhile leaves a core idle most of the time. Started at collection
-(``tests/conftest.py``), the run overlaps the other tests instead of adding its whole length at the end; the
-``nftest_results`` fixture of ``pipeline/test_nftest.py`` waits for it and reads its JUnit report. When the nf-test
-tests are not selected (``pytest tests/genie3``, ``-k ...``) nothing starts.
+nf-test runs its cases one after another, each a Nextflow JVM that spends much of its time starting up and polling;
+the rest of the suite meanwhile leaves a core idle much of the time. Started at collection (``tests/conftest.py``),
+the run overlaps the other tests instead of adding its whole length at the end, in two lanes side by side
+(:data:`LANES`); the ``nftest_results`` fixture of ``pipeline/test_nftest.py`` waits for both and reads their JUnit
+reports. When the nf-test tests are not selected (``pytest tests/genie3``, ``-k ...``) nothing starts.
 
-The pipeline spec runs first (nf-test sorts the specs it is given by file name, so it gets one nf-test run of its
-own before the module specs' run), and its test-profile case is also the session's test-profile run that the pytest
-pipeline tests read (fixture ``test_run``): the case writes where its outputs, log and trace are into the file named
-by ``CHROMAFLOW_NFT_HANDOFF`` (:meth:`NfTestRun.pipeline_run` waits for it), with the pytest run's injected failures
-(``CHROMAFLOW_TEST_FAIL``; tests/nextflow.config fails only the pipeline's tasks, never a module spec's). One
-test-profile run instead of two.
+The pipeline spec has an nf-test run of its own at the head of its lane, and its test-profile case is also the
+session's test-profile run that the pytest pipeline tests read (fixture ``test_run``): the case writes where its
+outputs, log and trace are into the file named by ``CHROMAFLOW_NFT_HANDOFF`` (:meth:`NfTestRun.pipeline_run` waits
+for it), with the pytest run's injected failures (``CHROMAFLOW_TEST_FAIL``; tests/nextflow.config fails only the
+pipeline's tasks, never a module spec's). One test-profile run instead of two.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -35,11 +35,16 @@ MODULE_SPECS = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("modules/local
 SUBWORKFLOW_SPECS = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("subworkflows/local/*/tests/main.nf.test"))
 #: every spec nf-test runs
 SPECS = [PIPELINE_SPEC, *MODULE_SPECS, *SUBWORKFLOW_SPECS]
-#: runs the pipeline spec, then the module specs: sh -c SCRIPT sh NF_TEST JUNIT1 LOG1 SPEC JUNIT2 LOG2 SPECS...; the
-#: exit status is the first run's when it failed, else the second's
-_TWO_RUNS = (
-    'n="$1"; "$n" test --ci --junitxml="$2" --log "$3" "$4"; a=$?; j="$5"; l="$6"; shift 6; '
-    '"$n" test --ci --junitxml="$j" --log "$l" "$@"; b=$?; [ "$a" -ne 0 ] && exit "$a"; exit "$b"'
+#: the module specs that run after the pipeline spec, in its lane (the torch-heavy ones); the other module specs
+#: have the second lane. Chosen to even the lanes out (measured in the suite, 2 cores: the pipeline spec ~230 s, the
+#: subworkflow specs ~75 s, evaluate + train + make_test_model ~75 s, the other modules ~370 s)
+AFTER_PIPELINE = tuple(f"modules/local/{m}/tests/main.nf.test" for m in ("evaluate", "make_test_model", "train"))
+#: the two lanes, run side by side: (name, [(run name, specs), ...]); one nf-test run after the other in a lane.
+#: nf-test sorts the specs of one run by path, so the pipeline spec (its test-profile case is the pytest tests' run,
+#: wanted early) has a run of its own at the head of its lane
+LANES = (
+    ("pipeline", [("pipeline", [PIPELINE_SPEC]), ("after", [*AFTER_PIPELINE, *SUBWORKFLOW_SPECS])]),
+    ("modules", [("modules", [s for s in MODULE_SPECS if s not in AFTER_PIPELINE])]),
 )
 #: the pytest test that needs the run (any of its parametrized cases)
 NEEDED_BY = "pipeline/test_nftest.py::test_nf_test_spec_passes"
@@ -54,18 +59,34 @@ def nf_test_bin() -> str | None:
 
 
 class NfTestRun:
-    """nf-test over :data:`SPECS` in ``work``: ``--ci`` (a missing snapshot fails), two runs (the pipeline spec, then
-    the module specs), JUnit reports ``work/junit-pipeline.xml`` and ``work/junit-modules.xml``."""
+    """nf-test over :data:`SPECS` in ``work``: ``--ci`` (a missing snapshot fails), in the two :data:`LANES` side by
+    side, each with its own work folder; every nf-test run with its log and JUnit report (``work/junit-<run>.xml``).
+
+    Side by side, not one after the other: each nf-test case is a short Nextflow run that mostly waits (JVM start,
+    task polling), and on two cores the suite left ~40 % of one core idle while the pipeline tests' worker waited
+    for nf-test; the lanes share no file (their work folders differ and every spec publishes into its own launch
+    folder)."""
 
     def __init__(self, work: Path):
         self.work = work
-        self.junits = [work / "junit-pipeline.xml", work / "junit-modules.xml"]
-        self.output = work / "stdout.txt"
+        self.junits = [work / f"junit-{run}.xml" for _, runs in LANES for run, _ in runs]
+        self.outputs = [work / f"stdout-{lane}.txt" for lane, _ in LANES]
         self.handoff = work / "pipeline-run.json"
-        self.proc: subprocess.Popen | None = None
+        self.procs: list[subprocess.Popen] = []
         self.missing: str | None = None
 
+    def lane_script(self, nft: str, runs: list[tuple[str, list[str]]]) -> str:
+        """The shell script of a lane: its nf-test runs one after the other (each with its JUnit report and log);
+        the exit status is the first non-zero one."""
+        lines = ["rc=0"]
+        for run, specs in runs:
+            cmd = [nft, "test", "--ci", "--junitxml", str(self.work / f"junit-{run}.xml")]
+            cmd += ["--log", str(self.work / f"nf-test-{run}.log"), *specs]
+            lines.append(f'{shlex.join(cmd)} || {{ s=$?; [ "$rc" -ne 0 ] || rc=$s; }}')
+        return "\n".join([*lines, 'exit "$rc"'])
+
     def start(self) -> None:
+        """Starts both lanes in the background (or records in ``missing`` why nf-test cannot run here)."""
         nft = nf_test_bin()
         if nft is None or shutil.which("java") is None or shutil.which("nextflow") is None:
             self.missing = (
@@ -75,7 +96,6 @@ class NfTestRun:
             return
         env = dict(
             os.environ,
-            NFT_WORKDIR=str(self.work / "nft"),
             NXF_ANSI_LOG="false",
             NXF_OFFLINE="true",
             CHROMAFLOW_PROGRESS="0",
@@ -84,46 +104,38 @@ class NfTestRun:
         )
         for k in ("CHROMAFLOW_TEST_HOLD", "CHROMAFLOW_TEST_GATE"):
             env.pop(k, None)
-        with open(self.output, "w") as out:
-            # its own session: a stop of pytest (Ctrl-C, -x) ends nf-test and every Nextflow it started (stop())
-            self.proc = subprocess.Popen(
-                [
-                    "sh",
-                    "-c",
-                    _TWO_RUNS,
-                    "sh",
-                    nft,
-                    str(self.junits[0]),
-                    str(self.work / "nf-test-pipeline.log"),
-                    PIPELINE_SPEC,
-                    str(self.junits[1]),
-                    str(self.work / "nf-test-modules.log"),
-                    *MODULE_SPECS,
-                    *SUBWORKFLOW_SPECS,
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+        for (lane, runs), output in zip(LANES, self.outputs):
+            with open(output, "w") as out:
+                # its own session: a stop of pytest (Ctrl-C, -x) ends nf-test and every Nextflow it started (stop())
+                self.procs.append(
+                    subprocess.Popen(
+                        ["sh", "-c", self.lane_script(nft, runs)],
+                        cwd=ROOT,
+                        env=dict(env, NFT_WORKDIR=str(self.work / f"nft-{lane}")),
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        start_new_session=True,
+                    )
+                )
 
     def wait(self) -> int:
-        """nf-test's exit status, once it has ended."""
-        assert self.proc is not None
-        return self.proc.wait(timeout=TIMEOUT_S)
+        """0 once both lanes have ended with 0, else the first non-zero exit status."""
+        assert self.procs
+        deadline = time.time() + TIMEOUT_S
+        codes = [p.wait(timeout=max(1.0, deadline - time.time())) for p in self.procs]
+        return next((c for c in codes if c != 0), 0)
 
     def pipeline_run(self) -> PipelineRun:
         """The pipeline spec's test-profile case, once it has ended (it runs first): what it wrote into the
         hand-off file. Fails naming nf-test's output when nf-test ended without writing it."""
-        assert self.proc is not None
+        assert self.procs
         deadline = time.time() + TIMEOUT_S
         while not self.handoff.is_file():
-            if self.proc.poll() is not None or time.time() > deadline:
+            if self.procs[0].poll() is not None or time.time() > deadline:
                 raise AssertionError(
                     f"nf-test's pipeline case wrote no {self.handoff.name} (nf-test exit "
-                    f"{self.proc.poll()}):\n{self.tail()}"
+                    f"{self.procs[0].poll()}):\n{self.tail()}"
                 )
             time.sleep(0.5)
         h = json.loads(self.handoff.read_text())
@@ -137,15 +149,18 @@ class NfTestRun:
         )
 
     def tail(self, n: int = 4000) -> str:
-        return self.output.read_text(errors="replace")[-n:] if self.output.is_file() else ""
+        """The last ``n`` characters of each nf-test run's output."""
+        return "\n".join(f"--- {o.name}:\n" + o.read_text(errors="replace")[-n:] for o in self.outputs if o.is_file())
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(timeout=30)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
+        """Ends what is still running of both nf-test runs (their whole process groups)."""
+        for proc in self.procs:
+            if proc.poll() is None:
                 try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(timeout=30)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass

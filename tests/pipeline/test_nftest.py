@@ -2,15 +2,14 @@
 
 nf-test 0.9.5 is ``../shared/tools/nf-test/nf-test`` here (or ``nf-test`` on PATH elsewhere, e.g. from
 bioconda or get.nf-test.com). It runs once per session with ``--ci`` (a missing snapshot is a failure, not a
-new snapshot) and ``--junitxml`` (the pipeline spec first, in a run of its own: its test-profile case is also the
-pytest pipeline tests' run, fixture ``test_run``; then the module specs), started in the background as soon as pytest
-has collected (tests/helpers/nftest_run.py,
-tests/conftest.py) so that it overlaps the rest of the suite; each spec file is then one pytest test that waits for
-the run and fails when any of its test cases failed, naming them. The specs snapshot content
-(tests/helpers/nftest/digest.py) and have a ``-stub`` test each.
+new snapshot) and ``--junitxml``, in two lanes side by side (helpers/nftest_run.py's LANES: the pipeline spec first,
+in a run of its own, since its test-profile case is also the pytest pipeline tests' run, fixture ``test_run``),
+started in the background as soon as pytest has collected (tests/conftest.py) so that it overlaps the rest of the
+suite; each spec file is then one pytest test that waits for the run and fails when any of its test cases failed,
+naming them. The specs snapshot content (tests/helpers/nftest/digest.py) and have a ``-stub`` test each.
 
-The run takes about 6 min beside the rest of the suite on a 2-core machine (51 cases in two nf-test runs; the JVMs use
-the client compiler, tests/conftest.py). Skips with the reason where nf-test or Java is missing (fails under CI=true).
+The run takes about 8 min beside the rest of the suite on a 2-core machine (68 cases; the JVMs use the client
+compiler, tests/conftest.py). Skips with the reason where nf-test or Java is missing (fails under CI=true).
 """
 
 from __future__ import annotations
