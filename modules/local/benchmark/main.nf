@@ -1,7 +1,7 @@
 /*
  * Collects every task's metrics JSON (one JSON object per line, annotated with assembly/shard), the software
  * versions and the Nextflow trace of this run, and writes benchmark.json/.tsv, report.html and MultiQC
- * custom-content files. The trace is a staged input: the workflow hands over the file this run writes (whatever
+ * custom-content files. The trace is staged as an input; the workflow hands over the file this run writes (whatever
  * -with-trace or trace.file named it), or [] where there is none -- the report then leaves the trace columns
  * empty and says why, and the workflow logs a warning. Extrapolation settings come through ext.args.
  */
