@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from urllib.parse import unquote
 
 import shutil
 
@@ -227,10 +228,14 @@ def test_browser_files(pred, tmp_path):
     for t in tracks:
         assert {"track", "bigDataUrl", "shortLabel", "longLabel", "type"} <= t.keys()
         assert t["type"] == "bigWig" and t["autoScale"] == "on" and t["visibility"] == "full"
-        assert (tmp_path / t["bigDataUrl"]).is_file()
+        # a URL: '+' escaped (object stores read it as a space), the file found under the unescaped name
+        assert "+" not in t["bigDataUrl"] and (tmp_path / unquote(t["bigDataUrl"])).is_file()
         assert len(t["shortLabel"]) <= 17
         names.add(t["track"])
     assert len(names) == 6
+    assert [t["shortLabel"] for t in tracks] == [
+        f"{ds} {s}" for ds in ("atacseq", "h3k4me3") for s in ("avg", "plus", "minus")
+    ]
     colours = {t["bigDataUrl"].split("_")[1]: set() for t in tracks}
     for t in tracks:
         colours[t["bigDataUrl"].split("_")[1]].add(t["color"])
@@ -248,7 +253,7 @@ def test_feature_track_in_igv_session(pred, tmp_path):
     root = ET.parse(out / "igv_session.xml").getroot()
     assert [(r.get("path"), r.get("type")) for r in root.iter("Resource")][-1] == ("../genes/pd1.promoters.bed", "bed")
     feature = [t for t in root.iter("Track") if t.get("clazz") == "org.broad.igv.track.FeatureTrack"]
-    assert [(t.get("id"), t.get("name")) for t in feature] == [("../genes/pd1.promoters.bed", "pd1.promoters.bed")]
+    assert [(t.get("id"), t.get("name")) for t in feature] == [("../genes/pd1.promoters.bed", "pd1 promoters")]
     assert "promoters" not in (out / "trackDb.txt").read_text()
 
 
@@ -262,11 +267,11 @@ def test_hub_track_in_trackdb(pred, tmp_path):
         assert proc.returncode == 0, proc.stderr
     st = _stanzas(out / "trackDb.txt")
     assert st[:-1] == _stanzas(plain / "trackDb.txt")
-    assert st[-1] == {
-        "track": "pd1_pd1_promoters",
+    assert st[-1] == {  # named once by the assembly (was pd1_pd1_promoters)
+        "track": "pd1_promoters",
         "bigDataUrl": "../genes/pd1.promoters.bb",
-        "shortLabel": "pd1.promoters",
-        "longLabel": "pd1 pd1.promoters (pd1.promoters.bb)",
+        "shortLabel": "promoters",
+        "longLabel": "pd1 promoters (pd1.promoters.bb)",
         "type": "bigBed 6",
         "visibility": "pack",
     }

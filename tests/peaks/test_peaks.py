@@ -411,8 +411,9 @@ def test_bad_files_one_line(data, tmp_path):
 
 
 def test_browser_dir_adds_peaks_to_igv_session_and_hub(data, tmp_path):
-    """--browser-dir: the narrowPeak in chromaflow bigwig's IGV session (a FeatureTrack), a bigNarrowPeak .bb with
-    the same rows and a trackDb stanza; a rerun replaces the entries instead of adding more."""
+    """--browser-dir: the narrowPeak in chromaflow bigwig's IGV session (a FeatureTrack in its one feature panel), a
+    bigBed with bigNarrowPeak's fields and the same rows, and a ``type bigBed 6 +`` trackDb stanza (igv.js skips
+    ``type bigNarrowPeak``); a rerun replaces the entries instead of adding more."""
     import xml.etree.ElementTree as ET
 
     import pyBigWig
@@ -438,9 +439,12 @@ def test_browser_dir_adds_peaks_to_igv_session_and_hub(data, tmp_path):
     assert res == ["p_atacseq_avg_strand.bw", "p_atacseq.narrowPeak"]
     feat = [t for t in root.iter("Track") if t.get("clazz") == "org.broad.igv.track.FeatureTrack"]
     assert [t.get("id") for t in feat] == ["p_atacseq.narrowPeak"]
+    assert [t.get("name") for t in feat] == ["p_atacseq peaks"]
+    assert [p.get("name") for p in root.iter("Panel")] == ["DataPanel", "FeaturePanel"]
     stanzas = (tracks / "trackDb.txt").read_text().split("\n\n")
     peak = [x for x in stanzas if x.startswith("track p_atacseq_peaks\n")]
-    assert len(peak) == 1 and "bigDataUrl p_atacseq.bb" in peak[0] and "type bigNarrowPeak" in peak[0]
+    assert len(peak) == 1 and "bigDataUrl p_atacseq.bb" in peak[0] and "\ntype bigBed 6 +\n" in peak[0]
+    assert "\nshortLabel p_atacseq peaks\n" in peak[0]
     bb = pyBigWig.open(str(tracks / "p_atacseq.bb"))
     try:
         sizes = bb.chroms()

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from chromaflow.bigwig.browser import write_browser_files
+from chromaflow.bigwig.browser import PALETTE, write_browser_files
 from chromaflow.peaks.browser import add_to_browser_files
+from chromaflow.variant.cli_browser import COLOUR
 from helpers.cli import assert_one_line_error, run_in_process
 from helpers.variant_files import SEQ, write_inputs
 
@@ -90,6 +91,12 @@ def test_session_and_hub_list_the_variant_tracks(variant_tracks, tmp_path):
     stanzas = [s for s in db.split("\n\n") if s.startswith("track asm_variant_")]
     assert len(stanzas) == 8
     assert sorted(s.split("\n")[1] for s in stanzas) == sorted(f"bigDataUrl {r}" for r in rel)
+    # labels within UCSC's limits, whole words; ref/alt colours none of the dataset palette's
+    fields = [dict(line.split(" ", 1) for line in s.strip().split("\n")) for s in stanzas]
+    assert fields[0]["shortLabel"] == "v1 ref atacseq" and all(len(f["shortLabel"]) <= 17 for f in fields)
+    assert all(len(f["longLabel"]) <= 76 for f in fields)
+    palette = {",".join(map(str, c)) for c in PALETTE}
+    assert {f["color"] for f in fields} == set(COLOUR.values()) and not set(COLOUR.values()) & palette
     # a rerun replaces, it does not add
     before = {f: (b / f).read_text() for f in ("igv_session.xml", "trackDb.txt")}
     run_in_process("variant-browser", "--browser-dir", b, "--name", "asm", *sorted(staged.iterdir()))

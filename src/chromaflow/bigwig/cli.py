@@ -112,7 +112,7 @@ def _add_writer_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_browser_options(p: argparse.ArgumentParser) -> None:
-    """The genome-browser files: --no-browser-files, --feature-track, --hub-track and --genome."""
+    """The genome-browser files: --no-browser-files, --feature-track, --hub-track, --genome and --fasta."""
     p.add_argument(
         "--no-browser-files",
         action="store_true",
@@ -139,7 +139,16 @@ def _add_browser_options(p: argparse.ArgumentParser) -> None:
         "--genome",
         default=None,
         metavar="NAME",
-        help="genome name for the UCSC hub / IGV session (default: chrom.sizes placeholder)",
+        help="genome name for the UCSC hub (and, without --fasta, the IGV session; default: the basename in the hub, "
+        "a chrom.sizes placeholder in the session)",
+    )
+    p.add_argument(
+        "--fasta",
+        default=None,
+        metavar="FILE",
+        help="the assembly's FASTA (plain or gzip; its records = the predictions' sequences): writes <basename>.fa "
+        "+ .fa.fai (the IGV session's genome) and <basename>.2bit (the hub's twoBitPath; hub.txt is then one "
+        "file, useOneFile on) beside the tracks, so IGV desktop, igv.js and UCSC open them unedited",
     )
 
 

@@ -66,6 +66,7 @@ class BigWigOptions:
     feature_track: list[str] = field(default_factory=list)
     hub_track: list[str] = field(default_factory=list)
     genome: str | None = None
+    fasta: str | None = None
     threads: int | None = 0
 
     def validate(self) -> tuple[str, int]:
@@ -105,7 +106,19 @@ class BigWigOptions:
                 f"--basename {self.basename[:20]!r}...: {len(self.basename.encode())} bytes, at most "
                 f"{BASENAME_MAX_BYTES} (the track names add the dataset, strand and window)"
             )
+        self._validate_fasta()
         return fmt, level
+
+    def _validate_fasta(self) -> None:
+        """``fasta``: a file, and only where browser files are written (its records are checked as it is read)."""
+        if self.fasta is None:
+            return
+        if self.no_browser_files:
+            raise ChromaflowError(
+                f"--fasta {self.fasta}: the genome files go with the browser files (drop --no-browser-files)"
+            )
+        if not Path(self.fasta).is_file():
+            raise ChromaflowError(f"--fasta {self.fasta}: file does not exist or is not a file")
 
 
 #: the most bytes of --basename: the rest of a track's name (dataset, strand, window, extension) keeps at least
@@ -182,6 +195,12 @@ def run(options: BigWigOptions) -> int:
             header = [(c.name, c.size) for c in inp.chroms]
             writers = _open_writers(stack, tracks, header, fmt, options.bigwig_writer, pool, level)
             total_bp = sum(c.size for c in inp.chroms)
+            if browser and options.fasta:
+                from .genome_files import write_genome_files
+
+                write_genome_files(
+                    stack, options.fasta, header, blacklist, outdir, options.basename, options.predictions
+                )
             _convert_tracks(inp, tracks, writers, options, pool, total_bp)
             if browser:
                 _write_browser_files(options, outdir, header, tracks, fmt)
@@ -213,11 +232,11 @@ def _outputs(options: BigWigOptions, datasets: list[str], outdir: Path, fmt: str
         for c, d in enumerate(datasets)
         for s in strands
     ]
-    browser = [] if options.no_browser_files else _browser_paths(outdir, fmt)
+    browser = [] if options.no_browser_files else _browser_paths(outdir, fmt, options)
     paths = [t.path for t in tracks] + browser
     check_outputs(
         [("--outdir", p) for p in paths] + [("--metrics", options.metrics)],
-        [("--predictions", options.predictions), ("--blacklist", options.blacklist)],
+        [("--predictions", options.predictions), ("--blacklist", options.blacklist), ("--fasta", options.fasta)],
         [("--outdir", outdir)],
     )
     if not options.force:
@@ -227,10 +246,11 @@ def _outputs(options: BigWigOptions, datasets: list[str], outdir: Path, fmt: str
     return tracks, browser
 
 
-def _browser_paths(outdir: Path, fmt: str) -> list[Path]:
+def _browser_paths(outdir: Path, fmt: str, options: BigWigOptions) -> list[Path]:
+    """The browser files' paths (genome files included with ``--fasta``)."""
     from .browser import browser_file_names
 
-    return [outdir / n for n in browser_file_names(fmt)]
+    return [outdir / n for n in browser_file_names(fmt, options.basename, options.fasta is not None)]
 
 
 def _open_writers(
@@ -291,7 +311,8 @@ def _convert_tracks(
 def _write_browser_files(
     options: BigWigOptions, outdir: Path, header: list[tuple[str, int]], tracks: list[Track], fmt: str
 ) -> None:
-    """chrom.sizes, the IGV session and (bigWig) the UCSC hub files of ``tracks`` in ``outdir``."""
+    """chrom.sizes, the IGV session and (bigWig) the UCSC hub files of ``tracks`` in ``outdir`` (the genome files of
+    ``--fasta`` are written before the conversion: genome_files.py)."""
     from .browser import write_browser_files
 
     write_browser_files(
@@ -304,4 +325,5 @@ def _write_browser_files(
         force=True,
         features=options.feature_track,
         hub_tracks=options.hub_track,
+        fasta=options.fasta is not None,
     )

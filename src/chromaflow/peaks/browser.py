@@ -1,17 +1,19 @@
 """Peaks in the genome-browser files ``chromaflow bigwig`` wrote (``--browser-dir``): the narrowPeak as a feature
-track of igv_session.xml and, where the UCSC hub exists, a bigNarrowPeak (bigBed 6+4, bigbedfile.py) stanza in
-trackDb.txt. Existing entries of the same file are replaced, so a rerun does not add a second track."""
+track of igv_session.xml (in its one ``FeaturePanel``) and, where the UCSC hub exists, the peaks as bigBed (UCSC's
+bigNarrowPeak fields, BED6+4, bigbedfile.py) in a ``type bigBed 6 +`` stanza of trackDb.txt or of the single-file
+hub.txt (bigwig --fasta): igv.js skips ``type bigNarrowPeak`` stanzas, and UCSC reads the same file as
+``bigBed 6 +``. Existing entries of the same file are replaced, so a rerun does not add a second
+track."""
 
 from __future__ import annotations
 
 import os
 import re
 from pathlib import Path
-from urllib.parse import quote
 from xml.sax.saxutils import quoteattr
 
 from ..bigwig.bigbedfile import bed_rows, write_bigbed
-from ..bigwig.browser import URL_SAFE, track_ident
+from ..bigwig.browser import long_label, replace_stanzas, short_label, track_ident, track_stanza_files, url
 from ..errors import ChromaflowError
 from ..outputs import write_texts_atomic
 
@@ -59,53 +61,73 @@ def write_bignarrowpeak(path: Path, chroms: list[tuple[str, int]], narrowpeak: s
 
 
 def add_to_browser_files(browser_dir: Path, narrowpeak: Path, name: str, bigbed: str | None) -> list[Path]:
-    """Add the peak track to ``browser_dir``/igv_session.xml (required) and trackDb.txt (when present)."""
+    """Add the peak track to ``browser_dir``/igv_session.xml (required) and, with ``bigbed``, to the hub's track
+    stanzas (trackDb.txt or the single-file hub.txt, where there is a hub).
+
+    Parameters
+    ----------
+    browser_dir : Path
+        chromaflow bigwig's output folder.
+    narrowpeak : Path
+        The narrowPeak file, relative to ``browser_dir``.
+    name : str
+        The peaks' name (``--name``: the pipeline gives ``<id>_<dataset>``).
+    bigbed : str or None
+        The bigBed of the peaks, relative to ``browser_dir``.
+
+    Returns
+    -------
+    list of Path
+        The files updated.
+    """
     session = browser_dir / "igv_session.xml"
     if not session.is_file():
         raise ChromaflowError(f"{session}: no IGV session to add the peaks to (write it with chromaflow bigwig)")
     rel = str(narrowpeak)
     texts = {session: _igv(session.read_text(), rel, name)}
-    trackdb = browser_dir / "trackDb.txt"
-    if trackdb.is_file() and bigbed is not None:
-        texts[trackdb] = _trackdb(trackdb.read_text(), bigbed, name)
+    if bigbed is not None:
+        for hub in track_stanza_files(browser_dir):
+            texts[hub] = _trackdb(hub.read_text(), bigbed, name)
     write_texts_atomic(texts)
     return list(texts)
 
 
+#: the one panel of feature tracks (promoters, peaks) of a chromaflow session
+_FEATURES = re.compile(r'    <Panel name="FeaturePanel">\n((?:        <Track [^\n]*\n)*)    </Panel>\n')
+
+
 def _igv(xml: str, rel: str, name: str) -> str:
+    """The session ``xml`` with the peaks of ``rel`` (a narrowPeak relative to it) named ``<name> peaks`` in its one
+    feature panel, an older entry of the same file replaced."""
     if "</Resources>" not in xml or "</Panel>" not in xml:
         raise ChromaflowError("igv_session.xml: no <Resources> or <Panel> element (not a chromaflow bigwig session)")
+    label = quoteattr(name + " peaks")
     res = f'        <Resource path={quoteattr(rel)} type="narrowPeak"/>\n'
     track = (
-        f'    <Panel name="FeaturePanel">\n        <Track attributeKey={quoteattr(rel)} '
-        f'clazz="org.broad.igv.track.FeatureTrack" id={quoteattr(rel)} name={quoteattr(name + " peaks")} '
-        f'displayMode="COLLAPSED" visible="true"/>\n    </Panel>\n'
+        f'        <Track attributeKey={quoteattr(rel)} clazz="org.broad.igv.track.FeatureTrack" id={quoteattr(rel)} '
+        f'name={label} displayMode="COLLAPSED" visible="true"/>\n'
     )
-    xml = xml.replace(res, "")
-    xml = re.sub(
-        r'    <Panel name="FeaturePanel">\n        <Track attributeKey='
-        + re.escape(quoteattr(rel))
-        + r'[^\n]*\n    </Panel>\n',
-        "",
-        xml,
-    )
+    xml = re.sub(r"        <Resource [^\n]*path=" + re.escape(quoteattr(rel)) + r' type="narrowPeak"/>\n', "", xml)
+    xml = re.sub(r"        <Track attributeKey=" + re.escape(quoteattr(rel)) + r"[^\n]*\n", "", xml)
+    xml = xml.replace('    <Panel name="FeaturePanel">\n    </Panel>\n', "")
     xml = xml.replace("    </Resources>", res + "    </Resources>", 1)
-    return xml.replace("</Session>", track + "</Session>", 1)
+    panel = _FEATURES.search(xml)
+    if panel:
+        return xml[: panel.end(1)] + track + xml[panel.end(1) :]
+    return xml.replace("</Session>", f'    <Panel name="FeaturePanel">\n{track}    </Panel>\n</Session>', 1)
 
 
 def _trackdb(text: str, bigbed: str, name: str) -> str:
+    """A trackDb (or single-file hub) ``text`` with the peaks' ``type bigBed 6 +`` stanza, an older one replaced."""
     ident = f"{track_ident(name)}_peaks"
-    stanzas = [s for s in text.split("\n\n") if s.strip() and not s.startswith(f"track {ident}\n")]
-    stanzas.append(
-        "\n".join(
-            [
-                f"track {ident}",
-                f"bigDataUrl {quote(bigbed, safe=URL_SAFE)}",
-                f"shortLabel {name[:11]} peaks",
-                f"longLabel {name} peaks on the predicted track (chromaflow peaks)",
-                "type bigNarrowPeak",
-                "visibility dense",
-            ]
-        )
+    stanza = "\n".join(
+        [
+            f"track {ident}",
+            f"bigDataUrl {url(bigbed)}",
+            f"shortLabel {short_label(name, 'peaks', keep='end')}",
+            long_label(f"longLabel {name} peaks on the predicted track (chromaflow peaks)"),
+            "type bigBed 6 +",
+            "visibility dense",
+        ]
     )
-    return "\n\n".join(s.strip("\n") for s in stanzas) + "\n"
+    return replace_stanzas(text, ident + "\n", [stanza])

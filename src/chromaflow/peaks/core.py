@@ -19,6 +19,7 @@ from typing import cast
 
 import numpy as np
 
+from ..bigwig.browser import track_stanza_files
 from ..cli_options import resolve_threads
 from ..errors import ChromaflowError
 from ..metrics import StageMetrics
@@ -266,7 +267,7 @@ def _check_outputs(options: PeaksOptions) -> tuple[str, str | None]:
         bdir = Path(options.browser_dir)
         if not (bdir / "igv_session.xml").is_file():
             raise ChromaflowError(f"--browser-dir {bdir}: no igv_session.xml (write the tracks with chromaflow bigwig)")
-        if (bdir / "trackDb.txt").is_file():
+        if track_stanza_files(bdir):  # a UCSC hub: trackDb.txt, or the single-file hub.txt of bigwig --fasta
             bigbed = bigbed_name(options.out)
     check_outputs(
         [("--out", options.out), ("--summary", summary), ("--metrics", options.metrics), ("--browser-dir", bigbed)],
@@ -376,10 +377,10 @@ def _write_outputs(
         bdir = Path(options.browser_dir)
         if bigbed is not None:
             write_bignarrowpeak(Path(bigbed), chroms, options.out)
-        add_to_browser_files(
+        updated = add_to_browser_files(
             bdir, Path(os.path.relpath(options.out, bdir)), name, os.path.relpath(bigbed, bdir) if bigbed else None
         )
-        choice.update(browser_files=sorted(["igv_session.xml"] + (["trackDb.txt"] if bigbed else [])))
+        choice.update(browser_files=sorted(p.name for p in updated))
     write_json_atomic(summary, choice)
     return n
 

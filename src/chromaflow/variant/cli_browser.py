@@ -2,8 +2,9 @@
 genome-browser files ``chromaflow bigwig`` wrote (and ``chromaflow peaks`` may have added to).
 
 igv_session.xml gets one Resource per bigWig and a panel of its own (``VariantPanel``) with a track per bigWig, in
-rank order, ref before alt, datasets in file order; trackDb.txt (where the UCSC hub exists) gets a ``type bigWig``
-stanza per bigWig. Paths are relative to the browser folder, as the other tracks' (the pipeline publishes
+rank order, ref before alt, datasets in file order; the hub's track stanzas (trackDb.txt, or the single-file hub.txt
+of bigwig --fasta; where a UCSC hub exists) get a ``type bigWig`` stanza per bigWig, coloured ref grey and alt wine
+(colours no dataset has). Paths are relative to the browser folder, as the other tracks' (the pipeline publishes
 ``<id>/tracks/`` beside ``<id>/variants/variant_tracks/``: ``../variants/variant_tracks/<file>``). A rerun replaces
 the variant entries (the panel and its Resources, the ``<name>_variant_*`` stanzas) instead of adding more; with no
 bigWigs the files are written without variant entries.
@@ -15,17 +16,16 @@ import argparse
 import os
 import re
 from pathlib import Path
-from urllib.parse import quote
 from xml.sax.saxutils import quoteattr
 
-from ..bigwig.browser import URL_SAFE, track_ident
+from ..bigwig.browser import long_label, replace_stanzas, short_label, track_ident, track_stanza_files, url
 from ..errors import ChromaflowError
 from ..outputs import check_outputs, write_texts_atomic
 
 #: ``<rank>_<CHROM>_<POS>_<row>.<dataset>.<ref|alt>.bw``, the names variant-effect --tracks writes
 _NAME = re.compile(r"(\d+)_(.+)_(\d+)_(\d+)\.(.+)\.(ref|alt)\.bw")
-#: ref grey, alt vermillion (Okabe-Ito), whatever the dataset
-COLOUR = {"ref": "128,128,128", "alt": "213,94,0"}
+#: ref grey, alt wine (Paul Tol's), whatever the dataset: neither is a dataset colour of the palette (tested)
+COLOUR = {"ref": "128,128,128", "alt": "136,34,85"}
 _PANEL = re.compile(r'    <Panel name="VariantPanel">\n(?:        <Track [^\n]*\n)*    </Panel>\n')
 
 
@@ -94,21 +94,18 @@ def igv_text(xml: str, tracks: list[tuple[str, str]]) -> str:
 
 def trackdb_text(text: str, ident: str, stanzas: list[str]) -> str:
     """``text`` without its old ``<ident>_variant_*`` stanzas, with ``stanzas`` added."""
-    kept = [s for s in text.split("\n\n") if s.strip() and not s.startswith(f"track {ident}_variant_")]
-    return "\n\n".join(s.strip("\n") for s in kept + stanzas) + "\n"
+    return replace_stanzas(text, f"{ident}_variant_", stanzas)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the command: add the variants' ref/alt bigWigs to the genome-browser files of ``--browser-dir``; returns
     the exit status."""
     bdir = Path(args.browser_dir)
-    session, trackdb = bdir / "igv_session.xml", bdir / "trackDb.txt"
+    session = bdir / "igv_session.xml"
     if not session.is_file():
         raise ChromaflowError(f"--browser-dir {bdir}: no igv_session.xml (write the tracks with chromaflow bigwig)")
-    hub = trackdb.is_file()
-    check_outputs(
-        [("--browser-dir", session), ("--browser-dir", trackdb if hub else None)], [("BIGWIG", t) for t in args.tracks]
-    )
+    hubs = track_stanza_files(bdir)
+    check_outputs([("--browser-dir", p) for p in [session, *hubs]], [("BIGWIG", t) for t in args.tracks])
     tracks = _parse(args.tracks)
     name = args.name
     if not name or any(ch.isspace() for ch in name):
@@ -122,10 +119,12 @@ def run(args: argparse.Namespace) -> int:
             "\n".join(
                 [
                     f"track {ident}_variant_{rank:03d}_{track_ident(ds)}_{allele}",
-                    f"bigDataUrl {quote(rel, safe=URL_SAFE)}",
-                    f"shortLabel v{rank} {allele} {ds[:9]}",
-                    f"longLabel {name} variant {rank} ({chrom}:{pos}) {ds} {allele} allele, predicted (chromaflow "
-                    f"variant-effect)",
+                    f"bigDataUrl {url(rel)}",
+                    f"shortLabel {short_label(ds, prefix=f'v{rank} {allele}')}",
+                    long_label(
+                        f"longLabel {name} variant {rank} ({chrom}:{pos}) {ds} {allele} allele, predicted (chromaflow "
+                        f"variant-effect)"
+                    ),
                     "type bigWig",
                     "autoScale on",
                     "visibility full",
@@ -135,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     texts = {session: igv_text(session.read_text(), igv)}
-    if hub:
-        texts[trackdb] = trackdb_text(trackdb.read_text(), ident, stanzas)
+    for hub in hubs:
+        texts[hub] = trackdb_text(hub.read_text(), ident, stanzas)
     write_texts_atomic(texts)
     return 0
