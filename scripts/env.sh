@@ -4,9 +4,9 @@
 #                             concurrency test in tests/common/test_env_setup.py points it at a one-package file)
 #   CHROMAFLOW_SKIP_TOOLS=1   do not install Nextflow (that test only)
 #
-# * System packages: scripts/install-system-deps runs first; it does nothing (and uses no network) when
-#   everything is present, installs what is missing when run as root, and otherwise prints the one apt line
-#   to run.
+# * System packages: scripts/install-system-deps --runtime runs first (the main job's only; scripts/install-test-deps
+#   adds the tests'); it does nothing (and uses no network) when everything is present, installs what is missing
+#   when run as root, and otherwise prints the one apt line to run.
 # * The virtualenv holds the pinned dependencies only (installed by scripts/create-venv, with uv), keyed by a hash of
 #   requirements.txt (and of scripts/build-moods, which builds MOODS-python portably), so it is built
 #   once and shared by every clone/worktree on the machine. Creation is serialised with flock(1) and
@@ -16,7 +16,7 @@
 #   bin/ on PATH (bin/chromaflow runs the package next to it), so each clone runs its own code.
 _cf_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CHROMAFLOW_CACHE="${CHROMAFLOW_CACHE:-$HOME/.cache/chromaflow}"
-"$_cf_root/scripts/install-system-deps" >&2 || { echo "chromaflow: system set-up failed (see above)" >&2; return 1 2>/dev/null || exit 1; }
+"$_cf_root/scripts/install-system-deps" --runtime >&2 || { echo "chromaflow: system set-up failed (see above)" >&2; return 1 2>/dev/null || exit 1; }
 _cf_req="${CHROMAFLOW_REQUIREMENTS:-$_cf_root/requirements.txt}"
 [ -r "$_cf_req" ] || { echo "chromaflow: requirements file $_cf_req not readable" >&2; return 1 2>/dev/null || exit 1; }
 # keyed by the pins and by how MOODS-python is built (a venv with a CPU-specific MOODS is not reused)
