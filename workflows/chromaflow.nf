@@ -57,12 +57,13 @@ workflow CHROMAFLOW {
             ch_metrics        = ch_metrics.mix(VARIANT_EFFECTS.out.metrics)
         }
 
-        // tracks, peaks and browser files (promoter windows and top variants where the sheet gives them)
+        // tracks, peaks and browser files (promoter windows and top variants where the sheet gives them); the
+        // sheet's FASTA gives the genome files and a single-file hub, so the tracks folder opens unedited in IGV
         if (!params.skip_tracks) {
             TRACKS(
                 ch_predictions.map { meta, p -> [meta.id, meta, p] }
                     .join(ch_samplesheet.map { meta, files -> [meta.id, files] })
-                    .map { id, meta, p, files -> [trackMeta(meta, files), p, []] },
+                    .map { id, meta, p, files -> [trackMeta(meta, files), p, [], files.fasta] },
                 ch_variant_tracks
             )
             ch_versions = ch_versions.mix(TRACKS.out.versions)

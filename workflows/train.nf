@@ -58,12 +58,14 @@ workflow TRAIN_MODEL {
         ch_versions = ch_versions.mix(PREDICT.out.versions)
         ch_metrics  = ch_metrics.mix(PREDICT.out.metrics)
         // tracks and peaks of the predicted assemblies: each has measured coverage (its h5 from ADD_COVERAGE, the one
-        // PREDICT read), so PEAKS's cutoff is the F1-best against the measured peaks
+        // PREDICT read), so PEAKS's cutoff is the F1-best against the measured peaks; the sheet's FASTA gives the
+        // genome files and a single-file hub
         if (!params.skip_tracks) {
             TRACKS(
                 PREDICT.out.predictions.map { meta, p -> [meta.id, meta.subMap(['id', 'species']), p] }
                     .join(ch_h5.map { meta, h5 -> [meta.id, h5] })
-                    .map { id, meta, p, h5 -> [meta, p, h5] },
+                    .join(ch_rows.map { meta, files -> [meta.id, files.fasta] })
+                    .map { id, meta, p, h5, fasta -> [meta, p, h5, fasta] },
                 Channel.empty()
             )
             ch_versions = ch_versions.mix(TRACKS.out.versions)

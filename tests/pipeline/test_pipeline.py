@@ -216,11 +216,20 @@ def test_tracks_cover_every_chromosome_on_both_strands(test_run):
         chrom_sizes = dict(line.split("\t") for line in (tracks / "chrom.sizes").read_text().splitlines())
         assert {k: int(v) for k, v in chrom_sizes.items()} == sizes
         assert (tracks / "igv_session.xml").exists() and (tracks / "hub.txt").exists()
+        # the sheet's FASTA (asmB's gzip) gives the genome files beside the tracks, the session's genome and one
+        # single-file hub (hub.txt holds the track stanzas): the folder opens unedited in IGV and igv.js
+        fai = [ln.split("\t")[:2] for ln in (tracks / f"{asm}.fa.fai").read_text().splitlines()]
+        assert {k: int(v) for k, v in fai} == sizes and (tracks / f"{asm}.fa").is_file()
+        assert (tracks / f"{asm}.2bit").is_file()
+        assert not (tracks / "genomes.txt").exists() and not (tracks / "trackDb.txt").exists()
+        assert f'genome="{asm}.fa"' in (tracks / "igv_session.xml").read_text()
+        hub = (tracks / "hub.txt").read_text()
+        assert "useOneFile on" in hub.splitlines() and f"twoBitPath {asm}.2bit" in hub.splitlines()
         # PEAKS: one narrowPeak per dataset, added to the published IGV session and hub
         for ds in ("atacseq", "h3k4me3"):
             assert (tracks / f"{asm}_{ds}.narrowPeak").exists() and (tracks / f"{asm}_{ds}.bb").exists()
             assert f'path="{asm}_{ds}.narrowPeak"' in (tracks / "igv_session.xml").read_text()
-            assert f"bigDataUrl {asm}_{ds}.bb" in (tracks / "trackDb.txt").read_text()
+            assert f"bigDataUrl {asm}_{ds}.bb" in hub
 
 
 def test_variant_shards_merge_to_one_cli_run_and_reach_the_browser_files(test_run, tmp_path):
@@ -261,7 +270,7 @@ def test_variant_shards_merge_to_one_cli_run_and_reach_the_browser_files(test_ru
     assert bws == sorted(p.name for p in (tmp_path / "t").iterdir()) and len(bws) == 7 * 2 * 2  # 7 scored, all kept
     assert all((variants / "variant_tracks" / b).read_bytes() == (tmp_path / "t" / b).read_bytes() for b in bws)
     tracks = outdir / "asmA" / "tracks"
-    session, trackdb = (tracks / "igv_session.xml").read_text(), (tracks / "trackDb.txt").read_text()
+    session, trackdb = (tracks / "igv_session.xml").read_text(), (tracks / "hub.txt").read_text()  # single-file hub
     paths = re.findall(r'<Resource path="(\.\./variants/variant_tracks/[^"]+)" type="bw"/>', session)
     assert sorted(paths) == [f"../variants/variant_tracks/{b}" for b in bws]
     assert all((tracks / p).is_file() for p in paths)
@@ -269,7 +278,7 @@ def test_variant_shards_merge_to_one_cli_run_and_reach_the_browser_files(test_ru
     # PEAKS' tracks and the promoter BED are still there
     assert 'path="asmA_atacseq.narrowPeak"' in session and "bigDataUrl asmA_h3k4me3.bb" in trackdb
     assert 'path="../genes/asmA.promoters.bed"' in session
-    for f in ("igv_session.xml", "trackDb.txt"):
+    for f in ("igv_session.xml", "hub.txt"):
         assert "variant" not in (outdir / "asmB" / "tracks" / f).read_text()
 
 
@@ -680,8 +689,8 @@ def test_prior_alpha_makes_genie3_wait_for_the_motif_prior(test_run, prior_stub_
     beds = [p for p in re.findall(r'<Resource path="([^"]+)" type="bed"/>', session.read_text())]
     assert beds == ["../genes/asmA.promoters.bed"] and (session.parent / beds[0]).is_file()
     assert 'type="bed"' not in (reference / "asmB" / "tracks" / "igv_session.xml").read_text()
-    # ... and its bigBed in asmA's UCSC hub (trackDb.txt, relative to it), holding the BED's windows
-    trackdb = (reference / "asmA" / "tracks" / "trackDb.txt").read_text()
+    # ... and its bigBed in asmA's UCSC hub (the single-file hub.txt, relative to it), holding the BED's windows
+    trackdb = (reference / "asmA" / "tracks" / "hub.txt").read_text()
     urls = re.findall(r"^bigDataUrl (\S+\.bb)$", trackdb, flags=re.M)
     assert "../genes/asmA.promoters.bb" in urls and "type bigBed 6" in trackdb
     import pyBigWig
@@ -691,7 +700,7 @@ def test_prior_alpha_makes_genie3_wait_for_the_motif_prior(test_run, prior_stub_
         (c, str(s), str(e), *r.split("\t")) for c, n in bb.chroms().items() for s, e, r in bb.entries(c, 0, n) or []
     )
     assert got == sorted(tuple(ln.split("\t")) for ln in (session.parent / beds[0]).read_text().splitlines())
-    assert "promoters" not in (reference / "asmB" / "tracks" / "trackDb.txt").read_text()
+    assert "promoters" not in (reference / "asmB" / "tracks" / "hub.txt").read_text()
     plain = [
         r for r in read_trace_file(test_run.trace) if r["process"].endswith(":GENIE3") and r["status"] == "COMPLETED"
     ]
@@ -739,5 +748,8 @@ def test_variant_browser_follows_what_writes_the_browser_files(tmp_path, skip, r
         # the published session of asmA is VARIANT_BROWSER's (its stub marks it), asmB's BIGWIG's
         assert "VARIANT_BROWSER stub" in (outdir / "asmA" / "tracks" / "igv_session.xml").read_text()
         assert "VARIANT_BROWSER" not in (outdir / "asmB" / "tracks" / "igv_session.xml").read_text()
+        # ... with BIGWIG's single-file hub (the FASTA's: no trackDb.txt), which VARIANT_BROWSER takes and publishes
+        tracks = outdir / "asmA" / "tracks"
+        assert (tracks / "hub.txt").is_file() and not (tracks / "trackDb.txt").exists()
     else:
         assert "BIGWIG" not in done and not browser and not (outdir / "asmA" / "tracks").exists()

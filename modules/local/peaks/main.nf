@@ -1,9 +1,9 @@
 /*
  * Peaks on the predicted tracks: `chromaflow peaks` once per dataset of the predictions h5 (narrowPeak, equal to
  * MACS3 bdgpeakcall on the strand-average track), added to the IGV session and UCSC hub BIGWIG wrote. The browser
- * files come in as BIGWIG's tracks (staged under tracks/); the updated igv_session.xml / trackDb.txt are new files
- * here (the staged links are replaced, BIGWIG's own files are left as they are). Cutoff, minimum length, maximum
- * gap and smoothing come through ext.args.
+ * files come in as BIGWIG's tracks (staged under tracks/); the updated igv_session.xml and hub stanzas (trackDb.txt,
+ * or the single-file hub.txt of a BIGWIG given the FASTA) are new files here (the staged links are replaced,
+ * BIGWIG's own files are left as they are). Cutoff, minimum length, maximum gap and smoothing come through ext.args.
  *
  * observed: a genome h5 with measured coverage (evaluation/<dataset>_coverage, ADD_COVERAGE's) or [] for none;
  * given, each dataset's cutoff is chosen against it (--observed; train mode sets meta.observed, and ext.args then
@@ -20,7 +20,7 @@ process PEAKS {
     tuple val(meta), path("tracks/*.{narrowPeak,bb}")             , emit: peaks
     tuple val(meta), path("tracks/*.peaks.json")                  , emit: summary
     // includeInputs: the updated files carry the names of the staged ones they replace
-    tuple val(meta), path("tracks/{igv_session.xml,trackDb.txt}", includeInputs: true), emit: browser, optional: true
+    tuple val(meta), path("tracks/{igv_session.xml,trackDb.txt,hub.txt}", includeInputs: true), emit: browser, optional: true
     tuple val(meta), path("*.peaks.metrics.json")                 , emit: metrics
     path "versions.yml"                                           , emit: versions
 

@@ -3,7 +3,8 @@
  * UCSC hub of an assembly's tracks: the final browser files, after BIGWIG wrote them and PEAKS (when it runs) added
  * its peaks. The browser files come in staged under tracks/, the bigWigs under variants/variant_tracks/: the
  * published layout (<id>/tracks/ beside <id>/variants/), so the relative paths written are the published ones.
- * The updated igv_session.xml / trackDb.txt are new files (the staged links are replaced).
+ * The updated igv_session.xml and hub stanzas (trackDb.txt, or the single-file hub.txt) are new files (the staged
+ * links are replaced).
  */
 process VARIANT_BROWSER {
     tag "${meta.id}"
@@ -14,7 +15,7 @@ process VARIANT_BROWSER {
 
     output:
     // includeInputs: the updated files carry the names of the staged ones they replace
-    tuple val(meta), path("tracks/{igv_session.xml,trackDb.txt}", includeInputs: true), emit: browser
+    tuple val(meta), path("tracks/{igv_session.xml,trackDb.txt,hub.txt}", includeInputs: true), emit: browser
     path "versions.yml"                                                                , emit: versions
 
     when:
@@ -32,7 +33,7 @@ process VARIANT_BROWSER {
     stub:
     """
     mkdir -p tracks
-    for f in igv_session.xml trackDb.txt; do
+    for f in igv_session.xml trackDb.txt hub.txt; do
         if [ -e tracks/\$f ]; then cp --remove-destination "\$(readlink -f tracks/\$f)" tracks/\$f; fi
     done
     echo '<!-- VARIANT_BROWSER stub: variant tracks -->' >> tracks/igv_session.xml

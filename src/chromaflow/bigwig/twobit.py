@@ -13,7 +13,7 @@ UCSC's ``faToTwoBit`` is not a Python dependency. The format is small (UCSC's tw
 
 The records are spooled to an anonymous temporary file as they come (the index needs every record's size first),
 then header, index and records are written in order: memory holds one record at a time. Tested against py2bit
-(lib2bit, UCSC's reader), tests/bigwig/test_twobit.py.
+(lib2bit, UCSC's reader), tests/browsers/test_genome_files.py.
 """
 
 from __future__ import annotations

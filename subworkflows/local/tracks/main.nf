@@ -6,10 +6,11 @@
  *   predictions ── BIGWIG ── <id>/tracks/ ── PEAKS (unless --skip_peaks) ── VARIANT_BROWSER (assemblies with variant
  *                                                                             tracks: meta.variant_browser)
  *
- * take: ch_predictions     [meta, predictions, observed]: predictions as PREDICT_ASSEMBLIES emits them; meta may
- *                          carry the browser files' extras (trackMeta: the promoter windows, variant_browser);
+ * take: ch_predictions     [meta, predictions, observed, fasta]: predictions as PREDICT_ASSEMBLIES emits them; meta
+ *                          may carry the browser files' extras (trackMeta: the promoter windows, variant_browser);
  *                          observed: [] or the assembly's h5 with measured coverage (train mode: PEAKS then picks
- *                          its cutoff against it, --cutoff auto)
+ *                          its cutoff against it, --cutoff auto); fasta: the assembly's FASTA as the sheet gives it
+ *                          (BIGWIG writes the genome files and a single-file hub.txt from it; [] for none)
  *       ch_variant_tracks  [id, bigWigs] from VARIANT_EFFECTS (an empty channel: none)
  * emit: versions, metrics
  */
@@ -40,7 +41,7 @@ workflow TRACKS {
     ch_metrics  = Channel.empty()
 
     ch_blacklist = params.track_blacklist ? Channel.value(file(params.track_blacklist, checkIfExists: true)) : Channel.value([])
-    BIGWIG(ch_predictions.map { meta, p, observed -> [meta, p] }, ch_blacklist)
+    BIGWIG(ch_predictions.map { meta, p, observed, fasta -> [meta, p, fasta] }, ch_blacklist)
     ch_versions = ch_versions.mix(BIGWIG.out.versions)
     ch_metrics  = ch_metrics.mix(BIGWIG.out.metrics)
 
@@ -48,7 +49,7 @@ workflow TRACKS {
         // joined by id: BIGWIG's meta carries the browser extras; with measured coverage the cutoff is the F1-best
         // against its peaks (meta.observed: --cutoff auto)
         PEAKS(
-            ch_predictions.map { meta, p, observed -> [meta.id, p, observed] }
+            ch_predictions.map { meta, p, observed, fasta -> [meta.id, p, observed] }
                 .join(BIGWIG.out.tracks.map { meta, t -> [meta.id, meta, t] })
                 .map { id, p, observed, meta, t -> [meta + (observed ? [observed: true] : [:]), p, t, observed] }
         )
@@ -56,9 +57,10 @@ workflow TRACKS {
         ch_metrics  = ch_metrics.mix(PEAKS.out.metrics)
     }
 
-    // the browser files VARIANT_BROWSER completes: PEAKS' where peaks run, else BIGWIG's
+    // the browser files VARIANT_BROWSER completes: PEAKS' where peaks run, else BIGWIG's (the hub's track stanzas
+    // are in hub.txt when BIGWIG had the FASTA, in trackDb.txt without it)
     ch_browser = params.skip_peaks
-        ? BIGWIG.out.tracks.map { meta, t -> [meta, t.findAll { f -> f.name in ['igv_session.xml', 'trackDb.txt'] }] }
+        ? BIGWIG.out.tracks.map { meta, t -> [meta, t.findAll { f -> f.name in ['igv_session.xml', 'hub.txt', 'trackDb.txt'] }] }
         : PEAKS.out.browser
 
     VARIANT_BROWSER(
