@@ -25,6 +25,21 @@ def _records(path) -> dict[str, str]:
     return {r.seqid: bytes(r.seq).decode() for r in FastaReader(path)}
 
 
+def _write_2bit(path, seqs: dict[str, str]):
+    """``seqs`` (name -> sequence) written with our TwoBitWriter; the path."""
+    with open(path, "wb") as fh:
+        w = TwoBitWriter(fh)
+        for name, seq in seqs.items():
+            w.add(name, seq.encode())
+        w.close()
+    return path
+
+
+def _as_read(seq: str) -> str:
+    """What a 2bit reader gives back for ``seq``: every non-ACGT code as N, the case kept."""
+    return "".join(c if c.upper() in "ACGT" else "N" for c in seq)
+
+
 @pytest.mark.parametrize("masked", [False, True])
 def test_twobit_reads_back_with_py2bit(tmp_path, masked):
     """N runs (every non-ACGT IUPAC code reads back as N), soft-masked runs, lengths not a multiple of 4, one base."""
@@ -34,18 +49,13 @@ def test_twobit_reads_back_with_py2bit(tmp_path, masked):
         "long_name_" + "x" * 100: "acgtn" * 333 + "TTT",
         "s4": "NNNN",
     }
-    path = tmp_path / "t.2bit"
-    with open(path, "wb") as fh:
-        w = TwoBitWriter(fh)
-        for name, seq in seqs.items():
-            w.add(name, seq.encode())
-        w.close()
+    path = _write_2bit(tmp_path / "t.2bit", seqs)
     tb = py2bit.open(str(path), masked)
     try:
         assert tb.chroms() == {n: len(s) for n, s in seqs.items()}
         for name, seq in seqs.items():
             # lib2bit writes N blocks as 'N' even where masked (the mask blocks are checked in the header below)
-            want = "".join(c if c.upper() in "ACGT" else "N" for c in seq)
+            want = _as_read(seq)
             assert tb.sequence(name) == (want if masked else want.upper())
     finally:
         tb.close()
@@ -71,16 +81,11 @@ def test_twobit_blocks_across_encoding_steps(tmp_path, monkeypatch, step):
     monkeypatch.setattr(twobit, "STEP", step)
     rng = random.Random(step)
     seqs = {f"s{i}": "".join(rng.choice("ACGTacgtNnRy") for _ in range(rng.randint(1, 120))) for i in range(15)}
-    path = tmp_path / "t.2bit"
-    with open(path, "wb") as fh:
-        w = TwoBitWriter(fh)
-        for name, seq in seqs.items():
-            w.add(name, seq.encode())
-        w.close()
+    path = _write_2bit(tmp_path / "t.2bit", seqs)
     tb = py2bit.open(str(path), True)
     try:
         for name, seq in seqs.items():
-            assert tb.sequence(name) == "".join(c if c.upper() in "ACGT" else "N" for c in seq)
+            assert tb.sequence(name) == _as_read(seq)
             assert tb.hardMaskedBlocks(name) == [m.span() for m in re.finditer(r"[^ACGTacgt]+", seq)]
             assert tb.softMaskedBlocks(name) == [m.span() for m in re.finditer(r"[a-z]+", seq)]
     finally:
