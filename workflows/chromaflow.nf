@@ -7,6 +7,7 @@
  *   vcf ── VARIANT_EFFECTS (the same model) ── top-variant bigWigs ───────┘  │
  *                                                                        ├─ GENES_AND_MOTIFS ── motif prior ─┐
  *   expression (+ regulators) ──────────────────────────────────────────────────────────── NETWORK (GENIE3) ─┘
+ *   tracks + peaks + variant effects + promoter accessibility ── REVIEW (one HTML page per assembly) ── REPORTING
  *
  * take: ch_samplesheet  [meta, files] per assembly: meta = [id, species, expression_layout] (+ motifs_db),
  *                       files = [fasta:, expression:, regulators:, annotation:, motifs:, tf_motifs:, vcf:] ([] where
@@ -19,6 +20,7 @@ include { TRACKS; trackMeta  } from '../subworkflows/local/tracks'
 include { GENES_AND_MOTIFS   } from '../subworkflows/local/genes_and_motifs'
 include { NETWORK            } from '../subworkflows/local/network'
 include { REPORTING          } from '../subworkflows/local/reporting'
+include { REVIEW             } from '../subworkflows/local/review'
 
 workflow CHROMAFLOW {
     take:
@@ -28,6 +30,7 @@ workflow CHROMAFLOW {
     ch_versions    = Channel.empty()
     ch_metrics     = Channel.empty()   // [meta, metrics JSON] of every task, annotated by REPORTING
     ch_predictions = Channel.empty()
+    ch_review      = Channel.empty()   // [meta, review page] per assembly (REVIEW_PAGE)
     ch_fasta       = ch_samplesheet.map { meta, files -> [meta, files.fasta] }
 
     // FASTA → genome h5 in Helixer's layout: what PREDICT reads, unless it reads the FASTA itself
@@ -47,12 +50,14 @@ workflow CHROMAFLOW {
 
         // the effects of the sheet's variants, with the same model
         ch_variant_tracks = Channel.empty()
+        ch_effects        = Channel.empty()
         if (!params.skip_variant_effect) {
             VARIANT_EFFECTS(
                 ch_samplesheet.filter { meta, files -> files.vcf }.map { meta, files -> [meta, files.vcf, files.fasta] },
                 PREDICT_ASSEMBLIES.out.model
             )
             ch_variant_tracks = VARIANT_EFFECTS.out.tracks
+            ch_effects        = VARIANT_EFFECTS.out.effects
             ch_versions       = ch_versions.mix(VARIANT_EFFECTS.out.versions)
             ch_metrics        = ch_metrics.mix(VARIANT_EFFECTS.out.metrics)
         }
@@ -75,14 +80,20 @@ workflow CHROMAFLOW {
     GENES_AND_MOTIFS(ch_samplesheet, ch_predictions)
     ch_versions = ch_versions.mix(GENES_AND_MOTIFS.out.versions)
     ch_metrics  = ch_metrics.mix(GENES_AND_MOTIFS.out.metrics)
+    // a review page per assembly with tracks: its strongest variant effects, peaks and extreme promoters
+    if (!params.skip_predict && !params.skip_tracks) {
+        REVIEW(TRACKS.out.tracks, TRACKS.out.peaks, ch_effects, ch_variant_tracks, GENES_AND_MOTIFS.out.accessibility)
+        ch_review   = REVIEW.out.html
+        ch_versions = ch_versions.mix(REVIEW.out.versions)
+    }
     if (!params.skip_genie3) {
         NETWORK(ch_samplesheet, GENES_AND_MOTIFS.out.prior)
         ch_versions = ch_versions.mix(NETWORK.out.versions)
         ch_metrics  = ch_metrics.mix(NETWORK.out.metrics)
     }
 
-    // benchmark report, MultiQC and the versions of every process
-    REPORTING(ch_versions, ch_metrics)
+    // benchmark report, MultiQC (with a link to each review page) and the versions of every process
+    REPORTING(ch_versions, ch_metrics, ch_review)
 
     emit:
     versions = REPORTING.out.versions

@@ -73,7 +73,7 @@ workflow TRAIN_MODEL {
         }
     }
 
-    REPORTING(ch_versions, ch_metrics)
+    REPORTING(ch_versions, ch_metrics, Channel.empty())   // no review pages in train mode
 
     emit:
     model      = TRAIN.out.best

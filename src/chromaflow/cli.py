@@ -86,6 +86,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "chromaflow.variant.cli_merge",
         "join variant-effect --shard tables into the unsharded table; overall top --tracks",
     ),
+    "review-page": (
+        "chromaflow.review.cli",
+        "a self-contained HTML review page (igv-reports): top variant effects, strongest peaks, extreme promoters",
+    ),
     "evaluate": (
         "chromaflow.train.cli_evaluate",
         "Predmoter test mode: per-file loss and Pearson per dataset, plus plots",

@@ -252,4 +252,24 @@ def test_peaks_and_variants_go_into_the_single_file_hub(asm_predictions, asm_bro
     assert {"asmA_promoters", "asmA_atacseq_peaks", "asmA_variant_001_h3k4me3_alt"} <= set(tracks)
     peak = next(s for s in stanzas if s.startswith("track asmA_atacseq_peaks\n"))
     assert "\ntype bigBed 6 +\n" in peak + "\n" and "\nshortLabel atacseq peaks\n" in peak
+    # named like the bigWig tracks (<id> <dataset> ...), in the hub and in the IGV session
+    assert "\nlongLabel asmA atacseq peaks on the predicted track (chromaflow peaks)" in peak
+    assert 'name="asmA atacseq peaks"' in (out / "igv_session.xml").read_text()
     assert not (out / "trackDb.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "dataset", "shown"),
+    [
+        ("asmA_atacseq", "atacseq", "asmA atacseq"),
+        ("my_calls", "atacseq", "my_calls"),
+        ("atacseq", "atacseq", "atacseq"),
+    ],
+)
+def test_peaks_are_shown_as_id_and_dataset(name, dataset, shown):
+    """The pipeline's peaks name <id>_<dataset> is shown as the bigWig tracks are (<id> <dataset>); another --name as
+    given."""
+    from chromaflow.peaks.browser import display_name
+
+    assert display_name(name, dataset) == shown
+    assert display_name(name, None) == name

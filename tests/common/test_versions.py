@@ -27,6 +27,7 @@ IMPORTED = {
     "hdf5": ("h5py", "version.hdf5_version"),
     "MOODS-python": ("MOODS", None),
     "pyjaspar": ("pyjaspar", None),
+    "igv-reports": ("igv_reports", "__version__"),
 }
 
 

@@ -439,12 +439,12 @@ def test_browser_dir_adds_peaks_to_igv_session_and_hub(data, tmp_path):
     assert res == ["p_atacseq_avg_strand.bw", "p_atacseq.narrowPeak"]
     feat = [t for t in root.iter("Track") if t.get("clazz") == "org.broad.igv.track.FeatureTrack"]
     assert [t.get("id") for t in feat] == ["p_atacseq.narrowPeak"]
-    assert [t.get("name") for t in feat] == ["p_atacseq peaks"]
+    assert [t.get("name") for t in feat] == ["p atacseq peaks"]  # named like the bigWig tracks (p atacseq avg)
     assert [p.get("name") for p in root.iter("Panel")] == ["DataPanel", "FeaturePanel"]
     stanzas = (tracks / "trackDb.txt").read_text().split("\n\n")
     peak = [x for x in stanzas if x.startswith("track p_atacseq_peaks\n")]
     assert len(peak) == 1 and "bigDataUrl p_atacseq.bb" in peak[0] and "\ntype bigBed 6 +\n" in peak[0]
-    assert "\nshortLabel p_atacseq peaks\n" in peak[0]
+    assert "\nshortLabel p atacseq peaks\n" in peak[0]
     bb = pyBigWig.open(str(tracks / "p_atacseq.bb"))
     try:
         sizes = bb.chroms()

@@ -71,6 +71,7 @@ def test_run_succeeds_and_reports_exist(test_run):
         "NETWORK:GENIE3_PLAN",
         "NETWORK:GENIE3",
         "NETWORK:GENIE3_MERGE",
+        "REVIEW:REVIEW_PAGE",
         "REPORTING:BENCHMARK",
         "REPORTING:MULTIQC",
     )
@@ -82,7 +83,8 @@ def test_run_succeeds_and_reports_exist(test_run):
     # 2 FASTA2H5, 2 shard plans, 1 model, 4 PREDICT shards, 2 merges, 2 views, 2 BIGWIG, 2 PEAKS, asmA's vcf: 1
     # VARIANT_PLAN, 3
     # VARIANT_EFFECT shards (8 rows, --variant_shard_size 3), 1 VARIANT_MERGE, 1 VARIANT_BROWSER; GENE_ACCESSIBILITY and
-    # MOTIF_PRIOR of asmA (the only row with an annotation), 1 GENIE3 plan, 3 GENIE3 chunks, 1 merge, BENCHMARK, MULTIQC
+    # MOTIF_PRIOR of asmA (the only row with an annotation), 1 GENIE3 plan, 3 GENIE3 chunks, 1 merge, 2 REVIEW_PAGE,
+    # BENCHMARK, MULTIQC
     assert sorted(done) == sorted(
         ["FASTA2H5"] * 2
         + ["PREDICT_PLAN"] * 2
@@ -97,6 +99,7 @@ def test_run_succeeds_and_reports_exist(test_run):
         + ["GENIE3_PLAN"]
         + ["GENIE3"] * 3
         + ["GENIE3_MERGE", "BENCHMARK", "MULTIQC"]
+        + ["REVIEW_PAGE"] * 2
     )
 
 
@@ -397,12 +400,19 @@ def test_multiqc_report_shows_our_sections_in_headless_chromium(test_run, tmp_pa
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     dom = res.stdout
     assert len(dom) > 100_000, res.stderr[-2000:]
-    headings = dict(re.findall(r'<h2 class="mb-0" id="([a-z_]+)">([^<]+?)\s*<', dom))
+    headings = dict(re.findall(r'<h2 class="mb-0" id="([a-z_-]+)">([^<]+?)\s*<', dom))
     assert headings == {
+        "chromaflow_review": "Review pages",
         "chromaflow_throughput": "chromaflow throughput",
         "chromaflow_benchmark": "chromaflow benchmark",
         "multiqc_software_versions": "Software Versions",
+        "chromaflow-summary": "chromaflow Workflow Summary",
+        "chromaflow-methods-description": "chromaflow Methods Description",
     }, headings
+    # the review section links each assembly's page where the pipeline published it
+    for asm in ("asmA", "asmB"):
+        assert f'<a href="../{asm}/review/{asm}.review.html">{asm}</a>' in dom
+        assert (report.parent / f"../{asm}/review/{asm}.review.html").resolve().is_file()
     # Plotly ran: the plot div got its class and an SVG whose bar labels are the stages of the custom content
     plot = dom[dom.index('id="chromaflow_throughput_plot"') :]
     assert "js-plotly-plot" in plot[:2000] and 'class="main-svg"' in plot

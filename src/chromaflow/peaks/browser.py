@@ -60,9 +60,19 @@ def write_bignarrowpeak(path: Path, chroms: list[tuple[str, int]], narrowpeak: s
     )
 
 
-def add_to_browser_files(browser_dir: Path, narrowpeak: Path, name: str, bigbed: str | None) -> list[Path]:
+def display_name(name: str, dataset: str | None) -> str:
+    """The peaks' name as the browser files show it: ``<id> <dataset>`` for the pipeline's ``<id>_<dataset>`` (the
+    way chromaflow bigwig names its tracks, ``<id> <dataset> <strand>``), else ``name`` as given."""
+    if dataset and name.endswith("_" + dataset) and len(name) > len(dataset) + 1:
+        return f"{name[: -len(dataset) - 1]} {dataset}"
+    return name
+
+
+def add_to_browser_files(
+    browser_dir: Path, narrowpeak: Path, name: str, bigbed: str | None, dataset: str | None = None
+) -> list[Path]:
     """Add the peak track to ``browser_dir``/igv_session.xml (required) and, with ``bigbed``, to the hub's track
-    stanzas (trackDb.txt or the single-file hub.txt, where there is a hub).
+    stanzas (trackDb.txt or the single-file hub.txt, where there is a hub), labelled ``display_name(name, dataset)``.
 
     Parameters
     ----------
@@ -74,6 +84,8 @@ def add_to_browser_files(browser_dir: Path, narrowpeak: Path, name: str, bigbed:
         The peaks' name (``--name``: the pipeline gives ``<id>_<dataset>``).
     bigbed : str or None
         The bigBed of the peaks, relative to ``browser_dir``.
+    dataset : str or None
+        The predictions' dataset the peaks were called on (None for a bigWig's).
 
     Returns
     -------
@@ -84,10 +96,11 @@ def add_to_browser_files(browser_dir: Path, narrowpeak: Path, name: str, bigbed:
     if not session.is_file():
         raise ChromaflowError(f"{session}: no IGV session to add the peaks to (write it with chromaflow bigwig)")
     rel = str(narrowpeak)
-    texts = {session: _igv(session.read_text(), rel, name)}
+    label = display_name(name, dataset)
+    texts = {session: _igv(session.read_text(), rel, label)}
     if bigbed is not None:
         for hub in track_stanza_files(browser_dir):
-            texts[hub] = _trackdb(hub.read_text(), bigbed, name)
+            texts[hub] = _trackdb(hub.read_text(), bigbed, name, label)
     write_texts_atomic(texts)
     return list(texts)
 
@@ -117,15 +130,16 @@ def _igv(xml: str, rel: str, name: str) -> str:
     return xml.replace("</Session>", f'    <Panel name="FeaturePanel">\n{track}    </Panel>\n</Session>', 1)
 
 
-def _trackdb(text: str, bigbed: str, name: str) -> str:
-    """A trackDb (or single-file hub) ``text`` with the peaks' ``type bigBed 6 +`` stanza, an older one replaced."""
+def _trackdb(text: str, bigbed: str, name: str, label: str) -> str:
+    """A trackDb (or single-file hub) ``text`` with the peaks' ``type bigBed 6 +`` stanza (track ``<name>_peaks``,
+    long label ``<label> peaks ...``), an older one replaced."""
     ident = f"{track_ident(name)}_peaks"
     stanza = "\n".join(
         [
             f"track {ident}",
             f"bigDataUrl {url(bigbed)}",
-            f"shortLabel {short_label(name, 'peaks', keep='end')}",
-            long_label(f"longLabel {name} peaks on the predicted track (chromaflow peaks)"),
+            f"shortLabel {short_label(label, 'peaks', keep='end')}",
+            long_label(f"longLabel {label} peaks on the predicted track (chromaflow peaks)"),
             "type bigBed 6 +",
             "visibility dense",
         ]

@@ -378,7 +378,11 @@ def _write_outputs(
         if bigbed is not None:
             write_bignarrowpeak(Path(bigbed), chroms, options.out)
         updated = add_to_browser_files(
-            bdir, Path(os.path.relpath(options.out, bdir)), name, os.path.relpath(bigbed, bdir) if bigbed else None
+            bdir,
+            Path(os.path.relpath(options.out, bdir)),
+            name,
+            os.path.relpath(bigbed, bdir) if bigbed else None,
+            choice["dataset"],
         )
         choice.update(browser_files=sorted(p.name for p in updated))
     write_json_atomic(summary, choice)

@@ -10,6 +10,7 @@
  * take: ch_samplesheet  [meta, files] per assembly (PIPELINE_INITIALISATION)
  *       ch_predictions  [meta, predictions] (PREDICT_ASSEMBLIES; an empty channel with --skip_predict)
  * emit: prior           [meta, prior] per assembly with motifs
+ *       accessibility   [meta, table, promoters BED] per assembly with an annotation (GENE_ACCESSIBILITY)
  *       versions, metrics
  */
 include { GENE_ACCESSIBILITY } from '../../../modules/local/gene_accessibility'
@@ -24,6 +25,7 @@ workflow GENES_AND_MOTIFS {
     ch_versions = Channel.empty()
     ch_metrics  = Channel.empty()
     ch_prior    = Channel.empty()
+    ch_access   = Channel.empty()
     ch_by_id    = ch_predictions.map { meta, p -> [meta.id, p] }
 
     if (!params.skip_predict) {
@@ -35,6 +37,7 @@ workflow GENES_AND_MOTIFS {
         )
         ch_versions = ch_versions.mix(GENE_ACCESSIBILITY.out.versions)
         ch_metrics  = ch_metrics.mix(GENE_ACCESSIBILITY.out.metrics)
+        ch_access   = GENE_ACCESSIBILITY.out.table.join(GENE_ACCESSIBILITY.out.bed)
     }
 
     if (!params.skip_genie3) {
@@ -52,7 +55,8 @@ workflow GENES_AND_MOTIFS {
     }
 
     emit:
-    prior    = ch_prior
-    versions = ch_versions
-    metrics  = ch_metrics
+    prior         = ch_prior
+    accessibility = ch_access
+    versions      = ch_versions
+    metrics       = ch_metrics
 }

@@ -12,7 +12,9 @@
  *                          its cutoff against it, --cutoff auto); fasta: the assembly's FASTA as the sheet gives it
  *                          (BIGWIG writes the genome files and a single-file hub.txt from it; [] for none)
  *       ch_variant_tracks  [id, bigWigs] from VARIANT_EFFECTS (an empty channel: none)
- * emit: versions, metrics
+ * emit: tracks             [meta, files] BIGWIG's tracks folder (bigWigs, genome files, browser files)
+ *       peaks              [meta, files] PEAKS' narrowPeak and bigBed files (none with --skip_peaks)
+ *       versions, metrics
  */
 include { BIGWIG          } from '../../../modules/local/bigwig'
 include { PEAKS           } from '../../../modules/local/peaks'
@@ -39,6 +41,7 @@ workflow TRACKS {
     main:
     ch_versions = Channel.empty()
     ch_metrics  = Channel.empty()
+    ch_peaks    = Channel.empty()
 
     ch_blacklist = params.track_blacklist ? Channel.value(file(params.track_blacklist, checkIfExists: true)) : Channel.value([])
     BIGWIG(ch_predictions.map { meta, p, observed, fasta -> [meta, p, fasta] }, ch_blacklist)
@@ -55,6 +58,7 @@ workflow TRACKS {
         )
         ch_versions = ch_versions.mix(PEAKS.out.versions)
         ch_metrics  = ch_metrics.mix(PEAKS.out.metrics)
+        ch_peaks    = PEAKS.out.peaks
     }
 
     // the browser files VARIANT_BROWSER completes: PEAKS' where peaks run, else BIGWIG's (the hub's track stanzas
@@ -72,6 +76,8 @@ workflow TRACKS {
     ch_versions = ch_versions.mix(VARIANT_BROWSER.out.versions)
 
     emit:
+    tracks   = BIGWIG.out.tracks
+    peaks    = ch_peaks
     versions = ch_versions
     metrics  = ch_metrics
 }

@@ -10,6 +10,7 @@
  * emit: tracks     [id, bigWigs]: the final top-variant bigWigs of each assembly with a vcf ([] where none were
  *                  written, e.g. every variant skipped), the unsharded task's or the merge's; TRACKS adds them to the
  *                  assembly's browser files (VARIANT_BROWSER)
+ *       effects    [id, effects table] of each assembly with a vcf: the unsharded task's or the merge's
  *       versions, metrics
  */
 include { VARIANT_PLAN   } from '../../../modules/local/variant_plan'
@@ -53,8 +54,12 @@ workflow VARIANT_EFFECTS {
                 .mix(VARIANT_MERGE.out.tracks.map { meta, t -> [meta.id, t] }), remainder: true)
         .map { id, scored, t -> [id, t ?: []] }
 
+    ch_effects = VARIANT_EFFECT.out.effects.filter { meta, e -> meta.shards == 1 }.map { meta, e -> [meta.id, e] }
+        .mix(VARIANT_MERGE.out.effects.map { meta, e -> [meta.id, e] })
+
     emit:
     tracks   = ch_tracks
+    effects  = ch_effects
     versions = ch_versions
     metrics  = ch_metrics
 }
