@@ -4,6 +4,7 @@ every command shares (subsequence length, species)."""
 from __future__ import annotations
 
 import ast
+import json
 
 import numpy as np
 import pytest
@@ -79,11 +80,15 @@ def test_species_rule(species, message):
 
 
 def test_the_pipeline_reads_the_same_species_and_id_rule():
-    """One rule for the package and the pipeline: the sheet reader takes its id and species patterns and the length
-    bound from the package's schemas/assembly.json, the file check_species reads, and writes none of its own."""
+    """One rule for the package and the pipeline: both sheets' schemas (assets/schema_input.json,
+    schema_train.json, read by the pipeline's sheet reader) take their id and species rule by $ref from the package's
+    schemas/assembly.json, the file check_species reads, and the sheet reader writes none of its own."""
     sheet = (ROOT / "subworkflows" / "local" / "utils_chromaflow" / "samplesheet.nf").read_text()
-    assert "src/chromaflow/schemas/assembly.json" in sheet
-    assert "assemblyRules().id.pattern" in sheet and "rule.pattern" in sheet and "rule.maxLength" in sheet
+    for name in ("schema_input.json", "schema_train.json"):
+        props = json.loads((ROOT / "assets" / name).read_text())["items"]["properties"]
+        for column in ("id", "species"):
+            assert props[column]["$ref"] == f"../src/chromaflow/schemas/assembly.json#/properties/{column}"
+            assert set(props[column]) == {"$ref", "description"}, f"{name}: {column} has rules of its own"
     assert "x21" not in sheet and "[A-Za-z0-9._-]" not in sheet, "a pattern written in the sheet reader itself"
     rules = encoding.assembly_rules()
     assert rules["species"]["maxLength"] == encoding.MAX_SPECIES_BYTES

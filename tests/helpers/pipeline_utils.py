@@ -171,9 +171,12 @@ def render_configs(profile_lists: list[str], cwd: Path) -> dict[str, str]:
     return rendered
 
 
-def validate_sheets(cwd: Path, sheets, train_sheets=()) -> dict[str, tuple[str, str]]:
-    """{sheet path: (OK|ERROR, rows JSON or message)} from one run of the validation driver (one JVM for all)."""
+def validate_sheets(cwd: Path, sheets, train_sheets=(), schema: Path | None = None) -> dict[str, tuple[str, str]]:
+    """{sheet path: (OK|ERROR, rows JSON or message)} from one run of the validation driver (one JVM for all);
+    ``schema``: a sheet schema file read instead of the one nextflow_schema.json names."""
     cmd = ["nextflow", "run", str(VALIDATE_SHEETS), "-ansi-log", "false"]
+    if schema is not None:
+        cmd += ["--sheet_schema", str(schema)]
     if sheets:  # an empty value would reach the driver as `true`
         cmd += ["--sheets", ",".join(map(str, sheets))]
     if train_sheets:

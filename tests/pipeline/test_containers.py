@@ -29,8 +29,9 @@
    It is a shim, not a container: it shows which image and options Nextflow passes per process (CUDA image and
    ``--nv`` on PREDICT only), NOT that the images work under Singularity/Apptainer, that ``docker://`` pulls
    succeed, or that ``--nv`` exposes a GPU.
-4. ``nextflow config``: no profile sets a GPU flag globally; the CUDA image only under ``gpu``/``slurm_gpu`` (the 11
-   profile lists rendered in one JVM by Nextflow's own config code: helpers.pipeline_utils.render_configs).
+4. ``nextflow config``: no profile sets a GPU flag globally; the CUDA image and a GPU request (``accelerator``) only
+   under ``gpu``/``slurm_gpu``, none under a CPU profile (the 15 profile lists rendered in one JVM by Nextflow's own
+   config code: helpers.pipeline_utils.render_configs).
 """
 
 from __future__ import annotations
@@ -756,6 +757,10 @@ def test_singularity_apptainer_command_lines(shim_runs, engine):
 
 # --------------------------------------------------------------------------------------- nextflow config
 CONFIG_PROFILES = [
+    "local",
+    "test",
+    "test_full",
+    "slurm",
     "docker",
     "podman",
     "test,podman",
@@ -791,6 +796,15 @@ def test_profiles_images_and_no_global_gpu_flags(rendered_configs, profiles):
     # the CUDA image only when a GPU profile asks for it
     assert (f"process.'withLabel:process_gpu'.container = '{GPU_IMAGE}'" in flat) == wants_gpu
     assert ("process.'withLabel:process_gpu'.containerOptions" in flat) == wants_gpu
+    # a GPU request only under a GPU profile: a CPU profile's tasks, process_gpu ones included, ask for none
+    requests = [line for line in flat.splitlines() if re.match(r"process\.\S*accelerator = ", line)]
+    if wants_gpu:
+        assert sorted(requests) == [
+            "process.'withLabel:process_gpu'.accelerator = 1",
+            "process.'withName:TRAIN'.accelerator = { params.train_gpus as int }",
+        ], requests
+    else:
+        assert requests == [], f"{profiles}: a CPU profile asks for a GPU: {requests}"
     engines = [e for e in ("docker", "podman", "singularity", "apptainer") if e in profiles.split(",")]
     for e in ("docker", "podman", "singularity", "apptainer"):
         assert (f"{e}.enabled = true" in flat) == (e in engines), (e, profiles)

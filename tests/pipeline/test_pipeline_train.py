@@ -286,7 +286,7 @@ def test_train_predict_uses_the_new_model_on_the_val_assembly(train_run, tmp_pat
 BAD_TRAIN_ROWS = {
     "split": (
         "valA,validation,valA.fa,Testus_trainus,atacseq,valA_atacseq_1.bam,unstranded,true",
-        "line 3: column 'split' must be train, val or test (got 'validation')",
+        "line 3: column 'split': 'validation' must be train, val or test",
     ),
     "sam": (
         "valA,val,valA.fa,Testus_trainus,atacseq,valA_atacseq_1.sam,unstranded,true",

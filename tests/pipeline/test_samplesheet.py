@@ -41,20 +41,23 @@ CASES: dict[str, tuple[str | bytes, object]] = {
         "id,fasta,vcf\nA,{fasta},{dir}/no_such.vcf.gz\n",
         r"line 2: column 'vcf': file not found: .*no_such.vcf.gz",
     ),
-    "id_with_space": ("id,fasta\nmy genome,{fasta}\n", r"line 2: id 'my genome' may only contain"),
-    "id_with_slash": ("id,fasta\na/b,{fasta}\n", r"line 2: id 'a/b' may only contain"),
+    "id_with_space": ("id,fasta\nmy genome,{fasta}\n", r"line 2: column 'id': 'my genome' may only contain"),
+    "id_with_slash": ("id,fasta\na/b,{fasta}\n", r"line 2: column 'id': 'a/b' may only contain"),
     "id_too_long": (
         "id,fasta\n" + "a" * 101 + ",{fasta}\n",
-        r"line 2: id 'a{20}\.\.\.' is 101 characters; at most 100",
+        r"line 2: column 'id': 'a{20}\.\.\.' is 101 characters; at most 100",
     ),
     "empty_sheet": ("id,fasta\n", r"no assemblies \(only a header line\)"),
     "empty_file": ("", r"file is empty"),
     "only_empty_lines": ("\n\n\r\n", r"file is empty"),
     "field_count": ("id,fasta\nA,{fasta},extra\n", r"line 2: 3 fields, but the header has 2"),
-    "long_species": ("id,fasta,species\nA,{fasta}," + "x" * 26 + "\n", r"line 2: species '.*' is 26 bytes"),
+    "long_species": (
+        "id,fasta,species\nA,{fasta}," + "x" * 26 + "\n",
+        r"line 2: column 'species': 'x{26}' is 26 characters; at most 25 \(the Helixer layout stores 25 bytes",
+    ),
     "unknown_layout": (
         "id,fasta,expression,expression_layout\nA,{fasta},{expr},genes-by-samples\n",
-        r"line 2: expression_layout 'genes-by-samples' must be genes-x-samples or samples-x-genes",
+        r"line 2: column 'expression_layout': 'genes-by-samples' must be genes-x-samples or samples-x-genes",
     ),
     "regulators_without_expression": (
         "id,fasta,regulators\nA,{fasta},{regs}\n",
@@ -78,7 +81,7 @@ CASES: dict[str, tuple[str | bytes, object]] = {
     "trailing_empty_lines": ("id,fasta\nA,{fasta}\n\n  \n\r\n", [["A", "A", "genes-x-samples", "{fasta}", None, None]]),
     "quoted_fields": (
         '"id","fasta","species"\n"A","{dir}/with, comma.fa","Sp ""q"""\n',
-        r"line 2: species 'Sp \"q\"' must be printable ASCII without spaces",
+        r"line 2: column 'species': 'Sp \"q\"' must be printable ASCII without spaces",
     ),
     "quoted_fields_valid": (
         '"id","fasta","species"\n"A","{dir}/with, comma.fa","Sp_""q"""\n',
@@ -307,3 +310,131 @@ def test_train_sheet_read_by_the_shared_reader(rule_results):
     }
     assert spec["files"] == [str(TRAIN / "trainA_atacseq_2.bam"), str(TRAIN / "trainA_atacseq_1.bam")]
     assert spec["indexes"] == [str(TRAIN / "trainA_atacseq_2.bam.bai"), str(TRAIN / "trainA_atacseq_1.bam.bai")]
+
+
+# -----------------------------------------------------------------------------------------------------------------
+# the sheets' rules live in their JSON schemas (assets/schema_input.json, assets/schema_train.json)
+# -----------------------------------------------------------------------------------------------------------------
+SCHEMA_INPUT = ROOT / "assets" / "schema_input.json"
+SCHEMA_TRAIN = ROOT / "assets" / "schema_train.json"
+
+
+def _registry():
+    """The schemas a sheet schema $refs, by the URI its $id and relative $ref give (as nf-schema would load them)."""
+    from referencing import Registry, Resource
+
+    files = [SCHEMA_INPUT, SCHEMA_TRAIN, ROOT / "nextflow_schema.json", ROOT / "src/chromaflow/schemas/assembly.json"]
+    resources = []
+    for f in files:
+        doc = json.loads(f.read_text())
+        uri = "https://raw.githubusercontent.com/chromaflow/chromaflow/main/" + f.relative_to(ROOT).as_posix()
+        assert doc["$id"] == uri, f"{f}: $id {doc['$id']} is not its place in the repository"
+        resources.append((uri, Resource.from_contents(doc)))
+    return Registry().with_resources(resources)
+
+
+def _sheet_rows(path):
+    import csv
+
+    with open(path, newline="") as fh:
+        return [{k: v for k, v in row.items() if v != ""} for row in csv.DictReader(fh)]
+
+
+def test_sheet_parameters_name_their_schema_and_mimetype():
+    """nextflow_schema.json names each sheet's schema (nf-schema's `schema`) and its mimetype; the sheet reader
+    finds the schema through it."""
+    params = {
+        k: v
+        for g in json.loads((ROOT / "nextflow_schema.json").read_text())["$defs"].values()
+        for k, v in g["properties"].items()
+    }
+    for name, schema in (("input", SCHEMA_INPUT), ("genomes", SCHEMA_INPUT), ("train_sheet", SCHEMA_TRAIN)):
+        assert params[name]["mimetype"] == "text/csv", name
+        assert ROOT / params[name]["schema"] == schema, name
+
+
+@pytest.mark.parametrize(
+    "schema,sheet",
+    [
+        (SCHEMA_INPUT, TEST / "samplesheet.csv"),
+        (SCHEMA_INPUT, ROOT / "assets" / "test_full" / "samplesheet.csv"),
+        (SCHEMA_TRAIN, TRAIN / "sheet.csv"),
+    ],
+    ids=["input", "input_test_full", "train"],
+)
+def test_sheet_schemas_are_standard_json_schema_that_the_test_sheets_meet(schema, sheet):
+    """The schemas are JSON Schema 2020-12 that a standard validator (python-jsonschema, $refs resolved as nf-schema
+    resolves them) reads: the test profiles' sheets meet them (test_full's local files exist), and a bad id or
+    species fails there as in our reader."""
+    import jsonschema
+
+    doc = json.loads(schema.read_text())
+    jsonschema.Draft202012Validator.check_schema(doc)
+    validator = jsonschema.Draft202012Validator(doc, registry=_registry())
+    rows = _sheet_rows(sheet)
+    assert list(validator.iter_errors(rows)) == []
+    for row in rows:
+        for column, value in row.items():
+            if doc["items"]["properties"][column].get("format") == "file-path" and "://" not in value:
+                assert (sheet.parent / value).is_file(), (sheet, column, value)
+    for column, bad in (("id", "my genome"), ("id", "a" * 101), ("species", "Sp a"), ("species", "x" * 26)):
+        errors = list(validator.iter_errors([{**rows[0], column: bad}]))
+        assert [list(e.absolute_path) for e in errors] == [[0, column]], (column, bad, errors)
+
+
+def test_the_sheet_reader_reads_its_rules_from_the_schema(tmp_path, nextflow_bin):
+    """Change a rule in a copy of each schema (the id's pattern and reason, the split's values, the required
+    columns): the pipeline's reader follows the copy, so no rule is written in the reader itself."""
+    doc = json.loads(SCHEMA_INPUT.read_text())
+    props = doc["items"]["properties"]
+    props["id"] = {"type": "string", "pattern": "^[a-z]+$", "errorMessage": "is not lower-case letters"}
+    doc["items"]["required"] = ["id", "fasta", "vcf"]
+    del props["expression_layout"]["$ref"]
+    props["expression_layout"]["enum"] = ["genes-x-samples", "sideways"]
+    input_copy = tmp_path / "assets" / "schema_input.json"
+    input_copy.parent.mkdir()
+    # the copy's relative $refs resolve beside it: the assembly rules come along
+    (tmp_path / "src/chromaflow/schemas").mkdir(parents=True)
+    shutil.copy(ROOT / "src/chromaflow/schemas/assembly.json", tmp_path / "src/chromaflow/schemas/assembly.json")
+    input_copy.write_text(json.dumps(doc))
+    sheets = {
+        "upper": f"id,fasta,vcf\nAbc,{FASTA},{FASTA}\n",
+        "no_vcf": f"id,fasta,vcf\nabc,{FASTA},\n",
+        "layout": f"id,fasta,vcf,expression_layout\nabc,{FASTA},{FASTA},samples-x-genes\n",
+        "ok": f"id,fasta,vcf,expression_layout\nabc,{FASTA},{FASTA},sideways\n",
+    }
+    paths = {}
+    for case, text in sheets.items():
+        paths[case] = tmp_path / f"{case}.csv"
+        paths[case].write_text(text)
+    got = {case: validate_sheets(tmp_path, [p], schema=input_copy)[str(p)] for case, p in paths.items()}
+    assert got["upper"] == (
+        "ERROR",
+        f"samplesheet {paths['upper']} line 2: column 'id': 'Abc' is not lower-case letters",
+    )
+    assert got["no_vcf"] == ("ERROR", f"samplesheet {paths['no_vcf']} line 2: column 'vcf' is empty")
+    assert got["layout"][1].endswith(
+        "column 'expression_layout': 'samples-x-genes' must be genes-x-samples or sideways"
+    )
+    assert got["ok"][0] == "OK", got["ok"]
+
+    train = json.loads(SCHEMA_TRAIN.read_text())
+    train["items"]["properties"]["split"]["enum"] = ["train", "val", "test", "holdout"]
+    train["items"]["properties"]["library"]["default"] = "first"
+    train_copy = tmp_path / "assets" / "schema_train.json"
+    train_copy.write_text(json.dumps(train))
+    head = "id,split,fasta,species,dataset,file,library,shift\n"
+    bam = TRAIN / "trainA_atacseq_1.bam"
+    tsheet = tmp_path / "train.csv"
+    tsheet.write_text(
+        head + f"A,holdout,{TRAIN}/trainA.fa,,atacseq,{bam},,false\nB,seen,{TRAIN}/trainA.fa,,x,{bam},,\n"
+    )
+    kind, msg = validate_sheets(tmp_path, [], [tsheet], schema=train_copy)[str(tsheet)]
+    assert (kind, msg) == (
+        "ERROR",
+        f"train sheet {tsheet} line 3: column 'split': 'seen' must be train, val, test or holdout",
+    )
+    tsheet.write_text(head + f"A,train,{TRAIN}/trainA.fa,,atacseq,{bam},,false\nB,val,{TRAIN}/trainA.fa,,x,{bam},,\n")
+    kind, rows = validate_sheets(tmp_path, [], [tsheet], schema=train_copy)[str(tsheet)]
+    assert kind == "OK", rows
+    assert [spec["library"] for row in json.loads(rows) for spec in row[2]] == ["first", "first"]

@@ -16,6 +16,7 @@
  */
 process PREDICT {
     tag "${meta.id} ${meta.shard ?: 1}/${meta.shards ?: 1}"
+    label 'process_medium'
     label 'process_gpu'
 
     input:

@@ -11,6 +11,7 @@
  */
 process PREDICT_GROUP {
     tag "${metas.size()} assemblies: ${metas[0].id} .. ${metas[-1].id}"
+    label 'process_medium'
     label 'process_gpu'
 
     input:

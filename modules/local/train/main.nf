@@ -5,6 +5,7 @@
  */
 process TRAIN {
     tag "${meta.id}"
+    label 'process_medium'
     label 'process_gpu'
 
     input:

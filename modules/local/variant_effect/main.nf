@@ -12,6 +12,7 @@
  */
 process VARIANT_EFFECT {
     tag "${(meta.shards ?: 1) > 1 ? "${meta.id} ${meta.shard}/${meta.shards}" : meta.id}"
+    label 'process_medium'
     label 'process_gpu'
 
     input:

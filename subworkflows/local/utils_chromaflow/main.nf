@@ -49,7 +49,7 @@ workflow PIPELINE_INITIALISATION {
             log.info("chromaflow ${workflow.manifest.version} (--mode train): training '${params.train_name}' on ${assemblies(rows)} from ${params.train_sheet} → ${params.outdir}")
         } else {
             def sheet = samplesheetParam()
-            rows = parseSamplesheet(sheet, samplesheetOptions(schema)).collect { meta, files -> [meta, files.collectEntries { k, f -> [(k): f ?: []] }] }
+            rows = parseSamplesheet(sheet, samplesheetOptions()).collect { meta, files -> [meta, files.collectEntries { k, f -> [(k): f ?: []] }] }
             log.info("chromaflow ${workflow.manifest.version} (--mode ${params.mode}): ${assemblies(rows)} from ${sheet} → ${params.outdir}")
         }
         // --outdir is this run's until it ends, and no sample folder of the sheet holds another run's files (outdir.nf)

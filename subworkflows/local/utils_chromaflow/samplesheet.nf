@@ -1,30 +1,19 @@
 /*
  * The two sheets, parsed and validated in the pipeline itself before any task starts (no nf-schema /
  * nf-validation plugin: the plugin registry is not reachable on offline clusters), through one CSV reader
- * (readSheet: header, quoting, BOM, line endings, empty lines, field counts) and one set of id and species rules
- * (checkId, checkSpecies). Every problem stops the run with one line naming the sheet, the line and the column.
- *
- * Samplesheet (--input / --genomes; parseSamplesheet):
- *   id,fasta            required
- *   species             optional (≤ 25 ASCII bytes; default: --default_species, else the id)
- *   expression          optional expression matrix (TSV/CSV) → GENIE3 run for this assembly
- *   regulators          optional list of candidate regulators (needs expression)
- *   expression_layout   optional genes-x-samples | samples-x-genes (default: --genie3_layout)
- *   annotation          optional GFF3/GTF of the genes → GENE_ACCESSIBILITY (after prediction)
- *   motifs              optional JASPAR/MEME motif file, or jaspar:<COLLECTION>/<tax group> (pyjaspar's bundled
- *                       database) → MOTIF_PRIOR (needs annotation and tf_motifs)
- *   tf_motifs           optional TF<TAB>motif table (needs motifs)
- *   vcf                 optional variants (VCF, bgzipped VCF or BCF) → VARIANT_EFFECT for this assembly
- * Train sheet (--train_sheet, --mode train; parseTrainSheet): one row per reads file, see trainSheetColumns().
- * Relative paths are resolved against the sheet's own folder.
+ * (readSheet: header, quoting, BOM, line endings, empty lines, field counts) and each sheet's JSON schema, the one
+ * home of its rules (checkRow; sheetSchema below): assets/schema_input.json for the samplesheet (--input /
+ * --genomes; parseSamplesheet: one row per assembly, columns id, fasta, species, expression, regulators,
+ * expression_layout, annotation, motifs, tf_motifs, vcf) and assets/schema_train.json for the train sheet
+ * (--train_sheet, --mode train; parseTrainSheet: one row per reads file). Both take the id and species rules from
+ * src/chromaflow/schemas/assembly.json. Every problem stops the run with one line naming the sheet, the line and
+ * the column. Relative paths are resolved against the sheet's own folder.
  */
 
 // Stops the run with one line and exit status 1 (catchable by the test driver tests/pipeline/nextflow/validate_sheets.nf).
 def sheetError(String message) {
     error(message)
 }
-
-List<String> samplesheetColumns() { ['id', 'fasta', 'species', 'expression', 'regulators', 'expression_layout', 'annotation', 'motifs', 'tf_motifs', 'vcf'] }
 
 // Splits one CSV line; supports double-quoted fields with commas and "" escapes.
 List<String> splitCsvLine(String line, String where) {
@@ -151,28 +140,144 @@ def readSheet(sheetPath, String what, List<String> columns, List<String> require
 }
 
 /*
- * The id and species rules: the package's src/chromaflow/schemas/assembly.json, which chromaflow.genome.encoding
- * reads too (one rule for the pipeline and the package). Found beside this file's folder in the repository.
+ * The sheets' rules: a JSON schema per sheet (assets/schema_input.json, assets/schema_train.json), named by the
+ * sheet's parameter in nextflow_schema.json ("schema": the nf-schema keyword) and read here, with every $ref
+ * resolved (the id and species rules are the package's src/chromaflow/schemas/assembly.json, which
+ * chromaflow.genome.encoding reads too; expression_layout is the genie3_layout parameter's enum). What the reader
+ * takes from a schema: the columns (items.properties, in order), the required ones, each cell's rule (enum,
+ * pattern, maxLength, if/then/else, format file-path with exists), items.dependentRequired and uniqueEntries;
+ * errorMessage (nf-schema's), maxLength_help and dependentRequired_help give the reason after the value. Rules across
+ * rows or across the columns of a row that JSON Schema cannot state stay in parseSamplesheet / parseTrainSheet.
  */
-def assemblyRules() {
-    def path = file("${moduleDir}/../../../src/chromaflow/schemas/assembly.json")
-    return new groovy.json.JsonSlurper().parse(path.toFile()).properties
+def pipelineRoot() {
+    return file("${moduleDir}/../../..")
 }
 
-// An assembly id (used in output paths): letters, digits, '.', '_', '-', at most 100 characters (assembly.json).
-def checkId(id, String where) {
-    if (!id) sheetError("${where}: column 'id' is empty")
-    if (!(id ==~ assemblyRules().id.pattern)) sheetError("${where}: id '${id}' may only contain letters, digits, '.', '_' and '-' (no spaces or path characters)")
-    if (id.length() > (assemblyRules().id.maxLength as int)) sheetError("${where}: id '${id.take(20)}...' is ${id.length()} characters; at most ${assemblyRules().id.maxLength} (it names the assembly's output files)")
-    return id
+// The node `pointer` ('/$defs/x/properties/y', RFC 6901) points to in `doc`.
+def jsonPointer(doc, String pointer, String where) {
+    def node = doc
+    pointer.tokenize('/').each { raw ->
+        def key = raw.replace('~1', '/').replace('~0', '~')
+        node = node instanceof List ? node[key as int] : node?.get(key)
+        if (node == null) {
+            error("${where}: \$ref pointer '${pointer}' names nothing")
+        }
+    }
+    return node
 }
 
-// The species string stored in the genome h5: printable ASCII without spaces, at most 25 bytes (data/species S25).
-def checkSpecies(species, String where) {
-    def rule = assemblyRules().species
-    if (!(species ==~ rule.pattern)) sheetError("${where}: species '${species}' must be printable ASCII without spaces")
-    if (species.length() > (rule.maxLength as int)) sheetError("${where}: species '${species}' is ${species.length()} bytes; the Helixer layout stores at most ${rule.maxLength} (set a shorter 'species' column)")
-    return species
+// `node` with every {"$ref": "<file relative to base's folder>#<pointer>"} replaced by its target, merged with the
+// $ref's siblings (which win: a column's own description over the referenced rule's; the sheets give no rule beside
+// a $ref, which JSON Schema would apply on top of the referenced one)
+def resolveRefs(node, base) {
+    if (node instanceof List) {
+        return node.collect { resolveRefs(it, base) }
+    }
+    if (!(node instanceof Map)) {
+        return node
+    }
+    def out = [:]
+    def ref = node['$ref']
+    if (ref != null) {
+        def (uri, pointer) = ref.toString().contains('#') ? ref.toString().split('#', 2) as List : [ref.toString(), '']
+        def target = uri ? base.parent.resolve(uri).normalize() : base
+        def doc = new groovy.json.JsonSlurper().parse(target.toFile())
+        out.putAll(resolveRefs(jsonPointer(doc, pointer, base.toString()), target))
+    }
+    node.each { k, v -> if (k != '$ref') out[k] = resolveRefs(v, base) }
+    return out
+}
+
+// The schema of the sheet that parameter `param` names (nextflow_schema.json's "schema"), $refs resolved; or the
+// schema file `override` (tests).
+def sheetSchema(String param, override = null) {
+    def root = pipelineRoot()
+    def path = override ? file(override.toString()) : null
+    if (!path) {
+        def params_schema = new groovy.json.JsonSlurper().parse(root.resolve('nextflow_schema.json').toFile())
+        def spec = params_schema['$defs'].values().findResult { g -> g.properties?.get(param) }
+        path = root.resolve(spec.schema.toString())
+    }
+    return resolveRefs(new groovy.json.JsonSlurper().parse(path.toFile()), path)
+}
+
+def orList(List values) {
+    def v = values.collect { it.toString() }
+    return v.size() > 1 ? v[0..-2].join(', ') + ' or ' + v[-1] : v.join('')
+}
+
+// Does `value` satisfy the (string-only) conditions of `spec`? (an if/then/else's `if`)
+def cellMatches(String value, Map spec) {
+    return cellProblem('', value, spec) == null
+}
+
+/*
+ * The first problem of one cell's value against its column's rule, as the text after "<sheet> line <n>: ", or null.
+ * A long value is shown cut to its first 20 characters.
+ */
+def cellProblem(String column, String value, Map spec) {
+    def shown = value.length() > 30 ? value.take(20) + '...' : value
+    def reason = spec.errorMessage
+    if (spec['enum'] != null && !(spec['enum'].any { it.toString() == value })) {
+        return "column '${column}': '${shown}' ${reason ?: 'must be ' + orList(spec['enum'])}"
+    }
+    if (spec.pattern && !java.util.regex.Pattern.compile(spec.pattern.toString()).matcher(value).find()) {
+        return "column '${column}': '${shown}' ${reason ?: 'does not match ' + spec.pattern}"
+    }
+    if (spec.maxLength != null && value.length() > (spec.maxLength as int)) {
+        return "column '${column}': '${shown}' is ${value.length()} characters; at most ${spec.maxLength}${spec.maxLength_help ? ' (' + spec.maxLength_help + ')' : ''}"
+    }
+    if (spec['if'] != null) {
+        def branch = cellMatches(value, spec['if']) ? spec['then'] : spec['else']
+        if (branch != null) {
+            return cellProblem(column, value, branch)
+        }
+    }
+    return null
+}
+
+/*
+ * One row of a sheet checked against its schema's items: every column's value (the cell, else defaults[column],
+ * else the schema's default; null when none), with `format: file-path` values resolved to paths (checked to
+ * exist where the schema says `exists`). Stops the run on the first problem, naming the line and the column.
+ */
+def checkRow(Map rec, String where, Map schema, sheetDir, Map defaults = [:]) {
+    def items = schema.items
+    def values = [:]
+    items.properties.each { String column, Map spec ->
+        def value = rec[column] ?: (defaults[column] ?: spec['default'])
+        if (!value) {
+            if (column in (items.required ?: [])) sheetError("${where}: column '${column}' is empty")
+            values[column] = null
+            return
+        }
+        value = value.toString()
+        def problem = cellProblem(column, value, spec)
+        if (problem) sheetError("${where}: ${problem}")
+        // the rule that applies to this value (if/then/else) says whether it is a file
+        def rule = spec['if'] != null ? ((cellMatches(value, spec['if']) ? spec['then'] : spec['else']) ?: [:]) : spec
+        values[column] = rule.format == 'file-path' ? resolveSheetPath(value, sheetDir, where, column, rule.exists == true) : value
+    }
+    (items.dependentRequired ?: [:]).each { String column, List needs ->
+        if (!rec[column]) return
+        needs.findAll { !rec[it] }.take(1).each { need ->
+            def help = items.dependentRequired_help?.get(column)?.get(need)
+            sheetError("${where}: column '${column}' is set but '${need}' is empty${help ? ' (' + help + ')' : ''}")
+        }
+    }
+    return values
+}
+
+// The schema's uniqueEntries: the first row whose columns repeat an earlier row's.
+def checkUnique(Map schema, List records) {
+    (schema.uniqueEntries ?: []).each { column ->
+        def seen = [:]
+        records.each { rec, lineNo, where ->
+            def v = rec[column]
+            if (seen.containsKey(v)) sheetError("${where}: duplicate ${column} '${v}' (first on line ${seen[v]})")
+            seen[v] = lineNo
+        }
+    }
 }
 
 /*
@@ -180,50 +285,29 @@ def checkSpecies(species, String where) {
  * motifs:, tf_motifs:, vcf:] (each a path, or null where the column is empty), meta = [id, species,
  * expression_layout] (+ motifs_db: 'jaspar:...' where the motifs column names pyjaspar's bundled database instead
  * of a file).
- * options: default_species (else the id), default_layout (for rows without expression_layout) and layouts (the
- * allowed values: the genie3_layout enum of nextflow_schema.json).
+ * options: default_species (else the id), default_layout (for rows without expression_layout; else the schema's
+ * default), schema (a schema file instead of the one nextflow_schema.json names for --input: tests).
  */
 def parseSamplesheet(sheetPath, Map options = [:]) {
-    def layouts = options.layouts ?: ['genes-x-samples', 'samples-x-genes']
     if (!sheetPath) sheetError("--input (or --genomes) is required: a CSV samplesheet with columns id,fasta (see docs/usage.md)")
-    def (name, sheetDir, records) = readSheet(sheetPath, 'samplesheet', samplesheetColumns(), ['id', 'fasta'])
-    def rows = []
-    def seen = [:]
-    records.each { rec, lineNo, where ->
-        def id = checkId(rec.id, where)
-        if (seen.containsKey(id)) sheetError("${where}: duplicate id '${id}' (first on line ${seen[id]})")
-        seen[id] = lineNo
-        if (!rec.fasta) sheetError("${where}: column 'fasta' is empty")
-        def fasta = resolveSheetPath(rec.fasta, sheetDir, where, 'fasta')
-        def species = checkSpecies(rec.species ?: (options.default_species ?: id), where)
-        def expression = rec.expression ? resolveSheetPath(rec.expression, sheetDir, where, 'expression') : null
-        def regulators = rec.regulators ? resolveSheetPath(rec.regulators, sheetDir, where, 'regulators') : null
-        if (regulators && !expression) sheetError("${where}: column 'regulators' is set but 'expression' is empty")
-        def layout = rec.expression_layout ?: (options.default_layout ?: layouts[0])
-        if (!(layout in layouts)) sheetError("${where}: expression_layout '${layout}' must be ${layouts.join(' or ')}")
-        def annotation = rec.annotation ? resolveSheetPath(rec.annotation, sheetDir, where, 'annotation') : null
-        def motifs_db = (rec.motifs ?: '').startsWith('jaspar:') ? rec.motifs : null
-        if (motifs_db && !(motifs_db ==~ /^jaspar:[A-Za-z_]+(\/[A-Za-z_]+)?(@[A-Za-z0-9_]+)?$/)) {
-            sheetError("${where}: column 'motifs': '${motifs_db}' must be jaspar:<COLLECTION>[/<tax group>][@<release>], e.g. jaspar:CORE/plants")
-        }
-        def motifs = rec.motifs && !motifs_db ? resolveSheetPath(rec.motifs, sheetDir, where, 'motifs') : null
-        def tf_motifs = rec.tf_motifs ? resolveSheetPath(rec.tf_motifs, sheetDir, where, 'tf_motifs') : null
-        if (rec.motifs && !annotation) sheetError("${where}: column 'motifs' is set but 'annotation' is empty (the prior scans the genes' promoters)")
-        if (rec.motifs && !tf_motifs) sheetError("${where}: column 'motifs' is set but 'tf_motifs' is empty (which TF binds which motif)")
-        if (tf_motifs && !rec.motifs) sheetError("${where}: column 'tf_motifs' is set but 'motifs' is empty")
-        def meta = [id: id, species: species, expression_layout: layout] + (motifs_db ? [motifs_db: motifs_db] : [:])
-        def vcf = rec.vcf ? resolveSheetPath(rec.vcf, sheetDir, where, 'vcf') : null
-        rows << [meta, [fasta: fasta, expression: expression, regulators: regulators, annotation: annotation,
-                        motifs: motifs, tf_motifs: tf_motifs, vcf: vcf]]
+    def schema = sheetSchema('input', options.schema)
+    def columns = schema.items.properties.keySet() as List
+    def (name, sheetDir, records) = readSheet(sheetPath, 'samplesheet', columns, schema.items.required)
+    if (!records) sheetError("samplesheet ${name}: no assemblies (only a header line)")
+    checkUnique(schema, records)
+    def rows = records.collect { rec, lineNo, where ->
+        def v = checkRow(rec, where, schema, sheetDir,
+                         [species: options.default_species ?: rec.id, expression_layout: options.default_layout])
+        def motifs_db = v.motifs instanceof String ? v.motifs : null      // jaspar:... (a file is a path)
+        def meta = [id: v.id, species: v.species, expression_layout: v.expression_layout] + (motifs_db ? [motifs_db: motifs_db] : [:])
+        [meta, [fasta: v.fasta, expression: v.expression, regulators: v.regulators, annotation: v.annotation,
+                motifs: motifs_db ? null : v.motifs, tf_motifs: v.tf_motifs, vcf: v.vcf]]
     }
-    if (!rows) sheetError("samplesheet ${name}: no assemblies (only a header line)")
     return rows
 }
 
-List<String> trainSheetColumns() { ['id', 'split', 'fasta', 'species', 'dataset', 'file', 'library', 'shift'] }
-
 /*
- * The train sheet (--mode train; docs/training.md): one row per reads file.
+ * The train sheet (--mode train; docs/training.md, assets/schema_train.json): one row per reads file.
  *   id        assembly id; rows with the same id share split, fasta and species
  *   split     train | val | test (at least one train and one val assembly)
  *   fasta     the assembly (FASTA, plain or gzip)
@@ -235,33 +319,32 @@ List<String> trainSheetColumns() { ['id', 'split', 'fasta', 'species', 'dataset'
  * Files of one dataset of one assembly are replicates (one coverage column each) and must share kind, library, shift.
  * Returns one row per assembly: [meta (id, species, split), fasta, specs], one spec per dataset in sheet order:
  * [dataset, kind: bam|bigwig, library, shift, files: [reads files], indexes: [their BAM indexes; none for bigWigs]].
+ * options: schema (a schema file instead of the one nextflow_schema.json names for --train_sheet: tests).
  */
-def parseTrainSheet(sheetPath) {
-    if (!sheetPath) sheetError("--mode train needs --train_sheet: a CSV with columns ${trainSheetColumns().join(',')} (see docs/training.md)")
-    def (name, sheetDir, records) = readSheet(sheetPath, 'train sheet', trainSheetColumns(), ['id', 'split', 'fasta', 'dataset', 'file'])
+def parseTrainSheet(sheetPath, Map options = [:]) {
+    def schema = sheetSchema('train_sheet', options.schema)
+    def columns = schema.items.properties.keySet() as List
+    if (!sheetPath) sheetError("--mode train needs --train_sheet: a CSV with columns ${columns.join(',')} (see docs/training.md)")
+    def (name, sheetDir, records) = readSheet(sheetPath, 'train sheet', columns, schema.items.required)
+    if (!records) sheetError("train sheet ${name}: no rows (only a header line)")
     def asm = [:]        // id -> [meta, fasta, line]
     def groups = [:]     // id -> dataset -> spec (+ line)
     records.each { rec, lineNo, where ->
-        def id = checkId(rec.id, where)
-        if (!(rec.split in ['train', 'val', 'test'])) sheetError("${where}: column 'split' must be train, val or test (got '${rec.split}')")
-        if (!rec.fasta) sheetError("${where}: column 'fasta' is empty")
-        def fasta = resolveSheetPath(rec.fasta, sheetDir, where, 'fasta')
-        def species = checkSpecies(rec.species ?: id, where)
+        def v = checkRow(rec, where, schema, sheetDir, [species: rec.id])
+        def id = v.id
+        def fasta = v.fasta
+        def species = v.species
         if (asm.containsKey(id)) {
             def (m0, f0, l0) = asm[id]
-            if (m0.split != rec.split || f0.toString() != fasta.toString() || m0.species != species) {
+            if (m0.split != v.split || f0.toString() != fasta.toString() || m0.species != species) {
                 sheetError("${where}: assembly '${id}' has another split, fasta or species than on line ${l0}")
             }
         } else {
-            asm[id] = [[id: id, species: species, split: rec.split], fasta, lineNo]
+            asm[id] = [[id: id, species: species, split: v.split], fasta, lineNo]
         }
-        def ds = rec.dataset
-        if (!(ds ==~ /^[A-Za-z0-9][A-Za-z0-9_.-]*$/)) sheetError("${where}: dataset '${ds}' may only contain letters, digits, '.', '_' and '-'")
-        if (!rec.file) sheetError("${where}: column 'file' is empty")
-        def lower = rec.file.toLowerCase()
-        def kind = lower.endsWith('.bam') ? 'bam' : (lower.endsWith('.bw') || lower.endsWith('.bigwig') ? 'bigwig' : null)
-        if (!kind) sheetError("${where}: column 'file': '${rec.file}' is neither a .bam nor a .bw/.bigwig file")
-        def reads = resolveSheetPath(rec.file, sheetDir, where, 'file')
+        def ds = v.dataset
+        def reads = v.file
+        def kind = rec.file.toLowerCase().endsWith('.bam') ? 'bam' : 'bigwig'     // the schema's pattern allows no other
         def index = null
         if (kind == 'bam') {
             def bai = file(reads.toString() + '.bai')
@@ -270,11 +353,8 @@ def parseTrainSheet(sheetPath) {
             index = [bai, csi, bai2].find { it.exists() }
             if (!index) sheetError("${where}: column 'file': ${reads} has no index (${reads}.bai or .csi); run samtools index")
         }
-        def library = rec.library ?: 'unstranded'
-        if (!(library in ['unstranded', 'first', 'second'])) sheetError("${where}: column 'library' must be unstranded, first or second (got '${library}')")
-        def shiftText = (rec.shift ?: 'false').toLowerCase()
-        if (!(shiftText in ['true', 'false', 'yes', 'no', '1', '0'])) sheetError("${where}: column 'shift' must be true or false (got '${rec.shift}')")
-        def shift = shiftText in ['true', 'yes', '1']
+        def library = v.library
+        def shift = v.shift.toLowerCase() in ['true', 'yes', '1']
         if (kind == 'bigwig' && (library != 'unstranded' || shift)) sheetError("${where}: a bigWig needs library unstranded and shift false")
         if (shift && library != 'unstranded') sheetError("${where}: shift needs library unstranded (as in Helixer)")
         def g = groups.get(id, [:])
@@ -295,7 +375,6 @@ def parseTrainSheet(sheetPath) {
         def (meta, fasta, l) = a
         [meta, fasta, groups[id].values().collect { s -> s.findAll { k, v -> k != 'line' } }]
     }
-    if (!rows) sheetError("train sheet ${name}: no rows (only a header line)")
     if (!rows.any { it[0].split == 'train' }) sheetError("train sheet ${name}: no assembly with split 'train'")
     if (!rows.any { it[0].split == 'val' }) sheetError("train sheet ${name}: no assembly with split 'val'")
     return rows

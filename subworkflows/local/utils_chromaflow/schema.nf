@@ -161,10 +161,9 @@ def samplesheetParam() {
     return params.input ?: params.genomes
 }
 
-// How the samplesheet parser fills in defaults, and the allowed layouts (from the schema's genie3_layout enum).
-def samplesheetOptions(schemaPath) {
-    return [default_species: params.default_species, default_layout: params.genie3_layout,
-            layouts: schemaParams(schemaPath).genie3_layout['enum']]
+// How the samplesheet parser fills in defaults (its rules are assets/schema_input.json's).
+def samplesheetOptions() {
+    return [default_species: params.default_species, default_layout: params.genie3_layout]
 }
 
 /*

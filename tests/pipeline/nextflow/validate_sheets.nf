@@ -7,6 +7,7 @@
  */
 params.sheets = ''
 params.train_sheets = ''
+params.sheet_schema = null   // a schema file instead of assets/schema_input.json / schema_train.json
 
 include { parseSamplesheet; parseTrainSheet } from '../../../subworkflows/local/utils_chromaflow/samplesheet'
 
@@ -25,13 +26,13 @@ def report(String s, Closure parse) {
 }
 
 workflow {
-    def options = [default_species: null, default_layout: 'genes-x-samples', layouts: ['genes-x-samples', 'samples-x-genes']]
+    def options = [default_species: null, default_layout: 'genes-x-samples', schema: params.sheet_schema]
     def name = { p -> p == null ? null : (p.toUri().scheme == 'file' ? p.toString() : p.toUriString()) }
     params.sheets.tokenize(',').each { s ->
         report(s, { parseSamplesheet(it, options).collect { meta, f -> [meta, name.call(f.fasta), name.call(f.expression), name.call(f.regulators)] } })
     }
     params.train_sheets.tokenize(',').each { s ->
-        report(s, { parseTrainSheet(it).collect { meta, fasta, specs ->
+        report(s, { parseTrainSheet(it, [schema: params.sheet_schema]).collect { meta, fasta, specs ->
             [meta, name.call(fasta), specs.collect { sp -> sp + [files: sp.files.collect { name.call(it) }, indexes: sp.indexes.collect { name.call(it) }] }]
         } })
     }
