@@ -14,15 +14,26 @@ tables are the two generated blocks of docs/genie3.md (``benchmarks/render``).
   ``auto`` (the CLI's own rule: it runs alpha 0 when the check finds no agreement); the check's decision, z and p
   from the run's summary. One run each: the forests are seeded, the same bytes every time.
 
+* ``real_<set>`` (only where ``CHROMAFLOW_GRN_DATA`` names the folder ``benchmarks/genie3/grn_data.py`` wrote: real
+  expression, an independent prior and a gold standard; S. cerevisiae and B. subtilis): AUPR/AUROC over the set's
+  evaluated pairs (``gold.tsv`` edges among the regulators x evaluated targets, ``exclude.tsv`` pairs left out) of
+  the run without a prior, the prior with ``--prior-check`` auto, prediction and off, and the same prior with its gene
+  ids shuffled (targets among the genes, regulators among the regulators; ``default_rng(1)``) with auto, prediction
+  and off; each check's record from the summary. One run each.
+
 The stage's sizes, builder, the converter of the retired script's results file (:func:`from_legacy`) and its render
 section (:func:`prior_tables`, :func:`with_prior_tables`).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
 import statistics
 from pathlib import Path
+
+import numpy as np
 
 from ..harness.core import SCHEMA, Case, Contender, json_files
 from ..harness.env import ROOT, module
@@ -39,6 +50,8 @@ FULL = {
     "g3prior_accuracy_alphas": [0, 0.05, 0.1, 0.25, 0.5, 1],
     "g3prior_seed": 0,  # the accuracy runs' forest seed
     "g3prior_threads": 2,  # the accuracy runs' threads (the same bytes for any)
+    "g3prior_real_trees": 500,  # the real sets' trees (two cores: minutes a run)
+    "g3prior_real_alpha": 0.5,
 }
 #: sizes of the --quick run
 QUICK = {
@@ -49,14 +62,25 @@ QUICK = {
     "g3prior_accuracy_alphas": [0, 0.5],
     "g3prior_seed": 0,
     "g3prior_threads": 2,
+    "g3prior_real_trees": 20,
+    "g3prior_real_alpha": 0.5,
 }
 DREAM4 = ROOT.parent / "shared" / "reference" / "dream4"
 PRIORS = ("informative", "shuffled")
 #: the retired script's results file (read through :func:`from_legacy` until a run of this stage replaces it)
 LEGACY = ROOT / "benchmarks" / "genie3" / "prior_results.json"
+#: the real sets' results (``real_`` cases), until a full run in benchmarks/results holds them
+REAL_RESULTS = ROOT / "benchmarks" / "genie3" / "real_results.json"
 DOC = ROOT / "docs" / "genie3.md"
 #: the generated blocks of docs/genie3.md: one per table, replaced between its markers
-BLOCKS = ("prior-cost", "prior-accuracy")
+BLOCKS = ("prior-cost", "prior-accuracy", "prior-real")
+#: the real sets (folders of CHROMAFLOW_GRN_DATA, written by benchmarks/genie3/grn_data.py)
+REAL_SETS = ("yeast", "bsubtilis")
+#: the real cases' runs: (prior, --prior-check); (None, None) is the run without a prior
+REAL_RUNS = (
+    (None, None),
+    *((p, m) for p in ("informative", "shuffled") for m in ("auto", "prediction", "off")),
+)
 
 
 def _files(net: int) -> tuple[Path, Path]:
@@ -162,10 +186,109 @@ def _accuracy_case(ctx: Ctx, net: int) -> Case:
     )
 
 
+def real_data() -> Path | None:
+    """The real sets' folder (``CHROMAFLOW_GRN_DATA``), or None where it is not set."""
+    v = os.environ.get("CHROMAFLOW_GRN_DATA")
+    return Path(v) if v else None
+
+
+def shuffle_prior(src: Path, out: Path, seed: int = 1) -> None:
+    """``src`` (a targets x regulators matrix) with its gene ids shuffled: the target names permuted among the
+    rows, the regulator names among the columns (``numpy.random.default_rng(seed)``); values kept in place."""
+    lines = src.read_text().splitlines()
+    head, rows = lines[0].split("\t"), [ln.split("\t") for ln in lines[1:]]
+    rng = np.random.default_rng(seed)
+    regs = [head[0], *(head[1:][i] for i in rng.permutation(len(head) - 1))]
+    names = [rows[i][0] for i in rng.permutation(len(rows))]
+    out.write_text("\t".join(regs) + "\n" + "".join("\t".join([n, *r[1:]]) + "\n" for n, r in zip(names, rows)))
+
+
+def real_scores(links: Path, d: Path) -> dict:
+    """AUPR and AUROC of a link list over a real set's evaluated pairs: the regulators x ``meta.json``'s evaluated
+    targets (no self-pairs, ``exclude.tsv``'s pairs left out), positives ``gold.tsv``'s edges; pairs the list lacks
+    score 0."""
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    regs = [ln for ln in (d / "regulators.txt").read_text().splitlines() if ln]
+    targets = json.loads((d / "meta.json").read_text())["evaluated_targets"]
+    pairs = lambda f: {tuple(ln.split("\t")[:2]) for ln in (d / f).read_text().splitlines() if ln}  # noqa: E731
+    gold, excl = pairs("gold.tsv"), pairs("exclude.tsv")
+    score: dict[tuple[str, str], float] = {}
+    with gzip.open(links, "rt") as fh:
+        next(fh)
+        for ln in fh:
+            r, t, v = ln.rstrip("\n").split("\t")[:3]
+            score[(r, t)] = float(v)
+    keys = [(r, t) for r in regs for t in targets if r != t and (r, t) not in excl]
+    y = np.array([k in gold for k in keys])
+    s = np.array([score.get(k, 0.0) for k in keys])
+    return {"aupr": float(average_precision_score(y, s)), "auroc": float(roc_auc_score(y, s)), "pairs": len(keys)}
+
+
+def _real_case(ctx: Ctx, name: str, root: Path) -> Case:
+    cfg = ctx.cfg
+    d = root / name
+    trees, a, threads = cfg["g3prior_real_trees"], cfg["g3prior_real_alpha"], cfg["g3prior_threads"]
+    shuffled = ctx.inputs() / f"prior_{name}_shuffled.tsv"
+    priors = {"informative": d / "prior.tsv", "shuffled": shuffled}
+
+    def c(prior: str | None, mode: str | None) -> Contender:
+        extra = () if prior is None else ("--prior", priors[prior], "--prior-alpha", a, "--prior-check", mode)
+        key = "no prior" if prior is None else f"{prior} check {mode}"
+
+        def argv(dd: Path, r: int) -> list[str]:
+            return ours(
+                "genie3",
+                *("--expression", d / "expression.tsv", "--layout", "genes-x-samples"),
+                *("--regulators", d / "regulators.txt", "--n-trees", trees, "--threads", threads, "--seed", 0),
+                *extra,
+                *("--out", dd / "links.tsv.gz", "--summary", dd / "summary.json", "--metrics", dd / "metrics.json"),
+            )
+
+        label = "(no prior)" if prior is None else f"--prior {prior} --prior-alpha {a:g} --prior-check {mode}"
+        return Contender(key, f"chromaflow genie3 --n-trees {trees} {label}", "ours", argv, repeats=1)
+
+    def per_run(key: str, dd: Path) -> dict:
+        out = real_scores(dd / "links.tsv.gz", d)
+        m = json.loads((dd / "metrics.json").read_text())
+        out.update({k: m.get(k) for k in ("compute_cpu_s", "prior_check_s", "prior_check_trees", "wall_s")})
+        summary = json.loads((dd / "summary.json").read_text())
+        if summary.get("prior_check"):
+            out["prior_check"] = summary["prior_check"]
+        return out
+
+    def make() -> None:
+        if not shuffled.exists():
+            shuffle_prior(d / "prior.tsv", shuffled)
+
+    return Case(
+        "genie3_prior",
+        f"real_{name}",
+        {"set": name, "trees": trees, "alpha": a, "seed": 0, "threads": threads, "source": _source(d)},
+        [c(p, m) for p, m in REAL_RUNS],
+        [],
+        per_run=per_run,
+        skip=None if (d / "expression.tsv").exists() else f"real set missing: {d} (benchmarks/genie3/grn_data.py)",
+        prepare=make,
+        note="one run each (seeded forests); AUPR over the set's evaluated pairs",
+    )
+
+
+def _source(d: Path) -> dict:
+    meta = d / "meta.json"
+    if not meta.exists():
+        return {}
+    m = json.loads(meta.read_text())
+    return {k: m.get(k) for k in ("expression", "gold_standard", "prior", "note")}
+
+
 def genie3_prior(ctx: Ctx) -> tuple[list, list[Case]]:
     cfg = ctx.cfg
     cases = [_cost_case(ctx, n) for n in cfg["g3prior_networks"]]
     cases.append(_accuracy_case(ctx, cfg["g3prior_accuracy_net"]))
+    root = real_data()
+    if root is not None:
+        cases += [_real_case(ctx, name, root) for name in REAL_SETS]
     expr, _ = _files(1)
     warm = [_genie3(expr, Path("{d}"), 5, 1)] if expr.exists() else []
     return warm, cases
@@ -309,6 +432,35 @@ def accuracy_table(c: dict, source: str) -> str:
     return "\n".join(lines)
 
 
+def real_table(cases: list[dict], source: str) -> str:
+    """docs/genie3.md's prior-real block: per real set the AUPR of each prior and check, its gain over no prior, the
+    check's decision and statistic, and the run's process CPU over the run without a prior's."""
+    p = cases[0]["params"]
+    lines = [
+        f"Generated from `{source}` ({_where(cases)}); {p['trees']} trees, RF, α {p['alpha']:g}, seed {p['seed']}, "
+        f"{p['threads']} threads, one run each; AUPR over each set's evaluated pairs (AUROC in the JSON).",
+        "",
+        "| set | prior | `--prior-check` | decision (z, one-sided p) | AUPR | gain over no prior | CPU ÷ no prior |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for c in sorted(cases, key=lambda c: REAL_SETS.index(c["params"]["set"])):
+        runs = {r["contender"]: r for r in c["runs"] if r.get("exit") == 0 and r.get("aupr") is not None}
+        base = runs["no prior"]["aupr"]
+        lines.append(f"| {c['params']['set']} | none | – | – | {base:.4f} | – | 1.00× |")
+        for prior, mode in REAL_RUNS[1:]:
+            r = runs.get(f"{prior} check {mode}")
+            if r is None:
+                continue
+            ck = r.get("prior_check")
+            dec = "–" if not ck else ck["decision"]
+            dec += f" ({ck['z']:.2f}, {ck['p']:.2g})" if ck and ck["z"] is not None else ""
+            cpu = r["cpu_s"] / runs["no prior"]["cpu_s"]
+            gain = r["aupr"] - base
+            cells = [c["params"]["set"], prior, mode, dec, f"{r['aupr']:.4f}", f"{gain:+.4f}", f"{cpu:.2f}×"]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _newest(results_dir: Path, prefix: str) -> tuple[str, list[dict]] | None:
     """(its path in words, its cases) of the newest full results file with this stage's ``prefix`` cases."""
     best = None
@@ -321,14 +473,29 @@ def _newest(results_dir: Path, prefix: str) -> tuple[str, list[dict]] | None:
     return best[1:] if best else None
 
 
+def _real_file() -> tuple[str, list[dict]] | None:
+    """The real cases of :data:`REAL_RESULTS` (a ``benchmarks/run --stages genie3_prior --cases real_`` results file
+    kept here: a file in benchmarks/results holding these cases alone would pass for the newest full run of every
+    other stage's page), or None."""
+    if not REAL_RESULTS.exists():
+        return None
+    cs = [c for c in json.loads(REAL_RESULTS.read_text())["cases"] if c["case"].startswith("real_") and c.get("runs")]
+    return (f"benchmarks/genie3/{REAL_RESULTS.name}", cs) if cs else None
+
+
 def prior_tables(results_dir: Path | None = None) -> dict[str, str]:
-    """The two blocks of docs/genie3.md: each from the newest full results file in ``results_dir`` (default
+    """The three blocks of docs/genie3.md: each from the newest full results file in ``results_dir`` (default
     benchmarks/results) with its cases, else from the retired script's file (:func:`from_legacy`)."""
     legacy = ("benchmarks/genie3/prior_results.json", from_legacy(json.loads(LEGACY.read_text()))["cases"])
     folder = results_dir or ROOT / "benchmarks" / "results"
     cost_src, cost = _newest(folder, "cost_") or (legacy[0], [c for c in legacy[1] if c["case"].startswith("cost_")])
     acc_src, acc = _newest(folder, "accuracy_") or (legacy[0], [c for c in legacy[1] if c["case"].startswith("acc")])
-    return {"prior-cost": cost_table(cost, cost_src), "prior-accuracy": accuracy_table(acc[0], acc_src)}
+    real = _newest(folder, "real_") or _real_file()
+    return {
+        "prior-cost": cost_table(cost, cost_src),
+        "prior-accuracy": accuracy_table(acc[0], acc_src),
+        "prior-real": real_table(real[1], real[0]) if real else "Not run yet (`CHROMAFLOW_GRN_DATA` unset).",
+    }
 
 
 def _markers(name: str) -> tuple[str, str]:
@@ -350,5 +517,5 @@ def with_prior_tables(text: str, tables: dict[str, str]) -> str:
 
 
 def published(results_dir: Path | None = None) -> dict[Path, str]:
-    """The page this stage publishes (``benchmarks/render``): docs/genie3.md with its two prior tables."""
+    """The page this stage publishes (``benchmarks/render``): docs/genie3.md with its three prior tables."""
     return {DOC: with_prior_tables(DOC.read_text(), prior_tables(results_dir))} if DOC.exists() else {}

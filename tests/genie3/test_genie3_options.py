@@ -73,12 +73,20 @@ BAD_OPTIONS = [
     ({"repeats": 3, "top": 0}, "--repeats needs --top >= 1 (the rank a link must reach to count as confident)"),
     ({"prior_alpha": 0.5}, "--prior-alpha needs --prior"),
     ({"prior": "p.tsv", "prior_alpha": 1.5}, "--prior-alpha must be in [0, 1] (got 1.5)"),
-    ({"prior_check_level": 0.05}, "--prior-check-level needs --prior with --prior-check auto"),
+    ({"prior_check_level": 0.05}, "--prior-check-level needs --prior with --prior-check auto or prediction"),
     (
         {"prior": "p.tsv", "prior_check": "off", "prior_check_level": 0.05},
-        "--prior-check-level needs --prior with --prior-check auto",
+        "--prior-check-level needs --prior with --prior-check auto or prediction",
     ),
     ({"prior": "p.tsv", "prior_check_level": 1.0}, "--prior-check-level must be in (0, 1) (got 1.0)"),
+    (
+        {"prior": "p.tsv", "prior_check_targets": 0.5},
+        "--prior-check-targets needs --prior with --prior-check prediction",
+    ),
+    (
+        {"prior": "p.tsv", "prior_check": "prediction", "prior_check_targets": 0.0},
+        "--prior-check-targets must be in (0, 1] (got 0.0)",
+    ),
     (
         {"prior": "p.tsv", "engine": "sklearn"},
         "--prior with --prior-alpha > 0 needs --engine fast: scikit-learn has no per-feature candidate weights "
@@ -96,7 +104,7 @@ BAD_OPTIONS = [
     ({"tree_method": "rf"}, "--tree-method 'rf': expected one of RF, ET"),
     ({"importance": "gini"}, "--importance 'gini': expected one of unnormalised, tree-normalised"),
     ({"engine": "gpu"}, "--engine 'gpu': expected one of fast, sklearn"),
-    ({"prior_check": "on"}, "--prior-check 'on': expected one of auto, off"),
+    ({"prior_check": "on"}, "--prior-check 'on': expected one of auto, prediction, off"),
     # several bad options: the first in the command's order is named
     ({"n_trees": 0, "repeats": 0, "prior_alpha": 2.0}, "--n-trees must be >= 1 (got 0)"),
 ]

@@ -52,6 +52,13 @@
  *   or no prior entry) or all 0 is grown exactly as without weights (uniform draws, balanced root candidates),
  *   so the same bytes; balanced root candidates are not used for weighted targets (their roots draw by weight).
  *
+ * Out-of-bag rows (genie3 --prior-check prediction; only when the caller asks, a separate instance of the tree loop,
+ *   so the plain one is unchanged): each tree's samples with bootstrap count 0 follow the tree as it grows (a split
+ *   between in-bag samples a < b sends a row left when its value <= the midpoint of a's and b's values, as
+ *   scikit-learn's threshold; ET: the drawn threshold) and add the leaf's mean to their prediction sum; the target's
+ *   mean squared error of y over the rows predicted at least once is returned. No random draw is added, the in-bag
+ *   partition is untouched: the trees and importances are the same bytes. ET is bagged for it (bag = 1).
+ *
  * Determinism: every target's random stream is xoshiro256** seeded (splitmix64) from a 64-bit seed the caller
  * derives from (run seed, target gene NAME: order-invariant); targets are independent, so results do not depend on the
  * number of threads or on which other targets run. Only IEEE double/float add, sub, mul, div and compares
@@ -72,7 +79,7 @@
 #define G3_SSE2 1
 #endif
 
-#define KERNEL_VERSION 10
+#define KERNEL_VERSION 11
 #define EPS_IMP 2.220446049250313e-16   /* scikit-learn's EPSILON: a node at least this pure is a leaf */
 #ifndef REJECT_SHIFT
 #define REJECT_SHIFT 2                  /* weighted draws: rejection while >= 1/4 of the weight is undrawn */
@@ -271,6 +278,8 @@ typedef struct {           /* read-only inputs shared by all threads */
     int n, R, T, n_trees, K_in, K_out, method, tree_norm;
     double *out; int64_t ldo;  /* out[r * ldo + t] */
     int32_t *status;       /* per target: 0 grown, 1 constant target, 2 no inputs, <0 allocation failure */
+    double *oob;           /* or NULL: per target [out-of-bag mean squared error of y, samples predicted] */
+    int bag;               /* 1: bootstrap ET's trees too (the prior gate's forests: out-of-bag rows) */
     int next;              /* next target to take (atomic) */
 } job_t;
 
@@ -286,6 +295,7 @@ typedef struct {           /* per thread; sizes fixed per run */
     uint64_t *words; uint16_t *shorts, *zlim, *yr;
     struct ykey { double y; int32_t s; } *ys;   /* per target: y sorted, for yr */
     slot_t *slots;
+    int32_t *oi, *obuf, *ost; double *psum; int32_t *pcnt;  /* out-of-bag rows (J->oob only) */
 } ws_t;
 
 static void ws_free(ws_t *w) {
@@ -293,10 +303,11 @@ static void ws_free(ws_t *w) {
     free(w->wi); free(w->idx); free(w->buf); free(w->perm); free(w->feat); free(w->F); free(w->sf); free(w->sd); free(w->where); free(w->cyc);
     free(w->qw); free(w->thr); free(w->sw); free(w->alias); free(w->small); free(w->large); free(w->stamp);
     free(w->stack); free(w->T0); free(w->words); free(w->shorts); free(w->slots); free(w->zlim); free(w->yr); free(w->ys);
+    free(w->oi); free(w->obuf); free(w->ost); free(w->psum); free(w->pcnt);
     memset(w, 0, sizeof(*w));
 }
 
-static int ws_alloc(ws_t *w, int n, int R, int K, int method) {
+static int ws_alloc(ws_t *w, int n, int R, int K, int method, int oob) {
     memset(w, 0, sizeof(*w));
     w->n = n; w->nw = (n + 63) / 64; w->nsw = w->nw > SUMMARY_ABOVE_WORDS ? (w->nw + 63) / 64 : 0;
     const int nwa = w->nw < 2 ? 2 : w->nw;
@@ -332,6 +343,12 @@ static int ws_alloc(ws_t *w, int n, int R, int K, int method) {
           w->stack && w->T0 && w->words && w->shorts && w->slots && w->zlim && w->yr && w->ys)) {
         ws_free(w);
         return -1;
+    }
+    if (oob) {
+        w->oi = malloc(sizeof(int32_t) * (size_t)n); w->obuf = malloc(sizeof(int32_t) * (size_t)n);
+        w->ost = malloc(sizeof(int32_t) * 2 * ((size_t)n + 2));
+        w->psum = malloc(sizeof(double) * (size_t)n); w->pcnt = malloc(sizeof(int32_t) * (size_t)n);
+        if (!(w->oi && w->obuf && w->ost && w->psum && w->pcnt)) { ws_free(w); return -1; }
     }
     for (int j = 0; j < B; j++) {
         w->slots[j].bm = w->words + (size_t)j * slot_words;
@@ -628,7 +645,47 @@ static inline void net_init(const ws_t *w, net_t *nt, const int32_t *r, int m, i
 
 /* -------------------------------------------------------------------------------- one target's forest */
 /* feat: p feature rows (into pos/slot, and regs for the gene); y: n doubles; result in w->acc[0..p) */
-static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int K, uint64_t seed, int weighted) {
+/* ------------------------------------------------------------------- out-of-bag rows (J->oob only) */
+/* a leaf of value v predicts every out-of-bag row of its node, oi[os..oe) */
+static void oob_leaf(ws_t *w, int os, int oe, double v) {
+    for (int k = os; k < oe; k++) { w->psum[w->oi[k]] += v; w->pcnt[w->oi[k]] += 1; }
+}
+
+/* route the node's out-of-bag rows oi[os..oe) by value: x <= thr to the left (first); returns how many go left */
+static int oob_split(ws_t *w, int os, int oe, const float *xv, double thr) {
+    int32_t *o = w->oi + os, *ob = w->obuf;
+    const int mo = oe - os;
+    int nl = 0, nr = 0;
+    for (int k = 0; k < mo; k++) {
+        const int s = o[k], c = (double)xv[s] <= thr;
+        ob[nl] = s; ob[mo - 1 - nr] = s;
+        nl += c; nr += 1 - c;
+    }
+    if (mo > 0) memcpy(o, ob, sizeof(int32_t) * (size_t)mo);
+    return nl;
+}
+
+/* the value threshold of a split between in-bag samples a (largest left value) and b (smallest right value):
+ * their midpoint, or a's value where the midpoint rounds onto b's (scikit-learn's rule) */
+static double mid_threshold(const float *xv, int a, int b) {
+    const double xa = (double)xv[a], xb = (double)xv[b];
+    const double t = xa / 2.0 + xb / 2.0;
+    return t >= xb ? xa : t;
+}
+
+/* RF: the threshold of a partition r[0..nl) | r[nl..m) by the ranks pf of the split feature */
+static double rf_threshold(const float *xv, const uint16_t *pf, const int32_t *r, int nl, int m) {
+    int a = r[0], b = r[nl];
+    for (int k = 1; k < nl; k++) if (pf[r[k]] > pf[a]) a = r[k];
+    for (int k = nl + 1; k < m; k++) if (pf[r[k]] < pf[b]) b = r[k];
+    return mid_threshold(xv, a, b);
+}
+
+/* one target's forest; oob_on (a compile-time constant of the two instances below) adds the out-of-bag rows, so
+ * the plain instance has no trace of them */
+static inline __attribute__((always_inline)) void grow_forest_impl(ws_t *w, const job_t *J, const int32_t *feat,
+                                                                   int p, int K, uint64_t seed, int weighted,
+                                                                   const int oob_on) {
     const int n = w->n, method = J->method, n_trees = J->n_trees, B = w->B;
     const uint16_t *pos = J->pos, *lims = J->lims; const int32_t *slot = J->slot;
     const double *inv = w->inv, *y = w->y;
@@ -649,13 +706,16 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
     const double inv_root = 1.0 / (double)n;
     const int tree_norm = J->tree_norm;
     int nsplit = 0, split_trees = 0;
+    const int oob = oob_on, boot = method == 0 || (oob_on && J->bag);
+    int on = 0;
+    if (oob) for (int i = 0; i < n; i++) { w->psum[i] = 0.0; w->pcnt[i] = 0; }
     /* one split's importance: unnormalised (the reference GENIE3) straight into acc; tree-normalised
      * (scikit-learn's feature_importances_, as arboreto) kept until the tree's total is known */
 #define ADD_SPLIT(F_, DEC_) do { if (tree_norm) { w->sf[nsplit] = (F_); w->sd[nsplit] = (DEC_); nsplit++; } \
                                  else acc[F_] += (DEC_) * inv_root; } while (0)
 
     for (int t = 0; t < n_trees; t++) {
-        if (method == 0) {
+        if (boot) {
             memset(wi, 0, sizeof(int32_t) * n);
             for (int i = 0; i < n; i++) wi[rand_below(&rng, (uint32_t)n)] += 1;
         } else {
@@ -667,6 +727,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
             wy[i] = v; wyy[i] = v * y[i];
             if (wi[i] > 0) idx[m0++] = i;
         }
+        if (oob) { on = 0; for (int i = 0; i < n; i++) if (wi[i] == 0) w->oi[on++] = i; w->ost[0] = 0; w->ost[1] = on; }
         dr.forced = 0;
         if (K < p && !weighted) root_candidates(&rng, w->cyc, &cycle_pos, p, K, &dr);
         int sp = 0, popped = 0;
@@ -676,13 +737,14 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
             sp--;
             if (popped++) dr.forced = 0;                         /* designated draws are the root's only */
             const int start = stack[sp].start, end = stack[sp].end, m = end - start;
+            const int os = oob ? w->ost[2 * sp] : 0, oe = oob ? w->ost[2 * sp + 1] : 0;
             int32_t *r = idx + start;
             /* the node's weighted sums, from scratch as scikit-learn's criterion computes them */
             int Wi = 0; double Sn = 0, S2n = 0;
             for (int k = 0; k < m; k++) { const int s = r[k]; Wi += wi[s]; Sn += wy[s]; S2n += wyy[s]; }
             const double W = (double)Wi;
             const double imp = S2n / W - (Sn / W) * (Sn / W);
-            if (imp <= EPS_IMP) continue;                        /* pure node: leaf */
+            if (imp <= EPS_IMP) { if (oob) oob_leaf(w, os, oe, Sn / W); continue; }   /* pure node: leaf */
             const double parent = Sn * Sn / W;
             double best = -INFINITY, bthr_v = 0; int bestf = -1, bthr = -1;
             int f_i = p, visited = 0, nconst = 0;
@@ -705,6 +767,14 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                     break;
                 }
                 if (bestf >= 0) ADD_SPLIT(bestf, best - parent);
+                if (oob && bestf < 0) oob_leaf(w, os, oe, Sn / W);
+                if (oob && bestf >= 0 && oe > os) {
+                    const uint16_t *pf = pos + (size_t)feat[bestf] * n;
+                    const int lo = pf[s0] < pf[s1] ? (int)s0 : (int)s1, hi = lo == (int)s0 ? (int)s1 : (int)s0;
+                    const float *xv = J->values + (size_t)J->regs[feat[bestf]] * n;
+                    const int onl = oob_split(w, os, oe, xv, mid_threshold(xv, lo, hi));
+                    oob_leaf(w, os, os + onl, y[lo]); oob_leaf(w, os + onl, oe, y[hi]);
+                }
                 continue;                                        /* children are single samples */
             }
             if (method == 0 && m == 3) {
@@ -831,7 +901,7 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                     if (proxy > best) { best = proxy; bestf = f; bthr_v = thr; }
                 }
             }
-            if (bestf < 0) continue;                             /* no usable split: leaf */
+            if (bestf < 0) { if (oob) oob_leaf(w, os, oe, Sn / W); continue; }   /* no usable split: leaf */
             ADD_SPLIT(bestf, best - parent);
             /* partition r[0..m) into left (<= threshold) | right (right part reversed) */
             int nl = 0, nr = 0;
@@ -853,8 +923,22 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
                 }
             }
             memcpy(r, buf, sizeof(int32_t) * m);
-            if (m - nl >= 2) { stack[sp].start = start + nl; stack[sp].end = end; sp++; }
-            if (nl >= 2) { stack[sp].start = start; stack[sp].end = start + nl; sp++; }
+            int onl = 0;
+            if (oob && oe > os) {   /* a node without out-of-bag rows passes none on */
+                const float *xv = J->values + (size_t)J->regs[feat[bestf]] * n;
+                const double thr = method == 0 ? rf_threshold(xv, pos + (size_t)feat[bestf] * n, r, nl, m) : bthr_v;
+                onl = oob_split(w, os, oe, xv, thr);
+                if (m - nl < 2) oob_leaf(w, os + onl, oe, y[r[nl]]);   /* single-sample children: leaves */
+                if (nl < 2) oob_leaf(w, os, os + onl, y[r[0]]);
+            }
+            if (m - nl >= 2) {
+                if (oob) { w->ost[2 * sp] = os + onl; w->ost[2 * sp + 1] = oe; }
+                stack[sp].start = start + nl; stack[sp].end = end; sp++;
+            }
+            if (nl >= 2) {
+                if (oob) { w->ost[2 * sp] = os; w->ost[2 * sp + 1] = os + onl; }
+                stack[sp].start = start; stack[sp].end = start + nl; sp++;
+            }
         }
         if (tree_norm && nsplit > 0) {
             double tot = 0;
@@ -866,6 +950,14 @@ static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int
     /* tree-normalised: the mean over the trees that split (scikit-learn leaves single-leaf trees out) */
     const double denom = tree_norm ? (double)(split_trees > 0 ? split_trees : 1) : (double)n_trees;
     for (int f = 0; f < p; f++) acc[f] /= denom;
+}
+
+static void grow_forest(ws_t *w, const job_t *J, const int32_t *feat, int p, int K, uint64_t seed, int weighted) {
+    grow_forest_impl(w, J, feat, p, K, seed, weighted, 0);
+}
+
+static void grow_forest_oob(ws_t *w, const job_t *J, const int32_t *feat, int p, int K, uint64_t seed, int weighted) {
+    grow_forest_impl(w, J, feat, p, K, seed, weighted, 1);
 }
 
 /* ----------------------------------------------------------------------------------- target loop */
@@ -885,6 +977,7 @@ static void run_target(ws_t *w, job_t *J, int t) {
     const double sd = sqrt(var / (double)n);                      /* population std, as the reference */
     int p = 0;
     for (int r = 0; r < R; r++) if (J->regs[r] != gene) w->feat[p++] = r;
+    if (J->oob) { J->oob[2 * (int64_t)t] = NAN; J->oob[2 * (int64_t)t + 1] = 0.0; }
     if (p == 0) { J->status[t] = 2; return; }
     if (!(sd > 0.0) || !isfinite(sd)) { J->status[t] = 1; return; }
     for (int i = 0; i < n; i++) w->y[i] = (double)x[i] / sd;     /* scaled, not centred */
@@ -900,8 +993,17 @@ static void run_target(ws_t *w, job_t *J, int t) {
             weighted |= w->qw[k] != w->qw[0];
         }
     }
-    grow_forest(w, J, w->feat, p, p == R ? J->K_out : J->K_in, J->seeds[t], weighted);
+    (J->oob ? grow_forest_oob : grow_forest)(w, J, w->feat, p, p == R ? J->K_out : J->K_in, J->seeds[t], weighted);
     for (int k = 0; k < p; k++) J->out[(int64_t)w->feat[k] * J->ldo + t] = w->acc[k];
+    if (J->oob) {   /* mean squared out-of-bag error of y (variance 1), samples in index order */
+        double e = 0; int c = 0;
+        for (int i = 0; i < n; i++) {
+            if (w->pcnt[i] == 0) continue;
+            const double d = w->y[i] - w->psum[i] / (double)w->pcnt[i];
+            e += d * d; c++;
+        }
+        J->oob[2 * (int64_t)t] = c ? e / (double)c : NAN; J->oob[2 * (int64_t)t + 1] = (double)c;
+    }
     J->status[t] = 0;
 }
 
@@ -909,7 +1011,7 @@ static void *worker(void *arg) {
     job_t *J = (job_t *)arg;
     ws_t w;
     const int K = J->K_out > J->K_in ? J->K_out : J->K_in;
-    if (ws_alloc(&w, J->n, J->R, K, J->method) != 0) {
+    if (ws_alloc(&w, J->n, J->R, K, J->method, J->oob != NULL) != 0) {
         for (;;) {   /* mark what this thread would have taken */
             const int t = __sync_fetch_and_add(&J->next, 1);
             if (t >= J->T) break;
@@ -935,17 +1037,20 @@ static void *worker(void *arg) {
  *            1 = scikit-learn's feature_importances_ (each tree's importances divided by their sum first)
  *   pw, ldw : prior weights pw[r * ldw + t] (uint32, 0 = never a candidate), or NULL (uniform draws)
  *   status : T ints, 0 grown, 1 constant target, 2 no inputs, -1 out of memory
+ *   oob    : NULL, or T x 2 doubles: each target's out-of-bag mean squared error of y = x / sd (NaN where no sample
+ *            was ever out of bag, or the target was not grown) and the number of samples predicted; the trees and
+ *            importances are the same as without it (no random draw is added). bag: 1 = bootstrap ET's trees too.
  * Returns 0, or -2 for bad sizes. */
 int genie3_run(const float *values, const uint16_t *pos, const uint16_t *lims, const int32_t *slot,
                int n, const int32_t *regs, int R, const int32_t *targets, int T, const uint64_t *seeds,
                int n_trees, int K_in, int K_out, int method, int tree_norm, int threads, double *out,
-               int64_t ldo, int32_t *status, const uint32_t *pw, int64_t ldw) {
+               int64_t ldo, int32_t *status, const uint32_t *pw, int64_t ldw, double *oob, int bag) {
     if (n < 2 || n > 65535 || R < 1 || T < 0 || n_trees < 1 || K_in < 1 || K_out < 1) return -2;
     if (method == 0 && (!pos || !slot)) return -2;
     job_t J;
     J.values = values; J.pos = pos; J.lims = lims; J.slot = slot; J.regs = regs; J.targets = targets;
     J.seeds = seeds; J.n = n; J.R = R; J.T = T; J.n_trees = n_trees; J.K_in = K_in; J.K_out = K_out;
-    J.pw = pw; J.ldw = ldw;
+    J.pw = pw; J.ldw = ldw; J.oob = oob; J.bag = bag;
     J.method = method; J.tree_norm = tree_norm; J.out = out; J.ldo = ldo; J.status = status; J.next = 0;
     if (threads < 1) threads = 1;
     if (threads > T) threads = T > 0 ? T : 1;

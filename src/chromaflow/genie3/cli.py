@@ -103,7 +103,9 @@ def _add_prior_options(p: argparse.ArgumentParser) -> None:
         help="auto (default): before the weighted forest, test whether the prior agrees with the "
         "expression (per target, a permutation test of the regulators' Spearman rho^2 against "
         "their prior values) and run without it (alpha 0: the bytes of no prior) when p >= "
-        "--prior-check-level; off: always use the prior",
+        "--prior-check-level; prediction: grow a sample of targets' forests with the prior and with its values "
+        "permuted over each target's regulators and keep the prior only when it predicts the out-of-bag samples "
+        "better (one-sided Wilcoxon signed-rank p < --prior-check-level); off: always use the prior",
     )
     p.add_argument(
         "--prior-check-level",
@@ -111,6 +113,14 @@ def _add_prior_options(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="P",
         help="level of the prior check's one-sided test (default 0.01)",
+    )
+    p.add_argument(
+        "--prior-check-targets",
+        type=float,
+        default=None,
+        metavar="F",
+        help="--prior-check prediction: the share of the genes it samples as targets, in (0, 1] (default 0.1; at "
+        "least 30 targets); it costs up to 2 x F forests per gene on top of the run (F when it keeps an RF prior)",
     )
 
 

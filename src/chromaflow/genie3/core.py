@@ -130,10 +130,13 @@ def compute_weights(
     threads: int,
     warn=None,
     prior=None,
+    oob: np.ndarray | None = None,
 ) -> tuple[np.ndarray, dict]:
     """Weight matrix W (len(reg_idx) x len(tgt_idx), float64): W[r, t] = importance of regulator r for
     target t; self-links are 0. ``values`` is genes x samples float32. ``prior``: a
-    :class:`chromaflow.genie3.prior.Prior` (with ``opts.prior_alpha``), or None.
+    :class:`chromaflow.genie3.prior.Prior` (with ``opts.prior_alpha``), or None. ``oob`` (fast engine only): None,
+    or a len(tgt_idx) x 2 float64 array that receives each target's out-of-bag mean squared error of the scaled
+    target and the samples predicted (:func:`chromaflow.genie3.fast.run`; the prior gate's measure).
 
     Order invariance: the forests are grown in a canonical order -- genes and regulators sorted by name, samples
     by content (:func:`sample_order`), each target seeded from its name -- and W is mapped back to the order
@@ -150,13 +153,13 @@ def compute_weights(
         vals = np.ascontiguousarray(values[:, sorder], dtype=np.float32)  # one reordered copy of the matrix
     rperm: list[int] | np.ndarray = sorted(range(len(reg_idx)), key=lambda i: genes[int(reg_idx[i])])
     rperm = np.asarray(rperm, dtype=np.int64)
-    Wc, info = _compute_canonical(vals, genes, reg_idx[rperm], tgt_idx, opts, threads, warn, prior)
+    Wc, info = _compute_canonical(vals, genes, reg_idx[rperm], tgt_idx, opts, threads, warn, prior, oob)
     W = np.empty_like(Wc)
     W[rperm] = Wc
     return W, info
 
 
-def _compute_canonical(values, genes, reg_idx, tgt_idx, opts: Options, threads: int, warn, prior):
+def _compute_canonical(values, genes, reg_idx, tgt_idx, opts: Options, threads: int, warn, prior, oob=None):
     warn = warn or (lambda msg: print(f"chromaflow genie3: warning: {msg}", file=sys.stderr))
     reg_idx = np.asarray(reg_idx, dtype=np.int64)
     tgt_idx = np.asarray(tgt_idx, dtype=np.int64)
@@ -171,15 +174,17 @@ def _compute_canonical(values, genes, reg_idx, tgt_idx, opts: Options, threads: 
             from .prior import PriorWeights
 
             pw = PriorWeights(prior, opts.prior_alpha, reg_idx)
-        _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn, pw)
+        _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn, pw, oob)
     else:
+        if oob is not None:
+            raise ValueError("out-of-bag errors need the fast engine")
         _sklearn_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn)
     if n < 10:
         warn(f"only {n} samples: importances will be very noisy")
     return W, info
 
 
-def _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn, pw=None) -> None:
+def _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn, pw=None, oob=None) -> None:
     """All targets through the compiled kernel, in blocks of targets (one call per block, the kernel's own
     threads inside a call) so that the progress bar moves."""
     from . import fast
@@ -210,6 +215,7 @@ def _fast_weights(values, reg_idx, tgt_idx, opts, threads, W, genes, info, warn,
                 W[:, lo:hi],
                 importance=opts.importance,
                 prior=None if pw is None else pw.block(tgt_idx[lo:hi]),
+                oob=None if oob is None else oob[lo:hi],
             )
             for t in np.flatnonzero(status == 1):
                 _note_constant(genes[int(tgt_idx[lo + t])], info, warn)

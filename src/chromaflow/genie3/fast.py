@@ -80,6 +80,8 @@ def _load(so: Path):
         ctypes.c_void_p,  # out, ldo, status
         ctypes.c_void_p,
         ctypes.c_int64,  # prior weights, ldw
+        ctypes.c_void_p,
+        ctypes.c_int,  # out-of-bag errors (or NULL), bag
     ]
     lib.genie3_kernel_version.restype = ctypes.c_int
     lib.genie3_check_stats.restype = ctypes.c_int
@@ -166,11 +168,15 @@ def run(
     out: np.ndarray,
     importance: str = "unnormalised",
     prior: np.ndarray | None = None,
+    oob: np.ndarray | None = None,
 ) -> np.ndarray:
     """Grow the forests of ``targets`` (gene indices) on ``threads`` threads; write importances into
     ``out`` (R x T float64, C-contiguous, or a column block of such an array) and return the per-target
     status (0 grown, 1 constant target, 2 no inputs). ``prior``: R x T uint32 integer weights of the split
-    candidates (iRafNet's weighted draw; 0 = never drawn), or None for uniform draws."""
+    candidates (iRafNet's weighted draw; 0 = never drawn), or None for uniform draws. ``oob``: None, or a T x 2
+    float64 C-contiguous array that receives each target's out-of-bag mean squared error of the scaled target
+    (NaN where none) and the number of samples predicted; with it ET's trees are bootstrapped too (the prior gate's
+    forests), RF's trees and importances are those of the run without it."""
     T = len(targets)
     if T == 0:
         return np.zeros(0, dtype=np.int32)
@@ -201,12 +207,21 @@ def run(
         status.ctypes.data,
         None if prior is None else prior.ctypes.data,
         ctypes.c_int64(T),
+        None if oob is None else _oob_array(oob, T).ctypes.data,
+        0 if oob is None or rf else 1,
     )
     if rc != 0:
         raise ValueError(f"genie3 kernel rejected its arguments (code {rc})")
     if (status < 0).any():
         raise MemoryError("genie3 kernel: out of memory for its per-thread scratch")
     return status
+
+
+def _oob_array(oob: np.ndarray, T: int) -> np.ndarray:
+    """``oob`` checked: T x 2 float64, C-contiguous (ValueError)."""
+    if oob.dtype != np.float64 or oob.shape != (T, 2) or not oob.flags.c_contiguous:
+        raise ValueError("oob must be a C-contiguous T x 2 float64 array")
+    return oob
 
 
 def _kernel_arrays(values, regs, targets, seeds, out: np.ndarray, prior):

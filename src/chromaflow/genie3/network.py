@@ -26,10 +26,13 @@ from .core import ENGINES, IMPORTANCES, METHODS, Options, compute_weights, parse
 from .expression import LAYOUTS, Expression, read_expression, read_regulators
 from .parts import write_part
 from .prior_check import LEVEL as PRIOR_CHECK_LEVEL
+from .prior_gate import FRACTION as GATE_FRACTION
 from .report import output_options
 
-#: ``--prior-check``: auto (test the prior against the expression first) or off (always use it)
-PRIOR_CHECKS = ("auto", "off")
+#: ``--prior-check``: auto (the correlation test: do the prior's regulators correlate more with their targets?),
+#: prediction (the prediction gate: does the forest grown with the prior predict held-out samples better than one
+#: grown with the prior's values permuted?) or off (always use the prior)
+PRIOR_CHECKS = ("auto", "prediction", "off")
 #: the weight of a ``--prior`` (DIOgene's alpha) when ``--prior-alpha`` is not given
 DEFAULT_PRIOR_ALPHA = 0.5
 
@@ -54,12 +57,16 @@ class ResolvedOptions:
         The prior's weight in [0, 1] (``prior_alpha``, else 0.5); None without a prior.
     level : float
         The level of the prior check's one-sided test in (0, 1) (``prior_check_level``, else 0.01).
+    fraction : float
+        The share of the genes the prediction gate samples as targets, in (0, 1] (``prior_check_targets``, else
+        0.1).
     """
 
     max_features: str
     chunk: tuple[int, int] | None
     alpha: float | None
     level: float
+    fraction: float = GATE_FRACTION
 
 
 @dataclass
@@ -100,10 +107,13 @@ class NetworkOptions:
     prior_alpha : float or None
         Strength of the prior in [0, 1]; needs ``prior``; None: 0.5 with a prior.
     prior_check : str
-        'auto' (test the prior against the expression first, :func:`chromaflow.genie3.prior_check.check_prior`) or
-        'off'.
+        'auto' (the rho^2 test, :func:`chromaflow.genie3.prior_check.check_prior`), 'prediction' (the prediction
+        gate, :func:`chromaflow.genie3.prior_gate.gate_prior`) or 'off'.
     prior_check_level : float or None
-        Level of the prior check's test in (0, 1); needs ``prior`` with ``prior_check`` 'auto'; None: 0.01.
+        Level of the prior check's one-sided test in (0, 1); needs ``prior`` with a check; None: 0.01.
+    prior_check_targets : float or None
+        The share of the genes the prediction gate samples as targets, in (0, 1]; needs ``prior`` with
+        ``prior_check`` 'prediction'; None: 0.1.
     repeats : int
         Independent forests per target, >= 1; above 1 the link list gains confidence and mean_rank (needs
         ``top`` >= 1).
@@ -134,6 +144,7 @@ class NetworkOptions:
     prior_alpha: float | None = None
     prior_check: str = "auto"
     prior_check_level: float | None = None
+    prior_check_targets: float | None = None
     repeats: int = 1
     weights: str | None = None
     summary: str | None = None
@@ -147,12 +158,12 @@ class NetworkOptions:
         option, in the command's order; return what they resolve to (:class:`ResolvedOptions`)."""
         self._check_choices()
         self._check_counts()
-        alpha, level = self._check_prior()
+        alpha, level, fraction = self._check_prior()
         max_features = parse_max_features(self.max_features)
         chunk = parse_part(self.targets_chunk, "--targets-chunk")
         if chunk and (self.weights or self.summary or self.plot):
             raise ChromaflowError("--weights/--summary/--plot are written by genie3-merge when --targets-chunk is used")
-        return ResolvedOptions(max_features=max_features, chunk=chunk, alpha=alpha, level=level)
+        return ResolvedOptions(max_features=max_features, chunk=chunk, alpha=alpha, level=level, fraction=fraction)
 
     def _check_choices(self) -> None:
         """The options with a fixed set of values (argparse's ``choices`` on the command line)."""
@@ -177,24 +188,30 @@ class NetworkOptions:
         if self.repeats > 1 and self.top < 1:
             raise ChromaflowError("--repeats needs --top >= 1 (the rank a link must reach to count as confident)")
 
-    def _check_prior(self) -> tuple[float | None, float]:
-        """The prior's options; returns its weight alpha (None without a prior) and the prior check's level."""
+    def _check_prior(self) -> tuple[float | None, float, float]:
+        """The prior's options; returns its weight alpha (None without a prior), the prior check's level and the
+        prediction gate's share of targets."""
         if self.prior_alpha is not None and not self.prior:
             raise ChromaflowError("--prior-alpha needs --prior")
         alpha = (DEFAULT_PRIOR_ALPHA if self.prior_alpha is None else self.prior_alpha) if self.prior else None
         if alpha is not None and not (0.0 <= alpha <= 1.0):
             raise ChromaflowError(f"--prior-alpha must be in [0, 1] (got {self.prior_alpha})")
-        if self.prior_check_level is not None and not (self.prior and self.prior_check == "auto"):
-            raise ChromaflowError("--prior-check-level needs --prior with --prior-check auto")
+        if self.prior_check_level is not None and not (self.prior and self.prior_check != "off"):
+            raise ChromaflowError("--prior-check-level needs --prior with --prior-check auto or prediction")
         level = PRIOR_CHECK_LEVEL if self.prior_check_level is None else self.prior_check_level
         if not (0.0 < level < 1.0):
             raise ChromaflowError(f"--prior-check-level must be in (0, 1) (got {self.prior_check_level})")
+        if self.prior_check_targets is not None and not (self.prior and self.prior_check == "prediction"):
+            raise ChromaflowError("--prior-check-targets needs --prior with --prior-check prediction")
+        fraction = GATE_FRACTION if self.prior_check_targets is None else self.prior_check_targets
+        if not (0.0 < fraction <= 1.0):
+            raise ChromaflowError(f"--prior-check-targets must be in (0, 1] (got {self.prior_check_targets})")
         if alpha and self.engine == "sklearn":
             raise ChromaflowError(
                 "--prior with --prior-alpha > 0 needs --engine fast: scikit-learn has no per-feature "
                 "candidate weights (see docs/genie3.md, Prior)"
             )
-        return alpha, level
+        return alpha, level, fraction
 
 
 def run(options: NetworkOptions) -> int:
@@ -225,7 +242,6 @@ def run(options: NetworkOptions) -> int:
         tgt_idx = all_targets[lo:hi]
         prior = _read_prior(o.prior, expr.genes) if o.prior else None
         engine = _engine(o.engine, expr.n_samples, need_fast=bool(r.alpha))
-        check = _check_prior(o, r, expr, reg_idx, prior)  # after the engine: the fast one, <= 65535 samples, is certain
         opts = Options(
             tree_method=o.tree_method,
             max_features=r.max_features,
@@ -237,8 +253,9 @@ def run(options: NetworkOptions) -> int:
             prior=_sha256(o.prior) if o.prior else None,
             repeats=o.repeats,
         )
+        check, gate = _check_prior(o, r, expr, reg_idx, prior, opts, threads)  # the fast engine is certain here
         use_prior = None if check and check["decision"] == "off" else prior
-        W, reps, info, elapsed, compute_cpu = _grow(expr, reg_idx, tgt_idx, opts, threads, use_prior)
+        W, reps, info, elapsed, compute_cpu = _grow(expr, reg_idx, tgt_idx, opts, threads, use_prior, gate)
         meta = _meta(o, r, expr, reg_idx, tgt_idx, (lo, hi), opts, info, check)
         _write_outputs(o, r, W, meta, reps, threads)
         m.set(**_metrics(o, r, expr, reg_idx, tgt_idx, engine, info, check, elapsed, compute_cpu))
@@ -290,19 +307,29 @@ def _engine(requested: str, samples: int, need_fast: bool = False) -> str:
     return "fast"
 
 
-def _check_prior(o: NetworkOptions, r: ResolvedOptions, expr: Expression, reg_idx: np.ndarray, prior) -> dict | None:
-    """The prior check's result (``--prior-check auto`` with a weighted prior; None otherwise), its time in
-    ``check_s``; a warning where it turns the prior off."""
-    if prior is None or not r.alpha or o.prior_check != "auto":
-        return None
+def _check_prior(o: NetworkOptions, r: ResolvedOptions, expr: Expression, reg_idx: np.ndarray, prior, opts, threads):
+    """The prior check's result (with a weighted prior and ``--prior-check`` auto or prediction; None otherwise),
+    its time in ``check_s``, and the prediction gate's forests (None but for prediction); a warning line where it
+    turns the prior off, and where the prediction gate keeps it a line of what it measured."""
+    if prior is None or not r.alpha or o.prior_check == "off":
+        return None, None
     from .prior_check import check_prior, off_warning
+    from .prior_gate import gate_prior, gate_line
 
     t_check = time.perf_counter()
-    check = check_prior(expr.values, expr.genes, reg_idx, prior, r.level)
+    gate = None
+    if o.prior_check == "prediction":
+        gate = gate_prior(expr, reg_idx, prior, opts, threads, r.level, r.fraction)
+        check = gate.result
+    else:
+        check = check_prior(expr.values, expr.genes, reg_idx, prior, r.level)
     check["check_s"] = round(time.perf_counter() - t_check, 6)
-    if check["decision"] == "off":
+    if gate is not None:  # kept or off: one line of what it measured and decided
+        kept = check["decision"] == "kept"
+        print(f"chromaflow genie3: {'' if kept else 'warning: '}{gate_line(check, str(o.prior))}", file=sys.stderr)
+    elif check["decision"] == "off":
         warn(off_warning(check, str(o.prior), r.level))
-    return check
+    return check, gate
 
 
 def _sha256(path) -> str:
@@ -314,23 +341,19 @@ def _sha256(path) -> str:
     return h.hexdigest()
 
 
-def _grow(expr: Expression, reg_idx: np.ndarray, tgt_idx: np.ndarray, opts: Options, threads: int, prior):
+def _grow(expr: Expression, reg_idx: np.ndarray, tgt_idx: np.ndarray, opts: Options, threads: int, prior, gate=None):
     """The forests of every repeat: (W, repeats, info, seconds, CPU seconds). W: regulators x targets float64, the
-    mean over the repeats; repeats: their stacked W (repeats x regulators x targets), None for one repeat."""
+    mean over the repeats; repeats: their stacked W (repeats x regulators x targets), None for one repeat. ``gate``:
+    the prediction gate (:class:`chromaflow.genie3.prior_gate.Gate`) whose RF forests of the kept model repeat 0
+    takes instead of growing them again (the same bytes), or None."""
     t0, c0 = time.perf_counter(), time.process_time()
     reps: list[np.ndarray] | np.ndarray | None  # each repeat's W, then stacked (None for one)
     reps = []
     for r in range(opts.repeats):
-        W, info = compute_weights(
-            expr.values,
-            expr.genes,
-            reg_idx,
-            tgt_idx,
-            replace(opts, seed=repeat_seed(opts.seed, r)),
-            threads,
-            warn=warn if r == 0 else (lambda msg: None),
-            prior=prior,
-        )
+        o_r = replace(opts, seed=repeat_seed(opts.seed, r))
+        say = warn if r == 0 else (lambda msg: None)
+        reuse = gate if r == 0 and gate is not None and gate.weights is not None else None
+        W, info = _weights_reusing(expr, reg_idx, tgt_idx, o_r, threads, say, prior, reuse)
         reps.append(W)
     if opts.repeats > 1:
         reps = np.stack(reps)
@@ -338,6 +361,21 @@ def _grow(expr: Expression, reg_idx: np.ndarray, tgt_idx: np.ndarray, opts: Opti
     else:
         reps = None
     return W, reps, info, time.perf_counter() - t0, time.process_time() - c0
+
+
+def _weights_reusing(expr: Expression, reg_idx, tgt_idx, opts: Options, threads: int, say, prior, gate):
+    """One repeat's weights (regulators x targets float64) and info: the columns of the targets the gate grew (when
+    ``gate`` is given) copied from its kept model, the others grown (:func:`chromaflow.genie3.core.compute_weights`)."""
+    if gate is None:
+        return compute_weights(expr.values, expr.genes, reg_idx, tgt_idx, opts, threads, warn=say, prior=prior)
+    pos = np.minimum(np.searchsorted(gate.targets, tgt_idx), max(len(gate.targets) - 1, 0))
+    hit = (gate.targets[pos] == tgt_idx) if len(gate.targets) else np.zeros(len(tgt_idx), dtype=bool)
+    rest, info = compute_weights(expr.values, expr.genes, reg_idx, tgt_idx[~hit], opts, threads, warn=say, prior=prior)
+    W = np.empty((len(reg_idx), len(tgt_idx)), dtype=np.float64)
+    W[:, hit] = gate.weights[:, pos[hit]]
+    W[:, ~hit] = rest
+    info["reused_targets"] = int(hit.sum())
+    return W, info
 
 
 def _meta(o, r, expr, reg_idx, tgt_idx, bounds, opts: Options, info: dict, check: dict | None) -> dict:
@@ -408,4 +446,7 @@ def _metrics(o, r, expr, reg_idx, tgt_idx, engine, info, check, elapsed, compute
         prior_check=None if check is None else check["decision"],
         prior_check_p=None if check is None else check["p"],
         prior_check_s=None if check is None else check["check_s"],
+        prior_check_gate=None if check is None else check.get("gate", "correlation"),  # auto: the correlation test
+        prior_check_trees=None if check is None else check.get("trees_grown"),
+        prior_check_reused_targets=info.get("reused_targets"),
     )
