@@ -125,6 +125,7 @@ def test_cpu_jobs_ran_in_cpu_partition_without_gres(slurm_run):
         "VARIANT_EFFECTS_VARIANT_PLAN",
         "VARIANT_EFFECTS_VARIANT_MERGE",
         "TRACKS_VARIANT_BROWSER",
+        "REVIEW_REVIEW_PAGE",
     }, kinds
     for j in others:
         assert j["Partition"] == "cpu", j
@@ -138,8 +139,9 @@ def test_trace_native_ids_are_the_slurm_job_ids(slurm_run):
     by_id = {j["JobId"]: j for j in jobs}
     trace = read_trace(outdir)
     # 2 FASTA2H5, 2 PREDICT_PLAN, 1 test model, 1 PREDICT_GROUP, 2 BIGWIG, 2 PEAKS, 1 GENE_ACCESSIBILITY, and for asmA's
-    # vcf 1 VARIANT_PLAN, 3 VARIANT_EFFECT shards, 1 VARIANT_MERGE, 1 VARIANT_BROWSER (asmA's vcf and annotation)
-    assert len(trace) == len(jobs) == 17
+    # vcf 1 VARIANT_PLAN, 3 VARIANT_EFFECT shards, 1 VARIANT_MERGE, 1 VARIANT_BROWSER (asmA's vcf and annotation), 2
+    # REVIEW_PAGE
+    assert len(trace) == len(jobs) == 19
     for row in trace:
         assert row["status"] == "COMPLETED", row
         assert row["native_id"].isdigit(), row
