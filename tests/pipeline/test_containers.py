@@ -380,6 +380,7 @@ GPU_FLAG_ARGS = [
     "--skip_genie3",
     "--skip_tracks",
     "--skip_benchmark",
+    "--skip_multiqc",  # MultiQC runs without the benchmark too: this run is prediction only
 ]
 
 
@@ -718,6 +719,7 @@ def shim_runs(tmp_path_factory, nextflow_bin):
             "--skip_genie3",
             "--skip_tracks",
             "--skip_benchmark",
+            "--skip_multiqc",
         ]
         procs[engine] = (
             d,

@@ -631,6 +631,7 @@ def test_predict_from_fasta_gives_the_same_predictions_and_tracks_without_a_geno
         + ["PREDICT_VIEW"] * 2
         + ["BIGWIG"] * 2
         + ["GENE_ACCESSIBILITY"]
+        + ["REVIEW_PAGE"] * 2  # the promoters of asmA's genes, tracks alone for asmB
     )
     # asmA.fa's shards read only their own rows through the index PREDICT_PLAN made; asmB.fa.gz (plain gzip) has
     # none and its shards scan it
