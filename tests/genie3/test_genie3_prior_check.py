@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,11 +18,9 @@ from chromaflow.genie3 import expression
 from chromaflow.genie3.prior import Prior
 from chromaflow.genie3.prior_check import check_prior, ranks2
 from helpers.cli import assert_one_line_error, run_in_process
-
-ROOT = Path(__file__).resolve().parents[2]
-FIX = ROOT / "assets" / "test" / "genie3"
-EXPR = FIX / "expression.tsv"
-REGS = FIX / "regulators.txt"
+from helpers.genie3_files import EXPR, REGS
+from helpers.genie3_files import gold_prior_rows as _gold_rows
+from helpers.genie3_files import write_prior as _write_prior
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -34,16 +31,6 @@ def _kernel(genie3_kernel):
 @pytest.fixture(scope="module")
 def expr():
     return expression.read_expression(EXPR, "samples-x-genes")
-
-
-def _write_prior(path, rows):
-    path.write_text("regulator\ttarget\tprior\n" + "".join(f"{r}\t{t}\t{v}\n" for r, t, v in rows))
-    return path
-
-
-def _gold_rows():
-    """The fixture's gold edges (all of them 1) as a prior: informative (unlisted pairs are 0.5)."""
-    return [ln.split("\t") for ln in FIX.joinpath("gold.tsv").read_text().splitlines() if ln.strip()]
 
 
 def _uninformative_rows(expr, seed=0):

@@ -21,11 +21,9 @@ from chromaflow.genie3.network import NetworkOptions, run
 from chromaflow.genie3.prior import Prior
 from chromaflow.genie3.prior_gate import MIN_TARGETS, permuted_prior, sample_targets, signed_rank_test
 from helpers.cli import assert_one_line_error, run_in_process
-
-ROOT = Path(__file__).resolve().parents[2]
-FIX = ROOT / "assets" / "test" / "genie3"
-EXPR = FIX / "expression.tsv"
-REGS = FIX / "regulators.txt"
+from helpers.genie3_files import EXPR, REGS
+from helpers.genie3_files import gold_prior_rows as _gold_rows
+from helpers.genie3_files import write_prior as _write_prior
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -36,15 +34,6 @@ def _kernel(genie3_kernel):
 @pytest.fixture(scope="module")
 def expr():
     return expression.read_expression(EXPR, "samples-x-genes")
-
-
-def _write_prior(path, rows):
-    path.write_text("regulator\ttarget\tprior\n" + "".join(f"{r}\t{t}\t{v}\n" for r, t, v in rows))
-    return path
-
-
-def _gold_rows():
-    return [ln.split("\t")[:2] + ["1"] for ln in FIX.joinpath("gold.tsv").read_text().splitlines() if ln.strip()]
 
 
 def _uninformative_rows(expr, seed=0):

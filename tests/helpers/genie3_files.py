@@ -55,3 +55,14 @@ def adversarial_weights(rng, R, T):
     for v in (-0.0, 5e-324, 1e-300, 1e300, -1e-5):
         W.flat[rng.integers(0, n, 3)] = v
     return W
+
+
+def write_prior(path, rows):
+    """A prior TSV (regulator, target, prior) of ``rows`` at ``path`` (the prior check's and the gate's tests)."""
+    path.write_text("regulator\ttarget\tprior\n" + "".join(f"{r}\t{t}\t{v}\n" for r, t, v in rows))
+    return path
+
+
+def gold_prior_rows():
+    """The fixture's gold edges (all of them 1) as prior rows: an informative prior (unlisted pairs are 0.5)."""
+    return [ln.split("\t")[:2] + ["1"] for ln in FIX.joinpath("gold.tsv").read_text().splitlines() if ln.strip()]
