@@ -140,6 +140,27 @@ def _page(base: str, targets: list[tuple[str, str]], locus: str) -> bytes:
     ).encode()
 
 
+def dump_dom(url: str, profile: Path, timeout: float) -> str:
+    """The DOM of ``url`` after headless Chromium has run its scripts (30 s of virtual time), ``profile`` its
+    user-data folder."""
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            f"--user-data-dir={profile}",
+            "--virtual-time-budget=30000",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    ).stdout
+
+
 def open_in_igvjs(root: Path, folder: str, targets: list[tuple[str, str]], locus: str, timeout: float = 60) -> dict:
     """Serve ``root``, open every ``(key, file)`` of ``targets`` (paths relative to ``root/folder``) in igv.js with
     one headless Chromium, and return the page's report: ``{key: {genome, chromosomes, bases, tracks}, errors}``
@@ -153,22 +174,7 @@ def open_in_igvjs(root: Path, folder: str, targets: list[tuple[str, str]], locus
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/page.html"
-        dom = subprocess.run(
-            [
-                CHROMIUM,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                f"--user-data-dir={root / '.chromium'}",
-                "--virtual-time-budget=30000",
-                "--dump-dom",
-                url,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        ).stdout
+        dom = dump_dom(url, root / ".chromium", timeout)
     finally:
         server.shutdown()
         server.server_close()

@@ -15,7 +15,7 @@ import pysam
 import pytest
 from helpers.cli import run_in_process
 from helpers.environment import ROOT
-from igvjs import CHROMIUM, igvjs_dir, missing
+from igvjs import CHROMIUM, dump_dom, igvjs_dir, missing
 
 from chromaflow.genome.fasta import FastaReader
 
@@ -69,22 +69,7 @@ def open_page(page: Path, rows: list[str], workdir: Path, timeout: float = 90) -
     head, sep, tail = text.rpartition("</body>")  # the page's own (inlined igv.js holds the string too)
     assert sep, "no </body> in the page"
     probed.write_text(head + _PROBE.replace("ROWS", json.dumps(rows)) + sep + tail)
-    dom = subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            f"--user-data-dir={workdir / '.chromium'}",
-            "--virtual-time-budget=30000",
-            "--dump-dom",
-            probed.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    ).stdout
+    dom = dump_dom(probed.as_uri(), workdir / ".chromium", timeout)
     m = re.search(r'<pre id="probeResult">(.*?)</pre>', dom, re.S)
     if not m or not m.group(1).strip():
         raise AssertionError(f"the review page wrote no probe result; DOM tail: {dom[-2000:]}")
