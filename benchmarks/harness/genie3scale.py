@@ -127,7 +127,7 @@ def make_parts(outdir: str, targets: str, regulators: str, chunks: str) -> list[
     """CHUNKS part files (``chromaflow.genie3.parts.write_part``, the chunk tasks' format) of a seeded weight
     matrix shaped like GENIE3's (70 % zeros, the rest exponential, self entries 0): the genome-size merge measured
     without growing its forests. Kept once written."""
-    from chromaflow.sharding import part_bounds
+    from chromaflow.utils.sharding import part_bounds
     from chromaflow.genie3.parts import write_part
 
     work, T, R, n = Path(outdir), int(targets), int(regulators), int(chunks)

@@ -202,7 +202,7 @@ def _shard(what: str, fa: str, i: int, n: int) -> dict:
     from chromaflow.genome import faidx
     from chromaflow.genome.layout import scan_layout
     from chromaflow.predict.feed import BufferPool, FastaFeed, IndexedFastaFeed
-    from chromaflow.sharding import part_bounds
+    from chromaflow.utils.sharding import part_bounds
 
     pool = BufferPool(5, 64, L)
     t0 = _clock()

@@ -2,7 +2,7 @@
 
 Each subcommand lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int``.
 Only the chosen subcommand's module is imported, so ``chromaflow fasta2h5`` never pays for torch.
-Errors a user can fix (:class:`~chromaflow.errors.ChromaflowError`, and OS errors such as a full
+Errors a user can fix (:class:`~chromaflow.utils.errors.ChromaflowError`, and OS errors such as a full
 disk) print one line ``chromaflow <command>: error: <message>`` and exit non-zero.
 """
 
@@ -18,9 +18,15 @@ import sys
 from typing import cast
 
 from . import __version__
-from .errors import ChromaflowError
-from .outputs import CREATED_OUTPUTS, TEMP_MIDDLE, release_output_locks, remove_created_outputs, remove_live_temporaries
-from .signals import handle_stop_signals, raise_if_stopped
+from .utils.errors import ChromaflowError
+from .utils.outputs import (
+    CREATED_OUTPUTS,
+    TEMP_MIDDLE,
+    release_output_locks,
+    remove_created_outputs,
+    remove_live_temporaries,
+)
+from .utils.signals import handle_stop_signals, raise_if_stopped
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -95,7 +101,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Predmoter test mode: per-file loss and Pearson per dataset, plus plots",
     ),
     "versions": (
-        "chromaflow.versions",
+        "chromaflow.utils.versions",
         "a task's versions.yml (nf-core layout) from installed metadata, without importing torch",
     ),
 }

@@ -7,7 +7,7 @@ import pytest
 from helpers.annotation_files import gff3_text, gtf_text, random_genes, write
 
 from chromaflow.annotation.gff import read_genes, tss_windows
-from chromaflow.errors import ChromaflowError
+from chromaflow.utils.errors import ChromaflowError
 
 gffutils = pytest.importorskip("gffutils")
 

@@ -15,7 +15,7 @@ from helpers.annotation_files import write
 from helpers.cli import assert_nothing_left, assert_one_line_error, run_in_process
 
 from chromaflow.annotation.gff import Gene, read_genes
-from chromaflow.errors import ChromaflowError
+from chromaflow.utils.errors import ChromaflowError
 
 #: a reference gene with its gene line, then StringTie loci merged in: transcripts and exons, no gene line
 MERGED = (

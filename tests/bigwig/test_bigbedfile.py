@@ -14,7 +14,7 @@ pyBigWig = pytest.importorskip("pyBigWig")
 
 from helpers.bigwig_helpers import zoom_levels  # noqa: E402
 from chromaflow.bigwig import bigbedfile  # noqa: E402
-from chromaflow.errors import ChromaflowError  # noqa: E402
+from chromaflow.utils.errors import ChromaflowError  # noqa: E402
 
 SQL = """table bed6
 "test"

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from chromaflow.bigwig.core import DEFAULT_LEVEL, BigWigOptions, run
-from chromaflow.errors import ChromaflowError
+from chromaflow.utils.errors import ChromaflowError
 
 
 def _options(tmp_path, **changes) -> BigWigOptions:

@@ -14,7 +14,7 @@ from helpers.cli import assert_nothing_left, assert_one_line_error, chromaflow
 from chromaflow.bigwig.browser import PALETTE, long_label, short_label
 from chromaflow.bigwig.core import BigWigOptions
 from chromaflow.bigwig.twobit import TwoBitWriter
-from chromaflow.errors import ChromaflowError
+from chromaflow.utils.errors import ChromaflowError
 from chromaflow.genome.fasta import FastaReader
 from chromaflow.variant.cli_browser import COLOUR
 

@@ -121,3 +121,34 @@ def test_functions_are_short_or_say_why(tmp_path):
     assert long_functions(tmp_path, [tmp_path]) == [f"a.py:1 f ({LONG_FUNCTION + 1} lines)"]
     found = long_functions(ROOT, [PACKAGE, ROOT / "benchmarks"])
     assert not found, f"functions over {LONG_FUNCTION} lines without a '# long:' reason: {found}"
+
+
+UTILS = PACKAGE / "utils"
+
+
+def test_every_shared_module_is_named_under_utils():
+    """``src/chromaflow/utils/`` (what every command shares) lists its modules one level deeper in the tree: each
+    module there is named under ``utils/``, and each name there is a module."""
+    tree = _tree()
+    block = tree[tree.index("\n  utils/") + 1 :]
+    block = block[: re.search(r"^  \S", block[3:], re.M).start() + 3]  # up to the next package-level entry
+    named = {m.group(1) for m in re.finditer(r"^    ([\w.]+\.py)\s", block, re.M)}
+    modules = {f.name for f in UTILS.glob("*.py") if f.name != "__init__.py"}
+    assert modules, "src/chromaflow/utils/ has no module"
+    assert named == modules, (
+        f"docs/architecture.md's utils/ names {sorted(named - modules)} (gone), misses {sorted(modules - named)}"
+    )
+
+
+def test_utils_imports_no_stage():
+    """The shared modules import one another, the standard library and third-party packages, never a stage's package
+    (a stage depends on utils, not the other way round)."""
+    stages = {d.name for d in PACKAGE.iterdir() if (d / "__init__.py").is_file()} - {"utils"}
+    bad = []
+    for f in sorted(UTILS.glob("*.py")):
+        for m in re.finditer(r"^\s*(?:from\s+(\.+|chromaflow\.)(\w+)|import\s+chromaflow\.(\w+))", f.read_text(), re.M):
+            dots, name = m.group(1), m.group(2) or m.group(3)
+            top = name if dots in (None, "chromaflow.", "..") else None  # `.x` is a sibling in utils
+            if top in stages:
+                bad.append(f"{f.name}: {m.group(0).strip()}")
+    assert not bad, f"src/chromaflow/utils/ imports a stage: {bad}"

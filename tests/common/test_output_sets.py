@@ -35,7 +35,7 @@ sys.exit(main(sys.argv[1:]))
 #: runs the CLI with the metrics JSON writer failing as a full disk does, after the command's outputs are in place
 FAILING_METRICS = """
 import errno, sys
-import chromaflow.outputs as outputs
+import chromaflow.utils.outputs as outputs
 def write_json_atomic(path, obj):
     raise OSError(errno.ENOSPC, "No space left on device", str(path))
 outputs.write_json_atomic = write_json_atomic
@@ -252,7 +252,7 @@ def test_os_error_line_names_the_output(exc, line):
 
 
 def test_naming_errors_names_the_file_of_a_failed_write(tmp_path):
-    from chromaflow.outputs import naming_errors
+    from chromaflow.utils.outputs import naming_errors
 
     with pytest.raises(OSError) as info, naming_errors(tmp_path / "x"):
         raise OSError(5, "Input/output error")
@@ -261,7 +261,7 @@ def test_naming_errors_names_the_file_of_a_failed_write(tmp_path):
 
 def test_unwritable_folder_names_the_output(tmp_path, monkeypatch):
     """A folder the lock file cannot be created in (read-only, as a non-root user sees it) names the output."""
-    from chromaflow import outputs
+    from chromaflow.utils import outputs
 
     def deny(path, *args, **kw):
         raise PermissionError(13, "Permission denied", path)

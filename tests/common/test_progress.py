@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 
-from chromaflow.progress import Progress
+from chromaflow.utils.progress import Progress
 from helpers.cli import run_in_process as run_cli
 
 

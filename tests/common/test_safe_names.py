@@ -1,7 +1,7 @@
 """File names built from data stay inside their output folder (issue 54, "Names that stay inside their folder").
 
-Every name a command builds from data (seqids, dataset names, ...) goes through ``chromaflow.outputs.safe_name``: the
-rule itself, then the commands that build names from data, fed ``../``, ``/``, ``.``/``..``, a control character,
+Every name a command builds from data (seqids, dataset names, ...) goes through ``chromaflow.utils.outputs.safe_name``:
+the rule itself, then the commands that build names from data, fed ``../``, ``/``, ``.``/``..``, a control character,
 names longer than 255 bytes and Unicode: every output lies directly in its folder, nothing appears anywhere else, and
 distinct names stay distinct. The seqids come from a FASTA (ASCII, at most 50 bytes, no control character: the
 genome reader's rule), so the long, control-character and Unicode names are the model's dataset names.
@@ -19,9 +19,9 @@ import h5py
 import numpy as np
 import pytest
 
-from chromaflow.errors import ChromaflowError
+from chromaflow.utils.errors import ChromaflowError
 from chromaflow.bigwig.core import output_name
-from chromaflow.outputs import NAME_MAX_BYTES, safe_name
+from chromaflow.utils.outputs import NAME_MAX_BYTES, safe_name
 from chromaflow.variant.score import track_name
 from helpers.cli import assert_one_line_error, run_in_process
 from helpers.variant_files import CFG, SEQ, write_inputs

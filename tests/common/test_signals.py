@@ -232,8 +232,8 @@ def test_a_signal_between_creating_a_temporary_and_guarding_it_leaves_nothing(tm
     import types
 
     from chromaflow import cli
-    from chromaflow.outputs import _new_temporary
-    from chromaflow.signals import Interrupted
+    from chromaflow.utils.outputs import _new_temporary
+    from chromaflow.utils.signals import Interrupted
 
     def run(args):
         _new_temporary(tmp_path, "out.h5", "")  # created, not yet guarded by atomic_output's block

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from chromaflow.outputs import open_table, wants_gzip, write_table_text
+from chromaflow.utils.outputs import open_table, wants_gzip, write_table_text
 from helpers.cli import run_in_process
 from helpers.genie3_files import base as genie3_base
 from helpers.peaks_files import strands, write_h5

@@ -8,12 +8,12 @@ import dataclasses
 
 import pytest
 
-from chromaflow.cli_options import options_from
+from chromaflow.utils.cli_options import options_from
 from chromaflow.coverage.add import DEFAULT_WINDOW_BP
 from chromaflow.coverage.cli import add_arguments
 from chromaflow.coverage.core import AddCoverageOptions, run
 from chromaflow.coverage.sources import CountOptions
-from chromaflow.errors import ChromaflowError
+from chromaflow.utils.errors import ChromaflowError
 
 
 def _options(**kw) -> AddCoverageOptions:

@@ -490,7 +490,7 @@ def test_records_spanning_pieces_match_model(tmp_path, read_block, task_bp):
 
 @pytest.mark.parametrize("read_block", [1, 2, 3, 5, 8, 1 << 20])
 def test_error_position_independent_of_read_blocks(tmp_path, read_block):
-    from chromaflow.errors import ChromaflowError
+    from chromaflow.utils.errors import ChromaflowError
 
     fa = tmp_path / "pos.fa"
     fa.write_bytes(b">r1 d\r\nACGTACGT  \r\n\r\nACG\r\n>r2\r\nAAAAAAAAAAAAA\r\nAAAAAAAXAA\r\n")
@@ -502,7 +502,7 @@ def test_error_position_independent_of_read_blocks(tmp_path, read_block):
 
 @pytest.mark.parametrize("read_block", [1, 4, 7, 1 << 20])
 def test_unwrapped_line_error_column_and_trailing_space(tmp_path, read_block):
-    from chromaflow.errors import ChromaflowError
+    from chromaflow.utils.errors import ChromaflowError
 
     ok = tmp_path / "ok.fa"
     ok.write_bytes(b">r1\n" + b"ACGT" * 10 + b"   \t \nAC   \n")  # trailing blanks split across blocks

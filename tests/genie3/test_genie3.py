@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from chromaflow.cli import main
-from chromaflow.errors import ChromaflowError
+from chromaflow.utils.errors import ChromaflowError
 from chromaflow.genie3 import expression
 from chromaflow.genie3.core import Options, compute_weights
 from helpers.cli import chromaflow

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from chromaflow.cli import main
-from chromaflow.sharding import part_bounds
+from chromaflow.utils.sharding import part_bounds
 from chromaflow.genie3 import links
 from chromaflow.genie3.cli_merge import merge_top_links
 from chromaflow.genie3.parts import write_part

@@ -9,13 +9,13 @@ import dataclasses
 import pytest
 
 from chromaflow.cli import main
-from chromaflow.cli_options import options_from
-from chromaflow.errors import ChromaflowError
+from chromaflow.utils.cli_options import options_from
+from chromaflow.utils.errors import ChromaflowError
 from chromaflow.genie3 import cli as genie3_cli
 from chromaflow.genie3.core import resolve_k, target_seed, target_seeds
 from chromaflow.genie3.network import NetworkOptions, ResolvedOptions
 from chromaflow.genie3.network import run as infer_network
-from chromaflow.sharding import part_bounds
+from chromaflow.utils.sharding import part_bounds
 from genie3_cli_helpers import run_cli
 from helpers.genie3_files import EXPR, REGS, base
 

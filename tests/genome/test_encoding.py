@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from chromaflow.errors import ChromaflowError
+from chromaflow.utils.errors import ChromaflowError
 from chromaflow.genome import encoding
 from helpers.environment import ROOT, unavailable
 

@@ -12,7 +12,7 @@ import numpy as np
 import pysam
 import pytest
 
-from chromaflow.errors import ChromaflowError
+from chromaflow.utils.errors import ChromaflowError
 from chromaflow.genome import faidx
 from chromaflow.genome.fasta import FastaReader
 from chromaflow.genome.layout import cut, scan_layout
@@ -274,7 +274,7 @@ def bgzip_of(tmp_path, data):
 def test_a_shard_reads_about_its_share_of_the_file(tmp_path, kind):
     """Three records of 300 kbp (random bases, 60 a line; bgzip: 15 BGZF blocks): the rows of shard i of 3 are
     read from a third of the file on disk or little more, each record's bases once per strand."""
-    from chromaflow.sharding import part_bounds
+    from chromaflow.utils.sharding import part_bounds
 
     rng = np.random.default_rng(0)
     fa = tmp_path / "g.fa"

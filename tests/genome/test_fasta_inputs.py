@@ -8,7 +8,7 @@ import gzip
 
 import pytest
 
-from chromaflow.errors import ChromaflowError
+from chromaflow.utils.errors import ChromaflowError
 from chromaflow.genome.faidx import plan_index, read_index
 from chromaflow.genome.fasta import FastaReader
 

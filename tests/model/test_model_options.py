@@ -74,7 +74,7 @@ def test_checks_from_python_accept_what_the_command_line_accepts(training):
     ],
 )
 def test_checks_from_python_refuse_with_one_line(call, line):
-    from chromaflow.errors import ChromaflowError
+    from chromaflow.utils.errors import ChromaflowError
     from chromaflow.model.options import check_batch_size, check_device, check_precision
 
     check = {

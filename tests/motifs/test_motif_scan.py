@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from helpers.motif_files import JASPAR, MEME
 
-from chromaflow.errors import ChromaflowError
+from chromaflow.utils.errors import ChromaflowError
 from chromaflow.motifs.motifs import Motif, load_motifs, read_tf_motifs
 from chromaflow.motifs.scan import Scanner
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from chromaflow.errors import ChromaflowError
+from chromaflow.utils.errors import ChromaflowError
 from chromaflow.peaks.core import DEFAULT_CUTOFF, PeaksOptions, run
 
 

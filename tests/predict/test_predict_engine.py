@@ -54,7 +54,7 @@ def test_bf16_fallback_message(tmp_path, monkeypatch, capsys):
 # --batch-size auto (fake OOM on CPU), transfer dtypes, NVML without a GPU
 # --------------------------------------------------------------------------------------------------
 def test_find_batch_size_power_then_bisect():
-    from chromaflow.errors import ChromaflowError
+    from chromaflow.utils.errors import ChromaflowError
     from chromaflow.predict.probe import find_batch_size
 
     for limit in (1, 2, 5, 16, 37, 100, 1000, 3000):

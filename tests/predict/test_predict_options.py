@@ -9,8 +9,8 @@ import dataclasses
 
 import pytest
 
-from chromaflow.cli_options import options_from
-from chromaflow.errors import ChromaflowError
+from chromaflow.utils.cli_options import options_from
+from chromaflow.utils.errors import ChromaflowError
 from chromaflow.predict import cli_predict
 from chromaflow.predict.core import PredictOptions, run
 from helpers.cli import run_in_process as run_cli

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from chromaflow.sharding import part_bounds
+from chromaflow.utils.sharding import part_bounds
 from helpers.cli import chromaflow as run
 from helpers.environment import ROOT
 

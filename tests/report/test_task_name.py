@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from chromaflow.metrics import TASK_NAME_ENV, StageMetrics
+from chromaflow.utils.metrics import TASK_NAME_ENV, StageMetrics
 from chromaflow.report.tasks import task_from_metrics
 from chromaflow.report.trace import match_trace
 

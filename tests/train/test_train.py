@@ -702,7 +702,7 @@ def test_architecture_options_with_resume_must_agree_with_the_checkpoint():
     architecture are accepted, another value is refused naming both."""
     import argparse
 
-    from chromaflow.errors import ChromaflowError
+    from chromaflow.utils.errors import ChromaflowError
     from chromaflow.model.checkpoint import load_checkpoint
     from chromaflow.model.hparams import ARCHITECTURE as ARCH_OPTIONS
     from chromaflow.train.core import _check_architecture

@@ -10,8 +10,8 @@ import dataclasses
 
 import pytest
 
-from chromaflow.cli_options import options_from
-from chromaflow.errors import ChromaflowError
+from chromaflow.utils.cli_options import options_from
+from chromaflow.utils.errors import ChromaflowError
 from chromaflow.train import cli_evaluate, cli_train
 from chromaflow.train.core import TrainOptions, run
 from chromaflow.train.evaluate import EvaluateOptions

@@ -11,7 +11,7 @@ import pytest
 from helpers.cli import assert_nothing_left, assert_one_line_error, chromaflow, run_in_process
 from helpers.variant_files import SEQ, write_inputs
 
-from chromaflow.errors import ChromaflowError
+from chromaflow.utils.errors import ChromaflowError
 from chromaflow.variant.vcf import read_variants
 
 RECORDS = (

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 from .windows import GeneWindows
 
 STRANDS = ("avg", "+", "-")

@@ -15,10 +15,10 @@ import argparse
 from pathlib import Path
 
 
-from ..cli_options import add_run_options
-from ..errors import ChromaflowError
-from ..metrics import StageMetrics
-from ..outputs import atomic_outputs, check_outputs, naming_errors, write_table_text
+from ..utils.cli_options import add_run_options
+from ..utils.errors import ChromaflowError
+from ..utils.metrics import StageMetrics
+from ..utils.outputs import atomic_outputs, check_outputs, naming_errors, write_table_text
 from .accessibility import bed_text, bigwig_columns, predictions_columns, table_text, write_bigbed
 from .gff import read_genes
 from .windows import GeneWindows, add_window_options, check_windows, gene_metrics

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ def read_genes(path: str, feature: str = "gene", counts: dict | None = None) -> 
     -------
     list of Gene
         Every gene of the annotation; one that cannot be tabulated raises a one-line
-        :class:`~chromaflow.errors.ChromaflowError` naming the file and line, none is dropped.
+        :class:`~chromaflow.utils.errors.ChromaflowError` naming the file and line, none is dropped.
     """
     if feature not in ("gene", "mRNA"):
         raise ChromaflowError(f"--feature must be gene or mRNA (got {feature!r})")

@@ -8,7 +8,7 @@ import argparse
 
 import numpy as np
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 from .gff import Gene, check_against_sizes, tss_windows
 
 DEFAULT_UPSTREAM = 1000

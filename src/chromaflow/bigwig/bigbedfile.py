@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 
 from .spool import Records, Spill
-from ..errors import ChromaflowError
-from ..outputs import atomic_output, naming_errors
+from ..utils.errors import ChromaflowError
+from ..utils.outputs import atomic_output, naming_errors
 from .bigwigfile import (
     HEADER_BYTES,
     RECORD,

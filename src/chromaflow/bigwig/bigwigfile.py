@@ -41,7 +41,7 @@ from typing import Any, cast
 import numpy as np
 
 from .spool import Records, Spill
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 
 BIGWIG_MAGIC = 0x888FFC26
 CHROM_TREE_MAGIC = 0x78CA8C91

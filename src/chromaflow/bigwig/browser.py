@@ -21,7 +21,7 @@ from typing import Sequence
 from urllib.parse import quote
 from xml.sax.saxutils import quoteattr
 
-from ..outputs import write_texts_atomic
+from ..utils.outputs import write_texts_atomic
 
 #: colour per dataset, in dataset order (Okabe-Ito, colour-blind safe)
 PALETTE = [

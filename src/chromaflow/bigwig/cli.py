@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli_options import add_run_options, options_from
+from ..utils.cli_options import add_run_options, options_from
 from .core import BIGWIG_WRITERS, FORMATS, SMOOTHINGS, STRANDS, BigWigOptions
 from .core import run as convert_predictions
 

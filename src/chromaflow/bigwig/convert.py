@@ -16,10 +16,10 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 from ..native.memory import release_free_memory
-from ..outputs import naming_errors
-from ..progress import Progress
+from ..utils.outputs import naming_errors
+from ..utils.progress import Progress
 from .h5input import POOL_MIN_BP, Chrom, ChunkReader, Piece, PredictionsInput
 from .tracks import SmoothStream, TrackState, runs, runs_native, smooth_numpy, strand_average, strand_average_f32
 

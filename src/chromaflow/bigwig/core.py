@@ -15,11 +15,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..cli_options import resolve_threads
-from ..errors import ChromaflowError, OutputExistsError
-from ..metrics import StageMetrics
-from ..outputs import NAME_MAX_BYTES, atomic_output, check_outputs, safe_name
-from ..progress import Progress
+from ..utils.cli_options import resolve_threads
+from ..utils.errors import ChromaflowError, OutputExistsError
+from ..utils.metrics import StageMetrics
+from ..utils.outputs import NAME_MAX_BYTES, atomic_output, check_outputs, safe_name
+from ..utils.progress import Progress
 from .bedgraph import BedGraphWriter
 from .bigwigfile import BigWigWriter, PyBigWigWriter
 from .convert import Track, convert
@@ -122,7 +122,7 @@ class BigWigOptions:
 
 
 #: the most bytes of --basename: the rest of a track's name (dataset, strand, window, extension) keeps at least
-#: 48 bytes of :data:`chromaflow.outputs.NAME_MAX_BYTES` for the dataset name
+#: 48 bytes of :data:`chromaflow.utils.outputs.NAME_MAX_BYTES` for the dataset name
 BASENAME_MAX_BYTES = 100
 
 
@@ -130,8 +130,8 @@ def output_name(
     basename: str, dataset: str, strand: str, bl: bool, ws: int | None, fmt: str, source: str = "predictions"
 ) -> str:
     """The file name of one track: ``<basename>_<dataset>_<strand>_strand[_bl][_ws=<window>].bw`` (``.bg.gz`` for
-    bedGraph), the dataset name (read from ``source``) made safe by :func:`chromaflow.outputs.safe_name` and cut to
-    what the name leaves it of :data:`chromaflow.outputs.NAME_MAX_BYTES`."""
+    bedGraph), the dataset name (read from ``source``) made safe by :func:`~chromaflow.utils.outputs.safe_name` and cut
+    to what the name leaves it of :data:`chromaflow.utils.outputs.NAME_MAX_BYTES`."""
     ext = "bw" if fmt == "bigwig" else "bg.gz"
     tail = f"_{strand}_strand{'_bl' if bl else ''}{'' if ws is None else f'_ws={ws}'}.{ext}"
     room = max(48, NAME_MAX_BYTES - len(basename.encode()) - 1 - len(tail.encode()))
@@ -174,7 +174,7 @@ def run(options: BigWigOptions) -> int:
     Returns
     -------
     int
-        The exit status, 0 (errors a user can fix raise :class:`~chromaflow.errors.ChromaflowError`).
+        The exit status, 0 (errors a user can fix raise :class:`~chromaflow.utils.errors.ChromaflowError`).
     """
     fmt, level = options.validate()
     outdir = Path(options.outdir)
@@ -224,7 +224,8 @@ def run(options: BigWigOptions) -> int:
 
 def _outputs(options: BigWigOptions, datasets: list[str], outdir: Path, fmt: str) -> tuple[list[Track], list[Path]]:
     """The tracks and browser files this call writes, checked before any is written: the output rule
-    (:func:`chromaflow.outputs.check_outputs`, which also creates ``--outdir``) and, without --force, all or nothing."""
+    (:func:`~chromaflow.utils.outputs.check_outputs`, which also creates ``--outdir``) and, without --force, all or
+    nothing."""
     strands = ["avg", "+", "-"] if options.strand == "all" else [options.strand]
     bl, ws, src = bool(options.blacklist), options.window_size, options.predictions
     tracks = [

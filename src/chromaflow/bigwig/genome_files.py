@@ -14,9 +14,9 @@ import contextlib
 from pathlib import Path
 from typing import BinaryIO
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 from ..genome.fasta import FastaReader
-from ..outputs import atomic_output
+from ..utils.outputs import atomic_output
 from .twobit import TwoBitWriter
 
 #: bases per line of the written FASTA (samtools faidx's and UCSC's usual width)

@@ -19,8 +19,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..errors import ChromaflowError
-from ..inputs import open_h5_input
+from ..utils.errors import ChromaflowError
+from ..utils.inputs import open_h5_input
 from ..genome import h5rows
 from ..genome.h5rows import read_rows
 from .tracks import EXACT_LIMIT

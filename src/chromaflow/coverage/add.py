@@ -35,10 +35,10 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..errors import ChromaflowError
-from ..inputs import open_h5_input
-from ..outputs import atomic_output
-from ..progress import Progress
+from ..utils.errors import ChromaflowError
+from ..utils.inputs import open_h5_input
+from ..utils.outputs import atomic_output
+from ..utils.progress import Progress
 from .layout import GenomeLayout, Unit, cut_rows, plan_units, read_layout
 from .sources import CountOptions, bigwig_window, check_bam, check_bigwig, count_bam_window
 

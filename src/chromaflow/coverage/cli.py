@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli_options import add_run_options, options_from
+from ..utils.cli_options import add_run_options, options_from
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -12,10 +12,10 @@ import os
 from dataclasses import dataclass
 from typing import cast
 
-from ..cli_options import resolve_threads
-from ..errors import ChromaflowError
-from ..metrics import StageMetrics
-from ..outputs import check_outputs
+from ..utils.cli_options import resolve_threads
+from ..utils.errors import ChromaflowError
+from ..utils.metrics import StageMetrics
+from ..utils.outputs import check_outputs
 from .sources import STRAND_MODES, CountOptions
 
 #: ``--bigwig-split``: half of an unstranded bigWig's value on each strand row, or the full value on both
@@ -124,8 +124,8 @@ def run(options: AddCoverageOptions) -> int:
     Returns
     -------
     int
-        The exit status, 0 (errors a user can fix raise :class:`~chromaflow.errors.ChromaflowError`; the h5 is then
-        left unchanged).
+        The exit status, 0 (errors a user can fix raise :class:`~chromaflow.utils.errors.ChromaflowError`; the h5 is
+        then left unchanged).
     """
     from .add import add_coverage
 

@@ -14,7 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 from ..genome.h5rows import read_rows
 
 

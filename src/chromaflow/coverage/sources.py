@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 
 SKIP_FLAGS = 0x4 | 0x100 | 0x200
 STRAND_MODES = ("unstranded", "first", "second")

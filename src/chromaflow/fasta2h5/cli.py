@@ -7,10 +7,10 @@ import os
 import sys
 from pathlib import Path
 
-from ..cli_options import add_run_options, resolve_threads
-from ..errors import ChromaflowError
-from ..metrics import StageMetrics
-from ..outputs import atomic_output, check_outputs
+from ..utils.cli_options import add_run_options, resolve_threads
+from ..utils.errors import ChromaflowError
+from ..utils.metrics import StageMetrics
+from ..utils.outputs import atomic_output, check_outputs
 from ..genome.encoding import DEFAULT_L, check_length
 from . import deflate as chunkdeflate
 from .convert import convert

@@ -32,8 +32,8 @@ from typing import Any, Callable, cast
 import numpy as np
 
 from .. import __version__
-from ..errors import ChromaflowError
-from ..progress import Progress
+from ..utils.errors import ChromaflowError
+from ..utils.progress import Progress
 from ..genome import h5rows
 from ..genome.encoding import DEFAULT_L, LUT16, LUT16_RC, check_length, check_species
 from ..genome.fasta import DEFAULT_BLOCK, FastaReader

@@ -35,7 +35,7 @@ from typing import Callable
 import numpy as np
 
 from ..native import build as cbuild
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 
 ENGINES = ("onehot", "zlib", "libdeflate", "isal")
 DEFAULT_LEVEL = {"onehot": 1, "zlib": 4, "libdeflate": 4, "isal": 1}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli_options import add_run_options, options_from
+from ..utils.cli_options import add_run_options, options_from
 from .core import ENGINES, IMPORTANCES, METHODS
 from .expression import LAYOUTS
 from .network import PRIOR_CHECKS, NetworkOptions

@@ -9,10 +9,10 @@ from typing import cast
 
 import numpy as np
 
-from ..cli_options import add_run_options, resolve_threads
-from ..errors import ChromaflowError
-from ..metrics import StageMetrics
-from ..outputs import atomic_outputs, check_outputs, naming_errors, wants_gzip
+from ..utils.cli_options import add_run_options, resolve_threads
+from ..utils.errors import ChromaflowError
+from ..utils.metrics import StageMetrics
+from ..utils.outputs import atomic_outputs, check_outputs, naming_errors, wants_gzip
 from . import links
 from .parts import read_meta, read_weights
 from .report import add_output_arguments, finish_outputs, output_options

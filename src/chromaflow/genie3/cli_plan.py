@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 import math
 
-from ..errors import ChromaflowError
-from ..outputs import check_outputs, emit_json
-from ..sharding import part_bounds
+from ..utils.errors import ChromaflowError
+from ..utils.outputs import check_outputs, emit_json
+from ..utils.sharding import part_bounds
 from .network import warn
 from .expression import LAYOUTS, read_expression, read_regulators
 

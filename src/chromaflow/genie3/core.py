@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..errors import ChromaflowError
-from ..progress import Progress
+from ..utils.errors import ChromaflowError
+from ..utils.progress import Progress
 
 ENGINES = ("fast", "sklearn")
 METHODS = ("RF", "ET")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 
 LAYOUTS = ("genes-x-samples", "samples-x-genes")
 MIN_SAMPLES = 3

@@ -96,7 +96,7 @@ class PlainText:
 
 def table_writer(fh, gz: bool, threads: int = 1) -> GzipMembers | PlainText:
     """The writer of a table into ``fh``: gzip members (``gz``, the output's name ends in ``.gz``:
-    :func:`chromaflow.outputs.wants_gzip`) or plain text."""
+    :func:`chromaflow.utils.outputs.wants_gzip`) or plain text."""
     return GzipMembers(fh, threads) if gz else PlainText(fh)
 
 

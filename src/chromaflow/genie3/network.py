@@ -2,7 +2,7 @@
 all targets or one ``--targets-chunk``, with an optional prior and repeats (docs/genie3.md).
 
 :class:`NetworkOptions` holds the command's options and checks them once (:meth:`NetworkOptions.validate`: a
-one-line :class:`~chromaflow.errors.ChromaflowError` naming the option); :func:`run` validates them, reads the
+one-line :class:`~chromaflow.utils.errors.ChromaflowError` naming the option); :func:`run` validates them, reads the
 inputs, grows the forests (:func:`chromaflow.genie3.core.compute_weights`) and writes the link list and its
 companions (:func:`chromaflow.genie3.report.finish_outputs`), or a chunk's part file for ``genie3-merge``. A library
 caller gets the same checks as the command line.
@@ -17,11 +17,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..cli_options import resolve_threads
-from ..errors import ChromaflowError
-from ..metrics import StageMetrics
-from ..outputs import check_outputs
-from ..sharding import parse_part, part_bounds
+from ..utils.cli_options import resolve_threads
+from ..utils.errors import ChromaflowError
+from ..utils.metrics import StageMetrics
+from ..utils.outputs import check_outputs
+from ..utils.sharding import parse_part, part_bounds
 from .core import ENGINES, IMPORTANCES, METHODS, Options, compute_weights, parse_max_features, repeat_seed
 from .expression import LAYOUTS, Expression, read_expression, read_regulators
 from .parts import write_part
@@ -221,12 +221,13 @@ def run(options: NetworkOptions) -> int:
     ----------
     options : NetworkOptions
         The run's inputs, settings and outputs; validated first (:meth:`NetworkOptions.validate`), then the outputs
-        checked (:func:`chromaflow.outputs.check_outputs`) before any work.
+        checked (:func:`chromaflow.utils.outputs.check_outputs`) before any work.
 
     Returns
     -------
     int
-        The exit status, 0 (every failure is an exception: :class:`~chromaflow.errors.ChromaflowError` for bad input).
+        The exit status, 0 (every failure is an exception: :class:`~chromaflow.utils.errors.ChromaflowError` for bad
+        input).
     """
     o = options
     r = o.validate()
@@ -422,7 +423,7 @@ def _write_outputs(o: NetworkOptions, r: ResolvedOptions, W, meta: dict, reps, t
 
 
 def _metrics(o, r, expr, reg_idx, tgt_idx, engine, info, check, elapsed, compute_cpu) -> dict:
-    """The stage metrics' fields of the run (:meth:`chromaflow.metrics.StageMetrics.set`)."""
+    """The stage metrics' fields of the run (:meth:`chromaflow.utils.metrics.StageMetrics.set`)."""
     return dict(
         genes=expr.n_genes,
         samples=expr.n_samples,

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ChromaflowError
-from ..outputs import atomic_output
+from ..utils.errors import ChromaflowError
+from ..utils.outputs import atomic_output
 
 PART_FORMAT = "chromaflow-genie3-part/1"
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 
 NA = ("", "na", "nan", "n/a", "none", "null")
 #: integer weights for the kernel: weight (in [0, 2]) x 2^30, floored, a positive weight never below 1

@@ -7,8 +7,8 @@ from typing import cast
 
 import numpy as np
 
-from ..cli_options import add_run_options
-from ..outputs import atomic_outputs, naming_errors, wants_gzip
+from ..utils.cli_options import add_run_options
+from ..utils.outputs import atomic_outputs, naming_errors, wants_gzip
 from . import links
 
 
@@ -28,11 +28,11 @@ def finish_outputs(
     """Link list (+ optional weight matrix, summary, plot) from the full weight block W (R x T); ``threads``
     format and compress the link list (same bytes for any number). All or nothing: every output is written to
     its temporary and they are renamed together at the end; on any failure none is left
-    (:func:`chromaflow.outputs.atomic_outputs`). ``repeats`` (``--repeats`` > 1: repeats x R x T, W their mean)
+    (:func:`chromaflow.utils.outputs.atomic_outputs`). ``repeats`` (``--repeats`` > 1: repeats x R x T, W their mean)
     adds the columns confidence and mean_rank (:func:`stability`). ``consume``: W may be overwritten once the
     link list and weights are written (the summary's quantiles and the plot's sorted values then use W's own
     buffer: no second R x T copy, see :func:`nonself_values`). The link list and weight matrix are gzip'ed when their
-    names end in ``.gz``, plain text otherwise (:func:`chromaflow.outputs.wants_gzip`)."""
+    names end in ``.gz``, plain text otherwise (:func:`chromaflow.utils.outputs.wants_gzip`)."""
     gz = (wants_gzip(out), weights is not None and wants_gzip(weights))
     with atomic_outputs([out, weights, summary, plot]) as (t_out, t_weights, t_summary, t_plot):
         return _write_outputs(
@@ -232,7 +232,7 @@ def make_plot(path, pos: np.ndarray, n_all: int, conf: np.ndarray | None = None)
 
 def output_options(args) -> list[tuple[str, str | None]]:
     """(option, path) of every output ``genie3`` and ``genie3-merge`` may write, for
-    :func:`chromaflow.outputs.check_outputs`."""
+    :func:`chromaflow.utils.outputs.check_outputs`."""
     return [(f"--{name}", getattr(args, name)) for name in ("out", "weights", "summary", "plot", "metrics")]
 
 

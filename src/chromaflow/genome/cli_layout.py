@@ -7,8 +7,8 @@ import argparse
 import json
 import os
 
-from ..errors import ChromaflowError
-from ..outputs import write_json_atomic
+from ..utils.errors import ChromaflowError
+from ..utils.outputs import write_json_atomic
 from .encoding import DEFAULT_L, check_length
 from .layout import scan_layout
 

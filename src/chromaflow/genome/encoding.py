@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 
 #: Predmoter's and Helixer's subsequence length
 DEFAULT_L = 21384

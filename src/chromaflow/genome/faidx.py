@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Iterator, NamedTuple, cast
 
 import numpy as np
 
-from ..errors import ChromaflowError
-from ..outputs import atomic_outputs
+from ..utils.errors import ChromaflowError
+from ..utils.outputs import atomic_outputs
 from .fasta import _ALLOWED, _ID, MAX_HEADER_BYTES, MAX_ID_BYTES, FastaReader
 from .layout import Job, Layout, n_chunks
 

@@ -26,7 +26,7 @@ from typing import Callable, Iterator, NamedTuple, cast
 
 import numpy as np
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 
 IUPAC = b"ACGTNRYSWKMBDHV"
 MAX_ID_BYTES = 50

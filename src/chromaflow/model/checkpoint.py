@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 from .hparams import HPARAM_KEYS
 from .network import ModelConfig, PredmoterNet
 

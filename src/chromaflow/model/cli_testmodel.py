@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli_options import add_run_options
-from ..errors import ChromaflowError
-from ..outputs import atomic_output, check_outputs
+from ..utils.cli_options import add_run_options
+from ..utils.errors import ChromaflowError
+from ..utils.outputs import atomic_output, check_outputs
 from .hparams import PRESETS, add_architecture_options
 
 

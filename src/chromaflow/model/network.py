@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 from .hparams import HPARAM_KEYS, MODEL_TYPES
 
 

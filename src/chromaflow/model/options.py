@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 
 #: where a model runs: auto = CUDA if available, else the CPU
 DEVICES = ("auto", "cpu", "cuda")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from ..annotation.windows import add_window_options
-from ..cli_options import add_run_options, options_from
+from ..utils.cli_options import add_run_options, options_from
 from .prior import MotifPriorOptions
 from .prior import run as build_prior
 from .scan import DEFAULT_P

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 
 DEFAULT_MEME_NSITES = 20
 

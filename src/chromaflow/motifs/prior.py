@@ -28,10 +28,10 @@ import numpy as np
 
 from ..annotation.windows import DEFAULT_DOWNSTREAM, DEFAULT_UPSTREAM, GeneWindows, check_windows, gene_metrics
 from ..annotation.gff import check_against_sizes, read_genes
-from ..errors import ChromaflowError
-from ..metrics import StageMetrics
-from ..outputs import atomic_outputs, check_outputs, write_table_text
-from ..progress import Progress
+from ..utils.errors import ChromaflowError
+from ..utils.metrics import StageMetrics
+from ..utils.outputs import atomic_outputs, check_outputs, write_table_text
+from ..utils.progress import Progress
 from .motifs import load_motifs, read_tf_motifs
 from .scan import DEFAULT_P, Scanner, background, base_counts
 
@@ -118,7 +118,7 @@ def _fmt(x: float) -> str:
 
 def _write(path: str, tmp: Path, text: str) -> None:
     """``text`` into ``tmp``, the temporary of ``path``: gzip (level 6) when ``path`` ends in ``.gz``, else plain
-    (:func:`chromaflow.outputs.write_table_text`)."""
+    (:func:`chromaflow.utils.outputs.write_table_text`)."""
     write_table_text(tmp, path, text, level=6)
 
 
@@ -166,7 +166,7 @@ def run(args: MotifPriorOptions) -> int:
     Returns
     -------
     int
-        The exit status, 0 (errors a user can fix raise :class:`~chromaflow.errors.ChromaflowError`).
+        The exit status, 0 (errors a user can fix raise :class:`~chromaflow.utils.errors.ChromaflowError`).
     """
     args.validate()
     _check_files(args)

@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 from .motifs import Motif
 
 PSEUDOCOUNT = 1.0

@@ -14,8 +14,8 @@ from xml.sax.saxutils import quoteattr
 
 from ..bigwig.bigbedfile import bed_rows, write_bigbed
 from ..bigwig.browser import long_label, replace_stanzas, short_label, track_ident, track_stanza_files, url
-from ..errors import ChromaflowError
-from ..outputs import write_texts_atomic
+from ..utils.errors import ChromaflowError
+from ..utils.outputs import write_texts_atomic
 
 
 def narrowpeak_base(narrowpeak: str) -> str:

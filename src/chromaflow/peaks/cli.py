@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli_options import add_run_options, options_from
+from ..utils.cli_options import add_run_options, options_from
 from .core import DEFAULT_CUTOFF, DEFAULT_MAX_GAP, DEFAULT_MIN_LENGTH, PeaksOptions
 from .core import run as call_track_peaks
 

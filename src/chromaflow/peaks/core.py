@@ -20,10 +20,10 @@ from typing import cast
 import numpy as np
 
 from ..bigwig.browser import track_stanza_files
-from ..cli_options import resolve_threads
-from ..errors import ChromaflowError
-from ..metrics import StageMetrics
-from ..outputs import atomic_output, check_outputs, naming_errors, open_table, write_json_atomic
+from ..utils.cli_options import resolve_threads
+from ..utils.errors import ChromaflowError
+from ..utils.metrics import StageMetrics
+from ..utils.outputs import atomic_output, check_outputs, naming_errors, open_table, write_json_atomic
 from .browser import add_to_browser_files, bigbed_name, narrowpeak_base, write_bignarrowpeak
 from .call import call_peaks, overlap_bp, scores
 
@@ -189,7 +189,7 @@ def write_narrowpeak(
 ) -> int:
     """ENCODE narrowPeak, sorted by chromosome (byte order, as bdgpeakcall and ``LC_ALL=C sort``) and start; gzip
     when the output's name (``out``, whose temporary ``path`` is; default ``path``) ends in ``.gz``
-    (:func:`chromaflow.outputs.wants_gzip`), else plain text."""
+    (:func:`chromaflow.utils.outputs.wants_gzip`), else plain text."""
     n = 0
     with open_table(path, path if out is None else out) as fh:
         if track_line:
@@ -225,7 +225,7 @@ def run(options: PeaksOptions) -> int:
     Returns
     -------
     int
-        The exit status, 0 (errors a user can fix raise :class:`~chromaflow.errors.ChromaflowError`).
+        The exit status, 0 (errors a user can fix raise :class:`~chromaflow.utils.errors.ChromaflowError`).
     """
     cutoff = options.validate()
     summary, bigbed = _check_outputs(options)

@@ -11,8 +11,8 @@ import numpy as np
 
 from ..bigwig.convert import Track, convert
 from ..bigwig.h5input import PredictionsInput
-from ..errors import ChromaflowError
-from ..progress import Progress
+from ..utils.errors import ChromaflowError
+from ..utils.progress import Progress
 from .call import PeakStream, merge_runs
 
 

@@ -19,11 +19,11 @@ import argparse
 import os
 from dataclasses import dataclass
 
-from ..cli_options import add_run_options
-from ..errors import ChromaflowError, OutputExistsError
-from ..inputs import open_h5_input
-from ..metrics import StageMetrics
-from ..outputs import atomic_output, check_outputs
+from ..utils.cli_options import add_run_options
+from ..utils.errors import ChromaflowError, OutputExistsError
+from ..utils.inputs import open_h5_input
+from ..utils.metrics import StageMetrics
+from ..utils.outputs import atomic_output, check_outputs
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

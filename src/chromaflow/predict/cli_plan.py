@@ -7,8 +7,8 @@ makes beside the FASTA where there is none and verifies against the reader in on
 no index can give the reader's records (plain gzip, lines htslib refuses, ids it reads otherwise) the plan scans,
 and says so (``"index": "scan"`` and ``"index_reason"``); ``--shards`` is a count or ``auto`` (one shard per
 ``--shard-rows`` rows), never more shards than rows and at least one. The plan lists every shard with its row
-range (:func:`chromaflow.sharding.part_bounds`, the split ``predict --shard`` makes), so whoever fans the prediction
-out and the prediction itself cannot disagree, and a bad FASTA stops here with the reader's one line.
+range (:func:`chromaflow.utils.sharding.part_bounds`, the split ``predict --shard`` makes), so whoever fans the
+prediction out and the prediction itself cannot disagree, and a bad FASTA stops here with the reader's one line.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 import math
 
-from ..errors import ChromaflowError
-from ..inputs import open_h5_input
-from ..outputs import check_outputs, emit_json
-from ..sharding import shard_list
+from ..utils.errors import ChromaflowError
+from ..utils.inputs import open_h5_input
+from ..utils.outputs import check_outputs, emit_json
+from ..utils.sharding import shard_list
 from ..genome.encoding import DEFAULT_L, check_length
 
 DEFAULT_SHARD_ROWS = 20000

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli_options import add_run_options, options_from
+from ..utils.cli_options import add_run_options, options_from
 from ..genome.encoding import DEFAULT_L
 from ..model.options import add_inference_options
 from .core import INDEX_MODES, READERS, PredictOptions

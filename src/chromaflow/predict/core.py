@@ -18,13 +18,13 @@ import os
 from dataclasses import dataclass
 from typing import cast
 
-from ..cli_options import resolve_threads
-from ..errors import ChromaflowError, OutputExistsError
+from ..utils.cli_options import resolve_threads
+from ..utils.errors import ChromaflowError, OutputExistsError
 from ..genome.encoding import DEFAULT_L
-from ..metrics import Phases, StageMetrics, process_age_s
+from ..utils.metrics import Phases, StageMetrics, process_age_s
 from ..model.options import check_batch_size, check_device, check_precision
-from ..outputs import atomic_output, check_outputs
-from ..sharding import parse_part
+from ..utils.outputs import atomic_output, check_outputs
+from ..utils.sharding import parse_part
 
 #: levels used when --deflate names an engine without one (predictions: zlib 9 = Predmoter's bytes)
 DEFLATE_DEFAULT_LEVEL = {"zlib": 9, "libdeflate": 6, "isal": 1}
@@ -165,7 +165,7 @@ def run(options: PredictOptions) -> int:
     -------
     int
         The exit status (0); a bad option, input or output raises a one-line
-        :class:`~chromaflow.errors.ChromaflowError` before anything is written.
+        :class:`~chromaflow.utils.errors.ChromaflowError` before anything is written.
     """
     from .sources import open_source
 

@@ -21,8 +21,8 @@ import h5py
 import numpy as np
 import torch
 
-from ..errors import ChromaflowError
-from ..progress import Progress
+from ..utils.errors import ChromaflowError
+from ..utils.progress import Progress
 from .executors import (
     CPU_MICRO,
     PRECISIONS,

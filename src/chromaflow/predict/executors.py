@@ -15,7 +15,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 from .feed import ONEHOT_LUT, Batch, BufferPool
 
 PRECISIONS = ("fp32", "bf16", "fp16")

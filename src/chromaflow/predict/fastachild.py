@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 import sys
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 from ..native.memory import tune_malloc
 from ..genome.fasta import FastaReader
 

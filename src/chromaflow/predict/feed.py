@@ -33,7 +33,7 @@ from typing import Callable, Iterator, cast
 
 import numpy as np
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 from ..genome.fasta import FastaReader, Piece
 from ..genome.encoding import LUT16
 from ..genome.layout import Job, RecordEnd, cut, rows_into

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import h5py
 import numpy as np
 
-from ..errors import ChromaflowError
-from ..inputs import open_h5_input
+from ..utils.errors import ChromaflowError
+from ..utils.inputs import open_h5_input
 from ..genome.h5rows import read_rows, write_rows
 from ..genome.layout import input_fingerprint
 

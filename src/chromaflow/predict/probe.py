@@ -14,7 +14,7 @@ from typing import Callable, cast
 import numpy as np
 import torch
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 from .executors import (
     CUDA_DEPTH,
     CudaExecutor,

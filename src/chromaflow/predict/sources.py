@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 
-from ..errors import ChromaflowError
-from ..sharding import part_bounds
+from ..utils.errors import ChromaflowError
+from ..utils.sharding import part_bounds
 from ..genome.h5rows import read_rows
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from typing import Callable
 import h5py
 import numpy as np
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 from ..fasta2h5.deflate import byte_compressor
 
 _DONE = object()

@@ -23,8 +23,8 @@ import math
 import os
 from pathlib import Path
 
-from ..errors import ChromaflowError
-from ..outputs import check_outputs, write_json_atomic, write_text_atomic
+from ..utils.errors import ChromaflowError
+from ..utils.outputs import check_outputs, write_json_atomic, write_text_atomic
 from .html import render_html
 from .tables import multiqc_json, multiqc_tsv, tasks_tsv
 from .tasks import build_report, read_metrics, read_versions, task_from_metrics

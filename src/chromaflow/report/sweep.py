@@ -30,9 +30,9 @@ from .cli import add_extrapolation_arguments, check_extrapolation_arguments
 from .html import render_html
 from .tasks import build_report, task_from_metrics
 from .units import BP_PER_MBP, NA, fmt_rate
-from ..cli_options import resolve_threads
-from ..errors import ChromaflowError
-from ..outputs import write_json_atomic, write_text_atomic
+from ..utils.cli_options import resolve_threads
+from ..utils.errors import ChromaflowError
+from ..utils.outputs import write_json_atomic, write_text_atomic
 
 STAGES = ("fasta2h5", "predict", "genie3")
 

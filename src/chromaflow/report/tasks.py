@@ -9,7 +9,7 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 from .machine import machine_info
 from .units import DATA_WAIT_ALARM, _num, fleet_hours, genome_hours, hours_per_gbp, linear_fit, rate_bp_per_s
 

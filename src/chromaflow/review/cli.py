@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli_options import options_from
+from ..utils.cli_options import options_from
 from .core import DEFAULT_FLANK, DEFAULT_TOP_GENES, DEFAULT_TOP_PEAKS, DEFAULT_TOP_VARIANTS, ReviewOptions
 from .core import run as write_review_page
 

@@ -13,8 +13,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ChromaflowError
-from ..outputs import atomic_output, check_outputs
+from ..utils.errors import ChromaflowError
+from ..utils.outputs import atomic_output, check_outputs
 from . import loci as L
 from .page import ALLELE_COLOUR, PALETTE, PageTracks, render
 from .slices import bigwig_intervals, narrowpeak_to_bed, variant_intervals, write_bedgraph

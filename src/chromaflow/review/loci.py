@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 
 #: the strand-average delta columns of a variant-effect table: ``delta_mean_<dataset>_avg``
 _DELTA = re.compile(r"delta_mean_(.+)_avg")

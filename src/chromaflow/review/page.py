@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 from .loci import Locus
 
 #: igv-reports' create_report, its data URIs gzipped with mtime 0: the same inputs give the same page, byte for byte

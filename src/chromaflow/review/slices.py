@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 from .loci import Locus, _lines
 
 #: ``<rank>_<CHROM>_<POS>_<row>.<dataset>.<ref|alt>.bw``, the names variant-effect --tracks writes

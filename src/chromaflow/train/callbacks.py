@@ -8,8 +8,8 @@ import time
 
 import lightning as L
 
-from ..outputs import write_text_atomic
-from ..progress import Progress
+from ..utils.outputs import write_text_atomic
+from ..utils.progress import Progress
 
 
 class SignalStop(Exception):
@@ -23,7 +23,7 @@ class SignalStop(Exception):
 
 class StopOnSignal(L.Callback):
     """SIGTERM, SIGINT or SIGHUP during training (:meth:`request`, from
-    :func:`chromaflow.signals.handle_stop_signals`) ends the fit at the end of the current batch, never inside an
+    :func:`chromaflow.utils.signals.handle_stop_signals`) ends the fit at the end of the current batch, never inside an
     optimizer step or a checkpoint write, by raising :class:`SignalStop`. ``<out>/last.ckpt`` stays the one of the
     last completed epoch, which ``--resume`` continues exactly (a mid-epoch checkpoint would not: the data order
     and the per-epoch callbacks start at epoch boundaries)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli_options import add_run_options, options_from
+from ..utils.cli_options import add_run_options, options_from
 from ..model.hparams import add_architecture_options
 from ..model.options import add_device_option, add_precision_option
 from .core import DATA_MODES, HEADS, QUANTITIES, TrainOptions

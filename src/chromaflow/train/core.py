@@ -21,13 +21,13 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
-from ..cli_options import resolve_threads
-from ..errors import ChromaflowError
-from ..metrics import StageMetrics
-from ..outputs import check_outputs
+from ..utils.cli_options import resolve_threads
+from ..utils.errors import ChromaflowError
+from ..utils.metrics import StageMetrics
+from ..utils.outputs import check_outputs
 from ..model.hparams import ARCHITECTURE, MODEL_TYPES
 from ..model.options import check_device, check_precision
-from ..signals import Interrupted, handle_stop_signals
+from ..utils.signals import Interrupted, handle_stop_signals
 
 #: the metrics ``--ckpt-quantity`` and ``--stop-quantity`` choose from
 QUANTITIES = ("avg_train_loss", "avg_train_accuracy", "avg_val_loss", "avg_val_accuracy")
@@ -139,7 +139,7 @@ def _mode(quantity: str) -> str:
 
 
 def _check_outputs(options: TrainOptions) -> None:
-    """The output rule (:func:`chromaflow.outputs.check_outputs`); the checkpoints are left out: ``--resume
+    """The output rule (:func:`chromaflow.utils.outputs.check_outputs`); the checkpoints are left out: ``--resume
     OUT/last.ckpt`` is read before Lightning writes the next one."""
     h5s = glob.glob(os.path.join(options.input_dir, "*", "*.h5"))
     check_outputs(
@@ -205,7 +205,7 @@ def run(options: TrainOptions) -> int:
     int
         The exit status (0). Checkpoints (``last.ckpt``, ``best.ckpt`` or the ``save_top_k`` best) and the epoch
         table ``metrics.tsv`` are written into ``options.out``; a bad option, input or output raises a one-line
-        :class:`~chromaflow.errors.ChromaflowError` before anything trains.
+        :class:`~chromaflow.utils.errors.ChromaflowError` before anything trains.
     """
     options.validate()
     child = os.environ.get("LOCAL_RANK", "0") != "0"  # a DDP worker process started by Lightning
@@ -419,7 +419,7 @@ def _summary(trainer, module, dm, cb: _Callbacks, *, quantity: str, notes: list)
 
 def _fit(trainer, module, dm, resume: str | None, stopper, out: str) -> None:
     """``trainer.fit``; a stop signal ends it at the next batch end (StopOnSignal) and becomes
-    :class:`~chromaflow.signals.Interrupted` (exit 128 + signal), naming the checkpoint to resume from. Lightning
+    :class:`~chromaflow.utils.signals.Interrupted` (exit 128 + signal), naming the checkpoint to resume from. Lightning
     ends a run that got SIGTERM during validation with SystemExit(None), i.e. exit 0: that becomes the same."""
     import torch
 

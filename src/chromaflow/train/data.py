@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import ChromaflowError
-from ..inputs import open_h5_input
+from ..utils.errors import ChromaflowError
+from ..utils.inputs import open_h5_input
 
 FILLER = -3.0
 N_FILTER = 0.25

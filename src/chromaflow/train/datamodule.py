@@ -13,8 +13,8 @@ import lightning as L
 import numpy as np
 import torch
 
-from ..cli_options import resolve_threads
-from ..errors import ChromaflowError
+from ..utils.cli_options import resolve_threads
+from ..utils.errors import ChromaflowError
 from .data import EpochSampler, FileInfo, InMemoryDataset, StreamingDataset, list_h5, scan_file
 
 

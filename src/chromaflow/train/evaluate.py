@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..cli_options import resolve_threads
-from ..errors import ChromaflowError
-from ..metrics import StageMetrics
+from ..utils.cli_options import resolve_threads
+from ..utils.errors import ChromaflowError
+from ..utils.metrics import StageMetrics
 from ..model.options import check_device
-from ..outputs import NAME_MAX_BYTES, check_outputs, safe_name
-from ..progress import Progress
+from ..utils.outputs import NAME_MAX_BYTES, check_outputs, safe_name
+from ..utils.progress import Progress
 from ..genome.h5rows import read_rows
 from .data import StreamingDataset, scan_file
 from .losses import row_stats
@@ -49,7 +49,7 @@ def stem_of(path: str) -> str:
 
 def plot_name(stem: str, dataset: str, model: str) -> str:
     """The file name of a file's plot of one dataset: ``<stem>_<dataset>.png``, made safe by
-    :func:`chromaflow.outputs.safe_name` (the dataset name is the checkpoint ``model``'s)."""
+    :func:`chromaflow.utils.outputs.safe_name` (the dataset name is the checkpoint ``model``'s)."""
     return safe_name(f"{stem}_{dataset}", f"{model}: dataset {dataset!r}", NAME_MAX_BYTES - len(".png")) + ".png"
 
 
@@ -164,8 +164,8 @@ class _Tally:
 
 def write_tsv(path: str, results: list[FileResult], model_datasets: tuple[str, ...]) -> None:
     """Write the evaluation table of ``results`` (one row per file, :func:`columns`) to ``path`` atomically (gzip when
-    ``path`` ends in ``.gz``: :func:`chromaflow.outputs.wants_gzip`)."""
-    from ..outputs import atomic_output, write_table_text
+    ``path`` ends in ``.gz``: :func:`chromaflow.utils.outputs.wants_gzip`)."""
+    from ..utils.outputs import atomic_output, write_table_text
 
     cols = columns(model_datasets)
     lines = ["\t".join(cols)]
@@ -183,7 +183,7 @@ def plot_file(result: FileResult, dataset: str, out_png: str, model_name: str) -
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..outputs import atomic_output
+    from ..utils.outputs import atomic_output
 
     seqid, a0, b0, obs, pred = result.regions[dataset]
     so, sp = result.samples[dataset]
@@ -283,7 +283,7 @@ def run(options: EvaluateOptions) -> int:
     -------
     int
         The exit status (0); a bad option, input or output raises a one-line
-        :class:`~chromaflow.errors.ChromaflowError`.
+        :class:`~chromaflow.utils.errors.ChromaflowError`.
     """
     from ..model.checkpoint import build_model, load_checkpoint
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 
 
 def init_from(module, base, *, head: str = "keep") -> list[str]:

@@ -15,7 +15,7 @@ import lightning as L
 import numpy as np
 import torch
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 from ..model.hparams import hparams_for
 from ..model.network import ModelConfig, PredmoterNet
 from .losses import EpochMeans, row_stats

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli_options import add_run_options, options_from
+from ..utils.cli_options import add_run_options, options_from
 from ..model.options import add_inference_options
 from .score import DEFAULT_FLANK, VariantEffectOptions
 from .score import run as score_variants

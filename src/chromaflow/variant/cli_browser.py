@@ -19,8 +19,8 @@ from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
 from ..bigwig.browser import long_label, replace_stanzas, short_label, track_ident, track_stanza_files, url
-from ..errors import ChromaflowError
-from ..outputs import check_outputs, write_texts_atomic
+from ..utils.errors import ChromaflowError
+from ..utils.outputs import check_outputs, write_texts_atomic
 
 #: ``<rank>_<CHROM>_<POS>_<row>.<dataset>.<ref|alt>.bw``, the names variant-effect --tracks writes
 _NAME = re.compile(r"(\d+)_(.+)_(\d+)_(\d+)\.(.+)\.(ref|alt)\.bw")

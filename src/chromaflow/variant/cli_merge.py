@@ -23,10 +23,10 @@ import zlib
 from collections import Counter
 from pathlib import Path
 
-from ..cli_options import add_run_options
-from ..errors import ChromaflowError
-from ..metrics import StageMetrics
-from ..outputs import atomic_output, check_outputs, naming_errors
+from ..utils.cli_options import add_run_options
+from ..utils.errors import ChromaflowError
+from ..utils.metrics import StageMetrics
+from ..utils.outputs import atomic_output, check_outputs, naming_errors
 from .score import write_table  # the unsharded run's writer (gzip mtime 0, no name): the same bytes
 
 _SHARD = re.compile(r"#chromaflow variant-effect shard (\d+)/(\d+): rows (\d+)-(\d+) of (\d+), tracks (\d+)")

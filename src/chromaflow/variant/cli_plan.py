@@ -2,8 +2,9 @@
 
 The (variant, ALT) rows are counted by the reader ``variant-effect`` uses (:func:`chromaflow.variant.vcf.read_variants`,
 so a bad VCF stops here with its one line), then split into shards of at most ``--shard-size`` rows: ceil(rows /
-size) shards, at least one. The plan lists every shard with its row range (:func:`chromaflow.sharding.part_bounds`,
-the split ``variant-effect --shard`` makes), as ``predict-plan`` does for prediction.
+size) shards, at least one. The plan lists every shard with its row range
+(:func:`chromaflow.utils.sharding.part_bounds`, the split ``variant-effect --shard`` makes), as ``predict-plan``
+does for prediction.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 import argparse
 import math
 
-from ..errors import ChromaflowError
-from ..outputs import check_outputs, emit_json
-from ..sharding import shard_list
+from ..utils.errors import ChromaflowError
+from ..utils.outputs import check_outputs, emit_json
+from ..utils.sharding import shard_list
 
 #: (variant, ALT) rows per shard: each costs a reference and an alternative window on both strands, 4 model rows
 #: (fewer where ALTs share a reference window), so 5000 variants are about the 20,000 model rows of a default

@@ -17,13 +17,13 @@ import zipfile
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..cli_options import resolve_threads
-from ..errors import ChromaflowError
-from ..metrics import StageMetrics
+from ..utils.cli_options import resolve_threads
+from ..utils.errors import ChromaflowError
+from ..utils.metrics import StageMetrics
 from ..native.memory import tune_malloc
-from ..outputs import atomic_output, check_outputs, emit_json, safe_name, write_table_text
-from ..progress import Progress
-from ..sharding import parse_part, part_bounds
+from ..utils.outputs import atomic_output, check_outputs, emit_json, safe_name, write_table_text
+from ..utils.progress import Progress
+from ..utils.sharding import parse_part, part_bounds
 from ..model.options import DEVICES, PRECISIONS
 
 #: default flank F (bp each side of the variant) of the mean: ±250 bp is about one accessible region (ATAC-seq
@@ -349,20 +349,21 @@ def _table(variants, rows, datasets) -> str:
 
 def write_table(path: str, text: str, force: bool) -> None:
     """Write ``text`` to ``path`` atomically (``force``: overwrite); gzip'ed when ``path`` ends in ``.gz``
-    (:func:`chromaflow.outputs.wants_gzip`), with no file name or time stamp, so the same table gives the same bytes."""
+    (:func:`~chromaflow.utils.outputs.wants_gzip`), with no file name or time stamp, so the same table gives the same
+    bytes."""
     with atomic_output(path, force=force) as tmp:
         write_table_text(tmp, path, text)
 
 
 #: the most bytes of a CHROM and of a dataset name in a track's file name (:func:`track_name`): with the rank,
-#: POS, row and allele the name stays within :data:`chromaflow.outputs.NAME_MAX_BYTES`
+#: POS, row and allele the name stays within :data:`chromaflow.utils.outputs.NAME_MAX_BYTES`
 TRACK_PART_BYTES = 80
 
 
 def track_name(args: VariantEffectOptions, v, index: int, dataset: str, allele: str) -> str:
     """A track's file name without its rank (a shard's candidate; the ranked name is ``<rank:03d>_`` + this):
-    ``<CHROM>_<POS>_<row>.<dataset>.<allele>.bw``, CHROM and dataset made safe (:func:`chromaflow.outputs.safe_name`:
-    a ``/`` in a seqid never leaves --tracks-dir)."""
+    ``<CHROM>_<POS>_<row>.<dataset>.<allele>.bw``, CHROM and dataset made safe
+    (:func:`~chromaflow.utils.outputs.safe_name`: a ``/`` in a seqid never leaves --tracks-dir)."""
     chrom = safe_name(v.chrom, f"{args.fasta}: FASTA record {v.chrom!r}", TRACK_PART_BYTES)
     ds = safe_name(dataset, f"{args.model}: dataset {dataset!r}", TRACK_PART_BYTES)
     return f"{chrom}_{v.pos}_{index + 1}.{ds}.{allele}.bw"

@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..errors import ChromaflowError
+from ..utils.errors import ChromaflowError
 
 #: bases an allele may hold (IUPAC, any case); anything else in REF/ALT makes the record symbolic or bad
 _BASES = re.compile(r"[ACGTNRYSWKMBDHVacgtnryswkmbdhv]+")

@@ -27,7 +27,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from . import __version__
+from .. import __version__
 from .errors import ChromaflowError
 
 

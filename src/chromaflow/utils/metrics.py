@@ -9,7 +9,8 @@ import socket
 import time
 from typing import Any
 
-from . import __version__, outputs
+from .. import __version__
+from . import outputs
 
 
 def process_age_s() -> float | None:
