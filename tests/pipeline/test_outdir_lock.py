@@ -8,9 +8,15 @@
 * The sample folders' stamps (``<outdir>/<id>/.chromaflow_run.json``): run A then B (B refused), ``-resume`` of A
   (not refused), B with ``--replace_results`` (A's folder replaced whole), then A again (refused: B then A).
 
-Every pipeline run is a ``-stub`` run of the test profile with prediction, GENIE3 and the reports off (two FASTA2H5
-tasks), or PREDICT's stubs where a run must publish other files: the JVMs are most of the cost. Holding tasks
-(tests/nextflow.config: CHROMAFLOW_TEST_HOLD) keeps a driver inside its run while another starts or a kill comes.
+Every pipeline run is a ``-stub`` run of the test profile with prediction, GENIE3, the benchmark and MultiQC off (two
+FASTA2H5 tasks), or PREDICT's stubs where a run must publish other files: what is tested happens in the driver, before
+and after the tasks (the stubs publish the same file names as the real tasks; no assertion reads a task's bytes), and
+the JVMs are most of the cost (each launch parses the project's configuration and compiles the whole pipeline's
+scripts, whatever the run then does). So launches are shared: the killed-driver chain (run 1 killed, run 2 killed
+with asmA published, run 2 resumed to its end) is run A of the sample-folder test, and its ``-resume`` is the one that
+test's refusal line advises (the same session, from A's launch folder, into a folder holding A's files): 9 launches
+in this file instead of 11. Holding tasks (tests/nextflow.config: CHROMAFLOW_TEST_HOLD) keeps a driver inside its run
+while another starts or a kill comes.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import re
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -32,7 +39,7 @@ pytestmark = pytest.mark.pipeline
 LOCK = ".chromaflow.lock"
 STAMP = ".chromaflow_run.json"
 #: the smallest run of the test profile: FASTA2H5 of asmA and asmB, nothing else
-SMALL = ["-profile", "test", "-stub", "--skip_predict", "--skip_benchmark", "--skip_genie3"]
+SMALL = ["-profile", "test", "-stub", "--skip_predict", "--skip_benchmark", "--skip_genie3", "--skip_multiqc"]
 #: a run that publishes predictions and no genome h5 (another set of files in <id>/ than SMALL's)
 PREDICTIONS_ONLY = [
     "-profile",
@@ -45,6 +52,7 @@ PREDICTIONS_ONLY = [
     "--skip_tracks",
     "--skip_benchmark",
     "--skip_genie3",
+    "--skip_multiqc",
 ]
 
 
@@ -71,10 +79,10 @@ def _no_task_ran(launch: Path) -> bool:
     return not list((launch / "work").glob("*/*/.command.sh"))
 
 
-def _start(args: list[str], cwd: Path, env: dict) -> subprocess.Popen:
-    """A driver in its own process group (a SIGKILL to the group ends it and its tasks), output to cwd/run.log."""
+def _start(args: list[str], cwd: Path, env: dict, log: str = "run.log") -> subprocess.Popen:
+    """A driver in its own process group (a SIGKILL to the group ends it and its tasks), output to cwd/log."""
     cwd.mkdir(parents=True, exist_ok=True)
-    with open(cwd / "run.log", "w") as fh:
+    with open(cwd / log, "w") as fh:
         return subprocess.Popen(
             nextflow_cmd(args),
             cwd=cwd,
@@ -94,13 +102,16 @@ def _wait(cond, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def _hold_env(gate: Path) -> dict:
+def _hold_env(gate: Path, hold: str = "FASTA2H5") -> dict:
     gate.mkdir(parents=True, exist_ok=True)
-    return {"CHROMAFLOW_TEST_HOLD": "FASTA2H5", "CHROMAFLOW_TEST_GATE": str(gate), "CHROMAFLOW_LOCK_HEARTBEAT_S": "1"}
+    return {"CHROMAFLOW_TEST_HOLD": hold, "CHROMAFLOW_TEST_GATE": str(gate), "CHROMAFLOW_LOCK_HEARTBEAT_S": "1"}
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    os.killpg(proc.pid, signal.SIGKILL)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # the driver stopped by itself, and its tasks with it
     proc.wait(timeout=60)
 
 
@@ -149,18 +160,84 @@ def test_two_drivers_at_once_one_runs_the_other_stops_with_one_line(tmp_path, ne
         assert json.loads((out / asm / STAMP).read_text())["launch_dir"] == str(tmp_path / winner)
 
 
-def _killed_run(k: int, launch: Path, out: Path, gate: Path) -> tuple[dict, str, str]:
-    """Run ``k`` of the launch folder, held in FASTA2H5, then its process group killed with SIGKILL: (the lock it
-    left, its run name, its log)."""
-    proc = _start([*SMALL, "--outdir", str(out), "--trace_report_suffix", f"run{k}"], launch, _hold_env(gate))
+@dataclass
+class KilledRun:
+    """A driver held in its FASTA2H5 tasks, then killed with its process group (SIGKILL)."""
+
+    pid: int  # the driver JVM's (the launcher execs java)
+    lock: dict  # the lock it left
+    name: str  # its run name
+    log: str
+
+
+def _cached(launch: Path, output: str) -> bool:
+    """Whether the finished task that made ``output`` (its work folder holds it and an exit code) is in the cache DB
+    of the launch folder: Nextflow writes the task's entry there asynchronously, around the time it publishes, and a
+    task whose entry a kill prevented runs again on -resume. LevelDB's log holds the key (the task hash's 16 bytes)."""
+    for d in launch.glob("work/??/*"):
+        if (d / ".exitcode").is_file() and (d / output).exists():
+            key = bytes.fromhex(d.parent.name + d.name)
+            return any(key in f.read_bytes() for f in launch.glob(".nextflow/cache/*/db/*.log"))
+    return False
+
+
+def _killed_run(k: int, launch: Path, out: Path, gate: Path, hold: str, published: str | None = None) -> KilledRun:
+    """Run ``k`` of the launch folder, held in the tasks ``hold`` names (and, with ``published``, once the task that
+    made that file under ``out`` has published it and is in the cache), then its process group killed with SIGKILL."""
+    proc = _start(
+        [*SMALL, "--outdir", str(out), "--trace_report_suffix", f"run{k}"], launch, _hold_env(gate, hold), f"run{k}.log"
+    )
+
+    def running(cond):
+        def check() -> bool:
+            assert proc.poll() is None, (launch / f"run{k}.log").read_text()[-3000:]  # it stopped: no wait
+            return cond()
+
+        return check
+
     try:
-        _wait(lambda: list(gate.glob("held.*")), 240, f"run {k}'s held task")
+        _wait(running(lambda: list(gate.glob("held.*"))), 240, f"run {k}'s held task")
+        if published is not None:
+            _wait(running((out / published).is_file), 240, f"run {k} to publish {published}")
+            _wait(running(lambda: _cached(launch, Path(published).name)), 240, f"run {k}'s {published} in the cache")
     finally:
         _kill_group(proc)
-    log = (launch / "run.log").read_text()
-    lock = json.loads((out / LOCK).read_text())
-    assert lock["pid"] == proc.pid, log  # the driver JVM's pid (the launcher execs java)
-    return lock, _run_name(log), log
+    log = (launch / f"run{k}.log").read_text()
+    return KilledRun(proc.pid, json.loads((out / LOCK).read_text()), _run_name(log), log)
+
+
+@dataclass
+class Chain:
+    """The killed-driver chain, one launch folder: run 1 killed, run 2 (a new run) killed, run 3 (its -resume) to
+    the end. What the tests read of the outdir is kept here as it was then: the sample-folder test changes it."""
+
+    out: Path
+    launch: Path
+    first: KilledRun
+    second: KilledRun
+    resume: subprocess.CompletedProcess
+    before_resume: dict[str, str]  # <out>/asmA/ when run 2 was killed
+    after_resume: dict[str, str]  # <out>/asmA/ after run 3
+    stamps: dict[str, dict]  # <out>/<id>/.chromaflow_run.json after run 3
+    lock_after: bool  # <out>/.chromaflow.lock after run 3
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory, nextflow_bin) -> Chain:
+    """Run 1 holds both FASTA2H5 tasks (nothing published: its folders hold only its stamps, which a new run may
+    take). Run 2 holds asmB's only, so asmA's h5 is published under run 2's stamp before the kill: its -resume (run 3,
+    ``-resume <session>`` from the launch folder, as the sample-folder refusal advises) meets a folder holding files
+    of its own session."""
+    root = tmp_path_factory.mktemp("outdir_lock_chain")
+    out, launch = root / "results", root / "a"
+    first = _killed_run(1, launch, out, root / "gate1", "FASTA2H5")
+    second = _killed_run(2, launch, out, root / "gate2", "FASTA2H5:asmB", "asmA/h5/asmA.h5")
+    before = _tree(out / "asmA")
+    resume = run_nextflow(
+        [*SMALL, "--outdir", str(out), "--trace_report_suffix", "run3", "-resume", second.lock["session"]], cwd=launch
+    )
+    stamps = {asm: json.loads((out / asm / STAMP).read_text()) for asm in ("asmA", "asmB")}
+    return Chain(out, launch, first, second, resume, before, _tree(out / "asmA"), stamps, (out / LOCK).exists())
 
 
 def _takeover(lock: dict, name: str, out: Path) -> str:
@@ -171,19 +248,17 @@ def _takeover(lock: dict, name: str, out: Path) -> str:
     )
 
 
-def test_lock_of_a_killed_driver_is_taken_over_by_the_next_run_and_by_a_resume(tmp_path, nextflow_bin):
+def test_lock_of_a_killed_driver_is_taken_over_by_the_next_run_and_by_a_resume(chain):
     """kill -9 of a held driver leaves its lock; a new run takes it over (one warning naming the dead holder) and is
     killed the same way; a -resume of that run takes its lock over and finishes. One launch folder for the three."""
-    out, launch = tmp_path / "results", tmp_path / "launch"
-    first, first_name, _ = _killed_run(1, launch, out, tmp_path / "gate1")
-    second, second_name, log = _killed_run(2, launch, out, tmp_path / "gate2")
-    assert second["session"] != first["session"]
-    assert _lines(log, "taking over") == [_takeover(first, first_name, out)], log
-    res = run_nextflow([*SMALL, "--outdir", str(out), "--trace_report_suffix", "run3", "-resume"], cwd=launch)
-    assert _lines(_output(res), "taking over") == [_takeover(second, second_name, out)]
-    assert not (out / LOCK).exists()
-    assert json.loads((out / "asmA" / STAMP).read_text())["session"] == second["session"]
-    assert (out / "asmA" / "h5" / "asmA.h5").is_file()
+    first, second, out = chain.first, chain.second, chain.out
+    assert first.lock["pid"] == first.pid and second.lock["pid"] == second.pid, second.log
+    assert second.lock["session"] != first.lock["session"]
+    assert _lines(second.log, "taking over") == [_takeover(first.lock, first.name, out)], second.log
+    assert _lines(_output(chain.resume), "taking over") == [_takeover(second.lock, second.name, out)]
+    assert not chain.lock_after
+    assert chain.stamps["asmA"]["session"] == second.lock["session"]
+    assert "h5/asmA.h5" in chain.after_resume
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -206,23 +281,30 @@ def _refusal(folder: Path, stamp: dict, also: str = "") -> str:
     )
 
 
-def test_runs_never_mix_files_in_a_sample_folder(tmp_path, nextflow_bin):
-    """The probe's case: run A (the test sheet) then run B from another launch folder, the same id asmA with another
-    FASTA, into one --outdir. B stops before any task, naming A's run; the -resume the line advises is not refused;
-    B with --replace_results replaces asmA/ whole (A's genome h5 gone, B's predictions only); then A again is refused,
+def test_runs_never_mix_files_in_a_sample_folder(chain, tmp_path):
+    """The probe's case: run A (the killed-driver chain: its run 2, resumed to the end) then run B from another launch
+    folder, the same id asmA with another FASTA, into one --outdir. The -resume the refusal line advises (A's session,
+    from A's launch folder) is not refused where asmA/ holds A's files; B stops before any task, naming A's run; B
+    with --replace_results replaces asmA/ whole (A's genome h5 gone, B's predictions only); then A again is refused,
     naming B's run."""
-    out, la, lb = tmp_path / "results", tmp_path / "a", tmp_path / "b"
-    la.mkdir()
+    out, la, lb = chain.out, chain.launch, tmp_path / "b"
     lb.mkdir()
     sheet_b = tmp_path / "b.csv"
     sheet_b.write_text(f"id,fasta\nasmA,{ROOT / 'assets' / 'test' / 'asmB.fa.gz'}\n")
     run_a = [*SMALL, "--outdir", str(out)]
-    res = run_nextflow([*run_a, "--trace_report_suffix", "a1"], cwd=la)
-    stamp_a = json.loads((out / "asmA" / STAMP).read_text())
-    assert stamp_a["run_name"] == _run_name(res.stdout) and stamp_a["launch_dir"] == str(la)
-    assert json.loads((out / "asmB" / STAMP).read_text()) == stamp_a
+    stamp_a = chain.stamps["asmA"]
+    assert stamp_a["run_name"] == chain.second.name and stamp_a["launch_dir"] == str(la)
+    assert stamp_a["session"] == chain.second.lock["session"]
+    assert chain.stamps["asmB"] == stamp_a
+
+    # the -resume of A's session from A's launch folder (the line below advises it) is the same run: not refused,
+    # though asmA/ held A's published h5 (asmA's task came from the cache; asmB's, killed while held, ran)
+    assert sorted(chain.before_resume) == [STAMP, "h5/asmA.h5"]
+    cached = _lines(chain.resume.stdout, "Cached process > CHROMAFLOW:FASTA2H5")
+    assert len(cached) == 1 and cached[0].endswith("(asmA)"), chain.resume.stdout
+    assert chain.after_resume == chain.before_resume
     before = _tree(out / "asmA")
-    assert sorted(before) == [STAMP, "h5/asmA.h5"]
+    assert before == chain.after_resume
 
     # A then B: B is refused before any task, one line, nothing changed
     res = run_nextflow(
@@ -231,11 +313,6 @@ def test_runs_never_mix_files_in_a_sample_folder(tmp_path, nextflow_bin):
     assert res.returncode == 1
     assert _lines(_output(res), "chromaflow:") == [_refusal(out / "asmA", stamp_a)], _output(res)
     assert _no_task_ran(lb) and _tree(out / "asmA") == before and not (out / LOCK).exists()
-
-    # the -resume the line names (A's session, from A's launch folder) is the same run: not refused
-    res = run_nextflow([*run_a, "--trace_report_suffix", "a2", "-resume", stamp_a["session"]], cwd=la)
-    assert len(_lines(res.stdout, "Cached process > CHROMAFLOW:FASTA2H5")) == 2, res.stdout
-    assert _tree(out / "asmA") == before
 
     # B with consent: asmA/ replaced whole (A's h5 is not left beside B's predictions); asmB/ (not B's) untouched
     res = run_nextflow(
@@ -259,6 +336,7 @@ def test_runs_never_mix_files_in_a_sample_folder(tmp_path, nextflow_bin):
     assert sorted(_tree(out / "asmA")) == [STAMP, "predictions/asmA_predictions.h5"]
     assert json.loads((out / "asmB" / STAMP).read_text()) == stamp_a and (out / "asmB" / "h5" / "asmB.h5").is_file()
     assert not [p for p in out.iterdir() if p.name.startswith(".asmA")]  # the replaced folder's remains are gone
+    assert not (out / LOCK).exists()  # released at the end
 
     # B then A: a new run of A is refused, naming B's run
     after = _tree(out / "asmA")
