@@ -96,6 +96,7 @@ def _table(path) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
         raise ChromaflowError(f"{path}: empty table (no header line)") from None
 
     def records():
+        """(line number, {column: field}) per data row, each row checked against the header's width."""
         for lineno, fields in rows:
             if len(fields) != len(header):
                 raise ChromaflowError(f"{path} line {lineno}: {len(fields)} fields, the header has {len(header)}")
@@ -142,6 +143,7 @@ def top_variants(path, n: int, sizes: dict[str, int]) -> list[Locus]:
         raise ChromaflowError(f"{path}: no delta_mean_<dataset>_avg column (not a chromaflow variant-effect table)")
 
     def scored():
+        """Each row's locus with its score, checked against the FASTA's sequences as it is read."""
         for order, (lineno, row) in enumerate(rows):
             pos = _number(path, lineno, "POS", row["POS"], int)
             start, end = pos - 1, pos - 1 + max(1, len(row["REF"]))

@@ -413,6 +413,7 @@ class _EncodedInto:
         self.raw = raw
 
     def write(self, text: str) -> int:
+        """Writes ``text`` UTF-8 encoded; returns its length in characters (as ``TextIO.write`` does)."""
         self.raw.write(text.encode("utf-8"))
         return len(text)
 
