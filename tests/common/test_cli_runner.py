@@ -78,11 +78,21 @@ def test_only_chromaflows_own_variables_may_differ(server, monkeypatch):
     # an environment given for one call runs fresh; a change of this process's own gets a server of its own (as
     # Lightning's seed_everything leaves PL_GLOBAL_SEED in a process that trained; a name nothing else sets here)
     assert cli._fork_server(dict(env, ATEN_CPU_CAPABILITY=aten)) is None
+    # which server serves is _fork_server's choice alone; what a server imports first (PRELOAD) plays no part in it,
+    # so the two servers started below import nothing (each would import torch and Lightning: ~6 CPU-s), and the
+    # session's server, which _fork_server closes when it starts another, is only set aside (its close a no-op) and
+    # is the server again after this test
+    monkeypatch.setattr(cli, "PRELOAD", ())
+    monkeypatch.setattr(server, "close", lambda: None)
+    monkeypatch.setattr(cli, "_server", cli._server)
+    monkeypatch.setattr(cli, "_starts", cli._starts)
     monkeypatch.setenv("CF_RUNNER_TEST_MARK", str(os.getpid()))
     other = cli._fork_server(dict(os.environ))
     assert other is not None and other is not server and other.env["CF_RUNNER_TEST_MARK"] == str(os.getpid())
     monkeypatch.delenv("CF_RUNNER_TEST_MARK")
-    assert cli._fork_server(dict(os.environ)).accepts(os.environ)
+    back = cli._fork_server(dict(os.environ))
+    assert back.accepts(os.environ) and back is not other and other.proc.poll() is not None
+    back.close()
 
 
 def test_timeout_kills_the_forked_child_and_the_server_goes_on(server, tmp_path):

@@ -188,11 +188,19 @@ _starts = 0
 #: fork servers one test process may start: a new one when this process's own environment changed for good (importing
 #: Lightning sets PL_* and PYTORCH_NVML_BASED_CUDA_CHECK in a test that trains in process, say)
 _MAX_STARTS = 8
+#: one caller at a time picks or starts the server: threads that send their first forked commands at once (a test's
+#: thread pool) would otherwise each start a server of their own, each importing torch and Lightning (~13 CPU-s)
+_SERVER_LOCK = threading.Lock()
 
 
 def _fork_server(environ: Mapping[str, str]) -> ForkServer | None:
     """The server for a child with ``environ``, or None: an environment given for one call (not this process's own),
     or too many restarts, runs a fresh interpreter instead."""
+    with _SERVER_LOCK:
+        return _pick_server(environ)
+
+
+def _pick_server(environ: Mapping[str, str]) -> ForkServer | None:
     global _server, _starts
     if _server is not None and _server.proc.poll() is None and _server.accepts(environ):
         return _server

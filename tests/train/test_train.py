@@ -7,6 +7,7 @@ comparisons with Predmoter run the real tool from ``../shared/peers`` side by si
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -38,6 +39,28 @@ def _ok(res):
 
 def _sd(path):
     return torch.load(path, map_location="cpu", weights_only=False)
+
+
+@contextlib.contextmanager
+def _environment_restored():
+    """This process's environment as it was: Lightning's import (PYTORCH_NVML_BASED_CUDA_CHECK,
+    TORCHINDUCTOR_CACHE_DIR) and ``seed_everything`` (PL_GLOBAL_SEED) change it when a test trains in process, and
+    the session's fork server serves only the environment it started with (helpers/cli.py): a changed one starts a
+    second server, which imports torch and Lightning again (about 10 CPU-s). A command run as a pipeline task gets
+    none of these variables either."""
+    before = dict(os.environ)
+    try:
+        yield
+    finally:
+        if dict(os.environ) != before:
+            os.environ.clear()
+            os.environ.update(before)
+
+
+@pytest.fixture(autouse=True)
+def _keep_environment():
+    with _environment_restored():
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -574,29 +597,32 @@ def test_finetune_head_and_freeze(data, tmp_path):
     """--init mini_model.ckpt --datasets h3k4me3 newmark: the h3k4me3 output row starts from the checkpoint's, the new
     one is fresh; with --freeze-encoder the down path and LSTM (and their BatchNorm statistics) stay bitwise equal
     while the up path and head train."""
-    import lightning as L
+    # Lightning imported and seeded in this process: the environment is put back before the train command below,
+    # so that it is forked from the running fork server (_environment_restored)
+    with _environment_restored():
+        import lightning as L
 
-    from chromaflow.model.checkpoint import load_checkpoint
-    from chromaflow.train.finetune import init_from
-    from chromaflow.train.module import PredmoterModule
+        from chromaflow.model.checkpoint import load_checkpoint
+        from chromaflow.train.finetune import init_from
+        from chromaflow.train.module import PredmoterModule
 
-    base = load_checkpoint(MINI)
-    hp = base.config.hparams()
-    hp.update(datasets=["h3k4me3", "newmark"], output_size=2, seq_len=1000)
-    L.seed_everything(0, verbose=False)
-    m = PredmoterModule(**hp)
-    fresh = m.state_dict()["out.weight"][1].clone()
-    init_from(m, base, head="keep")
-    sd = m.state_dict()
-    assert torch.equal(sd["out.weight"][0], base.state_dict["out.weight"][1])  # h3k4me3 was row 1 of mini
-    assert torch.equal(sd["out.weight"][1], fresh)
-    assert torch.equal(sd["lstm_layer_list.0.weight_hh_l0"], base.state_dict["lstm_layer_list.0.weight_hh_l0"])
-    L.seed_everything(0, verbose=False)
-    m2 = PredmoterModule(**hp)
-    init_from(m2, base, head="reset")
-    assert torch.equal(m2.state_dict()["out.weight"][1], fresh)
-    assert not torch.equal(m2.state_dict()["out.weight"][0], base.state_dict["out.weight"][1])
-    assert torch.equal(m2.state_dict()["up_layer_list.0.weight"], base.state_dict["up_layer_list.0.weight"])
+        base = load_checkpoint(MINI)
+        hp = base.config.hparams()
+        hp.update(datasets=["h3k4me3", "newmark"], output_size=2, seq_len=1000)
+        L.seed_everything(0, verbose=False)
+        m = PredmoterModule(**hp)
+        fresh = m.state_dict()["out.weight"][1].clone()
+        init_from(m, base, head="keep")
+        sd = m.state_dict()
+        assert torch.equal(sd["out.weight"][0], base.state_dict["out.weight"][1])  # h3k4me3 was row 1 of mini
+        assert torch.equal(sd["out.weight"][1], fresh)
+        assert torch.equal(sd["lstm_layer_list.0.weight_hh_l0"], base.state_dict["lstm_layer_list.0.weight_hh_l0"])
+        L.seed_everything(0, verbose=False)
+        m2 = PredmoterModule(**hp)
+        init_from(m2, base, head="reset")
+        assert torch.equal(m2.state_dict()["out.weight"][1], fresh)
+        assert not torch.equal(m2.state_dict()["out.weight"][0], base.state_dict["out.weight"][1])
+        assert torch.equal(m2.state_dict()["up_layer_list.0.weight"], base.state_dict["up_layer_list.0.weight"])
 
     d2 = tmp_path / "in"
     make_input_dir(d2, datasets={"h3k4me3": 1, "newmark": 2})
