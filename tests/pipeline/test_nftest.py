@@ -10,7 +10,7 @@ naming them. The pipeline and module specs snapshot content (tests/helpers/nftes
 block runs in at least one ``-stub`` case (its own spec's, or a pipeline/subworkflow ``-stub`` case that names its
 process: test_every_module_stub_runs_in_a_stub_case).
 
-The run took about 8 min beside the rest of the suite on a 2-core machine with 68 cases (58 now; the JVMs use the
+The run took about 8 min beside the rest of the suite on a 2-core machine with 68 cases (53 now; the JVMs use the
 client compiler, tests/conftest.py). Skips with the reason where nf-test or Java is missing (fails under CI=true).
 """
 
