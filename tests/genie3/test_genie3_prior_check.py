@@ -18,7 +18,7 @@ from chromaflow.genie3 import expression
 from chromaflow.genie3.prior import Prior
 from chromaflow.genie3.prior_check import check_prior, ranks2
 from helpers.cli import assert_one_line_error, run_in_process
-from helpers.genie3_files import EXPR, REGS
+from helpers.genie3_files import EXPR, REGS, base, uninformative_prior_rows
 from helpers.genie3_files import gold_prior_rows as _gold_rows
 from helpers.genie3_files import write_prior as _write_prior
 
@@ -33,31 +33,9 @@ def expr():
     return expression.read_expression(EXPR, "samples-x-genes")
 
 
-def _uninformative_rows(expr, seed=0):
-    """As many pi = 1 pairs as the gold prior, at (TF, gene) pairs drawn at random: no signal, the same density."""
-    tfs = [ln for ln in REGS.read_text().splitlines() if ln.strip()]
-    pairs = [(r, t) for r in tfs for t in expr.genes if t != r]
-    pick = np.random.default_rng(seed).choice(len(pairs), size=len(_gold_rows()), replace=False)
-    return [(*pairs[i], 1) for i in sorted(pick)]
-
-
 def _genie3(tmp, *extra, expr_path=EXPR, regs=REGS, out="links.tsv.gz", check=True):
-    args = [
-        "genie3",
-        "--expression",
-        expr_path,
-        "--layout",
-        "samples-x-genes",
-        "--n-trees",
-        30,
-        "--out",
-        tmp / out,
-        "--threads",
-        "1",
-    ]
-    if regs is not None:
-        args += ["--regulators", regs]
-    return run_in_process(*map(str, args), *map(str, extra), check=check)
+    args = base(tmp, "--threads", "1", *extra, out=out, trees=30, expression=expr_path, regulators=regs)
+    return run_in_process(*args, check=check)
 
 
 # ------------------------------------------------------------------------------------------ the statistic
@@ -132,7 +110,7 @@ def test_a_prior_constant_within_every_target_is_untestable_and_off(expr):
 # ------------------------------------------------------------------------------------------ the CLI
 def test_informative_prior_is_kept_and_uninformative_turned_off(tmp_path, expr):
     good = _write_prior(tmp_path / "good.tsv", _gold_rows())
-    bad = _write_prior(tmp_path / "bad.tsv", _uninformative_rows(expr))
+    bad = _write_prior(tmp_path / "bad.tsv", uninformative_prior_rows(expr.genes))
     _genie3(tmp_path, out="plain.tsv.gz")
     p = _genie3(
         tmp_path,
@@ -220,7 +198,7 @@ def test_permuted_inputs_give_the_same_check_and_links(tmp_path, expr):
 
 @pytest.mark.parametrize("kind", ["good", "bad"])
 def test_every_chunk_takes_the_decision_of_the_whole_run(tmp_path, expr, kind):
-    rows = _gold_rows() if kind == "good" else _uninformative_rows(expr)
+    rows = _gold_rows() if kind == "good" else uninformative_prior_rows(expr.genes)
     prior = _write_prior(tmp_path / "prior.tsv", rows)
     _genie3(tmp_path, "--prior", prior, "--summary", tmp_path / "one.json", out="one.tsv.gz", regs=None)
     parts = []
@@ -262,7 +240,7 @@ def test_bad_check_options_are_one_line(tmp_path, extra, needles):
 
 
 def test_alpha_zero_skips_the_check(tmp_path, expr):
-    bad = _write_prior(tmp_path / "bad.tsv", _uninformative_rows(expr))
+    bad = _write_prior(tmp_path / "bad.tsv", uninformative_prior_rows(expr.genes))
     p = _genie3(tmp_path, "--prior", bad, "--prior-alpha", "0", "--summary", tmp_path / "s.json")
     assert p.stderr == "" and "prior_check" not in json.loads((tmp_path / "s.json").read_text())
     with gzip.open(tmp_path / "links.tsv.gz", "rt") as fh:

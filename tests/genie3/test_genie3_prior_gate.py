@@ -21,7 +21,7 @@ from chromaflow.genie3.network import NetworkOptions, run
 from chromaflow.genie3.prior import Prior
 from chromaflow.genie3.prior_gate import MIN_TARGETS, permuted_prior, sample_targets, signed_rank_test
 from helpers.cli import assert_one_line_error, run_in_process
-from helpers.genie3_files import EXPR, REGS
+from helpers.genie3_files import EXPR, REGS, base, uninformative_prior_rows
 from helpers.genie3_files import gold_prior_rows as _gold_rows
 from helpers.genie3_files import write_prior as _write_prior
 
@@ -36,18 +36,8 @@ def expr():
     return expression.read_expression(EXPR, "samples-x-genes")
 
 
-def _uninformative_rows(expr, seed=0):
-    """As many pi = 1 pairs as the gold prior at random (TF, gene) pairs: no signal, the same density."""
-    tfs = [ln for ln in REGS.read_text().splitlines() if ln.strip()]
-    pairs = [(r, t) for r in tfs for t in expr.genes if t != r]
-    pick = np.random.default_rng(seed).choice(len(pairs), size=len(_gold_rows()), replace=False)
-    return [(*pairs[i], 1) for i in sorted(pick)]
-
-
 def _genie3(tmp, *extra, out="links.tsv.gz", check=True, trees=100):
-    args = ["genie3", "--expression", EXPR, "--layout", "samples-x-genes", "--regulators", REGS]
-    args += ["--n-trees", trees, "--threads", "1", "--out", tmp / out]
-    return run_in_process(*map(str, args), *map(str, extra), check=check)
+    return run_in_process(*base(tmp, "--threads", "1", *extra, out=out, trees=trees), check=check)
 
 
 # ------------------------------------------------------------------------------------------ the kernel's OOB rows
@@ -124,7 +114,7 @@ def test_permuted_prior_keeps_each_targets_values(expr):
 # ------------------------------------------------------------------------------------------ the CLI
 def test_gate_keeps_the_gold_prior_and_drops_an_uninformative_one(tmp_path, expr):
     good = _write_prior(tmp_path / "good.tsv", _gold_rows())
-    bad = _write_prior(tmp_path / "bad.tsv", _uninformative_rows(expr))
+    bad = _write_prior(tmp_path / "bad.tsv", uninformative_prior_rows(expr.genes))
     _genie3(tmp_path, out="plain.tsv.gz")
     gate = ("--prior-check", "prediction")
     p = _genie3(tmp_path, "--prior", good, *gate, "--summary", tmp_path / "g.json", out="good.tsv.gz")

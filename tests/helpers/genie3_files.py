@@ -12,21 +12,13 @@ EXPR = FIX / "expression.tsv"
 REGS = FIX / "regulators.txt"
 
 
-def base(tmp_path, *extra, out="links.tsv.gz"):
-    return [
-        "genie3",
-        "--expression",
-        str(EXPR),
-        "--layout",
-        "samples-x-genes",
-        "--regulators",
-        str(REGS),
-        "--n-trees",
-        "50",
-        "--out",
-        str(tmp_path / out),
-        *extra,
-    ]
+def base(tmp_path, *extra, out="links.tsv.gz", trees=50, expression=EXPR, regulators=REGS):
+    """The CLI argument list (strings) of a plain run on ``expression`` (the test matrix), ``trees`` trees, writing
+    ``tmp_path / out``; ``regulators`` None: every gene may regulate."""
+    args = ["genie3", "--expression", str(expression), "--layout", "samples-x-genes"]
+    if regulators is not None:
+        args += ["--regulators", str(regulators)]
+    return [*args, "--n-trees", str(trees), "--out", str(tmp_path / out), *map(str, extra)]
 
 
 def lexsort_reference(W, reg_names, tgt_names, reg_idx, tgt_idx, limit=0):
@@ -66,3 +58,12 @@ def write_prior(path, rows):
 def gold_prior_rows():
     """The fixture's gold edges (all of them 1) as prior rows: an informative prior (unlisted pairs are 0.5)."""
     return [ln.split("\t")[:2] + ["1"] for ln in FIX.joinpath("gold.tsv").read_text().splitlines() if ln.strip()]
+
+
+def uninformative_prior_rows(genes, seed=0):
+    """As many pi = 1 pairs as the gold prior, at (TF, gene) pairs drawn at random from the fixture's regulators and
+    ``genes``: no signal, the same density."""
+    tfs = [ln for ln in REGS.read_text().splitlines() if ln.strip()]
+    pairs = [(r, t) for r in tfs for t in genes if t != r]
+    pick = np.random.default_rng(seed).choice(len(pairs), size=len(gold_prior_rows()), replace=False)
+    return [(*pairs[i], 1) for i in sorted(pick)]
