@@ -179,15 +179,13 @@ def test_every_subworkflow_spec_checks_its_wiring(spec):
     the emitted channels), not on a snapshot of our own earlier output. The one exception is content the subworkflow
     itself writes that only a real task shows (REPORTING's MultiQC sections): a case named ``(real, ...)`` that
     asserts on what it must hold and snapshots nothing."""
-    text = (ROOT / spec).read_text()
-    cases = re.split(r'^\s+test\("', text, flags=re.M)[1:]
+    cases = _cases((ROOT / spec).read_text())
     assert cases, f"{spec}: no test case"
-    for case in cases:
-        name = case.split('"', 1)[0]
+    for name, case in cases:
         assert "workflow.success" in case, f"{spec}: {name}: does not check the run succeeded"
         assert "workflow.trace" in case or "workflow.out" in case, f"{spec}: {name}: checks neither tasks nor outputs"
         real = "(real" in name.split(":")[0]
         if real:
             assert "snapshot(" not in case, f"{spec}: {name}: a real case snapshots our own output"
         else:
-            assert 'options "-stub"' in case or "workflow.out.samplesheet" in case, f"{spec}: {name}: not a -stub run"
+            assert _is_stub(case) or "workflow.out.samplesheet" in case, f"{spec}: {name}: not a -stub run"
