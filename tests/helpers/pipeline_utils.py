@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -46,6 +47,22 @@ def nextflow_cmd(args: list[str], test_config: bool = True) -> list[str]:
     holds, and an --outdir default for nf-test's module specs)."""
     extra = ["-c", str(TEST_CONFIG)] if test_config else []
     return ["nextflow", "run", str(MAIN_NF), "-ansi-log", "false", *extra, *args]
+
+
+def wait_for(cond, timeout: float, what: str, proc: subprocess.Popen | None = None, log: Path | None = None) -> None:
+    """Poll ``cond()`` until true; an AssertionError naming ``what`` after ``timeout`` s, or at once when ``proc`` (a
+    driver that must keep running meanwhile) has ended -- with the end of ``log``, where given."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(
+                f"the run ended (exit {proc.returncode}) while waiting for {what}:\n"
+                + (log.read_text()[-3000:] if log else "")
+            )
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}" + (f":\n{log.read_text()[-3000:]}" if log else ""))
 
 
 def run_nextflow(

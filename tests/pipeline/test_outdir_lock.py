@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.pipeline_utils import ROOT, nextflow_cmd, nextflow_env, run_nextflow
+from helpers.pipeline_utils import ROOT, nextflow_cmd, nextflow_env, run_nextflow, wait_for
 
 pytestmark = pytest.mark.pipeline
 
@@ -93,15 +93,6 @@ def _start(args: list[str], cwd: Path, env: dict, log: str = "run.log") -> subpr
         )
 
 
-def _wait(cond, timeout: float, what: str) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _hold_env(gate: Path, hold: str = "FASTA2H5") -> dict:
     gate.mkdir(parents=True, exist_ok=True)
     return {"CHROMAFLOW_TEST_HOLD": hold, "CHROMAFLOW_TEST_GATE": str(gate), "CHROMAFLOW_LOCK_HEARTBEAT_S": "1"}
@@ -130,10 +121,10 @@ def test_two_drivers_at_once_one_runs_the_other_stops_with_one_line(tmp_path, ne
         n: _start([*SMALL, "--outdir", str(out), "--trace_report_suffix", n], tmp_path / n, env) for n in ("d1", "d2")
     }
     try:
-        _wait(lambda: any(p.poll() is not None for p in procs.values()), 240, "one driver to stop")
+        wait_for(lambda: any(p.poll() is not None for p in procs.values()), 240, "one driver to stop")
         loser = next(n for n, p in procs.items() if p.poll() is not None)
         winner = next(n for n in procs if n != loser)
-        _wait(lambda: list(gate.glob("held.*")), 240, "the other driver's held task")
+        wait_for(lambda: list(gate.glob("held.*")), 240, "the other driver's held task")
         assert procs[winner].poll() is None, (tmp_path / winner / "run.log").read_text()[-3000:]
         log = (tmp_path / loser / "run.log").read_text()
         lock = json.loads((out / LOCK).read_text())
@@ -148,7 +139,7 @@ def test_two_drivers_at_once_one_runs_the_other_stops_with_one_line(tmp_path, ne
         assert "Exception" not in log and _no_task_ran(tmp_path / loser)
         # the holder's heartbeat (every second here) moves the lock's mtime
         beat = (out / LOCK).stat().st_mtime
-        _wait(lambda: (out / LOCK).stat().st_mtime > beat, 20, "a heartbeat")
+        wait_for(lambda: (out / LOCK).stat().st_mtime > beat, 20, "a heartbeat")
         (gate / "release").touch()
         assert procs[winner].wait(timeout=300) == 0, (tmp_path / winner / "run.log").read_text()[-3000:]
     finally:
@@ -187,22 +178,16 @@ def _killed_run(k: int, launch: Path, out: Path, gate: Path, hold: str, publishe
     proc = _start(
         [*SMALL, "--outdir", str(out), "--trace_report_suffix", f"run{k}"], launch, _hold_env(gate, hold), f"run{k}.log"
     )
-
-    def running(cond):
-        def check() -> bool:
-            assert proc.poll() is None, (launch / f"run{k}.log").read_text()[-3000:]  # it stopped: no wait
-            return cond()
-
-        return check
-
+    run_log = launch / f"run{k}.log"  # a run that stops by itself fails the wait at once, with its log
     try:
-        _wait(running(lambda: list(gate.glob("held.*"))), 240, f"run {k}'s held task")
+        wait_for(lambda: list(gate.glob("held.*")), 240, f"run {k}'s held task", proc, run_log)
         if published is not None:
-            _wait(running((out / published).is_file), 240, f"run {k} to publish {published}")
-            _wait(running(lambda: _cached(launch, Path(published).name)), 240, f"run {k}'s {published} in the cache")
+            wait_for((out / published).is_file, 240, f"run {k} to publish {published}", proc, run_log)
+            in_cache = Path(published).name
+            wait_for(lambda: _cached(launch, in_cache), 240, f"run {k}'s {published} in the cache", proc, run_log)
     finally:
         _kill_group(proc)
-    log = (launch / f"run{k}.log").read_text()
+    log = run_log.read_text()
     return KilledRun(proc.pid, json.loads((out / LOCK).read_text()), _run_name(log), log)
 
 

@@ -35,7 +35,7 @@ import numpy as np
 import pyBigWig
 import pytest
 
-from helpers.pipeline_utils import nextflow_cmd, nextflow_env, run_nextflow
+from helpers.pipeline_utils import nextflow_cmd, nextflow_env, run_nextflow, wait_for
 
 pytestmark = pytest.mark.pipeline
 
@@ -61,20 +61,6 @@ def _trace(path: Path) -> list[dict]:
 def _running_dirs(work: Path) -> set[Path]:
     """Task directories whose script started (.command.begin) and did not finish (.exitcode)."""
     return {p.parent for p in work.glob("*/*/.command.begin") if not (p.parent / ".exitcode").exists()}
-
-
-def _wait(cond, timeout: float, what: str, proc: subprocess.Popen | None = None, log: Path | None = None) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(
-                f"the run ended (exit {proc.returncode}) while waiting for {what}:\n"
-                + (log.read_text()[-3000:] if log else "")
-            )
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}" + (f":\n{log.read_text()[-3000:]}" if log else ""))
 
 
 def _h5_content(path: Path) -> dict:
@@ -166,14 +152,14 @@ def _kill_mid(launch: Path, outdir: Path, k: int, processes: tuple[str, ...], re
             since[0] = (since[0] or time.time()) if ok else None
             return ok and time.time() - since[0] >= 8
 
-        _wait(quiet, 900, f"held {'+'.join(processes)} tasks in a quiet run {k}", proc, log)
+        wait_for(quiet, 900, f"held {'+'.join(processes)} tasks in a quiet run {k}", proc, log)
         os.kill(proc.pid, signal.SIGKILL)  # kill -9 of the Nextflow driver (the JVM)
         proc.wait(timeout=30)
         run.log = log.read_text()
         # the orphaned tasks go on, as they do after a real kill: they finish and leave their outputs behind
         (gate / "release").touch()
         every = set().union(*run.held.values())
-        _wait(
+        wait_for(
             lambda: all((d / ".exitcode").exists() for d in every) and not _running_dirs(work),
             600,
             "the orphaned tasks to finish",
