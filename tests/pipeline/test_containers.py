@@ -493,7 +493,7 @@ def test_every_task_ran_in_the_cpu_image(engine_runs, test_run, engine):
         assert sorted(r["name"] for r in trace) == plain
     else:  # the GPU-flag run: one assembly, prediction only
         plain = sorted(r["name"] for r in trace)
-        assert sorted({re.sub(r" \(.*", "", n) for n in plain}) == [
+        assert sorted({_process(n) for n in plain}) == [
             "CHROMAFLOW:FASTA2H5",
             "CHROMAFLOW:PREDICT_ASSEMBLIES:MAKE_TEST_MODEL",
             "CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT",
@@ -667,7 +667,7 @@ def test_docker_gpu_profile_puts_gpus_all_on_predict_only(engine_runs):
     d, rc, out = run["dir"], run["rc"], run["stdout"]
     assert rc == 0, out[-3000:]
     tasks = _tasks(d)
-    assert sorted(re.sub(r" \(.*", "", n) for n in tasks) == [
+    assert sorted(_process(n) for n in tasks) == [
         "CHROMAFLOW:FASTA2H5",
         "CHROMAFLOW:PREDICT_ASSEMBLIES:MAKE_TEST_MODEL",
         "CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT",
@@ -774,7 +774,7 @@ def test_singularity_apptainer_command_lines(shim_runs, engine):
     assert rc == 0, stdout[-4000:]
     assert "chromaflow: done" in stdout
     tasks = _tasks(d)
-    names = sorted(re.sub(r" \(.*", "", n) for n in tasks)
+    names = sorted(_process(n) for n in tasks)
     assert names == [
         "CHROMAFLOW:FASTA2H5",
         "CHROMAFLOW:PREDICT_ASSEMBLIES:PREDICT",
