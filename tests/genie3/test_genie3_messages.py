@@ -108,8 +108,7 @@ def test_the_cli_with_one_regulator_and_a_prior_prints_the_reason(tmp_path):
                          "--prior", prior, "--n-trees", 5, "--threads", 1, "--out", tmp_path / "l.tsv.gz")  # fmt: skip
     lines = [ln for ln in res.stderr.splitlines() if "prior" in ln]
     assert lines == [
-        f"{W}{prior}: the prior check cannot test the prior: no target has two or more candidate regulators to "
-        "compare (one regulator?): running without it (alpha 0, the links of a run without --prior); "
-        "--prior-check off uses it anyway"
+        f"{W}{prior}: the prior check cannot test the prior: one candidate regulator: relabelling cannot move the "
+        "prior: running without it (alpha 0, the links of a run without --prior); --prior-check off uses it anyway"
     ]
     assert "z = None" not in res.stderr

@@ -73,10 +73,13 @@ BAD_OPTIONS = [
     ({"repeats": 3, "top": 0}, "--repeats needs --top >= 1 (the rank a link must reach to count as confident)"),
     ({"prior_alpha": 0.5}, "--prior-alpha needs --prior"),
     ({"prior": "p.tsv", "prior_alpha": 1.5}, "--prior-alpha must be in [0, 1] (got 1.5)"),
-    ({"prior_check_level": 0.05}, "--prior-check-level needs --prior with --prior-check auto or prediction"),
+    (
+        {"prior_check_level": 0.05},
+        "--prior-check-level needs --prior with --prior-check auto, correlation or prediction",
+    ),
     (
         {"prior": "p.tsv", "prior_check": "off", "prior_check_level": 0.05},
-        "--prior-check-level needs --prior with --prior-check auto or prediction",
+        "--prior-check-level needs --prior with --prior-check auto, correlation or prediction",
     ),
     ({"prior": "p.tsv", "prior_check_level": 1.0}, "--prior-check-level must be in (0, 1) (got 1.0)"),
     (
@@ -104,7 +107,7 @@ BAD_OPTIONS = [
     ({"tree_method": "rf"}, "--tree-method 'rf': expected one of RF, ET"),
     ({"importance": "gini"}, "--importance 'gini': expected one of unnormalised, tree-normalised"),
     ({"engine": "gpu"}, "--engine 'gpu': expected one of fast, sklearn"),
-    ({"prior_check": "on"}, "--prior-check 'on': expected one of auto, prediction, off"),
+    ({"prior_check": "on"}, "--prior-check 'on': expected one of auto, correlation, prediction, off"),
     # several bad options: the first in the command's order is named
     ({"n_trees": 0, "repeats": 0, "prior_alpha": 2.0}, "--n-trees must be >= 1 (got 0)"),
 ]

@@ -100,19 +100,21 @@ def _add_prior_options(p: argparse.ArgumentParser) -> None:
         "--prior-check",
         default="auto",
         choices=PRIOR_CHECKS,
-        help="auto (default): before the weighted forest, test whether the prior agrees with the "
-        "expression (per target, a permutation test of the regulators' Spearman rho^2 against "
-        "their prior values) and run without it (alpha 0: the bytes of no prior) when p >= "
-        "--prior-check-level; prediction: grow a sample of targets' forests with the prior and with its values "
-        "permuted over each target's regulators and keep the prior only when it predicts the out-of-bag samples "
-        "better (one-sided Wilcoxon signed-rank p < --prior-check-level); off: always use the prior",
+        help="auto (default): before the weighted forest, test whether the prior is related to the expression "
+        "more than the same prior with its gene ids swapped (Mantel's relabelling test of the pairs' double-centred "
+        "Spearman rho^2, two-sided, 999 seeded relabellings) and run without it (alpha 0: the bytes of no prior) "
+        "when p >= --prior-check-level; correlation: the one-sided test before issue 56 (do the prior's regulators "
+        "correlate more with each target than its other regulators?); prediction: grow a sample of targets' "
+        "forests with the prior and with its values permuted over each target's regulators and keep the prior only "
+        "when it predicts the out-of-bag samples better (one-sided Wilcoxon signed-rank p < --prior-check-level); "
+        "off: always use the prior",
     )
     p.add_argument(
         "--prior-check-level",
         type=float,
         default=None,
         metavar="P",
-        help="level of the prior check's one-sided test (default 0.01)",
+        help="level of the prior check's test (default 0.01)",
     )
     p.add_argument(
         "--prior-check-targets",

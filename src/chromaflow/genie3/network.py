@@ -29,10 +29,11 @@ from .prior_check import LEVEL as PRIOR_CHECK_LEVEL
 from .prior_gate import FRACTION as GATE_FRACTION
 from .report import output_options
 
-#: ``--prior-check``: auto (the correlation test: do the prior's regulators correlate more with their targets?),
-#: prediction (the prediction gate: does the forest grown with the prior predict held-out samples better than one
-#: grown with the prior's values permuted?) or off (always use the prior)
-PRIOR_CHECKS = ("auto", "prediction", "off")
+#: ``--prior-check``: auto (the relabelling test: is the prior related to the data more than with its gene ids
+#: swapped? two-sided), correlation (the one-sided test before issue 56: do the prior's regulators correlate more
+#: with their targets?), prediction (the prediction gate: does the forest grown with the prior predict held-out
+#: samples better than one grown with the prior's values permuted?) or off (always use the prior)
+PRIOR_CHECKS = ("auto", "correlation", "prediction", "off")
 #: the weight of a ``--prior`` (DIOgene's alpha) when ``--prior-alpha`` is not given
 DEFAULT_PRIOR_ALPHA = 0.5
 
@@ -107,10 +108,11 @@ class NetworkOptions:
     prior_alpha : float or None
         Strength of the prior in [0, 1]; needs ``prior``; None: 0.5 with a prior.
     prior_check : str
-        'auto' (the rho^2 test, :func:`chromaflow.genie3.prior_check.check_prior`), 'prediction' (the prediction
+        'auto' (the relabelling test, :func:`chromaflow.genie3.prior_relabel.check_prior_relabel`), 'correlation'
+        (the one-sided rho^2 test, :func:`chromaflow.genie3.prior_check.check_prior`), 'prediction' (the prediction
         gate, :func:`chromaflow.genie3.prior_gate.gate_prior`) or 'off'.
     prior_check_level : float or None
-        Level of the prior check's one-sided test in (0, 1); needs ``prior`` with a check; None: 0.01.
+        Level of the prior check's test in (0, 1); needs ``prior`` with a check; None: 0.01.
     prior_check_targets : float or None
         The share of the genes the prediction gate samples as targets, in (0, 1]; needs ``prior`` with
         ``prior_check`` 'prediction'; None: 0.1.
@@ -197,7 +199,9 @@ class NetworkOptions:
         if alpha is not None and not (0.0 <= alpha <= 1.0):
             raise ChromaflowError(f"--prior-alpha must be in [0, 1] (got {self.prior_alpha})")
         if self.prior_check_level is not None and not (self.prior and self.prior_check != "off"):
-            raise ChromaflowError("--prior-check-level needs --prior with --prior-check auto or prediction")
+            raise ChromaflowError(
+                "--prior-check-level needs --prior with --prior-check auto, correlation or prediction"
+            )
         level = PRIOR_CHECK_LEVEL if self.prior_check_level is None else self.prior_check_level
         if not (0.0 < level < 1.0):
             raise ChromaflowError(f"--prior-check-level must be in (0, 1) (got {self.prior_check_level})")
@@ -309,27 +313,32 @@ def _engine(requested: str, samples: int, need_fast: bool = False) -> str:
 
 
 def _check_prior(o: NetworkOptions, r: ResolvedOptions, expr: Expression, reg_idx: np.ndarray, prior, opts, threads):
-    """The prior check's result (with a weighted prior and ``--prior-check`` auto or prediction; None otherwise),
+    """The prior check's result (with a weighted prior and ``--prior-check`` other than off; None otherwise),
     its time in ``check_s``, and the prediction gate's forests (None but for prediction); a warning line where it
     turns the prior off, and where the prediction gate keeps it a line of what it measured."""
     if prior is None or not r.alpha or o.prior_check == "off":
         return None, None
     from .prior_check import check_prior, off_warning
-    from .prior_gate import gate_prior, gate_line
+    from .prior_gate import gate_line, gate_prior
+    from .prior_relabel import check_prior_relabel, relabel_line
 
     t_check = time.perf_counter()
     gate = None
+    line: str | None
     if o.prior_check == "prediction":
         gate = gate_prior(expr, reg_idx, prior, opts, threads, r.level, r.fraction)
         check = gate.result
-    else:
+        line = gate_line(check, str(o.prior))
+    elif o.prior_check == "correlation":
         check = check_prior(expr.values, expr.genes, reg_idx, prior, r.level)
+        line = off_warning(check, str(o.prior), r.level) if check["decision"] == "off" else None
+    else:  # auto: the relabelling test
+        check = check_prior_relabel(expr.values, expr.genes, reg_idx, prior, r.level, opts.seed)
+        line = relabel_line(check, str(o.prior))
     check["check_s"] = round(time.perf_counter() - t_check, 6)
-    if gate is not None:  # kept or off: one line of what it measured and decided
+    if line is not None:  # what it measured and decided: a warning where it turns the prior off
         kept = check["decision"] == "kept"
-        print(f"chromaflow genie3: {'' if kept else 'warning: '}{gate_line(check, str(o.prior))}", file=sys.stderr)
-    elif check["decision"] == "off":
-        warn(off_warning(check, str(o.prior), r.level))
+        print(f"chromaflow genie3: {'' if kept else 'warning: '}{line}", file=sys.stderr)
     return check, gate
 
 
@@ -447,7 +456,7 @@ def _metrics(o, r, expr, reg_idx, tgt_idx, engine, info, check, elapsed, compute
         prior_check=None if check is None else check["decision"],
         prior_check_p=None if check is None else check["p"],
         prior_check_s=None if check is None else check["check_s"],
-        prior_check_gate=None if check is None else check.get("gate", "correlation"),  # auto: the correlation test
+        prior_check_gate=None if check is None else check.get("gate", "correlation"),  # the correlation test has none
         prior_check_trees=None if check is None else check.get("trees_grown"),
         prior_check_reused_targets=info.get("reused_targets"),
     )
