@@ -19,6 +19,14 @@ Sources (fetch the repositories, e.g. with ``git clone --bare``, into MIRROR as 
   that are not prior edges only. The matrix is cut to the gold standard's TFs and 600 of its targets (drawn with
   numpy ``default_rng(1)``) to keep a run on two cores in minutes.
 
+* A. thaliana (the nitrate set of issue 56 and of DIOgene, Cassan et al.): github.com/OceaneCsn/
+  integrative_GRN_N_induction at commit f8ba23c: ``data/inferelator_inputs/expression.tsv`` (Varala et al. 2018 root
+  nitrate response, 1,426 genes x 45 samples), ``data/inferelator_inputs/priors.tsv`` (targets x 201 TFs: 1 = a motif
+  of the TF in the promoter, 0 = none of its motifs hits, 0.5 = a TF without motif, written NA here) and
+  ``rdata/connectf_N_responsive_genes.rdata`` (``validated_edges``; the ``DAPSeq`` rows, ConnecTF, are the gold
+  standard). Regulators: the prior's 201 TFs; evaluated as DIOgene's ``evaluate_grn`` does: the TFs with DAP-seq data
+  (``meta.json``'s ``evaluated_regulators``) x every gene.
+
 Needs pandas and the PyPI ``rdata`` reader (``pip install rdata==1.1.0``; not in requirements-test.txt: no test runs
 this script).
 
@@ -40,6 +48,7 @@ import numpy as np
 
 INFERELATOR = ("flatironinstitute+inferelator", "5fd992e")
 NETZOOR = ("netZoo+netZooR", "858d6a7")
+DIOGENE = ("OceaneCsn+integrative_GRN_N_induction", "f8ba23c")
 SUB_TARGETS = 600  # B. subtilis: gold-standard targets kept (numpy default_rng(1)), besides the TFs
 INF_URL = f"github.com/flatironinstitute/inferelator@{INFERELATOR[1]}"
 
@@ -132,6 +141,29 @@ def bsubtilis(mirror: Path, out: Path) -> None:
     _write(out, expr, regs, prior, gold, prior_edges, meta)
 
 
+def arabidopsis(mirror: Path, out: Path) -> None:
+    import rdata
+
+    url = f"github.com/OceaneCsn/integrative_GRN_N_induction@{DIOGENE[1]}"
+    expr = _table(mirror, DIOGENE, "data/inferelator_inputs/expression.tsv")
+    prior = _table(mirror, DIOGENE, "data/inferelator_inputs/priors.tsv")  # targets x TFs: 1, 0, 0.5 (no motif)
+    regs = list(prior.columns)
+    prior = prior.reindex(index=list(expr.index)).replace(0.5, np.nan)
+    edges = rdata.read_rda(io.BytesIO(_show(mirror, DIOGENE, "rdata/connectf_N_responsive_genes.rdata")))
+    v = edges["validated_edges"]
+    v = v[(v["type"] == "DAPSeq") & v["from"].isin(regs) & v["to"].isin(set(expr.index))]
+    gold = sorted({(str(r), str(t)) for r, t in zip(v["from"], v["to"]) if r != t})
+    meta = {
+        "expression": f"{url}:data/inferelator_inputs/expression.tsv (Varala et al. 2018)",
+        "gold_standard": f"{url}:rdata/connectf_N_responsive_genes.rdata (validated_edges, type DAPSeq: ConnecTF)",
+        "prior": f"{url}:data/inferelator_inputs/priors.tsv (TF binding motifs in promoters; 0.5 = TF without motif)",
+        "evaluated_targets": sorted(expr.index),
+        "evaluated_regulators": sorted({r for r, _ in gold}),
+        "note": "DIOgene's nitrate set (Cassan et al.): evaluated over the TFs with DAP-seq data x every gene",
+    }
+    _write(out, expr, regs, prior, gold, [], meta)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mirror", required=True, help="directory of the bare mirrors, owner+name/repo")
@@ -139,6 +171,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     yeast(Path(a.mirror), Path(a.out) / "yeast")
     bsubtilis(Path(a.mirror), Path(a.out) / "bsubtilis")
+    arabidopsis(Path(a.mirror), Path(a.out) / "arabidopsis")
     return 0
 
 

@@ -19,6 +19,10 @@ command (a bigWig writer) or a seeded input. Every input is deterministic: same 
         OUTDIR/informative.tsv from the gold standard (each pair NA with probability 0.3, else 1 with probability
         0.6 for a true edge and 0.05 for a false one) and OUTDIR/shuffled.tsv (the same values permuted over the
         pairs)
+    prior-null OUT.json SETDIR N SEED
+        the prior checks of N relabellings of a real set's prior (``benchmarks/genie3/grn_data.py``'s SETDIR: its
+        regulator ids permuted among the regulators, its target ids among the genes, ``default_rng(SEED)``): how
+        often the default relabelling test and the correlation test keep a prior with swapped ids (one JSON file)
 """
 
 from __future__ import annotations
@@ -190,12 +194,48 @@ def gold_priors(outdir: str, gold: str, seed: str) -> None:
         _write_prior(Path(outdir) / f"{name}.tsv", ((r, t, p) for (r, t), p in zip(keys, values)))
 
 
+def prior_null(out: str, setdir: str, n: str, seed: str) -> None:
+    """How often each check keeps a real set's prior with its ids swapped (the null of the relabelling test, drawn as
+    ``genie3_prior.shuffle_prior`` draws it): N relabellings, each checked with its own seed."""
+    from chromaflow.genie3.expression import read_expression, read_regulators
+    from chromaflow.genie3.prior import Prior, read_prior
+    from chromaflow.genie3.prior_check import check_prior
+    from chromaflow.genie3.prior_relabel import LEVEL, check_prior_relabel
+
+    d = Path(setdir)
+    e = read_expression(d / "expression.tsv", "genes-x-samples")
+    regs = np.asarray(read_regulators(d / "regulators.txt", e), dtype=np.int64)
+    pr = read_prior(d / "prior.tsv", e.genes)
+    rng = np.random.default_rng(int(seed))
+    relabel, correlation = [], []
+    t0 = time.process_time()
+    for i in range(int(n)):
+        rmap = np.arange(e.n_genes)
+        rmap[regs] = regs[rng.permutation(len(regs))]
+        tmap = rng.permutation(e.n_genes)
+        p = Prior(rmap[pr.reg], tmap[pr.tgt], pr.pi, pr.layout, pr.pairs_read, pr.ignored, pr.path)
+        relabel.append(check_prior_relabel(e.values, e.genes, regs, p, LEVEL, i))
+        correlation.append(check_prior(e.values, e.genes, regs, p, LEVEL))
+    doc = {
+        "n": int(n),
+        "level": LEVEL,
+        "relabel_kept": sum(r["decision"] == "kept" for r in relabel),
+        "relabel_p_below_0.05": sum(r["p"] < 0.05 for r in relabel),
+        "correlation_kept": sum(r["decision"] == "kept" for r in correlation),
+        "correlation_z": [r["z"] for r in correlation],
+        "relabel_z": [r["z"] for r in relabel],
+        "cpu_s_per_prior": (time.process_time() - t0) / max(int(n), 1),
+    }
+    Path(out).write_text(json.dumps(doc, indent=1) + "\n")
+
+
 KINDS = {
     "bigwig-write": bigwig_write,
     "bigwig-check": bigwig_check,
     "variants": variants,
     "random-prior": random_prior,
     "gold-priors": gold_priors,
+    "prior-null": prior_null,
 }
 
 

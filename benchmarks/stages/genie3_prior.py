@@ -6,20 +6,24 @@ tables are the two generated blocks of docs/genie3.md (``benchmarks/render``).
   ordered pair 1 with probability 0.1, 0 with 0.6, NA otherwise: ``python -m benchmarks.harness.tools
   random-prior``) at each alpha, ``--prior-check off``, alternated within each repeat (round); the figure is the
   tree-growing CPU of the command's metrics (``compute_cpu_s``: ``compute_weights`` alone, one thread, all 100
-  targets), not the process's. A fifth command runs the prior check on the same prior (``--prior-check auto
-  --n-trees 1``); its figure is the check's seconds in the metrics (``prior_check_s``, wall).
+  targets), not the process's. A fifth command runs the default prior check on the same prior (``--prior-check
+  auto --n-trees 1``); its figure is the check's seconds in the metrics (``prior_check_s``, wall).
 * ``accuracy_net<N>``: AUPR/AUROC (``harness.agree.score``) on network N with a prior made from its gold standard
   (``tools gold-priors``: each pair NA with probability 0.3, else 1 with probability 0.6 for a true edge and 0.05
-  for a false one) and with the same values shuffled over the pairs, at each alpha, ``--prior-check off`` and
-  ``auto`` (the CLI's own rule: it runs alpha 0 when the check finds no agreement); the check's decision, z and p
-  from the run's summary. One run each: the forests are seeded, the same bytes every time.
+  for a false one) and with the same values shuffled over the pairs, at each alpha, ``--prior-check off``,
+  ``correlation`` and ``auto`` (the CLI's own rule: it runs alpha 0 when the check finds no evidence); the check's
+  decision, z and p from the run's summary. One run each: the forests are seeded, the same bytes every time.
 
 * ``real_<set>`` (only where ``CHROMAFLOW_GRN_DATA`` names the folder ``benchmarks/genie3/grn_data.py`` wrote: real
-  expression, an independent prior and a gold standard; S. cerevisiae and B. subtilis): AUPR/AUROC over the set's
-  evaluated pairs (``gold.tsv`` edges among the regulators x evaluated targets, ``exclude.tsv`` pairs left out) of
-  the run without a prior, the prior with ``--prior-check`` auto, prediction and off, and the same prior with its gene
-  ids shuffled (targets among the genes, regulators among the regulators; ``default_rng(1)``) with auto, prediction
-  and off; each check's record from the summary. One run each.
+  expression, an independent prior and a gold standard; S. cerevisiae, B. subtilis and the Arabidopsis nitrate
+  set): AUPR/AUROC over the set's evaluated pairs (``gold.tsv`` edges among the regulators, or ``meta.json``'s
+  ``evaluated_regulators``, x evaluated targets, ``exclude.tsv`` pairs left out) of the run without a prior, the
+  prior with each ``--prior-check`` (auto, correlation, prediction, off), and the same prior with its gene ids
+  shuffled (targets among the genes, regulators among the regulators; ``default_rng(1)``) with each; each check's
+  record from the summary. One run each.
+
+The prior check's own runs (``--cases cost_,accuracy_,real_``) are kept in :data:`CHECK_RESULTS`, which the tables
+read before the retired script's file.
 
 The stage's sizes, builder, the converter of the retired script's results file (:func:`from_legacy`) and its render
 section (:func:`prior_tables`, :func:`with_prior_tables`).
@@ -51,6 +55,7 @@ FULL = {
     "g3prior_seed": 0,  # the accuracy runs' forest seed
     "g3prior_threads": 2,  # the accuracy runs' threads (the same bytes for any)
     "g3prior_real_trees": 500,  # the real sets' trees (two cores: minutes a run)
+    "g3prior_null_priors": 100,  # relabellings of each real set's prior (real_<set>_null)
     "g3prior_real_alpha": 0.5,
 }
 #: sizes of the --quick run
@@ -63,23 +68,28 @@ QUICK = {
     "g3prior_seed": 0,
     "g3prior_threads": 2,
     "g3prior_real_trees": 20,
+    "g3prior_null_priors": 5,
     "g3prior_real_alpha": 0.5,
 }
 DREAM4 = ROOT.parent / "shared" / "reference" / "dream4"
 PRIORS = ("informative", "shuffled")
 #: the retired script's results file (read through :func:`from_legacy` until a run of this stage replaces it)
 LEGACY = ROOT / "benchmarks" / "genie3" / "prior_results.json"
-#: the real sets' results (``real_`` cases), until a full run in benchmarks/results holds them
-REAL_RESULTS = ROOT / "benchmarks" / "genie3" / "real_results.json"
+#: this stage's own results (``benchmarks/run --stages genie3_prior``: cost_, accuracy_ and real_ cases), kept
+#: here until a full run in benchmarks/results holds them (a file there holding this stage alone would pass for the
+#: newest full run of every other stage's page)
+CHECK_RESULTS = ROOT / "benchmarks" / "genie3" / "prior_check_results.json"
 DOC = ROOT / "docs" / "genie3.md"
 #: the generated blocks of docs/genie3.md: one per table, replaced between its markers
 BLOCKS = ("prior-cost", "prior-accuracy", "prior-real")
 #: the real sets (folders of CHROMAFLOW_GRN_DATA, written by benchmarks/genie3/grn_data.py)
-REAL_SETS = ("yeast", "bsubtilis")
+REAL_SETS = ("yeast", "bsubtilis", "arabidopsis")
+#: the --prior-check modes the accuracy and real cases compare (auto: the default, the relabelling test)
+MODES = ("auto", "correlation", "prediction", "off")
 #: the real cases' runs: (prior, --prior-check); (None, None) is the run without a prior
 REAL_RUNS = (
     (None, None),
-    *((p, m) for p in ("informative", "shuffled") for m in ("auto", "prediction", "off")),
+    *((p, m) for p in ("informative", "shuffled") for m in MODES),
 )
 
 
@@ -164,7 +174,7 @@ def _accuracy_case(ctx: Ctx, net: int) -> Case:
     cons = [c("no prior", "(no prior)")]
     for name in PRIORS:
         for a in [a for a in cfg["g3prior_accuracy_alphas"] if a]:
-            for mode in ("off", "auto"):
+            for mode in ("off", "correlation", "auto"):
                 opts = ("--prior", pdir / f"{name}.tsv", "--prior-alpha", a, "--prior-check", mode)
                 label = f"--prior {name} --prior-alpha {a:g} --prior-check {mode}"
                 cons.append(c(f"{name} alpha {a:g} check {mode}", label, *opts))
@@ -204,13 +214,14 @@ def shuffle_prior(src: Path, out: Path, seed: int = 1) -> None:
 
 
 def real_scores(links: Path, d: Path) -> dict:
-    """AUPR and AUROC of a link list over a real set's evaluated pairs: the regulators x ``meta.json``'s evaluated
-    targets (no self-pairs, ``exclude.tsv``'s pairs left out), positives ``gold.tsv``'s edges; pairs the list lacks
-    score 0."""
+    """AUPR and AUROC of a link list over a real set's evaluated pairs: the regulators (``meta.json``'s
+    ``evaluated_regulators`` where it names them: the TFs the gold standard assayed) x its evaluated targets (no
+    self-pairs, ``exclude.tsv``'s pairs left out), positives ``gold.tsv``'s edges; pairs the list lacks score 0."""
     from sklearn.metrics import average_precision_score, roc_auc_score
 
-    regs = [ln for ln in (d / "regulators.txt").read_text().splitlines() if ln]
-    targets = json.loads((d / "meta.json").read_text())["evaluated_targets"]
+    meta = json.loads((d / "meta.json").read_text())
+    regs = meta.get("evaluated_regulators") or [ln for ln in (d / "regulators.txt").read_text().splitlines() if ln]
+    targets = meta["evaluated_targets"]
     pairs = lambda f: {tuple(ln.split("\t")[:2]) for ln in (d / f).read_text().splitlines() if ln}  # noqa: E731
     gold, excl = pairs("gold.tsv"), pairs("exclude.tsv")
     score: dict[tuple[str, str], float] = {}
@@ -274,6 +285,32 @@ def _real_case(ctx: Ctx, name: str, root: Path) -> Case:
     )
 
 
+def _null_case(ctx: Ctx, name: str, root: Path) -> Case:
+    """``real_<set>_null``: how often each check keeps the set's prior with its ids swapped (``tools prior-null``)."""
+    d, n = root / name, ctx.cfg["g3prior_null_priors"]
+
+    def argv(dd: Path, r: int) -> list[str]:
+        return [*module("tools"), "prior-null", str(dd / "null.json"), str(d), str(n), "2"]
+
+    def per_run(key: str, dd: Path) -> dict:
+        doc = json.loads((dd / "null.json").read_text())
+        return {k: v for k, v in doc.items() if not k.endswith("_z")} | {
+            "z": {k: doc[k] for k in doc if k.endswith("_z")}
+        }
+
+    con = Contender("swapped ids", f"python -m benchmarks.harness.tools prior-null ... {n} 2", "ours", argv, repeats=1)
+    return Case(
+        "genie3_prior",
+        f"real_{name}_null",
+        {"set": name, "null": True, "priors": n, "seed": 2, "source": _source(d)},
+        [con],
+        [],
+        per_run=per_run,
+        skip=None if (d / "expression.tsv").exists() else f"real set missing: {d} (benchmarks/genie3/grn_data.py)",
+        note=f"{n} relabellings of the set's prior, each checked by the relabelling and the correlation test",
+    )
+
+
 def _source(d: Path) -> dict:
     meta = d / "meta.json"
     if not meta.exists():
@@ -289,6 +326,7 @@ def genie3_prior(ctx: Ctx) -> tuple[list, list[Case]]:
     root = real_data()
     if root is not None:
         cases += [_real_case(ctx, name, root) for name in REAL_SETS]
+        cases += [_null_case(ctx, name, root) for name in REAL_SETS]
     expr, _ = _files(1)
     warm = [_genie3(expr, Path("{d}"), 5, 1)] if expr.exists() else []
     return warm, cases
@@ -340,7 +378,7 @@ def _legacy_accuracy(doc: dict) -> dict:
     runs = [{"contender": "no prior", "repeat": 0, "exit": 0, **plain}]
     for name, r in priors.items():
         for k, a in enumerate(acc["alphas"][1:], 1):
-            for mode in ("off", "auto"):
+            for mode in ("off", "auto"):  # the retired script's auto was the correlation test
                 run = {
                     "contender": f"{name} alpha {a:g} check {mode}",
                     "repeat": 0,
@@ -409,26 +447,38 @@ def cost_table(cases: list[dict], source: str) -> str:
     return "\n".join(lines)
 
 
+def _check_text(ck: dict | None) -> str:
+    """A check's decision with its z and p (p two-sided for the relabelling test, one-sided for the others)."""
+    if not ck:
+        return "–"
+    return ck["decision"] + (f" (z {ck['z']:.2f}, p {ck['p']:.2g})" if ck.get("z") is not None else "")
+
+
 def accuracy_table(c: dict, source: str) -> str:
     """docs/genie3.md's prior-accuracy block: AUPR per prior, check mode and alpha, with the check's decision."""
     p = c["params"]
     al = p["alphas"]
+    modes = [
+        m for m in ("off", "correlation", "auto") if f"{p['priors'][0]} alpha {al[-1]:g} check {m}" in c["contenders"]
+    ]
     lines = [
         f"Generated from `{source}` ({_where([c])}). DREAM4 size-100 network "
         f"{p['network']}, {p['trees']} trees, RF, seed {p['seed']}; AUPR (AUROC in the JSON).",
         "",
-        "| prior | `--prior-check` | check: decision (z, one-sided p) | "
+        "| prior | `--prior-check` | check: decision (z, p) | "
         + " | ".join(f"α {a:g}" + (" (= no prior)" if a == 0 else "") for a in al)
         + " |",
         "|---|---|---|" + "---|" * len(al),
     ]
     for name in p["priors"]:
-        key = {m: [f"{name} alpha {a:g} check {m}" if a else "no prior" for a in al] for m in ("off", "auto")}
+        key = {m: [f"{name} alpha {a:g} check {m}" if a else "no prior" for a in al] for m in modes}
         aupr = {m: [_values(c, k, "aupr")[0] for k in key[m]] for m in key}
-        ck = next(r["prior_check"] for r in c["runs"] if r["contender"] in key["auto"] and r.get("prior_check"))
-        ctext = f"{ck['decision']} (z {ck['z']:.2f}, p {ck['p']:.2g})" if ck["z"] is not None else ck["decision"]
-        lines.append(f"| {name} | off | – | " + " | ".join(f"{x:.3f}" for x in aupr["off"]) + " |")
-        lines.append(f"| {name} | auto (default) | {ctext} | " + " | ".join(f"{x:.3f}" for x in aupr["auto"]) + " |")
+        for m in modes:
+            ck = next((r["prior_check"] for r in c["runs"] if r["contender"] in key[m] and r.get("prior_check")), None)
+            label = {"auto": "auto (default)", "correlation": "correlation" if "correlation" in modes else m}.get(m, m)
+            if m == "auto" and "correlation" not in modes:
+                label = "auto (then the correlation test)"  # the legacy file: auto was the correlation test
+            lines.append(f"| {name} | {label} | {_check_text(ck)} | " + " | ".join(f"{x:.3f}" for x in aupr[m]) + " |")
     return "\n".join(lines)
 
 
@@ -440,10 +490,13 @@ def real_table(cases: list[dict], source: str) -> str:
         f"Generated from `{source}` ({_where(cases)}); {p['trees']} trees, RF, α {p['alpha']:g}, seed {p['seed']}, "
         f"{p['threads']} threads, one run each; AUPR over each set's evaluated pairs (AUROC in the JSON).",
         "",
-        "| set | prior | `--prior-check` | decision (z, one-sided p) | AUPR | gain over no prior | CPU ÷ no prior |",
+        "| set | prior | `--prior-check` | decision (z, p) | AUPR | gain over no prior | CPU ÷ no prior |",
         "|---|---|---|---|---|---|---|",
     ]
-    for c in sorted(cases, key=lambda c: REAL_SETS.index(c["params"]["set"])):
+    nulls = {c["params"]["set"]: c for c in cases if c["params"].get("null")}
+    for c in sorted(
+        [c for c in cases if not c["params"].get("null")], key=lambda c: REAL_SETS.index(c["params"]["set"])
+    ):
         runs = {r["contender"]: r for r in c["runs"] if r.get("exit") == 0 and r.get("aupr") is not None}
         base = runs["no prior"]["aupr"]
         lines.append(f"| {c['params']['set']} | none | – | – | {base:.4f} | – | 1.00× |")
@@ -451,14 +504,26 @@ def real_table(cases: list[dict], source: str) -> str:
             r = runs.get(f"{prior} check {mode}")
             if r is None:
                 continue
-            ck = r.get("prior_check")
-            dec = "–" if not ck else ck["decision"]
-            dec += f" ({ck['z']:.2f}, {ck['p']:.2g})" if ck and ck["z"] is not None else ""
             cpu = r["cpu_s"] / runs["no prior"]["cpu_s"]
             gain = r["aupr"] - base
-            cells = [c["params"]["set"], prior, mode, dec, f"{r['aupr']:.4f}", f"{gain:+.4f}", f"{cpu:.2f}×"]
+            cells = [c["params"]["set"], prior, mode, _check_text(r.get("prior_check")), f"{r['aupr']:.4f}",
+                     f"{gain:+.4f}", f"{cpu:.2f}×"]  # fmt: skip
             lines.append("| " + " | ".join(cells) + " |")
+        lines += _null_rows(nulls.get(c["params"]["set"]))
     return "\n".join(lines)
+
+
+def _null_rows(c: dict | None) -> list[str]:
+    """A real set's rows of its ``_null`` case: of N priors with swapped ids, how many each check kept."""
+    r = next((r for r in (c or {}).get("runs", []) if r.get("exit") == 0 and "relabel_kept" in r), None)
+    if r is None:
+        return []
+    st, n = c["params"]["set"], r["n"]
+    return [
+        f"| {st} | {n} × swapped ids | auto | kept {r['relabel_kept']} of {n} (p < 0.05: {r['relabel_p_below_0.05']}) "
+        "| – | – | – |",
+        f"| {st} | {n} × swapped ids | correlation | kept {r['correlation_kept']} of {n} | – | – | – |",
+    ]
 
 
 def _newest(results_dir: Path, prefix: str) -> tuple[str, list[dict]] | None:
@@ -473,27 +538,30 @@ def _newest(results_dir: Path, prefix: str) -> tuple[str, list[dict]] | None:
     return best[1:] if best else None
 
 
-def _real_file() -> tuple[str, list[dict]] | None:
-    """The real cases of :data:`REAL_RESULTS` (a ``benchmarks/run --stages genie3_prior --cases real_`` results file
-    kept here: a file in benchmarks/results holding these cases alone would pass for the newest full run of every
-    other stage's page), or None."""
-    if not REAL_RESULTS.exists():
+def _check_file(path: Path, prefix: str) -> tuple[str, list[dict]] | None:
+    """The ``prefix`` cases of ``path`` (:data:`CHECK_RESULTS`: this stage's own run, kept beside the legacy file),
+    or None."""
+    if not path.exists():
         return None
-    cs = [c for c in json.loads(REAL_RESULTS.read_text())["cases"] if c["case"].startswith("real_") and c.get("runs")]
-    return (f"benchmarks/genie3/{REAL_RESULTS.name}", cs) if cs else None
+    cs = [c for c in json.loads(path.read_text())["cases"] if c["case"].startswith(prefix) and c.get("runs")]
+    return (f"benchmarks/genie3/{path.name}", cs) if cs else None
 
 
-def prior_tables(results_dir: Path | None = None) -> dict[str, str]:
+def prior_tables(results_dir: Path | None = None, check_results: Path = CHECK_RESULTS) -> dict[str, str]:
     """The three blocks of docs/genie3.md: each from the newest full results file in ``results_dir`` (default
-    benchmarks/results) with its cases, else from the retired script's file (:func:`from_legacy`)."""
+    benchmarks/results) with its cases, else from ``check_results``, else from the retired script's file
+    (:func:`from_legacy`; the real sets have none)."""
     legacy = ("benchmarks/genie3/prior_results.json", from_legacy(json.loads(LEGACY.read_text()))["cases"])
     folder = results_dir or ROOT / "benchmarks" / "results"
-    cost_src, cost = _newest(folder, "cost_") or (legacy[0], [c for c in legacy[1] if c["case"].startswith("cost_")])
-    acc_src, acc = _newest(folder, "accuracy_") or (legacy[0], [c for c in legacy[1] if c["case"].startswith("acc")])
-    real = _newest(folder, "real_") or _real_file()
+
+    def pick(prefix: str):
+        old = [c for c in legacy[1] if c["case"].startswith(prefix)]
+        return _newest(folder, prefix) or _check_file(check_results, prefix) or ((legacy[0], old) if old else None)
+
+    cost, acc, real = pick("cost_"), pick("acc"), pick("real_")
     return {
-        "prior-cost": cost_table(cost, cost_src),
-        "prior-accuracy": accuracy_table(acc[0], acc_src),
+        "prior-cost": cost_table(cost[1], cost[0]),
+        "prior-accuracy": accuracy_table(acc[1][0], acc[0]),
         "prior-real": real_table(real[1], real[0]) if real else "Not run yet (`CHROMAFLOW_GRN_DATA` unset).",
     }
 

@@ -173,9 +173,10 @@ def test_genie3_prior(reference_dir, run, tmp_path):
     assert [r["prior_check_s"] > 0 for r in cost["runs"] if r["contender"] == "prior check"] == [True]
     checks = {r["contender"]: r["prior_check"] for r in acc["runs"] if r.get("prior_check")}
     old = json.loads(P.LEGACY.read_text())["accuracy"]["priors"]
-    for name in P.PRIORS:
-        got = checks[f"{name} alpha 0.5 check auto"]
+    for name in P.PRIORS:  # the correlation test: the retired script's record; the default keeps and drops alike
+        got = checks[f"{name} alpha 0.5 check correlation"]
         assert (got["decision"], got["z"], got["p"]) == tuple(old[name]["check"][k] for k in ("decision", "z", "p"))
+        assert checks[f"{name} alpha 0.5 check auto"]["decision"] == got["decision"]
     runs = {r["contender"]: r for r in acc["runs"]}
     assert runs["shuffled alpha 0.5 check auto"]["aupr"] == runs["no prior"]["aupr"]  # turned off: alpha 0's bytes
     assert runs["informative alpha 0.5 check auto"]["aupr"] == runs["informative alpha 0.5 check off"]["aupr"]
@@ -188,5 +189,5 @@ def test_genie3_prior(reference_dir, run, tmp_path):
         t[k].startswith("Generated from `benchmarks/results/x.json` (`benchmarks/run --quick")
         for k in ("prior-cost", "prior-accuracy")
     )
-    assert t["prior-real"].startswith("Generated from `benchmarks/genie3/real_results.json`")
+    assert t["prior-real"].startswith("Generated from `benchmarks/genie3/prior_check_results.json`")
     assert "| 1 | " in t["prior-cost"] and "| α 0 (= no prior) | α 0.5 |" in t["prior-accuracy"]

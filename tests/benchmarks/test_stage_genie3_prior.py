@@ -22,9 +22,11 @@ OLD_COST = [
     "Weighted / unweighted: 1.03–1.18× (limit 1.2×).",
 ]
 OLD_ACCURACY = [
-    "| informative | auto (default) | kept (z 5.33, p 4.8e-08) | 0.158 | 0.214 | 0.231 | 0.273 | 0.293 | 0.161 |",
+    "| informative | auto (then the correlation test) | kept (z 5.33, p 4.8e-08) | 0.158 | 0.214 | 0.231 | 0.273 "
+    "| 0.293 | 0.161 |",
     "| shuffled | off | – | 0.158 | 0.144 | 0.140 | 0.093 | 0.058 | 0.018 |",
-    "| shuffled | auto (default) | off (z -1.91, p 0.97) | 0.158 | 0.158 | 0.158 | 0.158 | 0.158 | 0.158 |",
+    "| shuffled | auto (then the correlation test) | off (z -1.91, p 0.97) | 0.158 | 0.158 | 0.158 | 0.158 | 0.158 "
+    "| 0.158 |",
 ]
 WHERE = (
     "Generated from `benchmarks/genie3/prior_results.json` (`python benchmarks/genie3/run_benchmark.py prior` at "
@@ -51,9 +53,10 @@ def test_cases_are_built_without_running_anything(tmp_path, quick):
     assert check[check.index("--prior-check") + 1] == "auto" and check[check.index("--n-trees") + 1] == "1"
     acc = cases[-1]
     nonzero = 1 if quick else 5  # accuracy alphas 0.5 / 0.05, 0.1, 0.25, 0.5, 1 (alpha 0: the run without a prior)
-    assert len(acc.contenders) == 1 + 2 * nonzero * 2 and all(x.repeats == 1 for x in acc.contenders)
-    assert acc.contenders[2].key == f"informative alpha {'0.5' if quick else '0.05'} check auto"
-    a = acc.contenders[2].argv(tmp_path / "d", 0)
+    assert len(acc.contenders) == 1 + 2 * nonzero * 3 and all(x.repeats == 1 for x in acc.contenders)
+    first = f"informative alpha {'0.5' if quick else '0.05'} check"
+    assert [x.key for x in acc.contenders[1:4]] == [f"{first} off", f"{first} correlation", f"{first} auto"]
+    a = acc.contenders[3].argv(tmp_path / "d", 0)
     assert a[a.index("--prior") + 1].endswith("prior_gold_net1/informative.tsv") and "--summary" in a
     assert not (tmp_path / "w" / "inputs").exists() or not any((tmp_path / "w" / "inputs").iterdir())
     assert "genie3_prior" in S.STAGES and S.STAGES.index("genie3_prior") < S.STAGES.index("scaling")
@@ -63,9 +66,9 @@ def test_the_old_results_render_to_the_committed_tables(tmp_path):
     """With no full run of the stage, docs/genie3.md's two blocks come from benchmarks/genie3/prior_results.json
     through the converter, with every figure the retired script's tables had; the doc is what render makes."""
     text = P.DOC.read_text()
-    tables = P.prior_tables(tmp_path)  # no results file there: the retired script's
+    tables = P.prior_tables(tmp_path, tmp_path / "none.json")  # no results file there: the retired script's
     assert render.published()[P.DOC] == text
-    if not P._newest(P.ROOT / "benchmarks" / "results", "cost_"):  # the published doc still shows the old file
+    if not P._newest(P.ROOT / "benchmarks" / "results", "cost_") and not P.CHECK_RESULTS.exists():  # the old file
         assert P.with_prior_tables(text, tables) == text
     assert tables["prior-cost"].startswith(WHERE + "; 1000 trees, medians of 3 alternated rounds.")
     assert tables["prior-accuracy"].startswith(WHERE + ". DREAM4 size-100 network 1, 1000 trees, RF, seed 0;")
