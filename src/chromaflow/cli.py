@@ -37,6 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "count an assembly's rows (FASTA or genome h5) and plan its prediction shards",
     ),
     "predict-merge": ("chromaflow.predict.cli_merge", "join --shard outputs into one predictions h5"),
+    "attribute": (
+        "chromaflow.interpret.cli_attribute",
+        "per-base contribution scores of a model for regions (Integrated Gradients or in-silico mutagenesis)",
+    ),
     "make-test-model": (
         "chromaflow.model.cli_testmodel",
         "write a tiny seeded Predmoter-layout checkpoint (meaningless weights, for tests)",
