@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 #: the commands whose child starts from the fork server: they import torch (train and evaluate: Lightning too)
-FORKED_COMMANDS = frozenset({"train", "predict", "evaluate", "make-test-model", "variant-effect"})
+FORKED_COMMANDS = frozenset({"train", "predict", "evaluate", "make-test-model", "variant-effect", "attribute"})
 #: what the fork server imports once; only imports (nothing runs: no thread pool, no native library loaded by a call)
 PRELOAD = (
     "torch",

@@ -179,16 +179,16 @@ class _Totals:
             z, p = None, 1.0
         return {
             "decision": "kept" if p < level else "off",
-            "z": _r(z),
-            "p": _r(p),
+            "z": sig6(z),
+            "p": sig6(p),
             "untestable": None if z is not None else self.untestable(),
             "level": level,
             "targets_tested": self.tested,
             "pairs": self.pairs,
             "supported_pairs": self.n_sup,
             "samples": int(n),
-            "rho2_mean_supported": _r(self.sum_sup / self.n_sup) if self.n_sup else None,
-            "rho2_mean_other": _r(self.sum_oth / self.n_oth) if self.n_oth else None,
+            "rho2_mean_supported": sig6(self.sum_sup / self.n_sup) if self.n_sup else None,
+            "rho2_mean_other": sig6(self.sum_oth / self.n_oth) if self.n_oth else None,
         }
 
 
@@ -217,12 +217,13 @@ def off_warning(check: dict, prior: str, level: float) -> str:
             f"no evidence that the prior agrees with the expression (prior check: z = {check['z']}, one-sided "
             f"p = {check['p']:.3g} >= {level:g})"
         )
-    return (
-        f"{prior}: {why}: running without it (alpha 0, the links of a run without --prior); --prior-check off "
-        "uses it anyway"
-    )
+    return f"{prior}: {why}: {RUNS_WITHOUT}"
 
 
-def _r(x):
-    """6 significant digits (the JSON's and the warning's; the decision uses the unrounded p)."""
+#: the end of every check's line that turns a prior off (the three checks say it alike)
+RUNS_WITHOUT = "running without it (alpha 0, the links of a run without --prior); --prior-check off uses it anyway"
+
+
+def sig6(x):
+    """6 significant digits (the checks' JSON and lines; a decision uses the unrounded p); None stays None."""
     return None if x is None else float(f"{x:.6g}")

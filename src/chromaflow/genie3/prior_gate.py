@@ -39,6 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .prior_check import RUNS_WITHOUT, sig6
+
 #: the default level of the one-sided test (``--prior-check-level``)
 LEVEL = 0.01
 #: the default share of the genes sampled as gate targets (``--prior-check-targets``)
@@ -271,17 +273,17 @@ def _result(e0: np.ndarray, e1: np.ndarray, level: float, sampled: int, trees: i
     return {
         "gate": "prediction",
         "decision": "kept" if (t["z"] is not None and p < level) else "off",
-        "z": _r(t["z"]),
-        "p": _r(p),
+        "z": sig6(t["z"]),
+        "p": sig6(p),
         "untestable": untestable,
         "level": level,
         "targets_sampled": int(sampled),
         "targets_tested": int(t["n"]),
         "targets_improved": int(np.count_nonzero(d > 0)),
         "targets_worsened": int(np.count_nonzero(d < 0)),
-        "oob_error_mean_permuted": _r(math.fsum(e0[ok].tolist()) / max(int(ok.sum()), 1)),
-        "oob_error_mean_prior": _r(math.fsum(e1[ok].tolist()) / max(int(ok.sum()), 1)),
-        "oob_error_median_change": _r(float(np.median(-d))) if len(d) else None,
+        "oob_error_mean_permuted": sig6(math.fsum(e0[ok].tolist()) / max(int(ok.sum()), 1)),
+        "oob_error_mean_prior": sig6(math.fsum(e1[ok].tolist()) / max(int(ok.sum()), 1)),
+        "oob_error_median_change": sig6(float(np.median(-d))) if len(d) else None,
         "forests_grown": 2 * int(sampled),
         "trees_grown": 2 * int(sampled) * int(trees),
     }
@@ -305,10 +307,7 @@ def gate_line(result: dict, prior: str) -> str:
     """
     r = result
     if r["z"] is None:
-        return (
-            f"{prior}: prior check (prediction gate): cannot test the prior: {r['untestable']}: running without it "
-            "(alpha 0, the links of a run without --prior); --prior-check off uses it anyway"
-        )
+        return f"{prior}: prior check (prediction gate): cannot test the prior: {r['untestable']}: {RUNS_WITHOUT}"
     measured = (
         f"prior check (prediction gate): out-of-bag error of {r['targets_sampled']} sampled targets "
         f"{r['oob_error_mean_prior']:.4g} with the prior, {r['oob_error_mean_permuted']:.4g} with its values "
@@ -317,12 +316,5 @@ def gate_line(result: dict, prior: str) -> str:
     )
     if r["decision"] == "kept":
         return f"{prior}: {measured} < {r['level']:g}): prior kept"
-    return (
-        f"{prior}: {measured} >= {r['level']:g}): no evidence that the prior predicts better than chance: running "
-        "without it (alpha 0, the links of a run without --prior); --prior-check off uses it anyway"
-    )
-
-
-def _r(x):
-    """6 significant digits (the JSON's and the warning's; the decision uses the unrounded p)."""
-    return None if x is None else float(f"{x:.6g}")
+    off = "no evidence that the prior predicts better than chance"
+    return f"{prior}: {measured} >= {r['level']:g}): {off}: {RUNS_WITHOUT}"

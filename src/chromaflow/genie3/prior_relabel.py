@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .prior_check import BLOCK, centred_ranks
+from .prior_check import BLOCK, RUNS_WITHOUT, centred_ranks, sig6
 
 #: the default level of the two-sided test (``--prior-check-level``)
 LEVEL = 0.01
@@ -67,14 +67,9 @@ def check_prior_relabel(
 
     Parameters
     ----------
-    values : numpy.ndarray
-        The expression, genes x samples (float32 or float64).
-    genes : list of str
-        The genes' names (the rows of ``values``).
-    reg_idx : numpy.ndarray
-        The candidate regulators' gene indices, shape (R,), integers.
-    prior : chromaflow.genie3.prior.Prior
-        The prior over gene indices (:func:`chromaflow.genie3.prior.read_prior`).
+    values, genes, reg_idx, prior
+        As :func:`chromaflow.genie3.prior_check.check_prior`'s: the expression (genes x samples), the genes' names,
+        the candidate regulators' gene indices (R,) and the prior.
     level : float
         The level of the two-sided test, in (0, 1).
     seed : int
@@ -231,8 +226,8 @@ def _decide(obs: int, null: np.ndarray, level: float) -> dict:
     z = (obs - mean) / sd if sd > 0 else 0.0
     return {
         "decision": "kept" if p < level else "off",
-        "z": _r(z),
-        "p": _r(p),
+        "z": sig6(z),
+        "p": sig6(p),
         "direction": "higher" if obs > mean else "lower",
         "untestable": None,
     }
@@ -242,8 +237,8 @@ def _rho2_means(parts: tuple[int, int, int, int]) -> dict:
     s_sup, n_sup, s_oth, n_oth = parts
     scale = float(1 << A_BITS)
     return {
-        "rho2_mean_supported": _r(s_sup / n_sup / scale) if n_sup else None,
-        "rho2_mean_other": _r(s_oth / n_oth / scale) if n_oth else None,
+        "rho2_mean_supported": sig6(s_sup / n_sup / scale) if n_sup else None,
+        "rho2_mean_other": sig6(s_oth / n_oth / scale) if n_oth else None,
     }
 
 
@@ -263,10 +258,7 @@ def relabel_line(check: dict, prior: str) -> str:
         One line, without the command's prefix.
     """
     if check["z"] is None:
-        return (
-            f"{prior}: the prior check cannot test the prior: {check['untestable']}: running without it (alpha 0, "
-            "the links of a run without --prior); --prior-check off uses it anyway"
-        )
+        return f"{prior}: the prior check cannot test the prior: {check['untestable']}: {RUNS_WITHOUT}"
     what = (
         f"prior check (relabelling test): the prior's pairs are {check['direction']} in rho^2 than with its gene ids "
         f"swapped (z = {check['z']} null sds, two-sided p = {check['p']:.3g} over {check['permutations']} "
@@ -274,12 +266,5 @@ def relabel_line(check: dict, prior: str) -> str:
     )
     if check["decision"] == "kept":
         return f"{prior}: {what} < {check['level']:g}): prior kept"
-    return (
-        f"{prior}: {what} >= {check['level']:g}): no evidence that the prior is related to the expression: running "
-        "without it (alpha 0, the links of a run without --prior); --prior-check off uses it anyway"
-    )
-
-
-def _r(x):
-    """6 significant digits (the JSON's and the line's; the decision uses the unrounded p)."""
-    return None if x is None else float(f"{x:.6g}")
+    off = "no evidence that the prior is related to the expression"
+    return f"{prior}: {what} >= {check['level']:g}): {off}: {RUNS_WITHOUT}"
