@@ -134,7 +134,8 @@ def _stream(seed: int) -> int:
 @dataclass
 class _Association:
     """The fixed-point rho^2 of every (regulator, target) in name order, regulators x genes: ``centred`` (int32,
-    double-centred), ``raw`` (int32, self-pairs 0) and the sum and count of the valid pairs' raw values."""
+    double-centred), ``raw`` (int32; self-pairs hold their target's mean) and the sum and count of the valid pairs'
+    raw values (self-pairs left out)."""
 
     centred: np.ndarray
     raw: np.ndarray
@@ -172,16 +173,16 @@ def _centred_association(values: np.ndarray, regs: np.ndarray, gorder: np.ndarra
     valid = np.full(G, R, dtype=np.int64)
     np.subtract.at(valid, self_g, 1)
     raw_sum_all, n_all = int(col.sum()), int(valid.sum())
-    filled = raw.copy()
     with np.errstate(invalid="ignore", divide="ignore"):
         fill = np.where(valid > 0, np.rint(col / np.maximum(valid, 1)), 0).astype(np.int64)
-    filled[self_r, self_g] = fill[self_g]
-    rs = filled.sum(axis=1, dtype=np.int64)
-    cs = filled.sum(axis=0, dtype=np.int64)
+    # in place: the effect sizes read raw only at the prior's pairs, never a self-pair, and the sums are taken
+    raw[self_r, self_g] = fill[self_g]
+    rs = raw.sum(axis=1, dtype=np.int64)
+    cs = raw.sum(axis=0, dtype=np.int64)
     tot = int(rs.sum())
     centred = np.empty((R, G), dtype=np.int32)
     for lo in range(0, G, BLOCK):  # (q - row mean - column mean + grand mean), each an IEEE-rounded quotient
-        blk = filled[:, lo : lo + BLOCK].astype(np.float64)
+        blk = raw[:, lo : lo + BLOCK].astype(np.float64)
         blk -= (rs / G)[:, None]
         blk -= (cs[lo : lo + BLOCK] / R)[None, :]
         blk += tot / (R * G)

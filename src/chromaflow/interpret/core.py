@@ -29,7 +29,7 @@ from ..utils.errors import ChromaflowError
 from ..utils.metrics import StageMetrics
 from ..utils.outputs import atomic_outputs, check_outputs
 from ..utils.progress import Progress
-from .methods import DEFAULT_STEPS, METHODS, STRANDS
+from .methods import DEFAULT_STEPS, METHODS, STRANDS, observed
 from .regions import Region, check_against, read_regions
 
 #: default reported window (bp): about one accessible region and its flanks
@@ -203,7 +203,7 @@ def _attribute_all(o: AttributeOptions, regions: list[Region], genome) -> tuple[
                 t1 = time.perf_counter()
                 ref, _ = ism(target, x, mask, lo, hi, batch)
                 ism_s += time.perf_counter() - t1
-                agree = _pearson((onehot * hyp).sum(1), (onehot * ref).sum(1))
+                agree = _pearson(observed(onehot, hyp), observed(onehot, ref))
             results[k] = Result(hyp, onehot, s + lo, tgt, base, agree)
             bar.update(1)
     bar.close()
@@ -280,7 +280,7 @@ def _write_h5(path: str, o: AttributeOptions, regions: list[Region], results: li
     }
     with h5py.File(path, "w", track_order=True) as f:
         f.attrs.update(attrs)
-        for name, arr in (("onehot", onehot), ("hypothetical", hyp), ("observed", (onehot * hyp).sum(axis=1))):
+        for name, arr in (("onehot", onehot), ("hypothetical", hyp), ("observed", observed(onehot, hyp))):
             f.create_dataset(name, data=arr, compression="gzip", compression_opts=4, shuffle=True, track_times=False)
         g = f.create_group("regions")
         for key, vals in text.items():
@@ -297,7 +297,7 @@ def _write_bigwig(path: str, regions: list[Region], results: list[Result], lengt
 
     per: dict[str, list[tuple[int, np.ndarray]]] = {}
     for r, x in zip(regions, results):
-        per.setdefault(r.chrom, []).append((x.window_start, (x.onehot * x.hyp).sum(axis=1)))
+        per.setdefault(r.chrom, []).append((x.window_start, observed(x.onehot, x.hyp)))
     bw = pyBigWig.open(path, "w")
     try:
         bw.addHeader([(c, n) for c, n in lengths.items()], maxZooms=4)

@@ -76,7 +76,8 @@ def hypothetical(scores: np.ndarray) -> np.ndarray:
 
 
 def observed(x: np.ndarray, h: np.ndarray) -> np.ndarray:
-    """(W, 4) one-hot and hypothetical scores -> (W,) the observed sequence's contribution per position."""
+    """One-hot and hypothetical scores, bases on axis 1 ((W, 4), or (N, 4, W) in the output's layout) -> the observed
+    sequence's contribution per position (that axis summed away)."""
     return (x * h).sum(axis=1)
 
 
