@@ -41,6 +41,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "chromaflow.interpret.cli_attribute",
         "per-base contribution scores of a model for regions (Integrated Gradients or in-silico mutagenesis)",
     ),
+    "discover-motifs": (
+        "chromaflow.interpret.cli_discover",
+        "motifs a model learned: TF-MoDISco on attribute's contributions, matched to JASPAR by TOMTOM",
+    ),
     "make-test-model": (
         "chromaflow.model.cli_testmodel",
         "write a tiny seeded Predmoter-layout checkpoint (meaningless weights, for tests)",

@@ -29,6 +29,7 @@ from ..utils.errors import ChromaflowError
 from ..utils.metrics import StageMetrics
 from ..utils.outputs import atomic_outputs, check_outputs
 from ..utils.progress import Progress
+from .contributions import FORMAT
 from .methods import DEFAULT_STEPS, METHODS, STRANDS, observed
 from .regions import Region, check_against, read_regions
 
@@ -36,8 +37,6 @@ from .regions import Region, check_against, read_regions
 DEFAULT_WINDOW = 1000
 #: model rows per call when --batch-size is auto (a gradient pass holds the activations of every row)
 AUTO_BATCH = 8
-#: the output's format tag
-FORMAT = "chromaflow-contributions/1"
 #: genome h5 column order C, A, T, G -> the output's A, C, G, T
 ACGT = [1, 0, 3, 2]
 

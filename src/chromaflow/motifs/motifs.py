@@ -30,11 +30,14 @@ DEFAULT_MEME_NSITES = 20
 
 @dataclass(frozen=True)
 class Motif:
-    """A motif: its ``id``, ``name`` and ``counts``, (4, L) float64, rows A C G T."""
+    """A motif: its ``id``, ``name`` and ``counts``, (4, L) float64, rows A C G T; ``family`` and ``tf_class``: the
+    TF family and class JASPAR gives (``;``-joined where several; empty for a motif file's motifs)."""
 
     id: str
     name: str
     counts: np.ndarray  # (4, L) float64, rows A C G T
+    family: str = ""
+    tf_class: str = ""
 
     @property
     def length(self) -> int:
@@ -56,7 +59,7 @@ def _from_bio(m, motif_id: str, where: str, scale: float | None = None) -> Motif
     return Motif(motif_id, str(m.name or motif_id), counts)
 
 
-def _jaspar_db(spec: str) -> list[Motif]:
+def _jaspar_db(spec: str, option: str = "--motifs") -> list[Motif]:
     body = spec[len("jaspar:") :]
     release = None
     if "@" in body:
@@ -64,34 +67,44 @@ def _jaspar_db(spec: str) -> list[Motif]:
     collection, _, tax = body.partition("/")
     if not collection:
         raise ChromaflowError(
-            f"--motifs {spec}: expected jaspar:<COLLECTION>[/<tax group>][@<release>], e.g. jaspar:CORE/plants"
+            f"{option} {spec}: expected jaspar:<COLLECTION>[/<tax group>][@<release>], e.g. jaspar:CORE/plants"
         )
     try:
         from pyjaspar import jaspardb
     except ImportError:  # pragma: no cover - pinned dependency
-        raise ChromaflowError("--motifs jaspar:...: the pyjaspar package is not installed") from None
+        raise ChromaflowError(f"{option} jaspar:...: the pyjaspar package is not installed") from None
     try:
         db = jaspardb(release=release) if release else jaspardb()
     except Exception as exc:
-        raise ChromaflowError(f"--motifs {spec}: pyjaspar has no release {release!r} ({exc})") from None
+        raise ChromaflowError(f"{option} {spec}: pyjaspar has no release {release!r} ({exc})") from None
     kw: dict[str, str | list[str]] = {"collection": collection}
     if tax:
         kw["tax_group"] = [tax]
     with warnings.catch_warnings():  # pyjaspar warns on an empty selection: the error below says it
         warnings.simplefilter("ignore")
         found = db.fetch_motifs(**kw)
-    motifs = [_from_bio(m, m.matrix_id, f"--motifs {spec}") for m in found]
+    motifs = [_with_family(_from_bio(m, m.matrix_id, f"{option} {spec}"), m) for m in found]
     if not motifs:
         raise ChromaflowError(
-            f"--motifs {spec}: no motifs in pyjaspar's {db.release} for collection {collection!r}"
+            f"{option} {spec}: no motifs in pyjaspar's {db.release} for collection {collection!r}"
             + (f", tax group {tax!r}" if tax else "")
         )
     return motifs
 
 
-def load_motifs(spec: str) -> list[Motif]:
-    """The motifs of ``spec`` (a file or ``jaspar:...``), ids unique, in file (or database) order."""
-    motifs = _jaspar_db(spec) if spec.startswith("jaspar:") else _motif_file(spec)
+def _with_family(motif: Motif, m) -> Motif:
+    """``motif`` with the family and class of JASPAR's record ``m`` (lists in pyjaspar, ``;``-joined here)."""
+
+    def joined(v) -> str:
+        return ";".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v or "")
+
+    return Motif(motif.id, motif.name, motif.counts, joined(m.tf_family), joined(m.tf_class))
+
+
+def load_motifs(spec: str, option: str = "--motifs") -> list[Motif]:
+    """The motifs of ``spec`` (a file or ``jaspar:...``), ids unique, in file (or database) order; ``option``: the
+    command's option that named a ``jaspar:`` spec, for its errors (a file's errors name the file)."""
+    motifs = _jaspar_db(spec, option) if spec.startswith("jaspar:") else _motif_file(spec)
     seen: set[str] = set()
     for m in motifs:
         if m.id in seen:
