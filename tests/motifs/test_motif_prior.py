@@ -302,3 +302,61 @@ def test_accessibility_table_of_other_genes(case, tmp_path):
         tab,
     )
     assert_one_line_error(proc, "motif-prior", str(tab), "no row for gene 'gene", "39 missing")
+
+
+def _learned_files(tmp_path):
+    """The three test motifs as discover-motifs' outputs: motifs.meme (pattern names) and a matches table."""
+    from chromaflow.motifs.motifs import load_motifs
+
+    names = ["pos_patterns.pattern_0", "pos_patterns.pattern_1", "neg_patterns.pattern_0"]
+    text = "MEME version 5\n\nALPHABET= ACGT\n\nstrands: + -\n\n"
+    text += "Background letter frequencies\nA 0.25 C 0.25 G 0.25 T 0.25\n"
+    for name, m in zip(names, load_motifs(str(write(tmp_path / "m.jaspar", JASPAR)))):
+        ppm = (m.counts / m.counts.sum(axis=0)).T
+        text += f"\nMOTIF {name}\nletter-probability matrix: alength= 4 w= {len(ppm)} nsites= 30 E= 0\n"
+        text += "".join(" ".join(f"{v:.6f}" for v in row) + "\n" for row in ppm)
+    head = "motif\tmetacluster\tn_seqlets\trank\tjaspar_id\tjaspar_name\ttf_family\ttf_class\tpvalue\tqvalue\n"
+    rows = [
+        (names[0], "bHLH", "0.001"),
+        (names[0], "Type II", "0.5"),  # not significant: TFc (Type II) gets no motif
+        (names[1], "WRKY", "0.01"),
+        (names[2], "WRKY;MYB", "0.02"),
+    ]
+    table = head + "".join(f"{n}\tpos\t30\t1\tMA0.1\tx\t{f}\tc\t0.0001\t{q}\n" for n, f, q in rows)
+    return write(tmp_path / "motifs.meme", text), write(tmp_path / "matches.tsv", table), names
+
+
+def test_learned_motifs_through_families_equal_the_same_map_given_directly(case, tmp_path):
+    meme, matches, names = _learned_files(tmp_path)
+    families = write(tmp_path / "fam.tsv", "regulator\tfamily\nTFa\tbHLH\nTFb\twrky\nTFc\tType  II\nTFd\tMYB\n")
+    direct = write(tmp_path / "tf.tsv", f"TFa\t{names[0]}\nTFb\t{names[1]}\nTFb\t{names[2]}\nTFc\t\nTFd\t{names[2]}\n")
+    common = ["--fasta", case["fa"], "--annotation", case["gff"], "--motifs", meme, "--p-value", P]
+    run_in_process("motif-prior", *common, "--tf-families", families, "--matches", matches, "--out", tmp_path / "a.tsv")
+    run_in_process("motif-prior", *common, "--tf-motifs", direct, "--out", tmp_path / "b.tsv")
+    a = (tmp_path / "a.tsv").read_bytes()
+    assert a == (tmp_path / "b.tsv").read_bytes()
+    rows = _rows(tmp_path / "a.tsv")
+    assert {r["prior"] for r in rows if r["regulator"] == "TFc"} == {"NA"}
+    assert {r["prior"] for r in rows if r["regulator"] in ("TFa", "TFb", "TFd")} == {"0", "1"}
+
+
+@pytest.mark.parametrize(
+    "extra, needles",
+    [
+        (["--tf-families", "FAM"], ["--tf-families and --matches"]),
+        (["--tf-families", "FAM", "--matches", "BADMATCH"], ["BADMATCH", "line 2", "'pattern_9'", "not among"]),
+        (["--tf-families", "FAM", "--matches", "MATCHES", "--max-qvalue", "2"], ["--max-qvalue"]),
+    ],
+)
+def test_learned_motifs_bad_input(case, tmp_path, extra, needles):
+    meme, matches, _ = _learned_files(tmp_path)
+    files = {
+        "FAM": str(write(tmp_path / "fam.tsv", "TFa\tbHLH\n")),
+        "MATCHES": str(matches),
+        "BADMATCH": str(
+            write(tmp_path / "bad.tsv", matches.read_text().splitlines()[0] + "\n" + "pattern_9\t" * 9 + "0\n")
+        ),
+    }
+    extra = [files.get(e, e) for e in extra]
+    proc = _bad(case, tmp_path, "--fasta", case["fa"], "--annotation", case["gff"], "--motifs", meme, *extra)
+    assert_one_line_error(proc, "motif-prior", *[files.get(n, n) for n in needles])

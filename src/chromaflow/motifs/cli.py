@@ -27,11 +27,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="JASPAR or MEME motif file, or jaspar:<COLLECTION>/<tax group>[@<release>] from pyjaspar's "
         "bundled database (e.g. jaspar:CORE/plants)",
     )
-    p.add_argument(
+    tfs = p.add_mutually_exclusive_group(required=True)
+    tfs.add_argument(
         "--tf-motifs",
-        required=True,
         metavar="TSV",
         help="TF<TAB>motif id (or unique name) per line; an empty motif lists a TF without motif",
+    )
+    tfs.add_argument(
+        "--tf-families",
+        metavar="TSV",
+        help="TF<TAB>family (JASPAR's names) per line, for motifs a model learned: --motifs DIR/motifs.meme and "
+        "--matches DIR/matches.tsv of discover-motifs; a TF gets the motifs matched to its family",
+    )
+    p.add_argument("--matches", metavar="TSV", default=None, help="discover-motifs' matches.tsv (with --tf-families)")
+    p.add_argument(
+        "--max-qvalue",
+        type=float,
+        default=0.05,
+        metavar="Q",
+        help="with --tf-families: a discovered motif's matches below this q-value count (default 0.05)",
     )
     p.add_argument(
         "--regulators",

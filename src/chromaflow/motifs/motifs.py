@@ -162,12 +162,7 @@ def read_tf_motifs(path: str, motifs: list[Motif]) -> dict[str, list[int]]:
     by_name: dict[str, list[int]] = {}
     for i, m in enumerate(motifs):
         by_name.setdefault(m.name, []).append(i)
-    try:
-        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
-    except FileNotFoundError:
-        raise ChromaflowError(f"{path}: TF-motif table does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ChromaflowError(f"{path}: cannot read TF-motif table ({getattr(exc, 'strerror', None) or exc})") from None
+    lines = _read_lines(path, "TF-motif table")
     out: dict[str, list[int]] = {}
     for n, line in enumerate(lines, 1):
         if not line.strip() or line.startswith("#"):
@@ -196,4 +191,72 @@ def read_tf_motifs(path: str, motifs: list[Motif]) -> dict[str, list[int]]:
             lst.append(i)
     if not out:
         raise ChromaflowError(f"{path}: no TF lines in the TF-motif table")
+    return out
+
+
+def _read_lines(path: str, what: str) -> list[str]:
+    try:
+        return Path(path).read_text(encoding="utf-8-sig").splitlines()
+    except FileNotFoundError:
+        raise ChromaflowError(f"{path}: {what} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ChromaflowError(f"{path}: cannot read {what} ({getattr(exc, 'strerror', None) or exc})") from None
+
+
+def _family_key(family: str) -> str:
+    return " ".join(family.split()).casefold()
+
+
+def read_matched_families(path: str, motifs: list[Motif], max_qvalue: float) -> dict[int, set[str]]:
+    """{motif index: TF families (case-folded)} from ``discover-motifs``' matches.tsv: the families of each
+    discovered motif's matches with q-value below ``max_qvalue`` (a ``;``-joined family counts each part; ``NA``
+    none). Every motif the table names must be among ``motifs`` (the same run's motifs.meme)."""
+    by_id = {m.id: i for i, m in enumerate(motifs)}
+    lines = _read_lines(path, "matches table")
+    head = lines[0].split("\t") if lines else []
+    need = ("motif", "tf_family", "qvalue")
+    if any(c not in head for c in need):
+        raise ChromaflowError(f"{path} line 1: not a discover-motifs matches table (needs {', '.join(need)})")
+    mi, fi, qi = (head.index(c) for c in need)
+    out: dict[int, set[str]] = {}
+    for n, line in enumerate(lines[1:], 2):
+        if not line.strip():
+            continue
+        cols = line.rstrip("\r").split("\t")
+        if len(cols) != len(head):
+            raise ChromaflowError(f"{path} line {n}: {len(cols)} columns, the header has {len(head)}")
+        if cols[mi] not in by_id:
+            raise ChromaflowError(f"{path} line {n}: motif {cols[mi]!r} is not among the --motifs")
+        try:
+            q = float(cols[qi])
+        except ValueError:
+            raise ChromaflowError(f"{path} line {n}: qvalue {cols[qi]!r} is not a number") from None
+        fams = out.setdefault(by_id[cols[mi]], set())
+        if q < max_qvalue and cols[fi] not in ("", "NA"):
+            fams.update(_family_key(f) for f in cols[fi].split(";") if f.strip())
+    return out
+
+
+def read_tf_families(path: str, families: dict[int, set[str]]) -> dict[str, list[int]]:
+    """{TF: indices of the motifs whose matched families (:func:`read_matched_families`) include the TF's family}
+    from a two-column TSV ``TF<TAB>family`` (JASPAR's family names, case and spacing ignored; a TF may have several
+    lines; an empty family or ``NA`` lists a TF without one; ``#`` comments and a header ``regulator<TAB>family`` /
+    ``tf<TAB>family`` are skipped). A TF whose family no discovered motif matches has no motif (NA in the prior)."""
+    out: dict[str, list[int]] = {}
+    for n, line in enumerate(_read_lines(path, "TF-family table"), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        cols = line.rstrip("\r").split("\t")
+        if n == 1 and [c.strip().lower() for c in cols[:2]] in (["regulator", "family"], ["tf", "family"]):
+            continue
+        if len(cols) > 2 or not cols[0].strip():
+            raise ChromaflowError(f"{path} line {n}: expected 'TF<TAB>family' (2 tab-separated columns)")
+        lst = out.setdefault(cols[0].strip(), [])
+        family = cols[1].strip() if len(cols) == 2 else ""
+        if family in ("", "NA"):
+            continue
+        key = _family_key(family)
+        lst += [i for i in sorted(families) if key in families[i] and i not in lst]
+    if not out:
+        raise ChromaflowError(f"{path}: no TF lines in the TF-family table")
     return out

@@ -32,7 +32,7 @@ from ..utils.errors import ChromaflowError
 from ..utils.metrics import StageMetrics
 from ..utils.outputs import atomic_outputs, check_outputs, write_table_text
 from ..utils.progress import Progress
-from .motifs import load_motifs, read_tf_motifs
+from .motifs import load_motifs, read_matched_families, read_tf_families, read_tf_motifs
 from .scan import DEFAULT_P, Scanner, background, base_counts
 
 
@@ -130,8 +130,11 @@ class MotifPriorOptions:
     fasta: str
     annotation: str
     motifs: str
-    tf_motifs: str
     out: str
+    tf_motifs: str | None = None
+    tf_families: str | None = None
+    matches: str | None = None
+    max_qvalue: float = 0.05
     regulators: str | None = None
     predictions: str | None = None
     accessibility: str | None = None
@@ -148,6 +151,14 @@ class MotifPriorOptions:
         """The options' own rules: window bounds, one accessibility source at most, the feature type (the p-value
         is checked by :func:`run` after the outputs, in the command's order)."""
         check_windows(self.upstream, self.downstream)
+        if (self.tf_motifs is None) == (self.tf_families is None):
+            raise ChromaflowError(
+                "give one of --tf-motifs (TF -> motif) and --tf-families (TF -> family, with --matches)"
+            )
+        if (self.tf_families is None) != (self.matches is None):
+            raise ChromaflowError("--tf-families and --matches (discover-motifs' matches.tsv) go together")
+        if not 0 < self.max_qvalue <= 1:
+            raise ChromaflowError(f"--max-qvalue must be in (0, 1], got {self.max_qvalue}")
         if self.predictions and self.accessibility:
             raise ChromaflowError("--predictions and --accessibility: give one of them, not both")
         if self.feature not in ("gene", "mRNA"):
@@ -176,7 +187,7 @@ def run(args: MotifPriorOptions) -> int:
         gene_counts: dict = {}
         genes = read_genes(args.annotation, args.feature, gene_counts)
         motifs = load_motifs(args.motifs)
-        tf_motifs = read_tf_motifs(args.tf_motifs, motifs)
+        tf_motifs = _tf_motifs(args, motifs)
         regulators = _regulators(tf_motifs, args.regulators)
         sizes, counts = _fasta_sizes_and_background(args.fasta)
         gw = GeneWindows(genes, sizes, args.annotation, args.fasta, args.upstream, args.downstream)
@@ -216,6 +227,8 @@ def _check_files(args: MotifPriorOptions) -> None:
         ("--fasta", args.fasta),
         ("--annotation", args.annotation),
         ("--tf-motifs", args.tf_motifs),
+        ("--tf-families", args.tf_families),
+        ("--matches", args.matches),
         ("--regulators", args.regulators),
         ("--predictions", args.predictions),
         ("--accessibility", args.accessibility),
@@ -228,6 +241,15 @@ def _check_files(args: MotifPriorOptions) -> None:
         for opt, p in outs[:2]:
             if p and Path(p).exists():
                 raise ChromaflowError(f"{p}: output exists (use --force to overwrite)")
+
+
+def _tf_motifs(args: MotifPriorOptions, motifs: list) -> dict[str, list[int]]:
+    """{TF: motif indices}: from --tf-motifs, or (learned motifs) from --tf-families through --matches: a TF gets
+    every discovered motif with a match of its family below --max-qvalue."""
+    if args.tf_motifs is not None:
+        return read_tf_motifs(args.tf_motifs, motifs)
+    assert args.tf_families is not None and args.matches is not None  # validate()
+    return read_tf_families(args.tf_families, read_matched_families(args.matches, motifs, args.max_qvalue))
 
 
 def _regulators(tf_motifs: dict, regulators_file: str | None) -> list[str]:
