@@ -196,5 +196,9 @@ def test_run(request, tmp_path_factory, nextflow_bin):
         return nft.pipeline_run()
     work = tmp_path_factory.mktemp("pipeline")
     outdir = work / "results"
-    run_nextflow(["-profile", "test", "--outdir", str(outdir)], cwd=work, env={"CHROMAFLOW_TEST_FAIL": TEST_RUN_FAULTS})
+    run_nextflow(
+        ["-profile", "test", "--outdir", str(outdir)],
+        cwd=work,
+        env={"CHROMAFLOW_TEST_FAIL": TEST_RUN_FAULTS, "CHROMAFLOW_TEST_INTERPRET": "1"},  # as nf-test's pipeline case
+    )
     return PipelineRun(work, outdir, (work / ".nextflow.log").read_text(errors="replace"), trace_file(outdir))

@@ -8,6 +8,7 @@
  *                                                                        ├─ GENES_AND_MOTIFS ── motif prior ─┐
  *   expression (+ regulators) ──────────────────────────────────────────────────────────── NETWORK (GENIE3) ─┘
  *   tracks + peaks + variant effects + promoter accessibility ── REVIEW (one HTML page per assembly) ── REPORTING
+ *   peaks + FASTA + the model ── INTERPRET (--interpret: contribution scores, the motifs the model learned) ──┘
  *
  * take: ch_samplesheet  [meta, files] per assembly: meta = [id, species, expression_layout] (+ motifs_db),
  *                       files = [fasta:, expression:, regulators:, annotation:, motifs:, tf_motifs:, vcf:] ([] where
@@ -21,6 +22,7 @@ include { GENES_AND_MOTIFS   } from '../subworkflows/local/genes_and_motifs'
 include { NETWORK            } from '../subworkflows/local/network'
 include { REPORTING          } from '../subworkflows/local/reporting'
 include { REVIEW             } from '../subworkflows/local/review'
+include { INTERPRET          } from '../subworkflows/local/interpret'
 
 workflow CHROMAFLOW {
     take:
@@ -31,6 +33,7 @@ workflow CHROMAFLOW {
     ch_metrics     = Channel.empty()   // [meta, metrics JSON] of every task, annotated by REPORTING
     ch_predictions = Channel.empty()
     ch_review      = Channel.empty()   // [meta, review page] per assembly (REVIEW_PAGE)
+    ch_motifs      = Channel.empty()   // [meta, motifs report] per assembly (INTERPRET)
     ch_fasta       = ch_samplesheet.map { meta, files -> [meta, files.fasta] }
 
     // FASTA → genome h5 in Helixer's layout: what PREDICT reads, unless it reads the FASTA itself
@@ -73,6 +76,14 @@ workflow CHROMAFLOW {
             )
             ch_versions = ch_versions.mix(TRACKS.out.versions)
             ch_metrics  = ch_metrics.mix(TRACKS.out.metrics)
+
+            // why the peaks are open: contribution scores and the motifs the model learned (--interpret)
+            if (params.interpret && !params.skip_peaks) {
+                INTERPRET(TRACKS.out.peaks, ch_fasta, PREDICT_ASSEMBLIES.out.model)
+                ch_motifs   = INTERPRET.out.report
+                ch_versions = ch_versions.mix(INTERPRET.out.versions)
+                ch_metrics  = ch_metrics.mix(INTERPRET.out.metrics)
+            }
         }
     }
 
@@ -92,8 +103,8 @@ workflow CHROMAFLOW {
         ch_metrics  = ch_metrics.mix(NETWORK.out.metrics)
     }
 
-    // benchmark report, MultiQC (with a link to each review page) and the versions of every process
-    REPORTING(ch_versions, ch_metrics, ch_review)
+    // benchmark report, MultiQC (with a link to each review page and motifs report) and the versions of every process
+    REPORTING(ch_versions, ch_metrics, ch_review, ch_motifs)
 
     emit:
     versions = REPORTING.out.versions

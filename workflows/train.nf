@@ -73,7 +73,7 @@ workflow TRAIN_MODEL {
         }
     }
 
-    REPORTING(ch_versions, ch_metrics, Channel.empty())   // no review pages in train mode
+    REPORTING(ch_versions, ch_metrics, Channel.empty(), Channel.empty())   // no review pages or motifs in train mode
 
     emit:
     model      = TRAIN.out.best

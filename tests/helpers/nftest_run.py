@@ -100,6 +100,7 @@ class NfTestRun:
             NXF_OFFLINE="true",
             CHROMAFLOW_PROGRESS="0",
             CHROMAFLOW_TEST_FAIL=TEST_RUN_FAULTS,
+            CHROMAFLOW_TEST_INTERPRET="1",  # the pipeline case is the session's test-profile run: --interpret kept
             CHROMAFLOW_NFT_HANDOFF=str(self.handoff),
         )
         for k in ("CHROMAFLOW_TEST_HOLD", "CHROMAFLOW_TEST_GATE"):

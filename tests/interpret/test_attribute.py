@@ -187,6 +187,22 @@ def test_a_genome_h5_gives_what_its_fasta_gives(setup, ism_run):
             assert np.array_equal(a[key][:], b[key][:]), key
 
 
+def test_top_keeps_the_highest_scores_in_file_order(setup, tmp_path):
+    # narrowPeak signalValue (column 7) and BED score (column 5) rank; a region without a score goes last
+    bed = tmp_path / "r.bed"
+    bed.write_text(
+        "c1\t300\t340\tlow\t1\nc1\t330\t360\tnone\nc2\t20\t80\tpeak\t0\t.\t7.5\t-1\t-1\t10\nc1\t500\t560\thigh\t6\n"
+    )
+    out = tmp_path / "o.h5"
+    run_in_process(
+        "attribute", "--fasta", setup["fasta"], "--regions", bed, "--model", setup["model"], "--dataset", "atacseq",
+        "--device", "cpu", "--threads", 1, "--out", out, "--window", 8, "--steps", 2, "--top", 2,
+    )  # fmt: skip
+    with h5py.File(out) as f:
+        assert [x.decode() for x in f["regions/name"][:]] == ["peak", "high"]
+        assert f["onehot"].shape == (2, 4, 8)
+
+
 @pytest.mark.parametrize(
     "bed,extra,needles",
     [
@@ -198,6 +214,7 @@ def test_a_genome_h5_gives_what_its_fasta_gives(setup, ism_run):
         ("c1\t1\t5\n", ("--dataset", "dnase"), ("the model has no dataset 'dnase' (it predicts atacseq, h3k4me3)",)),
         ("c1\t1\t5\n", ("--window", L + 1), (f"--window {L + 1}: longer than the model's input length {L}",)),
         ("c1\t1\t5\n", ("--steps", 1), ("--steps must be >= 2",)),
+        ("c1\t1\t5\n", ("--top", -1), ("--top must be >= 0",)),
     ],
 )
 def test_bad_inputs_are_one_line_and_leave_nothing(setup, tmp_path, bed, extra, needles):

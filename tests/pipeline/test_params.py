@@ -152,6 +152,7 @@ PATTERN_BAD = {
     "trace_report_suffix": "a/b",
     "train_sheet": "sheet.tsv",
     "peaks_cutoff": "lots",
+    "interpret_jaspar": "CORE/plants;rm",
 }
 
 

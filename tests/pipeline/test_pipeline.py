@@ -352,9 +352,14 @@ def test_benchmark_stage_reports_every_stage(test_run):
     html = (bench / "report.html").read_text()
     assert "data:image/png;base64," in html and "<h2 id='extrapolation'>Extrapolation</h2>" in html
     # joined with this run's trace (a staged input of BENCHMARK): every task has its row, realtime and peak_rss;
-    # PEAKS writes one metrics JSON per dataset (2 tasks, 4 rows); 3 VARIANT_EFFECT shards and VARIANT_MERGE; 2 views
+    # PEAKS writes one metrics JSON per dataset (2 tasks, 4 rows); 3 VARIANT_EFFECT shards and VARIANT_MERGE; 2 views;
+    # --interpret: ATTRIBUTE and DISCOVER_MOTIFS per assembly
     assert len([t for t in tasks if t["stage"] == "predict-view"]) == 2
-    assert len(tasks) == 26 and len([t for t in tasks if t["stage"] == "peaks"]) == 4
+    assert {s: len([t for t in tasks if t["stage"] == s]) for s in ("attribute", "discover-motifs")} == {
+        "attribute": 2,
+        "discover-motifs": 2,
+    }
+    assert len(tasks) == 30 and len([t for t in tasks if t["stage"] == "peaks"]) == 4
     assert all(
         t["trace_status"] == "COMPLETED" and t["trace_realtime_s"] is not None and t["trace_peak_rss_bytes"]
         for t in tasks

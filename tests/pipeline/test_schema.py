@@ -92,6 +92,7 @@ ENUM_TO_CLI = {
     "genie3_engine": ("genie3", "--engine"),
     "genie3_importance": ("genie3", "--importance"),
     "genie3_prior_check": ("genie3", "--prior-check"),
+    "interpret_method": ("attribute", "--method"),
     "train_device": ("train", "--device"),
     "train_precision": ("train", "--precision"),
     "train_data_mode": ("train", "--data-mode"),

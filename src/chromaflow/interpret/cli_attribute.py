@@ -52,6 +52,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="with --method ig: also run ISM on the first N regions and store the agreement (regions/ism_pearson)",
     )
+    p.add_argument(
+        "--top",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only the N regions of highest score (narrowPeak signalValue, BED score; default 0: every region)",
+    )
     p.add_argument("--out", required=True, help="contributions (HDF5: onehot, hypothetical, observed, regions/)")
     p.add_argument(
         "--bigwig",

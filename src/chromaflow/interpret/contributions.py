@@ -42,8 +42,8 @@ def read_contributions(path: str, window: int | None = None) -> Contributions:
     """The arrays of ``path``, cut to the central ``window`` bases when given (TF-MoDISco's ``-w``).
 
     Refused with one line: a missing file, not HDF5, another format, missing or misshapen arrays, no regions,
-    non-finite scores, a one-hot that is not one-hot (or all N), scores that are all zero, a window wider than
-    the file's."""
+    non-finite scores, a one-hot outside [0, 1] or above 1 per position, scores that are all zero, a window wider
+    than the file's."""
     if not os.path.isfile(path):
         raise ChromaflowError(f"{path}: --contributions does not exist or is not a file")
     import h5py
@@ -74,10 +74,12 @@ def read_contributions(path: str, window: int | None = None) -> Contributions:
         attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
     if not np.isfinite(hyp).all():
         raise ChromaflowError(f"{path}: hypothetical holds NaN or infinite scores")
-    if not np.isin(onehot, (0.0, 1.0)).all() or (onehot.sum(axis=2) > 1).any():
-        raise ChromaflowError(f"{path}: onehot is not one-hot (values other than 0 and 1, or two bases at a position)")
-    if not onehot.any():
-        raise ChromaflowError(f"{path}: every position is N (the one-hot is all zero)")
+    # an IUPAC code is its bases' shares (N: 0.25 each, as the genome h5 encodes it), padding 0: in [0, 1], summing to
+    # at most 1 per position
+    if (onehot < 0).any() or (onehot > 1).any() or (onehot.sum(axis=2) > 1 + 1e-5).any():
+        raise ChromaflowError(
+            f"{path}: onehot is not a one-hot encoding (values outside [0, 1] or above 1 per position)"
+        )
     if not (onehot * hyp).any():
         raise ChromaflowError(f"{path}: every observed base's contribution is zero: nothing to discover")
     return Contributions(path, onehot, hyp, attrs)

@@ -31,7 +31,7 @@ from ..utils.outputs import atomic_outputs, check_outputs
 from ..utils.progress import Progress
 from .contributions import FORMAT
 from .methods import DEFAULT_STEPS, METHODS, STRANDS, observed
-from .regions import Region, check_against, read_regions
+from .regions import Region, check_against, read_regions, top_regions
 
 #: default reported window (bp): about one accessible region and its flanks
 DEFAULT_WINDOW = 1000
@@ -57,6 +57,7 @@ class AttributeOptions:
     window: int = DEFAULT_WINDOW
     steps: int = DEFAULT_STEPS
     ism_regions: int = 0
+    top: int = 0
     bigwig: str | None = None
     batch_size: int | str = "auto"
     device: str = "auto"
@@ -81,6 +82,8 @@ class AttributeOptions:
             raise ChromaflowError(f"--steps must be >= 2, got {self.steps}")
         if self.ism_regions < 0:
             raise ChromaflowError(f"--ism-regions must be >= 0, got {self.ism_regions}")
+        if self.top < 0:
+            raise ChromaflowError(f"--top must be >= 0, got {self.top}")
         if self.threads is not None and self.threads < 1:
             raise ChromaflowError(f"--threads must be >= 1, got {self.threads}")
         check_device(self.device)
@@ -133,6 +136,7 @@ def run(o: AttributeOptions) -> int:
     regions = read_regions(o.regions)
     genome = Genome(o.fasta, o.h5)
     check_against(regions, genome.lengths, o.regions, genome.path)
+    regions = top_regions(regions, o.top)
     with StageMetrics("attribute", o.metrics, method=o.method, strand=o.strand, window=o.window) as metrics:
         results, info = _attribute_all(o, regions, genome)
         _write(o, regions, results, info, genome.lengths)

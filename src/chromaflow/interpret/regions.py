@@ -16,7 +16,8 @@ from ..utils.errors import ChromaflowError
 @dataclass(frozen=True)
 class Region:
     """One region: its ``chrom``, 0-based half-open ``start``/``end``, ``name`` (column 4, else chrom:start-end),
-    ``centre`` (the summit or the midpoint) and the 1-based ``line`` it came from."""
+    ``centre`` (the summit or the midpoint), the 1-based ``line`` it came from and its ``score``: a narrowPeak's
+    signalValue (column 7), else a BED score (column 5), NaN where the file gives none (``--top`` ranks by it)."""
 
     chrom: str
     start: int
@@ -24,6 +25,7 @@ class Region:
     name: str
     centre: int
     line: int
+    score: float = float("nan")
 
 
 def _open(path: str):
@@ -54,7 +56,29 @@ def _region(path: str, ln: int, cols: list[str]) -> Region:
             if start + summit >= end:
                 raise ChromaflowError(f"{path}: line {ln}: summit offset {summit} lies outside the region")
             centre = start + summit
-    return Region(chrom, start, end, name, centre, ln)
+    return Region(chrom, start, end, name, centre, ln, _score(cols[6] if len(cols) >= 10 else cols[4:5]))
+
+
+def _score(cell) -> float:
+    """A score cell (or an empty list: none) as a float; NaN where it is absent or not a number (BED allows '.')."""
+    if isinstance(cell, list):
+        cell = cell[0] if cell else ""
+    try:
+        return float(cell)
+    except ValueError:
+        return float("nan")
+
+
+def top_regions(regions: list[Region], n: int) -> list[Region]:
+    """The ``n`` regions of highest score (ties and NaN scores: file order, NaN last), back in file order; all of
+    them when ``n`` is 0 or at least their number."""
+    if n <= 0 or n >= len(regions):
+        return regions
+    ranked = sorted(
+        range(len(regions)),
+        key=lambda i: (-regions[i].score if regions[i].score == regions[i].score else float("inf"), i),
+    )
+    return [regions[i] for i in sorted(ranked[:n])]
 
 
 def read_regions(path: str) -> list[Region]:

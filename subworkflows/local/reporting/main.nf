@@ -5,13 +5,15 @@
  *   versions.yml of the mode's tasks ── software_versions.yml ───────────┴─ BENCHMARK (+ this run's trace) ─┐
  *   parameters ≠ schema defaults ── workflow_summary_mqc.yaml ───────────────────────────────────────────────┤
  *   assets/methods_description_template.yml ── chromaflow_methods_description_mqc.yaml ─────────────────────┼─ MULTIQC
- *   review pages ── chromaflow_review_mqc.html (a link per assembly) ─────────────────────────────────────────┘
+ *   review pages ── chromaflow_review_mqc.html (a link per assembly) ─────────────────────────────────────────┤
+ *   motifs reports (--interpret) ── chromaflow_motifs_mqc.html (a link per assembly) ─────────────────────────┘
  *   every versions.yml, the two report stages' included ── <outdir>/pipeline_info/software_versions.yml
  *
  * take: ch_versions  versions.yml of the mode's tasks
  *       ch_metrics   [meta, metrics JSON or a list of them]: meta.id is the assembly; meta's shard/shards and
  *                    chunk/chunks (where present) say which part of it the task did
  *       ch_review    [meta, review page] (REVIEW_PAGE; an empty channel: none), linked from the MultiQC report
+ *       ch_motifs    [meta, motifs report.html] (INTERPRET; an empty channel: none), linked from the MultiQC report
  * emit: versions     the published software_versions.yml
  * MultiQC runs unless --skip_multiqc, with or without the benchmark (--skip_benchmark): the workflow summary and the
  * methods description are always content of its own.
@@ -151,11 +153,27 @@ description: 'Per assembly: a self-contained page (igv-reports) of the strongest
         .collectFile(name: 'chromaflow_review_mqc.html', seed: header, newLine: true, sort: true)
 }
 
+/*
+ * The motifs reports as MultiQC custom content: a link per assembly, relative to the report
+ * (<outdir>/multiqc/multiqc_report.html → <outdir>/<id>/motifs/report.html, conf/modules.config DISCOVER_MOTIFS)
+ */
+def motifLinks(ch_motifs) {
+    def header = """<!--
+id: 'chromaflow_motifs'
+section_name: 'Motifs learned by the model'
+description: 'Per assembly (--interpret): the motifs TF-MoDISco found in the contribution scores of its strongest peaks, with their logos and JASPAR matches (docs/interpret.md).'
+-->"""
+    return ch_motifs
+        .map { meta, page -> "<p><a href=\"../${meta.id}/motifs/${page.name}\">${escapeHtml(meta.id)}</a>: motifs/${page.name}</p>" }
+        .collectFile(name: 'chromaflow_motifs_mqc.html', seed: header, newLine: true, sort: true)
+}
+
 workflow REPORTING {
     take:
     ch_versions
     ch_metrics
     ch_review
+    ch_motifs
 
     main:
     ch_versions_file = collectVersions(ch_versions)
@@ -176,6 +194,7 @@ workflow REPORTING {
             .mix(Channel.value(paramsSummaryMultiqc(paramsSummaryMap())).collectFile(name: 'workflow_summary_mqc.yaml'))
             .mix(Channel.value(methodsDescriptionText(methods)).collectFile(name: 'chromaflow_methods_description_mqc.yaml'))
             .mix(reviewLinks(ch_review))
+            .mix(motifLinks(ch_motifs))
         MULTIQC(
             ch_multiqc_files.collect().ifEmpty([]),
             ch_versions_file,
