@@ -25,7 +25,7 @@ from ..stages.genie3scale import g3scale_lines
 from ..stages.network import network_table
 from ..stages.scaling import scaling_plot, scaling_series
 from ..stages.train import _epoch_s
-from ..stages import fasta_shards, genie3_prior, gpu, predict_feed, predict_routes, variant
+from ..stages import fasta_shards, genie3_prior, gpu, interpret, predict_feed, predict_routes, variant
 from ..stages.bigwig_writers import writers_lines
 from .core import TREE_NORMALISED, json_files, summarize
 from .scale_render import published_scale
@@ -549,6 +549,7 @@ def published(results_dir: Path = RESULTS) -> dict[Path, str]:
     out.update(predict_routes.published(results_dir))  # the opt-in stages' own pages, each from its newest run(s)
     out.update(predict_feed.published(results_dir))
     out.update(variant.published(results_dir))  # benchmarks/variant/RESULTS.md: every variant run
+    out.update(interpret.published(results_dir))  # benchmarks/interpret/RESULTS.md: every interpret run
     out.update(gpu.published())  # benchmarks/gpu/RESULTS.md: every run of benchmarks/gpu/results
     out.update(genie3_prior.published(results_dir))  # docs/genie3.md's two prior tables
     scale_doc = ROOT / "docs" / "scale.md"  # the scale stage: its own pick of results file (harness/scale_render.py)

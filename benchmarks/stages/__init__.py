@@ -23,6 +23,7 @@ STAGES = (
     "coverage",
     "train",
     "variant",
+    "interpret",
     "gpu",
     "genie3scale",
     "scale",
@@ -30,9 +31,10 @@ STAGES = (
 )
 #: stages run only when --stages names them (the scale stage's full run takes hours of the whole pipeline; the
 #: predict_routes, predict_feed and fasta_shards stages are development measurements of predict's inputs;
-#: bigwig_writers compares bigWig writer libraries; variant writes to its own folder, benchmarks/variant/results;
+#: bigwig_writers compares bigWig writer libraries; variant and interpret write to their own folders,
+#: benchmarks/variant/results and benchmarks/interpret/results;
 #: gpu needs a CUDA device and writes to benchmarks/gpu/results: benchmarks/gpu/run)
-OPT_IN = ("scale", "predict_routes", "predict_feed", "fasta_shards", "bigwig_writers", "variant", "gpu")
+OPT_IN = ("scale", "predict_routes", "predict_feed", "fasta_shards", "bigwig_writers", "variant", "interpret", "gpu")
 
 
 def stage(name: str) -> ModuleType:

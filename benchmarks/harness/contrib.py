@@ -1,7 +1,8 @@
 """Contributions files (``chromaflow attribute``'s layout, format chromaflow-contributions/1) with planted motifs, for
-the discover-motifs tests: every region holds one instance of one planted JASPAR motif (sampled from its PPM) whose
-bases carry the motif's log-odds as hypothetical contributions (as a model that reads the motif would give them), and
-one instance of a decoy motif with no contribution at all; elsewhere small noise."""
+the discover-motifs tests (tests/interpret/test_discover.py) and the interpret stage's TF-MoDISco case
+(benchmarks/stages/interpret.py): every region holds one instance of one planted JASPAR motif (sampled from its PPM)
+whose bases carry the motif's log-odds as hypothetical contributions (as a model that reads the motif would give
+them), and one instance of a decoy motif with no contribution at all; elsewhere small noise."""
 
 from __future__ import annotations
 
