@@ -8,7 +8,8 @@ Inputs (seeded, made once in the inputs folder): a random ACGT genome (``interpr
 random weights: its speed is the released models', its scores mean nothing), and for TF-MoDISco a planted
 contributions file (benchmarks/harness/contrib.py: three JASPAR plant motifs carrying contributions, a decoy
 without). Cases: attribute on ``cpu`` and ``cuda`` (skipped with the reason where CUDA is not available), its
-contenders Integrated Gradients at 32 and 8 steps (``--window 1000``) and ISM (``--window ism_window``: ISM's cost
+contenders Integrated Gradients at 32 and 8 steps (``--window 1000``), at 32 steps on a 2,000-bp input
+(``--context 2000``: a tenth of the model's input) and ISM (``--window ism_window``: ISM's cost
 is 3 x window model passes per strand, so a short window); discover-motifs on the planted file. Each run's metrics
 JSON gives the loop's bp/s (per_run); the page extrapolates the seconds per region and the time for 10,000 regions
 x 1 kb.
@@ -150,6 +151,7 @@ def attribute_case(ctx: Ctx, device: str, n: int) -> Case:
         [
             contender("ig32", ["--method", "ig", "--steps", 32, "--window", 1000], n),
             contender("ig8", ["--method", "ig", "--steps", 8, "--window", 1000], n),
+            contender("ig32_context2000", ["--method", "ig", "--steps", 32, "--window", 1000, "--context", 2000], n),
             contender("ism", ["--method", "ism", "--window", ism_w], 1),
         ],
         [],

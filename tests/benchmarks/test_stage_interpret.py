@@ -23,8 +23,8 @@ def test_cases_are_opt_in_and_name_their_commands(tmp_path):
         "discover_150x200_planted",
     ]
     att = cases[0]
-    assert [c.key for c in att.contenders] == ["ig32", "ig8", "ism"]
-    argv = att.contenders[2].argv(tmp_path / "run", 0)
+    assert [c.key for c in att.contenders] == ["ig32", "ig8", "ig32_context2000", "ism"]
+    argv = att.contenders[3].argv(tmp_path / "run", 0)
     assert argv[argv.index("--method") + 1] == "ism" and argv[argv.index("--top") + 1] == "1"
     assert not (tmp_path / "w").exists() or not any((tmp_path / "w").rglob("*.ckpt"))  # building makes no input
 

@@ -58,7 +58,7 @@ def _run(s, out, *extra, check=True):
     )  # fmt: skip
 
 
-def _target(s, seq: str, start: int, end: int, centre: int, strand: str = "avg") -> float:
+def _target(s, seq: str, start: int, end: int, centre: int, strand: str = "avg", L: int = L) -> float:
     """The route written here: the input [centre - L/2, +L) of ``seq`` (padding outside), each strand through the
     model, predicted coverage of the first dataset summed over [start, end)."""
     a = centre - L // 2
@@ -116,6 +116,27 @@ def test_targets_of_each_strand_are_the_model_run_here(setup):
         want = [_target(setup, setup["seqs"][c], a, b, m, strand) for c, a, b, m in
                 (("c1", 300, 340, 320), ("c1", 330, 360, 345), ("c2", 20, 80, 30))]  # fmt: skip
         assert got == pytest.approx(want, rel=1e-5)
+
+
+def test_context_is_a_shorter_input_around_the_centre(setup, tmp_path):
+    """--context 200: the target is the model's on the 200-bp input around the centre (the route here), and IG is
+    complete over those 200 bases. The region reaches the ends of the short input, where the model's output differs
+    from the middle of the long one (the tiny model's output settles away from an input's ends)."""
+    bed = tmp_path / "edge.bed"
+    bed.write_text("c1\t221\t419\tedge\n")
+    out = tmp_path / "ig_context.h5"
+    run_in_process(
+        "attribute", "--fasta", setup["fasta"], "--regions", bed, "--model", setup["model"], "--dataset", "atacseq",
+        "--device", "cpu", "--threads", 1, "--out", out, "--window", 200, "--steps", 64, "--context", 200,
+    )  # fmt: skip
+    with h5py.File(out) as f:
+        got = float(f["regions/target"][0])
+        total = float(f["observed"][0].sum(dtype=np.float64))
+        diff = got - float(f["regions/baseline_target"][0])
+    seq = setup["seqs"]["c1"]
+    assert got == pytest.approx(_target(setup, seq, 221, 419, 320, "avg", 200), rel=1e-5)
+    assert got != pytest.approx(_target(setup, seq, 221, 419, 320, "avg", L), rel=1e-4)  # the region tells them apart
+    assert total == pytest.approx(diff, rel=0.01)
 
 
 def test_integrated_gradients_are_complete_over_the_whole_input(setup):
@@ -215,6 +236,9 @@ def test_top_keeps_the_highest_scores_in_file_order(setup, tmp_path):
         ("c1\t1\t5\n", ("--window", L + 1), (f"--window {L + 1}: longer than the model's input length {L}",)),
         ("c1\t1\t5\n", ("--steps", 1), ("--steps must be >= 2",)),
         ("c1\t1\t5\n", ("--top", -1), ("--top must be >= 0",)),
+        ("c1\t1\t5\n", ("--context", L + 2, "--window", 8), (f"--context {L + 2}: longer than the model's input",)),
+        ("c1\t1\t5\n", ("--context", 5, "--window", 8), ("--context 5: shorter than --window 8",)),
+        ("c1\t1\t5\n", ("--context", 201, "--window", 8), ("--context 201: the model's layers do not give back",)),
     ],
 )
 def test_bad_inputs_are_one_line_and_leave_nothing(setup, tmp_path, bed, extra, needles):

@@ -53,6 +53,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="with --method ig: also run ISM on the first N regions and store the agreement (regions/ism_pearson)",
     )
     p.add_argument(
+        "--context",
+        type=int,
+        default=None,
+        metavar="N",
+        help="model input bases around each centre (default: the model's seq_len); shorter is proportionally faster, "
+        "and the model then sees less of the region's surroundings than it was trained with",
+    )
+    p.add_argument(
         "--top",
         type=int,
         default=0,

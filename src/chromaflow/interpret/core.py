@@ -1,12 +1,12 @@
 """The core of ``chromaflow attribute`` (its command: cli_attribute.py): per-base contribution scores of a
 Predmoter-compatible model for regions (docs/interpret.md).
 
-Geometry of a region (centre c: the narrowPeak summit or the midpoint): the model input is the genome
-[c − L // 2, c − L // 2 + L) (L: the checkpoint's ``seq_len``; positions outside the record are padding, as predict
-pads a record's ends), the reported window the W positions [c − W // 2, c − W // 2 + W) (``--window``, W <= L), and
-the target the predicted coverage summed over the region's own positions inside the input. Inputs are checked in full
-(regions against the genome, the dataset against the model) before the model runs; the outputs are written
-atomically, only when every region succeeded.
+Geometry of a region (centre c: the narrowPeak summit or the midpoint): the model input is the genome [c − L // 2, c −
+L // 2 + L) (L: the checkpoint's ``seq_len``, or ``--context``, shorter and cheaper; positions outside the record are
+padding, as predict pads a record's ends), the reported window the W positions [c − W // 2, c − W // 2 + W)
+(``--window``, W <= L), and the target the predicted coverage summed over the region's own positions inside the input.
+Inputs are checked in full (regions against the genome, the dataset against the model) before the model runs; the
+outputs are written atomically, only when every region succeeded.
 
 Output (``--out``, HDF5, format ``chromaflow-contributions/1``): ``onehot`` and ``hypothetical`` (N x 4 x W float32,
 columns **A, C, G, T**: the genome h5's C, A, T, G reordered), ``observed`` (N x W: the observed bases'
@@ -58,6 +58,7 @@ class AttributeOptions:
     steps: int = DEFAULT_STEPS
     ism_regions: int = 0
     top: int = 0
+    context: int | None = None
     bigwig: str | None = None
     batch_size: int | str = "auto"
     device: str = "auto"
@@ -84,6 +85,8 @@ class AttributeOptions:
             raise ChromaflowError(f"--ism-regions must be >= 0, got {self.ism_regions}")
         if self.top < 0:
             raise ChromaflowError(f"--top must be >= 0, got {self.top}")
+        if self.context is not None and self.context < self.window:
+            raise ChromaflowError(f"--context {self.context}: shorter than --window {self.window}")
         if self.threads is not None and self.threads < 1:
             raise ChromaflowError(f"--threads must be >= 1, got {self.threads}")
         check_device(self.device)
@@ -158,6 +161,12 @@ def _setup(o: AttributeOptions):
     if o.dataset not in datasets:
         raise ChromaflowError(f"{o.model}: the model has no dataset {o.dataset!r} (it predicts {', '.join(datasets)})")
     L = ckpt.config.seq_len
+    if o.context is not None:
+        if o.context > L:
+            raise ChromaflowError(
+                f"--context {o.context}: longer than the model's input length {L} ({o.model} seq_len)"
+            )
+        L = o.context
     if o.window > L:
         raise ChromaflowError(f"--window {o.window}: longer than the model's input length {L} ({o.model} seq_len)")
     device = resolve_device(o.device)
@@ -165,6 +174,15 @@ def _setup(o: AttributeOptions):
     model = build_model(ckpt).to(device).eval()
     for p in model.parameters():
         p.requires_grad_(False)
+    if L != ckpt.config.seq_len:  # the layers must give back the shorter length: one line now, not per region
+        with torch.no_grad():
+            try:
+                model(torch.zeros((1, L, 4), device=device))
+            except ChromaflowError:
+                raise ChromaflowError(
+                    f"--context {L}: the model's layers do not give back {L} bases (try a multiple of "
+                    f"{_stride(ckpt.config)})"
+                ) from None
     batch = AUTO_BATCH if o.batch_size == "auto" else int(o.batch_size)
     return ckpt, model, datasets.index(o.dataset), L, device, autocast_dtype(precision), batch, precision
 
@@ -224,6 +242,11 @@ def _attribute_all(o: AttributeOptions, regions: list[Region], genome) -> tuple[
         "bp_per_s": (len(regions) * o.window / (loop_s - ism_s)) if loop_s > ism_s else None,
     }
     return [r for r in results if r is not None], info
+
+
+def _stride(cfg) -> int:
+    """The length a model input must be a multiple of: the CNN's total down-sampling (step ** layers)."""
+    return int(getattr(cfg, "step", 1) or 1) ** int(getattr(cfg, "cnn_layers", 0) or 0)
 
 
 def _window(codes: np.ndarray, s: int, L: int) -> np.ndarray:
