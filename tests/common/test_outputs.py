@@ -69,6 +69,10 @@ def made(tmp_path_factory) -> Path:
     for sub in ("train", "val"):
         (d / "data" / sub).mkdir(parents=True)
         shutil.copy(d / "cov.h5", d / "data" / sub / "cov.h5")
+    # contributions in attribute's format with a planted motif (attribute itself is tested in tests/interpret/)
+    from benchmarks.harness.contrib import planted
+
+    planted(d / "c.h5", ["MA0548.3"], "MA1690.2", n=60, width=100, seed=2)
     return d
 
 
@@ -216,6 +220,7 @@ OUTDIR_COMMANDS = {
         "b_atacseq_avg_strand.bw",
     ),
     "benchmark-report": ("benchmark-report --metrics {m} --outdir {out}", "benchmark.json"),
+    "discover-motifs": ("discover-motifs --contributions {d}/c.h5 --outdir {out} --threads 1", "matches.tsv"),
 }
 
 #: one task's metrics, the input of benchmark-report

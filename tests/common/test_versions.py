@@ -28,6 +28,10 @@ IMPORTED = {
     "MOODS-python": ("MOODS", None),
     "pyjaspar": ("pyjaspar", None),
     "igv-reports": ("igv_reports", "__version__"),
+    "captum": ("captum", "__version__"),
+    "modisco-lite": ("modiscolite", "__version__"),
+    "memelite": ("memelite", "__version__"),
+    "numba": ("numba", "__version__"),
 }
 
 

@@ -72,6 +72,8 @@ def test_run_succeeds_and_reports_exist(test_run):
         "NETWORK:GENIE3",
         "NETWORK:GENIE3_MERGE",
         "REVIEW:REVIEW_PAGE",
+        "INTERPRET:ATTRIBUTE",
+        "INTERPRET:DISCOVER_MOTIFS",
         "REPORTING:BENCHMARK",
         "REPORTING:MULTIQC",
     )
@@ -408,16 +410,19 @@ def test_multiqc_report_shows_our_sections_in_headless_chromium(test_run, tmp_pa
     headings = dict(re.findall(r'<h2 class="mb-0" id="([a-z_-]+)">([^<]+?)\s*<', dom))
     assert headings == {
         "chromaflow_review": "Review pages",
+        "chromaflow_motifs": "Motifs learned by the model",
         "chromaflow_throughput": "chromaflow throughput",
         "chromaflow_benchmark": "chromaflow benchmark",
         "multiqc_software_versions": "Software Versions",
         "chromaflow-summary": "chromaflow Workflow Summary",
         "chromaflow-methods-description": "chromaflow Methods Description",
     }, headings
-    # the review section links each assembly's page where the pipeline published it
+    # the review and motifs sections link each assembly's page where the pipeline published it
     for asm in ("asmA", "asmB"):
         assert f'<a href="../{asm}/review/{asm}.review.html">{asm}</a>' in dom
         assert (report.parent / f"../{asm}/review/{asm}.review.html").resolve().is_file()
+        assert f'<a href="../{asm}/motifs/report.html">{asm}</a>' in dom
+        assert (report.parent / f"../{asm}/motifs/report.html").resolve().is_file()
     # Plotly ran: the plot div got its class and an SVG whose bar labels are the stages of the custom content
     plot = dom[dom.index('id="chromaflow_throughput_plot"') :]
     assert "js-plotly-plot" in plot[:2000] and 'class="main-svg"' in plot
