@@ -126,3 +126,25 @@ def count_chunks(folder: Path) -> int:
     from .training import chunks
 
     return chunks(folder)
+
+
+def require_cuda() -> None:
+    """NotRunnable (the case is skipped with the reason) unless torch sees a CUDA device, asked in a child."""
+    from .core import NotRunnable
+
+    p = subprocess.run(
+        [PY, "-c", "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)"],
+        capture_output=True,
+        env=child_env(),
+    )
+    if p.returncode != 0:
+        raise NotRunnable("CUDA is not available here (torch.cuda.is_available() is False)")
+
+
+def seeded_model(ctx: Ctx, path: Path, preset: str) -> None:
+    """``make-test-model --preset preset --seed 0`` at ``path`` when absent (written beside it, then renamed)."""
+    if not path.exists():
+        ctx.log(f"  writing {path.name}")
+        tmp = path.with_name(path.name + ".tmp.ckpt")
+        run_checked(ours("make-test-model", "--out", tmp, "--preset", preset, "--seed", 0, "--force"), "model")
+        tmp.replace(path)

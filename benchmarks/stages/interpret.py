@@ -23,12 +23,11 @@ from __future__ import annotations
 import json
 import random
 import statistics
-import subprocess
 from pathlib import Path
 
 from ..harness.core import Case, Contender, NotRunnable, json_files
-from ..harness.env import ROOT, child_env
-from ..harness.stagekit import PY, Ctx, fasta, ours, run_checked, sizes
+from ..harness.env import ROOT
+from ..harness.stagekit import Ctx, fasta, ours, require_cuda, run_checked, seeded_model, sizes
 
 #: launchers of ../shared/peers/bin this stage needs (none: ours alone)
 PEERS: list[str] = []
@@ -98,21 +97,11 @@ def _inputs(ctx: Ctx, n: int, mbp: float, preset: str) -> dict[str, Path]:
 def _prepare(ctx: Ctx, device: str, paths: dict, n: int, mbp: float, preset: str):
     def make() -> None:
         if device == "cuda":
-            p = subprocess.run(
-                [PY, "-c", "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)"],
-                capture_output=True,
-                env=child_env(),
-            )
-            if p.returncode != 0:
-                raise NotRunnable("CUDA is not available here (torch.cuda.is_available() is False)")
+            require_cuda()
         fasta(ctx, int(mbp * 1e6), 4, 21)
         if not paths["bed"].exists():
             _regions_bed(paths["bed"], paths["fasta"], n, 7)
-        if not paths["model"].exists():
-            ctx.log(f"  writing {paths['model'].name}")
-            tmp = paths["model"].with_name(paths["model"].name + ".tmp.ckpt")
-            run_checked(ours("make-test-model", "--out", tmp, "--preset", preset, "--seed", 0, "--force"), "model")
-            tmp.replace(paths["model"])
+        seeded_model(ctx, paths["model"], preset)
 
     return make
 

@@ -21,12 +21,11 @@ from __future__ import annotations
 import gzip
 import json
 import statistics
-import subprocess
 from pathlib import Path
 
-from ..harness.core import SCHEMA, Case, Contender, NotRunnable, json_files
-from ..harness.env import ROOT, child_env, module
-from ..harness.stagekit import PY, Ctx, fasta, ours, run_checked, sizes
+from ..harness.core import SCHEMA, Case, Contender, json_files
+from ..harness.env import ROOT, module
+from ..harness.stagekit import Ctx, fasta, ours, require_cuda, run_checked, seeded_model, sizes
 
 #: launchers of ../shared/peers/bin this stage needs (none: ours alone)
 PEERS: list[str] = []
@@ -74,22 +73,12 @@ def _inputs(ctx: Ctx, variants: int, mbp: float, seed: int, preset: str) -> dict
 def _prepare(ctx: Ctx, device: str, paths: dict, variants: int, mbp: float, seed: int, preset: str):
     def make() -> None:
         if device == "cuda":
-            p = subprocess.run(
-                [PY, "-c", "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)"],
-                capture_output=True,
-                env=child_env(),
-            )
-            if p.returncode != 0:
-                raise NotRunnable("CUDA is not available here (torch.cuda.is_available() is False)")
+            require_cuda()
         fasta(ctx, int(mbp * 1e6), 4, seed)
         if not paths["vcf"].exists():
             ctx.log(f"  generating {paths['vcf'].name}")
             run_checked([*module("tools"), "variants", paths["vcf"], paths["fasta"], variants, seed], "variants")
-        if not paths["model"].exists():
-            ctx.log(f"  writing {paths['model'].name}")
-            tmp = paths["model"].with_name(paths["model"].name + ".tmp.ckpt")
-            run_checked(ours("make-test-model", "--out", tmp, "--preset", preset, "--seed", 0, "--force"), "model")
-            tmp.replace(paths["model"])
+        seeded_model(ctx, paths["model"], preset)
 
     return make
 
