@@ -86,7 +86,7 @@ def test_run_succeeds_and_reports_exist(test_run):
     # VARIANT_PLAN, 3
     # VARIANT_EFFECT shards (8 rows, --variant_shard_size 3), 1 VARIANT_MERGE, 1 VARIANT_BROWSER; GENE_ACCESSIBILITY and
     # MOTIF_PRIOR of asmA (the only row with an annotation), 1 GENIE3 plan, 3 GENIE3 chunks, 1 merge, 2 REVIEW_PAGE,
-    # BENCHMARK, MULTIQC
+    # BENCHMARK, MULTIQC; --interpret (CHROMAFLOW_TEST_INTERPRET=1): ATTRIBUTE and DISCOVER_MOTIFS per assembly
     assert sorted(done) == sorted(
         ["FASTA2H5"] * 2
         + ["PREDICT_PLAN"] * 2
@@ -102,6 +102,7 @@ def test_run_succeeds_and_reports_exist(test_run):
         + ["GENIE3"] * 3
         + ["GENIE3_MERGE", "BENCHMARK", "MULTIQC"]
         + ["REVIEW_PAGE"] * 2
+        + ["ATTRIBUTE", "DISCOVER_MOTIFS"] * 2
     )
 
 
@@ -432,8 +433,9 @@ def test_multiqc_report_shows_our_sections_in_headless_chromium(test_run, tmp_pa
     table = dom[dom.index('id="chromaflow_benchmark_table_table"') :]
     table = table[: table.index("</table>")]
     assert (
-        table.count("<tr") == 1 + 26
-    )  # header + one row per metrics JSON (PEAKS: one per dataset; 3 variant shards + merge; 2 predict views)
+        table.count("<tr") == 1 + 30
+    )  # header + one row per metrics JSON (PEAKS: one per dataset; 3 variant shards + merge; 2 predict views;
+    #    ATTRIBUTE and DISCOVER_MOTIFS per assembly)
     versions = dom[dom.index('id="mqc_versions_table"') :]
     versions = versions[: versions.index("</table>")]
     for process in (
