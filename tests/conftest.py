@@ -7,10 +7,8 @@ reference folder is a failure (``helpers.environment.unavailable``, the one rule
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,13 +16,12 @@ import pytest
 from helpers.environment import REFERENCE, ROOT, unavailable
 from helpers.nftest_run import NEEDED_BY, NfTestRun
 
+from chromaflow.interpret.discover import guard_numba_import
+
 # tests/ is on sys.path (its folders have no __init__.py, on purpose), so `import coverage` finds tests/coverage/ as a
-# namespace package. numba (discover-motifs: TF-MoDISco, TOMTOM) probes `import coverage` and, finding one, subclasses
-# coverage.py's classes at import: with the folder it fails. Where coverage.py itself is absent, the probe gets the
-# ImportError it expects (pytest-cov's real coverage.py is left alone).
-_coverage = importlib.util.find_spec("coverage")
-if _coverage is None or _coverage.origin is None:  # absent, or only our folder (a namespace package has no origin)
-    sys.modules["coverage"] = None  # type: ignore[assignment]
+# namespace package, which numba (discover-motifs: TF-MoDISco, TOMTOM) would take for coverage.py: the package's own
+# guard (chromaflow.interpret.discover.guard_numba_import, also run when that module is imported) covers this process
+guard_numba_import()
 
 #: the background nf-test run of this session (helpers/nftest_run.py), when its tests are selected
 NFTEST_RUN = pytest.StashKey[NfTestRun]()

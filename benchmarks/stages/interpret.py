@@ -61,16 +61,11 @@ HALF_INPUT = 21384 // 2
 
 
 def _regions_bed(path: Path, fa: Path, n: int, seed: int) -> None:
-    """``n`` regions of 200 bp at seeded random centres of ``fa``'s records (plain FASTA), away from the ends."""
-    lengths: dict[str, int] = {}
-    name = None
-    with open(fa) as fh:
-        for line in fh:
-            if line.startswith(">"):
-                name = line[1:].split()[0]
-                lengths[name] = 0
-            elif name is not None:
-                lengths[name] += len(line.strip())
+    """``n`` regions of 200 bp at seeded random centres of ``fa``'s records, away from the ends (the record lengths as
+    attribute reads them: chromaflow.interpret.genome.Genome)."""
+    from chromaflow.interpret.genome import Genome
+
+    lengths = Genome(str(fa), None).lengths
     rng = random.Random(seed)
     recs = [r for r, n_bp in lengths.items() if n_bp > 2 * HALF_INPUT + 400]
     if not recs:

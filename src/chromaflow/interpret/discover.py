@@ -29,6 +29,26 @@ from ..utils.metrics import StageMetrics
 from ..utils.outputs import atomic_outputs, check_outputs
 from ..utils.progress import Progress
 
+
+def guard_numba_import() -> None:
+    """Import numba safely from any working directory. numba probes ``import coverage`` for coverage.py and, finding a
+    module of that name, subclasses its classes at import; ``python -m chromaflow`` puts the working directory first
+    on sys.path, so a folder named ``coverage`` there (a genomics user's coverage output, our own benchmarks/coverage/)
+    is found as a namespace package and numba's import fails. Where coverage.py itself is not installed, the probe is
+    given the ImportError it expects. Called when this module is imported, before anything here imports numba
+    (TF-MoDISco, TOMTOM, the thread setting); tests/conftest.py calls it for the test process."""
+    import importlib.util
+    import sys
+
+    if "numba" in sys.modules or "coverage" in sys.modules:
+        return
+    spec = importlib.util.find_spec("coverage")
+    if spec is not None and spec.origin is None:  # a namespace package: a plain folder, not coverage.py
+        sys.modules["coverage"] = None  # type: ignore[assignment]
+
+
+guard_numba_import()
+
 #: the database when neither --jaspar nor --motif-db is given: pyjaspar's bundled JASPAR, CORE plants
 DEFAULT_JASPAR = "CORE/plants"
 #: modisco's report trims a pattern to the positions whose summed |CWM| reaches this share of the maximum
@@ -191,25 +211,8 @@ def run(o: DiscoverOptions) -> int:
     return 0
 
 
-def _numba_without_a_false_coverage() -> None:
-    """Import numba safely from any working directory. numba probes ``import coverage`` for coverage.py and, finding a
-    module of that name, subclasses its classes at import; ``python -m chromaflow`` puts the working directory first
-    on sys.path, so a folder named ``coverage`` there (a genomics user's coverage output, our own benchmarks/coverage/)
-    is found as a namespace package and numba's import fails. Where coverage.py itself is not installed, the probe is
-    given the ImportError it expects."""
-    import importlib.util
-    import sys
-
-    if "numba" in sys.modules or "coverage" in sys.modules:
-        return
-    spec = importlib.util.find_spec("coverage")
-    if spec is not None and spec.origin is None:  # a namespace package: a plain folder, not coverage.py
-        sys.modules["coverage"] = None  # type: ignore[assignment]
-
-
 def _set_threads(threads: int | None) -> None:
     """numba's threads (TF-MoDISco's and TOMTOM's kernels): ``--threads``, else every usable CPU."""
-    _numba_without_a_false_coverage()
     import numba
 
     from ..utils.cli_options import resolve_threads

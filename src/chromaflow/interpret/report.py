@@ -17,9 +17,6 @@ LETTERS = ["A", "C", "G", "T"]
 def _logo_png(matrix: np.ndarray, height: float = 1.4) -> str:
     """A sequence logo of ``matrix`` ((w, 4), A C G T; letters scaled by the values) as a base64 PNG."""
     import logomaker
-    import matplotlib
-
-    matplotlib.use("Agg")
     import pandas as pd
     from matplotlib import pyplot as plt
 
@@ -50,6 +47,10 @@ def _img(png: str, alt: str) -> str:
 
 def report_html(o, contrib, patterns, matches, database) -> str:
     """The page (``o``: DiscoverOptions; ``contrib``: Contributions; ``patterns``/``matches``: discover.py's)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    logos: dict[int, str] = {}  # database motif -> its logo: a motif that matches several patterns is drawn once
     by_pattern: dict[int, list] = {}
     for m in matches:
         by_pattern.setdefault(m.pattern, []).append(m)
@@ -71,11 +72,12 @@ def report_html(o, contrib, patterns, matches, database) -> str:
         ]
         for m in by_pattern.get(i, []):
             d = database[m.motif]
-            ppm = (d.counts / d.counts.sum(axis=0, keepdims=True)).T
+            if m.motif not in logos:
+                logos[m.motif] = _logo_png(_information((d.counts / d.counts.sum(axis=0, keepdims=True)).T), 1.0)
             label = f"{html.escape(d.id)} {html.escape(d.name)}<br>{html.escape(d.family or 'NA')}<br>q {m.qvalue:.3g}"
             if m.qvalue < o.max_qvalue:
                 label = f"<b>{label}</b>"
-            cells.append(f"<td>{label}<br>{_img(_logo_png(_information(ppm), 1.0), d.id)}</td>")
+            cells.append(f"<td>{label}<br>{_img(logos[m.motif], d.id)}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     match_heads = "".join(f"<th>match {r}</th>" for r in range(1, o.top_matches + 1))
     table = (
