@@ -8,7 +8,7 @@
 #   adds the tests'); it does nothing (and uses no network) when everything is present, installs what is missing
 #   when run as root, and otherwise prints the one apt line to run.
 # * The virtualenv holds the pinned dependencies only (installed by scripts/create-venv, with uv), keyed by a hash of
-#   requirements.txt (and of scripts/build-moods, which builds MOODS-python portably), so it is built
+#   requirements.txt (and of scripts/create-venv and scripts/build-moods, which build it), so it is built
 #   once and shared by every clone/worktree on the machine. Creation is serialised with flock(1) and
 #   committed by a marker written last (.complete): two shells (two CI jobs, two users of one node) that
 #   source this at once never build into each other's venv, and a killed build is detected and redone.
@@ -19,8 +19,8 @@ export CHROMAFLOW_CACHE="${CHROMAFLOW_CACHE:-$HOME/.cache/chromaflow}"
 "$_cf_root/scripts/install-system-deps" --runtime >&2 || { echo "chromaflow: system set-up failed (see above)" >&2; return 1 2>/dev/null || exit 1; }
 _cf_req="${CHROMAFLOW_REQUIREMENTS:-$_cf_root/requirements.txt}"
 [ -r "$_cf_req" ] || { echo "chromaflow: requirements file $_cf_req not readable" >&2; return 1 2>/dev/null || exit 1; }
-# keyed by the pins and by how MOODS-python is built (a venv with a CPU-specific MOODS is not reused)
-_cf_hash="$(cat "$_cf_req" "$_cf_root/scripts/build-moods" | sha256sum | cut -c1-16)"
+# keyed by the pins and by how the venv is built (a venv with a CPU-specific MOODS, or without bytecode, is not reused)
+_cf_hash="$(cat "$_cf_req" "$_cf_root/scripts/create-venv" "$_cf_root/scripts/build-moods" | sha256sum | cut -c1-16)"
 export CHROMAFLOW_VENV="$CHROMAFLOW_CACHE/venv-$_cf_hash"
 if [ ! -e "$CHROMAFLOW_VENV/.complete" ]; then
     mkdir -p "$CHROMAFLOW_CACHE"
