@@ -10,6 +10,7 @@ import struct
 import subprocess
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 from helpers.cli import assert_nothing_left, assert_one_line_error, chromaflow, run_in_process
@@ -360,6 +361,26 @@ def test_cutoff_auto_against_measured_coverage(data):
         tp, pb, mb = tp + int((pm & mm).sum()), pb + int(pm.sum()), mb + int(mm.sum())
     assert (row["tp_bp"], row["peak_bp"]) == (tp, pb)
     assert row["f1"] == round(2 * tp / (pb + mb), 6) < 1.0
+
+
+def test_measured_coverage_from_a_bigwig_is_read_as_floats(data):
+    """add-coverage --bigwig stores measured coverage as float32 (bigWig values): --observed reads it as it reads read
+    counts, the same F1 table and cutoff as the same values stored as integers (before: "expected integers")."""
+    d = data["dir"] / "float_obs"
+    d.mkdir()
+    ints = write_h5(d / "ints.h5", data["tracks"], L, observed=True)
+    floats = d / "floats.h5"
+    shutil.copy(ints, floats)
+    with h5py.File(floats, "r+") as f:
+        key = next(k for k in f["evaluation"] if k.endswith("_coverage"))
+        vals = f["evaluation"][key][:]
+        del f["evaluation"][key]
+        f["evaluation"].create_dataset(key, data=vals.astype(np.float32))
+    for name, obs in (("ints", ints), ("floats", floats)):
+        cli("--predictions", data["pred"], "--out", d / f"{name}.narrowPeak", "--observed", obs, check=True)
+    a, b = (json.loads((d / f"{n}.summary.json").read_text()) for n in ("ints", "floats"))
+    assert a["f1_table"] == b["f1_table"] and a["cutoff"] == b["cutoff"]
+    assert (d / "ints.narrowPeak").read_bytes() == (d / "floats.narrowPeak").read_bytes()
 
 
 def test_cutoff_auto_without_coverage_uses_default(data):

@@ -417,9 +417,13 @@ class PredictionsInput:
                 f"{path}: {key} has shape {ds.shape}; expected 3 dimensions "
                 f"({'(N, L, D)' if D is not None else '(N, L, BAMs)'})"
             )
-        if ds.dtype.kind not in "iu":
+        # predictions are integers (Predmoter writes rounded predictions as int64); measured coverage is integer
+        # read counts, or float32 where add-coverage read it from a bigWig (--bigwig)
+        if ds.dtype.kind not in ("iu" if D is not None else "iuf"):
             raise ChromaflowError(
                 f"{path}: {key} has dtype {ds.dtype}; expected integers (Predmoter writes rounded predictions as int64)"
+                if D is not None
+                else f"{path}: {key} has dtype {ds.dtype}; expected read counts (integers) or bigWig values (floats)"
             )
         if ds.shape[0] != N:
             raise ChromaflowError(f"{path}: {key} has {ds.shape[0]} rows but data/seqids {N}")
