@@ -333,11 +333,34 @@ def test_learned_motifs_through_families_equal_the_same_map_given_directly(case,
     common = ["--fasta", case["fa"], "--annotation", case["gff"], "--motifs", meme, "--p-value", P]
     run_in_process("motif-prior", *common, "--tf-families", families, "--matches", matches, "--out", tmp_path / "a.tsv")
     run_in_process("motif-prior", *common, "--tf-motifs", direct, "--out", tmp_path / "b.tsv")
-    a = (tmp_path / "a.tsv").read_bytes()
-    assert a == (tmp_path / "b.tsv").read_bytes()
-    rows = _rows(tmp_path / "a.tsv")
-    assert {r["prior"] for r in rows if r["regulator"] == "TFc"} == {"NA"}
+    # TFc's family (Type II) matches no motif below q 0.05: 0 for every target (no site of its family among the
+    # learned motifs), where the direct map (no motif) says NA; every other row the same
+    rows, direct_rows = _rows(tmp_path / "a.tsv"), _rows(tmp_path / "b.tsv")
+    assert [r for r in rows if r["regulator"] != "TFc"] == [r for r in direct_rows if r["regulator"] != "TFc"]
+    assert {(r["prior"], r["hits"]) for r in rows if r["regulator"] == "TFc"} == {("0", "0")}
+    assert {r["prior"] for r in direct_rows if r["regulator"] == "TFc"} == {"NA"}
     assert {r["prior"] for r in rows if r["regulator"] in ("TFa", "TFb", "TFd")} == {"0", "1"}
+
+
+def test_no_learned_motif_gives_every_tf_na_and_says_so(case, tmp_path):
+    """discover-motifs writes a MEME file without a motif (and a matches table without a row) when the model learned
+    none: with --tf-families every TF with a family gets prior 0 (NA without one) and one line says why; as the
+    sheet's motifs (--tf-motifs) such a file is still an error."""
+    meme, _, _ = _learned_files(tmp_path)
+    empty = write(tmp_path / "empty.meme", meme.read_text().split("\nMOTIF", 1)[0] + "\n")
+    head = write(tmp_path / "none.tsv", (tmp_path / "matches.tsv").read_text().splitlines()[0] + "\n")
+    families = write(tmp_path / "fam.tsv", "TFa\tbHLH\nTFb\tWRKY\nTFc\tNA\n")
+    common = ["--fasta", case["fa"], "--annotation", case["gff"], "--motifs", empty]
+    proc = chromaflow("motif-prior", *common, "--tf-families", families, "--matches", head, "--out", tmp_path / "a.tsv")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("holds no motif (none learned): every TF's prior is 0 (NA without a family)") == 1
+    rows = _rows(tmp_path / "a.tsv")
+    assert {r["regulator"] for r in rows} == {"TFa", "TFb", "TFc"}
+    assert {r["prior"] for r in rows if r["regulator"] != "TFc"} == {"0"}
+    assert {r["prior"] for r in rows if r["regulator"] == "TFc"} == {"NA"}
+    direct = write(tmp_path / "tf.tsv", "TFa\tpattern_0\n")
+    proc = _bad(case, tmp_path, *common, "--tf-motifs", direct)
+    assert_one_line_error(proc, "motif-prior", str(empty), "no motifs in the file")
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,8 @@ p < 1e-4 against the assembly's base composition). For each regulator (the TFs o
 ``--regulators``) and each other gene:
 
 * no accessibility: prior = 1 if a motif of the TF hits the target's window, 0 if the TF has motifs and none
-  hits, NA (read as 0.5) if the TF has no motif;
+  hits, NA (read as 0.5) if the TF has no motif (with ``--tf-families``: 0 if it has a family that no learned
+  motif matches, NA if it has none);
 * ``--predictions``: each hit counts with weight a in [0, 1], the predicted accessibility at the hit: the
   fraction of the genes whose promoter window has a lower mean coverage (dataset ``--dataset``, strand average)
   than the bases of the hit; prior = 1 - prod(1 - a) over the TF's hits in the window (one hit: a; hits in closed
@@ -19,6 +20,8 @@ regulators. ``.gz`` names are gzip-compressed (no time stamp: the same bytes on 
 """
 
 from __future__ import annotations
+
+import sys
 
 import io
 from dataclasses import dataclass
@@ -186,8 +189,13 @@ def run(args: MotifPriorOptions) -> int:
     with StageMetrics("motif-prior", args.metrics) as metrics:
         gene_counts: dict = {}
         genes = read_genes(args.annotation, args.feature, gene_counts)
-        motifs = load_motifs(args.motifs)
-        tf_motifs = _tf_motifs(args, motifs)
+        # learned motifs (--tf-families): a model may have learned none (discover-motifs writes an empty MEME file);
+        # then every TF with a family gets 0, said once
+        motifs = load_motifs(args.motifs, allow_empty=args.tf_families is not None)
+        if not motifs:
+            print(f"chromaflow motif-prior: {args.motifs} holds no motif (none learned): every TF's prior is 0 "
+                  "(NA without a family)", file=sys.stderr)  # fmt: skip
+        tf_motifs, unmatched = _tf_motifs(args, motifs)
         regulators = _regulators(tf_motifs, args.regulators)
         sizes, counts = _fasta_sizes_and_background(args.fasta)
         gw = GeneWindows(genes, sizes, args.annotation, args.fasta, args.upstream, args.downstream)
@@ -200,7 +208,7 @@ def run(args: MotifPriorOptions) -> int:
         col = {m: k for k, m in enumerate(used)}  # motif index -> scanner column
         weights, dataset = _weights(args, gw, hits_local, scanner)
         table, matrix, n_hit_pairs = _tables(
-            gw, regulators, tf_motifs, col, hits_local, weights, want_matrix=bool(args.matrix)
+            gw, regulators, tf_motifs, col, hits_local, weights, want_matrix=bool(args.matrix), zero=unmatched
         )
         _write_outputs(args, table, matrix)
         metrics.set(
@@ -243,11 +251,12 @@ def _check_files(args: MotifPriorOptions) -> None:
                 raise ChromaflowError(f"{p}: output exists (use --force to overwrite)")
 
 
-def _tf_motifs(args: MotifPriorOptions, motifs: list) -> dict[str, list[int]]:
-    """{TF: motif indices}: from --tf-motifs, or (learned motifs) from --tf-families through --matches: a TF gets
-    every discovered motif with a match of its family below --max-qvalue."""
+def _tf_motifs(args: MotifPriorOptions, motifs: list) -> tuple[dict[str, list[int]], set[str]]:
+    """{TF: motif indices} and the TFs whose prior is 0 without a motif: from --tf-motifs (none such), or (learned
+    motifs) from --tf-families through --matches: a TF gets every discovered motif with a match of its family below
+    --max-qvalue; a TF with a family none matches gets 0 (:func:`~chromaflow.motifs.motifs.read_tf_families`)."""
     if args.tf_motifs is not None:
-        return read_tf_motifs(args.tf_motifs, motifs)
+        return read_tf_motifs(args.tf_motifs, motifs), set()
     assert args.tf_families is not None and args.matches is not None  # validate()
     return read_tf_families(args.tf_families, read_matched_families(args.matches, motifs, args.max_qvalue))
 
@@ -334,7 +343,9 @@ def _weights(args, gw: GeneWindows, hits, scanner: Scanner):
     return out, ds
 
 
-def _tables(gw: GeneWindows, regulators: list[str], tf_motifs, col, hits, weights, want_matrix: bool):
+def _tables(gw: GeneWindows, regulators: list[str], tf_motifs, col, hits, weights, want_matrix: bool, zero=frozenset()):
+    """The long table (and the matrix): per (regulator, target) the prior, hits and mean accessibility; NA for a TF
+    without motif, 0 for one in ``zero`` (a family no learned motif matches)."""
     targets = sorted(range(len(gw.genes)), key=lambda i: gw.genes[i].gene_id)
     buf = io.StringIO()
     buf.write("regulator\ttarget\tprior\thits\taccessibility\n")
@@ -346,7 +357,7 @@ def _tables(gw: GeneWindows, regulators: list[str], tf_motifs, col, hits, weight
             tgt = gw.genes[i].gene_id
             if tgt == reg:
                 continue
-            if not cols:
+            if not cols and reg not in zero:
                 buf.write(f"{reg}\t{tgt}\tNA\t0\tNA\n")
                 continue
             n = int(sum(len(hits[i][c]) for c in cols))
