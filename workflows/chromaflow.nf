@@ -9,10 +9,11 @@
  *   expression (+ regulators) ──────────────────────────────────────────────────────────── NETWORK (GENIE3) ─┘
  *   tracks + peaks + variant effects + promoter accessibility ── REVIEW (one HTML page per assembly) ── REPORTING
  *   peaks + FASTA + the model ── INTERPRET (--interpret: contribution scores, the motifs the model learned) ──┘
+ *                                  └─ learned motifs → GENES_AND_MOTIFS' prior (rows with tf_families)
  *
  * take: ch_samplesheet  [meta, files] per assembly: meta = [id, species, expression_layout] (+ motifs_db),
- *                       files = [fasta:, expression:, regulators:, annotation:, motifs:, tf_motifs:, vcf:] ([] where
- *                       the sheet's column is empty)
+ *                       files = [fasta:, expression:, regulators:, annotation:, motifs:, tf_motifs:, tf_families:,
+ *                       vcf:] ([] where the sheet's column is empty)
  */
 include { FASTA2H5           } from '../modules/local/fasta2h5'
 include { PREDICT_ASSEMBLIES } from '../subworkflows/local/predict_assemblies'
@@ -34,6 +35,7 @@ workflow CHROMAFLOW {
     ch_predictions = Channel.empty()
     ch_review      = Channel.empty()   // [meta, review page] per assembly (REVIEW_PAGE)
     ch_motifs      = Channel.empty()   // [meta, motifs report] per assembly (INTERPRET)
+    ch_learned     = Channel.empty()   // [meta, motifs.meme, matches.tsv] per assembly (INTERPRET): a motif prior
     ch_fasta       = ch_samplesheet.map { meta, files -> [meta, files.fasta] }
 
     // FASTA → genome h5 in Helixer's layout: what PREDICT reads, unless it reads the FASTA itself
@@ -81,6 +83,7 @@ workflow CHROMAFLOW {
             if (params.interpret && !params.skip_peaks) {
                 INTERPRET(TRACKS.out.peaks, ch_fasta, PREDICT_ASSEMBLIES.out.model)
                 ch_motifs   = INTERPRET.out.report
+                ch_learned  = INTERPRET.out.motifs
                 ch_versions = ch_versions.mix(INTERPRET.out.versions)
                 ch_metrics  = ch_metrics.mix(INTERPRET.out.metrics)
             }
@@ -88,7 +91,7 @@ workflow CHROMAFLOW {
     }
 
     // per-gene promoter accessibility and the motif prior, then the networks
-    GENES_AND_MOTIFS(ch_samplesheet, ch_predictions)
+    GENES_AND_MOTIFS(ch_samplesheet, ch_predictions, ch_learned)
     ch_versions = ch_versions.mix(GENES_AND_MOTIFS.out.versions)
     ch_metrics  = ch_metrics.mix(GENES_AND_MOTIFS.out.metrics)
     // a review page per assembly with tracks: its strongest variant effects, peaks and extreme promoters

@@ -6,9 +6,15 @@
  *
  *   annotation + predictions ── GENE_ACCESSIBILITY ── <id>/genes/ (per-gene table, promoter BED/bigBed)
  *   fasta + annotation + motifs + tf_motifs (+ predictions) ── MOTIF_PRIOR ── <id>/network/<id>.prior.tsv.gz
+ *   fasta + annotation + learned motifs + matches + tf_families (+ predictions) ──┘  (--interpret, tf_families)
+ *
+ * Where the prior's motifs come from (priorSource): a row with tf_families when INTERPRET runs (--interpret, with
+ * predictions, tracks and peaks): the motifs the model learned in the assembly's peaks (INTERPRET's motifs.meme and
+ * matches.tsv), a TF getting those matched to its family; else a row with tf_motifs: the sheet's motifs.
  *
  * take: ch_samplesheet  [meta, files] per assembly (PIPELINE_INITIALISATION)
  *       ch_predictions  [meta, predictions] (PREDICT_ASSEMBLIES; an empty channel with --skip_predict)
+ *       ch_learned      [meta, motifs.meme, matches.tsv] per assembly (INTERPRET; an empty channel without it)
  * emit: prior           [meta, prior] per assembly with motifs
  *       accessibility   [meta, table, promoters BED] per assembly with an annotation (GENE_ACCESSIBILITY)
  *       versions, metrics
@@ -16,10 +22,18 @@
 include { GENE_ACCESSIBILITY } from '../../../modules/local/gene_accessibility'
 include { MOTIF_PRIOR        } from '../../../modules/local/motif_prior'
 
+// 'learned' (tf_families, with INTERPRET's motifs), 'sheet' (the sheet's motifs and tf_motifs) or null: where an
+// assembly's motif prior comes from (NETWORK: which GENIE3 tasks wait for a prior)
+def priorSource(files) {
+    def interpret = params.interpret && !params.skip_predict && !params.skip_tracks && !params.skip_peaks
+    return interpret && files.tf_families ? 'learned' : (files.tf_motifs ? 'sheet' : null)
+}
+
 workflow GENES_AND_MOTIFS {
     take:
     ch_samplesheet
     ch_predictions
+    ch_learned
 
     main:
     ch_versions = Channel.empty()
@@ -41,9 +55,17 @@ workflow GENES_AND_MOTIFS {
     }
 
     if (!params.skip_genie3) {
-        ch_motifs = ch_samplesheet
-            .filter { meta, files -> files.tf_motifs }
-            .map { meta, f -> [meta.id, meta, f.fasta, f.annotation, f.motifs, f.tf_motifs, f.regulators] }
+        ch_source = ch_samplesheet.branch { meta, files ->
+            learned: priorSource(files) == 'learned'
+            sheet: priorSource(files) == 'sheet'
+        }
+        // an assembly whose peaks gave INTERPRET nothing to learn from has no learned motifs: no prior (NETWORK
+        // runs its plain GENIE3)
+        ch_motifs = ch_source.sheet
+            .map { meta, f -> [meta.id, meta, f.fasta, f.annotation, f.motifs, f.tf_motifs, [], [], f.regulators] }
+            .mix(ch_source.learned.map { meta, f -> [meta.id, meta, f] }
+                .join(ch_learned.map { meta, meme, matches -> [meta.id, meme, matches] })
+                .map { id, meta, f, meme, matches -> [id, meta, f.fasta, f.annotation, meme, [], f.tf_families, matches, f.regulators] })
         MOTIF_PRIOR(
             params.skip_predict
                 ? ch_motifs.map { row -> row.drop(1) + [[]] }

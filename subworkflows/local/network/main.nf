@@ -13,6 +13,7 @@ include { GENIE3_PLAN  } from '../../../modules/local/genie3_plan'
 include { GENIE3       } from '../../../modules/local/genie3'
 include { GENIE3_MERGE } from '../../../modules/local/genie3_merge'
 include { gatherParts; readJson } from '../utils_chromaflow/parts'
+include { priorSource } from '../genes_and_motifs'
 
 workflow NETWORK {
     take:
@@ -28,19 +29,21 @@ workflow NETWORK {
     GENIE3_PLAN(ch_expression)
     ch_versions = ch_versions.mix(GENIE3_PLAN.out.versions)
 
-    // the prior reaches GENIE3 only when asked for (--genie3_prior_alpha > 0) and the assembly has motifs: then
-    // its GENIE3 tasks wait for MOTIF_PRIOR; the others get [] (plain GENIE3)
+    // the prior reaches GENIE3 only when asked for (--genie3_prior_alpha > 0) and the assembly has motifs (the sheet's,
+    // or learned ones: priorSource): then its GENIE3 tasks wait for MOTIF_PRIOR; the others get [] (plain GENIE3), as
+    // does an assembly whose prior never comes (learned motifs of an assembly without peaks)
     def use_prior = (params.genie3_prior_alpha as double) > 0
     ch_plans = ch_expression
         .join(GENIE3_PLAN.out.plan)
         .map { meta, expr, regs, plan -> [meta.id, meta, expr, regs, plan] }
-        .join(ch_expressed.map { meta, files -> [meta.id, use_prior && files.tf_motifs ? true : false] })
+        .join(ch_expressed.map { meta, files -> [meta.id, use_prior && priorSource(files) != null] })
         .branch { row ->
             prior: row[5]
             plain: true
         }
     ch_chunks = ch_plans.prior.map { row -> row[0..4] }
-        .join(ch_prior.map { meta, p -> [meta.id, p] })
+        .join(ch_prior.map { meta, p -> [meta.id, p] }, remainder: true)
+        .filter { row -> row[1] != null }   // remainder: a prior of an assembly without expression
         .mix(ch_plans.plain.map { row -> row[0..4] + [[]] })
         .flatMap { id, meta, expr, regs, plan, prior ->
             def n = readJson(plan).chunks as int

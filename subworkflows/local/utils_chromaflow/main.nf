@@ -32,8 +32,8 @@ def assemblies(List rows) {
  * then --outdir taken for this run (outdir.nf: its lock, and every sheet id's <outdir>/<id>/ stamped with this run,
  * or the run stops with one line when another run holds either).
  * emit: samplesheet  predict mode: [meta, files] per assembly, files = [fasta:, expression:, regulators:,
- *                    annotation:, motifs:, tf_motifs:, vcf:] (an empty column is [], the nf-core convention for an
- *                    absent path input); train mode: [meta, [fasta:, datasets:]] per assembly, datasets = one spec
+ *                    annotation:, motifs:, tf_motifs:, tf_families:, vcf:] (an empty column is [], the nf-core
+ *                    convention for an absent path input); train mode: [meta, [fasta:, datasets:]] per assembly, datasets = one spec
  *                    per dataset with its reads files and indexes (parseTrainSheet)
  */
 workflow PIPELINE_INITIALISATION {

@@ -282,7 +282,7 @@ def checkUnique(Map schema, List records) {
 
 /*
  * Returns a list of [meta, files] rows, one per assembly: files = [fasta:, expression:, regulators:, annotation:,
- * motifs:, tf_motifs:, vcf:] (each a path, or null where the column is empty), meta = [id, species,
+ * motifs:, tf_motifs:, tf_families:, vcf:] (each a path, or null where the column is empty), meta = [id, species,
  * expression_layout] (+ motifs_db: 'jaspar:...' where the motifs column names pyjaspar's bundled database instead
  * of a file).
  * options: default_species (else the id), default_layout (for rows without expression_layout; else the schema's
@@ -301,7 +301,7 @@ def parseSamplesheet(sheetPath, Map options = [:]) {
         def motifs_db = v.motifs instanceof String ? v.motifs : null      // jaspar:... (a file is a path)
         def meta = [id: v.id, species: v.species, expression_layout: v.expression_layout] + (motifs_db ? [motifs_db: motifs_db] : [:])
         [meta, [fasta: v.fasta, expression: v.expression, regulators: v.regulators, annotation: v.annotation,
-                motifs: motifs_db ? null : v.motifs, tf_motifs: v.tf_motifs, vcf: v.vcf]]
+                motifs: motifs_db ? null : v.motifs, tf_motifs: v.tf_motifs, tf_families: v.tf_families, vcf: v.vcf]]
     }
     return rows
 }
