@@ -41,7 +41,12 @@ workflow TRAIN_MODEL {
     ch_train = ch_h5.filter { meta, h5 -> meta.split == 'train' }.map { meta, h5 -> h5 }.collect(sort: true).map { [it] }
     ch_val   = ch_h5.filter { meta, h5 -> meta.split == 'val' }.map { meta, h5 -> h5 }.collect(sort: true).map { [it] }
     ch_init  = params.train_init ? Channel.value(file(params.train_init, checkIfExists: true)) : Channel.value([])
-    TRAIN(Channel.of([id: params.train_name]).combine(ch_train).combine(ch_val), ch_init)
+    // the model predicts the sheet's datasets, in the order they first appear (chromaflow train's own default is
+    // Predmoter's pair atacseq h3k4me3, which a sheet of ATAC-seq alone does not hold)
+    ch_train_meta = ch_rows.flatMap { meta, files -> files.datasets.collect { spec -> spec.dataset } }
+        .unique().toList()
+        .map { ds -> [id: params.train_name, datasets: ds] }
+    TRAIN(ch_train_meta.combine(ch_train).combine(ch_val), ch_init)
     ch_versions = ch_versions.mix(TRAIN.out.versions)
     ch_metrics  = ch_metrics.mix(TRAIN.out.metrics)
 

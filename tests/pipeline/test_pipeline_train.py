@@ -129,6 +129,18 @@ def test_train_mode_runs_every_stage_once(train_run):
     assert re.search(r"^    lightning: \d", versions, re.M) and re.search(r"^    pysam: \d", versions, re.M)
 
 
+def test_train_task_is_given_the_sheets_datasets(train_run):
+    """TRAIN trains on the train sheet's datasets, in the order they first appear (chromaflow train's own default,
+    Predmoter's atacseq h3k4me3, stopped a sheet of ATAC-seq alone with 'no training file holds dataset h3k4me3');
+    the retried attempt resumes without them (a resumed run keeps the checkpoint's)."""
+    work = train_run[0]
+    scripts = [p.read_text() for p in (work / "work").glob("*/*/.command.sh") if "chromaflow train" in p.read_text()]
+    assert scripts, "no TRAIN task script"
+    # every attempt's script: a fresh start passes them, a continued attempt replaces $start with --resume
+    assert all('start="--force  --datasets atacseq h3k4me3"' in s for s in scripts), scripts[0]
+    assert all('start="--resume model/last.ckpt"' in s for s in scripts), scripts[0]
+
+
 def test_coverage_in_pipeline_equals_direct_cli(train_run, tmp_path):
     """Staging (numbered folders, explicit BAM indexes) and the per-dataset grouping of the sheet change nothing:
     each assembly's coverage equals add-coverage run directly on the sheet's files."""

@@ -28,6 +28,9 @@ process TRAIN {
     def devices = task.accelerator ? (task.accelerator.request as int) : 1
     def threads = Math.max(1, (task.cpus as int).intdiv(devices))
     def initArg = init ? "--init ${init}" : ''
+    // meta.datasets: the train sheet's datasets (workflows/train.nf), unless ext.args names its own; not on a
+    // resumed attempt (the checkpoint keeps its datasets)
+    def dsArg   = meta.datasets && !(args =~ /--datasets\b/) ? "--datasets ${meta.datasets.join(' ')}" : ''
     // a retry (exit 130-145: SIGTERM of a scheduler's time limit or a preemption) continues the stopped attempt:
     // `chromaflow train` saved last.ckpt after each epoch and exits 128 + signal. Its folder is copied from the
     // previous attempt's work directory when this task can see it (always without containers; with containers
@@ -35,7 +38,7 @@ process TRAIN {
     def previous = task.attempt > 1 && task.previousTrace ? (task.previousTrace.get('workdir') ?: '') : ''
     """
     export CHROMAFLOW_TASK_NAME="${task.process} (${task.tag})"   # the trace's task name, recorded in the metrics JSON
-    start="--force ${initArg}"
+    start="--force ${initArg} ${dsArg}"
     if [ -n "${previous}" ] && [ -f "${previous}/${prefix}/last.ckpt" ]; then
         rm -rf ${prefix} && cp -r "${previous}/${prefix}" ${prefix}
         start="--resume ${prefix}/last.ckpt"

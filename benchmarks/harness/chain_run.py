@@ -1,0 +1,225 @@
+"""The planted chain of issue 53 (item 5), run with chromaflow's own commands on the planted genome of
+:mod:`benchmarks.harness.chain`: coverage from the reads' bigWig -> a model trained from scratch -> its predictions
+on the held-out assembly -> peaks -> contribution scores -> TF-MoDISco motifs matched to JASPAR -> the motif prior
+from the learned motifs (and, to compare, from the planted JASPAR matrices, and none) -> GENIE3 -> scores against the
+planted truth. ``python -m benchmarks.harness.chain_run OUTDIR [SIZE] [SEED]`` writes ``OUTDIR/chain.json``.
+
+Every step is the command a user runs (``chromaflow fasta2h5``, ``add-coverage``, ``train``, ``evaluate``,
+``predict``, ``peaks``, ``attribute``, ``discover-motifs``, ``motif-prior``, ``genie3``), each timed (wall and CPU
+seconds of the command's processes). The pipeline runs the same commands (its modules call them with the same
+options from params): ``tests/benchmarks/test_chain.py`` checks the targets at the small size.
+
+Results (``chain.json``):
+
+* ``discovered``: each discovered pattern's best match below q 0.05 (family, q); ``families_found`` the planted
+  families among them, ``decoy_found`` whether the decoy's family is;
+* ``pearson``: ``chromaflow evaluate``'s Pearson of the predicted and the read coverage of the held-out assembly;
+* ``peaks``: called peaks and the share holding a planted opening site;
+* ``genie3``: AUPR / AUROC (:func:`benchmarks.harness.planted.score`) with no prior, the prior from the planted JASPAR
+  matrices (``tf_motifs.tsv``, decoy included) and the prior from the learned motifs (``tf_families.tsv``);
+* ``steps``: each command's wall and CPU seconds; ``total``: the whole chain's.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import chain
+
+#: the model trained on the planted genome: Predmoter's CNN type (no LSTM: the sites are local), small: two
+#: down-sampling layers of kernel 21 (stride 2) see ~60 bp, the up-sampling path spreads that over a peak
+MODEL = ["--model-type", "cnn", "--cnn-layers", "2", "--filter-size", "16", "--kernel-size", "21", "--step", "2"]
+#: per size: chunk length, epochs, peaks attributed, IG steps, GENIE3 trees
+SETTINGS = {
+    "small": {"chunk": 2000, "epochs": 10, "top": 1000, "steps": 16, "trees": 300},
+    "full": {"chunk": 2000, "epochs": 20, "top": 3000, "steps": 32, "trees": 1000},
+}
+PRIOR_ALPHA = "0.5"
+DATASET = "atacseq"
+
+
+class Steps:
+    """Runs ``chromaflow`` commands in ``work``, timing each (wall, CPU of its process tree)."""
+
+    def __init__(self, work: Path, threads: int):
+        self.work, self.threads = work, threads
+        self.times: dict[str, dict[str, float]] = {}
+        self.env = {**os.environ, "CHROMAFLOW_PROGRESS": "0"}
+
+    def __call__(self, name: str, *args: str | Path) -> None:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        cmd = ["chromaflow", *map(str, args)]
+        res = subprocess.run(cmd, cwd=self.work, env=self.env, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if res.returncode != 0:
+            tail = res.stderr[-3000:]
+            raise RuntimeError(f"chain step {name} failed (exit {res.returncode}): {' '.join(cmd)}\n{tail}")
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        t = self.times.setdefault(name, {"wall_s": 0.0, "cpu_s": 0.0})
+        t["wall_s"] += wall
+        t["cpu_s"] += cpu
+
+
+def _genomes(step: Steps, truth: dict, chunk: int) -> dict[str, Path]:
+    """fasta2h5 + add-coverage of every assembly into work/h5/<split>/<id>.h5."""
+    h5s = {}
+    for name, f in truth["assemblies"].items():
+        d = step.work / "h5" / f["split"]
+        d.mkdir(parents=True, exist_ok=True)
+        h5 = h5s[name] = d / f"{name}.h5"
+        fa = ("--fasta", f["fasta"], "--species", "Planted_genome", "--subsequence-length", chunk)
+        step("fasta2h5", "fasta2h5", *fa, "--out", h5, "--force")
+        cov = ("--h5", h5, "--prefix", DATASET, "--bigwig", f["bigwig"], "--unstranded")
+        step("add-coverage", "add-coverage", *cov, "--threads", step.threads)
+    return h5s
+
+
+def _model(step: Steps, h5: dict[str, Path], cfg: dict, seed: int) -> tuple[Path, list[dict]]:
+    """The model trained from scratch on the train/val assemblies, and evaluate's rows on the held-out test1."""
+    run = ("--epochs", cfg["epochs"], "--batch-size", 32, "--seed", seed, "--device", "cpu")
+    step("train", "train", "--input-dir", step.work / "h5", "--out", "model", "--datasets", DATASET, *MODEL, *run,
+         "--threads", step.threads, "--force")  # fmt: skip
+    ckpt = step.work / "model" / "best.ckpt"
+    ev = ("--model", ckpt, "--h5", h5["test1"], "--out", "evaluate.tsv", "--device", "cpu")
+    step("evaluate", "evaluate", *ev, "--threads", step.threads)
+    with open(step.work / "evaluate.tsv") as f:
+        return ckpt, list(csv.DictReader(f, delimiter="\t"))
+
+
+def _interpret(step: Steps, h5: Path, ckpt: Path, cfg: dict) -> None:
+    """Predictions, peaks, contribution scores of the strongest peaks and the motifs learned, on test1."""
+    dev = ("--device", "cpu", "--threads", step.threads)
+    step("predict", "predict", "--h5", h5, "--model", ckpt, "--out", "test1_predictions.h5", *dev, "--force")
+    pk = ("--predictions", "test1_predictions.h5", "--dataset", DATASET, "--cutoff", "auto", "--observed", h5)
+    step("peaks", "peaks", *pk, "--out", "test1.narrowPeak", "--force")
+    at = ("--h5", h5, "--regions", "test1.narrowPeak", "--dataset", DATASET, "--top", cfg["top"], "--window", 200)
+    step("attribute", "attribute", *at, "--steps", cfg["steps"], "--model", ckpt, *dev,
+         "--out", "test1.contributions.h5", "--force")  # fmt: skip
+    dm = ("--contributions", "test1.contributions.h5", "--outdir", "motifs", "--threads", step.threads)
+    step("discover-motifs", "discover-motifs", *dm)
+
+
+def _networks(step: Steps, data: Path, fasta: str, cfg: dict, seed: int) -> dict[str, dict]:
+    """The prior from the learned motifs and from the planted JASPAR matrices, GENIE3 with each and with none,
+    each scored against the planted network."""
+    from .planted import score
+
+    common = ("--fasta", fasta, "--annotation", data / "test1.gff3", "--regulators", data / "regulators.txt")
+    common += ("--predictions", "test1_predictions.h5", "--force")
+    learned = ("--motifs", "motifs/motifs.meme", "--tf-families", data / "tf_families.tsv")
+    step("motif-prior", "motif-prior", *common, *learned, "--matches", "motifs/matches.tsv",
+         "--out", "prior_learned.tsv.gz")  # fmt: skip
+    jaspar = ("--motifs", "jaspar:CORE/plants", "--tf-motifs", data / "tf_motifs.tsv")
+    step("motif-prior", "motif-prior", *common, *jaspar, "--out", "prior_jaspar.tsv.gz")
+    g3 = ("--expression", data / "expression.tsv", "--layout", "samples-x-genes", "--seed", seed)
+    g3 += ("--regulators", data / "regulators.txt", "--n-trees", cfg["trees"], "--threads", step.threads)
+    scores = {}
+    for name, prior in (("none", None), ("jaspar", "prior_jaspar.tsv.gz"), ("learned", "prior_learned.tsv.gz")):
+        extra = ("--prior", prior, "--prior-alpha", PRIOR_ALPHA) if prior else ()
+        step("genie3", "genie3", *g3, *extra, "--out", f"links_{name}.tsv.gz")
+        scores[name] = score(str(step.work / f"links_{name}.tsv.gz"), str(data / "gold.tsv"))
+    return scores
+
+
+def _discovered(matches: Path, max_q: float = 0.05) -> list[dict]:
+    """Each discovered pattern's best JASPAR match below ``max_q`` (matches.tsv rows with rank 1)."""
+    with open(matches) as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    best = {}
+    for r in rows:
+        if r["qvalue"] in ("", "NA") or float(r["qvalue"]) >= max_q:
+            continue
+        key = (r["metacluster"], r["motif"])
+        if key not in best or float(r["qvalue"]) < float(best[key]["qvalue"]):
+            best[key] = r
+    return [
+        {
+            "pattern": f"{k[0]}/{k[1]}",
+            "n_seqlets": int(r["n_seqlets"]),
+            "jaspar_id": r["jaspar_id"],
+            "jaspar_name": r["jaspar_name"],
+            "tf_family": r["tf_family"],
+            "qvalue": float(r["qvalue"]),
+        }
+        for k, r in sorted(best.items())
+    ]
+
+
+def _family_hit(discovered: list[dict], family: str) -> bool:
+    """Whether a discovered pattern's best match is of ``family`` (a ``;``-joined family counts each part)."""
+    key = family.lower().replace(" ", "")
+    return any(key in [p.lower().replace(" ", "") for p in d["tf_family"].split(";")] for d in discovered)
+
+
+def _peak_precision(peaks: Path, sites: Path) -> dict:
+    """Called peaks and the share of them overlapping a planted opening site of test1."""
+    open_sites: dict[str, list[tuple[int, int]]] = {}
+    for line in sites.read_text().splitlines():
+        sid, a, b, _, opens = line.split("\t")
+        if opens == "1":
+            open_sites.setdefault(sid, []).append((int(a), int(b)))
+    rows = [ln.split("\t") for ln in peaks.read_text().splitlines() if ln.strip() and not ln.startswith("track")]
+    hit = sum(1 for r in rows if any(a < int(r[2]) and int(r[1]) < b for a, b in open_sites.get(r[0], [])))
+    return {
+        "peaks": len(rows),
+        "with_site": hit,
+        "share_with_site": hit / len(rows) if rows else 0.0,
+        "open_sites": sum(len(v) for v in open_sites.values()),
+    }
+
+
+def run(outdir: str, size: str = "small", seed: int = 0, threads: int = 2) -> dict:
+    """The whole chain in ``outdir`` (data in ``outdir/data``, work files in ``outdir/work``); returns chain.json."""
+    out = Path(outdir)
+    data, work = out / "data", out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    cfg = SETTINGS[size]
+    t0, c0, g0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN), time.process_time()
+    truth = chain.make(str(data), str(seed), size)
+    gen_s = time.perf_counter() - t0
+    for v in truth["assemblies"].values():
+        v.update(fasta=str(data / v["fasta"]), bigwig=str(data / v["bigwig"]))
+    step = Steps(work, threads)
+    h5 = _genomes(step, truth, cfg["chunk"])
+    ckpt, ev = _model(step, h5, cfg, seed)
+    _interpret(step, h5["test1"], ckpt, cfg)
+    scores = _networks(step, data, truth["assemblies"]["test1"]["fasta"], cfg, seed)
+    discovered = _discovered(work / "motifs" / "matches.tsv")
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = {
+        "size": size,
+        "seed": seed,
+        "threads": threads,
+        "truth": {k: truth[k] for k in ("families", "decoy", "edges", "sites", "bp")},
+        "settings": {**cfg, "model": MODEL, "prior_alpha": float(PRIOR_ALPHA)},
+        "discovered": discovered,
+        "families_found": {f: _family_hit(discovered, v["jaspar_family"]) for f, v in truth["families"].items()},
+        "decoy_found": _family_hit(discovered, truth["decoy"]["jaspar_family"]),
+        "pearson": {r["file"]: float(r[f"{DATASET}_avg_val_accuracy"]) for r in ev},
+        "peaks": _peak_precision(work / "test1.narrowPeak", data / "sites.bed"),
+        "genie3": {k: {m: v[m] for m in ("aupr", "auroc")} for k, v in scores.items()},
+        "steps": {"generate": {"wall_s": gen_s}, **step.times},
+        "total": {
+            "wall_s": time.perf_counter() - t0,
+            "cpu_s": (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime) + time.process_time() - g0,
+        },
+    }
+    tmp = out / "chain.json.tmp"
+    tmp.write_text(json.dumps(result, indent=1) + "\n")
+    tmp.replace(out / "chain.json")
+    return result
+
+
+if __name__ == "__main__":
+    a = sys.argv[1:]
+    r = run(a[0], a[1] if len(a) > 1 else "small", int(a[2]) if len(a) > 2 else 0)
+    print(json.dumps({k: r[k] for k in ("families_found", "decoy_found", "pearson", "peaks", "genie3", "total")}))
