@@ -199,9 +199,9 @@ def chain_case(size: str) -> Case:
 
     con = Contender(
         "chain",
-        f"python -m benchmarks.harness.chain_run DIR {size} 0 (chromaflow's commands, 2 threads)",
+        f"python -m benchmarks.harness.chain_run DIR {size} 0 --pipeline (chromaflow's commands, then the pipeline)",
         "ours",
-        lambda d, r: [PY, "-m", "benchmarks.harness.chain_run", d / "chain", size, 0],
+        lambda d, r: [PY, "-m", "benchmarks.harness.chain_run", str(d / "chain"), size, "0", "--pipeline"],
         outputs=sizes("chain/chain.json"),
     )
     return Case(
@@ -317,6 +317,23 @@ def chain_rows(c: dict) -> list[str]:
         )
     if len(rows) == 2:
         rows.append("| – | failed | – | – | – | – | – | – | – |")
+    piped = [x["chain"]["pipeline"] for x in c["runs"] if x.get("exit") == 0 and x.get("chain", {}).get("pipeline")]
+    if piped:
+        rows += [
+            "",
+            "The same chain through the pipeline (`--mode train --train_predict`, then a predict-mode run with "
+            "`--interpret`, the sheet's `tf_families` and `--genie3_prior_alpha 0.5`):",
+            "",
+            "| run | planted families found | decoy found | peaks cutoff (train mode's F1-best) | GENIE3 AUPR, learned "
+            "prior | train run s | predict run s |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for i, p in enumerate(piped):
+            found = ", ".join(f"{f} {'yes' if ok else 'no'}" for f, ok in p["families_found"].items())
+            rows.append(
+                f"| {i + 1} | {found} | {'yes' if p['decoy_found'] else 'no'} | {p['peaks_cutoff']:g} | "
+                f"{p['genie3_learned']['aupr']:.3f} | {p['train_s']:.0f} | {p['predict_s']:.0f} |"
+            )
     return [*rows, ""]
 
 

@@ -1,7 +1,7 @@
 """The planted chain of issue 53 (item 5) at its small size: a genome whose JASPAR plant sites cause the coverage
 (benchmarks/harness/chain.py), run through chromaflow's commands (benchmarks/harness/chain_run.py: a model trained
 from scratch, predictions on a held-out assembly, peaks, contribution scores, TF-MoDISco motifs matched to JASPAR, the
-motif prior from them, GENIE3). The targets are the issue's: every planted family among the discovered motifs' best
+motif prior from them, GENIE3). The targets are the issue's: every planted family among the discovered motifs' top
 matches (q < 0.05) and the decoy's not; GENIE3 with the learned-motif prior at least as good as with the planted
 JASPAR matrices (- 0.02 AUPR) and better than without a prior. One chain run for the module (a few CPU-minutes).
 
