@@ -23,7 +23,7 @@ include { GENES_AND_MOTIFS   } from '../subworkflows/local/genes_and_motifs'
 include { NETWORK            } from '../subworkflows/local/network'
 include { REPORTING          } from '../subworkflows/local/reporting'
 include { REVIEW             } from '../subworkflows/local/review'
-include { INTERPRET          } from '../subworkflows/local/interpret'
+include { INTERPRET; interpretRuns } from '../subworkflows/local/interpret'
 
 workflow CHROMAFLOW {
     take:
@@ -80,7 +80,7 @@ workflow CHROMAFLOW {
             ch_metrics  = ch_metrics.mix(TRACKS.out.metrics)
 
             // why the peaks are open: contribution scores and the motifs the model learned (--interpret)
-            if (params.interpret && !params.skip_peaks) {
+            if (interpretRuns()) {
                 INTERPRET(TRACKS.out.peaks, ch_fasta, PREDICT_ASSEMBLIES.out.model)
                 ch_motifs   = INTERPRET.out.report
                 ch_learned  = INTERPRET.out.motifs

@@ -45,7 +45,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .planted import _write_atomic, simulate
+from .contrib import jaspar_ppm
+from .planted import _write_atomic, simulate, write_fasta, write_gff
 
 #: planted families: name -> (JASPAR matrix, JASPAR tf_family)
 FAMILIES = {"MADS": ("MA0548.3", "Type II"), "WRKY": ("MA1301.2", "WRKY"), "BHLH": ("MA1362.2", "bHLH")}
@@ -83,15 +84,6 @@ BACKGROUND = 0.5  # mean background depth
 REGULATED = 0.75
 DECOY_SHARE = 0.5  # of the train/val sites, as decoys (on top); of test1's promoters
 BASES = np.array(list("ACGT"))
-
-
-def jaspar_ppm(matrix_id: str) -> np.ndarray:
-    """(4, L) PPM, rows A C G T, from pyjaspar's bundled JASPAR."""
-    from pyjaspar import jaspardb
-
-    m = jaspardb().fetch_motif_by_id(matrix_id)
-    counts = np.array([[float(x) for x in m.counts[b]] for b in "ACGT"])
-    return counts / counts.sum(axis=0, keepdims=True)
 
 
 def instance(rng: np.random.Generator, ppm: np.ndarray) -> np.ndarray:
@@ -148,11 +140,7 @@ class Assembly:
 
         d = out / self.split
         d.mkdir(parents=True, exist_ok=True)
-        fa = []
-        for sid, seq in self.records.items():
-            s = "".join(BASES[seq])
-            fa.append(f">{sid}\n" + "\n".join(s[i : i + 60] for i in range(0, len(s), 60)) + "\n")
-        _write_atomic(d / f"{self.name}.fa", "".join(fa))
+        write_fasta(d / f"{self.name}.fa", {sid: "".join(BASES[seq]) for sid, seq in self.records.items()})
         bw_path = d / f"{self.name}.atac.bw"
         tmp = bw_path.with_name(bw_path.name + ".tmp.bw")
         bw = pyBigWig.open(str(tmp), "w")
@@ -237,14 +225,6 @@ def _test_assembly(rng: np.random.Generator, net: dict, ppms: dict, n_sites: int
     return asm, loci
 
 
-def _gff(path: Path, loci: dict) -> None:
-    rows = ["##gff-version 3"]
-    for g in sorted(loci, key=lambda x: (loci[x]["seqid"], loci[x]["start"])):
-        lc = loci[g]
-        rows.append(f"{lc['seqid']}\tplanted\tgene\t{lc['start'] + 1}\t{lc['end']}\t.\t{lc['strand']}\t.\tID={g}")
-    _write_atomic(path, "\n".join(rows) + "\n")
-
-
 def make(outdir: str, seed: str, size: str) -> dict:
     """Every file of the planted genome of ``seed`` at ``size`` (:data:`SIZES`) in ``outdir``; returns truth.json."""
     if size not in SIZES:
@@ -265,7 +245,7 @@ def make(outdir: str, seed: str, size: str) -> dict:
     asms.append(test)
     for a in asms:
         files[a.name] = {k: str(v.relative_to(out)) for k, v in a.write(out).items()} | {"split": a.split}
-    _gff(out / "test1.gff3", loci)
+    write_gff(out / "test1.gff3", loci)
     X = simulate({"names": net["names"], "edges": net["edges"]}, z["samples"], s)
     _write_atomic(
         out / "expression.tsv",

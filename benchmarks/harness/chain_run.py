@@ -26,15 +26,17 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from chromaflow.motifs.motifs import family_key
+
 from . import chain
-from .env import ROOT
+from .env import ROOT, child_env
+from .stagekit import ours
+from .timer import measure
 
 #: the model trained on the planted genome: Predmoter's CNN type (no LSTM: the sites are local), small: two
 #: down-sampling layers of kernel 21 (stride 2) see ~60 bp, the up-sampling path spreads that over a peak
@@ -49,27 +51,23 @@ DATASET = "atacseq"
 
 
 class Steps:
-    """Runs ``chromaflow`` commands in ``work``, timing each (wall, CPU of its process tree)."""
+    """Runs ``chromaflow`` commands in ``work`` (the harness's child environment), timing each with the benchmarks'
+    process timer (:func:`benchmarks.harness.timer.measure`: wall, CPU of the command and what it waited for)."""
 
     def __init__(self, work: Path, threads: int):
         self.work, self.threads = work, threads
         self.times: dict[str, dict[str, float]] = {}
-        self.env = {**os.environ, "CHROMAFLOW_PROGRESS": "0"}
+        self.env = child_env({"CHROMAFLOW_PROGRESS": "0"})
 
     def __call__(self, name: str, *args: str | Path) -> None:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        cmd = ["chromaflow", *map(str, args)]
-        res = subprocess.run(cmd, cwd=self.work, env=self.env, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if res.returncode != 0:
-            tail = res.stderr[-3000:]
-            raise RuntimeError(f"chain step {name} failed (exit {res.returncode}): {' '.join(cmd)}\n{tail}")
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        cmd = ours(*args)
+        rec = measure(cmd, cwd=self.work, env=self.env)
+        if rec["exit"] != 0:
+            tail = rec["stderr"].decode(errors="replace")[-3000:]
+            raise RuntimeError(f"chain step {name} failed (exit {rec['exit']}): {' '.join(map(str, cmd))}\n{tail}")
         t = self.times.setdefault(name, {"wall_s": 0.0, "cpu_s": 0.0})
-        t["wall_s"] += wall
-        t["cpu_s"] += cpu
+        t["wall_s"] += rec["wall_s"]
+        t["cpu_s"] += rec["cpu_s"]
 
 
 def _genomes(step: Steps, truth: dict, chunk: int) -> dict[str, Path]:
@@ -152,11 +150,10 @@ def _discovered(matches: Path, max_q: float = 0.05) -> list[dict]:
 
 def _family_hit(discovered: list[dict], family: str) -> bool:
     """Whether ``family`` is among a discovered pattern's top matches (q below the cut; a ``;``-joined family
-    counts each part): the issue's target, and what motif-prior --tf-families maps a TF through."""
-    key = family.lower().replace(" ", "")
-    return any(
-        key in [p.lower().replace(" ", "") for p in m["tf_family"].split(";")] for d in discovered for m in d["matches"]
-    )
+    counts each part), compared as motif-prior --tf-families compares them: the issue's target, and what a TF is
+    mapped through."""
+    key = family_key(family)
+    return any(key in {family_key(p) for p in m["tf_family"].split(";")} for d in discovered for m in d["matches"])
 
 
 def _peak_precision(peaks: Path, sites: Path) -> dict:
@@ -231,11 +228,11 @@ def pipeline(out: Path, data: Path, truth: dict, cfg: dict, seed: int) -> dict:
 
 
 def _nextflow(cwd: Path, argv: list) -> None:
-    env = {**os.environ, "NXF_ANSI_LOG": "false", "CHROMAFLOW_PROGRESS": "0"}
-    res = subprocess.run(list(map(str, argv)), cwd=cwd, env=env, capture_output=True, text=True)
-    if res.returncode != 0:
-        raise RuntimeError(f"chain: nextflow failed (exit {res.returncode}): {' '.join(map(str, argv))}\n"
-                           f"{res.stdout[-3000:]}")  # fmt: skip
+    rec = measure(argv, cwd=cwd, env=child_env({"NXF_ANSI_LOG": "false", "CHROMAFLOW_PROGRESS": "0"}),
+                  stdout=subprocess.PIPE)  # fmt: skip
+    if rec["exit"] != 0:
+        raise RuntimeError(f"chain: nextflow failed (exit {rec['exit']}): {' '.join(map(str, argv))}\n"
+                           f"{rec['stdout'].decode(errors='replace')[-3000:]}")  # fmt: skip
 
 
 def run(outdir: str, size: str = "small", seed: int = 0, threads: int = 2, with_pipeline: bool = False) -> dict:
@@ -245,9 +242,9 @@ def run(outdir: str, size: str = "small", seed: int = 0, threads: int = 2, with_
     data, work = out / "data", out / "work"
     work.mkdir(parents=True, exist_ok=True)
     cfg = SETTINGS[size]
-    t0, c0, g0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN), time.process_time()
+    t0, g0 = time.perf_counter(), time.process_time()
     truth = chain.make(str(data), str(seed), size)
-    gen_s = time.perf_counter() - t0
+    generate = {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - g0}
     for v in truth["assemblies"].values():
         v.update(fasta=str(data / v["fasta"]), bigwig=str(data / v["bigwig"]))
     step = Steps(work, threads)
@@ -256,7 +253,6 @@ def run(outdir: str, size: str = "small", seed: int = 0, threads: int = 2, with_
     _interpret(step, h5["test1"], ckpt, cfg)
     scores = _networks(step, data, truth["assemblies"]["test1"]["fasta"], cfg, seed)
     discovered = _discovered(work / "motifs" / "matches.tsv")
-    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = {
         "size": size,
         "seed": seed,
@@ -269,10 +265,10 @@ def run(outdir: str, size: str = "small", seed: int = 0, threads: int = 2, with_
         "pearson": {r["file"]: float(r[f"{DATASET}_avg_val_accuracy"]) for r in ev},
         "peaks": _peak_precision(work / "test1.narrowPeak", data / "sites.bed"),
         "genie3": {k: {m: v[m] for m in ("aupr", "auroc")} for k, v in scores.items()},
-        "steps": {"generate": {"wall_s": gen_s}, **step.times},
+        "steps": {"generate": generate, **step.times},
         "total": {
             "wall_s": time.perf_counter() - t0,
-            "cpu_s": (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime) + time.process_time() - g0,
+            "cpu_s": generate["cpu_s"] + sum(t["cpu_s"] for t in step.times.values()),
         },
     }
     if with_pipeline:

@@ -139,19 +139,26 @@ def _plant(rng: np.random.Generator, net: dict, mot: dict, seqs: dict, loci: dic
     return planted
 
 
+def write_fasta(path: Path, records: dict[str, str]) -> None:
+    """A FASTA of ``records`` ({seqid: sequence}), 60 bases a line, written atomically."""
+    fa = [f">{sid}\n" + "\n".join(s[i : i + 60] for i in range(0, len(s), 60)) + "\n" for sid, s in records.items()]
+    _write_atomic(path, "".join(fa))
+
+
+def write_gff(path: Path, loci: dict[str, dict]) -> None:
+    """A GFF3 of one ``gene`` feature per locus ({gene: {seqid, start (0-based), end, strand}}), by position."""
+    gff = ["##gff-version 3"]
+    for g in sorted(loci, key=lambda x: (loci[x]["seqid"], loci[x]["start"])):
+        lc = loci[g]
+        gff.append(f"{lc['seqid']}\tplanted\tgene\t{lc['start'] + 1}\t{lc['end']}\t.\t{lc['strand']}\t.\tID={g}")
+    _write_atomic(path, "\n".join(gff) + "\n")
+
+
 def _write_network_files(out: Path, net: dict, mot: dict, seqs: dict, loci: dict) -> None:
     """genome.fa, genes.gff3, motifs.jaspar, tf_motifs.tsv, regulators.txt and gold.tsv."""
     names = net["names"]
-    fa = []
-    for sid, seq in seqs.items():
-        s = "".join(seq)
-        fa.append(f">{sid}\n" + "\n".join(s[i : i + 60] for i in range(0, len(s), 60)) + "\n")
-    _write_atomic(out / "genome.fa", "".join(fa))
-    gff = ["##gff-version 3"]
-    for g in sorted(names, key=lambda x: (loci[x]["seqid"], loci[x]["start"])):
-        lc = loci[g]
-        gff.append(f"{lc['seqid']}\tplanted\tgene\t{lc['start'] + 1}\t{lc['end']}\t.\t{lc['strand']}\t.\tID={g}")
-    _write_atomic(out / "genes.gff3", "\n".join(gff) + "\n")
+    write_fasta(out / "genome.fa", {sid: "".join(seq) for sid, seq in seqs.items()})
+    write_gff(out / "genes.gff3", loci)
     jas = []
     for t in net["tfs"]:
         jas.append(

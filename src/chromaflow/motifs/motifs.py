@@ -205,7 +205,7 @@ def _read_lines(path: str, what: str) -> list[str]:
         raise ChromaflowError(f"{path}: cannot read {what} ({getattr(exc, 'strerror', None) or exc})") from None
 
 
-def _family_key(family: str) -> str:
+def family_key(family: str) -> str:
     return " ".join(family.split()).casefold()
 
 
@@ -235,7 +235,7 @@ def read_matched_families(path: str, motifs: list[Motif], max_qvalue: float) -> 
             raise ChromaflowError(f"{path} line {n}: qvalue {cols[qi]!r} is not a number") from None
         fams = out.setdefault(by_id[cols[mi]], set())
         if q < max_qvalue and cols[fi] not in ("", "NA"):
-            fams.update(_family_key(f) for f in cols[fi].split(";") if f.strip())
+            fams.update(family_key(f) for f in cols[fi].split(";") if f.strip())
     return out
 
 
@@ -264,7 +264,7 @@ def read_tf_families(path: str, families: dict[int, set[str]]) -> tuple[dict[str
         if family in ("", "NA"):
             continue
         with_family.add(cols[0].strip())
-        key = _family_key(family)
+        key = family_key(family)
         lst += [i for i in sorted(families) if key in families[i] and i not in lst]
     if not out:
         raise ChromaflowError(f"{path}: no TF lines in the TF-family table")

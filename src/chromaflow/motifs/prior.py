@@ -21,9 +21,8 @@ regulators. ``.gz`` names are gzip-compressed (no time stamp: the same bytes on 
 
 from __future__ import annotations
 
-import sys
-
 import io
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -21,12 +21,12 @@
  */
 include { GENE_ACCESSIBILITY } from '../../../modules/local/gene_accessibility'
 include { MOTIF_PRIOR        } from '../../../modules/local/motif_prior'
+include { interpretRuns      } from '../interpret'
 
 // 'learned' (tf_families, with INTERPRET's motifs), 'sheet' (the sheet's motifs and tf_motifs) or null: where an
 // assembly's motif prior comes from (NETWORK: which GENIE3 tasks wait for a prior)
 def priorSource(files) {
-    def interpret = params.interpret && !params.skip_predict && !params.skip_tracks && !params.skip_peaks
-    return interpret && files.tf_families ? 'learned' : (files.tf_motifs ? 'sheet' : null)
+    return interpretRuns() && files.tf_families ? 'learned' : (files.tf_motifs ? 'sheet' : null)
 }
 
 workflow GENES_AND_MOTIFS {
