@@ -336,6 +336,20 @@ def test_fallback_paths_equal(reference_dir, tmp_path):
                 assert bg_text(d / n) == bg_text(ref / "converted" / n), (name, n)
 
 
+def test_bigwig_bytes_equal_without_c_kernels(reference_dir, tmp_path):
+    """The C kernels (batch chunk reader, runs, zoom records, data blocks packed and deflated in one call) write the
+    same bigWig bytes as the numpy/Python paths (libdeflate at the same level either way)."""
+    src = reference_dir / "predmoter" / "pred_data_1_predictions.h5"
+    base = dict(os.environ)
+    for name, extra in (("c", {}), ("nocc", {"CHROMAFLOW_BIGWIG_NO_CC": "1"})):
+        args = ["--predictions", src, "--outdir", tmp_path / name, "--basename", "p", "--strand", "all"]
+        cli(*args, "--no-browser-files", "--threads", "2", env={**base, **extra})
+    files = sorted(p.name for p in (tmp_path / "c").iterdir())
+    assert len(files) == 3 * len(DATASETS)
+    for n in files:
+        assert (tmp_path / "c" / n).read_bytes() == (tmp_path / "nocc" / n).read_bytes(), n
+
+
 def test_large_values_take_predmoters_float32_path(tmp_path):
     """Values ≥ 2**23 leave the integer path: the average is Predmoter's float32 arithmetic (p + m rounds)."""
     import h5py

@@ -320,6 +320,27 @@ def test_narrowpeak_layout_and_track_line(data):
     assert again.read_bytes() == out.read_bytes()
 
 
+def test_narrowpeak_lines_c_equal_python(monkeypatch):
+    """The C formatter of narrowPeak lines writes what the Python one writes (values' %.6g, numbering, a non-ASCII
+    chromosome name, integers of every width)."""
+    from chromaflow.bigwig import _native
+    from chromaflow.peaks import core
+    from chromaflow.peaks.call import Peaks
+
+    if _native.load() is None:
+        pytest.skip("no C compiler")
+    rng = np.random.default_rng(5)
+    starts = np.sort(rng.choice(10**12, 500, replace=False)).astype(np.int64)
+    ends = starts + rng.integers(1, 10**6, 500)
+    summits = starts + (ends - starts) // 3
+    values = rng.choice(np.array([3, 25.5, 1e7, 123456789, 0.1], np.float32), 500)
+    p = Peaks(starts, ends, summits, values)
+    c = core._narrowpeak_text("chrÄ_1", p, "atac", 99)
+    monkeypatch.setattr(_native, "load", lambda: None)
+    assert c == core._narrowpeak_text("chrÄ_1", p, "atac", 99)
+    assert c.splitlines()[0].split("\t")[3] == "atac_narrowPeak100" and len(c.splitlines()) == 500
+
+
 def _base_mask(r, name, n):
     m = np.zeros(n, bool)
     for a in r:

@@ -692,21 +692,23 @@ class ChunkReader:
             P = self.buffers.get(m * L).reshape(m, L) if wp else None
             M = self.buffers.get(m * L).reshape(m, L) if wm else None
             bufs[c] = (P, M)
+            pa, ma = (X.ctypes.data if X is not None else 0 for X in (P, M))
             for i in range(m):
                 if wp:
-                    jobs.append((c, P, i, int(plus_rows[i]), ch, False))
+                    jobs.append((c, P, i, int(plus_rows[i]), ch, False, pa + 4 * L * i))
                 if wm:
-                    jobs.append((c, M, i, int(minus_rows[i]), ch, True))
+                    jobs.append((c, M, i, int(minus_rows[i]), ch, True, ma + 4 * L * i))
         dtype = self.dtype
         nbytes = self.nbytes
         filtered = self.filtered
         inflate = _inflater(nbytes, self.inp.path)
         fill = self.fill
+        take = _take_kernel(dtype)
 
         def work(batch):
             """Inflate and store a batch of chunks; (ok, channels holding padding)."""
             padded = set()
-            for c, dst, i, row, ch, rev in batch:
+            for c, dst, i, row, ch, rev, _ in batch:
                 got = self._raw(row, ch)
                 if got is None:
                     a = np.full(L, fill, dtype=dtype)
@@ -719,13 +721,34 @@ class ChunkReader:
                             f"{len(data)} bytes, expected {nbytes}"
                         )
                     a = np.frombuffer(data, dtype=dtype)
-                # one OR pass proves 0 <= values < EXACT_LIMIT (a negative value sets the sign bit)
-                if not 0 <= int(np.bitwise_or.reduce(a)) < EXACT_LIMIT:
+                # one OR pass proves 0 <= values < EXACT_LIMIT (a negative value sets the sign bit); for int64 chunks
+                # the C kernel stores them in the same pass
+                if take is not None:
+                    bits = take(a.ctypes.data, L, rev, dst[i].ctypes.data)
+                else:
+                    bits = int(np.bitwise_or.reduce(a))
+                if not 0 <= bits < EXACT_LIMIT:
                     if int(a.min()) < -1 or int(a.max()) >= EXACT_LIMIT:
                         return False, padded  # caller falls back to the float32 path
                     padded.add(c)  # -1: padding (removed later)
-                dst[i] = a[::-1] if rev else a
+                if take is None:
+                    dst[i] = a[::-1] if rev else a
             return True, padded
+
+        native = self._native_reader(dtype)
+        if native is not None:
+            python_work = work
+
+            def work(batch):  # noqa: F811  # the same batch in one C call; Python's per chunk where that fails
+                """Read, inflate and store a batch of chunks in C (_kernels.c cf_read_chunks); (ok, channels
+                holding padding), or the Python loop's result where a chunk could not be read or inflated there
+                (it raises the error naming the chunk)."""
+                status = native(batch)
+                if status is None:
+                    return python_work(batch)
+                if (status == 2).any():
+                    return False, set()
+                return True, {job[0] for job, st in zip(batch, status.tolist()) if st == 1}
 
         step = max(1, min(16, len(jobs) // (4 * (self.pool._max_workers if self.pool else 1)) or 1))
         batches = [jobs[k : k + step] for k in range(0, len(jobs), step)]
@@ -738,6 +761,47 @@ class ChunkReader:
             return None
         padded = set().union(*(p for _, p in res))
         return {c: Piece(P, M, c in padded, True, self.buffers) for c, (P, M) in bufs.items()}
+
+    def _native_reader(self, dtype):
+        """``read(batch)`` → per-chunk status (uint8: 0 clean, 1 padding, 2 outside [-1, EXACT_LIMIT)) or None where
+        a chunk could not be read or inflated to L values: the C batch reader (``_kernels.c`` cf_read_chunks) over
+        this file's chunk index, or None (no C kernels or libdeflate, not int64, chunks read through HDF5, or
+        ``CHROMAFLOW_LIBDEFLATE=0``: zlib in Python)."""
+        from . import _native
+
+        suits = np.dtype(dtype) == np.dtype("<i8") and self._direct is None
+        lib = _native.load() if suits and os.environ.get("CHROMAFLOW_LIBDEFLATE", "1") != "0" else None
+        lz = _native.libdeflate() if lib is not None else None
+        if lib is None or lz is None:
+            return None
+        alloc, dec_addr = lz["alloc_decompressor"], lz["zlib_decompress_addr"]
+        local = threading.local()  # one libdeflate decompressor per pool thread (kept for the thread's life)
+        offset, size, mask = cast(np.ndarray, self.offset), cast(np.ndarray, self.size), cast(np.ndarray, self.mask)
+        fds = np.array(self._fds if self._fds is not None else [self._fd], dtype=np.int32)
+        src = self._source_of if self._fds is not None else None
+        L, fill, filtered = self.L, int(self.fill), self.filtered
+
+        def read(batch):
+            if not hasattr(local, "dec"):
+                local.dec = alloc()
+            rows = np.fromiter((job[3] for job in batch), np.int64, len(batch))
+            chans = np.fromiter((job[4] for job in batch), np.int64, len(batch))
+            n = len(batch)
+            cols = (
+                fds[src[rows]] if src is not None else np.full(n, fds[0], np.int32),
+                offset[rows, chans],
+                size[rows, chans],
+                (filtered & ((mask[rows, chans] & 1) == 0)).astype(np.uint8),
+                np.fromiter((job[5] for job in batch), np.uint8, n),
+                np.fromiter((job[6] for job in batch), np.uint64, n),
+            )
+            status = np.zeros(n, np.uint8)
+            failed = lib.cf_read_chunks(
+                n, *(a.ctypes.data for a in cols), L, fill, EXACT_LIMIT, dec_addr, local.dec, status.ctypes.data
+            )
+            return status if failed < 0 else None
+
+        return read
 
     def _load_h5py(self, plus_rows, minus_rows, need):
         """Generic path: h5py reads, float32 values exactly as Predmoter computes them (FORMATS §5.3)."""
@@ -764,6 +828,17 @@ class ChunkReader:
             ds = self._rows
         a = np.asarray(ds[sel, :, self.channels[c]])
         return a.astype(np.float32)[inv]
+
+
+def _take_kernel(dtype):
+    """The C kernel that copies an int64 chunk into an int32 row (reversed or not) and returns the OR of its values
+    (``_kernels.c`` cf_take_i64), or None (another dtype, or no C kernels: numpy does both)."""
+    if np.dtype(dtype) != np.dtype("<i8"):
+        return None
+    from . import _native
+
+    lib = _native.load()
+    return None if lib is None else lib.cf_take_i64
 
 
 def _inflater(nbytes: int, path: str):

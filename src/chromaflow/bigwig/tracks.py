@@ -367,9 +367,13 @@ def runs(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return starts, ends, v[starts]
 
 
-def runs_native(x: np.ndarray, m: np.ndarray | None = None, offset: int = 0):
+def runs_native(x: np.ndarray, m: np.ndarray | None = None, offset: int = 0, floor: int | None = None):
     """runs(x), or runs(strand_average(x, m)), of int32 arrays in C: (starts + offset, ends + offset, float32
-    values), or None without the C kernels. One pass counts the runs, a second fills arrays of that size."""
+    values), or None without the C kernels. One pass flags where runs start and counts them, a second writes arrays
+    of that size (``_kernels.c``, cf_runs).
+
+    With ``floor`` (an integer > 0): the runs of the track with every value below ``floor`` set to 0, and a fourth
+    element, the track's own run count (peaks at a cutoff: far fewer runs, the same peaks)."""
     from . import _native
 
     lib = _native.load()
@@ -378,13 +382,26 @@ def runs_native(x: np.ndarray, m: np.ndarray | None = None, offset: int = 0):
     x = np.ascontiguousarray(x)
     n = len(x)
     mp = np.ascontiguousarray(m).ctypes.data if m is not None else None
-    k = lib.cf_runs(x.ctypes.data, mp, n, offset, None, None, None)
-    starts = np.empty(k + 1, dtype=np.int64)  # the fill loop writes one slot past the last run
-    ends = np.empty(max(k, 1), dtype=np.int64)
-    vals = np.empty(k + 1, dtype=np.float32)
+    flags = np.empty(n, dtype=np.uint8)
+    true_runs = np.zeros(1, np.int64)
+    tp = true_runs.ctypes.data if floor is not None else None
+    lo = 0 if floor is None else int(floor)
+    k = lib.cf_runs(x.ctypes.data, mp, n, offset, flags.ctypes.data, None, None, None, lo, tp)
+    starts = np.empty(k, dtype=np.int64)
+    ends = np.empty(k, dtype=np.int64)
+    vals = np.empty(k, dtype=np.float32)
     if n:
-        lib.cf_runs(x.ctypes.data, mp, n, offset, starts.ctypes.data, ends.ctypes.data, vals.ctypes.data)
-    return starts[:k], ends[:k], vals[:k]
+        out = (starts.ctypes.data, ends.ctypes.data, vals.ctypes.data)
+        lib.cf_runs(x.ctypes.data, mp, n, offset, flags.ctypes.data, *out, lo, tp)
+    if floor is None:
+        return starts, ends, vals
+    return starts, ends, vals, int(true_runs[0])
+
+
+def int_floor(cutoff: float) -> int:
+    """The smallest integer v with float32(v) >= float32(cutoff), for the integer tracks of the exact path (values
+    in [0, EXACT_LIMIT), exact in float32): below it a value is below the cutoff (capped, to fit int32)."""
+    return int(min(max(np.ceil(np.float64(np.float32(cutoff))), 1), 2 * EXACT_LIMIT))
 
 
 @dataclass
@@ -398,13 +415,16 @@ class TrackState:
 
     pending: tuple[int, object] | None = None  # (start, value) of the held-back last run
     end: int = 0
+    last: int | None = None  # the previous piece's last value, where runs were floored (convert's floor)
 
     def feed(self, v: np.ndarray, offset: int, final: bool):
         """(starts, ends, values) to emit for piece ``v`` starting at chromosome coordinate ``offset``."""
         return self.feed_runs(runs(v) if len(v) else None, v.dtype, offset, final)
 
     def feed_runs(self, piece_runs, dtype, offset: int, final: bool):
-        """Like :meth:`feed`, for the piece's runs (piece coordinates) computed beforehand (None: empty)."""
+        """Like :meth:`feed`, for the piece's runs (piece coordinates) computed beforehand (None: empty). The runs'
+        ``starts`` and ``ends`` are shifted in place (arrays made for this piece: two fresh 66 M-element arrays a
+        200 Mbp track cost more in the kernel's page zeroing than the additions)."""
         if piece_runs is None:
             if final and self.pending is not None:
                 s, val = self.pending
@@ -412,8 +432,9 @@ class TrackState:
                 return (np.array([s], np.int64), np.array([self.end], np.int64), np.array([val], dtype))
             return None
         starts, ends, vals = piece_runs
-        starts = starts + offset
-        ends = ends + offset
+        if offset:
+            starts += offset
+            ends += offset
         if self.pending is not None:
             ps, pv = self.pending
             if vals[0] == pv:

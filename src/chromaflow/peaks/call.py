@@ -166,8 +166,12 @@ class PeakStream:
     #: runs an open peak may hold before it is folded (a few MB); tests set it low to fold at every piece
     FOLD_AT = 1 << 16
 
-    def __init__(self, cutoff: float, min_length: int, max_gap: int):
+    def __init__(self, cutoff: float, min_length: int, max_gap: int, merged: bool = False):
         self.cutoff, self.min_length, self.max_gap = np.float32(cutoff), min_length, max_gap
+        #: the pieces are known to be merged runs that continue each other (the converter's: no gap, no equal
+        #: neighbours), so adding one is a concatenation (merge_runs checked and merged them again: ~a third of
+        #: the stream's time on a 200 Mbp track)
+        self.merged = merged
         self.s = np.zeros(0, np.int64)
         self.e = np.zeros(0, np.int64)
         self.v = np.zeros(0, np.float32)
@@ -216,6 +220,13 @@ class PeakStream:
         )
 
     def _merge(self, starts, ends, values, size) -> None:
+        fast = self.merged and size is None and len(starts) and len(self.v)
+        if fast and int(starts[0]) == self.pos and values[0] != self.v[-1]:
+            self.s = np.concatenate([self.s, starts])
+            self.e = np.concatenate([self.e, ends])
+            self.v = np.concatenate([self.v, values])
+            self.pos = int(self.e[-1])
+            return
         # merge_runs fills from 0 to the first start: the buffer is shifted to begin at 0 (the gap before a
         # piece, from the data's end so far, is added as a 0 run first)
         lead_s = np.array([self.pos] if len(starts) and starts[0] > self.pos and not len(self.v) else [], np.int64)

@@ -199,17 +199,62 @@ def write_narrowpeak(
             p = peaks[chrom]
             if not len(p):
                 continue
-            sc = scores(p.values)
-            offs = p.summits - p.starts
-            lines = []
-            for i in range(len(p)):
-                n += 1
-                lines.append(
-                    f"{chrom}\t{p.starts[i]}\t{p.ends[i]}\t{name}_narrowPeak{n}\t{sc[i]}\t.\t"
-                    f"{float(p.values[i]):.6g}\t-1\t-1\t{offs[i]}\n"
-                )
-            fh.write("".join(lines))
+            fh.write(_narrowpeak_text(chrom, p, name, n))
+            n += len(p)
     return n
+
+
+def _narrowpeak_text(chrom: str, p, name: str, n0: int) -> str:
+    """The narrowPeak lines of one chromosome's peaks ``p``, numbered from ``n0 + 1``: formatted in C
+    (``bigwig/_kernels.c`` cf_narrowpeak, ~20 ns a line) where it is built, else in Python (~0.8 us a line: 0.3 s of
+    a 200 Mbp track's 370,000 peaks). Each distinct summit value is formatted once (``%.6g`` of the float32 value,
+    as MACS3 prints it)."""
+    from ..bigwig import _native
+
+    uniq, inv = np.unique(p.values, return_inverse=True)
+    text = [f"{v:.6g}" for v in uniq.astype(np.float64).tolist()]
+    sc = scores(p.values)
+    offs = p.summits - p.starts
+    head, tag = f"{chrom}\t", f"\t{name}_narrowPeak"
+    lib = _native.load()
+    if lib is None or len(p) == 0 or int(min(sc.min(), offs.min(), p.starts.min())) < 0:
+        return "".join(
+            f"{head}{s}\t{e}{tag}{k}\t{c}\t.\t{text[i]}\t-1\t-1\t{o}\n"
+            for s, e, k, c, i, o in zip(
+                p.starts.tolist(),
+                p.ends.tolist(),
+                range(n0 + 1, n0 + len(p) + 1),
+                sc.tolist(),
+                inv.tolist(),
+                offs.tolist(),
+            )
+        )
+    hb, tb = head.encode(), tag.encode()
+    vb = [t.encode() for t in text]
+    vlen = np.array([len(b) for b in vb], np.int32)
+    voff = np.concatenate([[0], np.cumsum(vlen)[:-1]]).astype(np.int32)
+    cols = [np.ascontiguousarray(a, np.int64) for a in (p.starts, p.ends, sc, offs)]
+    idx = np.ascontiguousarray(inv, np.int32)
+    width = len(hb) + len(tb) + int(vlen.max()) + 14 + 5 * 20  # 5 integers of at most 20 digits, 14 fixed bytes
+    buf = np.empty(len(p) * width, np.uint8)
+    got = lib.cf_narrowpeak(
+        hb,
+        len(hb),
+        tb,
+        len(tb),
+        cols[0].ctypes.data,
+        cols[1].ctypes.data,
+        n0,
+        cols[2].ctypes.data,
+        idx.ctypes.data,
+        b"".join(vb),
+        voff.ctypes.data,
+        vlen.ctypes.data,
+        cols[3].ctypes.data,
+        len(p),
+        buf.ctypes.data,
+    )
+    return buf[:got].tobytes().decode()
 
 
 def run(options: PeaksOptions) -> int:

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..bigwig.convert import Track, convert
+from ..bigwig.tracks import int_floor
 from ..bigwig.h5input import PredictionsInput
 from ..utils.errors import ChromaflowError
 from ..utils.progress import Progress
@@ -78,7 +79,7 @@ class _Stream:
         peaks first."""
         if chrom != self.chrom:
             self._finish()
-            self.chrom, self.stream = chrom, PeakStream(*self.args)
+            self.chrom, self.stream = chrom, PeakStream(*self.args, merged=True)  # the converter's runs
         assert self.stream is not None  # opened with self.chrom
         self.stream.add(starts, ends, vals)
 
@@ -132,8 +133,10 @@ def _read_h5(
     experimental: bool,
     threads: int,
     what: str,
+    floor: int | None = None,
 ):
-    """Runs of one dataset of a predictions h5 into the writer ``make_writer(chroms)`` returns: (chroms, writer)."""
+    """Runs of one dataset of a predictions h5 into the writer ``make_writer(chroms)`` returns: (chroms, writer,
+    the track's runs the writer was not given: :func:`chromaflow.bigwig.convert.convert`'s ``floor``)."""
     inp = PredictionsInput(path, experimental=experimental, datasets=[dataset])
     try:
         chroms = [(c.name, c.size) for c in inp.chroms]
@@ -143,11 +146,11 @@ def _read_h5(
         try:
             total = sum(c.size for c in inp.chroms)
             with Progress(total, f"peaks: reading {what}", "bp") as prog:
-                convert(inp, [track], window=window, smoothing="exact", clip=True, pool=pool, prog=prog)
+                convert(inp, [track], window=window, smoothing="exact", clip=True, pool=pool, prog=prog, floor=floor)
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
-        return chroms, writer
+        return chroms, writer, track.extra_runs
     finally:
         inp.close()
 
@@ -166,7 +169,7 @@ def h5_track(
     ``experimental``, the measured evaluation/<dataset>_coverage of a genome h5). Holds the whole track: for
     ``--cutoff auto``'s table of cutoffs; :func:`h5_peaks` when the cutoff is known."""
     dataset = h5_dataset(path, dataset, experimental=experimental)
-    chroms, col = _read_h5(
+    chroms, col, _ = _read_h5(
         path,
         dataset,
         lambda chroms: _Collect(),
@@ -190,8 +193,10 @@ def h5_peaks(
     window: int | None = None,
     threads: int = 1,
 ):
-    """(chroms, {chrom: Peaks}, merged runs) of one dataset of a predictions h5 at a known cutoff, streamed."""
-    chroms, st = _read_h5(
+    """(chroms, {chrom: Peaks}, merged runs) of one dataset of a predictions h5 at a known cutoff, streamed. The
+    stream is given the track with its values below the cutoff set to 0 (``int_floor``; the cutoff is > 0): the
+    same peaks from ~4x fewer runs; the runs this merged are added back to the count."""
+    chroms, st, extra = _read_h5(
         path,
         dataset,
         lambda chroms: _Stream(chroms, cutoff, min_length, max_gap),
@@ -200,9 +205,10 @@ def h5_peaks(
         experimental=False,
         threads=threads,
         what="--predictions",
+        floor=int_floor(cutoff),
     )
     peaks, runs = st.result(chroms)
-    return chroms, peaks, runs
+    return chroms, peaks, runs + extra
 
 
 #: bp of a bigWig chromosome read at a time (pyBigWig returns a window's intervals as Python tuples)
