@@ -320,6 +320,30 @@ def test_narrowpeak_layout_and_track_line(data):
     assert again.read_bytes() == out.read_bytes()
 
 
+@pytest.mark.parametrize("cutoff,min_length,max_gap,strand", [(10, 50, 0, "avg"), (3, 0, 5, "avg"), (25, 200, 30, "+")])
+def test_c_peak_caller_equals_the_stream(data, monkeypatch, cutoff, min_length, max_gap, strand):
+    """The C caller of an unsmoothed track (_native_h5_peaks) gives the peaks and merged-run count of the converter +
+    PeakStream path (CHROMAFLOW_PEAKS_KERNEL=0), in one-chunk pieces too (peaks and runs across piece ends)."""
+    from chromaflow.bigwig import _native, convert
+    from chromaflow.peaks import tracks
+
+    if _native.load() is None:
+        pytest.skip("no C compiler")
+    for pieces in (convert.PIECE_CHUNKS, 1):
+        monkeypatch.setattr(convert, "PIECE_CHUNKS", pieces)
+        args = (str(data["pred"]), "atacseq", cutoff, min_length, max_gap)
+        native = tracks._native_h5_peaks(*args, strand=strand, threads=2)
+        monkeypatch.setenv("CHROMAFLOW_PEAKS_KERNEL", "0")
+        stream = tracks.h5_peaks(*args, strand=strand, threads=2)
+        monkeypatch.delenv("CHROMAFLOW_PEAKS_KERNEL")
+        assert native is not None and native[0] == stream[0] and native[2] == stream[2]
+        assert sum(len(p) for p in native[1].values()) > 0
+        for name in native[1]:
+            a, b = native[1][name], stream[1][name]
+            for f in ("starts", "ends", "summits", "values"):
+                assert np.array_equal(getattr(a, f), getattr(b, f)), (pieces, name, f)
+
+
 def test_narrowpeak_lines_c_equal_python(monkeypatch):
     """The C formatter of narrowPeak lines writes what the Python one writes (values' %.6g, numbering, a non-ASCII
     chromosome name, integers of every width)."""

@@ -383,3 +383,208 @@ int64_t cf_zoom0(const int64_t *s, const int64_t *e, const float *v, int64_t n, 
     }
     return k + 1;
 }
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * Peaks (chromaflow peaks at a known cutoff): MACS3 bdgpeakcall's peaks (peaks/call.py's module docstring: the
+ * rules; call_peaks and PeakStream, the numpy version, define them) called while a chromosome's track streams in
+ * pieces, straight from the int32 strands: no runs arrays. State per chromosome; the caller feeds the pieces in
+ * order, then finishes the chromosome and takes its peaks.
+ * ------------------------------------------------------------------------------------------------------------- */
+typedef struct {
+    int32_t floor;                    /* a run is above the cutoff when its (integer) value >= floor */
+    int64_t min_length, max_gap;
+    int64_t pos;                      /* bp fed so far */
+    int64_t run_start;                /* the last run, not closed yet (the next piece may continue it) */
+    int32_t run_val, has_run;
+    int32_t open, top;                /* the open peak: its start, the end of its last above run, top value */
+    int64_t p_start, p_end;
+    int64_t *cand, n_cand, cap_cand;  /* midpoints of its runs at the top value, in order */
+    int64_t runs;                     /* closed runs (the track's merged runs) */
+    int64_t *out, n_out, cap_out;     /* peaks: start, end, summit, top per peak */
+    int failed;                       /* an allocation failed */
+} cf_peaks_state;
+
+void *cf_peaks_new(int32_t floor, int64_t min_length, int64_t max_gap) {
+    cf_peaks_state *s = calloc(1, sizeof *s);
+    if (s) {
+        s->floor = floor;
+        s->min_length = min_length;
+        s->max_gap = max_gap;
+    }
+    return s;
+}
+
+void cf_peaks_free(void *p) {
+    cf_peaks_state *s = p;
+    if (!s) return;
+    free(s->cand);
+    free(s->out);
+    free(s);
+}
+
+static int grow(int64_t **buf, int64_t *cap, int64_t need) {
+    if (need <= *cap) return 1;
+    int64_t c = *cap ? *cap : 1024;
+    while (c < need) c *= 2;
+    int64_t *b = realloc(*buf, (size_t)c * sizeof **buf);
+    if (!b) return 0;
+    *buf = b;
+    *cap = c;
+    return 1;
+}
+
+/* the open peak is over: kept when at least min_length long, its summit the middle candidate (the lower of two) */
+static void close_peak(cf_peaks_state *s) {
+    if (!s->open) return;
+    s->open = 0;
+    if (s->p_end - s->p_start < s->min_length) return;
+    if (!grow(&s->out, &s->cap_out, 4 * (s->n_out + 1))) { s->failed = 1; return; }
+    int64_t *o = s->out + 4 * s->n_out++;
+    o[0] = s->p_start;
+    o[1] = s->p_end;
+    o[2] = s->cand[(s->n_cand + 1) / 2 - 1];
+    o[3] = s->top;
+}
+
+static void add_cand(cf_peaks_state *s, int64_t mid) {
+    if (!grow(&s->cand, &s->cap_cand, s->n_cand + 1)) { s->failed = 1; return; }
+    s->cand[s->n_cand++] = mid;
+}
+
+/* a closed run [a, b) of value v */
+static inline void close_run(cf_peaks_state *s, int64_t a, int64_t b, int32_t v) {
+    s->runs++;
+    if (v < s->floor) return;
+    if (s->open && a - s->p_end <= s->max_gap) {
+        s->p_end = b;
+        if (v > s->top) {
+            s->top = v;
+            s->n_cand = 0;
+        }
+        if (v == s->top) add_cand(s, (a + b) / 2);
+        return;
+    }
+    close_peak(s);
+    s->open = 1;
+    s->p_start = a;
+    s->p_end = b;
+    s->top = v;
+    s->n_cand = 0;
+    add_cand(s, (a + b) / 2);
+}
+
+/* Feed the next n positions of the chromosome: x (m == NULL) or the strand average of x and m; `flags` is scratch
+ * of n bytes. Returns 0, or -1 when an allocation failed (the state is then unusable). */
+int cf_peaks_feed(void *p, const int32_t *x, const int32_t *m, int64_t n, uint8_t *flags) {
+    cf_peaks_state *s = p;
+    if (n <= 0) return s->failed ? -1 : 0;
+    int32_t v0 = m ? avg2_32(x[0], m[0]) : x[0];
+    flags[0] = !s->has_run || v0 != s->run_val;
+    if (m) {
+        for (int64_t i = 1; i < n; i++) flags[i] = avg2_32(x[i], m[i]) != avg2_32(x[i - 1], m[i - 1]);
+    } else {
+        for (int64_t i = 1; i < n; i++) flags[i] = x[i] != x[i - 1];
+    }
+    int64_t base = s->pos, i = 0;
+#define RUN_STARTS_AT(j)                                                                                         \
+    do {                                                                                                         \
+        int64_t at = (j);                                                                                        \
+        if (s->has_run) close_run(s, s->run_start, base + at, s->run_val);                                       \
+        s->has_run = 1;                                                                                          \
+        s->run_start = base + at;                                                                                \
+        s->run_val = m ? avg2_32(x[at], m[at]) : x[at];                                                          \
+    } while (0)
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, flags + i, 8);
+        while (w) {
+            int b;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+            b = __builtin_clzll(w) >> 3;
+            w &= ~(0xFFull << (56 - 8 * b));
+#else
+            b = __builtin_ctzll(w) >> 3;
+            w &= w - 1;
+#endif
+            RUN_STARTS_AT(i + b);
+        }
+    }
+    for (; i < n; i++)
+        if (flags[i]) RUN_STARTS_AT(i);
+#undef RUN_STARTS_AT
+    s->pos += n;
+    return s->failed ? -1 : 0;
+}
+
+/* End the chromosome at `size` (the last run closes there; a chromosome without data is one run of 0) and return
+ * its number of peaks (-1 when an allocation failed); cf_peaks_take copies them out. */
+int64_t cf_peaks_finish(void *p, int64_t size) {
+    cf_peaks_state *s = p;
+    if (s->has_run) close_run(s, s->run_start, size, s->run_val);
+    else if (size > 0) close_run(s, 0, size, 0);
+    close_peak(s);
+    return s->failed ? -1 : s->n_out;
+}
+
+/* The finished chromosome's peaks into starts, ends, summits (int64) and values (float32) and its run count into
+ * *runs; the state is reset for the next chromosome. */
+void cf_peaks_take(void *p, int64_t *starts, int64_t *ends, int64_t *summits, float *values, int64_t *runs) {
+    cf_peaks_state *s = p;
+    for (int64_t k = 0; k < s->n_out; k++) {
+        starts[k] = s->out[4 * k];
+        ends[k] = s->out[4 * k + 1];
+        summits[k] = s->out[4 * k + 2];
+        values[k] = (float)s->out[4 * k + 3];
+    }
+    *runs = s->runs;
+    s->n_out = s->runs = s->pos = s->n_cand = 0;
+    s->has_run = s->open = 0;
+}
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * HDF5 chunk index and one-row chunks (Predmoter's and Helixer's files store every row of every dataset as its own
+ * chunk): HDF5's H5Dchunk_iter (the h5py build's own library, passed in by address) with a C callback, where h5py
+ * calls a Python function per chunk (~3 us each: 0.15 s for a 200 Mbp predictions file's 37,000 chunks), and a
+ * pread per unfiltered row chunk, where HDF5 looks each one up (~6 us: data/seqids and data/start_ends of that
+ * file took 0.25 s).
+ * ------------------------------------------------------------------------------------------------------------- */
+typedef int (*h5_chunk_iter_fn)(int64_t dset, int64_t dxpl, void *cb, void *op);
+
+typedef struct {
+    int64_t *offset;
+    uint32_t *size, *mask;
+    int64_t nrows, ncols, cd0, cdl;
+    int rank;
+} chunk_index;
+
+static int index_visit(const unsigned long long *off, unsigned filter_mask, uint64_t addr, unsigned long long size,
+                       void *op) {
+    chunk_index *ci = op;
+    int64_t r = (int64_t)(off[0] / (unsigned long long)ci->cd0);
+    int64_t c = ci->rank > 1 ? (int64_t)(off[ci->rank - 1] / (unsigned long long)ci->cdl) : 0;
+    if (r >= ci->nrows || c >= ci->ncols || size > 0xFFFFFFFFull) return -1; /* stops the iteration: an error */
+    int64_t k = r * ci->ncols + c;
+    ci->offset[k] = (int64_t)addr;
+    ci->size[k] = (uint32_t)size;
+    ci->mask[k] = filter_mask;
+    return 0;
+}
+
+/* Every written chunk of the dataset `dset` (an HDF5 id; H5Dchunk_iter at `iter`) into the (nrows, ncols) tables
+ * offset (file address), size and filter mask, at row offset[0] / cd0 and column offset[rank - 1] / cdl. Returns
+ * H5Dchunk_iter's status (negative: failed; the tables are then incomplete). */
+int cf_chunk_index(void *iter, int64_t dset, int rank, int64_t cd0, int64_t cdl, int64_t nrows, int64_t ncols,
+                   int64_t *offset, uint32_t *size, uint32_t *mask) {
+    chunk_index ci = {offset, size, mask, nrows, ncols, cd0, cdl, rank};
+    return ((h5_chunk_iter_fn)iter)(dset, 0 /* H5P_DEFAULT */, (void *)index_visit, &ci);
+}
+
+/* n chunks of nbytes each from file descriptor fd at offs[j] into out, one after another. Returns -1, or the first
+ * chunk that was never written (offset < 0) or could not be read whole. */
+int64_t cf_gather_chunks(int fd, const int64_t *offs, int64_t n, int64_t nbytes, uint8_t *out) {
+    for (int64_t j = 0; j < n; j++) {
+        if (offs[j] < 0) return j;
+        if (pread(fd, out + j * nbytes, (size_t)nbytes, offs[j]) != (ssize_t)nbytes) return j;
+    }
+    return -1;
+}

@@ -66,6 +66,20 @@ def _build():
     lib.cf_narrowpeak.restype = i64
     lib.cf_narrowpeak.argtypes = [ctypes.c_char_p, i64, ctypes.c_char_p, i64, vp, vp, i64, vp, vp, ctypes.c_char_p]
     lib.cf_narrowpeak.argtypes += [vp, vp, vp, i64, vp]
+    lib.cf_peaks_new.restype = vp
+    lib.cf_peaks_new.argtypes = [ctypes.c_int32, i64, i64]
+    lib.cf_peaks_free.restype = None
+    lib.cf_peaks_free.argtypes = [vp]
+    lib.cf_peaks_feed.restype = ctypes.c_int
+    lib.cf_peaks_feed.argtypes = [vp, vp, vp, i64, vp]
+    lib.cf_peaks_finish.restype = i64
+    lib.cf_peaks_finish.argtypes = [vp, i64]
+    lib.cf_peaks_take.restype = None
+    lib.cf_peaks_take.argtypes = [vp, vp, vp, vp, vp, vp]
+    lib.cf_chunk_index.restype = ctypes.c_int
+    lib.cf_chunk_index.argtypes = [vp, i64, ctypes.c_int, i64, i64, i64, i64, vp, vp, vp]
+    lib.cf_gather_chunks.restype = i64
+    lib.cf_gather_chunks.argtypes = [ctypes.c_int, vp, i64, i64, vp]
     lib.cf_runs.restype = i64
     lib.cf_runs.argtypes = [vp, vp, i64, i64, vp, vp, vp, vp, ctypes.c_int32, vp]
     lib.cf_take_i64.restype = i64
@@ -81,6 +95,21 @@ def _build():
     lib.cf_zoom0.restype = i64
     lib.cf_zoom0.argtypes = [vp, vp, vp, i64, i64, vp, vp, vp, vp, vp, vp, vp, vp]
     return lib
+
+
+def h5_chunk_iter():
+    """The address of HDF5's ``H5Dchunk_iter`` in the library h5py is built with (found through h5py's own extension
+    module, so it is the copy already loaded), or None."""
+    with _lock:
+        if "h5iter" not in _state:
+            try:
+                import h5py.h5d
+
+                fn = ctypes.CDLL(h5py.h5d.__file__).H5Dchunk_iter
+                _state["h5iter"] = ctypes.cast(fn, ctypes.c_void_p).value
+            except (ImportError, OSError, AttributeError):
+                _state["h5iter"] = None
+        return _state["h5iter"]
 
 
 def libdeflate():

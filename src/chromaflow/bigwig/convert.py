@@ -80,7 +80,7 @@ def _unpadded(X: np.ndarray) -> np.ndarray:
     return v[v != -1]
 
 
-def _strand_arrays(piece: Piece, strand: str) -> tuple[np.ndarray, np.ndarray | None]:
+def strand_arrays(piece: Piece, strand: str) -> tuple[np.ndarray, np.ndarray | None]:
     """The flat strand(s) a track is made of, padding removed: (plus or minus, None), or (plus, minus) for avg."""
     p, m = (piece.plus, piece.minus) if strand == "avg" else (piece.plus if strand == "+" else piece.minus, None)
     p = _unpadded(p) if piece.dirty else p.reshape(-1)
@@ -92,7 +92,7 @@ def _strand_arrays(piece: Piece, strand: str) -> tuple[np.ndarray, np.ndarray | 
 
 def track_vector(piece: Piece, strand: str) -> np.ndarray:
     """The FORMATS §5.3 track of one piece: padding removed, then +, − or the half-even average."""
-    p, m = _strand_arrays(piece, strand)
+    p, m = strand_arrays(piece, strand)
     if m is None:
         return p
     if not piece.exact:
@@ -119,7 +119,7 @@ def piece_runs(
     # Predmoter's smoothed tracks are float64, its +, − and avg tracks float32 (integers print the same)
     out_dtype = np.float64 if window is not None else np.float32
     if window is None and piece.exact:  # one C pass: average (if any) and runs together
-        p, m = _strand_arrays(piece, strand)
+        p, m = strand_arrays(piece, strand)
         rns = runs_native(p, m, floor=floor)
         if rns is not None:
             n = len(p)
@@ -132,7 +132,7 @@ def piece_runs(
             return rns[:3], out_dtype, n, 0, (rns[3], first, last)
     if window is not None and smoothing == "exact":
         # integer strands: the average is formed in C straight into the smoothing window's int64 buffer
-        v, m = _strand_arrays(piece, strand) if piece.exact else (track_vector(piece, strand), None)
+        v, m = strand_arrays(piece, strand) if piece.exact else (track_vector(piece, strand), None)
         n = len(v)
         assert stream is not None  # exact smoothing: a stream per track (_Conversion.streams)
         piece_start = stream.buf_start + len(stream.buf)  # block coordinate of v[0]
@@ -307,7 +307,7 @@ class _Feed:
         conv = self.conv
         if chrom is not self.cur:
             if self.cur is not None:
-                _check_size(conv.inp.path, self.cur, self.offset)
+                check_size(conv.inp.path, self.cur, self.offset)
             self.cur, self.offset = chrom, 0
             for t in conv.tracks:
                 t.state = TrackState()
@@ -323,10 +323,10 @@ class _Feed:
         """Check the last chromosome's size, and that no seqid without rows claims a size."""
         inp = self.conv.inp
         if self.cur is not None:
-            _check_size(inp.path, self.cur, self.offset)
+            check_size(inp.path, self.cur, self.offset)
         for c in inp.chroms:  # a seqid without rows (malformed) covers nothing
             if len(c.plus) == 0:
-                _check_size(inp.path, c, 0)
+                check_size(inp.path, c, 0)
 
 
 def _floored_away(state: TrackState, rns, tally: tuple[int, int, int], floor: int) -> int:
@@ -350,7 +350,8 @@ def _piece_bp(data: dict) -> int:
     return 0 if x is None else int(x.size)
 
 
-def _check_size(path: str, chrom: Chrom, offset: int) -> None:
+def check_size(path: str, chrom: Chrom, offset: int) -> None:
+    """A ChromaflowError naming the file and seqid unless the rows fed (``offset`` bp) cover ``chrom``'s size."""
     if offset != chrom.size:
         raise ChromaflowError(
             f"{path}: seqid {chrom.name!r}: rows cover {offset} bp but data/start_ends say {chrom.size} bp"

@@ -380,16 +380,21 @@ class PredictionsInput:
         to fit the chunk length."""
         path = self.path
         # a view's rows from its shards, one open at a time (through HDF5's view every shard stays open)
+        # one unfiltered chunk per row (Predmoter's, Helixer's layout): the rows by pread (ChunkRows)
         if "data/seqids" in self.sources:
             seqids = SourceRows(seqids, self.sources["data/seqids"])
+        else:
+            seqids = chunk_rows(seqids, path) or seqids
         if "data/start_ends" in self.sources:
             start_ends = SourceRows(start_ends, self.sources["data/start_ends"])
+        else:
+            start_ends = chunk_rows(start_ends, path) or start_ends
         try:
             codes, names = seqid_codes(seqids)
             se = read_rows(start_ends).astype(np.int64, copy=False)
         finally:
             for x in (seqids, start_ends):
-                if isinstance(x, SourceRows):
+                if isinstance(x, (SourceRows, ChunkRows)):
                     x.close()
         present = {_decode(s) for s in names}
         absent = sorted(blacklist - present)
@@ -590,6 +595,10 @@ class ChunkReader:
 
     def _index_chunks(self, d, row0: int) -> None:
         """Every written chunk's file offset, stored size and filter mask, at its row + ``row0``."""
+        assert self.offset is not None and self.size is not None and self.mask is not None
+        n = d.shape[0]
+        if native_chunk_index(d, *(a[row0 : row0 + n] for a in (self.offset, self.size, self.mask))):
+            return
 
         def visit(ci):
             """Record one chunk's file offset, stored size and filter mask at its row (+ ``row0``) and channel."""
@@ -828,6 +837,89 @@ class ChunkReader:
             ds = self._rows
         a = np.asarray(ds[sel, :, self.channels[c]])
         return a.astype(np.float32)[inv]
+
+
+def native_chunk_index(d, offset: np.ndarray, size: np.ndarray, mask: np.ndarray) -> bool:
+    """Fill the (rows, columns) tables ``offset``, ``size`` and ``mask`` (C-contiguous int64, uint32, uint32) with the
+    file address, stored size and filter mask of every written chunk of ``d`` (chunk row d's row / chunks[0], column
+    its last index / chunks[-1]) through HDF5's H5Dchunk_iter and a C callback (``_kernels.c`` cf_chunk_index); False
+    where that cannot run or failed (then fill them with h5py's ``chunk_iter``)."""
+    from . import _native
+
+    lib = _native.load()
+    it = _native.h5_chunk_iter() if lib is not None else None
+    if it is None or d.chunks is None or not all(a.flags.c_contiguous for a in (offset, size, mask)):
+        return False
+    from h5py._objects import phil  # h5py's lock: HDF5 is called here outside h5py
+
+    rows = -(-d.shape[0] // d.chunks[0])
+    if offset.shape[0] != rows:
+        return False
+    with phil:
+        status = lib.cf_chunk_index(
+            it,
+            d.id.id,
+            len(d.shape),
+            d.chunks[0],
+            d.chunks[-1],
+            rows,
+            offset.shape[1],
+            offset.ctypes.data,
+            size.ctypes.data,
+            mask.ctypes.data,
+        )
+    return status >= 0
+
+
+class ChunkRows:
+    """Rows of an h5 dataset that stores each row as its own unfiltered chunk (Predmoter's and Helixer's
+    ``data/seqids`` and ``data/start_ends``), read with one pread per row from the chunk index in one C call
+    (``_kernels.c`` cf_gather_chunks): HDF5 looks each such chunk up, ~6 us a row. Sliced like the dataset
+    (``rows[a:b]``); :func:`chunk_rows` makes one where the dataset suits."""
+
+    def __init__(self, ds, fd: int, offsets: np.ndarray, lib):
+        self.ds, self.fd, self.offsets, self.lib = ds, fd, offsets, lib
+        self.shape, self.dtype = ds.shape, ds.dtype
+
+    def __getitem__(self, key) -> np.ndarray:
+        a, b, step = key.indices(self.shape[0]) if isinstance(key, slice) else (0, 0, 0)
+        if step != 1 or b < a:
+            return self.ds[key]
+        out = np.empty((b - a, *self.shape[1:]), dtype=self.dtype)
+        offs = np.ascontiguousarray(self.offsets[a:b])
+        if self.lib.cf_gather_chunks(self.fd, offs.ctypes.data, b - a, out[:1].nbytes, out.ctypes.data) >= 0:
+            return self.ds[a:b]  # a row never written (fill value) or a short read: HDF5 reads it
+        return out
+
+    def close(self) -> None:
+        """Close the file descriptor."""
+        os.close(self.fd)
+
+
+def chunk_rows(ds, path: str) -> ChunkRows | None:
+    """A :class:`ChunkRows` over ``ds`` of the file at ``path``, or None where the dataset is not one unfiltered chunk
+    per row of a little-endian fixed-size type, or its chunk addresses are not the file's offsets."""
+    from . import _native
+
+    lib = _native.load()
+    try:
+        n = ds.shape[0]
+        if lib is None or ds.chunks != (1, *ds.shape[1:]) or ds.dtype.byteorder == ">" or ds.dtype.hasobject or not n:
+            return None
+        if ds.id.get_create_plist().get_nfilters():
+            return None
+        offsets = np.full((n, 1), -1, np.int64)
+        size, mask = np.zeros((n, 1), np.uint32), np.zeros((n, 1), np.uint32)
+        if not native_chunk_index(ds, offsets, size, mask) or offsets[0, 0] < 0:
+            return None
+        fd = os.open(path, os.O_RDONLY)
+    except Exception:  # pragma: no cover - exotic datasets: HDF5 reads them
+        return None
+    rows = ChunkRows(ds, fd, offsets.reshape(-1), lib)
+    if not np.array_equal(rows[0:1], ds[0:1]):  # a user block or another driver: addresses are not offsets
+        rows.close()
+        return None
+    return rows
 
 
 def _take_kernel(dtype):

@@ -4,6 +4,7 @@ or the intervals of a bigWig (pyBigWig), gaps filled with 0."""
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -11,10 +12,10 @@ import numpy as np
 
 from ..bigwig.convert import Track, convert
 from ..bigwig.tracks import int_floor
-from ..bigwig.h5input import PredictionsInput
+from ..bigwig.h5input import ChunkReader, PredictionsInput
 from ..utils.errors import ChromaflowError
 from ..utils.progress import Progress
-from .call import PeakStream, merge_runs
+from .call import Peaks, PeakStream, merge_runs
 
 
 #: first 4 bytes of a bigWig (UCSC bbiFile.h bigWigSig), in the byte order of the writer
@@ -182,6 +183,120 @@ def h5_track(
     return chroms, col.runs(chroms), dataset
 
 
+class _PeakKernel:
+    """One chromosome at a time, the C peak caller (``bigwig/_kernels.c`` cf_peaks_*): fed the int32 strands of each
+    piece in order, it keeps the last run open across pieces and the open peak, and returns the chromosome's
+    :class:`~chromaflow.peaks.call.Peaks` and merged-run count when finished."""
+
+    def __init__(self, lib, cutoff: float, min_length: int, max_gap: int):
+        self.lib = lib
+        self.state = lib.cf_peaks_new(int_floor(cutoff), min_length, max_gap)
+        if not self.state:
+            raise MemoryError("cf_peaks_new")
+
+    def feed(self, x: np.ndarray, m: np.ndarray | None) -> None:
+        """The next positions of the chromosome: strand ``x`` (int32) or the average of ``x`` and ``m``."""
+        x = np.ascontiguousarray(x)
+        m = None if m is None else np.ascontiguousarray(m)
+        flags = np.empty(len(x), np.uint8)
+        mp = None if m is None else m.ctypes.data
+        if self.lib.cf_peaks_feed(self.state, x.ctypes.data, mp, len(x), flags.ctypes.data):
+            raise MemoryError("cf_peaks_feed")
+
+    def finish(self, size: int) -> tuple[Peaks, int]:
+        """The chromosome's peaks and merged runs (its track ends at ``size``); the state is ready for the next."""
+        k = self.lib.cf_peaks_finish(self.state, size)
+        if k < 0:
+            raise MemoryError("cf_peaks_finish")
+        st, en, su = (np.empty(k, np.int64) for _ in range(3))
+        val = np.empty(k, np.float32)
+        runs = np.zeros(1, np.int64)
+        self.lib.cf_peaks_take(
+            self.state, st.ctypes.data, en.ctypes.data, su.ctypes.data, val.ctypes.data, runs.ctypes.data
+        )
+        return Peaks(st, en, su, val), int(runs[0])
+
+    def close(self) -> None:
+        """Free the C state."""
+        if self.state:
+            self.lib.cf_peaks_free(self.state)
+            self.state = None
+
+
+def _native_h5_peaks(path, dataset, cutoff, min_length, max_gap, *, strand, threads):
+    """:func:`h5_peaks` of an unsmoothed track in C (``_PeakKernel``), the next piece read while the C caller works
+    on this one: (chroms, {chrom: Peaks}, merged runs), or None where the C kernels are not built or a piece is
+    outside the exact integer path (values >= 2^23: Predmoter's float32 arithmetic, in the general path)."""
+    from ..bigwig import _native
+    from ..bigwig.convert import BLOCK_BP, PIECE_CHUNKS, check_size, pieces, strand_arrays
+
+    lib = _native.load()
+    if lib is None:
+        return None
+    inp = PredictionsInput(path, datasets=[dataset])
+    kernel = _PeakKernel(lib, cutoff, min_length, max_gap)
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="peaks") if threads > 1 else None
+    prefetch = ThreadPoolExecutor(1, thread_name_prefix="peaks-read")
+    try:
+        n_block = max(1, BLOCK_BP // inp.L)
+        reader = ChunkReader(inp, pool, min(n_block, PIECE_CHUNKS))
+        need = {0: (strand in ("avg", "+"), strand in ("avg", "-"))}
+        chroms = [(c.name, c.size) for c in inp.chroms]
+        peaks: dict[str, Peaks] = {}
+        runs = 0
+        cur, offset = None, 0
+        with Progress(sum(c.size for c in inp.chroms), "peaks: reading --predictions", "bp") as prog:
+            it = pieces(inp.chroms, n_block, min(n_block, PIECE_CHUNKS))
+
+            def load(desc):
+                """The Piece of one piece ``desc`` (chrom, j, e, ...: bigwig.convert.pieces)."""
+                chrom, j, e = desc[:3]
+                return reader.load(chrom.plus[j:e], chrom.minus[j:e], need)[0]
+
+            nxt = next(it, None)
+            fut = prefetch.submit(load, nxt) if nxt is not None else None
+            while nxt is not None:
+                chrom = nxt[0]
+                piece = fut.result()
+                nxt = next(it, None)
+                fut = prefetch.submit(load, nxt) if nxt is not None else None
+                if chrom is not cur:
+                    if cur is not None:
+                        check_size(path, cur, offset)
+                        peaks[cur.name], n = kernel.finish(cur.size)
+                        runs += n
+                    cur, offset = chrom, 0
+                try:
+                    if not piece.exact:
+                        return None
+                    x, m = strand_arrays(piece, strand)
+                    kernel.feed(x, m)
+                except ChromaflowError as exc:
+                    raise ChromaflowError(f"{path}: seqid {chrom.name!r}: {exc}") from None
+                finally:
+                    piece.release()
+                offset += len(x)
+                prog.update(len(x))
+            if cur is not None:
+                check_size(path, cur, offset)
+                peaks[cur.name], n = kernel.finish(cur.size)
+                runs += n
+        for c in inp.chroms:  # a seqid without rows (malformed) covers nothing; one without data is 0 throughout
+            if len(c.plus) == 0:
+                check_size(path, c, 0)
+        for name, size in chroms:
+            if name not in peaks:
+                peaks[name], n = kernel.finish(size)
+                runs += n
+        return chroms, peaks, runs
+    finally:
+        prefetch.shutdown(wait=True, cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+        kernel.close()
+        inp.close()
+
+
 def h5_peaks(
     path: str,
     dataset: str,
@@ -193,9 +308,14 @@ def h5_peaks(
     window: int | None = None,
     threads: int = 1,
 ):
-    """(chroms, {chrom: Peaks}, merged runs) of one dataset of a predictions h5 at a known cutoff, streamed. The
-    stream is given the track with its values below the cutoff set to 0 (``int_floor``; the cutoff is > 0): the
-    same peaks from ~4x fewer runs; the runs this merged are added back to the count."""
+    """(chroms, {chrom: Peaks}, merged runs) of one dataset of a predictions h5 at a known cutoff, streamed: in C
+    for an unsmoothed track (:func:`_native_h5_peaks`), else through the bigwig converter into
+    :class:`PeakStream`, which is given the track with its values below the cutoff set to 0 (``int_floor``; the
+    cutoff is > 0): the same peaks from fewer runs; the runs this merged are added back to the count."""
+    if window is None and os.environ.get("CHROMAFLOW_PEAKS_KERNEL", "1") != "0":
+        got = _native_h5_peaks(path, dataset, cutoff, min_length, max_gap, strand=strand, threads=threads)
+        if got is not None:
+            return got
     chroms, st, extra = _read_h5(
         path,
         dataset,
