@@ -118,10 +118,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 #: commands whose numpy does no linear algebra: their OpenBLAS runs one thread. Its worker threads spin for ~0.1 s
 #: after numpy's import (0.1 CPU-s a process: 0.24 against 0.12 s user to import numpy on 2 cores), on the cores
 #: the command's own threads need. Set (by :func:`main`) before numpy is first imported, which the command's module
-#: does; an OPENBLAS_NUM_THREADS the user set is kept.
+#: does; an OPENBLAS_NUM_THREADS the user set is kept. Not genie3: its prior check correlates genes (a matrix
+#: product that wants every core at 25,000 genes).
 BLAS_FREE = frozenset(
     (
-        "fasta2h5", "fasta-layout", "bigwig", "peaks", "add-coverage", "predict-plan", "predict-merge", "genie3",
+        "fasta2h5", "fasta-layout", "bigwig", "peaks", "add-coverage", "predict-plan", "predict-merge",
         "genie3-plan", "genie3-merge", "variant-plan", "variant-merge", "variant-browser", "gene-accessibility",
         "versions",
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+import numpy as np
 import pytest
 
 from chromaflow.utils.cli_options import options_from
@@ -97,3 +98,29 @@ def test_defaults_match_the_command_line():
     for f in dataclasses.fields(AddCoverageOptions):
         if f.default is not dataclasses.MISSING and f.name not in ("bam", "strand_mode"):
             assert getattr(args, f.name) == f.default, f.name
+
+
+def test_chunks_filtered_in_c_equal_hdf5s(monkeypatch):
+    """add-coverage's chunks through HDF5's shuffle and h5py's LZF in one C call are the bytes and filter masks an
+    in-memory HDF5 file gives: coverage with padding, all-zero rows (cached), and incompressible rows, where HDF5
+    skips LZF (mask 2)."""
+    from chromaflow.bigwig import _native
+    from chromaflow.coverage import add
+
+    if _native.load() is None or _native.h5py_lzf_compress() is None:
+        pytest.skip("no C compiler, or h5py exports no lzf_compress")
+    rng = np.random.default_rng(3)
+    L = 5000
+    rows = np.repeat(rng.integers(0, 40, (6, L // 50)), 50, axis=1).astype(np.int64)
+    rows[1, 4000:] = -1  # a chromosome's last row: padding
+    rows[2] = 0
+    rows[3] = rng.integers(-(2**62), 2**62, L)  # LZF cannot shorten it
+    rows[4, :4321] = 0
+    rows[4, 4321:] = -1
+    valid = [L, 4000, L, L, 4321, L]
+    monkeypatch.setattr(add, "_ZERO_CHUNKS", {})
+    c = add._compress(rows, valid, "int64")
+    assert [m for m, _ in c][3] == 2 and all(m == 0 for i, (m, _) in enumerate(c) if i != 3)
+    monkeypatch.setattr(add, "_ZERO_CHUNKS", {})
+    monkeypatch.setattr(add, "_shuffle_lzf", lambda rows, todo, out: False)
+    assert add._compress(rows, valid, "int64") == c

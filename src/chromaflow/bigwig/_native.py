@@ -80,6 +80,8 @@ def _build():
     lib.cf_chunk_index.argtypes = [vp, i64, ctypes.c_int, i64, i64, i64, i64, vp, vp, vp]
     lib.cf_gather_chunks.restype = i64
     lib.cf_gather_chunks.argtypes = [ctypes.c_int, vp, i64, i64, vp]
+    lib.cf_shuffle_lzf.restype = ctypes.c_int
+    lib.cf_shuffle_lzf.argtypes = [vp, i64, i64, vp, vp, vp, vp]
     lib.cf_runs.restype = i64
     lib.cf_runs.argtypes = [vp, vp, i64, i64, vp, vp, vp, vp, ctypes.c_int32, vp]
     lib.cf_take_i64.restype = i64
@@ -110,6 +112,21 @@ def h5_chunk_iter():
             except (ImportError, OSError, AttributeError):
                 _state["h5iter"] = None
         return _state["h5iter"]
+
+
+def h5py_lzf_compress():
+    """The address of ``lzf_compress`` in h5py's h5z extension (the LZF filter h5py registers for
+    ``compression="lzf"``), or None."""
+    with _lock:
+        if "lzf" not in _state:
+            try:
+                import h5py.h5z
+
+                fn = ctypes.CDLL(h5py.h5z.__file__).lzf_compress
+                _state["lzf"] = ctypes.cast(fn, ctypes.c_void_p).value
+            except (ImportError, OSError, AttributeError):
+                _state["lzf"] = None
+        return _state["lzf"]
 
 
 def libdeflate():

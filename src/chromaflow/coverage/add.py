@@ -95,14 +95,15 @@ def close_sources() -> None:
 def _compress(rows: np.ndarray, valid: list[int], dtype: str) -> list[tuple[int, bytes]]:
     """Raw chunks (filter_mask, bytes) of ``rows`` (n, L) as the output dataset stores them (shuffle + lzf).
 
-    An in-memory HDF5 file with the output's exact creation properties does the filtering, so the bytes are
-    what h5py would have written; rows that are all zero (valid part) reuse one cached chunk per valid length.
+    HDF5's shuffle and h5py's LZF in one C call (:func:`_shuffle_lzf`) for int64 rows, else an in-memory HDF5 file
+    with the output's exact creation properties, so the bytes are what h5py would have written; rows that are all
+    zero (valid part) reuse one cached chunk per valid length.
     """
     import h5py
 
     n, length = rows.shape
     out: list[tuple[int, bytes] | None] = [None] * n
-    todo = []
+    todo, zero = [], set()
     for i in range(n):
         if rows[i, : valid[i]].any():
             todo.append(i)
@@ -111,9 +112,11 @@ def _compress(rows: np.ndarray, valid: list[int], dtype: str) -> list[tuple[int,
             cached = _ZERO_CHUNKS.get(key)
             if cached is None:
                 todo.append(i)
+                zero.add(i)
             else:
                 out[i] = cached
-    if todo:
+    # in C where it can (the same filters, the same bytes: tests/coverage), else through an in-memory HDF5 file
+    if todo and not (dtype == "int64" and length and _shuffle_lzf(rows, todo, out)):
         with h5py.File(io.BytesIO(), "w") as f:
             d = f.create_dataset(
                 "c",
@@ -128,9 +131,33 @@ def _compress(rows: np.ndarray, valid: list[int], dtype: str) -> list[tuple[int,
             for j, i in enumerate(todo):
                 mask, data = d.id.read_direct_chunk((j, 0, 0))
                 out[i] = (mask, bytes(data))
-                if not rows[i, : valid[i]].any():
-                    _ZERO_CHUNKS[(dtype, length, valid[i])] = cast("tuple[int, bytes]", out[i])  # set above
+    for i in zero:
+        _ZERO_CHUNKS[(dtype, length, valid[i])] = cast("tuple[int, bytes]", out[i])  # set above
     return out  # type: ignore[return-value]
+
+
+def _shuffle_lzf(rows: np.ndarray, todo: list[int], out: list) -> bool:
+    """Fill ``out[i]`` for the rows ``todo`` of the int64 ``rows`` with the (filter mask, bytes) the output's
+    pipeline stores, in one C call (``bigwig/_kernels.c`` cf_shuffle_lzf: HDF5's shuffle, then h5py's own
+    lzf_compress); rows that are all zero are cached as :func:`_compress` does. False where the C kernels or h5py's
+    LZF are not found (the in-memory HDF5 file does it)."""
+    from ..bigwig import _native
+
+    lib = _native.load()
+    lzf = _native.h5py_lzf_compress() if lib is not None else None
+    if lzf is None:
+        return False
+    sel = np.ascontiguousarray(rows[todo], dtype=np.int64)
+    n, length = sel.shape
+    buf = np.empty(n * length * 8, np.uint8)
+    sizes = np.empty(n, np.int64)
+    masks = np.empty(n, np.uint32)
+    if lib.cf_shuffle_lzf(sel.ctypes.data, n, length, lzf, buf.ctypes.data, sizes.ctypes.data, masks.ctypes.data):
+        return False
+    step = length * 8
+    for j, i in enumerate(todo):
+        out[i] = (int(masks[j]), buf[j * step : j * step + int(sizes[j])].tobytes())
+    return True
 
 
 @dataclass

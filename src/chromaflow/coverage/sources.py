@@ -143,8 +143,9 @@ def _pile(starts: list[int], ends: list[int], lo: int, n: int) -> np.ndarray:
         return np.zeros(n, dtype=np.int64)
     s = np.clip(np.asarray(starts, dtype=np.int64) - lo, 0, n)
     e = np.clip(np.asarray(ends, dtype=np.int64) - lo, 0, n)
-    diff = np.bincount(s, minlength=n + 1) - np.bincount(e, minlength=n + 1)
-    return np.cumsum(diff[:n])
+    diff = np.bincount(s, minlength=n + 1)
+    diff -= np.bincount(e, minlength=n + 1)  # in place: each window-sized temporary is fresh pages to zero
+    return np.cumsum(diff[:n], out=diff[:n])
 
 
 def _flip_table(mode: str) -> tuple[bool | None, ...]:
