@@ -183,6 +183,128 @@ def targets_rows(res: dict) -> list[str]:
     return rows if len(rows) > 2 else []
 
 
+def _limit(stage: str) -> str:
+    """The stage module's ``LIMIT``: what bounds the stage on the CPU, named from its profile (the figures are on the
+    page it names)."""
+    import importlib
+
+    return getattr(importlib.import_module(f"benchmarks.stages.{stage}"), "LIMIT", "")
+
+
+def _row55(target: str, measured: str, met: bool, stage: str) -> str:
+    return f"| {target} | {measured} | {'✔' if met else '✘'} | {_limit(stage)} |"
+
+
+def _t55_bigwig(cases: list[dict]) -> list[str]:
+    bw = [
+        (c["case"], _wall_ratio(c, "chromaflow", "predmoter"), (c.get("agreement") or {}).get("ok"))
+        for c in cases
+        if c["stage"] == "bigwig" and "_bw_" in c["case"] and not c["case"].startswith("reference")
+    ]
+    bw = [x for x in bw if x[1] is not None]
+    head = next((r for n, r, _ in bw if n.endswith("Mbp_bw_avg") and n.startswith("realistic_")), None)
+    if head is None:
+        return []
+    ok = head >= 20 and all(r >= 15 and a for _, r, a in bw)
+    return [
+        _row55(
+            "bigWig ≥ 20× Predmoter's converter on the 200 Mbp realistic avg case, every bigWig case ≥ 15×, same "
+            "intervals",
+            f"avg {head:.1f}×; bigWig cases {_span([(n, r) for n, r, _ in bw])}",
+            ok,
+            "bigwig",
+        )
+    ]
+
+
+def _t55_genie3(cases: list[dict]) -> list[str]:
+    d4 = [_wall_ratio(c, "chromaflow", "arboreto genie3") for c in cases if c["case"].startswith("dream4")]
+    d4 = [r for r in d4 if r is not None]
+    big = [_wall_ratio(c, "chromaflow", "arboreto genie3") for c in cases if c["case"].startswith("synthetic_")]
+    big = [r for r in big if r is not None]
+    if not d4:
+        return []
+    m = statistics.mean(d4)
+    txt = f"DREAM4 mean {m:.1f}× ({min(d4):.1f}–{max(d4):.1f})" + (f"; 500 × 300: {big[0]:.1f}×" if big else "")
+    return [
+        _row55(
+            "GENIE3 ≥ 100× arboreto on DREAM4 size 100 (1000 trees, 2 threads) at its AUPR, ≥ 40× at 500 genes × "
+            "300 samples",
+            txt,
+            m >= 100 and bool(big) and big[0] >= 40,
+            "genie3",
+        )
+    ]
+
+
+def _t55_peaks(cases: list[dict]) -> list[str]:
+    rows = []
+    for c in cases:
+        r = _wall_ratio(c, "chromaflow", "macs3")
+        if c["stage"] == "peaks" and r is not None:
+            same = bool((c.get("agreement") or {}).get("ok"))
+            rows.append(
+                _row55(
+                    "peaks ≥ 5× MACS3 `bdgpeakcall` (ours from the predictions h5, MACS3 from its bedGraph), identical "
+                    "peaks",
+                    f"{c['case']}: {r:.1f}×, {'identical' if same else 'peaks differ'}",
+                    r >= 5 and same,
+                    "peaks",
+                )
+            )
+    return rows
+
+
+def _t55_coverage(cases: list[dict]) -> list[str]:
+    got = []
+    for c in cases:
+        if c["stage"] != "coverage":
+            continue
+        per = (c.get("agreement") or {}).get("per_contender") or {}
+        r1, r2 = (_wall_ratio(c, f"chromaflow t{t}", "helixer") for t in (1, 2))
+        if r1 is not None:
+            same = all((per.get(k) or {}).get("ok") for k in ("chromaflow t1", "chromaflow t2") if k in per)
+            got.append((c["case"], r1, r2, same))
+    if not got:
+        return []
+    txt = "; ".join(f"{n}: {r1:.1f}× (--threads 2: {r2:.1f}×)" if r2 else f"{n}: {r1:.1f}×" for n, r1, r2, _ in got)
+    return [
+        _row55(
+            "add-coverage ≥ 5× Helixer's `add_ngs_coverage.py`, both `--threads 1`, identical datasets",
+            txt,
+            all(r1 >= 5 and same for _, r1, _, same in got),
+            "coverage",
+        )
+    ]
+
+
+def _t55_predict(cases: list[dict]) -> list[str]:
+    rows = []
+    for c in cases:
+        r = _wall_ratio(c, "chromaflow fp32", "predmoter")
+        if c["stage"] == "predict" and r is not None:
+            same = bool(((c.get("agreement") or {}).get("fp32") or {}).get("ok"))
+            rows.append(
+                _row55(
+                    "predict fp32 ≥ 2.5× Predmoter end to end, identical predictions",
+                    f"{r:.1f}×, {'identical' if same else 'outputs differ'}",
+                    r >= 2.5 and same,
+                    "predict",
+                )
+            )
+    return rows
+
+
+def targets55_rows(res: dict) -> list[str]:
+    """The CPU targets of issue 55, each with what this run measured, whether it holds and the limit its stage's
+    profile named (all generated; the limits are the stage modules' ``LIMIT``)."""
+    cases = [c for c in res["cases"] if not c.get("skipped")]
+    rows = ["| target (issue 55) | this run | met | what limits it (profile: the stage's page) |", "|---|---|---|---|"]
+    for target in (_t55_bigwig, _t55_genie3, _t55_peaks, _t55_coverage, _t55_predict):
+        rows += target([c for c in cases if c["stage"] != "scaling"])
+    return rows if len(rows) > 2 else []
+
+
 # --------------------------------------------------------------------------------------------------
 # one results file -> Markdown
 # --------------------------------------------------------------------------------------------------
@@ -494,6 +616,10 @@ def _doc_blocks(res: dict | None, src: Path | None) -> list[tuple[Path, str]]:
     tg = targets_rows(res) if res else []
     if tg:
         table += "\n\nThe speed targets, checked against this run (generated; ✘ = not met yet):\n\n" + "\n".join(tg)
+    t55 = targets55_rows(res) if res else []
+    if t55:
+        table += "\n\nThe CPU targets of issue 55 (generated; ✘ = not met), with what limits each stage:\n\n"
+        table += "\n".join(t55)
     docs = "../benchmarks/results/"
     g3 = g3scale_lines(res) if res else []
     return [

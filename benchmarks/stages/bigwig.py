@@ -18,6 +18,12 @@ from ..harness.stagekit import (
 
 #: launchers of ../shared/peers/bin this stage needs
 PEERS = ['peer-predmoter-convert']
+#: what limits the stage on the CPU (issue 55's profiles), beside its target in the generated tables
+LIMIT = (
+    "deflating the bigWig's data and zoom blocks (libdeflate level 1, the default) and inflating the "
+    "int64 prediction chunks; then the per-base runs pass, all on both cores "
+    "([docs/bigwig.md](../docs/bigwig.md), What limits it)"
+)
 #: sizes of the full run (keys are the results files' and the docs' names; Ctx.cfg merges every stage's)
 FULL = {
     "bigwig_mbp": 200,

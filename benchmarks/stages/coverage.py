@@ -20,6 +20,11 @@ from ..harness.stagekit import (
 
 #: launchers of ../shared/peers/bin this stage needs
 PEERS = ['peer-helixer-add-ngs-coverage']
+#: what limits the stage on the CPU (issue 55's profiles), beside its target in the generated tables
+LIMIT = (
+    "LZF over the shuffled int64 chunks (the layout Helixer writes, h5py's own LZF) and pysam's per-read "
+    "loop with the pileups ([docs/training.md](../docs/training.md), add-coverage's speed)"
+)
 #: sizes of the full run (keys are the results files' and the docs' names; Ctx.cfg merges every stage's)
 FULL = {
     # add-coverage: (records, bp per record, reads of 100 bp); the first is the shape of FORMATS.md §7.1's peer

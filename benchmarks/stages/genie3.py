@@ -19,6 +19,11 @@ from ..harness.stagekit import (
 
 #: launchers of ../shared/peers/bin this stage needs
 PEERS = ['peer-arboreto-python', 'peer-genie3-python']
+#: what limits the stage on the CPU (issue 55's profiles), beside its target in the generated tables
+LIMIT = (
+    "the tree kernel's sample × feature visits (the bit walk and pass 1, memory-bound: "
+    "[docs/genie3.md](../docs/genie3.md), Speed); start-up, reading and writing are the rest"
+)
 #: sizes of the full run (keys are the results files' and the docs' names; Ctx.cfg merges every stage's)
 FULL = {
     # seeds: the peers' (arboreto ~9 min of 2 cores per seed for the 5 networks) and ours (seconds per seed)

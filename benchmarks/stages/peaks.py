@@ -21,6 +21,11 @@ from ..harness.stagekit import (
 
 #: launchers of ../shared/peers/bin this stage needs
 PEERS = []
+#: what limits the stage on the CPU (issue 55's profiles), beside its target in the generated tables
+LIMIT = (
+    "inflating the int64 prediction chunks (libdeflate) and one pass over both strands' int32 values, on "
+    "two cores, plus a fixed start-up ([docs/peaks.md](../docs/peaks.md), Speed)"
+)
 #: sizes of the full run (keys are the results files' and the docs' names; Ctx.cfg merges every stage's)
 FULL = {
     "peaks_mbp": 200,

@@ -22,6 +22,12 @@ from ..harness.stagekit import (
 
 #: launchers of ../shared/peers/bin this stage needs
 PEERS = ['peer-predmoter']
+#: what limits the stage on the CPU (issue 55's profiles), beside its target in the generated tables
+LIMIT = (
+    "the torch kernels Predmoter runs too (oneDNN convolutions, the LSTM layers, layout copies), which "
+    "identical fp32 predictions need; then torch's import ([docs/predict.md](../docs/predict.md), CPU "
+    "limit)"
+)
 #: sizes of the full run (keys are the results files' and the docs' names; Ctx.cfg merges every stage's)
 FULL = {
     "predict_rows": 120,  # 2.57 Mbp of subsequences (60 per strand)

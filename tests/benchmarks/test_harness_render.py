@@ -77,6 +77,42 @@ def test_targets_follow_the_measured_ratios():
     assert verdicts([d4(1, 52.0, 0.20, 0.19, 0.18), d4(2, 50.0, 0.20, 0.19, 0.18)]) == ["✔", "✘"]
 
 
+def test_issue55_targets_follow_the_measured_ratios():
+    """Issue 55's CPU targets: each verdict computed from the run (bigWig's 20x on the realistic avg case and 15x on
+    every bigWig case, peaks' 5x with identical peaks, add-coverage's 5x at --threads 1 on every case, predict's
+    2.5x with identical predictions), each row with its stage's limit."""
+
+    def case(stage, name, ours, peer, r, agreement):
+        return {
+            "stage": stage,
+            "case": name,
+            "ratios": [{"ours": o, "peer": peer, "wall": {"of_medians": x}} for o, x in zip(ours, r)],
+            "agreement": agreement,
+        }
+
+    def verdicts(cases):
+        return [row.split("|")[3].strip() for row in render.targets55_rows({"cases": cases})[2:]]
+
+    def bw(name, r, ok=True):
+        return case("bigwig", name, ["chromaflow"], "predmoter", [r], {"ok": ok})
+
+    assert verdicts([bw("realistic_200Mbp_bw_avg", 20.5), bw("worst_50Mbp_bw_avg", 15.1)]) == ["✔"]
+    assert verdicts([bw("realistic_200Mbp_bw_avg", 19.9), bw("worst_50Mbp_bw_avg", 25.0)]) == ["✘"]
+    assert verdicts([bw("realistic_200Mbp_bw_avg", 25.0), bw("realistic_200Mbp_bw_avg_ws150", 14.9)]) == ["✘"]
+    assert verdicts([bw("realistic_200Mbp_bw_avg", 25.0), bw("realistic_200Mbp_bg_avg", 3.0)]) == ["✔"]  # bedGraph
+    assert verdicts([bw("realistic_200Mbp_bw_avg", 25.0, ok=False)]) == ["✘"]
+    pk = case("peaks", "p", ["chromaflow"], "macs3", [5.2], {"ok": True})
+    assert verdicts([pk]) == ["✔"] and verdicts([{**pk, "agreement": {"ok": False}}]) == ["✘"]
+    per = {"per_contender": {"chromaflow t1": {"ok": True}, "chromaflow t2": {"ok": True}}}
+    cov = case("coverage", "c", ["chromaflow t1", "chromaflow t2"], "helixer", [4.9, 9.0], per)
+    assert verdicts([cov]) == ["✘"]  # --threads 2 does not count for --threads 1
+    assert verdicts([{**cov, "ratios": [{**cov["ratios"][0], "wall": {"of_medians": 5.1}}]}]) == ["✔"]
+    pr = case("predict", "p", ["chromaflow fp32"], "predmoter", [2.6], {"fp32": {"ok": True}})
+    assert verdicts([pr]) == ["✔"] and verdicts([{**pr, "agreement": {"fp32": {"ok": False}}}]) == ["✘"]
+    row = render.targets55_rows({"cases": [pr]})[2]
+    assert row.rstrip(" |").endswith(render._limit("predict").rstrip()) and "torch" in row
+
+
 def test_render_of_a_full_run(tmp_path):
     """A (tiny, fake) full run renders into the README row, the fasta2h5 engine table and RESULTS.md."""
 
