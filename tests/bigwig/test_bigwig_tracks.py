@@ -134,13 +134,6 @@ def test_c_kernels_equal_numpy():
                 got = tracks.runs_native(x, mm, 7)
                 assert np.array_equal(got[0], want[0] + 7) and np.array_equal(got[1], want[1] + 7)
                 assert got[2].dtype == np.float32 and np.array_equal(got[2], want[2])
-                # floored (peaks): the runs of the track with values below the floor set to 0, and its own count
-                track = tracks.strand_average(x.copy(), m) if mm is not None else x
-                for floor in (1, 3, 9):
-                    got = tracks.runs_native(x, mm, 7, floor=floor)
-                    low = tracks.runs(np.where(track < floor, 0, track).astype(np.int32))
-                    assert np.array_equal(got[0], low[0] + 7) and np.array_equal(got[1], low[1] + 7)
-                    assert np.array_equal(got[2], low[2]) and got[3] == len(want[0])
     for _ in range(300):
         n = int(rng.integers(1, 3000))
         lens = rng.geometric(1 / float(rng.choice([1.5, 30, 3000])), n)

@@ -111,29 +111,14 @@ static inline int32_t avg2_32(int32_t p, int32_t m) {
  * vectorises. Then with starts: reads flags 8 bytes at a time (a zero word skips 8 positions; predicted tracks
  * change every ~3-30 bp), writes each run's start + offset, end + offset and value (float32: the track's dtype),
  * returns the number of runs. (A single branch-free pass storing start, end and value at every position ran at a
- * third of this speed: 4.3 + 7.5 ms against 2.4 + 2.0 ms per 2.7 Mbp piece of a realistic strand average.)
- * With true_runs (peaks): the runs of the track with every value below `floor` set to 0 (what a peak caller at a
- * cutoff > 0 needs: peaks never look inside a run below the cutoff, only at its ends), and the track's own run
- * count written to *true_runs. */
+ * third of this speed: 4.3 + 7.5 ms against 2.4 + 2.0 ms per 2.7 Mbp piece of a realistic strand average.) */
 int64_t cf_runs(const int32_t *x, const int32_t *m, int64_t n, int64_t offset, uint8_t *flags, int64_t *starts,
-                int64_t *ends, float *vals, int32_t floor, int64_t *true_runs) {
-#define RAW(i) (m ? avg2_32(x[i], m[i]) : x[i])
-#define CLAMPED(i) (true_runs && RAW(i) < floor ? 0 : RAW(i))
+                int64_t *ends, float *vals) {
     if (n <= 0) return 0;
     if (!starts) {
         int64_t k = 1;
         flags[0] = 1;
-        if (true_runs) { /* runs of the track with values below floor set to 0, and the track's own runs */
-            int64_t kt = 1;
-            for (int64_t i = 1; i < n; i++) {
-                int32_t a = RAW(i), b = RAW(i - 1);
-                uint8_t f = (a < floor ? 0 : a) != (b < floor ? 0 : b);
-                flags[i] = f;
-                k += f;
-                kt += a != b;
-            }
-            *true_runs = kt;
-        } else if (m) {
+        if (m) {
             for (int64_t i = 1; i < n; i++) {
                 uint8_t f = avg2_32(x[i], m[i]) != avg2_32(x[i - 1], m[i - 1]);
                 flags[i] = f;
@@ -168,13 +153,11 @@ int64_t cf_runs(const int32_t *x, const int32_t *m, int64_t n, int64_t offset, u
         if (flags[i]) starts[k++] = i;
     for (int64_t j = 0; j < k; j++) {
         int64_t s = starts[j];
-        vals[j] = (float)CLAMPED(s);
+        vals[j] = (float)(m ? avg2_32(x[s], m[s]) : x[s]);
         ends[j] = (j + 1 < k ? starts[j + 1] : n) + offset;
         starts[j] = s + offset;
     }
     return k;
-#undef RAW
-#undef CLAMPED
 }
 
 /* dst[i] = src[i] (rev == 0) or src[n - 1 - i], int64 to int32, and the bitwise OR of all of src: one pass over an

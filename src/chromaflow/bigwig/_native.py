@@ -83,7 +83,7 @@ def _build():
     lib.cf_shuffle_lzf.restype = ctypes.c_int
     lib.cf_shuffle_lzf.argtypes = [vp, i64, i64, vp, vp, vp, vp]
     lib.cf_runs.restype = i64
-    lib.cf_runs.argtypes = [vp, vp, i64, i64, vp, vp, vp, vp, ctypes.c_int32, vp]
+    lib.cf_runs.argtypes = [vp, vp, i64, i64, vp, vp, vp, vp]
     lib.cf_take_i64.restype = i64
     lib.cf_take_i64.argtypes = [vp, i64, ctypes.c_int, vp]
     lib.cf_read_chunks.restype = i64
@@ -97,6 +97,48 @@ def _build():
     lib.cf_zoom0.restype = i64
     lib.cf_zoom0.argtypes = [vp, vp, vp, i64, i64, vp, vp, vp, vp, vp, vp, vp, vp]
     return lib
+
+
+class _Owned:
+    """A libdeflate (de)compressor owned by one thread: freed when the thread ends (its thread-local storage lets go
+    of it) or the process does."""
+
+    def __init__(self, ptr, free):
+        self.ptr, self.free = ptr, free
+
+    def __del__(self):
+        if self.ptr:
+            self.free(self.ptr)
+            self.ptr = None
+
+
+_tls = threading.local()
+
+
+def decompressor():
+    """This thread's libdeflate decompressor (a pointer for the C kernels), allocated on its first use; None without
+    libdeflate (:func:`libdeflate`)."""
+    lz = libdeflate()
+    if lz is None:
+        return None
+    own = getattr(_tls, "dec", None)
+    if own is None:
+        own = _tls.dec = _Owned(lz["alloc_decompressor"](), lz["free_decompressor"])
+    return own.ptr
+
+
+def compressor(level: int):
+    """This thread's libdeflate compressor at ``level`` (a pointer for the C kernels), allocated on its first use;
+    None without libdeflate."""
+    lz = libdeflate()
+    if lz is None:
+        return None
+    held = getattr(_tls, "comp", None)
+    if held is None:
+        held = _tls.comp = {}
+    if level not in held:
+        held[level] = _Owned(lz["alloc_compressor"](level), lz["free_compressor"])
+    return held[level].ptr
 
 
 def h5_chunk_iter():
@@ -134,7 +176,7 @@ def libdeflate():
     dependency; the same library and version as its Python functions, so the same bytes): ``zlib_decompress``,
     ``alloc_decompressor``, ``zlib_compress``, ``alloc_compressor``, ``zlib_compress_bound``, and the addresses the C
     kernels call (``zlib_decompress_addr``, ``zlib_compress_addr``); None where the extension does not export them.
-    Compressors and decompressors are allocated once per thread and kept for its life (a few hundred kB each)."""
+    Compressors and decompressors: :func:`compressor`, :func:`decompressor` (one per thread, freed with it)."""
     with _lock:
         if "libdeflate" not in _state:
             _state["libdeflate"] = _find_libdeflate()
@@ -151,8 +193,10 @@ def _find_libdeflate():
             for name in (
                 "zlib_decompress",
                 "alloc_decompressor",
+                "free_decompressor",
                 "zlib_compress",
                 "alloc_compressor",
+                "free_compressor",
                 "zlib_compress_bound",
             )
         }
@@ -163,6 +207,9 @@ def _find_libdeflate():
     fns["alloc_decompressor"].argtypes = []
     fns["alloc_compressor"].restype = vp
     fns["alloc_compressor"].argtypes = [ctypes.c_int]
+    for free in ("free_decompressor", "free_compressor"):
+        fns[free].restype = None
+        fns[free].argtypes = [vp]
     fns["zlib_compress_bound"].restype = ctypes.c_size_t
     fns["zlib_compress_bound"].argtypes = [vp, ctypes.c_size_t]
     # the two the C kernels call, by address

@@ -34,7 +34,6 @@ import io
 import os
 import struct
 import sys
-import threading
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -95,7 +94,7 @@ class _Libdeflate:
     def __init__(self, level: int, compress):
         self.level = level
         self.compress = compress
-        self.local = threading.local()  # one libdeflate compressor per thread, kept for its life
+        self.bound: int | None = None
 
     def __call__(self, data) -> bytes:
         return self.compress(data)
@@ -109,11 +108,10 @@ class _Libdeflate:
         lz = _native.libdeflate() if lib is not None else None
         if lib is None or lz is None:
             return None
-        c = getattr(self.local, "c", None)
-        if c is None:
-            c = self.local.c = lz["alloc_compressor"](self.level)
-            self.local.bound = int(lz["zlib_compress_bound"](c, 24 + 12 * ITEMS_PER_BLOCK))
-        bound = self.local.bound
+        c = _native.compressor(self.level)  # this thread's, freed with it
+        if self.bound is None:
+            self.bound = int(lz["zlib_compress_bound"](c, 24 + 12 * ITEMS_PER_BLOCK))
+        bound = self.bound
         n = len(s)
         k = -(-n // ITEMS_PER_BLOCK)
         s = np.ascontiguousarray(s, dtype=np.int64)

@@ -33,8 +33,7 @@ PIECE_CHUNKS = 128
 class Track:
     """One output track: the ``dataset`` and ``channel`` (index into the input's chosen datasets) it comes from, its
     ``strand`` ('avg', '+' or '-'), its output ``path``, the ``writer`` that writes it and its streaming
-    :class:`TrackState`. ``extra_runs``: with :func:`convert`'s ``floor``, the track's own runs minus those its
-    writer was given (its runs below the floor were merged)."""
+    :class:`TrackState`."""
 
     dataset: str
     channel: int  # index into the input's chosen datasets
@@ -42,7 +41,6 @@ class Track:
     path: Path
     writer: Any = None  # BigWigWriter, PyBigWigWriter or BedGraphWriter (bigwig.cli)
     state: TrackState = field(default_factory=TrackState)
-    extra_runs: int = 0
 
     def write(self, chrom: str, *intervals) -> None:
         """Write intervals of ``chrom`` through the track's writer; an OSError without a file name is raised naming the
@@ -108,28 +106,21 @@ def piece_runs(
     clip: bool,
     stream: SmoothStream | None,
     block_final: bool,
-    floor: int | None = None,
 ):
-    """(runs or None, value dtype, bp of the piece, start of the runs relative to the piece, tally) of one track.
+    """(runs or None, value dtype, bp of the piece, start of the runs relative to the piece) of one track.
 
-    Exact smoothing streams through the block (``stream``): its output lags the piece by up to w/2 bp. ``floor``
-    (:func:`convert`): where the C kernel makes the runs of an unsmoothed track, values below it become 0, and the
-    tally is (the track's own runs in the piece, its first value, its last value); else the tally is None.
+    Exact smoothing streams through the block (``stream``): its output lags the piece by up to w/2 bp.
     """
     # Predmoter's smoothed tracks are float64, its +, − and avg tracks float32 (integers print the same)
     out_dtype = np.float64 if window is not None else np.float32
     if window is None and piece.exact:  # one C pass: average (if any) and runs together
         p, m = strand_arrays(piece, strand)
-        rns = runs_native(p, m, floor=floor)
+        rns = runs_native(p, m)
         if rns is not None:
             n = len(p)
             if not n:
-                return None, out_dtype, 0, 0, None
-            if floor is None:
-                return rns, out_dtype, n, 0, None
-            ends = [int(a[i]) for a in (p, m) if a is not None for i in (0, -1)]
-            first, last = (ends[0], ends[1]) if m is None else (_avg2(ends[0], ends[2]), _avg2(ends[1], ends[3]))
-            return rns[:3], out_dtype, n, 0, (rns[3], first, last)
+                return None, out_dtype, 0, 0
+            return rns, out_dtype, n, 0
     if window is not None and smoothing == "exact":
         # integer strands: the average is formed in C straight into the smoothing window's int64 buffer
         v, m = strand_arrays(piece, strand) if piece.exact else (track_vector(piece, strand), None)
@@ -138,25 +129,18 @@ def piece_runs(
         piece_start = stream.buf_start + len(stream.buf)  # block coordinate of v[0]
         start, rns = stream.feed_runs(v, block_final, minus=m)
         if rns is None:
-            return None, out_dtype, n, 0, None
+            return None, out_dtype, n, 0
         s, e, vals = rns
-        return (s - start, e - start, vals.astype(out_dtype)), out_dtype, n, start - piece_start, None
+        return (s - start, e - start, vals.astype(out_dtype)), out_dtype, n, start - piece_start
     v = track_vector(piece, strand)
     n = len(v)
     if not n:
-        return None, out_dtype, n, 0, None
+        return None, out_dtype, n, 0
     if window is None:
         s, e, vals = runs(v)
     else:
         s, e, vals = runs(smooth_numpy(v, window, clip))
-    return (s, e, vals.astype(out_dtype)), out_dtype, n, 0, None
-
-
-def _avg2(p: int, m: int) -> int:
-    """round_half_even((p + m) / 2) of two integers (the strand average of the exact path)."""
-    a = p + m
-    q = a >> 1
-    return q + (a & q & 1)
+    return (s, e, vals.astype(out_dtype)), out_dtype, n, 0
 
 
 def convert(
@@ -168,19 +152,15 @@ def convert(
     clip: bool,
     pool: ThreadPoolExecutor | None,
     prog: Progress,
-    floor: int | None = None,
 ) -> None:
     """Convert the predictions of ``inp`` into ``tracks``, block by block of BLOCK_BP (as Predmoter does), smoothed over
     ``window`` bp (None: not smoothed) with the ``smoothing`` method ('numpy' reads whole blocks, otherwise pieces of at
-    most PIECE_CHUNKS chunks); the reader is closed at the end. The writers are not closed here.
-
-    ``floor`` (an integer > 0, for peaks): the writers may be given the runs of each track with its values below
-    ``floor`` set to 0 (done where the C kernel makes them; each track's ``extra_runs`` counts what that merged)."""
+    most PIECE_CHUNKS chunks); the reader is closed at the end. The writers are not closed here."""
     n_block = max(1, BLOCK_BP // inp.L)
     whole_blocks = window is not None and smoothing == "numpy"  # numpy.convolve needs the block at once
     reader = ChunkReader(inp, pool, n_block if whole_blocks else min(n_block, PIECE_CHUNKS))
     try:
-        _Conversion(inp, reader, tracks, window, smoothing, clip, pool, floor).run(prog)
+        _Conversion(inp, reader, tracks, window, smoothing, clip, pool).run(prog)
     finally:
         reader.close()
 
@@ -198,11 +178,9 @@ class _Conversion:
         smoothing: str,
         clip: bool,
         pool: ThreadPoolExecutor | None,
-        floor: int | None = None,
     ):
         self.inp, self.reader, self.tracks = inp, reader, tracks
         self.window, self.smoothing, self.clip, self.pool = window, smoothing, clip, pool
-        self.floor = floor
         self.n_block = max(1, BLOCK_BP // inp.L)
         self.piece_chunks = (
             self.n_block if (window is not None and smoothing == "numpy") else min(self.n_block, PIECE_CHUNKS)
@@ -228,7 +206,7 @@ class _Conversion:
         c, strand = key
         try:
             return piece_runs(
-                data[c], strand, self.window, self.smoothing, self.clip, self.streams.get(key), block_final, self.floor
+                data[c], strand, self.window, self.smoothing, self.clip, self.streams.get(key), block_final
             )
         except ChromaflowError as exc:
             raise ChromaflowError(f"{self.inp.path}: seqid {chrom.name!r}: {exc}") from None
@@ -248,12 +226,10 @@ class _Conversion:
         """Feed each track its runs of one piece (writing what is complete); the piece's length in bp."""
         length = None
         for t in self.tracks:
-            rns, dtype, n, rel, tally = results[(t.channel, t.strand)]
+            rns, dtype, n, rel = results[(t.channel, t.strand)]
             if length is not None and n != length:
                 raise ChromaflowError(f"{self.inp.path}: seqid {chrom.name!r}: tracks of one piece differ in length")
             length = n
-            if tally is not None:
-                t.extra_runs += _floored_away(t.state, rns, tally, cast(int, self.floor))
             res = t.state.feed_runs(rns, dtype, offset + rel, final)
             if res is not None:
                 t.write(chrom.name, *res)
@@ -327,18 +303,6 @@ class _Feed:
         for c in inp.chroms:  # a seqid without rows (malformed) covers nothing
             if len(c.plus) == 0:
                 check_size(inp.path, c, 0)
-
-
-def _floored_away(state: TrackState, rns, tally: tuple[int, int, int], floor: int) -> int:
-    """Runs of one piece's track that its floored runs ``rns`` merged (the track's own runs minus the floored ones,
-    each side's merge with the previous piece's last run counted as :class:`TrackState` merges); ``state.last``
-    becomes the piece's last value. Called before the piece is fed to ``state``."""
-    own, first, last = tally
-    prev = state.last
-    state.last = last
-    merged_own = prev is not None and prev == first
-    merged_floored = prev is not None and (prev if prev >= floor else 0) == (first if first >= floor else 0)
-    return (own - int(merged_own)) - (len(rns[0]) - int(merged_floored))
 
 
 def _piece_bp(data: dict) -> int:

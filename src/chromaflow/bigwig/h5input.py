@@ -783,16 +783,13 @@ class ChunkReader:
         lz = _native.libdeflate() if lib is not None else None
         if lib is None or lz is None:
             return None
-        alloc, dec_addr = lz["alloc_decompressor"], lz["zlib_decompress_addr"]
-        local = threading.local()  # one libdeflate decompressor per pool thread (kept for the thread's life)
+        dec_addr = lz["zlib_decompress_addr"]
         offset, size, mask = cast(np.ndarray, self.offset), cast(np.ndarray, self.size), cast(np.ndarray, self.mask)
         fds = np.array(self._fds if self._fds is not None else [self._fd], dtype=np.int32)
         src = self._source_of if self._fds is not None else None
         L, fill, filtered = self.L, int(self.fill), self.filtered
 
         def read(batch):
-            if not hasattr(local, "dec"):
-                local.dec = alloc()
             rows = np.fromiter((job[3] for job in batch), np.int64, len(batch))
             chans = np.fromiter((job[4] for job in batch), np.int64, len(batch))
             n = len(batch)
@@ -806,7 +803,14 @@ class ChunkReader:
             )
             status = np.zeros(n, np.uint8)
             failed = lib.cf_read_chunks(
-                n, *(a.ctypes.data for a in cols), L, fill, EXACT_LIMIT, dec_addr, local.dec, status.ctypes.data
+                n,
+                *(a.ctypes.data for a in cols),
+                L,
+                fill,
+                EXACT_LIMIT,
+                dec_addr,
+                _native.decompressor(),
+                status.ctypes.data,
             )
             return status if failed < 0 else None
 

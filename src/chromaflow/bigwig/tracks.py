@@ -367,13 +367,10 @@ def runs(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return starts, ends, v[starts]
 
 
-def runs_native(x: np.ndarray, m: np.ndarray | None = None, offset: int = 0, floor: int | None = None):
+def runs_native(x: np.ndarray, m: np.ndarray | None = None, offset: int = 0):
     """runs(x), or runs(strand_average(x, m)), of int32 arrays in C: (starts + offset, ends + offset, float32
     values), or None without the C kernels. One pass flags where runs start and counts them, a second writes arrays
-    of that size (``_kernels.c``, cf_runs).
-
-    With ``floor`` (an integer > 0): the runs of the track with every value below ``floor`` set to 0, and a fourth
-    element, the track's own run count (peaks at a cutoff: far fewer runs, the same peaks)."""
+    of that size (``_kernels.c``, cf_runs)."""
     from . import _native
 
     lib = _native.load()
@@ -383,24 +380,20 @@ def runs_native(x: np.ndarray, m: np.ndarray | None = None, offset: int = 0, flo
     n = len(x)
     mp = np.ascontiguousarray(m).ctypes.data if m is not None else None
     flags = np.empty(n, dtype=np.uint8)
-    true_runs = np.zeros(1, np.int64)
-    tp = true_runs.ctypes.data if floor is not None else None
-    lo = 0 if floor is None else int(floor)
-    k = lib.cf_runs(x.ctypes.data, mp, n, offset, flags.ctypes.data, None, None, None, lo, tp)
+    k = lib.cf_runs(x.ctypes.data, mp, n, offset, flags.ctypes.data, None, None, None)
     starts = np.empty(k, dtype=np.int64)
     ends = np.empty(k, dtype=np.int64)
     vals = np.empty(k, dtype=np.float32)
     if n:
         out = (starts.ctypes.data, ends.ctypes.data, vals.ctypes.data)
-        lib.cf_runs(x.ctypes.data, mp, n, offset, flags.ctypes.data, *out, lo, tp)
-    if floor is None:
-        return starts, ends, vals
-    return starts, ends, vals, int(true_runs[0])
+        lib.cf_runs(x.ctypes.data, mp, n, offset, flags.ctypes.data, *out)
+    return starts, ends, vals
 
 
 def int_floor(cutoff: float) -> int:
     """The smallest integer v with float32(v) >= float32(cutoff), for the integer tracks of the exact path (values
-    in [0, EXACT_LIMIT), exact in float32): below it a value is below the cutoff (capped, to fit int32)."""
+    in [0, EXACT_LIMIT), exact in float32): below it a value is below the cutoff (capped, to fit int32). The C
+    peak caller's threshold."""
     return int(min(max(np.ceil(np.float64(np.float32(cutoff))), 1), 2 * EXACT_LIMIT))
 
 
@@ -415,7 +408,6 @@ class TrackState:
 
     pending: tuple[int, object] | None = None  # (start, value) of the held-back last run
     end: int = 0
-    last: int | None = None  # the previous piece's last value, where runs were floored (convert's floor)
 
     def feed(self, v: np.ndarray, offset: int, final: bool):
         """(starts, ends, values) to emit for piece ``v`` starting at chromosome coordinate ``offset``."""

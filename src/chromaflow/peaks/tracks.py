@@ -5,8 +5,9 @@ or the intervals of a bigWig (pyBigWig), gaps filled with 0."""
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -134,10 +135,8 @@ def _read_h5(
     experimental: bool,
     threads: int,
     what: str,
-    floor: int | None = None,
 ):
-    """Runs of one dataset of a predictions h5 into the writer ``make_writer(chroms)`` returns: (chroms, writer,
-    the track's runs the writer was not given: :func:`chromaflow.bigwig.convert.convert`'s ``floor``)."""
+    """Runs of one dataset of a predictions h5 into the writer ``make_writer(chroms)`` returns: (chroms, writer)."""
     inp = PredictionsInput(path, experimental=experimental, datasets=[dataset])
     try:
         chroms = [(c.name, c.size) for c in inp.chroms]
@@ -147,11 +146,11 @@ def _read_h5(
         try:
             total = sum(c.size for c in inp.chroms)
             with Progress(total, f"peaks: reading {what}", "bp") as prog:
-                convert(inp, [track], window=window, smoothing="exact", clip=True, pool=pool, prog=prog, floor=floor)
+                convert(inp, [track], window=window, smoothing="exact", clip=True, pool=pool, prog=prog)
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
-        return chroms, writer, track.extra_runs
+        return chroms, writer
     finally:
         inp.close()
 
@@ -170,7 +169,7 @@ def h5_track(
     ``experimental``, the measured evaluation/<dataset>_coverage of a genome h5). Holds the whole track: for
     ``--cutoff auto``'s table of cutoffs; :func:`h5_peaks` when the cutoff is known."""
     dataset = h5_dataset(path, dataset, experimental=experimental)
-    chroms, col, _ = _read_h5(
+    chroms, col = _read_h5(
         path,
         dataset,
         lambda chroms: _Collect(),
@@ -228,7 +227,7 @@ def _native_h5_peaks(path, dataset, cutoff, min_length, max_gap, *, strand, thre
     on this one: (chroms, {chrom: Peaks}, merged runs), or None where the C kernels are not built or a piece is
     outside the exact integer path (values >= 2^23: Predmoter's float32 arithmetic, in the general path)."""
     from ..bigwig import _native
-    from ..bigwig.convert import BLOCK_BP, PIECE_CHUNKS, check_size, pieces, strand_arrays
+    from ..bigwig.convert import BLOCK_BP, PIECE_CHUNKS
 
     lib = _native.load()
     if lib is None:
@@ -236,65 +235,71 @@ def _native_h5_peaks(path, dataset, cutoff, min_length, max_gap, *, strand, thre
     inp = PredictionsInput(path, datasets=[dataset])
     kernel = _PeakKernel(lib, cutoff, min_length, max_gap)
     pool = ThreadPoolExecutor(threads, thread_name_prefix="peaks") if threads > 1 else None
-    prefetch = ThreadPoolExecutor(1, thread_name_prefix="peaks-read")
+    reader = None
     try:
-        n_block = max(1, BLOCK_BP // inp.L)
-        reader = ChunkReader(inp, pool, min(n_block, PIECE_CHUNKS))
-        need = {0: (strand in ("avg", "+"), strand in ("avg", "-"))}
-        chroms = [(c.name, c.size) for c in inp.chroms]
-        peaks: dict[str, Peaks] = {}
-        runs = 0
-        cur, offset = None, 0
+        reader = ChunkReader(inp, pool, min(max(1, BLOCK_BP // inp.L), PIECE_CHUNKS))
         with Progress(sum(c.size for c in inp.chroms), "peaks: reading --predictions", "bp") as prog:
-            it = pieces(inp.chroms, n_block, min(n_block, PIECE_CHUNKS))
-
-            def load(desc):
-                """The Piece of one piece ``desc`` (chrom, j, e, ...: bigwig.convert.pieces)."""
-                chrom, j, e = desc[:3]
-                return reader.load(chrom.plus[j:e], chrom.minus[j:e], need)[0]
-
-            nxt = next(it, None)
-            fut = prefetch.submit(load, nxt) if nxt is not None else None
-            while nxt is not None:
-                chrom = nxt[0]
-                piece = fut.result()
-                nxt = next(it, None)
-                fut = prefetch.submit(load, nxt) if nxt is not None else None
-                if chrom is not cur:
-                    if cur is not None:
-                        check_size(path, cur, offset)
-                        peaks[cur.name], n = kernel.finish(cur.size)
-                        runs += n
-                    cur, offset = chrom, 0
-                try:
-                    if not piece.exact:
-                        return None
-                    x, m = strand_arrays(piece, strand)
-                    kernel.feed(x, m)
-                except ChromaflowError as exc:
-                    raise ChromaflowError(f"{path}: seqid {chrom.name!r}: {exc}") from None
-                finally:
-                    piece.release()
-                offset += len(x)
-                prog.update(len(x))
-            if cur is not None:
-                check_size(path, cur, offset)
-                peaks[cur.name], n = kernel.finish(cur.size)
-                runs += n
-        for c in inp.chroms:  # a seqid without rows (malformed) covers nothing; one without data is 0 throughout
-            if len(c.plus) == 0:
-                check_size(path, c, 0)
-        for name, size in chroms:
-            if name not in peaks:
-                peaks[name], n = kernel.finish(size)
-                runs += n
-        return chroms, peaks, runs
+            return _call_streamed(inp, reader, kernel, strand, prog)
     finally:
-        prefetch.shutdown(wait=True, cancel_futures=True)
+        if reader is not None:
+            reader.close()
         if pool is not None:
             pool.shutdown(cancel_futures=True)
         kernel.close()
         inp.close()
+
+
+def _call_streamed(inp: PredictionsInput, reader: ChunkReader, kernel: _PeakKernel, strand: str, prog: Progress):
+    """The pieces of ``inp`` read (prefetch thread) and fed to ``kernel`` in order, chromosome by chromosome:
+    (chroms, {chrom: Peaks}, merged runs), or None at the first piece outside the exact integer path."""
+    from ..bigwig.convert import BLOCK_BP, PIECE_CHUNKS, check_size, pieces, strand_arrays
+
+    n_block = max(1, BLOCK_BP // inp.L)
+    need = {0: (strand in ("avg", "+"), strand in ("avg", "-"))}
+    peaks: dict[str, Peaks] = {}
+    runs, cur, offset = 0, None, 0
+
+    def load(desc):
+        """The Piece of one piece ``desc`` (chrom, j, e, ...: bigwig.convert.pieces)."""
+        chrom, j, e = desc[:3]
+        return reader.load(chrom.plus[j:e], chrom.minus[j:e], need)[0]
+
+    def finish(chrom, offset: int) -> int:
+        check_size(inp.path, chrom, offset)
+        peaks[chrom.name], n = kernel.finish(chrom.size)
+        return n
+
+    prefetch = ThreadPoolExecutor(1, thread_name_prefix="peaks-read")
+    try:
+        it = pieces(inp.chroms, n_block, min(n_block, PIECE_CHUNKS))
+        nxt = next(it, None)
+        fut = prefetch.submit(load, nxt) if nxt is not None else None
+        while nxt is not None:
+            chrom, piece = nxt[0], cast(Future, fut).result()
+            nxt = next(it, None)
+            fut = prefetch.submit(load, nxt) if nxt is not None else None
+            if chrom is not cur:
+                runs += finish(cur, offset) if cur is not None else 0
+                cur, offset = chrom, 0
+            try:
+                if not piece.exact:
+                    return None
+                x, m = strand_arrays(piece, strand)
+                kernel.feed(x, m)
+            except ChromaflowError as exc:
+                raise ChromaflowError(f"{inp.path}: seqid {chrom.name!r}: {exc}") from None
+            finally:
+                piece.release()
+            offset += len(x)
+            prog.update(len(x))
+    finally:
+        prefetch.shutdown(wait=True, cancel_futures=True)
+    runs += finish(cur, offset) if cur is not None else 0
+    for c in inp.chroms:  # a seqid without rows (malformed) covers nothing; one without data is 0 throughout
+        if len(c.plus) == 0:
+            runs += finish(c, 0)
+    chroms = [(c.name, c.size) for c in inp.chroms]
+    return chroms, peaks, runs
 
 
 def h5_peaks(
@@ -310,13 +315,12 @@ def h5_peaks(
 ):
     """(chroms, {chrom: Peaks}, merged runs) of one dataset of a predictions h5 at a known cutoff, streamed: in C
     for an unsmoothed track (:func:`_native_h5_peaks`), else through the bigwig converter into
-    :class:`PeakStream`, which is given the track with its values below the cutoff set to 0 (``int_floor``; the
-    cutoff is > 0): the same peaks from fewer runs; the runs this merged are added back to the count."""
+    :class:`PeakStream` (smoothed tracks, values past 2^23, no C compiler, ``CHROMAFLOW_PEAKS_KERNEL=0``)."""
     if window is None and os.environ.get("CHROMAFLOW_PEAKS_KERNEL", "1") != "0":
         got = _native_h5_peaks(path, dataset, cutoff, min_length, max_gap, strand=strand, threads=threads)
         if got is not None:
             return got
-    chroms, st, extra = _read_h5(
+    chroms, st = _read_h5(
         path,
         dataset,
         lambda chroms: _Stream(chroms, cutoff, min_length, max_gap),
@@ -325,10 +329,9 @@ def h5_peaks(
         experimental=False,
         threads=threads,
         what="--predictions",
-        floor=int_floor(cutoff),
     )
     peaks, runs = st.result(chroms)
-    return chroms, peaks, runs + extra
+    return chroms, peaks, runs
 
 
 #: bp of a bigWig chromosome read at a time (pyBigWig returns a window's intervals as Python tuples)
