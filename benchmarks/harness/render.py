@@ -237,22 +237,22 @@ def _t55_genie3(cases: list[dict]) -> list[str]:
     ]
 
 
-def _t55_peaks(cases: list[dict]) -> list[str]:
+def _t55_pair(cases: list[dict], stage: str, ours: str, peer: str, target: str, at_least: float, same) -> list[str]:
+    """A row per case of ``stage``: its wall ratio ``peer`` / ``ours`` against ``at_least``, and ``same(agreement)``
+    (the outputs equal)."""
     rows = []
     for c in cases:
-        r = _wall_ratio(c, "chromaflow", "macs3")
-        if c["stage"] == "peaks" and r is not None:
-            same = bool((c.get("agreement") or {}).get("ok"))
-            rows.append(
-                _row55(
-                    "peaks ≥ 5× MACS3 `bdgpeakcall` (ours from the predictions h5, MACS3 from its bedGraph), identical "
-                    "peaks",
-                    f"{c['case']}: {r:.1f}×, {'identical' if same else 'peaks differ'}",
-                    r >= 5 and same,
-                    "peaks",
-                )
-            )
+        r = _wall_ratio(c, ours, peer)
+        if c["stage"] == stage and r is not None:
+            ok = bool(same(c.get("agreement") or {}))
+            txt = f"{c['case']}: {r:.1f}×, {'identical' if ok else 'outputs differ'}"
+            rows.append(_row55(target, txt, r >= at_least and ok, stage))
     return rows
+
+
+def _t55_peaks(cases: list[dict]) -> list[str]:
+    target = "peaks ≥ 5× MACS3 `bdgpeakcall` (ours from the predictions h5, MACS3 from its bedGraph), identical peaks"
+    return _t55_pair(cases, "peaks", "chromaflow", "macs3", target, 5, lambda a: a.get("ok"))
 
 
 def _t55_coverage(cases: list[dict]) -> list[str]:
@@ -279,20 +279,10 @@ def _t55_coverage(cases: list[dict]) -> list[str]:
 
 
 def _t55_predict(cases: list[dict]) -> list[str]:
-    rows = []
-    for c in cases:
-        r = _wall_ratio(c, "chromaflow fp32", "predmoter")
-        if c["stage"] == "predict" and r is not None:
-            same = bool(((c.get("agreement") or {}).get("fp32") or {}).get("ok"))
-            rows.append(
-                _row55(
-                    "predict fp32 ≥ 2.5× Predmoter end to end, identical predictions",
-                    f"{r:.1f}×, {'identical' if same else 'outputs differ'}",
-                    r >= 2.5 and same,
-                    "predict",
-                )
-            )
-    return rows
+    target = "predict fp32 ≥ 2.5× Predmoter end to end, identical predictions"
+    return _t55_pair(
+        cases, "predict", "chromaflow fp32", "predmoter", target, 2.5, lambda a: (a.get("fp32") or {}).get("ok")
+    )
 
 
 def targets55_rows(res: dict) -> list[str]:

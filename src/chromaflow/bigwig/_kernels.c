@@ -106,6 +106,34 @@ static inline int32_t avg2_32(int32_t p, int32_t m) {
     return q + (a & q & 1);
 }
 
+/* BODY for every position `at` in [0, n) whose flag byte is set, in order: the flags read 8 at a time (a zero word
+ * skips 8 positions; predicted tracks change every ~3-30 bp), the set bytes of a word lowest address first on
+ * either byte order. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define NEXT_SET_BYTE(w, b) (b = __builtin_clzll(w) >> 3, w &= ~(0xFFull << (56 - 8 * b)))
+#else
+#define NEXT_SET_BYTE(w, b) (b = __builtin_ctzll(w) >> 3, w &= w - 1)
+#endif
+#define FOR_EACH_SET(flags, n, at, BODY)                                                                         \
+    do {                                                                                                         \
+        int64_t i_ = 0;                                                                                          \
+        for (; i_ + 8 <= (n); i_ += 8) {                                                                         \
+            uint64_t w_;                                                                                         \
+            memcpy(&w_, (flags) + i_, 8);                                                                        \
+            while (w_) {                                                                                         \
+                int b_;                                                                                          \
+                NEXT_SET_BYTE(w_, b_);                                                                           \
+                int64_t at = i_ + b_;                                                                            \
+                BODY;                                                                                            \
+            }                                                                                                    \
+        }                                                                                                        \
+        for (; i_ < (n); i_++)                                                                                   \
+            if ((flags)[i_]) {                                                                                   \
+                int64_t at = i_;                                                                                 \
+                BODY;                                                                                            \
+            }                                                                                                    \
+    } while (0)
+
 /* Maximal runs of equal values of x (m == NULL) or of avg2(x, m), in two calls. With starts == NULL: flags[i] = 1
  * where a run starts (flags holds n bytes), returns the number of runs; a loop without branches that the compiler
  * vectorises. Then with starts: reads flags 8 bytes at a time (a zero word skips 8 positions; predicted tracks
@@ -133,24 +161,8 @@ int64_t cf_runs(const int32_t *x, const int32_t *m, int64_t n, int64_t offset, u
         }
         return k;
     }
-    int64_t k = 0, i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, flags + i, 8);
-        while (w) { /* the set bytes of w, lowest address first on either byte order: see below */
-            int b;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-            b = __builtin_clzll(w) >> 3;
-            w &= ~(0xFFull << (56 - 8 * b));
-#else
-            b = __builtin_ctzll(w) >> 3;
-            w &= w - 1;
-#endif
-            starts[k++] = i + b;
-        }
-    }
-    for (; i < n; i++)
-        if (flags[i]) starts[k++] = i;
+    int64_t k = 0;
+    FOR_EACH_SET(flags, n, at, starts[k++] = at);
     for (int64_t j = 0; j < k; j++) {
         int64_t s = starts[j];
         vals[j] = (float)(m ? avg2_32(x[s], m[s]) : x[s]);
@@ -468,32 +480,16 @@ int cf_peaks_feed(void *p, const int32_t *x, const int32_t *m, int64_t n, uint8_
     } else {
         for (int64_t i = 1; i < n; i++) flags[i] = x[i] != x[i - 1];
     }
-    int64_t base = s->pos, i = 0;
+    int64_t base = s->pos;
 #define RUN_STARTS_AT(j)                                                                                         \
     do {                                                                                                         \
-        int64_t at = (j);                                                                                        \
-        if (s->has_run) close_run(s, s->run_start, base + at, s->run_val);                                       \
+        int64_t q_ = (j);                                                                                        \
+        if (s->has_run) close_run(s, s->run_start, base + q_, s->run_val);                                       \
         s->has_run = 1;                                                                                          \
-        s->run_start = base + at;                                                                                \
-        s->run_val = m ? avg2_32(x[at], m[at]) : x[at];                                                          \
+        s->run_start = base + q_;                                                                                \
+        s->run_val = m ? avg2_32(x[q_], m[q_]) : x[q_];                                                          \
     } while (0)
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, flags + i, 8);
-        while (w) {
-            int b;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-            b = __builtin_clzll(w) >> 3;
-            w &= ~(0xFFull << (56 - 8 * b));
-#else
-            b = __builtin_ctzll(w) >> 3;
-            w &= w - 1;
-#endif
-            RUN_STARTS_AT(i + b);
-        }
-    }
-    for (; i < n; i++)
-        if (flags[i]) RUN_STARTS_AT(i);
+    FOR_EACH_SET(flags, n, at, RUN_STARTS_AT(at));
 #undef RUN_STARTS_AT
     s->pos += n;
     return s->failed ? -1 : 0;

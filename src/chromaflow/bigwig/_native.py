@@ -141,34 +141,31 @@ def compressor(level: int):
     return held[level].ptr
 
 
+def _h5py_symbol(module: str, name: str):
+    """The address of the C function ``name`` exported by h5py's extension ``module`` (or a library it loaded:
+    its HDF5), found once; None where it is not there."""
+    with _lock:
+        if (module, name) not in _state:
+            try:
+                import importlib
+
+                ext = importlib.import_module(f"h5py.{module}")
+                _state[(module, name)] = ctypes.cast(getattr(ctypes.CDLL(ext.__file__), name), ctypes.c_void_p).value
+            except (ImportError, OSError, AttributeError):
+                _state[(module, name)] = None
+        return _state[(module, name)]
+
+
 def h5_chunk_iter():
     """The address of HDF5's ``H5Dchunk_iter`` in the library h5py is built with (found through h5py's own extension
     module, so it is the copy already loaded), or None."""
-    with _lock:
-        if "h5iter" not in _state:
-            try:
-                import h5py.h5d
-
-                fn = ctypes.CDLL(h5py.h5d.__file__).H5Dchunk_iter
-                _state["h5iter"] = ctypes.cast(fn, ctypes.c_void_p).value
-            except (ImportError, OSError, AttributeError):
-                _state["h5iter"] = None
-        return _state["h5iter"]
+    return _h5py_symbol("h5d", "H5Dchunk_iter")
 
 
 def h5py_lzf_compress():
     """The address of ``lzf_compress`` in h5py's h5z extension (the LZF filter h5py registers for
     ``compression="lzf"``), or None."""
-    with _lock:
-        if "lzf" not in _state:
-            try:
-                import h5py.h5z
-
-                fn = ctypes.CDLL(h5py.h5z.__file__).lzf_compress
-                _state["lzf"] = ctypes.cast(fn, ctypes.c_void_p).value
-            except (ImportError, OSError, AttributeError):
-                _state["lzf"] = None
-        return _state["lzf"]
+    return _h5py_symbol("h5z", "lzf_compress")
 
 
 def libdeflate():
