@@ -536,6 +536,7 @@ class ChunkReader:
         self._fds: list[int] | None = None  # a view's source files, by self._source_of[row]
         self._rows: SourceRows | None = None  # h5py's path over a view: its predictions, a shard at a time
         self.buffers = BufferPool(piece_chunks * inp.L)
+        self._native_read: Any = False  # the C batch reader (_native_reader), built at the first load
         if not inp.experimental and os.environ.get("CHROMAFLOW_BIGWIG_READER") != "h5py":
             self._setup_fast(inp.dsets[0])
 
@@ -744,7 +745,9 @@ class ChunkReader:
                     dst[i] = a[::-1] if rev else a
             return True, padded
 
-        native = self._native_reader(dtype)
+        if self._native_read is False:  # built once per reader: the file's descriptors and chunk tables are fixed
+            self._native_read = self._native_reader(dtype)
+        native = self._native_read
         if native is not None:
             python_work = work
 
