@@ -692,7 +692,9 @@ class ChunkReader:
                 return out
         return self._load_h5py(plus_rows, minus_rows, need)
 
-    def _load_fast(self, plus_rows, minus_rows, need):
+    def _fast_jobs(self, plus_rows, minus_rows, need):
+        """Output buffers ({channel index: (plus, minus) int32 arrays of shape (m, L) or None}) and one job per
+        chunk to read: (channel index, buffer, row in buffer, file row, channel, reversed, address of the row)."""
         m = len(plus_rows)
         L = self.L
         bufs = {}
@@ -708,6 +710,11 @@ class ChunkReader:
                     jobs.append((c, P, i, int(plus_rows[i]), ch, False, pa + 4 * L * i))
                 if wm:
                     jobs.append((c, M, i, int(minus_rows[i]), ch, True, ma + 4 * L * i))
+        return bufs, jobs
+
+    def _load_fast(self, plus_rows, minus_rows, need):
+        L = self.L
+        bufs, jobs = self._fast_jobs(plus_rows, minus_rows, need)
         dtype = self.dtype
         nbytes = self.nbytes
         filtered = self.filtered
