@@ -31,9 +31,9 @@ process ADD_COVERAGE {
     tuple val(meta), path(h5, stageAs: 'input/*'), val(specs), path(reads, stageAs: 'reads*/*'), path(indexes, stageAs: 'index*/*')
 
     output:
-    tuple val(meta), path("${prefix}.h5")                       , emit: h5
-    tuple val(meta), path("*.add_coverage.metrics.json")        , emit: metrics
-    path "versions.yml"                                         , emit: versions
+    tuple(val(meta), path("${prefix}.h5")                       , emit: h5)
+    tuple(val(meta), path("*.add_coverage.metrics.json")        , emit: metrics)
+    path("versions.yml"                                         , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

@@ -14,10 +14,10 @@ process ATTRIBUTE {
     path model
 
     output:
-    tuple val(meta), path("${prefix}.contributions.h5")         , emit: contributions
-    tuple val(meta), path("${prefix}.contributions.bw")         , emit: bigwig
-    tuple val(meta), path("${prefix}.attribute.metrics.json")   , emit: metrics
-    path "versions.yml"                                         , emit: versions
+    tuple(val(meta), path("${prefix}.contributions.h5")         , emit: contributions)
+    tuple(val(meta), path("${prefix}.contributions.bw")         , emit: bigwig)
+    tuple(val(meta), path("${prefix}.attribute.metrics.json")   , emit: metrics)
+    path("versions.yml"                                         , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

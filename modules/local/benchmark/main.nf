@@ -14,11 +14,11 @@ process BENCHMARK {
     path trace
 
     output:
-    path "benchmark.json"   , emit: json
-    path "benchmark.tsv"    , emit: tsv
-    path "report.html"      , emit: html
-    path "*_mqc.*"          , emit: multiqc
-    path "versions.yml"     , emit: versions
+    path("benchmark.json"   , emit: json)
+    path("benchmark.tsv"    , emit: tsv)
+    path("report.html"      , emit: html)
+    path("*_mqc.*"          , emit: multiqc)
+    path("versions.yml"     , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

@@ -16,9 +16,9 @@ process BIGWIG {
     path blacklist
 
     output:
-    tuple val(meta), path("tracks/*")                       , emit: tracks
-    tuple val(meta), path("${prefix}.bigwig.metrics.json")  , emit: metrics
-    path "versions.yml"                                     , emit: versions
+    tuple(val(meta), path("tracks/*")                       , emit: tracks)
+    tuple(val(meta), path("${prefix}.bigwig.metrics.json")  , emit: metrics)
+    path("versions.yml"                                     , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

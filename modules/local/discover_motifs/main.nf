@@ -11,11 +11,11 @@ process DISCOVER_MOTIFS {
     tuple val(meta), path(contributions)
 
     output:
-    tuple val(meta), path("motifs/report.html")                         , emit: report
-    tuple val(meta), path("motifs/motifs.meme"), path("motifs/matches.tsv"), emit: motifs
-    tuple val(meta), path("motifs/*")                                   , emit: files
-    tuple val(meta), path("${prefix}.discover_motifs.metrics.json")     , emit: metrics
-    path "versions.yml"                                                 , emit: versions
+    tuple(val(meta), path("motifs/report.html")                         , emit: report)
+    tuple(val(meta), path("motifs/motifs.meme"), path("motifs/matches.tsv"), emit: motifs)
+    tuple(val(meta), path("motifs/*")                                   , emit: files)
+    tuple(val(meta), path("${prefix}.discover_motifs.metrics.json")     , emit: metrics)
+    path("versions.yml"                                                 , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

@@ -10,10 +10,10 @@ process EVALUATE {
     tuple val(meta), path(model), path(h5, stageAs: 'eval/*')
 
     output:
-    tuple val(meta), path("${prefix}.evaluation.tsv")          , emit: tsv
-    tuple val(meta), path("plots/*.png")                       , emit: plots
-    tuple val(meta), path("${prefix}.evaluate.metrics.json")   , emit: metrics
-    path "versions.yml"                                        , emit: versions
+    tuple(val(meta), path("${prefix}.evaluation.tsv")          , emit: tsv)
+    tuple(val(meta), path("plots/*.png")                       , emit: plots)
+    tuple(val(meta), path("${prefix}.evaluate.metrics.json")   , emit: metrics)
+    path("versions.yml"                                        , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

@@ -11,9 +11,9 @@ process FASTA2H5 {
     tuple val(meta), path(fasta)
 
     output:
-    tuple val(meta), path("${prefix}.h5")                     , emit: h5
-    tuple val(meta), path("${prefix}.fasta2h5.metrics.json")  , emit: metrics
-    path "versions.yml"                                       , emit: versions
+    tuple(val(meta), path("${prefix}.h5")                     , emit: h5)
+    tuple(val(meta), path("${prefix}.fasta2h5.metrics.json")  , emit: metrics)
+    path("versions.yml"                                       , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

@@ -11,11 +11,11 @@ process GENE_ACCESSIBILITY {
     tuple val(meta), path(annotation), path(predictions, arity: '1..*')
 
     output:
-    tuple val(meta), path("${prefix}.gene_accessibility.tsv")          , emit: table
-    tuple val(meta), path("${prefix}.promoters.bed")                    , emit: bed
-    tuple val(meta), path("${prefix}.promoters.bb")                     , emit: bigbed
-    tuple val(meta), path("${prefix}.gene_accessibility.metrics.json")  , emit: metrics
-    path "versions.yml"                                                 , emit: versions
+    tuple(val(meta), path("${prefix}.gene_accessibility.tsv")          , emit: table)
+    tuple(val(meta), path("${prefix}.promoters.bed")                    , emit: bed)
+    tuple(val(meta), path("${prefix}.promoters.bb")                     , emit: bigbed)
+    tuple(val(meta), path("${prefix}.gene_accessibility.metrics.json")  , emit: metrics)
+    path("versions.yml"                                                 , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

@@ -11,9 +11,9 @@ process GENIE3 {
     tuple val(meta), path(expression), path(regulators), path(prior)
 
     output:
-    tuple val(meta), path("${prefix}.genie3.part.npz")         , emit: part
-    tuple val(meta), path("${prefix}.genie3.metrics.json")     , emit: metrics
-    path "versions.yml"                                        , emit: versions
+    tuple(val(meta), path("${prefix}.genie3.part.npz")         , emit: part)
+    tuple(val(meta), path("${prefix}.genie3.metrics.json")     , emit: metrics)
+    path("versions.yml"                                        , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

@@ -9,11 +9,11 @@ process GENIE3_MERGE {
     tuple val(meta), path(parts, stageAs: 'parts/*')
 
     output:
-    tuple val(meta), path("${prefix}.genie3_links.tsv.gz")         , emit: links
-    tuple val(meta), path("${prefix}.genie3_summary.json")         , emit: summary
-    tuple val(meta), path("${prefix}.genie3_weights.png")          , emit: plot
-    tuple val(meta), path("${prefix}.genie3_merge.metrics.json")   , emit: metrics
-    path "versions.yml"                                            , emit: versions
+    tuple(val(meta), path("${prefix}.genie3_links.tsv.gz")         , emit: links)
+    tuple(val(meta), path("${prefix}.genie3_summary.json")         , emit: summary)
+    tuple(val(meta), path("${prefix}.genie3_weights.png")          , emit: plot)
+    tuple(val(meta), path("${prefix}.genie3_merge.metrics.json")   , emit: metrics)
+    path("versions.yml"                                            , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

@@ -11,8 +11,8 @@ process GENIE3_PLAN {
     tuple val(meta), path(expression), path(regulators)
 
     output:
-    tuple val(meta), path("${prefix}.genie3_plan.json")  , emit: plan
-    path "versions.yml"                                  , emit: versions
+    tuple(val(meta), path("${prefix}.genie3_plan.json")  , emit: plan)
+    path("versions.yml"                                  , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

@@ -10,8 +10,8 @@ process MAKE_TEST_MODEL {
     val seed
 
     output:
-    path "chromaflow_tiny_seed${seed}.ckpt", emit: ckpt
-    path "versions.yml"                    , emit: versions
+    path("chromaflow_tiny_seed${seed}.ckpt", emit: ckpt)
+    path("versions.yml"                    , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

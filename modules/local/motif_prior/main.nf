@@ -14,9 +14,9 @@ process MOTIF_PRIOR {
     tuple val(meta), path(fasta), path(annotation), path(motifs), path(tf_motifs), path(tf_families), path(matches), path(regulators), path(predictions, arity: '0..*')
 
     output:
-    tuple val(meta), path("${prefix}.prior.tsv.gz")               , emit: prior
-    tuple val(meta), path("${prefix}.motif_prior.metrics.json")   , emit: metrics
-    path "versions.yml"                                           , emit: versions
+    tuple(val(meta), path("${prefix}.prior.tsv.gz")               , emit: prior)
+    tuple(val(meta), path("${prefix}.motif_prior.metrics.json")   , emit: metrics)
+    path("versions.yml"                                           , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

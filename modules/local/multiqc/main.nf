@@ -12,9 +12,9 @@ process MULTIQC {
     path multiqc_config
 
     output:
-    path "${prefix}.html"      , emit: report
-    path "${prefix}_data"      , emit: data
-    path "versions.yml"        , emit: versions
+    path("${prefix}.html"      , emit: report)
+    path("${prefix}_data"      , emit: data)
+    path("versions.yml"        , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

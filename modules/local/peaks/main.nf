@@ -17,12 +17,12 @@ process PEAKS {
     tuple val(meta), path(predictions, arity: '1..*'), path(tracks, stageAs: 'tracks/*'), path(observed, stageAs: 'observed/*')
 
     output:
-    tuple val(meta), path("tracks/*.{narrowPeak,bb}")             , emit: peaks
-    tuple val(meta), path("tracks/*.peaks.json")                  , emit: summary
+    tuple(val(meta), path("tracks/*.{narrowPeak,bb}")             , emit: peaks)
+    tuple(val(meta), path("tracks/*.peaks.json")                  , emit: summary)
     // includeInputs: the updated files carry the names of the staged ones they replace
-    tuple val(meta), path("tracks/{igv_session.xml,trackDb.txt,hub.txt}", includeInputs: true), emit: browser, optional: true
-    tuple val(meta), path("*.peaks.metrics.json")                 , emit: metrics
-    path "versions.yml"                                           , emit: versions
+    tuple(val(meta), path("tracks/{igv_session.xml,trackDb.txt,hub.txt}", includeInputs: true), emit: browser, optional: true)
+    tuple(val(meta), path("*.peaks.metrics.json")                 , emit: metrics)
+    path("versions.yml"                                           , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

@@ -24,9 +24,9 @@ process PREDICT {
     path model
 
     output:
-    tuple val(meta), path("${prefix}_predictions.h5")        , emit: predictions
-    tuple val(meta), path("${prefix}.predict.metrics.json")  , emit: metrics
-    path "versions.yml"                                      , emit: versions
+    tuple(val(meta), path("${prefix}_predictions.h5")        , emit: predictions)
+    tuple(val(meta), path("${prefix}.predict.metrics.json")  , emit: metrics)
+    path("versions.yml"                                      , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

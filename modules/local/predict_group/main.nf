@@ -19,9 +19,9 @@ process PREDICT_GROUP {
     path model
 
     output:
-    tuple val(metas), path("*_predictions.h5")        , emit: predictions
-    tuple val(metas), path("*.predict.metrics.json")  , emit: metrics
-    path "versions.yml"                               , emit: versions
+    tuple(val(metas), path("*_predictions.h5")        , emit: predictions)
+    tuple(val(metas), path("*.predict.metrics.json")  , emit: metrics)
+    path("versions.yml"                               , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

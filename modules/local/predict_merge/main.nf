@@ -10,9 +10,9 @@ process PREDICT_MERGE {
     tuple val(meta), path(shards, stageAs: 'shards/*')
 
     output:
-    tuple val(meta), path("${prefix}_predictions.h5")             , emit: predictions
-    tuple val(meta), path("${prefix}.predict_merge.metrics.json") , emit: metrics
-    path "versions.yml"                                           , emit: versions
+    tuple(val(meta), path("${prefix}_predictions.h5")             , emit: predictions)
+    tuple(val(meta), path("${prefix}.predict_merge.metrics.json") , emit: metrics)
+    path("versions.yml"                                           , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

@@ -21,9 +21,9 @@ process PREDICT_PLAN {
     tuple val(meta), path(fasta)
 
     output:
-    tuple val(meta), path("${prefix}.predict_plan.json")  , emit: plan
-    tuple val(meta), path("*.{fai,gzi}")                  , emit: index, optional: true
-    path "versions.yml"                                   , emit: versions
+    tuple(val(meta), path("${prefix}.predict_plan.json")  , emit: plan)
+    tuple(val(meta), path("*.{fai,gzi}")                  , emit: index, optional: true)
+    path("versions.yml"                                   , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

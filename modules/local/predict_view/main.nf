@@ -12,9 +12,9 @@ process PREDICT_VIEW {
     tuple val(meta), path(shards)
 
     output:
-    tuple val(meta), path("${prefix}_predictions.h5")            , emit: view
-    tuple val(meta), path("${prefix}.predict_view.metrics.json") , emit: metrics
-    path "versions.yml"                                          , emit: versions
+    tuple(val(meta), path("${prefix}_predictions.h5")            , emit: view)
+    tuple(val(meta), path("${prefix}.predict_view.metrics.json") , emit: metrics)
+    path("versions.yml"                                          , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

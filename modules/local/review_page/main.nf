@@ -14,8 +14,8 @@ process REVIEW_PAGE {
     tuple val(meta), path(fasta), path(fai), path(tracks, stageAs: 'tracks/*'), path(peaks, stageAs: 'peaks/*'), path(effects, stageAs: 'variants/*'), path(variant_tracks, stageAs: 'variants/variant_tracks/*'), path(genes, stageAs: 'genes/*'), path(promoters, stageAs: 'promoters/*')
 
     output:
-    tuple val(meta), path("${prefix}.review.html"), emit: html, optional: true
-    path "versions.yml"                            , emit: versions
+    tuple(val(meta), path("${prefix}.review.html"), emit: html, optional: true)
+    path("versions.yml"                            , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

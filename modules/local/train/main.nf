@@ -13,11 +13,11 @@ process TRAIN {
     path init   // fine-tuning checkpoint, or [] for a new model
 
     output:
-    tuple val(meta), path("${prefix}/best.ckpt")             , emit: best
-    tuple val(meta), path("${prefix}/last.ckpt")             , emit: last
-    tuple val(meta), path("${prefix}/metrics.tsv")           , emit: epochs
-    tuple val(meta), path("${prefix}.train.metrics.json")    , emit: metrics
-    path "versions.yml"                                      , emit: versions
+    tuple(val(meta), path("${prefix}/best.ckpt")             , emit: best)
+    tuple(val(meta), path("${prefix}/last.ckpt")             , emit: last)
+    tuple(val(meta), path("${prefix}/metrics.tsv")           , emit: epochs)
+    tuple(val(meta), path("${prefix}.train.metrics.json")    , emit: metrics)
+    path("versions.yml"                                      , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

@@ -15,8 +15,8 @@ process VARIANT_BROWSER {
 
     output:
     // includeInputs: the updated files carry the names of the staged ones they replace
-    tuple val(meta), path("tracks/{igv_session.xml,trackDb.txt,hub.txt}", includeInputs: true), emit: browser
-    path "versions.yml"                                                                , emit: versions
+    tuple(val(meta), path("tracks/{igv_session.xml,trackDb.txt,hub.txt}", includeInputs: true), emit: browser)
+    path("versions.yml"                                                                , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

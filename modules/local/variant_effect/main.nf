@@ -20,12 +20,12 @@ process VARIANT_EFFECT {
     path model
 
     output:
-    tuple val(meta), path("${prefix}.effects.tsv.gz")               , emit: effects
-    tuple val(meta), path("variant_tracks/*.bw")                    , emit: tracks, optional: true
-    tuple val(meta), path("${prefix}.variant_effect.metrics.json")  , emit: metrics
+    tuple(val(meta), path("${prefix}.effects.tsv.gz")               , emit: effects)
+    tuple(val(meta), path("variant_tracks/*.bw")                    , emit: tracks, optional: true)
+    tuple(val(meta), path("${prefix}.variant_effect.metrics.json")  , emit: metrics)
     // a shard's table with its candidates (the candidates JSON is always written with --shard)
-    tuple val(meta), path("${prefix}.effects.tsv.gz"), path("variant_tracks/*"), emit: part, optional: true
-    path "versions.yml"                                             , emit: versions
+    tuple(val(meta), path("${prefix}.effects.tsv.gz"), path("variant_tracks/*"), emit: part, optional: true)
+    path("versions.yml"                                             , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

@@ -12,10 +12,10 @@ process VARIANT_MERGE {
     tuple val(meta), path(parts, stageAs: 'shards/*'), path(candidates, stageAs: 'candidates/*')
 
     output:
-    tuple val(meta), path("${prefix}.effects.tsv.gz")               , emit: effects
-    tuple val(meta), path("variant_tracks/*.bw")                    , emit: tracks, optional: true
-    tuple val(meta), path("${prefix}.variant_merge.metrics.json")   , emit: metrics
-    path "versions.yml"                                             , emit: versions
+    tuple(val(meta), path("${prefix}.effects.tsv.gz")               , emit: effects)
+    tuple(val(meta), path("variant_tracks/*.bw")                    , emit: tracks, optional: true)
+    tuple(val(meta), path("${prefix}.variant_merge.metrics.json")   , emit: metrics)
+    path("versions.yml"                                             , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when

@@ -15,8 +15,8 @@ process VARIANT_PLAN {
     tuple val(meta), path(vcf)
 
     output:
-    tuple val(meta), path("${prefix}.variant_plan.json")  , emit: plan
-    path "versions.yml"                                   , emit: versions
+    tuple(val(meta), path("${prefix}.variant_plan.json")  , emit: plan)
+    path("versions.yml"                                   , emit: versions)
 
     when:
     task.ext.when == null || task.ext.when
