@@ -31,7 +31,8 @@ def command_form_outputs(text: str) -> list[str]:
 
 def test_module_outputs_are_method_calls():
     """Every module's output elements are calls; the check finds the command form (and only it) in a sample."""
-    sample = 'process X {\n    output:\n    path "v.yml", emit: versions\n    path("w.yml", emit: w)\n    script:\n    ""\n}'
+    sample = 'process X {\n    output:\n    path "v.yml", emit: versions\n    path("w.yml", emit: w)\n'
+    sample += '    script:\n    "echo x"\n}'
     assert command_form_outputs(sample) == ['path "v.yml", emit: versions']
     mains = sorted(ROOT.glob("modules/local/*/main.nf"))
     assert mains
