@@ -7,8 +7,8 @@ process MULTIQC {
     label 'process_single'
 
     input:
-    path multiqc_files, stageAs: 'mqc/?/*'
-    path versions, stageAs: 'mqc/chromaflow_software_mqc_versions.yml'
+    path(multiqc_files, stageAs: 'mqc/?/*')
+    path(versions, stageAs: 'mqc/chromaflow_software_mqc_versions.yml')
     path multiqc_config
 
     output:
