@@ -188,6 +188,6 @@ def test_module_follows_the_nf_core_rules(module):
     code = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith(("*", "/*", "//")))
     assert "params." not in code, f"{module} reads params"
     assert re.search(r"^\s+when:\n\s+task\.ext\.when == null \|\| task\.ext\.when$", code, re.M), module
-    assert re.search(r'path "versions\.yml"\s*,\s*emit: versions', code), module
+    assert re.search(r'path\("versions\.yml"\s*,\s*emit: versions\)', code), module
     assert "stub:" in code and "task.ext.args" in code, module
     assert "publishDir" not in code, module
