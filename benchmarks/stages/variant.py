@@ -218,12 +218,14 @@ def variant_section(c: dict, res: dict) -> list[str]:
     gpu = ", ".join(g.get("name", "?") for g in (res.get("machine") or {}).get("gpus") or []) or "none"
     rows = [r for r in c["runs"] if r.get("exit") == 0 and r.get("metrics")]
     alleles = rows[0]["metrics"]["variants"] if rows else "?"
+    # the runs made, not the harness's default repeats (the gpu stage sets its contenders' repeats itself)
+    per = max((sum(r["contender"] == k for r in c["runs"]) for k in c["contenders"]), default=0)
     return [
         f"## {c['started'][:16].replace('T', ' ')} UTC — {p['device']}, host {m['host']}",
         "",
         f"Command: `{c['command']}`. {p['variants']} VCF records ({alleles} (variant, ALT) rows) on a "
         f"{p['mbp']:g} Mbp random genome; CPU {m['cpu_model']} ({m['usable_cpus']} usable), GPU {gpu}, "
-        f"torch {(res.get('software') or {}).get('torch')}. {c['repeats']} runs per precision.",
+        f"torch {(res.get('software') or {}).get('torch')}. {per} runs per precision.",
         "",
         "| device | precision | threads | runs | variants/s loop, median (min–max) | end to end s, median | "
         "variants/s end to end | CPU s median | peak RSS MiB | batch | model rows | load |",
