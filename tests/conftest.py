@@ -29,9 +29,12 @@ NFTEST_RUN = pytest.StashKey[NfTestRun]()
 # The suite starts ~90 JVMs (Nextflow runs, nf-test and the Nextflow each of its cases runs), each a short run whose
 # cost is mostly compiling Nextflow's and Groovy's classes: the client compiler alone (C1, as the official launcher
 # uses for every command but `run`) halves the CPU of one launch here (hello-world run: 8.3 s -> 4.9 s user+sys).
+# The serial collector then takes another ~12 % (a -stub test-profile run, 3 alternated pairs: 23.7 -> 20.7 CPU-s;
+# G1's parallel and concurrent threads cost more than they save on a heap this small and a life this short).
 # Tests only: a user's long pipeline run keeps the launcher's default (C2). A value the caller set wins.
-os.environ.setdefault("NXF_OPTS", "-Xms256m -Xmx1g -XX:+TieredCompilation -XX:TieredStopAtLevel=1")
-os.environ.setdefault("NFT_JAVA_OPTS", "-Xmx2g -XX:+TieredCompilation -XX:TieredStopAtLevel=1")
+_JVM_TEST = "-XX:+TieredCompilation -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+os.environ.setdefault("NXF_OPTS", f"-Xms256m -Xmx1g {_JVM_TEST}")
+os.environ.setdefault("NFT_JAVA_OPTS", f"-Xmx2g {_JVM_TEST}")
 # Idle OpenMP threads (torch's and scikit-learn's libgomp) sleep instead of spinning. The suite runs two workers on
 # two cores and most tests' commands use every core (--threads 0): a spinning thread then burns the CPU the other
 # worker's process needs. Measured (2 cores, load ~5): test_resume_is_exact + the SIGTERM train test 68 -> 45 CPU-s,
