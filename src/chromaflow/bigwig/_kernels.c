@@ -468,29 +468,41 @@ static inline void close_run(cf_peaks_state *s, int64_t a, int64_t b, int32_t v)
     add_cand(s, (a + b) / 2);
 }
 
-/* Feed the next n positions of the chromosome: x (m == NULL) or the strand average of x and m; `flags` is scratch
- * of n bytes. Returns 0, or -1 when an allocation failed (the state is then unusable). */
-int cf_peaks_feed(void *p, const int32_t *x, const int32_t *m, int64_t n, uint8_t *flags) {
+/* Feed the next n positions of the chromosome: x (m == NULL) or the strand average of x and m. Block by block
+ * (PEAK_BLOCK positions), each block's values (the average computed once) and change flags in stack buffers that
+ * stay in L1: both loops vectorise, and the run walk reads them there. One pass over a piece-sized flags array in
+ * memory, with the average computed twice per position, took 1.8x as long (113 vs 62 ms for 38.5 Mbp of a
+ * realistic avg track, same peaks). Returns 0, or -1 when an allocation failed (the state is then unusable). */
+#define PEAK_BLOCK 4096
+int cf_peaks_feed(void *p, const int32_t *x, const int32_t *m, int64_t n) {
     cf_peaks_state *s = p;
-    if (n <= 0) return s->failed ? -1 : 0;
-    int32_t v0 = m ? avg2_32(x[0], m[0]) : x[0];
-    flags[0] = !s->has_run || v0 != s->run_val;
-    if (m) {
-        for (int64_t i = 1; i < n; i++) flags[i] = avg2_32(x[i], m[i]) != avg2_32(x[i - 1], m[i - 1]);
-    } else {
-        for (int64_t i = 1; i < n; i++) flags[i] = x[i] != x[i - 1];
-    }
-    int64_t base = s->pos;
+    int32_t v[PEAK_BLOCK + 1]; /* v[0]: the value before the block; v[i + 1]: position a + i */
+    uint8_t flags[PEAK_BLOCK];
+    int first = !s->has_run; /* the chromosome's first position starts a run */
+    v[PEAK_BLOCK] = s->run_val;
+    for (int64_t a = 0; a < n; a += PEAK_BLOCK) {
+        int64_t len = n - a < PEAK_BLOCK ? n - a : PEAK_BLOCK;
+        v[0] = v[PEAK_BLOCK]; /* the previous block's last value (or the open run's) */
+        if (m) {
+            for (int64_t i = 0; i < len; i++) v[i + 1] = avg2_32(x[a + i], m[a + i]);
+        } else {
+            memcpy(v + 1, x + a, (size_t)len * sizeof *v);
+        }
+        for (int64_t i = 0; i < len; i++) flags[i] = v[i + 1] != v[i];
+        if (first) flags[0] = 1, first = 0;
+        int64_t base = s->pos + a;
 #define RUN_STARTS_AT(j)                                                                                         \
     do {                                                                                                         \
         int64_t q_ = (j);                                                                                        \
         if (s->has_run) close_run(s, s->run_start, base + q_, s->run_val);                                       \
         s->has_run = 1;                                                                                          \
         s->run_start = base + q_;                                                                                \
-        s->run_val = m ? avg2_32(x[q_], m[q_]) : x[q_];                                                          \
+        s->run_val = v[q_ + 1];                                                                                  \
     } while (0)
-    FOR_EACH_SET(flags, n, at, RUN_STARTS_AT(at));
+        FOR_EACH_SET(flags, len, at, RUN_STARTS_AT(at));
 #undef RUN_STARTS_AT
+        v[PEAK_BLOCK] = v[len];
+    }
     s->pos += n;
     return s->failed ? -1 : 0;
 }

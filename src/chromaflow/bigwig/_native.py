@@ -71,7 +71,7 @@ def _build():
     lib.cf_peaks_free.restype = None
     lib.cf_peaks_free.argtypes = [vp]
     lib.cf_peaks_feed.restype = ctypes.c_int
-    lib.cf_peaks_feed.argtypes = [vp, vp, vp, i64, vp]
+    lib.cf_peaks_feed.argtypes = [vp, vp, vp, i64]
     lib.cf_peaks_finish.restype = i64
     lib.cf_peaks_finish.argtypes = [vp, i64]
     lib.cf_peaks_take.restype = None

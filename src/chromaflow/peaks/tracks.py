@@ -197,9 +197,8 @@ class _PeakKernel:
         """The next positions of the chromosome: strand ``x`` (int32) or the average of ``x`` and ``m``."""
         x = np.ascontiguousarray(x)
         m = None if m is None else np.ascontiguousarray(m)
-        flags = np.empty(len(x), np.uint8)
         mp = None if m is None else m.ctypes.data
-        if self.lib.cf_peaks_feed(self.state, x.ctypes.data, mp, len(x), flags.ctypes.data):
+        if self.lib.cf_peaks_feed(self.state, x.ctypes.data, mp, len(x)):
             raise MemoryError("cf_peaks_feed")
 
     def finish(self, size: int) -> tuple[Peaks, int]:
