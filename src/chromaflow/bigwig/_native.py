@@ -83,7 +83,7 @@ def _build():
     lib.cf_shuffle_lzf.restype = ctypes.c_int
     lib.cf_shuffle_lzf.argtypes = [vp, i64, i64, vp, vp, vp, vp]
     lib.cf_runs.restype = i64
-    lib.cf_runs.argtypes = [vp, vp, i64, i64, vp, vp, vp, vp]
+    lib.cf_runs.argtypes = [vp, vp, i64, i64, i64, vp, vp, vp]
     lib.cf_take_i64.restype = i64
     lib.cf_take_i64.argtypes = [vp, i64, ctypes.c_int, vp]
     lib.cf_read_chunks.restype = i64

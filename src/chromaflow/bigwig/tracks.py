@@ -367,10 +367,15 @@ def runs(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return starts, ends, v[starts]
 
 
+#: runs per bp of the last piece runs_native called (the next piece's guess of its output size: a track's pieces are
+#: alike); shared by the pool's threads, a guess that a race can only make a retry more or less likely
+_RUNS_PER_BP = [1 / 8]
+
+
 def runs_native(x: np.ndarray, m: np.ndarray | None = None, offset: int = 0):
     """runs(x), or runs(strand_average(x, m)), of int32 arrays in C: (starts + offset, ends + offset, float32
-    values), or None without the C kernels. One pass flags where runs start and counts them, a second writes arrays
-    of that size (``_kernels.c``, cf_runs)."""
+    values), or None without the C kernels. One pass (``_kernels.c``, cf_runs) into arrays sized by the last
+    piece's runs per bp (+25 %); a piece with more runs than that is run again into arrays of its size."""
     from . import _native
 
     lib = _native.load()
@@ -379,15 +384,20 @@ def runs_native(x: np.ndarray, m: np.ndarray | None = None, offset: int = 0):
     x = np.ascontiguousarray(x)
     n = len(x)
     mp = np.ascontiguousarray(m).ctypes.data if m is not None else None
-    flags = np.empty(n, dtype=np.uint8)
-    k = lib.cf_runs(x.ctypes.data, mp, n, offset, flags.ctypes.data, None, None, None)
-    starts = np.empty(k, dtype=np.int64)
-    ends = np.empty(k, dtype=np.int64)
-    vals = np.empty(k, dtype=np.float32)
+    cap = min(n, int(n * _RUNS_PER_BP[0] * 1.25) + 1024)
+    while True:
+        starts = np.empty(cap, dtype=np.int64)
+        ends = np.empty(cap, dtype=np.int64)
+        vals = np.empty(cap, dtype=np.float32)
+        k = lib.cf_runs(x.ctypes.data, mp, n, offset, cap, starts.ctypes.data, ends.ctypes.data, vals.ctypes.data)
+        if k <= cap:
+            break
+        cap = k
     if n:
-        out = (starts.ctypes.data, ends.ctypes.data, vals.ctypes.data)
-        lib.cf_runs(x.ctypes.data, mp, n, offset, flags.ctypes.data, *out)
-    return starts, ends, vals
+        _RUNS_PER_BP[0] = k / n
+    if k < cap // 2:  # a piece with far fewer runs than the last: its own arrays, not views of big ones
+        return starts[:k].copy(), ends[:k].copy(), vals[:k].copy()
+    return starts[:k], ends[:k], vals[:k]
 
 
 def int_floor(cutoff: float) -> int:
