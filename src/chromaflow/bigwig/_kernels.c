@@ -134,32 +134,38 @@ static inline int32_t avg2_32(int32_t p, int32_t m) {
             }                                                                                                    \
     } while (0)
 
+/* One block of a run walk (cf_runs, cf_peaks_feed): v[i + 1] = x[i] (m == NULL) or avg2(x[i], m[i]), the average
+ * computed once per position, and flags[i] = 1 where v[i + 1] differs from v[i] (v[0], the value before the block,
+ * is the caller's), for i < len <= RUN_BLOCK: two loops the compiler vectorises, into the caller's stack buffers
+ * that stay in L1. Before, the walks flagged a whole piece into a flags array (the average computed twice per
+ * position) and read it back from memory: 1.8x (peak caller) and 2x (runs) the time, on 38.5 Mbp of a realistic
+ * strand average. */
+#define RUN_BLOCK 4096
+static inline void block_flags(const int32_t *x, const int32_t *m, int64_t len, int32_t *v, uint8_t *flags) {
+    if (m) {
+        for (int64_t i = 0; i < len; i++) v[i + 1] = avg2_32(x[i], m[i]);
+    } else {
+        memcpy(v + 1, x, (size_t)len * sizeof *v);
+    }
+    for (int64_t i = 0; i < len; i++) flags[i] = v[i + 1] != v[i];
+}
+
 /* Maximal runs of equal values of x (m == NULL) or of avg2(x, m): each run's start + offset, end + offset and value
  * (float32: the track's dtype) into starts, ends and vals, which have room for `cap` runs. Returns the number of
  * runs; when that is more than cap, only the first cap starts and values were written (and not every end): the
- * caller calls again with room for all. Block by block (RUN_BLOCK positions), as cf_peaks_feed: a block's values
- * (the average computed once per position) and its change flags are two vectorised loops into stack buffers that
- * stay in L1, then the flags are read 8 bytes at a time (a zero word skips 8 positions; predicted tracks change
- * every ~3-30 bp). Before, a first call flagged the whole piece into a flags array (the average computed twice per
- * position) to count the runs and a second read that array back from memory: 1.8x the time of this way in the peak
- * caller's measurement. (A single branch-free pass storing start, end and value at every position ran at a third
- * of the speed of the two-call version.) */
-#define RUN_BLOCK 4096
+ * caller calls again with room for all. Block by block (block_flags), the flags read 8 bytes at a time (a zero word
+ * skips 8 positions; predicted tracks change every ~3-30 bp). (A single branch-free pass storing start, end and
+ * value at every position ran at a third of the speed of a flags pass.) */
 int64_t cf_runs(const int32_t *x, const int32_t *m, int64_t n, int64_t offset, int64_t cap, int64_t *starts,
                 int64_t *ends, float *vals) {
     int32_t v[RUN_BLOCK + 1]; /* v[0]: the value before the block; v[i + 1]: position a + i */
     uint8_t flags[RUN_BLOCK];
     int64_t k = 0;
-    v[RUN_BLOCK] = 0;
+    int32_t last = 0; /* the previous block's last value (the first block's first position starts a run) */
     for (int64_t a = 0; a < n; a += RUN_BLOCK) {
         int64_t len = n - a < RUN_BLOCK ? n - a : RUN_BLOCK;
-        v[0] = v[RUN_BLOCK]; /* the previous (whole) block's last value; unread for the first block */
-        if (m) {
-            for (int64_t i = 0; i < len; i++) v[i + 1] = avg2_32(x[a + i], m[a + i]);
-        } else {
-            memcpy(v + 1, x + a, (size_t)len * sizeof *v);
-        }
-        for (int64_t i = 0; i < len; i++) flags[i] = v[i + 1] != v[i];
+        v[0] = last;
+        block_flags(x + a, m ? m + a : NULL, len, v, flags);
         if (a == 0) flags[0] = 1;
 #define RUN_AT(j)                                                                                                \
     do {                                                                                                         \
@@ -173,6 +179,7 @@ int64_t cf_runs(const int32_t *x, const int32_t *m, int64_t n, int64_t offset, i
     } while (0)
         FOR_EACH_SET(flags, len, at, RUN_AT(at));
 #undef RUN_AT
+        last = v[len];
     }
     if (k && k <= cap) ends[k - 1] = n + offset;
     return k;
@@ -474,27 +481,18 @@ static inline void close_run(cf_peaks_state *s, int64_t a, int64_t b, int32_t v)
     add_cand(s, (a + b) / 2);
 }
 
-/* Feed the next n positions of the chromosome: x (m == NULL) or the strand average of x and m. Block by block
- * (PEAK_BLOCK positions), each block's values (the average computed once) and change flags in stack buffers that
- * stay in L1: both loops vectorise, and the run walk reads them there. One pass over a piece-sized flags array in
- * memory, with the average computed twice per position, took 1.8x as long (113 vs 62 ms for 38.5 Mbp of a
- * realistic avg track, same peaks). Returns 0, or -1 when an allocation failed (the state is then unusable). */
-#define PEAK_BLOCK 4096
+/* Feed the next n positions of the chromosome: x (m == NULL) or the strand average of x and m, block by block
+ * (block_flags). Returns 0, or -1 when an allocation failed (the state is then unusable). */
 int cf_peaks_feed(void *p, const int32_t *x, const int32_t *m, int64_t n) {
     cf_peaks_state *s = p;
-    int32_t v[PEAK_BLOCK + 1]; /* v[0]: the value before the block; v[i + 1]: position a + i */
-    uint8_t flags[PEAK_BLOCK];
+    int32_t v[RUN_BLOCK + 1]; /* v[0]: the value before the block; v[i + 1]: position a + i */
+    uint8_t flags[RUN_BLOCK];
     int first = !s->has_run; /* the chromosome's first position starts a run */
-    v[PEAK_BLOCK] = s->run_val;
-    for (int64_t a = 0; a < n; a += PEAK_BLOCK) {
-        int64_t len = n - a < PEAK_BLOCK ? n - a : PEAK_BLOCK;
-        v[0] = v[PEAK_BLOCK]; /* the previous block's last value (or the open run's) */
-        if (m) {
-            for (int64_t i = 0; i < len; i++) v[i + 1] = avg2_32(x[a + i], m[a + i]);
-        } else {
-            memcpy(v + 1, x + a, (size_t)len * sizeof *v);
-        }
-        for (int64_t i = 0; i < len; i++) flags[i] = v[i + 1] != v[i];
+    int32_t last = s->run_val; /* the previous block's last value (or the open run's) */
+    for (int64_t a = 0; a < n; a += RUN_BLOCK) {
+        int64_t len = n - a < RUN_BLOCK ? n - a : RUN_BLOCK;
+        v[0] = last;
+        block_flags(x + a, m ? m + a : NULL, len, v, flags);
         if (first) flags[0] = 1, first = 0;
         int64_t base = s->pos + a;
 #define RUN_STARTS_AT(j)                                                                                         \
@@ -507,7 +505,7 @@ int cf_peaks_feed(void *p, const int32_t *x, const int32_t *m, int64_t n) {
     } while (0)
         FOR_EACH_SET(flags, len, at, RUN_STARTS_AT(at));
 #undef RUN_STARTS_AT
-        v[PEAK_BLOCK] = v[len];
+        last = v[len];
     }
     s->pos += n;
     return s->failed ? -1 : 0;
