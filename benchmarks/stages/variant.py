@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ..harness.core import SCHEMA, Case, Contender, json_files
 from ..harness.env import ROOT, module
+from ..harness.gpu import RESULTS as GPU_RESULTS
 from ..harness.stagekit import Ctx, fasta, ours, require_cuda, run_checked, seeded_model, sizes
 
 #: launchers of ../shared/peers/bin this stage needs (none: ours alone)
@@ -268,5 +269,4 @@ def published(results_dir: Path | None = None) -> dict[Path, str]:
     """The page this stage publishes (``benchmarks/render``): benchmarks/variant/RESULTS.md, from
     benchmarks/variant/results/, the GPU runs' benchmarks/gpu/results/ (the gpu stage runs the CUDA case) and the
     variant cases of the full results files in ``results_dir``."""
-    gpu = ROOT / "benchmarks" / "gpu" / "results"
-    return {PAGE: variant_page((RESULTS_DIR, gpu, *([results_dir] if results_dir else [])))}
+    return {PAGE: variant_page((RESULTS_DIR, GPU_RESULTS, *([results_dir] if results_dir else [])))}

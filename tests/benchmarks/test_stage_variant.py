@@ -69,7 +69,7 @@ def test_the_old_results_render_to_the_committed_page():
     """benchmarks/variant/RESULTS.md is what the stage's render section makes from benchmarks/variant/results/, whose
     files bench_variant.py wrote (the converter keeps every figure of the page that script made), and from the GPU
     runs' variant cases in benchmarks/gpu/results/."""
-    page = V.variant_page((V.RESULTS_DIR, V.ROOT / "benchmarks" / "gpu" / "results"))
+    page = V.variant_page((V.RESULTS_DIR, V.GPU_RESULTS))
     assert page == V.PAGE.read_text() == render.published()[V.PAGE]
     assert "— cuda, host" in page  # the H200 run's case (benchmarks/gpu/results)
     lines = page.splitlines()
