@@ -585,32 +585,168 @@ int64_t cf_gather_chunks(int fd, const int64_t *offs, int64_t n, int64_t nbytes,
 }
 
 /* ---------------------------------------------------------------------------------------------------------------
- * HDF5's shuffle + lzf filters for add-coverage's chunks (the coverage datasets' pipeline, Helixer's layout): rows
- * of L int64 as HDF5 would store them, with h5py's own lzf_compress (exported by its h5z extension, passed in by
- * address: the same code, the same bytes). add-coverage ran each window's rows through an in-memory HDF5 file for
- * this, about half of its time.
+ * LZF, as h5py's LZF filter writes it. h5py bundles liblzf (Marc Lehmann's, BSD) built with HLOG 17 and ULTRA_FAST;
+ * this encoder takes the same decisions (the same 3-byte hash into 2^17 slots, the same match test, a match never
+ * taken from offset 0, the same re-hash of one position after a match, literal runs of at most 32, the same
+ * "output full" tests), so it writes the same bytes. Two differences, neither visible in the output:
+ * - the match is extended 8 bytes at a time (liblzf compares byte by byte, which was most of add-coverage's time:
+ *   its shuffled rows are long runs of equal bytes, 264 at a time);
+ * - the hash table starts empty on every call (stamped entries; liblzf leaves its table uninitialised, INIT_HTAB 0,
+ *   and only its offset and byte tests keep a stale entry from changing the output).
+ * Written from the format and the algorithm's description; tests/coverage compare it with h5py's lzf_compress.
  * ------------------------------------------------------------------------------------------------------------- */
-typedef unsigned int (*lzf_compress_fn)(const void *in, unsigned int in_len, void *out, unsigned int out_len);
+#define LZF_HLOG 17
+#define LZF_HSIZE (1u << LZF_HLOG)
+#define LZF_MAX_LIT 32
+#define LZF_MAX_OFF 8192
+#define LZF_MAX_REF 264
 
-/* Row j of `rows` (n rows of L int64, row-major): its bytes shuffled (HDF5's shuffle filter for 8-byte elements:
- * byte b of element i goes to b * L + i), then lzf-compressed into out + j * L * 8 when that is shorter (the lzf
- * filter gets an output buffer as long as its input); else the shuffled bytes are stored and masks[j] = 2 (HDF5
- * skips a failed optional filter and records it in the chunk's filter mask: lzf is the second filter). sizes[j]:
- * the stored bytes. Returns 0, or -1 when L * 8 does not fit lzf's 32-bit lengths or memory ran out. */
-int cf_shuffle_lzf(const int64_t *rows, int64_t n, int64_t L, void *lzf, uint8_t *out, int64_t *sizes,
-                   uint32_t *masks) {
+typedef struct {
+    uint64_t *slot; /* (stamp << 32) | position + 1 */
+    uint64_t stamp;
+} lzf_table;
+
+static inline uint32_t lzf_idx(uint32_t h) { return ((h >> (24 - LZF_HLOG)) - h) & (LZF_HSIZE - 1); }
+
+/* first index >= from where a[i] != b[i], or `bound` when none below it */
+static inline int64_t lzf_mismatch(const uint8_t *a, const uint8_t *b, int64_t from, int64_t bound) {
+    int64_t i = from;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
+    for (; i + 8 <= bound; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y) return i + (__builtin_ctzll(x ^ y) >> 3);
+    }
+#endif
+    for (; i < bound; i++)
+        if (a[i] != b[i]) return i;
+    return bound;
+}
+
+/* Compress in[0, n) into out[0, cap); the compressed length, or 0 when it does not fit (or n or cap is 0). */
+static uint32_t lzf_encode(lzf_table *t, const uint8_t *in, int64_t n, uint8_t *out, int64_t cap) {
+    if (n <= 0 || cap <= 0) return 0;
+    if (++t->stamp == 0xFFFFFFFFu) { /* the stamps wrapped: forget every entry */
+        memset(t->slot, 0, LZF_HSIZE * sizeof(uint64_t));
+        t->stamp = 1;
+    }
+    uint64_t stamp = t->stamp << 32;
+    int64_t i = 0, o = 1, lit = 0; /* o - lit - 1: the pending literal run's control byte */
+    uint32_t h = n >= 2 ? ((uint32_t)in[0] << 8) | in[1] : 0;
+    while (i < n - 2) {
+        h = (h << 8) | in[i + 2];
+        uint64_t *slot = t->slot + lzf_idx(h);
+        uint64_t e = *slot;
+        *slot = stamp | (uint64_t)(i + 1);
+        int64_t ref = (e >> 32) == (stamp >> 32) ? (int64_t)(e & 0xFFFFFFFFu) - 1 : -1;
+        if (ref > 0 && i - ref - 1 < LZF_MAX_OFF && i + 4 < n && in[ref] == in[i] && in[ref + 1] == in[i + 1] &&
+            in[ref + 2] == in[i + 2]) {
+            int64_t off = i - ref - 1, maxlen = n - i - 2, len;
+            if (maxlen > LZF_MAX_REF) maxlen = LZF_MAX_REF;
+            if (o + 4 >= cap && o - !lit + 4 >= cap) return 0;
+            out[o - lit - 1] = (uint8_t)(lit - 1);
+            o -= !lit;
+            /* liblzf's loop: 16 bytes unrolled when maxlen > 16, then on while below maxlen (so up to 19) */
+            if (maxlen > 16) {
+                int64_t m = lzf_mismatch(in + ref, in + i, 3, maxlen > 19 ? maxlen : 19);
+                len = m <= 18 ? m : (m < maxlen ? m : (maxlen > 19 ? maxlen : 19));
+            } else {
+                len = lzf_mismatch(in + ref, in + i, 3, maxlen);
+            }
+            int64_t code = len - 2; /* bytes copied by the decoder: code + 2 */
+            if (code < 7) {
+                out[o++] = (uint8_t)((off >> 8) + (code << 5));
+            } else {
+                out[o++] = (uint8_t)((off >> 8) + (7 << 5));
+                out[o++] = (uint8_t)(code - 7);
+            }
+            out[o++] = (uint8_t)off;
+            lit = 0;
+            o++;
+            i += len;
+            if (i >= n - 2) break;
+            h = ((uint32_t)in[i - 1] << 8) | in[i];
+            h = (h << 8) | in[i + 1];
+            t->slot[lzf_idx(h)] = stamp | (uint64_t)i; /* position i - 1, stored + 1 */
+        } else {
+            if (o >= cap) return 0;
+            lit++;
+            out[o++] = in[i++];
+            if (lit == LZF_MAX_LIT) {
+                out[o - lit - 1] = (uint8_t)(lit - 1);
+                lit = 0;
+                o++;
+            }
+        }
+    }
+    if (o + 3 > cap) return 0;
+    while (i < n) {
+        lit++;
+        out[o++] = in[i++];
+        if (lit == LZF_MAX_LIT) {
+            out[o - lit - 1] = (uint8_t)(lit - 1);
+            lit = 0;
+            o++;
+        }
+    }
+    out[o - lit - 1] = (uint8_t)(lit - 1);
+    o -= !lit;
+    return (uint32_t)o;
+}
+
+/* lzf_encode for callers outside this file (the tests compare it with h5py's lzf_compress). */
+uint32_t cf_lzf_compress(const uint8_t *in, int64_t n, uint8_t *out, int64_t cap) {
+    lzf_table t = {calloc(LZF_HSIZE, sizeof(uint64_t)), 0};
+    if (!t.slot) return 0;
+    uint32_t k = lzf_encode(&t, in, n, out, cap);
+    free(t.slot);
+    return k;
+}
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * HDF5's shuffle + lzf filters for add-coverage's chunks (the coverage datasets' pipeline, Helixer's layout): rows
+ * of L int64 as HDF5 would store them with h5py's LZF filter (the encoder above: the same bytes). add-coverage ran
+ * each window's rows through an in-memory HDF5 file for this, about half of its time, then h5py's own lzf_compress.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+/* HDF5's shuffle filter for 8-byte elements: byte b of element i goes to dst[b * L + i]. One pass over the source,
+ * eight output streams (eight passes of stride 8 were as slow as the whole LZF encoding). */
+static void shuffle8(const uint8_t *src, int64_t L, uint8_t *dst) {
+    uint8_t *d0 = dst, *d1 = dst + L, *d2 = dst + 2 * L, *d3 = dst + 3 * L, *d4 = dst + 4 * L, *d5 = dst + 5 * L,
+            *d6 = dst + 6 * L, *d7 = dst + 7 * L;
+    for (int64_t i = 0; i < L; i++) {
+        const uint8_t *e = src + 8 * i;
+        d0[i] = e[0];
+        d1[i] = e[1];
+        d2[i] = e[2];
+        d3[i] = e[3];
+        d4[i] = e[4];
+        d5[i] = e[5];
+        d6[i] = e[6];
+        d7[i] = e[7];
+    }
+}
+
+/* Row j of `rows` (n rows of L int64, row-major): its bytes shuffled, then lzf-compressed into out + j * L * 8 when
+ * that is shorter (the lzf filter gets an output buffer as long as its input); else the shuffled bytes are stored
+ * and masks[j] = 2 (HDF5 skips a failed optional filter and records it in the chunk's filter mask: lzf is the
+ * second filter). sizes[j]: the stored bytes. Returns 0, or -1 when L * 8 does not fit lzf's 32-bit lengths or
+ * memory ran out. */
+int cf_shuffle_lzf(const int64_t *rows, int64_t n, int64_t L, uint8_t *out, int64_t *sizes, uint32_t *masks) {
     size_t nb = (size_t)L * 8;
     if (nb > 0xFFFFFFFFu) return -1;
     uint8_t *tmp = malloc(nb ? nb : 1);
-    if (!tmp) return -1;
+    lzf_table t = {calloc(LZF_HSIZE, sizeof(uint64_t)), 0};
+    if (!tmp || !t.slot) {
+        free(tmp);
+        free(t.slot);
+        return -1;
+    }
     for (int64_t j = 0; j < n; j++) {
-        const uint8_t *src = (const uint8_t *)(rows + j * L);
-        for (int b = 0; b < 8; b++) {
-            uint8_t *d = tmp + (size_t)b * (size_t)L;
-            for (int64_t i = 0; i < L; i++) d[i] = src[8 * i + b];
-        }
+        shuffle8((const uint8_t *)(rows + j * L), L, tmp);
         uint8_t *dst = out + (size_t)j * nb;
-        unsigned int k = ((lzf_compress_fn)lzf)(tmp, (unsigned int)nb, dst, (unsigned int)nb);
+        uint32_t k = lzf_encode(&t, tmp, (int64_t)nb, dst, (int64_t)nb);
         if (k == 0) {
             memcpy(dst, tmp, nb);
             sizes[j] = (int64_t)nb;
@@ -621,5 +757,6 @@ int cf_shuffle_lzf(const int64_t *rows, int64_t n, int64_t L, void *lzf, uint8_t
         }
     }
     free(tmp);
+    free(t.slot);
     return 0;
 }

@@ -81,7 +81,9 @@ def _build():
     lib.cf_gather_chunks.restype = i64
     lib.cf_gather_chunks.argtypes = [ctypes.c_int, vp, i64, i64, vp]
     lib.cf_shuffle_lzf.restype = ctypes.c_int
-    lib.cf_shuffle_lzf.argtypes = [vp, i64, i64, vp, vp, vp, vp]
+    lib.cf_shuffle_lzf.argtypes = [vp, i64, i64, vp, vp, vp]
+    lib.cf_lzf_compress.restype = ctypes.c_uint32
+    lib.cf_lzf_compress.argtypes = [vp, i64, vp, i64]
     lib.cf_runs.restype = i64
     lib.cf_runs.argtypes = [vp, vp, i64, i64, i64, vp, vp, vp]
     lib.cf_take_i64.restype = i64
@@ -160,12 +162,6 @@ def h5_chunk_iter():
     """The address of HDF5's ``H5Dchunk_iter`` in the library h5py is built with (found through h5py's own extension
     module, so it is the copy already loaded), or None."""
     return _h5py_symbol("h5d", "H5Dchunk_iter")
-
-
-def h5py_lzf_compress():
-    """The address of ``lzf_compress`` in h5py's h5z extension (the LZF filter h5py registers for
-    ``compression="lzf"``), or None."""
-    return _h5py_symbol("h5z", "lzf_compress")
 
 
 def libdeflate():

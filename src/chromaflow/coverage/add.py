@@ -95,7 +95,7 @@ def close_sources() -> None:
 def _compress(rows: np.ndarray, valid: list[int], dtype: str) -> list[tuple[int, bytes]]:
     """Raw chunks (filter_mask, bytes) of ``rows`` (n, L) as the output dataset stores them (shuffle + lzf).
 
-    HDF5's shuffle and h5py's LZF in one C call (:func:`_shuffle_lzf`) for int64 rows, else an in-memory HDF5 file
+    HDF5's shuffle and LZF with h5py's bytes in one C call (:func:`_shuffle_lzf`) for int64 rows, else an in-memory HDF5 file
     with the output's exact creation properties, so the bytes are what h5py would have written; rows that are all
     zero (valid part) reuse one cached chunk per valid length.
     """
@@ -138,21 +138,20 @@ def _compress(rows: np.ndarray, valid: list[int], dtype: str) -> list[tuple[int,
 
 def _shuffle_lzf(rows: np.ndarray, todo: list[int], out: list) -> bool:
     """Fill ``out[i]`` for the rows ``todo`` of the int64 ``rows`` with the (filter mask, bytes) the output's
-    pipeline stores, in one C call (``bigwig/_kernels.c`` cf_shuffle_lzf: HDF5's shuffle, then h5py's own
-    lzf_compress); rows that are all zero are cached as :func:`_compress` does. False where the C kernels or h5py's
-    LZF are not found (the in-memory HDF5 file does it)."""
+    pipeline stores, in one C call (``bigwig/_kernels.c`` cf_shuffle_lzf: HDF5's shuffle, then an LZF encoder that
+    writes h5py's bytes, its match search 8 bytes at a time); rows that are all zero are cached as :func:`_compress`
+    does. False where the C kernels are not built (the in-memory HDF5 file does it)."""
     from ..bigwig import _native
 
     lib = _native.load()
-    lzf = _native.h5py_lzf_compress() if lib is not None else None
-    if lzf is None:
+    if lib is None:
         return False
     sel = np.ascontiguousarray(rows[todo], dtype=np.int64)
     n, length = sel.shape
     buf = np.empty(n * length * 8, np.uint8)
     sizes = np.empty(n, np.int64)
     masks = np.empty(n, np.uint32)
-    if lib.cf_shuffle_lzf(sel.ctypes.data, n, length, lzf, buf.ctypes.data, sizes.ctypes.data, masks.ctypes.data):
+    if lib.cf_shuffle_lzf(sel.ctypes.data, n, length, buf.ctypes.data, sizes.ctypes.data, masks.ctypes.data):
         return False
     step = length * 8
     for j, i in enumerate(todo):
