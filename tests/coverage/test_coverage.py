@@ -21,7 +21,7 @@ import h5py
 import numpy as np
 import pytest
 
-from helpers.bamfactory import Read, expected, to_rows, write_bam, write_fasta
+from helpers.bamfactory import Read, expected, random_reads, to_rows, write_bam, write_fasta
 from helpers.environment import REFERENCE, unavailable
 from helpers.cli import chromaflow, ok
 
@@ -195,49 +195,14 @@ def peer():
     return str(PEER)
 
 
-def _random_reads(rng, n: int, sizes: dict[str, int], prefix: str) -> list[Read]:
-    """Random reads: every CIGAR operation, both strands, all mate kinds, the flags Helixer skips or counts."""
-    reads = []
-    for i in range(n):
-        seqid = rng.choice(list(sizes))
-        cig = []
-        if rng.random() < 0.3:
-            cig.append((("S", "H")[rng.integers(2)], int(rng.integers(1, 6))))
-        cig.append(("M", int(rng.integers(6, 30))))
-        for _ in range(int(rng.integers(0, 4))):
-            op = rng.choice(["I", "D", "N", "=", "X", "M", "P"])
-            cig.append((str(op), int(rng.integers(1, 25))))
-            cig.append((("M", "=", "X")[rng.integers(3)], int(rng.integers(6, 20))))
-        if rng.random() < 0.3:
-            cig.append(("S", int(rng.integers(1, 6))))
-        span = sum(n for o, n in cig if o in "M=XDN")
-        if span >= sizes[seqid]:
-            continue
-        pos = int(rng.integers(0, sizes[seqid] - span + 1))
-        flags = int(rng.choice([0, 0, 0, 0, 0x400, 0x800, 0x100, 0x200, 0x4]))
-        reads.append(
-            Read(
-                f"{prefix}{i}",
-                str(seqid),
-                pos,
-                cig,
-                bool(rng.random() < 0.5),
-                str(rng.choice(["se", "r1", "r2"])),
-                flags,
-                int(rng.choice([0, 3, 60])),
-            )
-        )
-    return reads
-
-
 @pytest.fixture(scope="module")
 def peer_case(tmp_path_factory):
     d = tmp_path_factory.mktemp("peer")
     sizes = {"chrA": 1234, "chrB": 300, "chrC": 57}
     h5 = _genome(d, sizes)
     rng = np.random.default_rng(7)
-    write_bam(str(d / "r1.bam"), sizes, _random_reads(rng, 400, sizes, "x"))
-    write_bam(str(d / "r2.bam"), sizes, _random_reads(rng, 150, sizes, "y"))
+    write_bam(str(d / "r1.bam"), sizes, random_reads(rng, 400, sizes, "x"))
+    write_bam(str(d / "r2.bam"), sizes, random_reads(rng, 150, sizes, "y"))
     return d, h5
 
 

@@ -84,5 +84,5 @@ def test_lzf_encoder_writes_h5py_bytes(encoders):
             differ.append((k, n, cap, a, h))
         full += n > 0 and h == 0
         shortened += 0 < h < n // 20
-    assert not differ, f"{len(differ)} of {len(cases)} inputs differ (case, bytes, capacity, ours, h5py's): {differ[:5]}"
+    assert not differ, f"{len(differ)} of {len(cases)} differ (case, bytes, capacity, ours, h5py's): {differ[:5]}"
     assert full > 100 and shortened > 100, (full, shortened)  # both ends reached: output full, long matches

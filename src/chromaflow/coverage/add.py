@@ -40,7 +40,7 @@ from ..utils.inputs import open_h5_input
 from ..utils.outputs import atomic_output
 from ..utils.progress import Progress
 from .layout import GenomeLayout, Unit, cut_rows, plan_units, read_layout
-from .sources import CountOptions, bigwig_window, check_bam, check_bigwig, count_bam_window
+from .sources import CountOptions, bigwig_window, check_bam, check_bigwig, count_bam_window, open_bam
 
 #: default genomic window per task: 64 chunks of the default L (both strands: 128 rows)
 DEFAULT_WINDOW_BP = 64 * 21384
@@ -63,7 +63,7 @@ class AddResult:
 # --------------------------------------------------------------------------------------------------
 # worker side (runs in the main process for --threads 1)
 # --------------------------------------------------------------------------------------------------
-_SOURCES: dict[str, Any] = {}  # pysam.AlignmentFile or pyBigWig file, by path
+_SOURCES: dict[str, Any] = {}  # HtsBam, pysam.AlignmentFile or pyBigWig file, by path
 _ZERO_CHUNKS: dict[tuple[str, int, int], tuple[int, bytes]] = {}
 
 
@@ -71,9 +71,7 @@ def _open_source(kind: str, path: str, index: str | None = None):
     src = _SOURCES.get(path)
     if src is None:
         if kind == "bam":
-            import pysam
-
-            src = pysam.AlignmentFile(path, "rb", index_filename=index)
+            src = open_bam(path, index)
         else:
             import pyBigWig
 
@@ -95,9 +93,9 @@ def close_sources() -> None:
 def _compress(rows: np.ndarray, valid: list[int], dtype: str) -> list[tuple[int, bytes]]:
     """Raw chunks (filter_mask, bytes) of ``rows`` (n, L) as the output dataset stores them (shuffle + lzf).
 
-    HDF5's shuffle and LZF with h5py's bytes in one C call (:func:`_shuffle_lzf`) for int64 rows, else an in-memory HDF5 file
-    with the output's exact creation properties, so the bytes are what h5py would have written; rows that are all
-    zero (valid part) reuse one cached chunk per valid length.
+    HDF5's shuffle and LZF with h5py's bytes in one C call (:func:`_shuffle_lzf`) for int64 rows, else an in-memory
+    HDF5 file with the output's exact creation properties, so the bytes are what h5py would have written; rows that
+    are all zero (valid part) reuse one cached chunk per valid length.
     """
     import h5py
 
@@ -308,6 +306,10 @@ def add_coverage(
     rows = _species_rows(h5, layout, species)
     needed = _needed_lengths(layout, rows)
     _check_sources(kind, paths, needed, index_of)
+    if kind == "bam":
+        from . import _native
+
+        _native.load()  # built (first use) and loaded here, before the workers fork, so they share it
 
     units = plan_units(layout, rows, window_bp)
     result = AddResult(

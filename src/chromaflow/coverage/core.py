@@ -127,11 +127,13 @@ def run(options: AddCoverageOptions) -> int:
         The exit status, 0 (errors a user can fix raise :class:`~chromaflow.utils.errors.ChromaflowError`; the h5 is
         then left unchanged).
     """
+    from ..native.memory import tune_malloc
     from .add import add_coverage
 
     options.validate()
     out = _check_outputs(options)
     threads = resolve_threads(options.threads)
+    tune_malloc()  # each window's arrays reuse heap memory instead of page-faulting fresh mmaps (3.4 -> 2.7 s here)
     with StageMetrics(
         "add_coverage",
         options.metrics,

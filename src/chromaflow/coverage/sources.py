@@ -14,14 +14,18 @@ BAM counting follows Helixer's ``add_ngs_coverage.py`` (FORMATS.md §7.1), writt
   5' end, ``[start+4, end)`` for + reads and ``[start, end-5)`` for - reads, clamped to the record, counted in
   ``_coverage`` only. Unlike Helixer, a read shorter than the shift simply counts nothing.
 
-Aligned blocks come from ``AlignedSegment.get_blocks()`` (M/=/X runs, in C); the reference gaps between them,
-and before the first / after the last block, are exactly the N and D runs (the only other reference-consuming
-operations), so no CIGAR is walked in Python. Per-window counts are summed with ``np.bincount`` of interval
-starts and ends (a difference array), then ``cumsum``.
+Where the C kernel builds (``_native.py``, ``_bam.c``: htslib from pysam's wheel), a window is counted there: the
+same reads (the index's query, as pysam's ``fetch``), the CIGAR walked once per read, difference arrays summed into
+coverage. Otherwise through pysam: aligned blocks come from ``AlignedSegment.get_blocks()`` (M/=/X runs, in C);
+the reference gaps between them, and before the first / after the last block, are exactly the N and D runs (the
+only other reference-consuming operations), so no CIGAR is walked in Python; per-window counts are summed with
+``np.bincount`` of interval starts and ends (a difference array), then ``cumsum``. Tests check both ways give the
+same arrays and errors.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 from dataclasses import dataclass
 
@@ -135,6 +139,39 @@ def _first_line(exc: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------------------------------
+# opening a BAM for counting
+# --------------------------------------------------------------------------------------------------
+class HtsBam:
+    """A BAM opened by the C counting kernel (``_bam.c``) with its index (``index``, else the .bai/.csi beside it);
+    :meth:`close` frees it. Counted by :func:`count_bam_window` like a ``pysam.AlignmentFile``."""
+
+    def __init__(self, lib, path: str, index: str | None = None):
+        self._lib = lib
+        self._h = lib.cf_bam_open(os.fsencode(path), os.fsencode(index) if index else None)
+        if not self._h:
+            raise ChromaflowError(f"{path}: not a readable BAM file or index")
+
+    def close(self) -> None:
+        """Free the reader (idempotent)."""
+        if self._h:
+            self._lib.cf_bam_close(self._h)
+            self._h = None
+
+
+def open_bam(path: str, index: str | None = None):
+    """``path`` opened for :func:`count_bam_window`: an :class:`HtsBam` where the C kernel is built, else a
+    ``pysam.AlignmentFile``."""
+    from . import _native
+
+    lib = _native.load()
+    if lib is not None:
+        return HtsBam(lib, path, index)
+    import pysam
+
+    return pysam.AlignmentFile(path, "rb", index_filename=index)
+
+
+# --------------------------------------------------------------------------------------------------
 # counting one window
 # --------------------------------------------------------------------------------------------------
 def _pile(starts: list[int], ends: list[int], lo: int, n: int) -> np.ndarray:
@@ -185,7 +222,12 @@ def _mate_error(path: str, name: str, seqid: str, start: int, flag: int) -> Chro
 # (:func:`_flip_table`), looked up per read; only the error paths call helpers.
 def count_bam_window(bam, path: str, seqid: str, lo: int, hi: int, record_len: int, opt: CountOptions):
     """Per-strand coverage over [lo, hi) of ``seqid``: (cov+, cov-, spliced+, spliced-) int64 arrays, and the
-    number of counted reads that start in the window."""
+    number of counted reads that start in the window. ``bam``: an :class:`HtsBam` (counted in C) or a
+    ``pysam.AlignmentFile``."""
+    if isinstance(bam, HtsBam):
+        return _count_in_c(bam, path, seqid, lo, hi, record_len, opt)
+    import pysam
+
     # lists: 0 = cov+, 1 = cov-, 2 = spliced+, 3 = spliced- ; starts and ends separately
     S: tuple[list[int], ...] = ([], [], [], [])
     E: tuple[list[int], ...] = ([], [], [], [])
@@ -195,52 +237,101 @@ def count_bam_window(bam, path: str, seqid: str, lo: int, hi: int, record_len: i
     shift = opt.shift
     n_counted = 0
     prev_start = -1
-    for r in bam.fetch(seqid, lo, hi):
-        start = r.reference_start
-        if start < prev_start:
-            raise _unsorted_error(path, r.query_name, seqid, start, prev_start)
-        prev_start = start
-        f = r.flag
-        if f & skip or (min_mapq and r.mapping_quality < min_mapq):
-            continue
-        minus = bool(f & 0x10)
-        if stranded:
-            flip = flips[f & 0xC1]
-            if flip is None:
-                raise _mate_error(path, r.query_name, seqid, start, f)
-            minus ^= flip
-        if start >= lo:
-            n_counted += 1
-        k = 1 if minus else 0
-        if shift:
+    quiet = pysam.set_verbosity(0)  # a corrupt block is reported once, below, naming the file
+    try:
+        for r in bam.fetch(seqid, lo, hi):
+            start = r.reference_start
+            if start < prev_start:
+                raise _unsorted_error(path, r.query_name, seqid, start, prev_start)
+            prev_start = start
+            f = r.flag
+            if f & skip or (min_mapq and r.mapping_quality < min_mapq):
+                continue
+            minus = bool(f & 0x10)
+            if stranded:
+                flip = flips[f & 0xC1]
+                if flip is None:
+                    raise _mate_error(path, r.query_name, seqid, start, f)
+                minus ^= flip
+            if start >= lo:
+                n_counted += 1
+            k = 1 if minus else 0
+            if shift:
+                end = r.reference_end
+                if end is None:  # no CIGAR: nothing aligned (as without --shift)
+                    continue
+                if minus:
+                    end -= SHIFT_MINUS
+                else:
+                    start += SHIFT_PLUS
+                if start < 0:
+                    start = 0
+                if end > record_len:
+                    end = record_len
+                if end > start:
+                    S[k].append(start)
+                    E[k].append(end)
+                continue
+            s_list, e_list, gs, ge = S[k], E[k], S[k + 2], E[k + 2]
+            prev = start
+            for a, b in r.get_blocks():
+                if a > prev:
+                    gs.append(prev)
+                    ge.append(a)
+                s_list.append(a)
+                e_list.append(b)
+                prev = b
             end = r.reference_end
-            if minus:
-                end -= SHIFT_MINUS
-            else:
-                start += SHIFT_PLUS
-            if start < 0:
-                start = 0
-            if end > record_len:
-                end = record_len
-            if end > start:
-                S[k].append(start)
-                E[k].append(end)
-            continue
-        s_list, e_list, gs, ge = S[k], E[k], S[k + 2], E[k + 2]
-        prev = start
-        for a, b in r.get_blocks():
-            if a > prev:
+            if end is not None and end > prev:
                 gs.append(prev)
-                ge.append(a)
-            s_list.append(a)
-            e_list.append(b)
-            prev = b
-        end = r.reference_end
-        if end is not None and end > prev:
-            gs.append(prev)
-            ge.append(end)
+                ge.append(end)
+    except OSError as exc:
+        raise ChromaflowError(
+            f"{path}: cannot read the BAM's records in {seqid}:{lo + 1}-{hi} (truncated or corrupt: {_first_line(exc)})"
+        ) from None
+    finally:
+        pysam.set_verbosity(quiet)
     n = hi - lo
     return tuple(_pile(S[i], E[i], lo, n) for i in range(4)), n_counted
+
+
+_C_UNSORTED, _C_MATE, _C_READ = 1, 2, 3
+
+
+def _count_in_c(bam: HtsBam, path: str, seqid: str, lo: int, hi: int, record_len: int, opt: CountOptions):
+    """:func:`count_bam_window` through the C kernel: the same arrays, counts and one-line errors."""
+    n = hi - lo
+    out = np.zeros((4, n), dtype=np.int64)
+    flips = None
+    if opt.strand_mode != "unstranded":
+        flips = np.array([-1 if f is None else int(f) for f in _flip_table(opt.strand_mode)], dtype=np.int8)
+    skip = SKIP_FLAGS | (0x400 if opt.skip_duplicates else 0)
+    counted, info, name = ctypes.c_int64(0), (ctypes.c_int64 * 3)(), ctypes.create_string_buffer(256)
+    rc = bam._lib.cf_bam_count(
+        bam._h,
+        seqid.encode(),
+        lo,
+        hi,
+        record_len,
+        None if flips is None else flips.ctypes.data,
+        int(opt.shift),
+        opt.min_mapq,
+        skip,
+        out.ctypes.data,
+        ctypes.byref(counted),
+        name,
+        info,
+    )
+    read = name.value.decode(errors="replace")
+    if rc == _C_UNSORTED:
+        raise _unsorted_error(path, read, seqid, info[0], info[1])
+    if rc == _C_MATE:
+        raise _mate_error(path, read, seqid, info[0], int(info[2]))
+    if rc == _C_READ:
+        raise ChromaflowError(f"{path}: cannot read the BAM's records in {seqid}:{lo + 1}-{hi} (truncated or corrupt)")
+    if rc:
+        raise ChromaflowError(f"{path}: the BAM index gives no reads for {seqid}:{lo + 1}-{hi}")
+    return (out[0], out[1], out[2], out[3]), int(counted.value)
 
 
 def bigwig_window(bw, path: str, seqid: str, lo: int, hi: int, opt: CountOptions):

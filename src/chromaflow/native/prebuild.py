@@ -3,9 +3,10 @@
     python3 -m chromaflow.native.prebuild
 
 The kernels (GENIE3's forest and link-list ranking/printing, fasta2h5's onehot deflate encoder, the bigwig
-per-base loops) are normally
+per-base loops and add-coverage's LZF, add-coverage's BAM counting over pysam's htslib) are normally
 compiled on first use. Container images have no compiler at run time, and without the kernel two stages fall
-back to other code: bigwig to numpy (same bytes, slower), fasta2h5's ``--deflate auto`` to libdeflate (same
+back to other code: bigwig to numpy (same bytes, slower), add-coverage to pysam's reads (same counts, slower),
+fasta2h5's ``--deflate auto`` to libdeflate (same
 values, other compressed bytes). So the image recipes run this in a build stage that has gcc and copy the cache
 into the final image, and the final image runs it again to prove every kernel loads without a compiler.
 """
@@ -16,10 +17,11 @@ import sys
 
 
 def main() -> int:
-    """Build and load every native kernel (GENIE3, fasta2h5's onehot deflate, bigWig, GENIE3's link list), print each
-    library's path; returns 1 (with an error on stderr) if one cannot be built, else 0."""
+    """Build and load every native kernel (GENIE3, fasta2h5's onehot deflate, bigWig, GENIE3's link list, BAM
+    counting), print each library's path; returns 1 (with an error on stderr) if one cannot be built, else 0."""
     from chromaflow.fasta2h5 import deflate as chunkdeflate
     from chromaflow.bigwig import _native
+    from chromaflow.coverage import _native as coverage_native
     from chromaflow.genie3 import fast
     from chromaflow.genie3 import links
 
@@ -38,6 +40,7 @@ def main() -> int:
             links.links_kernel(),
             "CHROMAFLOW_GENIE3_NO_CC=1, or a locale whose decimal point is not '.'",
         ),
+        ("add-coverage BAM counting", coverage_native.load(), "no pysam headers, CHROMAFLOW_COVERAGE_NO_CC=1"),
     ):
         if lib is None:
             print(
