@@ -120,7 +120,7 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
         "--window-bp",
         type=int,
         default=None,
-        help="genomic window per task (default 64 chunks); memory grows with it, not with the genome",
+        help="genomic window per task (default 16 chunks); memory grows with it, not with the genome",
     )
     p.add_argument(
         "--out",
