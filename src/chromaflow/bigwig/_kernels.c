@@ -711,7 +711,8 @@ uint32_t cf_lzf_compress(const uint8_t *in, int64_t n, uint8_t *out, int64_t cap
  * ------------------------------------------------------------------------------------------------------------- */
 
 /* HDF5's shuffle filter for 8-byte elements: byte b of element i goes to dst[b * L + i]. One pass over the source,
- * eight output streams (eight passes of stride 8 were as slow as the whole LZF encoding). */
+ * eight output streams, which -O3 vectorises (~9 us a 21,384-value row; eight passes of stride 8 were as slow as the
+ * whole LZF encoding; an 8 x 8 byte transpose in 64-bit words, tried, ~13 us). */
 static void shuffle8(const uint8_t *src, int64_t L, uint8_t *dst) {
     uint8_t *d0 = dst, *d1 = dst + L, *d2 = dst + 2 * L, *d3 = dst + 3 * L, *d4 = dst + 4 * L, *d5 = dst + 5 * L,
             *d6 = dst + 6 * L, *d7 = dst + 7 * L;
