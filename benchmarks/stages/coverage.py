@@ -22,8 +22,9 @@ from ..harness.stagekit import (
 PEERS = ['peer-helixer-add-ngs-coverage']
 #: what limits the stage on the CPU (issue 55's profiles), beside its target in the generated tables
 LIMIT = (
-    "LZF over the shuffled int64 chunks (the layout Helixer writes, h5py's own LZF) and pysam's per-read "
-    "loop with the pileups ([docs/training.md](../docs/training.md), add-coverage's speed)"
+    "HDF5's shuffle + LZF of the int64 rows (the layout Helixer writes; our encoder, h5py's bytes: ~40 %), then the "
+    "BAM (BGZF inflate + the C walk over htslib's records, ~20 %), cutting rows and the start-up "
+    "([docs/training.md](../docs/training.md), add-coverage's speed)"
 )
 #: sizes of the full run (keys are the results files' and the docs' names; Ctx.cfg merges every stage's)
 FULL = {
