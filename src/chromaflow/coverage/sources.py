@@ -330,7 +330,7 @@ def _count_in_c(bam: HtsBam, path: str, seqid: str, lo: int, hi: int, record_len
     if rc == _C_READ:
         raise ChromaflowError(f"{path}: cannot read the BAM's records in {seqid}:{lo + 1}-{hi} (truncated or corrupt)")
     if rc:
-        raise ChromaflowError(f"{path}: the BAM index gives no reads for {seqid}:{lo + 1}-{hi}")
+        raise ChromaflowError(f"{path}: cannot query {seqid}:{lo + 1}-{hi} in the BAM's index")
     return (out[0], out[1], out[2], out[3]), int(counted.value)
 
 
