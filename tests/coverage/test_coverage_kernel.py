@@ -91,36 +91,43 @@ def test_c_kernel_errors_as_the_pysam_loop(lib, bams):
     assert msgs[0] == msgs[1] and "neither" in msgs[0] and str(path) in msgs[0]
 
 
-def _corrupt_bam(d):
-    """A sorted, indexed BAM whose data blocks past the first are corrupt (bad CRC): its header and index read
-    fine, its records do not."""
-    sizes = {"chrA": 200_000}
-    rng = np.random.default_rng(2)
-    reads = [Read(f"c{i}", "chrA", int(p), [("M", 100)]) for i, p in enumerate(np.sort(rng.integers(0, 199_000, 6000)))]
-    write_bam(str(d / "corrupt.bam"), sizes, reads)
-    data = bytearray((d / "corrupt.bam").read_bytes())
-    mid = len(data) // 2
-    data[mid : mid + 64] = bytes(b ^ 0x5A for b in data[mid : mid + 64])
-    (d / "corrupt.bam").write_bytes(data)
-    return sizes
-
-
-@pytest.mark.parametrize("kernel", ["c", "pysam"])
-def test_corrupt_bam_gives_one_line_naming_the_file(tmp_path, kernel):
+@pytest.fixture(scope="module")
+def corrupt(tmp_path_factory):
+    """A genome h5 and two sorted, indexed BAMs with a corrupt (bad CRC) BGZF data block: the first one (no record
+    of the window can be read) or one in the middle; their header and index read fine."""
     from helpers.bamfactory import write_fasta
 
-    sizes = _corrupt_bam(tmp_path)
-    write_fasta(str(tmp_path / "g.fa"), sizes)
-    r = chromaflow("fasta2h5", "--fasta", tmp_path / "g.fa", "--out", tmp_path / "g.h5", "--species", "sp")
+    d = tmp_path_factory.mktemp("corrupt")
+    sizes = {"chrA": 200_000}
+    rng = np.random.default_rng(2)
+    starts = np.sort(rng.integers(0, 199_000, 6000))
+    reads = [Read(f"c{i}", "chrA", int(p), [("M", 100)]) for i, p in enumerate(starts)]
+    write_bam(str(d / "ok.bam"), sizes, reads)
+    data = (d / "ok.bam").read_bytes()
+    first_data_block = int.from_bytes(data[16:18], "little") + 1  # the header's BGZF block ends here (BSIZE + 1)
+    for name, at in (("first", first_data_block + 30), ("middle", len(data) // 2)):
+        bad = bytearray(data)
+        bad[at : at + 64] = bytes(b ^ 0x5A for b in bad[at : at + 64])
+        (d / f"{name}.bam").write_bytes(bad)
+        (d / f"{name}.bam.bai").write_bytes((d / "ok.bam.bai").read_bytes())
+    write_fasta(str(d / "g.fa"), sizes)
+    r = chromaflow("fasta2h5", "--fasta", d / "g.fa", "--out", d / "g.h5", "--species", "sp")
     assert r.returncode == 0, r.stderr
+    return d
+
+
+@pytest.mark.parametrize("where", ["first", "middle"])
+@pytest.mark.parametrize("kernel", ["c", "pysam"])
+def test_corrupt_bam_gives_one_line_naming_the_file(corrupt, tmp_path, kernel, where):
+    h5 = tmp_path / "g.h5"
+    h5.write_bytes((corrupt / "g.h5").read_bytes())
     env = {"CHROMAFLOW_COVERAGE_NO_CC": "1"} if kernel == "pysam" else {}
-    before = (tmp_path / "g.h5").read_bytes()
     res = chromaflow(
-        "add-coverage", "--h5", tmp_path / "g.h5", "--prefix", "x", "--bam", tmp_path / "corrupt.bam",
-        "--unstranded", "--threads", "1", env=env,
+        "add-coverage", "--h5", h5, "--prefix", "x", "--bam", corrupt / f"{where}.bam", "--unstranded",
+        "--threads", "1", env=env,
     )  # fmt: skip
     lines = res.stderr.strip().splitlines()
     assert res.returncode == 1 and len(lines) == 1, res.stderr
-    assert lines[0].startswith("chromaflow add-coverage: error: ") and "corrupt.bam" in lines[0], lines[0]
+    assert lines[0].startswith("chromaflow add-coverage: error: ") and f"{where}.bam" in lines[0], lines[0]
     assert "cannot read the BAM's records in chrA:" in lines[0], lines[0]
-    assert (tmp_path / "g.h5").read_bytes() == before
+    assert h5.read_bytes() == (corrupt / "g.h5").read_bytes()

@@ -120,8 +120,9 @@ int cf_bam_count(cf_bam *h, const char *seqid, int64_t lo, int64_t hi, int64_t r
     }
     hts_set_log_level(level);
     if (status == CF_OK && r < -1) status = CF_READ;
-    if (status != CF_OK) {
-        strncpy(name, bam_get_qname(b), 255);
+    if (status != CF_OK) { /* the read's fields only where one was read whole (CF_READ: maybe none yet) */
+        name[0] = 0;
+        if (status != CF_READ && b->data) strncpy(name, bam_get_qname(b), 255);
         name[255] = 0;
         info[0] = b->core.pos;
         info[1] = prev;
