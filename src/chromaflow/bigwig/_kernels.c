@@ -624,6 +624,17 @@ static inline int64_t lzf_mismatch(const uint8_t *a, const uint8_t *b, int64_t f
     return bound;
 }
 
+/* One more literal byte in[*i] into the open literal run (closed at 32 bytes, a new one opened). */
+static inline void lzf_literal(const uint8_t *in, int64_t *i, uint8_t *out, int64_t *o, int64_t *lit) {
+    ++*lit;
+    out[(*o)++] = in[(*i)++];
+    if (*lit == LZF_MAX_LIT) {
+        out[*o - *lit - 1] = (uint8_t)(*lit - 1);
+        *lit = 0;
+        ++*o;
+    }
+}
+
 /* Compress in[0, n) into out[0, cap); the compressed length, or 0 when it does not fit (or n or cap is 0). */
 static uint32_t lzf_encode(lzf_table *t, const uint8_t *in, int64_t n, uint8_t *out, int64_t cap) {
     if (n <= 0 || cap <= 0) return 0;
@@ -671,25 +682,11 @@ static uint32_t lzf_encode(lzf_table *t, const uint8_t *in, int64_t n, uint8_t *
             t->slot[lzf_idx(h)] = stamp | (uint64_t)i; /* position i - 1, stored + 1 */
         } else {
             if (o >= cap) return 0;
-            lit++;
-            out[o++] = in[i++];
-            if (lit == LZF_MAX_LIT) {
-                out[o - lit - 1] = (uint8_t)(lit - 1);
-                lit = 0;
-                o++;
-            }
+            lzf_literal(in, &i, out, &o, &lit);
         }
     }
     if (o + 3 > cap) return 0;
-    while (i < n) {
-        lit++;
-        out[o++] = in[i++];
-        if (lit == LZF_MAX_LIT) {
-            out[o - lit - 1] = (uint8_t)(lit - 1);
-            lit = 0;
-            o++;
-        }
-    }
+    while (i < n) lzf_literal(in, &i, out, &o, &lit);
     out[o - lit - 1] = (uint8_t)(lit - 1);
     o -= !lit;
     return (uint32_t)o;
