@@ -269,7 +269,8 @@ def test_tracks_are_the_windows(setup):
 
 
 def test_deterministic_and_batch_independent(setup, tmp_path):
-    """Another batch size and two CPU streams (the module run: auto batch, one thread) give the same bytes."""
+    """Another batch size and two CPU streams (the module run: auto batch, one thread) give the same bytes; and without
+    --tracks (the module run has 3) only the scored slice of each window leaves the model (effects.scored_span)."""
     out = tmp_path / "e.tsv.gz"
     run_in_process(
         "variant-effect",

@@ -82,8 +82,20 @@ def alt_window(seq: np.ndarray, g: Geometry, alt: bytes) -> np.ndarray:
     return out
 
 
-def scores(ref: np.ndarray, alt: np.ndarray, g: Geometry, flank: int) -> dict[str, np.ndarray]:
-    """The metrics of one strand (or the strand average): ``ref``/``alt`` (L, D) predicted coverage in window order.
+def scored_span(gs: list[Geometry], flank: int) -> tuple[int, int]:
+    """The window slice [lo, hi) that holds every position :func:`scores` reads for the variants ``gs`` (one window
+    length, all fitting: :func:`fits`), symmetric about the window (hi = L - lo), so the minus strand's output, still
+    in reversed order, has the same slice: only it needs to leave the model's device (the flanks are ~2 % of a
+    Predmoter window)."""
+    L, off = gs[0].L, gs[0].off
+    hi = off + max(max(g.r, g.a) for g in gs) + flank
+    lo = min(off - flank, L - hi)
+    return lo, L - lo
+
+
+def scores(ref: np.ndarray, alt: np.ndarray, g: Geometry, flank: int, base: int = 0) -> dict[str, np.ndarray]:
+    """The metrics of one strand (or the strand average): ``ref``/``alt`` (L', D) predicted coverage in window order
+    from window index ``base`` on (the whole window: L' = L, base 0; or :func:`scored_span`'s slice).
 
     Means: over the region flank + allele + flank of each window, record positions only (the alleles' own bases
     are part of their region, so an insertion's or deletion's bases count for its allele). Δ = alt − ref;
@@ -94,12 +106,13 @@ def scores(ref: np.ndarray, alt: np.ndarray, g: Geometry, flank: int) -> dict[st
     lo = max(g.off - flank, -g.s)
     hi_ref = min(g.off + g.r + flank, g.n - g.s)
     hi_alt = min(g.off + g.a + flank, g.n - g.s + g.d)
-    ref_mean = ref[lo:hi_ref].astype(np.float64).mean(axis=0)
-    alt_mean = alt[lo:hi_alt].astype(np.float64).mean(axis=0)
+    ref_mean = ref[lo - base : hi_ref - base].astype(np.float64).mean(axis=0)
+    alt_mean = alt[lo - base : hi_alt - base].astype(np.float64).mean(axis=0)
     m = min(g.r, g.a)
     right = hi_ref - (g.off + g.r)
+    o = g.off - base  # the variant's index in the arrays
     delta = np.concatenate(
-        [alt[lo : g.off + m] - ref[lo : g.off + m], alt[g.off + g.a : g.off + g.a + right] - ref[g.off + g.r : hi_ref]]
+        [alt[lo - base : o + m] - ref[lo - base : o + m], alt[o + g.a : o + g.a + right] - ref[o + g.r : hi_ref - base]]
     ).astype(np.float64)
     offsets = np.concatenate([np.arange(lo - g.off, m), np.arange(g.r, g.r + right)])
     k = np.abs(delta).argmax(axis=0)
@@ -166,7 +179,7 @@ class WindowPredictor:
         if self.pool is not None:
             self.pool.shutdown(wait=True)
 
-    def _forward(self, codes: np.ndarray, strand: np.ndarray) -> np.ndarray:
+    def _forward(self, codes: np.ndarray, strand: np.ndarray, span: tuple[int, int]) -> np.ndarray:
         torch = self.torch
         c = torch.from_numpy(np.ascontiguousarray(codes)).to(self.device)
         st = torch.from_numpy(strand).to(self.device)
@@ -176,23 +189,28 @@ class WindowPredictor:
         else:
             with torch.autocast(device_type=self.device.type, dtype=self.amp):
                 y = self.model(x)
-        return torch.exp(y.float()).cpu().numpy()
+        return torch.exp(y[:, span[0] : span[1]].float()).cpu().numpy()
 
-    def _call(self, codes: np.ndarray, strand: np.ndarray) -> np.ndarray:
+    def _call(self, codes: np.ndarray, strand: np.ndarray, span: tuple[int, int]) -> np.ndarray:
         with self.torch.inference_mode():  # thread-local: entered in the thread that runs the model
-            return self._forward(codes, strand)
+            return self._forward(codes, strand, span)
 
-    def __call__(self, windows: np.ndarray) -> np.ndarray:
-        """(n, L) uint8 codes -> (n, 2, L, D) float32: [:, 0] plus strand, [:, 1] minus strand, genome order."""
+    def __call__(self, windows: np.ndarray, span: tuple[int, int] | None = None) -> np.ndarray:
+        """(n, L) uint8 codes -> (n, 2, L', D) float32: [:, 0] plus strand, [:, 1] minus strand, genome order; the
+        whole window (L' = L), or only the slice ``span`` = [lo, L - lo) (:func:`scored_span`: the same positions on
+        both strands), which is all that is copied off the device and exponentiated."""
         n, L = windows.shape
+        span = span or (0, L)
+        if span[1] != L - span[0]:
+            raise ValueError(f"span {span} is not symmetric in a window of {L}")
         rows = np.concatenate([windows, windows[:, ::-1]])
         strand = np.concatenate([np.zeros(n, np.uint8), np.ones(n, np.uint8)])
         starts = range(0, 2 * n, self.micro)
         if self.pool is None:
-            parts = [self._call(rows[i : i + self.micro], strand[i : i + self.micro]) for i in starts]
+            parts = [self._call(rows[i : i + self.micro], strand[i : i + self.micro], span) for i in starts]
         else:
             parts = list(
-                self.pool.map(lambda i: self._call(rows[i : i + self.micro], strand[i : i + self.micro]), starts)
+                self.pool.map(lambda i: self._call(rows[i : i + self.micro], strand[i : i + self.micro], span), starts)
             )
         y = np.concatenate(parts)
         self.rows += 2 * n

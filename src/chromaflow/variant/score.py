@@ -304,10 +304,14 @@ def _score_record(args, seq, vs, L, per_call, predictor, effects, rows, top, bar
             chunk.append((v, g, ref_slot[g.s], len(windows)))
             windows.append(effects.alt_window(seq, g, v.alt.encode("ascii")))
             i += 1
-        pred = predictor(np.stack(windows))
+        # the scores read only the flanks: the rest of each window stays on the model's device (--tracks keeps
+        # whole windows: the strongest variants' bigWigs show them)
+        span = None if args.tracks else effects.scored_span([g for _v, g, _r, _a in chunk], args.flank)
+        pred = predictor(np.stack(windows), span)
+        base = span[0] if span else 0
         for v, g, ri, ai in chunk:
             ref_t, alt_t = effects.strand_tracks(pred[ri]), effects.strand_tracks(pred[ai])
-            per = {s: effects.scores(ref_t[s], alt_t[s], g, args.flank) for s in effects.STRANDS}
+            per = {s: effects.scores(ref_t[s], alt_t[s], g, args.flank, base) for s in effects.STRANDS}
             rows[v.index] = {"scores": per, "note": effects.note(g, args.flank)}
             if args.tracks:
                 key = float(np.max(np.abs(per["avg"]["delta_mean"])))
