@@ -3,12 +3,12 @@
     python3 -m chromaflow.native.prebuild
 
 The kernels (GENIE3's forest and link-list ranking/printing, fasta2h5's onehot deflate encoder, the bigwig
-per-base loops and add-coverage's LZF, add-coverage's BAM counting over pysam's htslib) are normally
-compiled on first use. Container images have no compiler at run time, and without the kernel two stages fall
-back to other code: bigwig to numpy (same bytes, slower), add-coverage to pysam's reads (same counts, slower),
-fasta2h5's ``--deflate auto`` to libdeflate (same
-values, other compressed bytes). So the image recipes run this in a build stage that has gcc and copy the cache
-into the final image, and the final image runs it again to prove every kernel loads without a compiler.
+per-base loops and add-coverage's LZF, add-coverage's BAM counting over pysam's htslib) are normally compiled on
+first use. Container images have no compiler at run time, and without the kernels three stages fall back to other
+code: bigwig to numpy (same bytes, slower), add-coverage to pysam's reads and an in-memory HDF5 file (same
+datasets, slower), fasta2h5's ``--deflate auto`` to libdeflate (same values, other compressed bytes). So the image
+recipes run this in a build stage that has gcc and copy the cache into the final image, and the final image runs it
+again to prove every kernel loads without a compiler.
 """
 
 from __future__ import annotations
