@@ -188,12 +188,17 @@ def render_configs(profile_lists: list[str], cwd: Path) -> dict[str, str]:
     return rendered
 
 
-def validate_sheets(cwd: Path, sheets, train_sheets=(), schema: Path | None = None) -> dict[str, tuple[str, str]]:
+def validate_sheets(
+    cwd: Path, sheets, train_sheets=(), schema: Path | None = None, train_schema: Path | None = None
+) -> dict[str, tuple[str, str]]:
     """{sheet path: (OK|ERROR, rows JSON or message)} from one run of the validation driver (one JVM for all);
-    ``schema``: a sheet schema file read instead of the one nextflow_schema.json names."""
+    ``schema``: a sheet schema file read instead of the one nextflow_schema.json names (for both sheets, unless
+    ``train_schema`` names the train sheets' own)."""
     cmd = ["nextflow", "run", str(VALIDATE_SHEETS), "-ansi-log", "false"]
     if schema is not None:
         cmd += ["--sheet_schema", str(schema)]
+    if train_schema is not None:
+        cmd += ["--train_sheet_schema", str(train_schema)]
     if sheets:  # an empty value would reach the driver as `true`
         cmd += ["--sheets", ",".join(map(str, sheets))]
     if train_sheets:

@@ -407,7 +407,24 @@ def test_the_sheet_reader_reads_its_rules_from_the_schema(tmp_path, nextflow_bin
     for case, text in sheets.items():
         paths[case] = tmp_path / f"{case}.csv"
         paths[case].write_text(text)
-    got = {case: validate_sheets(tmp_path, [p], schema=input_copy)[str(p)] for case, p in paths.items()}
+
+    train = json.loads(SCHEMA_TRAIN.read_text())
+    train["items"]["properties"]["split"]["enum"] = ["train", "val", "test", "holdout"]
+    train["items"]["properties"]["library"]["default"] = "first"
+    train_copy = tmp_path / "assets" / "schema_train.json"
+    train_copy.write_text(json.dumps(train))
+    head = "id,split,fasta,species,dataset,file,library,shift\n"
+    bam = TRAIN / "trainA_atacseq_1.bam"
+    tsheets = {"seen": tmp_path / "train_seen.csv", "ok": tmp_path / "train_ok.csv"}
+    tsheets["seen"].write_text(
+        head + f"A,holdout,{TRAIN}/trainA.fa,,atacseq,{bam},,false\nB,seen,{TRAIN}/trainA.fa,,x,{bam},,\n"
+    )
+    tsheets["ok"].write_text(
+        head + f"A,train,{TRAIN}/trainA.fa,,atacseq,{bam},,false\nB,val,{TRAIN}/trainA.fa,,x,{bam},,\n"
+    )
+    # every sheet in one run of the reader (one JVM), each schema copy for its own kind of sheet
+    results = validate_sheets(tmp_path, paths.values(), tsheets.values(), schema=input_copy, train_schema=train_copy)
+    got = {case: results[str(p)] for case, p in paths.items()}
     assert got["upper"] == (
         "ERROR",
         f"samplesheet {paths['upper']} line 2: column 'id': 'Abc' is not lower-case letters",
@@ -418,23 +435,10 @@ def test_the_sheet_reader_reads_its_rules_from_the_schema(tmp_path, nextflow_bin
     )
     assert got["ok"][0] == "OK", got["ok"]
 
-    train = json.loads(SCHEMA_TRAIN.read_text())
-    train["items"]["properties"]["split"]["enum"] = ["train", "val", "test", "holdout"]
-    train["items"]["properties"]["library"]["default"] = "first"
-    train_copy = tmp_path / "assets" / "schema_train.json"
-    train_copy.write_text(json.dumps(train))
-    head = "id,split,fasta,species,dataset,file,library,shift\n"
-    bam = TRAIN / "trainA_atacseq_1.bam"
-    tsheet = tmp_path / "train.csv"
-    tsheet.write_text(
-        head + f"A,holdout,{TRAIN}/trainA.fa,,atacseq,{bam},,false\nB,seen,{TRAIN}/trainA.fa,,x,{bam},,\n"
-    )
-    kind, msg = validate_sheets(tmp_path, [], [tsheet], schema=train_copy)[str(tsheet)]
-    assert (kind, msg) == (
+    assert results[str(tsheets["seen"])] == (
         "ERROR",
-        f"train sheet {tsheet} line 3: column 'split': 'seen' must be train, val, test or holdout",
+        f"train sheet {tsheets['seen']} line 3: column 'split': 'seen' must be train, val, test or holdout",
     )
-    tsheet.write_text(head + f"A,train,{TRAIN}/trainA.fa,,atacseq,{bam},,false\nB,val,{TRAIN}/trainA.fa,,x,{bam},,\n")
-    kind, rows = validate_sheets(tmp_path, [], [tsheet], schema=train_copy)[str(tsheet)]
+    kind, rows = results[str(tsheets["ok"])]
     assert kind == "OK", rows
     assert [spec["library"] for row in json.loads(rows) for spec in row[2]] == ["first", "first"]

@@ -7,7 +7,8 @@
  */
 params.sheets = ''
 params.train_sheets = ''
-params.sheet_schema = null   // a schema file instead of assets/schema_input.json / schema_train.json
+params.sheet_schema = null   // a schema file instead of assets/schema_input.json (and schema_train.json, unless:)
+params.train_sheet_schema = null   // a schema file instead of assets/schema_train.json
 
 include { parseSamplesheet; parseTrainSheet } from '../../../subworkflows/local/utils_chromaflow/samplesheet'
 
@@ -32,7 +33,7 @@ workflow {
         report(s, { parseSamplesheet(it, options).collect { meta, f -> [meta, name.call(f.fasta), name.call(f.expression), name.call(f.regulators)] } })
     }
     params.train_sheets.tokenize(',').each { s ->
-        report(s, { parseTrainSheet(it, [schema: params.sheet_schema]).collect { meta, fasta, specs ->
+        report(s, { parseTrainSheet(it, [schema: params.train_sheet_schema ?: params.sheet_schema]).collect { meta, fasta, specs ->
             [meta, name.call(fasta), specs.collect { sp -> sp + [files: sp.files.collect { name.call(it) }, indexes: sp.indexes.collect { name.call(it) }] }]
         } })
     }
