@@ -160,6 +160,25 @@ def test_report_is_one_file_with_every_logo(runs):
     assert all(s.startswith("data:image/png;base64,") for s in page.src) and not page.links
 
 
+def test_modisco_kernels_are_cached_for_the_next_run(runs):
+    """discover-motifs turns on numba's on-disk cache for TF-MoDISco's kernels (interpret.discover.
+    cache_modisco_kernels): every kernel of its modules can be cached here, and the planted run (a child process,
+    fixture ``runs``) left the cache entries of the kernels modisco's own precompile list names, where numba looks
+    for them, so the next run loads them instead of compiling (~15 CPU-s a run). What the cached code computes is
+    what the planted tests check (the same motifs, TOMTOM's p-values)."""
+    import modiscolite.precompile as pre
+
+    from chromaflow.interpret.discover import MODISCO_KERNEL_MODULES, cache_modisco_kernels
+
+    names = cache_modisco_kernels()
+    assert len(names) >= 25 and {n.split(".")[0] for n in names} == set(MODISCO_KERNEL_MODULES), names
+    listed = [d for group in pre._kernels() for d, _ in group]
+    assert len(listed) >= 10
+    for d in listed:
+        index = Path(d._cache._cache_file._index_path)  # numba's index of the kernel's compiled versions
+        assert index.is_file(), (d.py_func.__qualname__, index)
+
+
 def test_same_input_same_bytes(tmp_path):
     h5 = tmp_path / "small.h5"
     planted(h5, ["MA0548.3"], DECOY[0], n=80, width=120, seed=1)

@@ -220,11 +220,44 @@ def _set_threads(threads: int | None) -> None:
     numba.set_num_threads(min(resolve_threads(threads), int(numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
 
 
+#: TF-MoDISco's modules that hold its numba kernels (:func:`cache_modisco_kernels`)
+MODISCO_KERNEL_MODULES = ("affinitymat", "aggregator", "gapped_kmer", "util")
+
+
+def cache_modisco_kernels() -> list[str]:
+    """Turn on numba's on-disk cache for TF-MoDISco's kernels; returns the names of those it could turn it on for.
+
+    modisco-lite compiles its ~30 numba kernels in every process (~15 CPU-s of a run that finds patterns: most of a
+    small run). Its own ``precompile.start()`` caches them only where it can fork compiling children (numba's
+    threading layer not started, no other thread, a thread to spare), which a ``discover-motifs`` run never allows
+    (``--threads`` starts the layer first), so each run compiled them again. With the cache on, the first run on a
+    machine writes them (numba's locations: ``NUMBA_CACHE_DIR``, else beside the package, else the user's cache
+    folder) and later runs load them in milliseconds: the same machine code as a fresh compile for this CPU (numba
+    keys each entry on the CPU and its features, and on the kernel's source file: an upgrade compiles anew). Where
+    numba has nowhere to write (a read-only image, no home), a kernel stays uncached and compiles as before."""
+    import importlib
+
+    from numba.core.dispatcher import Dispatcher
+
+    cached = []
+    for name in MODISCO_KERNEL_MODULES:
+        module = importlib.import_module(f"modiscolite.{name}")
+        for attr, obj in sorted(vars(module).items()):
+            if isinstance(obj, Dispatcher):
+                try:
+                    obj.enable_caching()
+                except RuntimeError:  # no cache location numba can write ("cannot cache function ...")
+                    continue
+                cached.append(f"{name}.{attr}")
+    return cached
+
+
 def _modisco(o: DiscoverOptions, contrib, h5_path: str) -> int:
     """Run TF-MoDISco on the contributions and save its results to ``h5_path``; returns the seqlets it clustered."""
     import modiscolite.io
     import modiscolite.tfmodisco
 
+    cache_modisco_kernels()
     try:
         pos, neg = modiscolite.tfmodisco.TFMoDISco(
             one_hot=contrib.onehot,
