@@ -104,10 +104,11 @@ def _jaspar_fetch(db, kw: dict, where: str) -> list[Motif]:
     Not pyjaspar's ``fetch_motifs`` itself: it costs ~2 CPU-s for ``jaspar:CORE/plants`` (927 matrices), on every
     ``discover-motifs`` and ``motif-prior`` run, because it reads each matrix with one query per row of counts and
     per table, and scans the whole annotation table (no index on its ID) twice a matrix. The selection stays
-    pyjaspar's (its own query, ``_fetch_internal_id_list`` with ``all_versions``), the latest-version rule is its
-    ``_is_latest_version`` as one query; ``tests/motifs/test_motif_scan.py`` compares the result with
-    ``fetch_motifs`` on every collection and tax group of every bundled release. Falls back to ``fetch_motifs``
-    where pyjaspar lacks the private method (another version)."""
+    pyjaspar's (its own query, ``_fetch_internal_id_list`` with ``all_versions``), the latest-version rule its
+    ``_is_latest_version`` (no newer VERSION of the same BASE_ID) as one pass over the matrix table;
+    ``tests/motifs/test_motif_scan.py`` compares the result with ``fetch_motifs`` on 20+ selections over every
+    bundled release, errors included. Falls back to ``fetch_motifs`` where pyjaspar lacks the private method (another
+    version)."""
     select = getattr(db, "_fetch_internal_id_list", None)
     if select is None:  # pragma: no cover - pinned pyjaspar has it
         return [_with_family(_from_bio(m, m.matrix_id, where), m) for m in db.fetch_motifs(**kw)]
