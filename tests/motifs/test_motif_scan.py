@@ -111,7 +111,7 @@ def _pyjaspar_reference(spec: str):
         warnings.simplefilter("ignore")
         found = jaspardb(release=release).fetch_motifs(**kw)
     try:
-        ms = [_with_family(_from_bio(m, m.matrix_id, f"--motifs {spec}"), m) for m in found]
+        ms = [_with_family(_from_bio(m, m.matrix_id, f"--motifs {spec}"), m.tf_family, m.tf_class) for m in found]
     except ChromaflowError as exc:
         return str(exc)
     if not ms:

@@ -111,14 +111,14 @@ def _jaspar_fetch(db, kw: dict, where: str) -> list[Motif]:
     version)."""
     select = getattr(db, "_fetch_internal_id_list", None)
     if select is None:  # pragma: no cover - pinned pyjaspar has it
-        return [_with_family(_from_bio(m, m.matrix_id, where), m) for m in db.fetch_motifs(**kw)]
+        found = db.fetch_motifs(**kw)
+        return [_with_family(_from_bio(m, m.matrix_id, where), m.tf_family, m.tf_class) for m in found]
     cur = db.conn.cursor()
     matrices = {r[0]: r[1:] for r in cur.execute("select ID, BASE_ID, VERSION, NAME from MATRIX")}
     newest: dict[str, int] = {}
     for base, version, _ in matrices.values():
         newest[base] = max(version, newest.get(base, version))
     ids = [i for i in select(all_versions=True, **kw) if matrices[i][1] == newest[matrices[i][0]]]
-    wanted = set(ids)
     counts: dict[int, dict[str, list[tuple[int, float]]]] = {i: {b: [] for b in "ACGT"} for i in ids}
     for k in range(0, len(ids), 500):  # the table's primary key (ID, row, col) serves each chunk
         part = ids[k : k + 500]
@@ -128,36 +128,26 @@ def _jaspar_fetch(db, kw: dict, where: str) -> list[Motif]:
                 counts[i][row].append((col, val))
     notes: dict[int, dict[str, list[str]]] = {i: {"family": [], "class": []} for i in ids}
     for i, tag, val in cur.execute("select ID, TAG, VAL from MATRIX_ANNOTATION order by rowid"):
-        if i in wanted and tag in ("family", "class"):
+        if i in notes and tag in notes[i]:
             notes[i][tag].append(val)
     motifs = []
     for i in ids:
         base, version, name = matrices[i]
         matrix_id = f"{base}.{version}"
         rows = np.array([[float(v) for _, v in sorted(counts[i][b])] for b in "ACGT"], dtype=np.float64)
-        m = _Record(matrix_id, name, rows, notes[i]["family"], notes[i]["class"])
-        motifs.append(_with_family(_from_rows(m.counts, matrix_id, name, where), m))
+        motif = _from_rows(rows, matrix_id, name, where)
+        motifs.append(_with_family(motif, notes[i]["family"], notes[i]["class"]))
     return motifs
 
 
-@dataclass(frozen=True)
-class _Record:
-    """The fields of a pyjaspar motif that :func:`_with_family` and :func:`_from_rows` read."""
-
-    matrix_id: str
-    name: str
-    counts: np.ndarray
-    tf_family: list
-    tf_class: list
-
-
-def _with_family(motif: Motif, m) -> Motif:
-    """``motif`` with the family and class of JASPAR's record ``m`` (lists in pyjaspar, ``;``-joined here)."""
+def _with_family(motif: Motif, family, tf_class) -> Motif:
+    """``motif`` with JASPAR's TF family and class of it (lists in pyjaspar's records and its database, ``;``-joined
+    here)."""
 
     def joined(v) -> str:
         return ";".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v or "")
 
-    return Motif(motif.id, motif.name, motif.counts, joined(m.tf_family), joined(m.tf_class))
+    return Motif(motif.id, motif.name, motif.counts, joined(family), joined(tf_class))
 
 
 def load_motifs(spec: str, option: str = "--motifs", allow_empty: bool = False) -> list[Motif]:
