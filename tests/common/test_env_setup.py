@@ -93,7 +93,7 @@ def test_the_nextflow_launcher_maps_a_usable_class_archive():
     """scripts/install-nextflow makes an archive of Nextflow's classes for the Java it picked (an AOT cache on Java 25+,
     a CDS archive before) and the launcher passes it. A JVM that cannot use one (another Java, another class path,
     other module options) starts without it and says nothing, so the check is that the launcher's JVM loads
-    Nextflow's own classes from it (-Xlog:class+load, appended as the user's NXF_JVM_ARGS, names each class's source)."""
+    Nextflow's own classes from it (-Xlog:class+load, appended as a user's NXF_JVM_ARGS, names each class's source)."""
     import re
     import shutil
 
