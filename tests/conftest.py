@@ -199,6 +199,7 @@ def test_run(request, tmp_path_factory, nextflow_bin):
     run_nextflow(
         ["-profile", "test", "--outdir", str(outdir)],
         cwd=work,
-        env={"CHROMAFLOW_TEST_FAIL": TEST_RUN_FAULTS, "CHROMAFLOW_TEST_INTERPRET": "1"},  # as nf-test's pipeline case
+        # as nf-test's pipeline case: the injected failures, --interpret and Nextflow's HTML reports
+        env={"CHROMAFLOW_TEST_FAIL": TEST_RUN_FAULTS, "CHROMAFLOW_TEST_INTERPRET": "1", "CHROMAFLOW_TEST_REPORTS": "1"},
     )
     return PipelineRun(work, outdir, (work / ".nextflow.log").read_text(errors="replace"), trace_file(outdir))

@@ -82,7 +82,10 @@ class NfTestRun:
         for run, specs in runs:
             cmd = [nft, "test", "--ci", "--junitxml", str(self.work / f"junit-{run}.xml")]
             cmd += ["--log", str(self.work / f"nf-test-{run}.log"), *specs]
-            lines.append(f'{shlex.join(cmd)} || {{ s=$?; [ "$rc" -ne 0 ] || rc=$s; }}')
+            # the pipeline spec's runs render Nextflow's HTML reports (its test-profile case checks them; the other
+            # specs' launches skip them: tests/nextflow.config)
+            env = "CHROMAFLOW_TEST_REPORTS=1 " if PIPELINE_SPEC in specs else ""
+            lines.append(f'{env}{shlex.join(cmd)} || {{ s=$?; [ "$rc" -ne 0 ] || rc=$s; }}')
         return "\n".join([*lines, 'exit "$rc"'])
 
     def start(self) -> None:
@@ -103,7 +106,7 @@ class NfTestRun:
             CHROMAFLOW_TEST_INTERPRET="1",  # the pipeline case is the session's test-profile run: --interpret kept
             CHROMAFLOW_NFT_HANDOFF=str(self.handoff),
         )
-        for k in ("CHROMAFLOW_TEST_HOLD", "CHROMAFLOW_TEST_GATE"):
+        for k in ("CHROMAFLOW_TEST_HOLD", "CHROMAFLOW_TEST_GATE", "CHROMAFLOW_TEST_REPORTS"):
             env.pop(k, None)
         for (lane, runs), output in zip(LANES, self.outputs):
             with open(output, "w") as out:

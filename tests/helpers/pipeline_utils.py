@@ -35,7 +35,7 @@ def nextflow_env(env: dict | None = None) -> dict:
     full_env.setdefault("NXF_OFFLINE", "true")
     full_env["NXF_ANSI_LOG"] = "false"
     full_env.setdefault("NXF_OPTS", "-Xms256m -Xmx1g")
-    for k in ("CHROMAFLOW_TEST_FAIL", "CHROMAFLOW_TEST_HOLD", "CHROMAFLOW_TEST_GATE"):
+    for k in ("CHROMAFLOW_TEST_FAIL", "CHROMAFLOW_TEST_HOLD", "CHROMAFLOW_TEST_GATE", "CHROMAFLOW_TEST_REPORTS"):
         full_env.pop(k, None)
     if env:
         full_env.update(env)
