@@ -23,7 +23,8 @@ include { GENES_AND_MOTIFS   } from '../subworkflows/local/genes_and_motifs'
 include { NETWORK            } from '../subworkflows/local/network'
 include { REPORTING          } from '../subworkflows/local/reporting'
 include { REVIEW             } from '../subworkflows/local/review'
-include { INTERPRET; interpretRuns } from '../subworkflows/local/interpret'
+include { INTERPRET          } from '../subworkflows/local/interpret'
+include { interpretRuns      } from '../subworkflows/local/utils_chromaflow/rules'
 
 workflow CHROMAFLOW {
     take:

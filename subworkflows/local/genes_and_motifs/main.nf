@@ -8,9 +8,10 @@
  *   fasta + annotation + motifs + tf_motifs (+ predictions) ── MOTIF_PRIOR ── <id>/network/<id>.prior.tsv.gz
  *   fasta + annotation + learned motifs + matches + tf_families (+ predictions) ──┘  (--interpret, tf_families)
  *
- * Where the prior's motifs come from (priorSource): a row with tf_families when INTERPRET runs (--interpret, with
- * predictions, tracks and peaks): the motifs the model learned in the assembly's peaks (INTERPRET's motifs.meme and
- * matches.tsv), a TF getting those matched to its family; else a row with tf_motifs: the sheet's motifs.
+ * Where the prior's motifs come from (priorSource, in utils_chromaflow/rules.nf): a row with tf_families when
+ * INTERPRET runs (--interpret, with predictions, tracks and peaks): the motifs the model learned in the assembly's
+ * peaks (INTERPRET's motifs.meme and matches.tsv), a TF getting those matched to its family; else a row with
+ * tf_motifs: the sheet's motifs.
  *
  * take: ch_samplesheet  [meta, files] per assembly (PIPELINE_INITIALISATION)
  *       ch_predictions  [meta, predictions] (PREDICT_ASSEMBLIES; an empty channel with --skip_predict)
@@ -21,13 +22,7 @@
  */
 include { GENE_ACCESSIBILITY } from '../../../modules/local/gene_accessibility'
 include { MOTIF_PRIOR        } from '../../../modules/local/motif_prior'
-include { interpretRuns      } from '../interpret'
-
-// 'learned' (tf_families, with INTERPRET's motifs), 'sheet' (the sheet's motifs and tf_motifs) or null: where an
-// assembly's motif prior comes from (NETWORK: which GENIE3 tasks wait for a prior)
-def priorSource(files) {
-    return interpretRuns() && files.tf_families ? 'learned' : (files.tf_motifs ? 'sheet' : null)
-}
+include { priorSource        } from '../utils_chromaflow/rules'
 
 workflow GENES_AND_MOTIFS {
     take:

@@ -17,12 +17,6 @@
 include { ATTRIBUTE       } from '../../../modules/local/attribute'
 include { DISCOVER_MOTIFS } from '../../../modules/local/discover_motifs'
 
-// whether INTERPRET runs: --interpret, on the peaks of predicted tracks (the workflow calls it only then; GENES_AND_MOTIFS
-// takes the learned motifs of an assembly with tf_families then)
-def interpretRuns() {
-    return params.interpret && !params.skip_predict && !params.skip_tracks && !params.skip_peaks
-}
-
 // the narrowPeak of `dataset` among an assembly's peak files (PEAKS: tracks/<id>_<dataset>.narrowPeak), or null
 def datasetPeaks(meta, files, String dataset) {
     def all = files instanceof List ? files : [files]

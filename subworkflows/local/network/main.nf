@@ -13,7 +13,7 @@ include { GENIE3_PLAN  } from '../../../modules/local/genie3_plan'
 include { GENIE3       } from '../../../modules/local/genie3'
 include { GENIE3_MERGE } from '../../../modules/local/genie3_merge'
 include { gatherParts; readJson } from '../utils_chromaflow/parts'
-include { priorSource } from '../genes_and_motifs'
+include { priorSource } from '../utils_chromaflow/rules'
 
 workflow NETWORK {
     take:
