@@ -3,8 +3,8 @@
  * comes from. They live in this small file rather than in a subworkflow's main.nf because Nextflow compiles an
  * included file once per script that includes it (24.10: its module cache is keyed by the including script), together
  * with everything that file includes: NETWORK reading priorSource from GENES_AND_MOTIFS' main.nf compiled that
- * subworkflow, its two modules and INTERPRET with its two again in every launch (~0.6 CPU-s of a -stub test-profile
- * run's ~12; docs/performance.md).
+ * subworkflow, its two modules and INTERPRET with its two again in every launch (~0.75 CPU-s of a -stub test-profile
+ * launch's ~12.5 with the test suite's JVM options; docs/performance.md).
  */
 
 // whether INTERPRET runs: --interpret, on the peaks of predicted tracks (CHROMAFLOW calls it only then;
