@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from helpers.environment import ROOT
-from helpers.pipeline_utils import TEST_RUN_FAULTS, PipelineRun
+from helpers.pipeline_utils import TEST_RUN_FAULTS, TEST_SWITCHES, PipelineRun
 
 #: the pipeline's spec: run first (its test-profile case is the pytest tests' run too)
 PIPELINE_SPEC = "tests/pipeline/main.nf.test"
@@ -98,7 +98,7 @@ class NfTestRun:
             )
             return
         env = dict(
-            os.environ,
+            {k: v for k, v in os.environ.items() if k not in TEST_SWITCHES},
             NXF_ANSI_LOG="false",
             NXF_OFFLINE="true",
             CHROMAFLOW_PROGRESS="0",
@@ -106,8 +106,6 @@ class NfTestRun:
             CHROMAFLOW_TEST_INTERPRET="1",  # the pipeline case is the session's test-profile run: --interpret kept
             CHROMAFLOW_NFT_HANDOFF=str(self.handoff),
         )
-        for k in ("CHROMAFLOW_TEST_HOLD", "CHROMAFLOW_TEST_GATE", "CHROMAFLOW_TEST_REPORTS"):
-            env.pop(k, None)
         for (lane, runs), output in zip(LANES, self.outputs):
             with open(output, "w") as out:
                 # its own session: a stop of pytest (Ctrl-C, -x) ends nf-test and every Nextflow it started (stop())

@@ -18,6 +18,9 @@ TEST_CONFIG = ROOT / "tests" / "nextflow.config"
 #: the failures injected into the session's test-profile run (fixture ``test_run``; tests/nextflow.config): BIGWIG's
 #: first attempts exit 137 (as if OOM-killed), GENIE3_MERGE's 75 (an output another process is writing)
 TEST_RUN_FAULTS = "BIGWIG:137,GENIE3_MERGE:75"
+#: tests/nextflow.config's switches (failures, holds, HTML reports) that a test's Nextflow driver gets only where its
+#: caller sets them, never from the environment pytest runs in
+TEST_SWITCHES = ("CHROMAFLOW_TEST_FAIL", "CHROMAFLOW_TEST_HOLD", "CHROMAFLOW_TEST_GATE", "CHROMAFLOW_TEST_REPORTS")
 
 
 class PipelineRun(NamedTuple):
@@ -35,7 +38,7 @@ def nextflow_env(env: dict | None = None) -> dict:
     full_env.setdefault("NXF_OFFLINE", "true")
     full_env["NXF_ANSI_LOG"] = "false"
     full_env.setdefault("NXF_OPTS", "-Xms256m -Xmx1g")
-    for k in ("CHROMAFLOW_TEST_FAIL", "CHROMAFLOW_TEST_HOLD", "CHROMAFLOW_TEST_GATE", "CHROMAFLOW_TEST_REPORTS"):
+    for k in TEST_SWITCHES:
         full_env.pop(k, None)
     if env:
         full_env.update(env)
