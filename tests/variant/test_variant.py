@@ -467,3 +467,36 @@ def test_cuda_matches_cpu(setup, tmp_path, precision):
                     assert float(got[f"delta_mean_{d}_{st}"]) == pytest.approx(
                         float(want[f"delta_mean_{d}_{st}"]), rel=1e-3, abs=1e-5
                     )
+
+
+def test_cpu_streams_start_after_one_call_in_the_calling_thread():
+    """As predict's CPU executor: the first model call of a process is made in the calling thread before the streams'
+    (torch sets exp up on its first call; two streams making it at once could get different routines)."""
+    import threading
+
+    from chromaflow.variant.effects import WindowPredictor
+
+    class Threads(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.threads: list[str] = []
+
+        def forward(self, x):
+            self.threads.append(threading.current_thread().name)
+            return x[:, :, :2] * 2
+
+    windows = np.random.default_rng(0).integers(1, 5, size=(3, 12), dtype=np.uint8)
+    got = {}
+    for streams in (1, 2):
+        model = Threads()
+        pred = WindowPredictor(model, torch.device("cpu"), "fp32", micro=2, streams=streams)
+        got[streams] = pred(windows)
+        pred(windows)
+        pred.close()
+        me = threading.current_thread().name
+        if streams == 1:
+            assert set(model.threads) == {me}
+        else:  # one call here, then 2 x (6 rows / 2) in the streams
+            assert model.threads[0] == me and len(model.threads) == 7
+            assert all(t.startswith("variant-stream") for t in model.threads[1:])
+    assert np.array_equal(got[1], got[2])

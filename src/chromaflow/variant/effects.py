@@ -164,6 +164,7 @@ class WindowPredictor:
         # CPU: ``streams`` micro-batches run at once, one torch thread each, as predict's CPU executor runs them
         # (measured there: faster than one call with several intra-op threads, which spin while they wait)
         self.pool = None
+        self.warm = False  # the first call made in the calling thread (``__call__``)
         if device.type == "cpu" and streams > 1:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -206,6 +207,13 @@ class WindowPredictor:
         rows = np.concatenate([windows, windows[:, ::-1]])
         strand = np.concatenate([np.zeros(n, np.uint8), np.ones(n, np.uint8)])
         starts = range(0, 2 * n, self.micro)
+        if self.pool is not None and not self.warm:
+            # one call on zeros in this thread before the streams' first calls: torch sets some CPU kernels (exp)
+            # up on their first call, and two streams making it at once could get different exp routines (predict's
+            # CpuExecutor._warm_up has the measurement)
+            k = min(2, self.micro)
+            self._call(np.zeros((k, L), np.uint8), np.zeros(k, np.uint8), span)
+            self.warm = True
         if self.pool is None:
             parts = [self._call(rows[i : i + self.micro], strand[i : i + self.micro], span) for i in starts]
         else:
