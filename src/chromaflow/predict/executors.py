@@ -280,17 +280,21 @@ class CpuExecutor:
             self._warm_up()
 
     def _warm_up(self) -> None:
-        """One model call, exp and round on zeros in this thread, before any stream's first call; results discarded.
+        """One model call, exp and round (and both encoders) on zeros in this thread, before any stream's first call;
+        results discarded.
 
         torch sets some CPU kernels up on their first call. When two streams made that first call at once, one of
-        them could compute exp with another routine (torch 2.13, 2 streams, fresh processes: a whole micro-batch's
-        exp() ~2e-6 off, e.g. exp(0.70696336) = 2.0278287 instead of 2.0278242, in 44 of 900; after this call: 0 of
-        900), and a rounded prediction moved by 1: a sharded run then differed from an unsharded one. Here the set-up
-        is over before the streams start. Cost: one model call of ``min(2, micro)`` rows per executor (one per
+        them could compute exp with another routine, a whole micro-batch ~2e-6 off (exp(0.70696336) = 2.0278287
+        instead of 2.0278242), and a rounded prediction moved by 1: a sharded run then differed from an unsharded
+        one. Measured with torch 2.13 on fresh processes whose two streams start together: the predictions differed
+        from a one-stream run's in 42 of 600 without this call, in 0 of 600 with it. Here the set-up is over before
+        the streams start. Cost: one model call of ``min(2, micro)`` rows per executor (one per
         assembly of a PREDICT_GROUP task: ~2 % of a 1 Mbp assembly's rows)."""
-        x = torch.zeros(min(2, self.micro), self.L, 4)
-        with torch.inference_mode():
-            rounded(self._forward(x), x.amax(dim=2) == 0)
+        k = min(2, self.micro)
+        with torch.inference_mode():  # both input routes' encoders too (the streams run them as well)
+            self.encoder.floats(torch.zeros(k, self.L, 4, dtype=torch.float16))
+            x, pad = self.encoder.codes(torch.zeros(k, self.L, dtype=torch.uint8), torch.zeros(k, dtype=torch.uint8))
+            rounded(self._forward(x), pad)
 
     def _forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.amp is None:
