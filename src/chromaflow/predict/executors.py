@@ -288,8 +288,8 @@ class CpuExecutor:
         instead of 2.0278242), and a rounded prediction moved by 1: a sharded run then differed from an unsharded
         one. Measured with torch 2.13 on fresh processes whose two streams start together: the predictions differed
         from a one-stream run's in 42 of 600 without this call, in 0 of 600 with it. Here the set-up is over before
-        the streams start. Cost: one model call of ``min(2, micro)`` rows per executor (one per
-        assembly of a PREDICT_GROUP task: ~2 % of a 1 Mbp assembly's rows)."""
+        the streams start. Cost: one model call of ``min(2, micro)`` rows per executor (one per assembly of a
+        PREDICT_GROUP task: ~2 % of a 1 Mbp assembly's rows)."""
         k = min(2, self.micro)
         with torch.inference_mode():  # both input routes' encoders too (the streams run them as well)
             self.encoder.floats(torch.zeros(k, self.L, 4, dtype=torch.float16))
