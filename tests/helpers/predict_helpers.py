@@ -16,3 +16,17 @@ class ScaledModel(torch.nn.Module):
         if x.shape[0] > self.limit:
             raise torch.cuda.OutOfMemoryError("simulated")
         return self.scale * x[:, :, :1]
+
+
+class ThreadRecorder(ScaledModel):
+    """:class:`ScaledModel` that records the name of the thread of each call (``threads``, in call order)."""
+
+    def __init__(self, scale: float = 3.0):
+        super().__init__(scale)
+        self.threads: list[str] = []
+
+    def forward(self, x):
+        import threading
+
+        self.threads.append(threading.current_thread().name)
+        return super().forward(x)

@@ -166,20 +166,6 @@ def test_nvml_metrics_degrade_without_gpu():
 # --------------------------------------------------------------------------------------------------
 # CPU streams: the first model call is made before the streams start
 # --------------------------------------------------------------------------------------------------
-class _Threads(torch.nn.Module):
-    """``_Const``'s log-rate, recording the name of the thread of every call."""
-
-    def __init__(self):
-        super().__init__()
-        self.threads: list[str] = []
-
-    def forward(self, x):
-        import threading
-
-        self.threads.append(threading.current_thread().name)
-        return 3 * x[:, :, :1]
-
-
 def test_cpu_streams_start_after_one_call_in_the_constructing_thread():
     """torch sets some CPU kernels up on their first call, and two streams making it at once could compute exp with
     different routines (CpuExecutor._warm_up: a rounded value off by 1 in ~7 % of fresh processes): the executor makes
@@ -188,13 +174,14 @@ def test_cpu_streams_start_after_one_call_in_the_constructing_thread():
 
     from chromaflow.predict.executors import CpuExecutor, Encoder, EngineStats, PrecisionCheck
     from chromaflow.predict.feed import Batch
+    from helpers.predict_helpers import ThreadRecorder
 
     X = np.zeros((8, 16, 4), np.float16)
     X[:, ::3, 0] = 1
     want = np.round(np.exp(3 * X[:, :, :1].astype(np.float32))).astype(np.int64)
     want[X.max(axis=2) == 0] = -1
     for streams in (1, 2):
-        model = _Threads()
+        model = ThreadRecorder()
         ex = CpuExecutor(
             model,
             precision="fp32",

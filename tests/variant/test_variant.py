@@ -475,20 +475,12 @@ def test_cpu_streams_start_after_one_call_in_the_calling_thread():
     import threading
 
     from chromaflow.variant.effects import WindowPredictor
-
-    class Threads(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.threads: list[str] = []
-
-        def forward(self, x):
-            self.threads.append(threading.current_thread().name)
-            return x[:, :, :2] * 2
+    from helpers.predict_helpers import ThreadRecorder
 
     windows = np.random.default_rng(0).integers(1, 5, size=(3, 12), dtype=np.uint8)
     got = {}
     for streams in (1, 2):
-        model = Threads()
+        model = ThreadRecorder()
         pred = WindowPredictor(model, torch.device("cpu"), "fp32", micro=2, streams=streams)
         got[streams] = pred(windows)
         pred(windows)
