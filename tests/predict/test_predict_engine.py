@@ -168,8 +168,8 @@ def test_nvml_metrics_degrade_without_gpu():
 # --------------------------------------------------------------------------------------------------
 def test_cpu_streams_start_after_one_call_in_the_constructing_thread():
     """torch sets some CPU kernels up on their first call, and two streams making it at once could compute exp with
-    different routines (CpuExecutor._warm_up: a rounded value off by 1 in ~7 % of fresh processes): the executor makes
-    that call itself, in the thread that builds it, before any stream's; one stream needs none."""
+    different routines (executors.start_streams: a rounded value off by 1 in ~7 % of fresh processes): the executor
+    makes that call itself, in the thread that builds it, before any stream's; one stream needs none."""
     import threading
 
     from chromaflow.predict.executors import CpuExecutor, Encoder, EngineStats, PrecisionCheck

@@ -10,7 +10,7 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Callable, cast
 
 import numpy as np
 import torch
@@ -231,6 +231,25 @@ class PrecisionCheck:
 
 
 # --------------------------------------------------------------------------------------------------
+# CPU streams (predict's CPU executor, variant-effect's predictor)
+# --------------------------------------------------------------------------------------------------
+def start_streams(streams: int, intra: int, prefix: str, first_call: Callable[[], object]) -> ThreadPoolExecutor:
+    """A pool of ``streams`` threads of ``intra`` torch threads each, started after ``first_call()`` has run in this
+    thread (its result is discarded).
+
+    ``first_call`` is one call of what the streams run (encoder, model, exp) on zeros: torch sets some CPU kernels up
+    on their first call, and when two streams made that first call at once one of them could compute exp with another
+    routine, a whole micro-batch ~2e-6 off (exp(0.70696336) = 2.0278287 instead of 2.0278242), and a rounded
+    prediction moved by 1: a sharded run then differed from an unsharded one. Measured with torch 2.13 on fresh
+    processes whose two streams start together: predictions unlike a one-stream run's in 42 of 600 without the first
+    call, in 0 of 600 with it (docs/predict.md). Its cost: one call of a micro-batch of at most 2 rows per pool."""
+    first_call()
+    return ThreadPoolExecutor(
+        max_workers=streams, thread_name_prefix=prefix, initializer=lambda: torch.set_num_threads(intra)
+    )
+
+
+# --------------------------------------------------------------------------------------------------
 # CPU executor
 # --------------------------------------------------------------------------------------------------
 class CpuExecutor:
@@ -264,34 +283,17 @@ class CpuExecutor:
         self.micro = max(1, micro)
         self.lock = threading.Lock()
         self.amp = autocast_dtype(precision)
-        intra = self.intra
         self.pool = (
-            ThreadPoolExecutor(
-                max_workers=self.streams,
-                thread_name_prefix="predict-stream",
-                initializer=lambda: torch.set_num_threads(intra),
-            )
-            if self.streams > 1
-            else None
+            start_streams(self.streams, self.intra, "predict-stream", self._first_call) if self.streams > 1 else None
         )
         self.index = 0
         self.done: list[tuple[Batch, np.ndarray]] = []
-        if self.pool is not None:
-            self._warm_up()
 
-    def _warm_up(self) -> None:
-        """One model call, exp and round (and both encoders) on zeros in this thread, before any stream's first call;
-        results discarded.
-
-        torch sets some CPU kernels up on their first call. When two streams made that first call at once, one of
-        them could compute exp with another routine, a whole micro-batch ~2e-6 off (exp(0.70696336) = 2.0278287
-        instead of 2.0278242), and a rounded prediction moved by 1: a sharded run then differed from an unsharded
-        one. Measured with torch 2.13 on fresh processes whose two streams start together: the predictions differed
-        from a one-stream run's in 42 of 600 without this call, in 0 of 600 with it. Here the set-up is over before
-        the streams start. Cost: one model call of ``min(2, micro)`` rows per executor (one per assembly of a
-        PREDICT_GROUP task: ~2 % of a 1 Mbp assembly's rows)."""
+    def _first_call(self) -> None:
+        """Both encoders, the model, exp and round on ``min(2, micro)`` rows of zeros (:func:`start_streams`; one per
+        executor: one per assembly of a PREDICT_GROUP task, ~2 % of a 1 Mbp assembly's rows)."""
         k = min(2, self.micro)
-        with torch.inference_mode():  # both input routes' encoders too (the streams run them as well)
+        with torch.inference_mode():
             self.encoder.floats(torch.zeros(k, self.L, 4, dtype=torch.float16))
             x, pad = self.encoder.codes(torch.zeros(k, self.L, dtype=torch.uint8), torch.zeros(k, dtype=torch.uint8))
             rounded(self._forward(x), pad)

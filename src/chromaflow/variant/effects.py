@@ -15,6 +15,7 @@ and its output is reversed back to genome order.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -162,18 +163,11 @@ class WindowPredictor:
         self.micro = max(1, micro)
         self.rows = 0
         # CPU: ``streams`` micro-batches run at once, one torch thread each, as predict's CPU executor runs them
-        # (measured there: faster than one call with several intra-op threads, which spin while they wait)
-        self.pool = None
-        self.warm = False  # the first call made in the calling thread (``__call__``)
-        if device.type == "cpu" and streams > 1:
-            from concurrent.futures import ThreadPoolExecutor
-
-            intra = max(1, torch.get_num_threads() // streams)
-            self.pool = ThreadPoolExecutor(
-                max_workers=streams,
-                thread_name_prefix="variant-stream",
-                initializer=lambda: torch.set_num_threads(intra),
-            )
+        # (measured there: faster than one call with several intra-op threads, which spin while they wait); the pool
+        # (predict's start_streams) starts at the first call, which knows the window length its first call needs
+        self.streams = streams if device.type == "cpu" and streams > 1 else 1
+        self.intra = max(1, torch.get_num_threads() // self.streams)
+        self.pool: ThreadPoolExecutor | None = None
 
     def close(self) -> None:
         """Shut the CPU stream pool down, if there is one."""
@@ -207,13 +201,12 @@ class WindowPredictor:
         rows = np.concatenate([windows, windows[:, ::-1]])
         strand = np.concatenate([np.zeros(n, np.uint8), np.ones(n, np.uint8)])
         starts = range(0, 2 * n, self.micro)
-        if self.pool is not None and not self.warm:
-            # one call on zeros in this thread before the streams' first calls: torch sets some CPU kernels (exp)
-            # up on their first call, and two streams making it at once could get different exp routines (predict's
-            # CpuExecutor._warm_up has the measurement)
+        if self.streams > 1 and self.pool is None:
+            from ..predict.executors import start_streams
+
             k = min(2, self.micro)
-            self._call(np.zeros((k, L), np.uint8), np.zeros(k, np.uint8), span)
-            self.warm = True
+            zeros = (np.zeros((k, L), np.uint8), np.zeros(k, np.uint8), span)
+            self.pool = start_streams(self.streams, self.intra, "variant-stream", lambda: self._call(*zeros))
         if self.pool is None:
             parts = [self._call(rows[i : i + self.micro], strand[i : i + self.micro], span) for i in starts]
         else:
