@@ -16,7 +16,7 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
+from helpers.environment import unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "measure-setup"
@@ -47,7 +47,7 @@ def test_too_little_free_space_stops_before_anything_with_one_line(tmp_path):
 
 def test_a_failing_commands_log_outlives_the_clean_up(tmp_path):
     if not (ROOT / ".." / "shared").is_dir():
-        pytest.skip("../shared is not beside the clone (measure-setup needs it)")
+        unavailable("../shared is not beside the clone (measure-setup needs it)")
     req = tmp_path / "requirements.txt"
     req.write_text(f"{tmp_path / 'no-such-0.0-py3-none-any.whl'}\n")
     tmp = tmp_path / "tmp"
