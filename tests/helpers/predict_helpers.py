@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import torch
 
 
@@ -26,7 +28,5 @@ class ThreadRecorder(ScaledModel):
         self.threads: list[str] = []
 
     def forward(self, x):
-        import threading
-
         self.threads.append(threading.current_thread().name)
         return super().forward(x)
