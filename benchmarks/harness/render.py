@@ -688,7 +688,18 @@ def publish(results_dir: Path = RESULTS) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
-    files = [Path(a) for a in argv] or sorted(RESULTS.glob("*.json"))
+    import argparse  # here: the module is imported by the tests and the harness without its command line
+
+    ap = argparse.ArgumentParser(
+        prog="benchmarks/render",
+        description="Render each results JSON's page (beside it) and regenerate every published benchmark page.",
+    )
+    ap.add_argument("results", nargs="*", type=Path, help="results JSON files (default: benchmarks/results/*.json)")
+    args = ap.parse_args(argv)
+    for f in args.results:
+        if not f.is_file():
+            ap.error(f"{f}: no such results file")
+    files = args.results or sorted(RESULTS.glob("*.json"))
     for f in files:
         print(f"rendered {render_file(f)}")
     for p in publish():

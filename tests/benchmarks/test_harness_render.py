@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 
 from benchmarks.harness import core, render
 
@@ -279,3 +280,16 @@ def test_fasta_shards_table_is_rendered_from_the_newest_results(tmp_path):
     assert "| 2 MB of 5.0 MB on disk | 5 MB (1.00× the file) |" in rows["bgzip, index"]
     assert "costs 4.0× the scan's CPU" in text
     assert fsr.render(None, tmp_path / "none") == fsr.NO_RUN
+
+
+def test_command_line_help_and_a_missing_results_file(tmp_path, capsys):
+    """``benchmarks/render --help`` prints its usage (it once read "--help" as a results file and crashed), and a
+    results file that is not there is one line naming it, exit 2, before anything is rendered."""
+    with pytest.raises(SystemExit) as e:
+        render.main(["--help"])
+    assert e.value.code == 0 and "usage: benchmarks/render" in capsys.readouterr().out
+    missing = tmp_path / "nope.json"
+    with pytest.raises(SystemExit) as e:
+        render.main([str(missing)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and err[-1] == f"benchmarks/render: error: {missing}: no such results file"
