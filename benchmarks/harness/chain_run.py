@@ -49,8 +49,9 @@ SETTINGS = {
 PRIOR_ALPHA = "0.5"
 #: the shortest peak kept, measured and predicted alike: the planted sites open 50-120 bp (chain.py), so
 #: bdgpeakcall's 200-bp default kept ~200 bp of test1's measured peaks, and ``--cutoff auto`` was the F1-best fit
-#: to that one run: a choice the last bits of the model's arithmetic moved (AMD and Intel picked 3 and 6, 123 and
-#: 27 peaks; with 27 no motif was learned); at 50, 394 and 420 peaks at F1 0.67 (the peaks stage's benchmark, too)
+#: to that one run: a choice the last bits of the model's arithmetic moved (on one AMD EPYC its own oneDNN kernels
+#: picked 3, 123 peaks, and failed the learned-prior target; held to AVX2, 6: 27 peaks, no motif learned); at 50,
+#: 394 and 420 peaks at F1 0.67 (the peaks stage's benchmark uses 50 too)
 PEAK_MIN_LENGTH = 50
 DATASET = "atacseq"
 

@@ -13,6 +13,7 @@ Nothing here is typed by hand: a number shown comes from a run record of a resul
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -688,8 +689,6 @@ def publish(results_dir: Path = RESULTS) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
-    import argparse  # here: the module is imported by the tests and the harness without its command line
-
     ap = argparse.ArgumentParser(
         prog="benchmarks/render",
         description="Render each results JSON's page (beside it) and regenerate every published benchmark page.",
