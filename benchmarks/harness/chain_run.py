@@ -19,6 +19,9 @@ Results (``chain.json``):
 * ``peaks``: called peaks and the share holding a planted opening site;
 * ``genie3``: AUPR / AUROC (:func:`benchmarks.harness.planted.score`) with no prior, the prior from the planted JASPAR
   matrices (``tf_motifs.tsv``, decoy included) and the prior from the learned motifs (``tf_families.tsv``);
+* ``learned_vs_jaspar``: the learned prior's AUPR minus the JASPAR prior's, with its standard error by a paired
+  bootstrap over the targets (:func:`benchmarks.harness.planted.paired_difference`): how finely this network's size
+  can tell the two apart;
 * ``steps``: each command's wall and CPU seconds; ``total``: the whole chain's.
 """
 
@@ -35,6 +38,7 @@ from chromaflow.motifs.motifs import family_key
 
 from . import chain
 from .env import ROOT, child_env
+from .planted import paired_difference
 from .stagekit import ours
 from .timer import measure
 
@@ -274,6 +278,9 @@ def run(outdir: str, size: str = "small", seed: int = 0, threads: int = 2, with_
         "pearson": {r["file"]: float(r[f"{DATASET}_avg_val_accuracy"]) for r in ev},
         "peaks": _peak_precision(work / "test1.narrowPeak", data / "sites.bed"),
         "genie3": {k: {m: v[m] for m in ("aupr", "auroc")} for k, v in scores.items()},
+        "learned_vs_jaspar": paired_difference(
+            str(work / "links_learned.tsv.gz"), str(work / "links_jaspar.tsv.gz"), str(data / "gold.tsv")
+        ),
         "steps": {"generate": generate, **step.times},
         "total": {
             "wall_s": time.perf_counter() - t0,

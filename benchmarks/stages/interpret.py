@@ -308,11 +308,13 @@ def chain_rows(c: dict) -> list[str]:
         found = ", ".join(f"{f} {'yes' if ok else 'no'}" for f, ok in ch["families_found"].items())
         g = ch["genie3"]
         pk = ch["peaks"]
+        lj = ch.get("learned_vs_jaspar")  # chain.json files before 2026-12-02 have no paired difference
+        diff = f" (learned − JASPAR {lj['aupr_diff']:+.3f} ± {lj['se']:.3f} SE)" if lj else ""
         rows.append(
             f"| {i + 1} | {found} | {'yes' if ch['decoy_found'] else 'no'} | "
             + ", ".join(f"{v:.3f}" for v in ch["pearson"].values())
             + f" | {pk['with_site']}/{pk['peaks']} | {g['none']['aupr']:.3f} / {g['jaspar']['aupr']:.3f} / "
-            f"{g['learned']['aupr']:.3f} | {ch['total']['wall_s']:.0f} | {ch['total']['cpu_s']:.0f} | "
+            f"{g['learned']['aupr']:.3f}{diff} | {ch['total']['wall_s']:.0f} | {ch['total']['cpu_s']:.0f} | "
             f"{ch['steps']['train']['wall_s']:.0f} |"
         )
     if len(rows) == 2:
