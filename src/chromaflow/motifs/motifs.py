@@ -255,6 +255,8 @@ def _read_lines(path: str, what: str) -> list[str]:
 
 
 def family_key(family: str) -> str:
+    """The form two TF family names are compared in (``--tf-families`` against JASPAR's and the matches' families):
+    whitespace runs collapsed to one space and case-folded, so ``"Type  II"`` and ``"type II"`` are one family."""
     return " ".join(family.split()).casefold()
 
 
