@@ -316,15 +316,21 @@ def precision_at(y: np.ndarray, s: np.ndarray, k: int) -> float:
     return float((y[above].sum() + take * y[tied].mean()) / k)
 
 
+def _aligned(gold: dict, *weights: dict) -> tuple[list[tuple[str, str]], np.ndarray, list[np.ndarray]]:
+    """The gold standard's (TF, target) pairs in sorted order (as ``dream4.score`` scores them), their labels
+    (float, 0/1) and each link list's weights on those pairs (a pair a list lacks weighs 0)."""
+    keys = sorted(gold)
+    y = np.array([gold[k] for k in keys], dtype=float)
+    return keys, y, [np.array([w.get(k, 0.0) for k in keys], dtype=float) for w in weights]
+
+
 def score(links: str, gold: str) -> dict:
     from chromaflow.genie3 import dream4
 
     g = dream4.read_gold(gold)
     w = dream4.read_links(links)
     res = dream4.score(g, w)
-    keys = sorted(g)
-    y = np.array([g[k] for k in keys], dtype=float)
-    s = np.array([w.get(k, 0.0) for k in keys])
+    keys, y, (s,) = _aligned(g, w)
     for pct in (0.1, 0.5, 1.0):
         k = max(1, int(round(len(keys) * pct / 100)))
         res[f"p_at_{pct:g}pct"] = precision_at(y, s, k)
@@ -342,11 +348,7 @@ def paired_difference(links_a: str, links_b: str, gold: str, n_boot: int = 1000,
 
     from chromaflow.genie3 import dream4
 
-    g = dream4.read_gold(gold)
-    keys = sorted(g)
-    y = np.array([g[k] for k in keys], dtype=float)
-    sa, sb = ([w.get(k, 0.0) for k in keys] for w in (dream4.read_links(links_a), dream4.read_links(links_b)))
-    a, b = np.array(sa), np.array(sb)
+    keys, y, (a, b) = _aligned(dream4.read_gold(gold), dream4.read_links(links_a), dream4.read_links(links_b))
     targets = sorted({k[1] for k in keys})
     rows = [np.flatnonzero([k[1] == t for k in keys]) for t in targets]
     rng = np.random.default_rng(seed)
