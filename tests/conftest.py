@@ -23,6 +23,9 @@ from chromaflow.interpret.discover import guard_numba_import
 # guard (chromaflow.interpret.discover.guard_numba_import, also run when that module is imported) covers this process
 guard_numba_import()
 
+#: ``--cpu-report FILE``: every test's CPU seconds, children included (where the suite's time goes)
+pytest_plugins = ("helpers.cpu_report",)
+
 #: the background nf-test run of this session (helpers/nftest_run.py), when its tests are selected
 NFTEST_RUN = pytest.StashKey[NfTestRun]()
 
