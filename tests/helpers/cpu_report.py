@@ -5,7 +5,9 @@ asking which tests spend them. pytest's ``--durations`` gives wall seconds, whic
 a test waiting on a container start looks as long as one training a model. With this option every test's CPU
 seconds are recorded -- its worker's own and those of the child processes it waited for (a command, a Nextflow run
 and every task it ran: ``RUSAGE_CHILDREN`` counts a reaped child with its own reaped descendants) -- beside its
-wall seconds, and the controller writes them into one JSON file and prints the files that spent the most.
+wall seconds, and the controller writes them into one JSON file and prints the files that spent the most. A child is
+charged to the test during which it is reaped: a fixture's set-up to the first test that asks for it, and the
+background nf-test run (started at collection) to ``test_nftest.py``'s first case, which waits for it.
 
 What no test waits for is not attributed: processes another daemon reaps (podman's containers under conmon, SLURM's
 jobs under slurmd), collection, and anything else on the machine. The report gives the machine's busy CPU seconds
