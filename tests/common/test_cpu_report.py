@@ -31,15 +31,20 @@ def test_sleeps():
 '''
 
 
+def _pytest(folder, *args) -> subprocess.CompletedProcess:
+    """pytest on ``folder`` with the plugin (as tests/conftest.py loads it for the suite) and ``args``."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, "-m", "pytest", "-p", "helpers.cpu_report", "-p", "no:cacheprovider", *args, str(folder)]
+    return subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+
+
 @pytest.mark.parametrize("workers", [None, "2"], ids=["one-process", "xdist"])
 def test_each_test_is_charged_its_own_and_its_childrens_cpu(tmp_path, workers):
     (tmp_path / "test_burners.py").write_text(BURNERS)
     out = tmp_path / "cpu.json"
-    cmd = [sys.executable, "-m", "pytest", "-p", "helpers.cpu_report", "--cpu-report", str(out)]
-    cmd += ["-p", "no:cacheprovider"]
-    cmd += ["-n", workers] if workers else ["-p", "no:xdist"]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]))
-    p = subprocess.run([*cmd, str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    # a part file an interrupted run left: not merged into this run's report
+    (tmp_path / "cpu.json.gw5.part").write_text(json.dumps([{"nodeid": "stale.py::test_old", "cpu_s": 9.0}]))
+    p = _pytest(tmp_path, "--cpu-report", str(out), *(["-n", workers] if workers else ["-p", "no:xdist"]))
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     report = json.loads(out.read_text())
     tests = {r["nodeid"].split("::")[1]: r for r in report["tests"]}
@@ -57,3 +62,16 @@ def test_each_test_is_charged_its_own_and_its_childrens_cpu(tmp_path, workers):
     assert {r["worker"] for r in report["tests"]} <= ({"gw0", "gw1"} if workers else {"main"})
     assert not list(tmp_path.glob("cpu.json.*")), "the workers' part files were left"
     assert "CPU seconds by test file (--cpu-report)" in p.stdout and "test_burners.py" in p.stdout
+
+
+@pytest.mark.parametrize("where", ["no-folder", "a-folder"])
+def test_a_report_path_that_cannot_be_written_stops_before_any_test(tmp_path, where):
+    (tmp_path / "test_burners.py").write_text(BURNERS)
+    target = tmp_path / "missing" / "cpu.json" if where == "no-folder" else tmp_path
+    p = _pytest(tmp_path, "--cpu-report", str(target), "-p", "no:xdist")
+    assert p.returncode == 4, p.stdout[-2000:] + p.stderr[-2000:]  # pytest's usage error
+    why = "is a folder" if where == "a-folder" else f"its folder {tmp_path / 'missing'} does not exist"
+    assert [line for line in p.stderr.splitlines() if "--cpu-report" in line] == [
+        f"ERROR: --cpu-report {target}: {why}"
+    ], p.stderr
+    assert "test_child_burns" not in p.stdout and sorted(x.name for x in tmp_path.iterdir()) == ["test_burners.py"]

@@ -48,14 +48,15 @@ def process_cpu() -> tuple[float, float]:
 
 
 def machine_cpu() -> float:
-    """Busy CPU seconds of the whole machine since boot, all CPUs (``/proc/stat``: every state but idle and iowait);
-    0.0 where there is no ``/proc/stat``."""
+    """Busy CPU seconds of the whole machine since boot, all CPUs (``/proc/stat``: user, nice, system, irq and
+    softirq; not idle, iowait, or steal, the time the hypervisor gave to other guests); 0.0 where there is no
+    ``/proc/stat``."""
     try:
         with open("/proc/stat") as fh:
-            ticks = [int(x) for x in fh.readline().split()[1:]]
+            user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fh.readline().split()[1:8])
     except OSError:
         return 0.0
-    return (sum(ticks[:8]) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 def by_file(rows: list[dict]) -> list[dict]:
@@ -81,6 +82,13 @@ class CpuReport:
         self.rows: list[dict] = []
         self.machine0, self.wall0 = machine_cpu(), time.monotonic()
         self.report: dict | None = None
+        if worker is None:  # parts an interrupted run left would be merged into this one's (workers start later)
+            for part in self.parts():
+                part.unlink()
+
+    def parts(self) -> list[Path]:
+        """The workers' part files beside ``path``."""
+        return sorted(self.path.parent.glob(f"{self.path.name}.*.part"))
 
     def part(self, worker: str) -> Path:
         return self.path.with_name(f"{self.path.name}.{worker}.part")
@@ -106,7 +114,7 @@ class CpuReport:
             self.part(self.worker).write_text(json.dumps(self.rows))
             return
         rows = list(self.rows)
-        for part in sorted(self.path.parent.glob(f"{self.path.name}.*.part")):
+        for part in self.parts():
             rows += json.loads(part.read_text())
             part.unlink()
         machine = machine_cpu() - self.machine0
@@ -138,5 +146,9 @@ class CpuReport:
 def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("--cpu-report", None)
     if path:
+        report = Path(path).resolve()
+        if not report.parent.is_dir() or report.is_dir():
+            what = "is a folder" if report.is_dir() else f"its folder {report.parent} does not exist"
+            raise pytest.UsageError(f"--cpu-report {path}: {what}")
         worker = getattr(config, "workerinput", {}).get("workerid")
-        config.pluginmanager.register(CpuReport(Path(path).resolve(), worker), "chromaflow_cpu_report")
+        config.pluginmanager.register(CpuReport(report, worker), "chromaflow_cpu_report")
