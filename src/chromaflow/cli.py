@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import importlib
 import os
 import re
@@ -199,6 +200,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(rc)
+    if program:
+        # The process ends next. Python's finalisation collects garbage while it clears the modules, and each pass
+        # walks every object the imports made (~180,000 after torch): ~0.4 CPU-s of a torch command's exit, ~1.4
+        # with lightning (train). Frozen objects are skipped; exit handlers (atexit, HDF5's own) still run.
+        gc.freeze()
     return rc
 
 
