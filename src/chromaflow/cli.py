@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(rc)
     if program:
         # The process ends next. Python's finalisation collects garbage while it clears the modules, and each pass
-        # walks every object the imports made (~180,000 after torch): ~0.4 CPU-s of a torch command's exit, ~1.4
+        # walks every object the imports made (~180,000 after torch): ~0.3-0.5 CPU-s of a torch command's exit, ~1.4
         # with lightning (train). Frozen objects are skipped; exit handlers (atexit, HDF5's own) still run.
         gc.freeze()
     return rc
