@@ -684,7 +684,9 @@ SHIM = r"""#!/usr/bin/env bash
 # FAKE container engine for tests/pipeline/test_containers.py (singularity/apptainer are not available here):
 # records its arguments and runs the command after the image on the host. NOT a container.
 log={log}
-printf '%s' "$(basename "$0")" >> "$log"; for a in "$@"; do printf ' %q' "$a" >> "$log"; done; echo >> "$log"
+# one write per call: tasks and pulls run concurrently, and piecewise appends interleaved their lines (a CI flake)
+line="$(basename "$0")"; for a in "$@"; do line+=" $(printf '%q' "$a")"; done
+printf '%s\n' "$line" >> "$log"
 case "$1" in
   run|exec) ;;
   pull) prev=""; for a in "$@"; do [ "$prev" = "--name" ] && touch "$a"; prev="$a"; done; exit 0 ;;
