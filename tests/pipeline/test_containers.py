@@ -685,8 +685,8 @@ SHIM = r"""#!/usr/bin/env bash
 # records its arguments and runs the command after the image on the host. NOT a container.
 log={log}
 # one write per call: tasks and pulls run concurrently, and piecewise appends interleaved their lines (a CI flake)
-line="$(basename "$0")"; for a in "$@"; do line+=" $(printf '%q' "$a")"; done
-printf '%s\n' "$line" >> "$log"
+args=""; (($#)) && printf -v args ' %q' "$@"
+printf '%s%s\n' "$(basename "$0")" "$args" >> "$log"
 case "$1" in
   run|exec) ;;
   pull) prev=""; for a in "$@"; do [ "$prev" = "--name" ] && touch "$a"; prev="$a"; done; exit 0 ;;
